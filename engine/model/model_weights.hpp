@@ -1,0 +1,59 @@
+#pragma once
+// The tensors of a Llama-family decoder, as views into memory-mapped
+// safetensors files (F32 used in place; F16/BF16 converted on the fly by the
+// backend, so a 7B BF16 checkpoint is never widened in memory).
+
+#include "engine/model/dtype.hpp"
+#include "engine/model/model_config.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+namespace troupe {
+
+/// A row-major 2-D (or 1-D: rows == 1) tensor that the model does not own.
+struct weight_tensor {
+  dtype type = dtype::f32;
+  const void* data = nullptr; ///< rows * cols elements of `type`
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+
+  auto numel() const -> std::int64_t { return rows * cols; }
+  auto row(std::int64_t r) const -> const void* {
+    return static_cast<const std::byte*>(data) + r * cols * static_cast<std::int64_t>(dtype_size(type));
+  }
+};
+
+/// HF names: model.layers.{i}.{input_layernorm, self_attn.{q,k,v,o}_proj,
+/// post_attention_layernorm, mlp.{gate,up,down}_proj}.weight
+struct layer_weights {
+  weight_tensor attn_norm; ///< [1, hidden], always F32
+  weight_tensor wq;        ///< [heads * head_dim, hidden]
+  weight_tensor wk;        ///< [kv_heads * head_dim, hidden]
+  weight_tensor wv;        ///< [kv_heads * head_dim, hidden]
+  weight_tensor wo;        ///< [hidden, heads * head_dim]
+  weight_tensor mlp_norm;  ///< [1, hidden], always F32
+  weight_tensor w_gate;    ///< [intermediate, hidden]
+  weight_tensor w_up;      ///< [intermediate, hidden]
+  weight_tensor w_down;    ///< [hidden, intermediate]
+};
+
+struct model_weights {
+  model_config config;
+  weight_tensor embed;      ///< [vocab, hidden]  model.embed_tokens.weight
+  std::vector<layer_weights> layers;
+  weight_tensor final_norm; ///< [1, hidden], always F32  model.norm.weight
+  weight_tensor lm_head;    ///< [vocab, hidden]  lm_head.weight, or embed when tied
+  /// Keeps the mappings and converted norm vectors alive.
+  std::vector<std::shared_ptr<const void>> storage;
+
+  /// Loads config.json, generation_config.json and model.safetensors or the
+  /// shards named by model.safetensors.index.json from dir. Throws model_error
+  /// naming the file and problem: missing file, truncated/corrupt header,
+  /// missing tensor, wrong shape, unsupported dtype or architecture.
+  static auto load(const std::filesystem::path& dir) -> model_weights;
+};
+
+} // namespace troupe

@@ -1,0 +1,53 @@
+#pragma once
+// A small, fast, seedable generator (xoshiro256**, Blackman & Vigna) whose
+// output is the same on every platform and standard library.
+
+#include <cstdint>
+
+namespace troupe {
+
+class rng {
+public:
+  explicit rng(std::uint64_t seed) {
+    // splitmix64 expands the seed into the state, as the authors recommend
+    for (auto& s : s_) {
+      seed += 0x9e3779b97f4a7c15ull;
+      std::uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      s = z ^ (z >> 31);
+    }
+  }
+
+  auto next() -> std::uint64_t {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+
+  /// Uniform in [0, 1) with 53 random bits.
+  auto uniform() -> double { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+  /// Standard normal (Box-Muller); for weight initialisation and tests.
+  auto normal() -> double;
+
+private:
+  static auto rotl(std::uint64_t x, int k) -> std::uint64_t { return (x << k) | (x >> (64 - k)); }
+  std::uint64_t s_[4];
+};
+
+inline auto rng::normal() -> double {
+  double u1 = uniform();
+  while (u1 <= 0.0) u1 = uniform();
+  const double u2 = uniform();
+  constexpr double two_pi = 6.283185307179586;
+  return __builtin_sqrt(-2.0 * __builtin_log(u1)) * __builtin_cos(two_pi * u2);
+}
+
+} // namespace troupe

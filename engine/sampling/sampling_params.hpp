@@ -1,0 +1,34 @@
+#pragma once
+// What a request asks of the sampler, as in OpenAI's and vLLM's APIs.
+
+#include "engine/types.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+/// Per-request sampling settings. Defaults sample the plain softmax.
+struct sampling_params {
+  float temperature = 1.0f;       ///< 0 means greedy (argmax)
+  std::int32_t top_k = 0;         ///< 0 or -1: off; else keep the k most likely
+  float top_p = 1.0f;             ///< nucleus mass in (0, 1]; 1 is off
+  float min_p = 0.0f;             ///< in [0, 1]; drop tokens below min_p * p_max
+  float repetition_penalty = 1.0f; ///< > 0; HF/CTRL style, over prompt + output
+  float presence_penalty = 0.0f;  ///< in [-2, 2]; OpenAI style, over output
+  float frequency_penalty = 0.0f; ///< in [-2, 2]; OpenAI style, over output
+  std::optional<std::uint64_t> seed; ///< same seed, same prompt -> same text
+  std::int32_t max_tokens = 16;   ///< >= 1; generation stops after this many
+  std::vector<token_id> stop_token_ids; ///< finish when one is sampled (not shown)
+  std::vector<std::string> stop;  ///< finish when the text contains one (cut off)
+  bool ignore_eos = false;        ///< keep going past the model's EOS tokens
+  std::int32_t logprobs = -1;     ///< -1: none; n >= 0: sampled + top-n logprobs
+
+  /// Empty when valid, else one line naming the bad field, e.g.
+  /// "top_p must be in (0, 1], got 1.5".
+  [[nodiscard]] auto validate() const -> std::string;
+};
+
+} // namespace troupe

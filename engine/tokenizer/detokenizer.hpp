@@ -1,0 +1,33 @@
+#pragma once
+// Streams token ids out as text that is always valid UTF-8.
+
+#include "engine/tokenizer/tokenizer.hpp"
+
+#include <string>
+
+namespace troupe {
+
+/// Turns a stream of generated ids into text pieces. Bytes of byte-fallback
+/// pieces are held back until they complete a UTF-8 character; a sequence that
+/// can never complete becomes U+FFFD. "▁" becomes a space, except the very
+/// first one when `at_text_start` (the text opens with it). Control tokens
+/// produce nothing. Concatenating every push() and flush() equals
+/// tokenizer::decode of the same ids (plus a leading space when !at_text_start
+/// and the first piece starts with "▁").
+class incremental_detokenizer {
+public:
+  incremental_detokenizer(const tokenizer& tok, bool at_text_start);
+
+  /// Text completed by this id; often empty mid-character. O(piece length).
+  auto push(token_id id) -> std::string;
+
+  /// Whatever is held back, incomplete bytes as U+FFFD; call once at the end.
+  auto flush() -> std::string;
+
+private:
+  const tokenizer* tok_;
+  bool at_start_;
+  std::string pending_; ///< bytes of an unfinished UTF-8 character
+};
+
+} // namespace troupe
