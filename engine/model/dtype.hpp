@@ -81,7 +81,7 @@ inline auto f32_to_f16(float f) -> std::uint16_t {
   if (abs < 0x38800000u) { // subnormal half or zero
     if (abs < 0x33000000u) return sign;
     const std::uint32_t man = (abs & 0x7fffffu) | 0x800000u;
-    const int shift = 126 - static_cast<int>(abs >> 23) + 14; // 14..24
+    const int shift = 126 - static_cast<int>(abs >> 23); // 14..24: exponent 112..102
     std::uint32_t half = man >> shift;
     const std::uint32_t rem = man & ((1u << shift) - 1);
     const std::uint32_t mid = 1u << (shift - 1);

@@ -19,6 +19,8 @@ struct rope_scaling_config {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   std::int64_t original_max_position_embeddings = 8192;
+
+  friend auto operator==(const rope_scaling_config&, const rope_scaling_config&) -> bool = default;
 };
 
 struct model_config {
@@ -50,11 +52,15 @@ struct model_config {
   /// not dividing evenly).
   static auto load(const std::filesystem::path& dir) -> model_config;
 
-  /// Writes config.json (HF field names) into dir, for make-model and tests.
+  /// Writes config.json (HF field names) and generation_config.json (BOS/EOS
+  /// ids and the default_* values that are set) into dir, for make-model and
+  /// tests, so that load(dir) == *this. Validates first; throws model_error.
   void save(const std::filesystem::path& dir) const;
 
   /// Checks field relationships; throws model_error("<file>: <problem>").
   void validate(const std::string& file) const;
+
+  friend auto operator==(const model_config&, const model_config&) -> bool = default;
 };
 
 } // namespace troupe

@@ -2,6 +2,7 @@
 // A small, fast, seedable generator (xoshiro256**, Blackman & Vigna) whose
 // output is the same on every platform and standard library.
 
+#include <cmath>
 #include <cstdint>
 
 namespace troupe {
@@ -47,7 +48,7 @@ inline auto rng::normal() -> double {
   while (u1 <= 0.0) u1 = uniform();
   const double u2 = uniform();
   constexpr double two_pi = 6.283185307179586;
-  return __builtin_sqrt(-2.0 * __builtin_log(u1)) * __builtin_cos(two_pi * u2);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2);
 }
 
 } // namespace troupe

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -34,7 +35,13 @@ public:
 
   /// Samples from `logits` (vocab entries; overwritten as scratch) and records
   /// the token as generated. Logprobs are log_softmax of the logits as given,
-  /// before penalties and temperature. O(vocab) plus O(k log k) for top-k/top-p.
+  /// before penalties and temperature. Order as in vLLM: repetition penalty,
+  /// presence/frequency penalties, then greedy argmax (temperature < 1e-5,
+  /// lowest id on ties) or temperature, top-k, top-p, min-p and an inverse-CDF
+  /// draw. Top-k keeps exactly k tokens (lower id first on equal logits).
+  /// O(vocab) plus O(k log k) for top-k; top-p alone sorts only the tokens
+  /// whose probability is within 1/16 of the nucleus boundary. No allocation
+  /// once the scratch has grown to the vocab size, but the top_logprobs.
   auto sample(std::span<float> logits) -> sample_result;
 
   auto params() const -> const sampling_params& { return params_; }
@@ -46,7 +53,23 @@ private:
   std::unordered_map<token_id, std::int32_t> output_counts_;
   std::vector<token_id> prompt_tokens_; ///< sorted, unique: repetition penalty
   std::int32_t num_generated_ = 0;
-  std::vector<std::int32_t> scratch_idx_;
+  std::vector<std::int32_t> scratch_idx_; ///< candidate ids for top-k / top-p
+  std::vector<float> scratch_probs_;      ///< unnormalised probabilities, max 1
+  std::vector<token_logprob> scratch_top_; ///< best raw logits, best first
+  std::vector<std::pair<token_id, float>> scratch_saved_; ///< logits before penalties
+
+  /// Fills scratch_top_ with the n largest logits, lower id first on ties.
+  auto find_top(std::span<const float> logits, std::int32_t n) -> void;
+  /// Applies the penalties in place, saving originals; false if none changed.
+  auto apply_penalties(std::span<float> logits) -> bool;
+  /// Draws from the (penalised) logits with temperature, top-k, top-p, min-p;
+  /// scratch_probs_ already holds exp(logit - max) when `probs_ready`.
+  auto draw(std::span<const float> logits, bool probs_ready) -> token_id;
+  /// Puts the k most likely ids, sorted, first in scratch_idx_. O(vocab + k log k).
+  auto select_top_k(std::span<const float> logits, std::int32_t k) -> void;
+  /// Puts the top-p nucleus of the whole vocab in scratch_idx_ (any order)
+  /// and returns its size. O(vocab) plus a sort of the boundary bucket.
+  auto select_nucleus(std::span<const float> logits) -> std::int32_t;
 };
 
 } // namespace troupe

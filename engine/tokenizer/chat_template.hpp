@@ -24,15 +24,17 @@ auto chat_format_name(chat_format f) -> std::string_view;
 /// markers: "<|im_start|>" ChatML, "<|user|>" Zephyr, "[INST]" Llama-2.
 auto detect_chat_format(std::string_view jinja_template) -> std::optional<chat_format>;
 
-/// Reads dir/tokenizer_config.json's "chat_template" and detects its format;
-/// nullopt when absent or unrecognised.
+/// Reads dir/tokenizer_config.json's "chat_template" (a string, or the entry
+/// named "default" of a list) and detects its format; nullopt when the file or
+/// field is absent or the format unrecognised. Throws model_error("<path>:
+/// <problem>") when the file is not a JSON object.
 auto chat_format_of_model(const std::string& model_dir) -> std::optional<chat_format>;
 
 /// The prompt text, with special tokens spelled out ("<s>", "</s>") for
 /// tokenizer::encode_with_special (no BOS added there: the text carries it).
 /// Returns an error line in `error` (and empty text) for an unknown role, a
 /// conversation not alternating user/assistant where the format requires it,
-/// or an empty list.
+/// or an empty list; `error` (may be null) is cleared on success.
 auto render_chat(chat_format f, std::span<const chat_message> messages,
                  bool add_generation_prompt, std::string* error) -> std::string;
 

@@ -13,7 +13,10 @@ namespace troupe {
 /// first one when `at_text_start` (the text opens with it). Control tokens
 /// produce nothing. Concatenating every push() and flush() equals
 /// tokenizer::decode of the same ids (plus a leading space when !at_text_start
-/// and the first piece starts with "▁").
+/// and the first piece starts with "▁"). A byte run ends at the next non-byte
+/// id, control ids included, exactly as in sentencepiece's decoder; each byte
+/// that starts no valid character becomes one U+FFFD. Ids outside the
+/// vocabulary are ignored. The model's denormalizer (if any) is not applied.
 class incremental_detokenizer {
 public:
   incremental_detokenizer(const tokenizer& tok, bool at_text_start);
@@ -25,8 +28,14 @@ public:
   auto flush() -> std::string;
 
 private:
+  /// Moves whole characters (or U+FFFD for impossible bytes) from pending_ to
+  /// out; with `run_ended`, an incomplete tail becomes U+FFFD too.
+  auto drain(std::string& out, bool run_ended) -> void;
+
   const tokenizer* tok_;
-  bool at_start_;
+  bool at_start_;             ///< a leading "▁" would still be dropped
+  bool bos_ws_seen_ = false;  ///< the previous piece had its "▁" dropped
+  bool emitted_ = false;      ///< some text has been returned
   std::string pending_; ///< bytes of an unfinished UTF-8 character
 };
 

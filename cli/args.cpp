@@ -1,0 +1,76 @@
+#include "cli/args.hpp"
+
+#include <charconv>
+#include <cstdlib>
+
+namespace troupe::cli {
+
+args::args(std::span<char* const> argv, const std::set<std::string>& options,
+           const std::set<std::string>& flags) {
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + a + "'");
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+      has_value = true;
+    }
+    if (flags.contains(name)) {
+      if (has_value) throw usage_error("--" + name + " takes no value");
+      flags_.insert(name);
+    } else if (options.contains(name)) {
+      if (!has_value) {
+        if (i + 1 >= argv.size()) throw usage_error("--" + name + " needs a value");
+        value = argv[++i];
+      }
+      values_[name] = value;
+    } else {
+      throw usage_error("unknown option --" + name);
+    }
+  }
+}
+
+auto args::has(const std::string& name) const -> bool {
+  return flags_.contains(name) || values_.contains(name);
+}
+
+auto args::str(const std::string& name, const std::string& fallback) const -> std::string {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+auto args::required(const std::string& name) const -> std::string {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw usage_error("--" + name + " is required");
+  return it->second;
+}
+
+auto args::integer(const std::string& name, std::int64_t fallback) const -> std::int64_t {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  std::int64_t v = 0;
+  const auto& s = it->second;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size())
+    throw usage_error("--" + name + " expects an integer, got '" + s + "'");
+  return v;
+}
+
+auto args::maybe_real(const std::string& name) const -> std::optional<double> {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  const auto& s = it->second;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size())
+    throw usage_error("--" + name + " expects a number, got '" + s + "'");
+  return v;
+}
+
+auto args::real(const std::string& name, double fallback) const -> double {
+  return maybe_real(name).value_or(fallback);
+}
+
+} // namespace troupe::cli

@@ -1,0 +1,39 @@
+#pragma once
+// A small command-line parser: `--name value` options and `--flag` switches,
+// each declared up front so that anything else is a usage error.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace troupe::cli {
+
+/// A usage error: main prints the message and the command's usage, exits 2.
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class args {
+public:
+  /// Parses argv after the subcommand. Throws usage_error for an unknown
+  /// option, a missing value or a stray positional argument.
+  args(std::span<char* const> argv, const std::set<std::string>& options,
+       const std::set<std::string>& flags);
+
+  auto has(const std::string& name) const -> bool;
+  auto str(const std::string& name, const std::string& fallback) const -> std::string;
+  auto required(const std::string& name) const -> std::string;
+  auto integer(const std::string& name, std::int64_t fallback) const -> std::int64_t;
+  auto real(const std::string& name, double fallback) const -> double;
+  auto maybe_real(const std::string& name) const -> std::optional<double>;
+
+private:
+  std::map<std::string, std::string> values_;
+  std::set<std::string> flags_;
+};
+
+} // namespace troupe::cli

@@ -1,0 +1,13 @@
+#pragma once
+// The `troupe` subcommands. Each returns the process exit code; usage errors
+// are thrown as cli::usage_error.
+
+#include <span>
+
+namespace troupe::cli {
+
+auto run_generate(std::span<char* const> argv) -> int;
+auto run_make_model(std::span<char* const> argv) -> int;
+auto run_bench_engine(std::span<char* const> argv) -> int;
+
+} // namespace troupe::cli

@@ -1,0 +1,92 @@
+// troupe generate: one prompt, streamed to stdout, speed on stderr.
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "engine/cpu/cpu_executor.hpp"
+#include "engine/generator.hpp"
+#include "engine/model/model_weights.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+
+#include <cstdio>
+
+namespace troupe::cli {
+
+auto run_generate(std::span<char* const> argv) -> int {
+  const args a(argv,
+               {"model", "prompt", "max-tokens", "temperature", "top-k", "top-p", "min-p",
+                "repetition-penalty", "presence-penalty", "frequency-penalty", "seed",
+                "chat-template", "system", "threads", "block-size", "stop", "prefill-chunk"},
+               {"chat", "ignore-eos"});
+  const std::string dir = a.required("model");
+  const std::string prompt = a.required("prompt");
+
+  const auto weights = model_weights::load(dir);
+  const auto tok = tokenizer::load(std::filesystem::path(dir) / "tokenizer.model");
+  const auto& cfg = weights.config;
+
+  sampling_params p;
+  p.max_tokens = static_cast<std::int32_t>(a.integer("max-tokens", 64));
+  p.temperature = static_cast<float>(a.real("temperature", cfg.default_temperature.value_or(1.0f)));
+  p.top_k = static_cast<std::int32_t>(a.integer("top-k", cfg.default_top_k.value_or(0)));
+  p.top_p = static_cast<float>(a.real("top-p", cfg.default_top_p.value_or(1.0f)));
+  p.min_p = static_cast<float>(a.real("min-p", 0.0));
+  p.repetition_penalty = static_cast<float>(a.real("repetition-penalty", 1.0));
+  p.presence_penalty = static_cast<float>(a.real("presence-penalty", 0.0));
+  p.frequency_penalty = static_cast<float>(a.real("frequency-penalty", 0.0));
+  p.ignore_eos = a.has("ignore-eos");
+  if (a.has("seed")) p.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+  if (a.has("stop")) p.stop = {a.str("stop", "")};
+  if (auto err = p.validate(); !err.empty()) throw usage_error(err);
+
+  std::vector<token_id> ids;
+  if (a.has("chat")) {
+    std::optional<chat_format> fmt;
+    if (a.has("chat-template")) {
+      fmt = parse_chat_format(a.str("chat-template", ""));
+      if (!fmt) throw usage_error("unknown chat template '" + a.str("chat-template", "") +
+                                  "' (known: llama-2, chatml, zephyr)");
+    } else {
+      fmt = chat_format_of_model(dir);
+      if (!fmt) throw usage_error("the model names no known chat template; pass --chat-template");
+    }
+    std::vector<chat_message> msgs;
+    if (a.has("system")) msgs.push_back({"system", a.str("system", "")});
+    msgs.push_back({"user", prompt});
+    std::string error;
+    const auto text = render_chat(*fmt, msgs, true, &error);
+    if (!error.empty()) throw usage_error(error);
+    ids = tok.encode_with_special(text, false);
+  } else {
+    ids = tok.encode(prompt, tok.bos_id() >= 0);
+  }
+
+  cpu_executor_options eo;
+  eo.block_size = static_cast<std::int32_t>(a.integer("block-size", 16));
+  if (eo.block_size < 1 || eo.block_size > 1024) throw usage_error("--block-size must be in [1, 1024]");
+  const auto needed = static_cast<std::int64_t>(ids.size()) + p.max_tokens;
+  eo.num_kv_blocks = static_cast<std::int32_t>((needed + eo.block_size - 1) / eo.block_size);
+  eo.num_threads = static_cast<int>(a.integer("threads", 0));
+  cpu_executor ex(weights, eo);
+
+  auto eos = cfg.eos_token_ids;
+  if (eos.empty() && tok.eos_id() >= 0) eos.push_back(tok.eos_id());
+  const auto chunk = static_cast<std::int32_t>(a.integer("prefill-chunk", 512));
+  if (chunk < 1) throw usage_error("--prefill-chunk must be positive");
+  generator gen(ex, tok, eos, chunk, cfg.max_position_embeddings);
+  const auto s = gen.generate(ids, p, [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  std::fputc('\n', stdout);
+  const auto rate = [](double n, double sec) { return sec > 0 ? n / sec : 0.0; };
+  std::fprintf(stderr,
+               "prompt: %lld tokens, %.1f tokens/s; decode: %lld tokens, %.1f tokens/s; finish: %s\n",
+               static_cast<long long>(s.num_prompt_tokens),
+               rate(static_cast<double>(s.num_prompt_tokens), s.prefill_seconds),
+               static_cast<long long>(s.num_generated_tokens),
+               rate(static_cast<double>(s.num_generated_tokens - 1), s.decode_seconds),
+               std::string(finish_reason_name(s.reason)).c_str());
+  return 0;
+}
+
+} // namespace troupe::cli

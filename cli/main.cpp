@@ -1,0 +1,56 @@
+// troupe: an LLM inference server built as an actor system.
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "engine/model/model_error.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <string_view>
+
+namespace {
+
+constexpr const char* k_usage =
+    "usage: troupe <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  generate      --model DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
+    "                [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R]\n"
+    "                [--seed S] [--chat] [--chat-template NAME] [--system TEXT]\n"
+    "                [--threads N] [--block-size N] [--stop TEXT]\n"
+    "  make-model    --preset NAME --out DIR [--seed S]\n"
+    "                presets: tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b\n"
+    "  bench-engine  [--preset NAME | --model DIR] [--batches 1,8,32] [--threads 1,0]\n"
+    "                [--decode-steps N] [--prompt-tokens N] [--runs N]\n";
+
+} // namespace
+
+auto main(int argc, char** argv) -> int {
+  using namespace troupe;
+  if (argc < 2) {
+    std::fputs(k_usage, stderr);
+    return 2;
+  }
+  const std::string_view cmd = argv[1];
+  const std::span<char* const> rest(argv + 2, static_cast<std::size_t>(argc - 2));
+  try {
+    if (cmd == "generate") return cli::run_generate(rest);
+    if (cmd == "make-model") return cli::run_make_model(rest);
+    if (cmd == "bench-engine") return cli::run_bench_engine(rest);
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      std::fputs(k_usage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "troupe: unknown command '%s'\n%s", argv[1], k_usage);
+    return 2;
+  } catch (const cli::usage_error& e) {
+    std::fprintf(stderr, "troupe %s: %s\n%s", argv[1], e.what(), k_usage);
+    return 2;
+  } catch (const model_error& e) {
+    std::fprintf(stderr, "troupe: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "troupe %s: %s\n", argv[1], e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,47 @@
+#include "engine/cpu/cpu_executor.hpp"
+
+#include "engine/check.hpp"
+#include "engine/cpu/threads.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+
+cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_options& options)
+  : options_(options),
+    model_(weights, options.block_size, options.num_kv_blocks),
+    seed_source_(options.seed) {
+  set_cpu_threads(options.num_threads);
+}
+
+auto cpu_executor::blocks_for_budget(const model_config& c, std::int32_t block_size,
+                                     std::size_t bytes) -> std::int32_t {
+  const auto per_block =
+      paged_kv_cache::bytes_per_token(c.num_hidden_layers, c.num_key_value_heads, c.head_dim) *
+      static_cast<std::size_t>(block_size);
+  return static_cast<std::int32_t>(std::max<std::size_t>(1, bytes / per_block));
+}
+
+auto cpu_executor::execute(const scheduler_output& step) -> step_result {
+  for (const auto& r : step.new_requests)
+    samplers_.insert_or_assign(r.id, request_sampler(r.sampling, r.prompt_tokens, seed_source_.next()));
+
+  chunks_.clear();
+  for (const auto& s : step.scheduled)
+    chunks_.push_back({s.tokens, s.num_computed_tokens, s.block_table});
+  model_.forward(chunks_, false, logits_);
+
+  step_result out;
+  const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
+    const auto& s = step.scheduled[i];
+    if (!s.sample) continue;
+    auto it = samplers_.find(s.id);
+    TROUPE_CHECK(it != samplers_.end(), "sampling a request the executor was never given");
+    out.sampled.push_back({s.id, it->second.sample(std::span(logits_).subspan(i * vocab, vocab))});
+  }
+  for (auto id : step.finished) samplers_.erase(id);
+  return out;
+}
+
+} // namespace troupe

@@ -1,0 +1,46 @@
+#pragma once
+// The CPU backend behind the executor seam: the forward pass plus one
+// sampler per request.
+
+#include "engine/cpu/cpu_model.hpp"
+#include "engine/executor.hpp"
+#include "engine/sampling/rng.hpp"
+#include "engine/sampling/sampler.hpp"
+
+#include <cstdint>
+#include <unordered_map>
+
+namespace troupe {
+
+struct cpu_executor_options {
+  std::int32_t block_size = 16;
+  std::int32_t num_kv_blocks = 256;
+  int num_threads = 0;   ///< 0: one per core
+  std::uint64_t seed = 0; ///< draws the seeds of requests that bring none
+};
+
+class cpu_executor final : public executor {
+public:
+  /// `weights` must outlive the executor.
+  cpu_executor(const model_weights& weights, const cpu_executor_options& options);
+
+  auto execute(const scheduler_output& step) -> step_result override;
+  auto block_size() const -> std::int32_t override { return options_.block_size; }
+  auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }
+
+  auto model() -> cpu_model& { return model_; }
+
+  /// Blocks that fit in `bytes` of F32 KV cache for this model (at least 1).
+  static auto blocks_for_budget(const model_config& c, std::int32_t block_size, std::size_t bytes)
+      -> std::int32_t;
+
+private:
+  cpu_executor_options options_;
+  cpu_model model_;
+  rng seed_source_;
+  std::unordered_map<request_id, request_sampler> samplers_;
+  std::vector<cpu_model::chunk> chunks_;
+  std::vector<float> logits_;
+};
+
+} // namespace troupe

@@ -1,0 +1,107 @@
+#include "engine/cpu/cpu_model.hpp"
+
+#include "engine/check.hpp"
+#include "engine/cpu/linear.hpp"
+#include "engine/cpu/ops.hpp"
+
+#include <cstring>
+
+namespace troupe {
+namespace {
+
+auto resize(std::vector<float>& v, std::int64_t n) -> float* {
+  v.resize(static_cast<std::size_t>(n));
+  return v.data();
+}
+
+} // namespace
+
+cpu_model::cpu_model(const model_weights& weights, std::int32_t block_size,
+                     std::int32_t num_kv_blocks)
+  : w_(weights),
+    cache_(weights.config.num_hidden_layers, num_kv_blocks, block_size,
+           weights.config.num_key_value_heads, weights.config.head_dim),
+    inv_freq_(rope_inv_freq(weights.config)) {}
+
+void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
+                        std::vector<float>& logits) {
+  const auto& c = w_.config;
+  const std::int64_t d = c.hidden_size, hd = c.head_dim;
+  const std::int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  const std::int64_t inter = c.intermediate_size, vocab = c.vocab_size;
+
+  // Flatten: one row per token, with its position and its sequence's table.
+  rows_.clear();
+  positions_.clear();
+  std::vector<const token_id*> ids;
+  for (const auto& ch : batch) {
+    TROUPE_CHECK(!ch.tokens.empty(), "a chunk computes at least one token");
+    for (std::size_t i = 0; i < ch.tokens.size(); ++i) {
+      const auto pos = ch.start_position + static_cast<std::int32_t>(i);
+      TROUPE_CHECK(ch.tokens[i] >= 0 && ch.tokens[i] < vocab, "token id outside the vocabulary");
+      rows_.push_back({pos, ch.block_table});
+      positions_.push_back(pos);
+      ids.push_back(&ch.tokens[i]);
+    }
+  }
+  const auto t_rows = static_cast<std::int64_t>(rows_.size());
+  if (t_rows == 0) {
+    logits.clear();
+    return;
+  }
+
+  float* x = resize(x_, t_rows * d);
+  for (std::int64_t t = 0; t < t_rows; ++t) load_row(w_.embed, *ids[static_cast<std::size_t>(t)], x + t * d);
+  rope_tables(inv_freq_, positions_.data(), t_rows, cos_, sin_);
+
+  float* xn = resize(xn_, t_rows * d);
+  float* q = resize(q_, t_rows * nh * hd);
+  float* k = resize(k_, t_rows * nkv * hd);
+  float* v = resize(v_, t_rows * nkv * hd);
+  float* att = resize(att_, t_rows * nh * hd);
+  float* gate = resize(gate_, t_rows * inter);
+  float* up = resize(up_, t_rows * inter);
+  float* proj = resize(proj_, t_rows * d);
+
+  for (std::size_t l = 0; l < w_.layers.size(); ++l) {
+    const auto& lw = w_.layers[l];
+    const auto li = static_cast<std::int64_t>(l);
+    rms_norm(x, static_cast<const float*>(lw.attn_norm.data), t_rows, d, c.rms_norm_eps, xn);
+    linear(xn, t_rows, lw.wq, q);
+    linear(xn, t_rows, lw.wk, k);
+    linear(xn, t_rows, lw.wv, v);
+    apply_rope(q, t_rows, nh, hd, cos_.data(), sin_.data());
+    apply_rope(k, t_rows, nkv, hd, cos_.data(), sin_.data());
+    write_kv(cache_, li, rows_, k, v);
+    paged_attention(cache_, li, rows_, q, nh, nkv, hd, att);
+    linear(att, t_rows, lw.wo, proj);
+    add_in_place(x, proj, t_rows * d);
+
+    rms_norm(x, static_cast<const float*>(lw.mlp_norm.data), t_rows, d, c.rms_norm_eps, xn);
+    linear(xn, t_rows, lw.w_gate, gate);
+    linear(xn, t_rows, lw.w_up, up);
+    silu_mul(gate, up, t_rows * inter);
+    linear(gate, t_rows, lw.w_down, proj);
+    add_in_place(x, proj, t_rows * d);
+  }
+
+  // Only the rows whose logits are wanted go through the final norm and head.
+  const float* head_in = x;
+  std::int64_t out_rows = t_rows;
+  if (!all_logits) {
+    out_rows = static_cast<std::int64_t>(batch.size());
+    float* last = resize(last_, out_rows * d);
+    std::int64_t row = -1;
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      row += static_cast<std::int64_t>(batch[b].tokens.size());
+      std::memcpy(last + static_cast<std::int64_t>(b) * d, x + row * d,
+                  static_cast<std::size_t>(d) * sizeof(float));
+    }
+    head_in = last;
+  }
+  rms_norm(head_in, static_cast<const float*>(w_.final_norm.data), out_rows, d, c.rms_norm_eps, xn);
+  logits.resize(static_cast<std::size_t>(out_rows * vocab));
+  linear(xn, out_rows, w_.lm_head, logits.data());
+}
+
+} // namespace troupe

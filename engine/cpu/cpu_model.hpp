@@ -1,0 +1,47 @@
+#pragma once
+// The forward pass of a Llama-family decoder on the CPU over a flattened
+// batch: any mix of sequences, each contributing a chunk of prompt tokens or
+// one decode token, attending through a paged KV cache.
+
+#include "engine/cpu/paged_attention.hpp"
+#include "engine/model/model_weights.hpp"
+#include "engine/types.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace troupe {
+
+class cpu_model {
+public:
+  /// One sequence's chunk: tokens at positions [start_position, + size).
+  struct chunk {
+    std::span<const token_id> tokens;
+    std::int32_t start_position = 0;
+    std::span<const block_id> block_table; ///< covers every position up to the chunk's end
+  };
+
+  /// `weights` must outlive the model. The KV cache holds num_kv_blocks blocks
+  /// of block_size tokens (F32).
+  cpu_model(const model_weights& weights, std::int32_t block_size, std::int32_t num_kv_blocks);
+
+  /// Runs the chunks as one batch, writing their keys and values into the
+  /// cache. logits receives [rows, vocab]: one row per token of every chunk
+  /// when all_logits, else one per chunk (its last token).
+  void forward(std::span<const chunk> batch, bool all_logits, std::vector<float>& logits);
+
+  auto config() const -> const model_config& { return w_.config; }
+  auto kv_cache() -> paged_kv_cache& { return cache_; }
+
+private:
+  const model_weights& w_;
+  paged_kv_cache cache_;
+  std::vector<double> inv_freq_;
+  // Scratch reused across steps; resizing within capacity allocates nothing.
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_, cos_, sin_, last_;
+  std::vector<std::int32_t> positions_;
+  std::vector<attention_row> rows_;
+};
+
+} // namespace troupe

@@ -1,0 +1,19 @@
+#pragma once
+// y = x · Wᵀ for any weight dtype, the CPU backend's one matrix product.
+
+#include "engine/model/model_weights.hpp"
+
+#include <cstdint>
+
+namespace troupe {
+
+/// y[t, r] = Σ_c x[t, c] · w[r, c] for t < num_tokens, r < w.rows.
+/// x: [num_tokens, w.cols], y: [num_tokens, w.rows], both row-major F32 and
+/// not aliasing. F32 weights go to OpenBLAS; F16/BF16 rows are widened in
+/// tiles (never the whole matrix). Uses the threads of set_cpu_threads().
+void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y);
+
+/// out[c] = w[row, c] as F32, for embedding look-ups.
+void load_row(const weight_tensor& w, std::int64_t row, float* out);
+
+} // namespace troupe

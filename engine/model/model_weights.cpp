@@ -1,0 +1,166 @@
+#include "engine/model/model_weights.hpp"
+
+#include "engine/model/model_error.hpp"
+#include "engine/model/safetensors.hpp"
+
+#include <simdjson.h>
+
+#include <map>
+#include <string>
+
+namespace troupe {
+
+namespace {
+
+[[noreturn]] void fail(const std::filesystem::path& file, const std::string& problem) {
+  throw model_error(file.string() + ": " + problem);
+}
+
+/// Finds tensors by HF name in model.safetensors or in the shards an index
+/// names, opening each shard once, on first use.
+class tensor_source {
+public:
+  explicit tensor_source(const std::filesystem::path& dir) : dir_(dir) {
+    const auto single = dir / "model.safetensors";
+    index_path_ = dir / "model.safetensors.index.json";
+    std::error_code ec;
+    if (std::filesystem::exists(single, ec)) {
+      single_ = open(single);
+      return;
+    }
+    if (!std::filesystem::exists(index_path_, ec))
+      fail(dir, "no model.safetensors or model.safetensors.index.json");
+    read_index();
+  }
+
+  /// The tensor and the file holding it; throws "<file>: missing tensor 'name'".
+  auto get(const std::string& name) -> std::pair<const tensor_info*, const safetensors_file*> {
+    const safetensors_file* file = single_.get();
+    if (file == nullptr) {
+      const auto it = weight_map_.find(name);
+      if (it == weight_map_.end()) fail(index_path_, "missing tensor '" + name + "'");
+      auto& shard = shards_[it->second];
+      if (!shard) shard = open(dir_ / it->second);
+      file = shard.get();
+    }
+    const auto* info = file->find(name);
+    if (info == nullptr) fail(file->path(), "missing tensor '" + name + "'");
+    return {info, file};
+  }
+
+  /// Every file opened, to keep the mappings alive.
+  auto files() const -> std::vector<std::shared_ptr<const safetensors_file>> {
+    if (single_) return {single_};
+    std::vector<std::shared_ptr<const safetensors_file>> out;
+    for (const auto& [name, file] : shards_)
+      if (file) out.push_back(file);
+    return out;
+  }
+
+private:
+  static auto open(const std::filesystem::path& file) -> std::shared_ptr<const safetensors_file> {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) fail(file, "file not found");
+    return safetensors_file::open(file);
+  }
+
+  void read_index() {
+    namespace dom = simdjson::dom;
+    simdjson::padded_string text;
+    if (simdjson::padded_string::load(index_path_.string()).get(text) != simdjson::SUCCESS)
+      fail(index_path_, "cannot read");
+    dom::parser parser;
+    dom::element doc;
+    if (parser.parse(text).get(doc) != simdjson::SUCCESS) fail(index_path_, "not valid JSON");
+    dom::object map;
+    if (doc["weight_map"].get_object().get(map) != simdjson::SUCCESS)
+      fail(index_path_, "has no weight_map object");
+    for (const auto field : map) {
+      std::string_view shard;
+      if (field.value.get_string().get(shard) != simdjson::SUCCESS || shard.empty() ||
+          std::filesystem::path(shard).is_absolute())
+        fail(index_path_, "weight_map entry '" + std::string(field.key) + "' is not a relative file name");
+      weight_map_.emplace(std::string(field.key), std::string(shard));
+      shards_.emplace(std::string(shard), nullptr);
+    }
+  }
+
+  std::filesystem::path dir_;
+  std::filesystem::path index_path_;
+  std::shared_ptr<const safetensors_file> single_;
+  std::map<std::string, std::string> weight_map_; // tensor -> shard file name
+  std::map<std::string, std::shared_ptr<const safetensors_file>> shards_;
+};
+
+/// Builds model_weights' tensors, checking each shape against the config.
+class weight_loader {
+public:
+  weight_loader(const std::filesystem::path& dir, model_weights& out) : source_(dir), out_(out) {}
+
+  auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
+    const auto [info, file] = get(name, {rows, cols});
+    return {info->type, info->data, rows, cols};
+  }
+
+  /// A norm vector, widened to an F32 copy the weights own.
+  auto norm(const std::string& name, std::int64_t size) -> weight_tensor {
+    const auto [info, file] = get(name, {size});
+    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(size)]);
+    for (std::int64_t i = 0; i < size; ++i)
+      values[static_cast<std::size_t>(i)] = load_as_f32(info->type, info->data, static_cast<std::size_t>(i));
+    out_.storage.push_back(values);
+    return {dtype::f32, values.get(), 1, size};
+  }
+
+  void keep_files() {
+    for (auto& f : source_.files()) out_.storage.push_back(std::move(f));
+  }
+
+private:
+  auto get(const std::string& name, const std::vector<std::int64_t>& expected)
+      -> std::pair<const tensor_info*, const safetensors_file*> {
+    const auto found = source_.get(name);
+    if (found.first->shape != expected)
+      fail(found.second->path(), "tensor '" + name + "' has shape " + format_shape(found.first->shape) +
+                                     ", expected " + format_shape(expected));
+    return found;
+  }
+
+  tensor_source source_;
+  model_weights& out_;
+};
+
+} // namespace
+
+auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
+  model_weights w;
+  w.config = model_config::load(dir);
+  const auto& c = w.config;
+  weight_loader load(dir, w);
+
+  const auto q_rows = c.num_attention_heads * c.head_dim;
+  const auto kv_rows = c.num_key_value_heads * c.head_dim;
+  w.embed = load.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  w.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const auto p = "model.layers." + std::to_string(i) + ".";
+    layer_weights& l = w.layers.emplace_back();
+    l.attn_norm = load.norm(p + "input_layernorm.weight", c.hidden_size);
+    l.wq = load.matrix(p + "self_attn.q_proj.weight", q_rows, c.hidden_size);
+    l.wk = load.matrix(p + "self_attn.k_proj.weight", kv_rows, c.hidden_size);
+    l.wv = load.matrix(p + "self_attn.v_proj.weight", kv_rows, c.hidden_size);
+    l.wo = load.matrix(p + "self_attn.o_proj.weight", c.hidden_size, q_rows);
+    l.mlp_norm = load.norm(p + "post_attention_layernorm.weight", c.hidden_size);
+    l.w_gate = load.matrix(p + "mlp.gate_proj.weight", c.intermediate_size, c.hidden_size);
+    l.w_up = load.matrix(p + "mlp.up_proj.weight", c.intermediate_size, c.hidden_size);
+    l.w_down = load.matrix(p + "mlp.down_proj.weight", c.hidden_size, c.intermediate_size);
+  }
+  w.final_norm = load.norm("model.norm.weight", c.hidden_size);
+  // Tied checkpoints (Llama 3.2 1B) usually omit lm_head.weight; when present
+  // it is a copy of the embedding, and transformers ignores it too.
+  w.lm_head = c.tie_word_embeddings ? w.embed : load.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
+  load.keep_files();
+  return w;
+}
+
+} // namespace troupe

@@ -1,0 +1,19 @@
+#pragma once
+// Built-in model shapes: `tiny` for CI and the default server, and the shapes
+// of real models (random weights) for benchmarks.
+
+#include "engine/model/model_config.hpp"
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+/// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b.
+auto preset_names() -> std::vector<std::string_view>;
+
+/// The config of a preset; nullopt for an unknown name.
+auto preset_config(std::string_view name) -> std::optional<model_config>;
+
+} // namespace troupe

@@ -1,0 +1,92 @@
+#include "engine/model/random_model.hpp"
+
+#include "engine/model/safetensors.hpp"
+#include "engine/sampling/rng.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace troupe {
+namespace {
+
+auto specs_of(const model_config& c, dtype t) -> std::vector<tensor_spec> {
+  const std::int64_t d = c.hidden_size, q = c.num_attention_heads * c.head_dim;
+  const std::int64_t kv = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
+  std::vector<tensor_spec> s;
+  s.push_back({"model.embed_tokens.weight", t, {c.vocab_size, d}});
+  for (std::int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    s.push_back({p + "input_layernorm.weight", t, {d}});
+    s.push_back({p + "self_attn.q_proj.weight", t, {q, d}});
+    s.push_back({p + "self_attn.k_proj.weight", t, {kv, d}});
+    s.push_back({p + "self_attn.v_proj.weight", t, {kv, d}});
+    s.push_back({p + "self_attn.o_proj.weight", t, {d, q}});
+    s.push_back({p + "post_attention_layernorm.weight", t, {d}});
+    s.push_back({p + "mlp.gate_proj.weight", t, {inter, d}});
+    s.push_back({p + "mlp.up_proj.weight", t, {inter, d}});
+    s.push_back({p + "mlp.down_proj.weight", t, {d, inter}});
+  }
+  s.push_back({"model.norm.weight", t, {d}});
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", t, {c.vocab_size, d}});
+  return s;
+}
+
+// FNV-1a: a seed per tensor name that is the same on every platform.
+auto name_hash(const std::string& s) -> std::uint64_t {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+auto ends_with(const std::string& s, std::string_view suffix) -> bool {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Emits a tensor's values in bounded pieces, converted to the file's dtype.
+void emit(const tensor_spec& spec, const random_model_options& o, std::uint64_t seed,
+          safetensors_writer& out) {
+  std::int64_t n = 1;
+  for (auto x : spec.shape) n *= x;
+  const bool is_norm = spec.shape.size() == 1;
+  const double cols = static_cast<double>(spec.shape.back());
+  double scale = is_norm ? 0.1 : 1.0 / std::sqrt(cols);
+  if (ends_with(spec.name, "o_proj.weight") || ends_with(spec.name, "down_proj.weight"))
+    scale *= o.residual_scale;
+  const auto fixed = o.fixed.find(spec.name);
+  rng r(seed);
+  constexpr std::int64_t piece = 1 << 20;
+  std::vector<std::byte> buf(static_cast<std::size_t>(piece) * dtype_size(spec.type));
+  for (std::int64_t begin = 0; begin < n; begin += piece) {
+    const std::int64_t m = std::min(piece, n - begin);
+    for (std::int64_t i = 0; i < m; ++i) {
+      float v;
+      if (fixed != o.fixed.end())
+        v = fixed->second.at(static_cast<std::size_t>(begin + i));
+      else
+        v = static_cast<float>((is_norm ? 1.0 : 0.0) + scale * r.normal());
+      auto* dst = buf.data() + static_cast<std::size_t>(i) * dtype_size(spec.type);
+      if (spec.type == dtype::f32) {
+        std::memcpy(dst, &v, 4);
+      } else {
+        const std::uint16_t h = spec.type == dtype::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+        std::memcpy(dst, &h, 2);
+      }
+    }
+    out.write(std::span(buf).first(static_cast<std::size_t>(m) * dtype_size(spec.type)));
+  }
+}
+
+} // namespace
+
+void write_random_model(const std::filesystem::path& dir, const model_config& config,
+                        const random_model_options& options) {
+  std::filesystem::create_directories(dir);
+  config.save(dir);
+  auto specs = specs_of(config, options.type);
+  safetensors_writer out(dir / "model.safetensors", specs, {{"format", "pt"}});
+  for (const auto& spec : specs)
+    emit(spec, options, options.seed ^ name_hash(spec.name), out);
+  out.finish();
+}
+
+} // namespace troupe

@@ -1,0 +1,236 @@
+#include "engine/model/tiny_model.hpp"
+
+#include "engine/model/presets.hpp"
+#include "engine/model/random_model.hpp"
+#include "engine/sampling/rng.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "engine/tokenizer/train_tokenizer.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace troupe {
+namespace {
+
+namespace fs = std::filesystem;
+
+auto read_file(const fs::path& p) -> std::string {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Licence files wrap lines at ~72 columns and indent; as prose, a run of
+// white space is one space, or one newline when it holds a blank line.
+auto as_prose(const std::string& text) -> std::string {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (!std::isspace(static_cast<unsigned char>(text[i]))) {
+      out += text[i++];
+      continue;
+    }
+    int newlines = 0;
+    for (; i < text.size() && std::isspace(static_cast<unsigned char>(text[i])); ++i)
+      newlines += text[i] == '\n';
+    out += newlines >= 2 ? "\n" : " ";
+  }
+  return out;
+}
+
+// Counts of each token pair (current, next) in the corpus read as prose:
+// [vocab, vocab] row-major.
+auto bigram_counts(const tokenizer& tok, std::int64_t vocab) -> std::vector<double> {
+  std::vector<double> counts(static_cast<std::size_t>(vocab * vocab), 0.0);
+  for (const auto& f : license_corpus_files()) {
+    const auto ids = tok.encode(as_prose(read_file(f)), false);
+    for (std::size_t i = 1; i < ids.size(); ++i)
+      counts[static_cast<std::size_t>(ids[i - 1] * vocab + ids[i])] += 1.0;
+  }
+  return counts;
+}
+
+// The least-squares targets: centred log P(next | current), add-α smoothed,
+// each row scaled by √(1 + count(current)) (returned in row_scale) so the
+// fit spends its capacity on the tokens that occur.
+auto bigram_targets(const std::vector<double>& counts, std::int64_t vocab,
+                    std::vector<double>& row_scale) -> std::vector<double> {
+  constexpr double alpha = 0.5;
+  std::vector<double> l(counts.size());
+  row_scale.assign(static_cast<std::size_t>(vocab), 1.0);
+  for (std::int64_t a = 0; a < vocab; ++a) {
+    const double* c = counts.data() + a * vocab;
+    double* row = l.data() + a * vocab;
+    double total = 0.0;
+    for (std::int64_t b = 0; b < vocab; ++b) total += c[b];
+    double mean = 0.0;
+    for (std::int64_t b = 0; b < vocab; ++b)
+      mean += row[b] = std::log((c[b] + alpha) / (total + alpha * static_cast<double>(vocab)));
+    mean /= static_cast<double>(vocab);
+    const double weight = std::sqrt(1.0 + total);
+    row_scale[static_cast<std::size_t>(a)] = weight;
+    for (std::int64_t b = 0; b < vocab; ++b) row[b] = (row[b] - mean) * weight;
+  }
+  return l;
+}
+
+// Temperature scaling (Guo et al., ICML'17): least squares leaves the logits
+// too flat, so the head is multiplied by the factor that minimises the
+// corpus' cross-entropy under the model's bigram distribution.
+void calibrate(const std::vector<double>& counts, const std::vector<float>& embed,
+               std::vector<float>& head, std::int64_t v, std::int64_t d) {
+  std::vector<double> h(static_cast<std::size_t>(v * d)), w(h.size()), z(static_cast<std::size_t>(v * v));
+  for (std::int64_t i = 0; i < v; ++i) {
+    double ss = 0.0;
+    for (std::int64_t j = 0; j < d; ++j) ss += static_cast<double>(embed[static_cast<std::size_t>(i * d + j)]) * embed[static_cast<std::size_t>(i * d + j)];
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(d) + 1e-5);
+    for (std::int64_t j = 0; j < d; ++j) {
+      h[static_cast<std::size_t>(i * d + j)] = embed[static_cast<std::size_t>(i * d + j)] * inv;
+      w[static_cast<std::size_t>(i * d + j)] = head[static_cast<std::size_t>(i * d + j)];
+    }
+  }
+  const int vi = static_cast<int>(v), di = static_cast<int>(d);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, vi, vi, di, 1.0, h.data(), di, w.data(), di,
+              0.0, z.data(), vi);
+  double best_scale = 1.0, best_loss = INFINITY;
+  for (double scale : {0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0}) {
+    double loss = 0.0;
+    for (std::int64_t a = 0; a < v; ++a) {
+      const double* za = z.data() + a * v;
+      const double* ca = counts.data() + a * v;
+      double mx = -INFINITY, sum = 0.0;
+      for (std::int64_t b = 0; b < v; ++b) mx = std::max(mx, scale * za[b]);
+      for (std::int64_t b = 0; b < v; ++b) sum += std::exp(scale * za[b] - mx);
+      const double log_z = mx + std::log(sum);
+      for (std::int64_t b = 0; b < v; ++b)
+        if (ca[b] > 0) loss += ca[b] * (log_z - scale * za[b]);
+    }
+    if (loss < best_loss) {
+      best_loss = loss;
+      best_scale = scale;
+    }
+  }
+  for (auto& x : head) x = static_cast<float>(x * best_scale);
+}
+
+// Solves (A) X = B in place for symmetric positive definite A [n, n], B [n, m].
+void cholesky_solve(std::vector<double>& a, std::vector<double>& b, std::int64_t n, std::int64_t m) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t k = 0; k < j; ++k) a[j * n + j] -= a[j * n + k] * a[j * n + k];
+    a[j * n + j] = std::sqrt(a[j * n + j]);
+    for (std::int64_t i = j + 1; i < n; ++i) {
+      for (std::int64_t k = 0; k < j; ++k) a[i * n + j] -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] /= a[j * n + j];
+    }
+  }
+  for (std::int64_t c = 0; c < m; ++c) {
+    for (std::int64_t i = 0; i < n; ++i) { // L y = b
+      for (std::int64_t k = 0; k < i; ++k) b[i * m + c] -= a[i * n + k] * b[k * m + c];
+      b[i * m + c] /= a[i * n + i];
+    }
+    for (std::int64_t i = n - 1; i >= 0; --i) { // Lᵀ x = y
+      for (std::int64_t k = i + 1; k < n; ++k) b[i * m + c] -= a[k * n + i] * b[k * m + c];
+      b[i * m + c] /= a[i * n + i];
+    }
+  }
+}
+
+// Embeddings spanning the dominant subspace of the bigram matrix (randomised
+// range finder, Halko et al. 2011) and the output layer that best maps their
+// RMS-normalised rows back to the bigram log-probabilities (least squares).
+void fit_bigram(const std::vector<double>& l, const std::vector<double>& row_scale, std::int64_t v, std::int64_t d, std::uint64_t seed,
+                std::vector<float>& embed, std::vector<float>& head) {
+  rng r(seed);
+  std::vector<double> omega(static_cast<std::size_t>(v * d)), y(omega.size()), z(omega.size());
+  for (auto& x : omega) x = r.normal();
+  const int vi = static_cast<int>(v), di = static_cast<int>(d);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, vi, di, vi, 1.0, l.data(), vi,
+              omega.data(), di, 0.0, y.data(), di);
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, vi, di, vi, 1.0, l.data(), vi, y.data(), di,
+              0.0, z.data(), di); // one power iteration sharpens the subspace
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, vi, di, vi, 1.0, l.data(), vi, z.data(),
+              di, 0.0, y.data(), di);
+  for (std::int64_t j = 0; j < d; ++j) { // modified Gram-Schmidt on the columns
+    for (std::int64_t k = 0; k < j; ++k) {
+      double dot = 0.0;
+      for (std::int64_t i = 0; i < v; ++i) dot += y[i * d + j] * y[i * d + k];
+      for (std::int64_t i = 0; i < v; ++i) y[i * d + j] -= dot * y[i * d + k];
+    }
+    double norm = 0.0;
+    for (std::int64_t i = 0; i < v; ++i) norm += y[i * d + j] * y[i * d + j];
+    norm = std::sqrt(norm);
+    for (std::int64_t i = 0; i < v; ++i) y[i * d + j] /= norm;
+  }
+  // Embedding entries O(1); h = rmsnorm(embedding) as the final norm (weight 1) sees it.
+  embed.resize(static_cast<std::size_t>(v * d));
+  std::vector<double> h(static_cast<std::size_t>(v * d));
+  for (std::int64_t i = 0; i < v; ++i) {
+    double ss = 0.0;
+    for (std::int64_t j = 0; j < d; ++j) {
+      const double e = y[i * d + j] * std::sqrt(static_cast<double>(v));
+      embed[static_cast<std::size_t>(i * d + j)] = static_cast<float>(e);
+      ss += e * e;
+    }
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(d) + 1e-5);
+    // weighted least squares: rows of h carry √weight like the rows of l
+    for (std::int64_t j = 0; j < d; ++j)
+      h[i * d + j] = embed[static_cast<std::size_t>(i * d + j)] * inv * row_scale[static_cast<std::size_t>(i)];
+  }
+  std::vector<double> a(static_cast<std::size_t>(d * d)), b(static_cast<std::size_t>(d * v));
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, di, di, vi, 1.0, h.data(), di, h.data(), di,
+              0.0, a.data(), di);
+  for (std::int64_t j = 0; j < d; ++j) a[j * d + j] += 1e-3 * a[j * d + j] + 1e-6;
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, di, vi, vi, 1.0, h.data(), di, l.data(), vi,
+              0.0, b.data(), vi);
+  cholesky_solve(a, b, d, v);
+  head.resize(static_cast<std::size_t>(v * d));
+  for (std::int64_t i = 0; i < v; ++i)
+    for (std::int64_t j = 0; j < d; ++j) head[static_cast<std::size_t>(i * d + j)] = static_cast<float>(b[j * v + i]);
+}
+
+void write_tokenizer_config(const fs::path& dir) {
+  // Zephyr's markers, so the chat format is found from the model directory.
+  std::ofstream out(dir / "tokenizer_config.json");
+  out << "{\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n"
+         "  \"chat_template\": \"{% for message in messages %}{% if message['role'] == 'user' %}"
+         "{{ '<|user|>\\\\n' + message['content'] + eos_token }}{% endif %}{% endfor %}"
+         "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}\"\n}\n";
+}
+
+} // namespace
+
+void make_model(std::string_view preset, const fs::path& dir, std::uint64_t seed) {
+  auto config = preset_config(preset);
+  if (!config) throw std::invalid_argument("unknown preset '" + std::string(preset) + "'");
+  fs::create_directories(dir);
+  const std::int64_t tok_vocab = std::min<std::int64_t>(config->vocab_size, 2000);
+  train_tokenizer(license_corpus_files(), static_cast<int>(tok_vocab), dir / "tokenizer.model");
+  write_tokenizer_config(dir);
+
+  random_model_options o;
+  o.seed = seed;
+  o.type = config->vocab_size * config->hidden_size > 100'000'000 ? dtype::bf16 : dtype::f32;
+  if (preset == "tiny") {
+    const auto tok = tokenizer::load(dir / "tokenizer.model");
+    const auto counts = bigram_counts(tok, config->vocab_size);
+    std::vector<double> row_scale;
+    const auto targets = bigram_targets(counts, config->vocab_size, row_scale);
+    std::vector<float> embed, head;
+    fit_bigram(targets, row_scale, config->vocab_size, config->hidden_size, seed, embed, head);
+    calibrate(counts, embed, head, config->vocab_size, config->hidden_size);
+    o.fixed["model.embed_tokens.weight"] = std::move(embed);
+    o.fixed["lm_head.weight"] = std::move(head);
+    o.fixed["model.norm.weight"] = std::vector<float>(static_cast<std::size_t>(config->hidden_size), 1.0f);
+    o.residual_scale = 0.05;
+  }
+  write_random_model(dir, *config, o);
+}
+
+} // namespace troupe

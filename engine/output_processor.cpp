@@ -1,0 +1,65 @@
+#include "engine/output_processor.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+namespace {
+
+auto is_continuation(char c) -> bool { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+
+} // namespace
+
+auto finish_reason_name(finish_reason r) -> std::string_view {
+  switch (r) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::abort: return "abort";
+    case finish_reason::none: break;
+  }
+  return "";
+}
+
+output_processor::output_processor(const tokenizer& tok, const sampling_params& params,
+                                   std::vector<token_id> eos_ids, bool at_text_start)
+  : tok_(&tok), params_(params), eos_ids_(std::move(eos_ids)), detok_(tok, at_text_start) {
+  for (const auto& s : params_.stop) max_stop_len_ = std::max(max_stop_len_, s.size());
+}
+
+auto output_processor::finish(finish_reason r) -> output_delta {
+  held_ += detok_.flush();
+  output_delta d{std::move(held_), r, {}};
+  held_.clear();
+  return d;
+}
+
+auto output_processor::on_token(token_id id) -> output_delta {
+  ++num_tokens_;
+  const auto is = [id](const std::vector<token_id>& v) {
+    return std::find(v.begin(), v.end(), id) != v.end();
+  };
+  if (is(params_.stop_token_ids) || (!params_.ignore_eos && is(eos_ids_)))
+    return finish(finish_reason::stop);
+
+  // Ids past the tokenizer's vocabulary (padded embeddings) carry no text.
+  if (id >= 0 && id < tok_->vocab_size()) held_ += detok_.push(id);
+
+  for (const auto& s : params_.stop) {
+    const auto pos = held_.find(s);
+    if (pos == std::string::npos) continue;
+    output_delta d{held_.substr(0, pos), finish_reason::stop, s};
+    held_.clear();
+    return d;
+  }
+  if (num_tokens_ >= params_.max_tokens) return finish(finish_reason::length);
+
+  // Release all but the last max_stop_len - 1 bytes, on a character boundary.
+  const std::size_t keep = max_stop_len_ > 0 ? max_stop_len_ - 1 : 0;
+  if (held_.size() <= keep) return {};
+  std::size_t cut = held_.size() - keep;
+  while (cut > 0 && cut < held_.size() && is_continuation(held_[cut])) --cut;
+  output_delta d{held_.substr(0, cut), finish_reason::none, {}};
+  held_.erase(0, cut);
+  return d;
+}
+
+} // namespace troupe

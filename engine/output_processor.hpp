@@ -1,0 +1,52 @@
+#pragma once
+// Turns one request's sampled tokens into streamed text and decides when it
+// is finished: EOS and stop token ids, stop strings, max_tokens.
+
+#include "engine/sampling/sampling_params.hpp"
+#include "engine/tokenizer/detokenizer.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+enum class finish_reason : std::uint8_t { none, stop, length, abort };
+
+/// "stop", "length", "abort" (OpenAI's finish_reason spelling); "" for none.
+auto finish_reason_name(finish_reason r) -> std::string_view;
+
+struct output_delta {
+  std::string text;                        ///< new text, valid UTF-8, maybe empty
+  finish_reason finished = finish_reason::none;
+  std::string stop_reason;                 ///< the stop string matched, if any
+};
+
+class output_processor {
+public:
+  /// eos_ids: the model's end tokens (ignored when params.ignore_eos).
+  /// at_text_start: the output opens a text (no prompt text before it).
+  output_processor(const tokenizer& tok, const sampling_params& params,
+                   std::vector<token_id> eos_ids, bool at_text_start);
+
+  /// Feeds the next sampled token. A stop string is never shown, even in
+  /// part: text that could still begin one is held back until it cannot.
+  /// Stop and EOS tokens add no text. After a finished delta, do not call.
+  auto on_token(token_id id) -> output_delta;
+
+  auto num_tokens() const -> std::int32_t { return num_tokens_; }
+
+private:
+  auto finish(finish_reason r) -> output_delta;
+
+  const tokenizer* tok_;
+  sampling_params params_;
+  std::vector<token_id> eos_ids_;
+  incremental_detokenizer detok_;
+  std::string held_;              ///< text that might still start a stop string
+  std::size_t max_stop_len_ = 0;
+  std::int32_t num_tokens_ = 0;
+};
+
+} // namespace troupe

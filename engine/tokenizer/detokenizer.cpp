@@ -1,0 +1,121 @@
+#include "engine/tokenizer/detokenizer.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace troupe {
+namespace {
+
+constexpr auto replacement_char = std::string_view{"\xEF\xBF\xBD"}; // U+FFFD
+constexpr auto space_symbol = std::string_view{"\xE2\x96\x81"};     // "▁"
+
+// The rules below are sentencepiece's DecodeUTF8 (util.cc), so that pending
+// bytes resolve exactly as SentencePieceProcessor::Decode resolves them.
+
+/// Bytes in the character a lead byte opens; 0 when it opens none.
+auto sequence_length(unsigned char lead) -> std::size_t {
+  if (lead < 0x80) return 1;
+  if ((lead & 0xE0) == 0xC0) return 2;
+  if ((lead & 0xF0) == 0xE0) return 3;
+  if ((lead & 0xF8) == 0xF0) return 4;
+  return 0;
+}
+
+auto is_trail(unsigned char b) -> bool { return (b & 0xC0) == 0x80; }
+
+/// Whether some code point in [lo, hi] is one UTF-8 may encode in n bytes.
+auto range_has_valid(std::uint32_t lo, std::uint32_t hi, std::size_t n) -> bool {
+  constexpr std::uint32_t min_for_length[] = {0, 0, 0x80, 0x800, 0x10000};
+  lo = std::max(lo, min_for_length[n]);
+  hi = std::min<std::uint32_t>(hi, 0x10FFFF);
+  if (lo > hi) return false;
+  return !(lo >= 0xD800 && hi <= 0xDFFF); // not all surrogates
+}
+
+/// For bytes.size() <= n: whether bytes can begin a valid n-byte character
+/// (when bytes.size() == n, whether they are one).
+auto can_be_character(std::string_view bytes, std::size_t n) -> bool {
+  constexpr unsigned lead_mask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  auto cp = std::uint32_t{static_cast<unsigned char>(bytes[0]) & lead_mask[n]};
+  for (std::size_t i = 1; i < bytes.size(); ++i) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    if (!is_trail(b)) return false;
+    cp = (cp << 6) | (b & 0x3Fu);
+  }
+  const auto missing_bits = 6 * static_cast<unsigned>(n - bytes.size());
+  const auto lo = cp << missing_bits;
+  return range_has_valid(lo, lo | ((1u << missing_bits) - 1), n);
+}
+
+auto append_replacing_spaces(std::string& out, std::string_view piece) -> void {
+  for (auto pos = piece.find(space_symbol); pos != std::string_view::npos;
+       pos = piece.find(space_symbol)) {
+    out.append(piece.substr(0, pos)).push_back(' ');
+    piece.remove_prefix(pos + space_symbol.size());
+  }
+  out.append(piece);
+}
+
+} // namespace
+
+incremental_detokenizer::incremental_detokenizer(const tokenizer& tok, bool at_text_start)
+    : tok_(&tok),
+      at_start_(at_text_start && tok.leading_space() != leading_space_rule::keep) {}
+
+auto incremental_detokenizer::drain(std::string& out, bool run_ended) -> void {
+  auto done = std::size_t{0};
+  while (done < pending_.size()) {
+    const auto rest = std::string_view{pending_}.substr(done);
+    const auto n = sequence_length(static_cast<unsigned char>(rest[0]));
+    if (n != 0 && rest.size() >= n && can_be_character(rest.substr(0, n), n)) {
+      out.append(rest.substr(0, n));
+      done += n;
+    } else if (n != 0 && rest.size() < n && !run_ended && can_be_character(rest, n)) {
+      break; // may still complete
+    } else {
+      out.append(replacement_char); // this byte starts no character: skip one
+      done += 1;
+    }
+  }
+  pending_.erase(0, done);
+}
+
+auto incremental_detokenizer::push(token_id id) -> std::string {
+  auto out = std::string{};
+  if (id < 0 || id >= tok_->vocab_size()) return out;
+  if (tok_->is_byte(id)) {
+    pending_.push_back(static_cast<char>(tok_->byte_value(id)));
+    drain(out, false);
+    emitted_ = emitted_ || !out.empty();
+    return out;
+  }
+  drain(out, true); // any other piece ends the byte run
+  // Mirrors SentencePieceProcessor::Decode's is_bos_ws / bos_ws_seen.
+  if (bos_ws_seen_ || emitted_ || !out.empty()) at_start_ = false;
+  bos_ws_seen_ = false;
+  if (tok_->is_control(id)) {
+    // invisible
+  } else if (tok_->is_unknown(id)) {
+    out += tok_->decode(std::span{&id, 1}); // the model's unk surface, " ⁇ "
+  } else {
+    auto piece = tok_->piece(id);
+    if (at_start_ && piece.starts_with(space_symbol)) {
+      piece.remove_prefix(space_symbol.size());
+      bos_ws_seen_ = tok_->leading_space() == leading_space_rule::drop_first;
+    }
+    append_replacing_spaces(out, piece);
+  }
+  emitted_ = emitted_ || !out.empty();
+  return out;
+}
+
+auto incremental_detokenizer::flush() -> std::string {
+  auto out = std::string{};
+  drain(out, true);
+  emitted_ = emitted_ || !out.empty();
+  return out;
+}
+
+} // namespace troupe

@@ -1,0 +1,24 @@
+#!/usr/bin/env python3
+"""Prints `N passed, N failed[, N skipped]` from meson's testlog.json."""
+import json
+import sys
+
+passed = failed = skipped = 0
+try:
+    with open(sys.argv[1]) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            result = json.loads(line)["result"]
+            if result in ("OK", "EXPECTEDFAIL"):
+                passed += 1
+            elif result == "SKIP":
+                skipped += 1
+            else:
+                failed += 1
+except OSError:
+    failed = 1  # the build failed before any test ran
+line = f"{passed} passed, {failed} failed"
+if skipped:
+    line += f", {skipped} skipped"
+print(line)

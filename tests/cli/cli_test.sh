@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The real `troupe` binary on the built-in tiny model: commands, streaming
+# output, seeds, chat, and the exit codes of every kind of bad input.
+set -u
+troupe=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # description, then a command that must succeed
+  local what=$1; shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+exit_code() { "$@" >"$tmp/out" 2>"$tmp/err"; echo $?; }
+
+check "no command: usage, exit 2" test "$(exit_code "$troupe")" = 2
+check "unknown command: exit 2" test "$(exit_code "$troupe" frobnicate)" = 2
+check "unknown command is named" grep -q "unknown command 'frobnicate'" "$tmp/err"
+check "usage is printed" grep -q "usage: troupe" "$tmp/err"
+check "bad flag: exit 2" test "$(exit_code "$troupe" generate --bogus 1)" = 2
+check "bad flag is named" grep -q "unknown option --bogus" "$tmp/err"
+check "missing --model: exit 2" test "$(exit_code "$troupe" generate --prompt hi)" = 2
+check "unknown preset: exit 2" test "$(exit_code "$troupe" make-model --preset nope --out "$tmp/x")" = 2
+
+check "make-model tiny" test "$(exit_code "$troupe" make-model --preset tiny --out "$tmp/tiny")" = 0
+for f in config.json model.safetensors tokenizer.model tokenizer_config.json; do
+  check "tiny has $f" test -s "$tmp/tiny/$f"
+done
+check "tiny is a few MB" test "$(stat -c %s "$tmp/tiny/model.safetensors")" -lt 8000000
+
+gen() { "$troupe" generate --model "$tmp/tiny" --threads 1 "$@"; }
+check "generate runs" test "$(exit_code gen --prompt "This License" --max-tokens 20 --seed 7)" = 0
+check "generate prints text" test -s "$tmp/out"
+check "generate reports speed" grep -qE 'prompt: [0-9]+ tokens, [0-9.]+ tokens/s; decode: 20 tokens' "$tmp/err"
+cp "$tmp/out" "$tmp/first"
+gen --prompt "This License" --max-tokens 20 --seed 7 >"$tmp/second" 2>/dev/null
+check "same seed, same text" cmp -s "$tmp/first" "$tmp/second"
+check "chat mode runs" test "$(exit_code gen --prompt "What is a licence?" --chat --max-tokens 8)" = 0
+check "chat template by name" test "$(exit_code gen --prompt hi --chat --chat-template chatml --max-tokens 4)" = 0
+check "unknown chat template: exit 2" test "$(exit_code gen --prompt hi --chat --chat-template nope)" = 2
+check "bad temperature: exit 2" test "$(exit_code gen --prompt hi --temperature -1)" = 2
+check "bad temperature is named" grep -q "temperature" "$tmp/err"
+check "non-numeric max-tokens: exit 2" test "$(exit_code gen --prompt hi --max-tokens many)" = 2
+check "too long for the context: exit 1" test "$(exit_code gen --prompt hi --max-tokens 100000)" = 1
+check "context error is one line" test "$(wc -l <"$tmp/err")" = 1
+
+mkdir -p "$tmp/empty"
+check "missing model: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/empty" --prompt hi)" = 1
+check "missing model names config.json" grep -q "config.json" "$tmp/err"
+check "missing model error is one line" test "$(wc -l <"$tmp/err")" = 1
+cp -r "$tmp/tiny" "$tmp/broken"
+head -c 100 "$tmp/tiny/model.safetensors" >"$tmp/broken/model.safetensors"
+check "truncated weights: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/broken" --prompt hi)" = 1
+check "truncated weights named" grep -q "model.safetensors" "$tmp/err"
+
+echo "$fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,208 @@
+// The paged, batched CPU forward against the independent double-precision
+// reference, over random model shapes, batch mixes, chunk and block sizes.
+
+#include "engine/cpu/cpu_model.hpp"
+#include "engine/model/random_model.hpp"
+#include "engine/sampling/rng.hpp"
+#include "tests/reference/naive_forward.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace troupe;
+
+namespace {
+
+auto make_config(std::int64_t vocab, std::int64_t hidden, std::int64_t inter, std::int64_t layers,
+                 std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) -> model_config {
+  model_config c;
+  c.vocab_size = vocab;
+  c.hidden_size = hidden;
+  c.intermediate_size = inter;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads;
+  c.head_dim = head_dim;
+  c.rms_norm_eps = 1e-5;
+  return c;
+}
+
+// max |a - b| / max |b|: the error relative to the logits' scale.
+auto relative_error(std::span<const float> a, std::span<const double> b) -> double {
+  double num = 0.0, den = 0.0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    num = std::max(num, std::abs(static_cast<double>(a[i]) - b[i]));
+    den = std::max(den, std::abs(b[i]));
+  }
+  return num / den;
+}
+
+struct sequence_plan {
+  std::vector<token_id> tokens;
+  std::vector<block_id> table;
+  std::size_t done = 0;
+};
+
+// Runs every sequence to its end in mixed steps: each step gives each
+// unfinished sequence a random chunk (1 token = decode-like). Returns the
+// logits of every position of every sequence.
+auto run_mixed(cpu_model& m, std::vector<sequence_plan>& seqs, rng& r, std::size_t max_chunk)
+    -> std::vector<std::vector<float>> {
+  const auto vocab = static_cast<std::size_t>(m.config().vocab_size);
+  std::vector<std::vector<float>> out(seqs.size());
+  std::vector<float> logits;
+  for (;;) {
+    std::vector<cpu_model::chunk> batch;
+    std::vector<std::size_t> owners;
+    for (std::size_t s = 0; s < seqs.size(); ++s) {
+      auto& q = seqs[s];
+      if (q.done == q.tokens.size()) continue;
+      const std::size_t n = std::min(q.tokens.size() - q.done, 1 + r.next() % max_chunk);
+      batch.push_back({std::span(q.tokens).subspan(q.done, n), static_cast<std::int32_t>(q.done), q.table});
+      owners.push_back(s);
+      q.done += n;
+    }
+    if (batch.empty()) return out;
+    m.forward(batch, true, logits);
+    std::size_t row = 0;
+    for (std::size_t b = 0; b < batch.size(); ++b)
+      for (std::size_t t = 0; t < batch[b].tokens.size(); ++t, ++row)
+        out[owners[b]].insert(out[owners[b]].end(), logits.begin() + static_cast<std::ptrdiff_t>(row * vocab),
+                              logits.begin() + static_cast<std::ptrdiff_t>((row + 1) * vocab));
+  }
+}
+
+// Gives each sequence a block table drawn at random from one shuffled pool,
+// so neighbouring positions live in unrelated blocks.
+void assign_blocks(std::vector<sequence_plan>& seqs, std::int32_t block_size, rng& r,
+                   std::int32_t num_blocks) {
+  std::vector<block_id> pool(static_cast<std::size_t>(num_blocks));
+  std::iota(pool.begin(), pool.end(), 0);
+  for (std::size_t i = pool.size(); i > 1; --i) std::swap(pool[i - 1], pool[r.next() % i]);
+  std::size_t next = 0;
+  for (auto& s : seqs) {
+    const auto need = (s.tokens.size() + static_cast<std::size_t>(block_size) - 1) / static_cast<std::size_t>(block_size);
+    s.table.assign(pool.begin() + static_cast<std::ptrdiff_t>(next), pool.begin() + static_cast<std::ptrdiff_t>(next + need));
+    next += need;
+  }
+}
+
+struct shape_case {
+  const char* name;
+  model_config config;
+  dtype type;
+};
+
+auto cases() -> std::vector<shape_case> {
+  std::vector<shape_case> v;
+  v.push_back({"MHA, GQA ratio 1", make_config(97, 64, 96, 2, 4, 4, 16), dtype::f32});
+  auto b = make_config(131, 64, 128, 3, 8, 2, 8);
+  b.rope_theta = 500000.0;
+  b.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 16};
+  b.tie_word_embeddings = true;
+  v.push_back({"GQA ratio 4, llama3 RoPE, tied", b, dtype::f32});
+  v.push_back({"GQA ratio 8, BF16", make_config(64, 96, 160, 2, 8, 1, 12), dtype::bf16});
+  auto d = make_config(80, 48, 64, 2, 4, 1, 24);
+  d.rope_scaling = {"linear", 2.0, 1.0, 4.0, 8192};
+  v.push_back({"GQA ratio 4, F16, linear RoPE, head_dim != hidden/heads", d, dtype::f16});
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("paged batched forward matches the double-precision reference") {
+  testing::temp_dir tmp;
+  std::uint64_t seed = 11;
+  for (const auto& sc : cases()) {
+    CAPTURE(sc.name);
+    const auto dir = tmp / sc.name;
+    write_random_model(dir, sc.config, {seed++, sc.type, 1.0, {}});
+    const auto w = model_weights::load(dir);
+    for (std::int32_t block_size : {1, 3, 16}) {
+      for (std::size_t max_chunk : {std::size_t{1}, std::size_t{5}, std::size_t{64}}) {
+        CAPTURE(block_size);
+        CAPTURE(max_chunk);
+        rng r(seed++);
+        std::vector<sequence_plan> seqs(1 + r.next() % 4);
+        for (auto& s : seqs) {
+          s.tokens.resize(1 + r.next() % 24);
+          for (auto& t : s.tokens) t = static_cast<token_id>(r.next() % static_cast<std::uint64_t>(sc.config.vocab_size));
+        }
+        const std::int32_t num_blocks = 4 * 24 / block_size + 8;
+        assign_blocks(seqs, block_size, r, num_blocks);
+        cpu_model m(w, block_size, num_blocks);
+        const auto got = run_mixed(m, seqs, r, max_chunk);
+        for (std::size_t s = 0; s < seqs.size(); ++s) {
+          const auto want = reference::naive_forward(w, seqs[s].tokens);
+          REQUIRE(got[s].size() == want.size());
+          CHECK(relative_error(got[s], want) <= 1e-4);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a sequence's logits are the same alone or inside any batch") {
+  testing::temp_dir tmp;
+  const auto cfg = make_config(101, 64, 128, 2, 8, 2, 8);
+  write_random_model(tmp.path(), cfg, {5, dtype::f32, 1.0, {}});
+  const auto w = model_weights::load(tmp.path());
+  rng r(3);
+  std::vector<token_id> probe(13);
+  for (auto& t : probe) t = static_cast<token_id>(r.next() % 101);
+  const std::vector<block_id> probe_table{7, 2};
+
+  cpu_model alone(w, 8, 32);
+  std::vector<float> want;
+  const cpu_model::chunk solo[] = {{probe, 0, probe_table}};
+  alone.forward(solo, false, want);
+
+  for (int trial = 0; trial < 6; ++trial) {
+    CAPTURE(trial);
+    cpu_model m(w, 8, 32);
+    // Others: some prefill chunks, some single tokens, at other blocks.
+    std::vector<std::vector<token_id>> others(static_cast<std::size_t>(1 + trial));
+    std::vector<std::vector<block_id>> tables;
+    std::vector<cpu_model::chunk> batch;
+    for (std::size_t i = 0; i < others.size(); ++i) {
+      others[i].resize(trial % 2 == 0 ? 1 : 1 + r.next() % 10);
+      for (auto& t : others[i]) t = static_cast<token_id>(r.next() % 101);
+      tables.push_back({static_cast<block_id>(8 + 2 * i), static_cast<block_id>(9 + 2 * i)});
+    }
+    for (std::size_t i = 0; i < others.size(); ++i) batch.push_back({others[i], 0, tables[i]});
+    const auto at = static_cast<std::ptrdiff_t>(r.next() % (batch.size() + 1));
+    batch.insert(batch.begin() + at, {probe, 0, probe_table});
+    std::vector<float> logits;
+    m.forward(batch, false, logits);
+    double worst = 0.0, scale = 0.0;
+    for (std::size_t v = 0; v < want.size(); ++v) {
+      worst = std::max(worst, static_cast<double>(std::abs(logits[static_cast<std::size_t>(at) * want.size() + v] - want[v])));
+      scale = std::max(scale, static_cast<double>(std::abs(want[v])));
+    }
+    CHECK(worst / scale <= 1e-5);
+  }
+}
+
+TEST_CASE("only the last token of each chunk reaches the head unless all logits are asked") {
+  testing::temp_dir tmp;
+  const auto cfg = make_config(50, 32, 48, 1, 4, 2, 8);
+  write_random_model(tmp.path(), cfg, {9, dtype::f32, 1.0, {}});
+  const auto w = model_weights::load(tmp.path());
+  const std::vector<token_id> a{1, 2, 3, 4, 5}, b{6, 7};
+  const std::vector<block_id> ta{0}, tb{1};
+  cpu_model m1(w, 8, 2), m2(w, 8, 2);
+  std::vector<float> all, last;
+  const cpu_model::chunk batch[] = {{a, 0, ta}, {b, 0, tb}};
+  m1.forward(batch, true, all);
+  m2.forward(batch, false, last);
+  REQUIRE(all.size() == 7 * 50);
+  REQUIRE(last.size() == 2 * 50);
+  for (std::size_t v = 0; v < 50; ++v) {
+    CHECK(last[v] == doctest::Approx(all[4 * 50 + v]).epsilon(1e-5));
+    CHECK(last[50 + v] == doctest::Approx(all[6 * 50 + v]).epsilon(1e-5));
+  }
+}

@@ -1,0 +1,401 @@
+#include "engine/model/model_config.hpp"
+
+#include "tests/engine/model/model_test_util.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace troupe;
+using troupe::test::error_of;
+using troupe::test::temp_dir;
+using troupe::test::write_file;
+
+namespace {
+
+// Copies of the real Hugging Face files.
+constexpr const char* tinyllama_config = R"({
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "attention_bias": false,
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 5632,
+  "max_position_embeddings": 2048,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 22,
+  "num_key_value_heads": 4,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 10000.0,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.35.0",
+  "use_cache": true,
+  "vocab_size": 32000
+}
+)";
+constexpr const char* tinyllama_generation = R"({
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "max_length": 2048,
+  "pad_token_id": 0,
+  "transformers_version": "4.35.0"
+}
+)";
+
+constexpr const char* llama2_config = R"({
+  "_name_or_path": "meta-llama/Llama-2-7b-hf",
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 11008,
+  "max_position_embeddings": 4096,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 32,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "float16",
+  "transformers_version": "4.31.0.dev0",
+  "use_cache": true,
+  "vocab_size": 32000
+}
+)";
+constexpr const char* llama2_generation = R"({
+  "bos_token_id": 1,
+  "do_sample": true,
+  "eos_token_id": 2,
+  "pad_token_id": 0,
+  "temperature": 0.6,
+  "max_length": 4096,
+  "top_p": 0.9,
+  "transformers_version": "4.31.0.dev0"
+}
+)";
+
+constexpr const char* mistral_config = R"({
+  "architectures": [
+    "MistralForCausalLM"
+  ],
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 14336,
+  "max_position_embeddings": 32768,
+  "model_type": "mistral",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05,
+  "rope_theta": 10000.0,
+  "sliding_window": 4096,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.34.0.dev0",
+  "use_cache": true,
+  "vocab_size": 32000
+}
+)";
+
+constexpr const char* llama32_config = R"({
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": 128001,
+  "head_dim": 64,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 8192,
+  "max_position_embeddings": 131072,
+  "mlp_bias": false,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 16,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {
+    "factor": 32.0,
+    "high_freq_factor": 4.0,
+    "low_freq_factor": 1.0,
+    "original_max_position_embeddings": 8192,
+    "rope_type": "llama3"
+  },
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.45.0.dev0",
+  "use_cache": true,
+  "vocab_size": 128256
+}
+)";
+constexpr const char* llama32_generation = R"({
+  "_from_model_config": true,
+  "bos_token_id": 128000,
+  "do_sample": true,
+  "eos_token_id": [128001, 128008, 128009],
+  "temperature": 0.6,
+  "top_p": 0.9,
+  "transformers_version": "4.45.0.dev0"
+}
+)";
+
+/// Writes config.json (and generation_config.json unless null) and loads them.
+auto load(const temp_dir& dir, const std::string& config, const char* generation = nullptr) -> model_config {
+  write_file(dir / "config.json", config);
+  if (generation != nullptr) write_file(dir / "generation_config.json", generation);
+  return model_config::load(dir.path());
+}
+
+/// The error from loading config.json with one substring replaced.
+auto load_error(const temp_dir& dir, std::string_view from, std::string_view to,
+                const std::string& base = tinyllama_config) -> std::string {
+  auto text = base;
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  write_file(dir / "config.json", text);
+  return error_of([&] { model_config::load(dir.path()); });
+}
+
+void check_round_trip(const model_config& c) {
+  const temp_dir dir;
+  c.save(dir.path());
+  CHECK(model_config::load(dir.path()) == c);
+}
+
+} // namespace
+
+TEST_CASE("TinyLlama-1.1B-Chat-v1.0 config") {
+  const temp_dir dir;
+  const auto c = load(dir, tinyllama_config, tinyllama_generation);
+  CHECK(c.architecture == "LlamaForCausalLM");
+  CHECK(c.vocab_size == 32000);
+  CHECK(c.hidden_size == 2048);
+  CHECK(c.intermediate_size == 5632);
+  CHECK(c.num_hidden_layers == 22);
+  CHECK(c.num_attention_heads == 32);
+  CHECK(c.num_key_value_heads == 4);
+  CHECK(c.head_dim == 64);
+  CHECK(c.max_position_embeddings == 2048);
+  CHECK(c.rms_norm_eps == 1e-5);
+  CHECK(c.rope_theta == 10000.0);
+  CHECK(c.rope_scaling.type.empty());
+  CHECK_FALSE(c.tie_word_embeddings);
+  CHECK(c.torch_dtype == "bfloat16");
+  CHECK(c.bos_token_id == 1);
+  CHECK(c.eos_token_ids == std::vector<token_id>{2});
+  CHECK_FALSE(c.default_temperature.has_value());
+  CHECK_FALSE(c.default_top_p.has_value());
+  CHECK_FALSE(c.default_top_k.has_value());
+  check_round_trip(c);
+}
+
+TEST_CASE("Llama-2-7b-hf config: rope_theta defaults, sampling defaults from generation_config") {
+  const temp_dir dir;
+  const auto c = load(dir, llama2_config, llama2_generation);
+  CHECK(c.hidden_size == 4096);
+  CHECK(c.intermediate_size == 11008);
+  CHECK(c.num_key_value_heads == 32);
+  CHECK(c.head_dim == 128);
+  CHECK(c.max_position_embeddings == 4096);
+  CHECK(c.rope_theta == 10000.0);
+  CHECK(c.torch_dtype == "float16");
+  CHECK(c.default_temperature == 0.6f);
+  CHECK(c.default_top_p == 0.9f);
+  CHECK_FALSE(c.default_top_k.has_value());
+  check_round_trip(c);
+}
+
+TEST_CASE("Mistral-7B-v0.1 config: sliding_window ignored, as number or null") {
+  const temp_dir dir;
+  const auto c = load(dir, mistral_config);
+  CHECK(c.architecture == "MistralForCausalLM");
+  CHECK(c.intermediate_size == 14336);
+  CHECK(c.num_key_value_heads == 8);
+  CHECK(c.head_dim == 128);
+  CHECK(c.max_position_embeddings == 32768);
+  CHECK(c.eos_token_ids == std::vector<token_id>{2});
+  check_round_trip(c);
+
+  std::string with_null = mistral_config;
+  with_null.replace(with_null.find("4096,\n  \"tie"), 4, "null");
+  CHECK(load(dir, with_null) == c);
+}
+
+TEST_CASE("Llama-3.2-1B config: llama3 rope scaling, tied embeddings, eos list from generation_config") {
+  const temp_dir dir;
+  const auto c = load(dir, llama32_config, llama32_generation);
+  CHECK(c.vocab_size == 128256);
+  CHECK(c.num_hidden_layers == 16);
+  CHECK(c.head_dim == 64);
+  CHECK(c.max_position_embeddings == 131072);
+  CHECK(c.rope_theta == 500000.0);
+  CHECK(c.rope_scaling.type == "llama3");
+  CHECK(c.rope_scaling.factor == 32.0);
+  CHECK(c.rope_scaling.low_freq_factor == 1.0);
+  CHECK(c.rope_scaling.high_freq_factor == 4.0);
+  CHECK(c.rope_scaling.original_max_position_embeddings == 8192);
+  CHECK(c.tie_word_embeddings);
+  CHECK(c.bos_token_id == 128000);
+  CHECK(c.eos_token_ids == std::vector<token_id>{128001, 128008, 128009});
+  CHECK(c.default_temperature == 0.6f);
+  CHECK(c.default_top_p == 0.9f);
+  check_round_trip(c);
+
+  // Without generation_config.json the config's single eos applies.
+  std::filesystem::remove(dir / "generation_config.json");
+  CHECK(model_config::load(dir.path()).eos_token_ids == std::vector<token_id>{128001});
+}
+
+TEST_CASE("defaults for optional fields") {
+  const temp_dir dir;
+  const auto c = load(dir, R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 8, "head_dim": null})");
+  CHECK(c.num_key_value_heads == 8);
+  CHECK(c.head_dim == 8);
+  CHECK(c.max_position_embeddings == 2048);
+  CHECK(c.rms_norm_eps == 1e-6);
+  CHECK(c.rope_theta == 10000.0);
+  CHECK(c.rope_scaling == rope_scaling_config{});
+  CHECK_FALSE(c.tie_word_embeddings);
+  CHECK(c.torch_dtype == "float32");
+  CHECK_FALSE(c.bos_token_id.has_value());
+  CHECK(c.eos_token_ids.empty());
+  check_round_trip(c);
+}
+
+TEST_CASE("rope_scaling variants and generation_config overrides") {
+  const temp_dir dir;
+  const std::string base = R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+    "bos_token_id": 5, "eos_token_id": [6, 7], "dtype": "bfloat16", "rope_scaling": )";
+  auto c = load(dir, base + R"({"type": "linear", "factor": 2.5}})",
+                R"({"bos_token_id": 9, "eos_token_id": 8, "temperature": 0, "top_k": 40, "top_p": 1})");
+  CHECK(c.rope_scaling.type == "linear");
+  CHECK(c.rope_scaling.factor == 2.5);
+  CHECK(c.torch_dtype == "bfloat16");
+  CHECK(c.bos_token_id == 9);
+  CHECK(c.eos_token_ids == std::vector<token_id>{8});
+  CHECK(c.default_temperature == 0.0f);
+  CHECK(c.default_top_k == 40);
+  CHECK(c.default_top_p == 1.0f);
+  check_round_trip(c);
+
+  std::filesystem::remove(dir / "generation_config.json");
+  c = load(dir, base + R"({"rope_type": "default"}})");
+  CHECK(c.rope_scaling == rope_scaling_config{});
+  CHECK(c.bos_token_id == 5);
+  CHECK(c.eos_token_ids == std::vector<token_id>{6, 7});
+  const auto p = (dir / "config.json").string() + ": ";
+  CHECK(error_of([&] { load(dir, base + R"({"rope_type": "yarn", "factor": 4}})"); }) ==
+        p + "unsupported rope_scaling type 'yarn' (supported: llama3, linear)");
+  CHECK(error_of([&] { load(dir, base + R"({"rope_type": "llama3", "factor": 8}})"); }) ==
+        p + "missing field 'rope_scaling.low_freq_factor'");
+  CHECK(error_of([&] { load(dir, base + R"({"factor": 8}})"); }) == p + "missing field 'rope_scaling.rope_type'");
+  CHECK(error_of([&] { load(dir, base + R"("linear"})"); }) == p + "field 'rope_scaling' must be an object or null");
+  CHECK(error_of([&] { load(dir, base + R"({"type": "linear", "factor": -1}})"); }) ==
+        p + "field 'rope_scaling.factor' must be positive, got -1");
+  CHECK(error_of([&] {
+          load(dir, base + R"({"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 4,
+                              "original_max_position_embeddings": 8192}})");
+        }) == p + "rope_scaling.high_freq_factor must exceed rope_scaling.low_freq_factor");
+}
+
+TEST_CASE("config.json errors name the file and the problem") {
+  const temp_dir dir;
+  const auto p = (dir / "config.json").string() + ": ";
+  CHECK(error_of([&] { model_config::load(dir.path()); }) == p + "file not found");
+  CHECK(error_of([&] { load(dir, "{\"vocab_size\": "); }) == p + "not valid JSON");
+  CHECK(error_of([&] { load(dir, "[]"); }) == p + "not a JSON object");
+  CHECK(load_error(dir, "LlamaForCausalLM", "GPT2LMHeadModel") ==
+        p + "unsupported architecture 'GPT2LMHeadModel' (supported: LlamaForCausalLM, MistralForCausalLM)");
+  CHECK(load_error(dir, "\"architectures\"", "\"archs\"") == p + "missing field 'architectures'");
+  CHECK(load_error(dir, "[\n    \"LlamaForCausalLM\"\n  ]", "[]") ==
+        p + "field 'architectures' must be a non-empty list of strings");
+  CHECK(load_error(dir, "\"hidden_size\"", "\"hidden\"") == p + "missing field 'hidden_size'");
+  CHECK(load_error(dir, "\"num_hidden_layers\": 22", "\"num_hidden_layers\": null") ==
+        p + "missing field 'num_hidden_layers'");
+  CHECK(load_error(dir, "5632", "\"5632\"") == p + "field 'intermediate_size' must be an integer");
+  CHECK(load_error(dir, "5632", "5632.5") == p + "field 'intermediate_size' must be an integer");
+  CHECK(load_error(dir, "1e-05", "\"small\"") == p + "field 'rms_norm_eps' must be a number");
+  CHECK(load_error(dir, "1e-05", "0") == p + "field 'rms_norm_eps' must be positive, got 0");
+  CHECK(load_error(dir, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": 0") ==
+        p + "field 'tie_word_embeddings' must be true or false");
+  CHECK(load_error(dir, "\"vocab_size\": 32000", "\"vocab_size\": 0") ==
+        p + "field 'vocab_size' must be positive, got 0");
+  CHECK(load_error(dir, "\"num_key_value_heads\": 4", "\"num_key_value_heads\": 6") ==
+        p + "num_attention_heads 32 is not a multiple of num_key_value_heads 6");
+  CHECK(load_error(dir, "\"num_key_value_heads\": 4", "\"num_key_value_heads\": -4") ==
+        p + "field 'num_key_value_heads' must be positive, got -4");
+  CHECK(load_error(dir, "\"num_attention_heads\": 32", "\"num_attention_heads\": 30") ==
+        p + "hidden_size 2048 is not a multiple of num_attention_heads 30");
+  CHECK(load_error(dir, "\"eos_token_id\": 2", "\"eos_token_id\": 32000") ==
+        p + "eos_token_id 32000 is outside the vocabulary (vocab_size 32000)");
+  CHECK(load_error(dir, "\"eos_token_id\": 2", "\"eos_token_id\": [2, \"x\"]") ==
+        p + "field 'eos_token_id' must be a token id or a list of token ids");
+  CHECK(load_error(dir, "\"bos_token_id\": 1", "\"bos_token_id\": -1") ==
+        p + "bos_token_id -1 is outside the vocabulary (vocab_size 32000)");
+  CHECK(load_error(dir, "\"bos_token_id\": 1", "\"bos_token_id\": [1, 2]") ==
+        p + "field 'bos_token_id' must be a single token id");
+  // head_dim need not be hidden / heads (it is given explicitly in Llama 3.2).
+  CHECK(load_error(dir, "\"hidden_act\"", "\"head_dim\": 80, \"hidden_act\"").empty());
+}
+
+TEST_CASE("generation_config.json errors name that file") {
+  const temp_dir dir;
+  const auto g = (dir / "generation_config.json").string() + ": ";
+  CHECK(error_of([&] { load(dir, tinyllama_config, "{\"top_p\": 1.5}"); }) == g + "top_p must be in (0, 1], got 1.5");
+  CHECK(error_of([&] { load(dir, tinyllama_config, "{\"temperature\": -1}"); }) ==
+        g + "temperature must be 0 or more, got -1");
+  CHECK(error_of([&] { load(dir, tinyllama_config, "{\"top_k\": -2}"); }) == g + "field 'top_k' must be -1 or more");
+  CHECK(error_of([&] { load(dir, tinyllama_config, "{\"eos_token_id\": [2, 99999]}"); }) ==
+        g + "eos_token_id 99999 is outside the vocabulary (vocab_size 32000)");
+  CHECK(error_of([&] { load(dir, tinyllama_config, "{\"eos_token_id\": "); }) == g + "not valid JSON");
+}
+
+TEST_CASE("save refuses an invalid config and writes HF names") {
+  const temp_dir dir;
+  model_config c;
+  CHECK(error_of([&] { c.save(dir.path()); }) ==
+        (dir / "config.json").string() + ": field 'vocab_size' must be positive, got 0");
+  c.vocab_size = 10;
+  c.hidden_size = 8;
+  c.intermediate_size = 16;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.head_dim = 4;
+  c.architecture = "MistralForCausalLM";
+  c.default_top_k = 5;
+  c.save(dir.path());
+  const auto text = troupe::test::read_file(dir / "config.json");
+  CHECK(text.find("\"architectures\": [\"MistralForCausalLM\"]") != std::string::npos);
+  CHECK(text.find("\"model_type\": \"mistral\"") != std::string::npos);
+  CHECK(text.find("\"num_key_value_heads\": 1") != std::string::npos);
+  CHECK(text.find("\"rms_norm_eps\": 1e-06") != std::string::npos);
+  CHECK(text.find("\"rope_scaling\": null") != std::string::npos);
+  CHECK(troupe::test::read_file(dir / "generation_config.json") == "{\n  \"top_k\": 5\n}\n");
+  CHECK(model_config::load(dir.path()) == c);
+}
