@@ -4,6 +4,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "engine/cpu/cpu_executor.hpp"
+#include "engine/cpu/gemm.hpp"
 #include "engine/cpu/threads.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
@@ -45,25 +46,15 @@ auto parse_list(const std::string& s, const std::string& name) -> std::vector<in
   return out;
 }
 
-// Sustained read bandwidth: a 1 GiB buffer summed with vector loads, median
-// of `runs` passes after a warm-up pass.
-auto read_bandwidth_gbs(int threads, int runs) -> double {
-  const std::size_t n = (std::size_t{1} << 30) / sizeof(float);
-  static std::vector<float> buf(n, 1.0f);
-  set_cpu_threads(threads);
-  std::vector<double> gbs;
-  float sink = 0.0f;
-  for (int r = 0; r <= runs; ++r) {
-    const auto t0 = clock_type::now();
-    float s = 0.0f;
-#pragma omp parallel for simd reduction(+ : s) schedule(static)
-    for (std::size_t i = 0; i < n; ++i) s += buf[i];
-    const double sec = std::chrono::duration<double>(clock_type::now() - t0).count();
-    sink += s;
-    if (r > 0) gbs.push_back(static_cast<double>(n * sizeof(float)) / sec / 1e9);
-  }
-  if (sink < 0) std::puts(""); // keeps the sum alive
-  return median(gbs);
+// Sustained read bandwidth: a 1 GiB buffer summed with four vector
+// accumulators per thread (read_sum_f32), one pass.
+auto read_bandwidth_gbs() -> double {
+  static const std::vector<float> buf((std::size_t{1} << 30) / sizeof(float), 1.0f);
+  const auto t0 = clock_type::now();
+  const float s = read_sum_f32(buf.data(), static_cast<std::int64_t>(buf.size()));
+  const double sec = std::chrono::duration<double>(clock_type::now() - t0).count();
+  if (s < 0) std::puts(""); // keeps the sum alive
+  return static_cast<double>(buf.size() * sizeof(float)) / sec / 1e9;
 }
 
 auto weight_bytes(const model_weights& w) -> double {
@@ -83,47 +74,52 @@ struct bench_setup {
   int runs;
 };
 
-// Decode tokens/s for `batch` sequences that each already hold a prompt.
-auto decode_rate(cpu_executor& ex, int batch, const bench_setup& s) -> double {
-  const std::int32_t bs = ex.block_size();
-  const std::int32_t per_seq = (s.prompt_tokens + s.decode_steps + bs) / bs;
+// `batch` sequences that each hold a prefilled prompt, ready to decode.
+struct decode_group {
+  int batch;
   scheduler_output step;
+  std::vector<token_id> first; ///< the token sampled after each prompt
+};
+
+auto prepare_group(cpu_executor& ex, int batch, request_id first_id, block_id first_block,
+                   const bench_setup& s) -> decode_group {
+  const std::int32_t per_seq = (s.prompt_tokens + s.decode_steps + ex.block_size()) / ex.block_size();
+  decode_group g{batch, {}, {}};
   sampling_params greedy;
   greedy.temperature = 0.0f;
   greedy.max_tokens = 1 << 20;
   for (int b = 0; b < batch; ++b) {
     scheduled_chunk c;
-    c.id = static_cast<request_id>(b + 1);
+    c.id = first_id + static_cast<request_id>(b);
     c.block_table.resize(static_cast<std::size_t>(per_seq));
-    std::iota(c.block_table.begin(), c.block_table.end(), b * per_seq);
+    std::iota(c.block_table.begin(), c.block_table.end(), first_block + b * per_seq);
     for (int i = 0; i < s.prompt_tokens; ++i) c.tokens.push_back((7 * i + b) % 1000 + 3);
     c.sample = true;
-    step.new_requests.push_back({c.id, c.tokens, greedy});
-    step.scheduled.push_back(std::move(c));
+    g.step.new_requests.push_back({c.id, c.tokens, greedy});
+    g.step.scheduled.push_back(std::move(c));
   }
-  auto prefilled = ex.execute(step);
-  step.new_requests.clear();
-  std::vector<double> rates;
-  for (int r = 0; r <= s.runs; ++r) {
-    for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
-      step.scheduled[b].tokens = {prefilled.sampled[b].result.token};
-      step.scheduled[b].num_computed_tokens = s.prompt_tokens;
-    }
-    const auto t0 = clock_type::now();
-    for (int i = 0; i < s.decode_steps; ++i) {
-      auto out = ex.execute(step);
-      for (std::size_t b = 0; b < step.scheduled.size(); ++b) {
-        step.scheduled[b].tokens = {out.sampled[b].result.token};
-        ++step.scheduled[b].num_computed_tokens;
-      }
-    }
-    const double sec = std::chrono::duration<double>(clock_type::now() - t0).count();
-    if (r > 0) rates.push_back(batch * s.decode_steps / sec); // run 0 warms up
+  for (const auto& t : ex.execute(g.step).sampled) g.first.push_back(t.result.token);
+  g.step.new_requests.clear();
+  return g;
+}
+
+// Decode tokens/s of one timed run: decode_steps steps from the prompt's end
+// (the cache slots of earlier runs are simply overwritten).
+auto time_decode(cpu_executor& ex, decode_group& g, const bench_setup& s) -> double {
+  for (std::size_t b = 0; b < g.step.scheduled.size(); ++b) {
+    g.step.scheduled[b].tokens = {g.first[b]};
+    g.step.scheduled[b].num_computed_tokens = s.prompt_tokens;
   }
-  for (auto& c : step.scheduled) step.finished.push_back(c.id);
-  step.scheduled.clear();
-  ex.execute(step);
-  return median(rates);
+  const auto t0 = clock_type::now();
+  for (int i = 0; i < s.decode_steps; ++i) {
+    const auto out = ex.execute(g.step);
+    for (std::size_t b = 0; b < g.step.scheduled.size(); ++b) {
+      g.step.scheduled[b].tokens = {out.sampled[b].result.token};
+      ++g.step.scheduled[b].num_computed_tokens;
+    }
+  }
+  const double sec = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return g.batch * s.decode_steps / sec;
 }
 
 auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
@@ -175,40 +171,63 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
   }
   const auto w = model_weights::load(dir);
   const double wbytes = weight_bytes(w);
-
-  std::printf("memory read bandwidth (1 GiB sum, median of 5):");
-  std::vector<double> bw;
-  for (int t : thread_counts) {
-    bw.push_back(read_bandwidth_gbs(t, 5));
-    std::printf("  %d thread%s %.1f GB/s", t, t == 1 ? "" : "s", bw.back());
-  }
-  std::printf("\nmodel %s: %.0f MB of weights read per step (%s), %d layers, hidden %lld\n",
+  std::printf("model %s: %.0f MB of weights read per step (%s), %d layers, hidden %lld\n",
               dir.c_str(), wbytes / 1e6, std::string(dtype_name(w.layers[0].wq.type)).c_str(),
               static_cast<int>(w.layers.size()), static_cast<long long>(w.config.hidden_size));
-  std::printf("decode: prompt %d tokens, %d steps, median of %d runs after a warm-up\n",
-              setup.prompt_tokens, setup.decode_steps, setup.runs);
-  std::printf("%8s %6s %12s %10s %12s %11s %10s\n", "threads", "batch", "tokens/s", "step ms",
-              "weight GB/s", "% of bw", "x batch 1");
+  std::printf("each run: one 1 GiB read-bandwidth pass, then %d decode steps per batch size "
+              "(prompt %d tokens);\nmedians of %d runs after a warm-up run; ratios are taken "
+              "within each run, then the median\n",
+              setup.decode_steps, setup.prompt_tokens, setup.runs);
+  std::printf("%7s %5s %10s %8s %11s %10s %8s %9s\n", "threads", "batch", "tokens/s", "step ms",
+              "weight GB/s", "read GB/s", "% of bw", "x batch 1");
 
-  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  int total_seqs = 0;
+  for (int b : batches) total_seqs += b;
   cpu_executor_options eo;
-  eo.num_kv_blocks = std::max(max_batch * ((setup.prompt_tokens + setup.decode_steps + 16) / 16),
-                              (prefill_tokens + 15) / 16);
+  const int per_seq = (setup.prompt_tokens + setup.decode_steps + eo.block_size) / eo.block_size;
+  eo.num_kv_blocks = std::max(total_seqs * per_seq, (prefill_tokens + eo.block_size - 1) / eo.block_size);
   bool bw_ok = true, scale_ok = true;
-  for (std::size_t ti = 0; ti < thread_counts.size(); ++ti) {
-    eo.num_threads = thread_counts[ti];
+  for (int threads : thread_counts) {
+    eo.num_threads = threads;
     cpu_executor ex(w, eo);
-    double base = 0.0;
+    std::vector<decode_group> groups;
+    request_id next_id = 1;
+    block_id next_block = 0;
     for (int b : batches) {
-      const double rate = decode_rate(ex, b, setup);
-      if (b == 1) base = rate;
-      const double gbs = rate / b * wbytes / 1e9;
-      std::printf("%8d %6d %12.1f %10.2f %12.1f %10.1f%% %10.2f\n", thread_counts[ti], b, rate,
-                  1e3 * b / rate, gbs, 100.0 * gbs / bw[ti], base > 0 ? rate / base : 0.0);
-      if (b == 1 && gbs < 0.85 * bw[ti]) bw_ok = false;
-      if (b == 32 && base > 0 && rate < 10 * base) scale_ok = false;
+      groups.push_back(prepare_group(ex, b, next_id, next_block, setup));
+      next_id += static_cast<request_id>(b);
+      next_block += b * per_seq;
     }
-    std::printf("%8d prefill %d tokens: %.1f tokens/s\n", thread_counts[ti], prefill_tokens,
+    // rate[g][run], bw[run]: batch sizes interleaved within each run so that
+    // the machine's drifting load affects all of them alike.
+    std::vector<std::vector<double>> rate(groups.size());
+    std::vector<double> bw;
+    for (int r = 0; r <= setup.runs; ++r) {
+      const double bw_now = read_bandwidth_gbs();
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const double x = time_decode(ex, groups[g], setup);
+        if (r > 0) rate[g].push_back(x);
+      }
+      if (r > 0) bw.push_back(bw_now);
+    }
+    const auto base = std::find(batches.begin(), batches.end(), 1);
+    const std::size_t base_g = static_cast<std::size_t>(base - batches.begin());
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const int b = groups[g].batch;
+      std::vector<double> gbs, of_bw, vs_base;
+      for (std::size_t r = 0; r < bw.size(); ++r) {
+        gbs.push_back(rate[g][r] / b * wbytes / 1e9);
+        of_bw.push_back(gbs.back() / bw[r]);
+        if (base != batches.end()) vs_base.push_back(rate[g][r] / rate[base_g][r]);
+      }
+      const double x_base = vs_base.empty() ? 0.0 : median(vs_base);
+      std::printf("%7d %5d %10.1f %8.2f %11.1f %10.1f %7.1f%% %9.2f\n", threads, b,
+                  median(rate[g]), 1e3 * b / median(rate[g]), median(gbs), median(bw),
+                  100.0 * median(of_bw), x_base);
+      if (b == 1 && median(of_bw) < 0.85) bw_ok = false;
+      if (b == 32 && base != batches.end() && x_base < 10.0) scale_ok = false;
+    }
+    std::printf("%7d prefill of %d tokens: %.1f tokens/s\n", threads, prefill_tokens,
                 prefill_rate(ex, prefill_tokens, setup.runs));
   }
   std::printf("target batch-1 decode >= 85%% of read bandwidth: %s\n", bw_ok ? "met" : "NOT met");

@@ -67,9 +67,7 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
     const auto& lw = w_.layers[l];
     const auto li = static_cast<std::int64_t>(l);
     rms_norm(x, static_cast<const float*>(lw.attn_norm.data), t_rows, d, c.rms_norm_eps, xn);
-    linear(xn, t_rows, lw.wq, q);
-    linear(xn, t_rows, lw.wk, k);
-    linear(xn, t_rows, lw.wv, v);
+    linear_multi(xn, t_rows, {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}});
     apply_rope(q, t_rows, nh, hd, cos_.data(), sin_.data());
     apply_rope(k, t_rows, nkv, hd, cos_.data(), sin_.data());
     write_kv(cache_, li, rows_, k, v);
@@ -78,8 +76,7 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
     add_in_place(x, proj, t_rows * d);
 
     rms_norm(x, static_cast<const float*>(lw.mlp_norm.data), t_rows, d, c.rms_norm_eps, xn);
-    linear(xn, t_rows, lw.w_gate, gate);
-    linear(xn, t_rows, lw.w_up, up);
+    linear_multi(xn, t_rows, {{&lw.w_gate, gate}, {&lw.w_up, up}});
     silu_mul(gate, up, t_rows * inter);
     linear(gate, t_rows, lw.w_down, proj);
     add_in_place(x, proj, t_rows * d);

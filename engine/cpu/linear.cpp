@@ -1,6 +1,6 @@
 #include "engine/cpu/linear.hpp"
 
-#include <cblas.h>
+#include "engine/cpu/gemm.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -21,7 +21,7 @@ void widen(dtype t, const void* src, std::int64_t n, float* out) {
   }
 }
 
-// A half-precision matrix is widened kRows rows at a time into a scratch tile
+// A half-precision matrix is widened k_tile_rows rows at a time into a scratch tile
 // that stays in L2, then multiplied there.
 constexpr std::int64_t k_tile_rows = 128;
 
@@ -33,9 +33,7 @@ void linear_half(const float* x, std::int64_t num_tokens, const weight_tensor& w
     const std::int64_t n = std::min(k_tile_rows, w.rows - r0);
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < n; ++r) widen(w.type, w.row(r0 + r), cols, tile.data() + r * cols);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(num_tokens),
-                static_cast<int>(n), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols),
-                tile.data(), static_cast<int>(cols), 0.0f, out.data(), static_cast<int>(n));
+    gemm_f32(x, num_tokens, tile.data(), n, cols, out.data());
     for (std::int64_t t = 0; t < num_tokens; ++t)
       std::memcpy(y + t * w.rows + r0, out.data() + t * n, static_cast<std::size_t>(n) * 4);
   }
@@ -49,14 +47,21 @@ void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, flo
     linear_half(x, num_tokens, w, y);
     return;
   }
-  const auto* a = static_cast<const float*>(w.data);
-  const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols);
-  if (num_tokens == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, a, cols, x, 1, 0.0f, y, 1);
+  gemm_f32(x, num_tokens, static_cast<const float*>(w.data), w.rows, w.cols, y);
+}
+
+void linear_multi(const float* x, std::int64_t num_tokens,
+                  std::initializer_list<std::pair<const weight_tensor*, float*>> outputs) {
+  const bool fused = num_tokens == 1 && std::all_of(outputs.begin(), outputs.end(), [&](const auto& o) {
+    return o.first->type == dtype::f32 && o.first->cols == outputs.begin()->first->cols;
+  });
+  if (!fused) {
+    for (const auto& [w, y] : outputs) linear(x, num_tokens, *w, y);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(num_tokens), rows, cols,
-              1.0f, x, cols, a, cols, 0.0f, y, rows);
+  std::vector<gemv_job> jobs;
+  for (const auto& [w, y] : outputs) jobs.push_back({static_cast<const float*>(w->data), w->rows, y});
+  gemv_f32_multi(x, outputs.begin()->first->cols, jobs);
 }
 
 void load_row(const weight_tensor& w, std::int64_t row, float* out) {

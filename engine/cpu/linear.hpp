@@ -4,14 +4,21 @@
 #include "engine/model/model_weights.hpp"
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 namespace troupe {
 
 /// y[t, r] = Σ_c x[t, c] · w[r, c] for t < num_tokens, r < w.rows.
 /// x: [num_tokens, w.cols], y: [num_tokens, w.rows], both row-major F32 and
-/// not aliasing. F32 weights go to OpenBLAS; F16/BF16 rows are widened in
-/// tiles (never the whole matrix). Uses the threads of set_cpu_threads().
+/// not aliasing. F32 weights are used in place (gemm_f32); F16/BF16 rows are
+/// widened in tiles, never the whole matrix. Uses set_cpu_threads() threads.
 void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y);
+
+/// linear() for several weights sharing the input x, e.g. q/k/v: ys[i] =
+/// x · ws[i]ᵀ. One parallel pass when it is a batch-1 product of F32 weights.
+void linear_multi(const float* x, std::int64_t num_tokens,
+                  std::initializer_list<std::pair<const weight_tensor*, float*>> outputs);
 
 /// out[c] = w[row, c] as F32, for embedding look-ups.
 void load_row(const weight_tensor& w, std::int64_t row, float* out);

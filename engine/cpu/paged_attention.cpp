@@ -11,7 +11,8 @@ namespace troupe {
 paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
                                std::int32_t block_size, std::int64_t num_kv_heads,
                                std::int64_t head_dim)
-  : row_floats_(num_kv_heads * head_dim),
+  : num_kv_heads_(num_kv_heads),
+    head_dim_(head_dim),
     layer_floats_(2 * static_cast<std::int64_t>(num_blocks) * block_size * num_kv_heads * head_dim),
     num_blocks_(num_blocks),
     block_size_(block_size),
@@ -19,27 +20,23 @@ paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
   TROUPE_CHECK(block_size > 0 && num_blocks > 0, "KV cache needs blocks");
 }
 
-auto paged_kv_cache::key(std::int64_t layer, block_id b, std::int32_t slot) -> float* {
-  return storage_.data() + layer * layer_floats_ +
-         (static_cast<std::int64_t>(b) * block_size_ + slot) * row_floats_;
-}
-
-auto paged_kv_cache::value(std::int64_t layer, block_id b, std::int32_t slot) -> float* {
-  return key(layer, b, slot) + layer_floats_ / 2;
-}
-
 void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attention_row> rows,
               const float* k, const float* v) {
   const std::int32_t bs = cache.block_size();
+  const std::int64_t nkv = cache.num_kv_heads(), hd = cache.head_dim();
+  const auto bytes = static_cast<std::size_t>(hd) * sizeof(float);
   for (std::size_t t = 0; t < rows.size(); ++t) {
     const auto& r = rows[t];
     const auto bi = static_cast<std::size_t>(r.position / bs);
     TROUPE_CHECK(bi < r.block_table.size(), "block table too short for position");
     const block_id b = r.block_table[bi];
     TROUPE_CHECK(b >= 0 && b < cache.num_blocks(), "block id out of range");
-    const auto n = static_cast<std::size_t>(cache.row_floats());
-    std::memcpy(cache.key(layer, b, r.position % bs), k + t * n, n * sizeof(float));
-    std::memcpy(cache.value(layer, b, r.position % bs), v + t * n, n * sizeof(float));
+    const std::int64_t slot = r.position % bs;
+    for (std::int64_t h = 0; h < nkv; ++h) {
+      const std::int64_t src = (static_cast<std::int64_t>(t) * nkv + h) * hd;
+      std::memcpy(cache.keys(layer, b, h) + slot * hd, k + src, bytes);
+      std::memcpy(cache.values(layer, b, h) + slot * hd, v + src, bytes);
+    }
   }
 }
 
@@ -50,43 +47,56 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
   const std::int64_t group = num_heads / num_kv_heads;
   const std::int32_t bs = cache.block_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  // One work item: a token and a kv head, with the `group` query heads that
+  // share it, so each key and value is read once per group.
 #pragma omp parallel
   {
     std::vector<float> scores;
-#pragma omp for collapse(2) schedule(dynamic, 1)
+#pragma omp for collapse(2) schedule(dynamic, 4)
     for (std::int64_t t = 0; t < num_rows; ++t)
-      for (std::int64_t h = 0; h < num_heads; ++h) {
+      for (std::int64_t kvh = 0; kvh < num_kv_heads; ++kvh) {
         const auto& r = rows[static_cast<std::size_t>(t)];
-        const std::int64_t kvh = h / group;
-        const float* qh = q + (t * num_heads + h) * head_dim;
-        float* oh = out + (t * num_heads + h) * head_dim;
         const std::int32_t n = r.position + 1;
-        scores.resize(static_cast<std::size_t>(n));
-        float max_score = -INFINITY;
-        for (std::int32_t j = 0; j < n; ++j) {
-          const float* kj =
-              cache.key(layer, r.block_table[static_cast<std::size_t>(j / bs)], j % bs) +
-              kvh * head_dim;
-          float s = 0.0f;
+        const std::int64_t h0 = kvh * group;
+        scores.resize(static_cast<std::size_t>(n * group));
+        // scores[g * n + j] = q_g · k_j · scale, a block at a time.
+        for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
+          const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
+          const std::int32_t m = std::min(bs, n - j0);
+          for (std::int64_t g = 0; g < group; ++g) {
+            const float* qh = q + (t * num_heads + h0 + g) * head_dim;
+            for (std::int32_t j = 0; j < m; ++j) {
+              const float* kj = kb + j * head_dim;
+              float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-          for (std::int64_t i = 0; i < head_dim; ++i) s += qh[i] * kj[i];
-          s *= scale;
-          scores[static_cast<std::size_t>(j)] = s;
-          max_score = std::max(max_score, s);
+              for (std::int64_t i = 0; i < head_dim; ++i) s += qh[i] * kj[i];
+              scores[static_cast<std::size_t>(g * n + j0 + j)] = s * scale;
+            }
+          }
         }
-        float sum = 0.0f;
-        for (auto& s : scores) {
-          s = std::exp(s - max_score);
-          sum += s;
+        for (std::int64_t g = 0; g < group; ++g) {
+          float* sg = scores.data() + g * n;
+          const float mx = *std::max_element(sg, sg + n);
+          float sum = 0.0f;
+          for (std::int32_t j = 0; j < n; ++j) sum += sg[j] = std::exp(sg[j] - mx);
+          const float inv = 1.0f / sum;
+          for (std::int32_t j = 0; j < n; ++j) sg[j] *= inv;
+          std::memset(out + (t * num_heads + h0 + g) * head_dim, 0,
+                      static_cast<std::size_t>(head_dim) * sizeof(float));
         }
-        std::memset(oh, 0, static_cast<std::size_t>(head_dim) * sizeof(float));
-        for (std::int32_t j = 0; j < n; ++j) {
-          const float* vj =
-              cache.value(layer, r.block_table[static_cast<std::size_t>(j / bs)], j % bs) +
-              kvh * head_dim;
-          const float p = scores[static_cast<std::size_t>(j)] / sum;
+        for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
+          const float* vb = cache.values(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
+          const std::int32_t m = std::min(bs, n - j0);
+          for (std::int64_t g = 0; g < group; ++g) {
+            float* oh = out + (t * num_heads + h0 + g) * head_dim;
+            const float* sg = scores.data() + g * n + j0;
+            for (std::int32_t j = 0; j < m; ++j) {
+              const float p = sg[j];
+              const float* vj = vb + j * head_dim;
 #pragma omp simd
-          for (std::int64_t i = 0; i < head_dim; ++i) oh[i] += p * vj[i];
+              for (std::int64_t i = 0; i < head_dim; ++i) oh[i] += p * vj[i];
+            }
+          }
         }
       }
   }

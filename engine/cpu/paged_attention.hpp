@@ -12,7 +12,8 @@
 namespace troupe {
 
 /// The keys and values of every layer: per layer, K and V of shape
-/// [num_blocks, block_size, num_kv_heads, head_dim], F32.
+/// [num_blocks, num_kv_heads, block_size, head_dim], F32 — one head's keys of
+/// a block are contiguous, so attention streams them.
 class paged_kv_cache {
 public:
   paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks, std::int32_t block_size,
@@ -21,20 +22,26 @@ public:
   auto block_size() const -> std::int32_t { return block_size_; }
   auto num_blocks() const -> std::int32_t { return num_blocks_; }
   auto bytes() const -> std::size_t { return storage_.size() * sizeof(float); }
-  /// Floats of one slot's keys (or values): num_kv_heads * head_dim.
-  auto row_floats() const -> std::int64_t { return row_floats_; }
+  auto num_kv_heads() const -> std::int64_t { return num_kv_heads_; }
+  auto head_dim() const -> std::int64_t { return head_dim_; }
   /// Bytes of K and V for one token across all layers.
   static auto bytes_per_token(std::int64_t num_layers, std::int64_t num_kv_heads,
                               std::int64_t head_dim) -> std::size_t {
     return static_cast<std::size_t>(2 * num_layers * num_kv_heads * head_dim) * sizeof(float);
   }
 
-  /// Address of the key (value) vectors of all kv heads at one slot.
-  auto key(std::int64_t layer, block_id b, std::int32_t slot) -> float*;
-  auto value(std::int64_t layer, block_id b, std::int32_t slot) -> float*;
+  /// The keys (values) of one kv head in one block: [block_size, head_dim].
+  auto keys(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
+    return storage_.data() + layer * layer_floats_ +
+           ((static_cast<std::int64_t>(b) * num_kv_heads_ + kv_head) * block_size_) * head_dim_;
+  }
+  auto values(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
+    return keys(layer, b, kv_head) + layer_floats_ / 2;
+  }
 
 private:
-  std::int64_t row_floats_; ///< num_kv_heads * head_dim
+  std::int64_t num_kv_heads_;
+  std::int64_t head_dim_;
   std::int64_t layer_floats_;
   std::int32_t num_blocks_;
   std::int32_t block_size_;

@@ -1,0 +1,36 @@
+#pragma once
+// F32 matrix products for the shapes of LLM inference: y = x · Wᵀ with the
+// weight W [n, k] row-major as checkpoints store it, and few rows of x.
+// Written for the memory-bound (decode) and small-batch regimes; parallel
+// over weight rows with OpenMP, so each weight byte is read by one thread once.
+
+#include <cstdint>
+#include <span>
+
+namespace troupe {
+
+/// y[n] = Σ_k w[n, k] · x[k]. Streams W once; memory-bound.
+void gemv_f32(const float* x, const float* w, std::int64_t n, std::int64_t k, float* y);
+
+/// y[m, n] = Σ_k x[m, k] · w[n, k] for any m >= 1. x is packed into panels of
+/// 32 rows (k-major) that stay in L2 while the weight rows stream past.
+/// One matrix of a gemv_f32_multi: y[n] = w[n, k] · x.
+struct gemv_job {
+  const float* w;
+  std::int64_t n;
+  float* y;
+};
+
+/// Several gemv_f32 with the same x (q/k/v, gate/up) in one parallel region,
+/// the threads splitting the rows of all of them: one fork and join instead
+/// of one per matrix, which matters when each matrix takes tens of µs.
+void gemv_f32_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs);
+
+/// Sums n floats with four independent vector accumulators: the sequential
+/// read that gemv_f32 is measured against (the memory read bandwidth).
+auto read_sum_f32(const float* p, std::int64_t n) -> float;
+
+void gemm_f32(const float* x, std::int64_t m, const float* w, std::int64_t n, std::int64_t k,
+              float* y);
+
+} // namespace troupe
