@@ -1,5 +1,7 @@
 #include "engine/cpu/ops.hpp"
 
+#include "engine/cpu/vec_exp.hpp"
+
 #include <cmath>
 #include <numbers>
 
@@ -81,7 +83,7 @@ void apply_rope(float* x, std::int64_t num_rows, std::int64_t num_heads, std::in
 
 void silu_mul(float* gate, const float* up, std::int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (std::int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  for (std::int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + fast_exp(-gate[i])) * up[i];
 }
 
 void add_in_place(float* y, const float* x, std::int64_t n) {

@@ -1,10 +1,13 @@
 #include "engine/cpu/paged_attention.hpp"
 
 #include "engine/check.hpp"
+#include "engine/cpu/vec_exp.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
+#include <sys/mman.h>
 
 namespace troupe {
 
@@ -16,9 +19,18 @@ paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
     layer_floats_(2 * static_cast<std::int64_t>(num_blocks) * block_size * num_kv_heads * head_dim),
     num_blocks_(num_blocks),
     block_size_(block_size),
-    storage_(static_cast<std::size_t>(num_layers * layer_floats_)) {
+    bytes_(static_cast<std::size_t>(num_layers * layer_floats_) * sizeof(float)) {
   TROUPE_CHECK(block_size > 0 && num_blocks > 0, "KV cache needs blocks");
+  // Attention touches a few KiB in each of many blocks: with 4 KiB pages
+  // nearly every block costs a TLB miss, so ask for huge pages. The mapping
+  // is zeroed lazily by the kernel, page by page, as blocks are first used.
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  ::madvise(p, bytes_, MADV_HUGEPAGE);
+  storage_ = static_cast<float*>(p);
 }
+
+paged_kv_cache::~paged_kv_cache() { ::munmap(storage_, bytes_); }
 
 void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attention_row> rows,
               const float* k, const float* v) {
@@ -34,7 +46,8 @@ void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attenti
     const std::int64_t slot = r.position % bs;
     for (std::int64_t h = 0; h < nkv; ++h) {
       const std::int64_t src = (static_cast<std::int64_t>(t) * nkv + h) * hd;
-      std::memcpy(cache.keys(layer, b, h) + slot * hd, k + src, bytes);
+      float* kt = cache.keys(layer, b, h) + slot;
+      for (std::int64_t i = 0; i < hd; ++i) kt[i * bs] = k[src + i];
       std::memcpy(cache.values(layer, b, h) + slot * hd, v + src, bytes);
     }
   }
@@ -59,18 +72,20 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
         const std::int32_t n = r.position + 1;
         const std::int64_t h0 = kvh * group;
         scores.resize(static_cast<std::size_t>(n * group));
-        // scores[g * n + j] = q_g · k_j · scale, a block at a time.
+        // scores[g * n + j] = q_g · k_j · scale, a block at a time: with K
+        // transposed, each dimension adds q_g[i] · K[i, slots] to all slots.
+        std::fill(scores.begin(), scores.end(), 0.0f);
         for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
           const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
           const std::int32_t m = std::min(bs, n - j0);
           for (std::int64_t g = 0; g < group; ++g) {
             const float* qh = q + (t * num_heads + h0 + g) * head_dim;
-            for (std::int32_t j = 0; j < m; ++j) {
-              const float* kj = kb + j * head_dim;
-              float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-              for (std::int64_t i = 0; i < head_dim; ++i) s += qh[i] * kj[i];
-              scores[static_cast<std::size_t>(g * n + j0 + j)] = s * scale;
+            float* sg = scores.data() + g * n + j0;
+            for (std::int64_t i = 0; i < head_dim; ++i) {
+              const float qi = qh[i] * scale;
+              const float* ki = kb + i * bs;
+#pragma omp simd
+              for (std::int32_t j = 0; j < m; ++j) sg[j] += qi * ki[j];
             }
           }
         }
@@ -78,7 +93,8 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
           float* sg = scores.data() + g * n;
           const float mx = *std::max_element(sg, sg + n);
           float sum = 0.0f;
-          for (std::int32_t j = 0; j < n; ++j) sum += sg[j] = std::exp(sg[j] - mx);
+#pragma omp simd reduction(+ : sum)
+          for (std::int32_t j = 0; j < n; ++j) sum += sg[j] = fast_exp(sg[j] - mx);
           const float inv = 1.0f / sum;
           for (std::int32_t j = 0; j < n; ++j) sg[j] *= inv;
           std::memset(out + (t * num_heads + h0 + g) * head_dim, 0,

@@ -11,9 +11,11 @@
 
 namespace troupe {
 
-/// The keys and values of every layer: per layer, K and V of shape
-/// [num_blocks, num_kv_heads, block_size, head_dim], F32 — one head's keys of
-/// a block are contiguous, so attention streams them.
+/// The keys and values of every layer, F32. Per layer, K is
+/// [num_blocks, num_kv_heads, head_dim, block_size] — transposed, so the
+/// scores of a block's slots are vector FMAs with no horizontal sums — and V
+/// is [num_blocks, num_kv_heads, block_size, head_dim]. One head's keys (and
+/// values) of a block are contiguous, so attention streams them.
 class paged_kv_cache {
 public:
   paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks, std::int32_t block_size,
@@ -21,7 +23,11 @@ public:
 
   auto block_size() const -> std::int32_t { return block_size_; }
   auto num_blocks() const -> std::int32_t { return num_blocks_; }
-  auto bytes() const -> std::size_t { return storage_.size() * sizeof(float); }
+  paged_kv_cache(const paged_kv_cache&) = delete;
+  auto operator=(const paged_kv_cache&) -> paged_kv_cache& = delete;
+  ~paged_kv_cache();
+
+  auto bytes() const -> std::size_t { return bytes_; }
   auto num_kv_heads() const -> std::int64_t { return num_kv_heads_; }
   auto head_dim() const -> std::int64_t { return head_dim_; }
   /// Bytes of K and V for one token across all layers.
@@ -30,9 +36,10 @@ public:
     return static_cast<std::size_t>(2 * num_layers * num_kv_heads * head_dim) * sizeof(float);
   }
 
-  /// The keys (values) of one kv head in one block: [block_size, head_dim].
+  /// One kv head's keys in one block, [head_dim, block_size]; its values,
+  /// [block_size, head_dim].
   auto keys(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
-    return storage_.data() + layer * layer_floats_ +
+    return storage_ + layer * layer_floats_ +
            ((static_cast<std::int64_t>(b) * num_kv_heads_ + kv_head) * block_size_) * head_dim_;
   }
   auto values(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
@@ -45,7 +52,8 @@ private:
   std::int64_t layer_floats_;
   std::int32_t num_blocks_;
   std::int32_t block_size_;
-  std::vector<float> storage_;
+  std::size_t bytes_;
+  float* storage_; ///< anonymous mapping, in 2 MiB pages where the kernel allows
 };
 
 /// One token's view of its sequence for attention.
