@@ -4,6 +4,8 @@
 // Written for the memory-bound (decode) and small-batch regimes; parallel
 // over weight rows with OpenMP, so each weight byte is read by one thread once.
 
+#include "engine/model/dtype.hpp"
+
 #include <cstdint>
 #include <span>
 
@@ -14,17 +16,19 @@ void gemv_f32(const float* x, const float* w, std::int64_t n, std::int64_t k, fl
 
 /// y[m, n] = Σ_k x[m, k] · w[n, k] for any m >= 1. x is packed into panels of
 /// 32 rows (k-major) that stay in L2 while the weight rows stream past.
-/// One matrix of a gemv_f32_multi: y[n] = w[n, k] · x.
+/// One matrix of a gemv_multi: y[n] = w[n, k] · x, w in any weight dtype
+/// (F16/BF16 widened in registers, so half the bytes are read).
 struct gemv_job {
-  const float* w;
+  const void* w;
+  dtype type;
   std::int64_t n;
   float* y;
 };
 
-/// Several gemv_f32 with the same x (q/k/v, gate/up) in one parallel region,
-/// the threads splitting the rows of all of them: one fork and join instead
-/// of one per matrix, which matters when each matrix takes tens of µs.
-void gemv_f32_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs);
+/// Several matrix-vector products with the same x (q/k/v, gate/up) in one
+/// parallel region, the threads splitting the rows of all of them: one fork
+/// and join instead of one per matrix, which matters when each takes tens of µs.
+void gemv_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs);
 
 /// Sums n floats with four independent vector accumulators: the sequential
 /// read that gemv_f32 is measured against (the memory read bandwidth).

@@ -43,6 +43,11 @@ void linear_half(const float* x, std::int64_t num_tokens, const weight_tensor& w
 
 void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y) {
   if (num_tokens <= 0 || w.rows == 0) return;
+  if (num_tokens == 1) {
+    const gemv_job job{w.data, w.type, w.rows, y};
+    gemv_multi(x, w.cols, std::span(&job, 1));
+    return;
+  }
   if (w.type != dtype::f32) {
     linear_half(x, num_tokens, w, y);
     return;
@@ -53,15 +58,15 @@ void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, flo
 void linear_multi(const float* x, std::int64_t num_tokens,
                   std::initializer_list<std::pair<const weight_tensor*, float*>> outputs) {
   const bool fused = num_tokens == 1 && std::all_of(outputs.begin(), outputs.end(), [&](const auto& o) {
-    return o.first->type == dtype::f32 && o.first->cols == outputs.begin()->first->cols;
+    return o.first->cols == outputs.begin()->first->cols;
   });
   if (!fused) {
     for (const auto& [w, y] : outputs) linear(x, num_tokens, *w, y);
     return;
   }
   std::vector<gemv_job> jobs;
-  for (const auto& [w, y] : outputs) jobs.push_back({static_cast<const float*>(w->data), w->rows, y});
-  gemv_f32_multi(x, outputs.begin()->first->cols, jobs);
+  for (const auto& [w, y] : outputs) jobs.push_back({w->data, w->type, w->rows, y});
+  gemv_multi(x, outputs.begin()->first->cols, jobs);
 }
 
 void load_row(const weight_tensor& w, std::int64_t row, float* out) {

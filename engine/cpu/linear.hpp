@@ -16,7 +16,7 @@ namespace troupe {
 void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y);
 
 /// linear() for several weights sharing the input x, e.g. q/k/v: ys[i] =
-/// x · ws[i]ᵀ. One parallel pass when it is a batch-1 product of F32 weights.
+/// x · ws[i]ᵀ. One parallel pass when it is a batch-1 product.
 void linear_multi(const float* x, std::int64_t num_tokens,
                   std::initializer_list<std::pair<const weight_tensor*, float*>> outputs);
 

@@ -216,7 +216,7 @@ void make_model(std::string_view preset, const fs::path& dir, std::uint64_t seed
 
   random_model_options o;
   o.seed = seed;
-  o.type = config->vocab_size * config->hidden_size > 100'000'000 ? dtype::bf16 : dtype::f32;
+  o.type = config->torch_dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
   if (preset == "tiny") {
     const auto tok = tokenizer::load(dir / "tokenizer.model");
     const auto counts = bigram_counts(tok, config->vocab_size);
