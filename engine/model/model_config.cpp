@@ -256,21 +256,27 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   return c;
 }
 
+namespace {
+
+// The integer sizes, by their config.json names: all must be positive.
+auto size_fields(const model_config& c) -> std::array<std::pair<std::string_view, std::int64_t>, 8> {
+  return {{{"vocab_size", c.vocab_size},
+           {"hidden_size", c.hidden_size},
+           {"intermediate_size", c.intermediate_size},
+           {"num_hidden_layers", c.num_hidden_layers},
+           {"num_attention_heads", c.num_attention_heads},
+           {"num_key_value_heads", c.num_key_value_heads},
+           {"head_dim", c.head_dim},
+           {"max_position_embeddings", c.max_position_embeddings}}};
+}
+
+} // namespace
+
 void model_config::validate(const std::string& file) const {
   if (std::find(supported_architectures.begin(), supported_architectures.end(), architecture) ==
       supported_architectures.end())
     fail(file, "unsupported architecture '" + architecture + "' (supported: LlamaForCausalLM, MistralForCausalLM)");
-  const std::pair<std::string_view, std::int64_t> sizes[] = {
-      {"vocab_size", vocab_size},
-      {"hidden_size", hidden_size},
-      {"intermediate_size", intermediate_size},
-      {"num_hidden_layers", num_hidden_layers},
-      {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads},
-      {"head_dim", head_dim},
-      {"max_position_embeddings", max_position_embeddings},
-  };
-  for (const auto& [name, v] : sizes)
+  for (const auto& [name, v] : size_fields(*this))
     if (v <= 0) fail(file, "field '" + std::string(name) + "' must be positive, got " + std::to_string(v));
   if (num_attention_heads % num_key_value_heads != 0)
     fail(file, "num_attention_heads " + std::to_string(num_attention_heads) +
@@ -311,17 +317,7 @@ void model_config::save(const std::filesystem::path& dir) const {
   out += ']';
   append_field(out, "model_type");
   json_text::append_string(out, architecture == "MistralForCausalLM" ? "mistral" : "llama");
-  const std::pair<std::string_view, std::int64_t> ints[] = {
-      {"vocab_size", vocab_size},
-      {"hidden_size", hidden_size},
-      {"intermediate_size", intermediate_size},
-      {"num_hidden_layers", num_hidden_layers},
-      {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads},
-      {"head_dim", head_dim},
-      {"max_position_embeddings", max_position_embeddings},
-  };
-  for (const auto& [name, v] : ints) {
+  for (const auto& [name, v] : size_fields(*this)) {
     append_field(out, name);
     json_text::append_number(out, v);
   }

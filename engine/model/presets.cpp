@@ -1,10 +1,8 @@
 #include "engine/model/presets.hpp"
 
 namespace troupe {
-namespace {
-
-auto llama(std::int64_t vocab, std::int64_t hidden, std::int64_t inter, std::int64_t layers,
-           std::int64_t heads, std::int64_t kv_heads) -> model_config {
+auto llama_config(std::int64_t vocab, std::int64_t hidden, std::int64_t inter, std::int64_t layers,
+                  std::int64_t heads, std::int64_t kv_heads) -> model_config {
   model_config c;
   c.vocab_size = vocab;
   c.hidden_size = hidden;
@@ -18,34 +16,32 @@ auto llama(std::int64_t vocab, std::int64_t hidden, std::int64_t inter, std::int
   return c;
 }
 
-} // namespace
-
 auto preset_names() -> std::vector<std::string_view> {
   return {"tiny", "stories110m", "tinyllama-1.1b", "llama-3.2-1b", "llama-3-8b"};
 }
 
 auto preset_config(std::string_view name) -> std::optional<model_config> {
   if (name == "tiny") {
-    auto c = llama(2000, 128, 352, 2, 4, 2);
+    auto c = llama_config(2000, 128, 352, 2, 4, 2);
     c.max_position_embeddings = 2048;
     c.rms_norm_eps = 1e-5;
     return c;
   }
   if (name == "stories110m") { // llama2.c's stories110M: shared classifier
-    auto c = llama(32000, 768, 2048, 12, 12, 12);
+    auto c = llama_config(32000, 768, 2048, 12, 12, 12);
     c.max_position_embeddings = 1024;
     c.rms_norm_eps = 1e-5;
     c.tie_word_embeddings = true;
     return c;
   }
   if (name == "tinyllama-1.1b") {
-    auto c = llama(32000, 2048, 5632, 22, 32, 4);
+    auto c = llama_config(32000, 2048, 5632, 22, 32, 4);
     c.rms_norm_eps = 1e-5;
     c.torch_dtype = "bfloat16";
     return c;
   }
   if (name == "llama-3.2-1b") {
-    auto c = llama(128256, 2048, 8192, 16, 32, 8);
+    auto c = llama_config(128256, 2048, 8192, 16, 32, 8);
     c.max_position_embeddings = 131072;
     c.rms_norm_eps = 1e-5;
     c.rope_theta = 500000.0;
@@ -57,7 +53,7 @@ auto preset_config(std::string_view name) -> std::optional<model_config> {
     return c;
   }
   if (name == "llama-3-8b") {
-    auto c = llama(128256, 4096, 14336, 32, 32, 8);
+    auto c = llama_config(128256, 4096, 14336, 32, 32, 8);
     c.max_position_embeddings = 8192;
     c.rms_norm_eps = 1e-5;
     c.rope_theta = 500000.0;

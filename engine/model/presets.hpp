@@ -10,6 +10,11 @@
 
 namespace troupe {
 
+/// A Llama config with head_dim = hidden / heads, BOS 1 and EOS 2, other
+/// fields at their defaults: the base of the presets and of test models.
+auto llama_config(std::int64_t vocab, std::int64_t hidden, std::int64_t intermediate,
+                  std::int64_t layers, std::int64_t heads, std::int64_t kv_heads) -> model_config;
+
 /// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b.
 auto preset_names() -> std::vector<std::string_view>;
 

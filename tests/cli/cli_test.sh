@@ -43,6 +43,12 @@ check "non-numeric max-tokens: exit 2" test "$(exit_code gen --prompt hi --max-t
 check "too long for the context: exit 1" test "$(exit_code gen --prompt hi --max-tokens 100000)" = 1
 check "context error is one line" test "$(wc -l <"$tmp/err")" = 1
 
+check "bench-engine runs" test "$(exit_code "$troupe" bench-engine --model "$tmp/tiny" --batches 1,4 \
+  --threads 1 --runs 1 --decode-steps 2 --prefill-tokens 8)" = 0
+check "bench-engine prints the bandwidth" grep -qE '^ +1 +1 .* [0-9.]+%' "$tmp/out"
+check "bench-engine states the targets" grep -q "target batch-1 decode >= 85% of read bandwidth" "$tmp/out"
+check "bench-engine bad list: exit 2" test "$(exit_code "$troupe" bench-engine --batches 1,x)" = 2
+
 mkdir -p "$tmp/empty"
 check "missing model: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/empty" --prompt hi)" = 1
 check "missing model names config.json" grep -q "config.json" "$tmp/err"

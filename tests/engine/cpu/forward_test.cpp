@@ -2,6 +2,7 @@
 // reference, over random model shapes, batch mixes, chunk and block sizes.
 
 #include "engine/cpu/cpu_model.hpp"
+#include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
 #include "engine/sampling/rng.hpp"
 #include "tests/reference/naive_forward.hpp"
@@ -19,14 +20,10 @@ namespace {
 
 auto make_config(std::int64_t vocab, std::int64_t hidden, std::int64_t inter, std::int64_t layers,
                  std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) -> model_config {
-  model_config c;
-  c.vocab_size = vocab;
-  c.hidden_size = hidden;
-  c.intermediate_size = inter;
-  c.num_hidden_layers = layers;
-  c.num_attention_heads = heads;
-  c.num_key_value_heads = kv_heads;
+  auto c = llama_config(vocab, hidden, inter, layers, heads, kv_heads);
   c.head_dim = head_dim;
+  c.bos_token_id.reset();
+  c.eos_token_ids.clear();
   c.rms_norm_eps = 1e-5;
   return c;
 }
