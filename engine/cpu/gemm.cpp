@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <omp.h>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -73,7 +73,13 @@ struct f16_elems {
     return v;
 #endif
   }
-  static auto load1(const std::uint16_t* p) -> float { return f16_to_f32(*p); }
+  static auto load1(const std::uint16_t* p) -> float {
+#if defined(__F16C__)
+    return _cvtsh_ss(*p);
+#else
+    return f16_to_f32(*p);
+#endif
+  }
 };
 
 // Rows [begin, end) of y = W x, four rows at a time so each x load feeds
@@ -145,14 +151,16 @@ void gemv_rows_of(const gemv_job& j, const float* x, std::int64_t begin, std::in
 // of x (k-major: [k, 16·MV]), outer-product form: each step broadcasts one
 // weight per row against the panel's vectors. MV=2, NR=6 holds 12
 // accumulators; MV=1, NR=12 the same for batches of 16 or fewer.
-template <int NR, int MV>
-void micro_tile(const float* panel, const float* const* wrows, std::int64_t k, float* out) {
+template <int NR, int MV, class E>
+void micro_tile(const float* panel, const typename E::type* const* wrows, std::int64_t k,
+                float* out) {
   constexpr std::int64_t width = 16 * MV;
   v16 acc[NR][MV] = {};
   for (std::int64_t i = 0; i < k; ++i) {
-    // The weight rows come from memory once: fetch 4 lines ahead of use.
+    // The weight rows come from memory once: fetch 256 bytes ahead of use.
+    constexpr std::int64_t ahead = 256 / sizeof(typename E::type);
     if (i % 16 == 0)
-      for (int r = 0; r < NR; ++r) __builtin_prefetch(wrows[r] + i + 64, 0, 3);
+      for (int r = 0; r < NR; ++r) __builtin_prefetch(wrows[r] + i + ahead, 0, 3);
     v16 x[MV];
     for (int v = 0; v < MV; ++v) {
       x[v] = *reinterpret_cast<const v16*>(panel + i * width + 16 * v);
@@ -161,7 +169,7 @@ void micro_tile(const float* panel, const float* const* wrows, std::int64_t k, f
       asm("" : "+v"(x[v]));
     }
     for (int r = 0; r < NR; ++r) {
-      const float wv = wrows[r][i];
+      const float wv = E::load1(wrows[r] + i);
       for (int v = 0; v < MV; ++v) acc[r][v] += x[v] * wv;
     }
   }
@@ -169,20 +177,19 @@ void micro_tile(const float* panel, const float* const* wrows, std::int64_t k, f
     for (int v = 0; v < MV; ++v) std::memcpy(out + r * width + 16 * v, &acc[r][v], sizeof(v16));
 }
 
-template <int NR, int MV>
-void tile_rows(const float* panel, const float* w, std::int64_t row, std::int64_t nr,
+template <int NR, int MV, class E>
+void tile_rows(const float* panel, const typename E::type* w, std::int64_t row, std::int64_t nr,
                std::int64_t k, float* out) {
-  const float* rows[NR];
+  const typename E::type* rows[NR];
   for (std::int64_t r = 0; r < nr; ++r) rows[r] = w + (row + r) * k;
-  if (nr == NR) return micro_tile<NR, MV>(panel, rows, k, out);
   // The last, partial tile of rows: repeat the final row (its results unused).
   for (std::int64_t r = nr; r < NR; ++r) rows[r] = rows[nr - 1];
-  micro_tile<NR, MV>(panel, rows, k, out);
+  micro_tile<NR, MV, E>(panel, rows, k, out);
 }
 
-template <int NR, int MV>
-void gemm_panels(const float* x, std::int64_t m, const float* w, std::int64_t n, std::int64_t k,
-                 float* y) {
+template <int NR, int MV, class E>
+void gemm_panels(const float* x, std::int64_t m, const typename E::type* w, std::int64_t n,
+                 std::int64_t k, float* y) {
   constexpr std::int64_t width = 16 * MV;
   // Pack x into ⌈m/width⌉ zero-padded k-major panels.
   const std::int64_t num_panels = (m + width - 1) / width;
@@ -207,7 +214,7 @@ void gemm_panels(const float* x, std::int64_t m, const float* w, std::int64_t n,
       const std::int64_t row = ti * NR;
       const std::int64_t nr = std::min<std::int64_t>(NR, n - row);
       for (std::int64_t pi = 0; pi < num_panels; ++pi) {
-        tile_rows<NR, MV>(p + pi * k * width, w, row, nr, k, out);
+        tile_rows<NR, MV, E>(p + pi * k * width, w, row, nr, k, out);
         const std::int64_t rows_here = std::min(width, m - pi * width);
         for (std::int64_t j = 0; j < rows_here; ++j) {
           float* yj = y + (pi * width + j) * n + row;
@@ -242,11 +249,6 @@ auto read_sum_f32(const float* p, std::int64_t n) -> float {
   return total;
 }
 
-void gemv_f32(const float* x, const float* w, std::int64_t n, std::int64_t k, float* y) {
-  const gemv_job job{w, dtype::f32, n, y};
-  gemv_multi(x, k, std::span(&job, 1));
-}
-
 void gemv_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs) {
   std::int64_t total = 0;
   for (const auto& j : jobs) total += j.n;
@@ -268,17 +270,28 @@ void gemv_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs) 
   }
 }
 
-void gemm_f32(const float* x, std::int64_t m, const float* w, std::int64_t n, std::int64_t k,
-              float* y) {
+template <class E>
+void gemm_typed(const float* x, std::int64_t m, const void* w, std::int64_t n, std::int64_t k,
+                float* y) {
+  const auto* wt = static_cast<const typename E::type*>(w);
+  if (m <= 16)
+    gemm_panels<12, 1, E>(x, m, wt, n, k, y);
+  else
+    gemm_panels<6, 2, E>(x, m, wt, n, k, y);
+}
+
+void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n,
+          std::int64_t k, float* y) {
   if (m == 1) {
-    gemv_f32(x, w, n, k, y);
+    const gemv_job job{w, type, n, y};
+    gemv_multi(x, k, std::span(&job, 1));
     return;
   }
-  if (m <= 16) {
-    gemm_panels<12, 1>(x, m, w, n, k, y);
-    return;
+  switch (type) {
+    case dtype::f32: return gemm_typed<f32_elems>(x, m, w, n, k, y);
+    case dtype::bf16: return gemm_typed<bf16_elems>(x, m, w, n, k, y);
+    case dtype::f16: return gemm_typed<f16_elems>(x, m, w, n, k, y);
   }
-  gemm_panels<6, 2>(x, m, w, n, k, y);
 }
 
 } // namespace troupe

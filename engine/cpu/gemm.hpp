@@ -1,6 +1,6 @@
 #pragma once
-// F32 matrix products for the shapes of LLM inference: y = x · Wᵀ with the
-// weight W [n, k] row-major as checkpoints store it, and few rows of x.
+// Matrix products for the shapes of LLM inference: y = x · Wᵀ, x in F32, the
+// weight W [n, k] row-major in its checkpoint dtype, few rows of x.
 // Written for the memory-bound (decode) and small-batch regimes; parallel
 // over weight rows with OpenMP, so each weight byte is read by one thread once.
 
@@ -11,11 +11,6 @@
 
 namespace troupe {
 
-/// y[n] = Σ_k w[n, k] · x[k]. Streams W once; memory-bound.
-void gemv_f32(const float* x, const float* w, std::int64_t n, std::int64_t k, float* y);
-
-/// y[m, n] = Σ_k x[m, k] · w[n, k] for any m >= 1. x is packed into panels of
-/// 32 rows (k-major) that stay in L2 while the weight rows stream past.
 /// One matrix of a gemv_multi: y[n] = w[n, k] · x, w in any weight dtype
 /// (F16/BF16 widened in registers, so half the bytes are read).
 struct gemv_job {
@@ -31,10 +26,14 @@ struct gemv_job {
 void gemv_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs);
 
 /// Sums n floats with four independent vector accumulators: the sequential
-/// read that gemv_f32 is measured against (the memory read bandwidth).
+/// read that the GEMV is measured against (the memory read bandwidth).
 auto read_sum_f32(const float* p, std::int64_t n) -> float;
 
-void gemm_f32(const float* x, std::int64_t m, const float* w, std::int64_t n, std::int64_t k,
-              float* y);
+/// y[m, n] = Σ_k x[m, k] · w[n, k] for any m >= 1, w in any weight dtype
+/// (F16/BF16 widened in registers). m = 1 is a gemv_multi of one job; else x
+/// is packed into panels of 16 or 32 rows (k-major) that stay in L2 while the
+/// weight rows stream past, each weight read from memory once.
+void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n,
+          std::int64_t k, float* y);
 
 } // namespace troupe

@@ -11,8 +11,8 @@ namespace troupe {
 
 /// y[t, r] = Σ_c x[t, c] · w[r, c] for t < num_tokens, r < w.rows.
 /// x: [num_tokens, w.cols], y: [num_tokens, w.rows], both row-major F32 and
-/// not aliasing. F32 weights are used in place (gemm_f32); F16/BF16 rows are
-/// widened in tiles, never the whole matrix. Uses set_cpu_threads() threads.
+/// not aliasing. Weights are used in place in their dtype (see gemm); uses
+/// the threads of set_cpu_threads().
 void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y);
 
 /// linear() for several weights sharing the input x, e.g. q/k/v: ys[i] =
