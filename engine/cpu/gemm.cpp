@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <omp.h>
 #if defined(__AVX512F__) || defined(__F16C__)
 #include <immintrin.h>
@@ -149,18 +150,16 @@ void gemv_rows_of(const gemv_job& j, const float* x, std::int64_t begin, std::in
 
 // A micro-tile multiplies NR weight rows by one packed panel of 16·MV rows
 // of x (k-major: [k, 16·MV]), outer-product form: each step broadcasts one
-// weight per row against the panel's vectors. MV=2, NR=6 holds 12
-// accumulators; MV=1, NR=12 the same for batches of 16 or fewer.
-template <int NR, int MV, class E>
-void micro_tile(const float* panel, const typename E::type* const* wrows, std::int64_t k,
-                float* out) {
+// F32 weight per row against the panel's vectors. MV=2, NR=6 holds 12 accumulators; MV=1,
+// NR=12 the same for batches of 16 or fewer.
+template <int NR, int MV>
+void accumulate(const float* panel, const float* const* rows, std::int64_t k,
+                v16 (&acc)[NR][MV]) {
   constexpr std::int64_t width = 16 * MV;
-  v16 acc[NR][MV] = {};
   for (std::int64_t i = 0; i < k; ++i) {
-    // The weight rows come from memory once: fetch 256 bytes ahead of use.
-    constexpr std::int64_t ahead = 256 / sizeof(typename E::type);
+    // Weight rows streaming from memory: fetch 256 bytes ahead of use.
     if (i % 16 == 0)
-      for (int r = 0; r < NR; ++r) __builtin_prefetch(wrows[r] + i + ahead, 0, 3);
+      for (int r = 0; r < NR; ++r) __builtin_prefetch(rows[r] + i + 64, 0, 3);
     v16 x[MV];
     for (int v = 0; v < MV; ++v) {
       x[v] = *reinterpret_cast<const v16*>(panel + i * width + 16 * v);
@@ -169,8 +168,42 @@ void micro_tile(const float* panel, const typename E::type* const* wrows, std::i
       asm("" : "+v"(x[v]));
     }
     for (int r = 0; r < NR; ++r) {
-      const float wv = E::load1(wrows[r] + i);
+      const float wv = rows[r][i];
       for (int v = 0; v < MV; ++v) acc[r][v] += x[v] * wv;
+    }
+  }
+}
+
+// F32 weights are multiplied where they lie. Half-precision ones are widened
+// k_chunk columns at a time, with vector conversions, into an L1-resident
+// F32 tile first: scalar widening per broadcast would triple the
+// instructions of the inner loop.
+constexpr std::int64_t k_chunk = 256;
+
+template <int NR, int MV, class E>
+void micro_tile(const float* panel, const typename E::type* const* wrows, std::int64_t k,
+                float* out) {
+  constexpr std::int64_t width = 16 * MV;
+  v16 acc[NR][MV] = {};
+  if constexpr (std::is_same_v<E, f32_elems>) {
+    accumulate<NR, MV>(panel, wrows, k, acc);
+  } else {
+    alignas(64) float tile[NR][k_chunk];
+    const float* rows[NR];
+    for (int r = 0; r < NR; ++r) rows[r] = tile[r];
+    for (std::int64_t k0 = 0; k0 < k; k0 += k_chunk) {
+      const std::int64_t kc = std::min(k_chunk, k - k0);
+      for (int r = 0; r < NR; ++r) {
+        const typename E::type* src = wrows[r] + k0;
+        std::int64_t i = 0;
+        for (; i + 16 <= kc; i += 16) {
+          __builtin_prefetch(src + i + 128, 0, 3);
+          const v16 v = E::load16(src + i);
+          std::memcpy(&tile[r][i], &v, sizeof(v16));
+        }
+        for (; i < kc; ++i) tile[r][i] = E::load1(src + i);
+      }
+      accumulate<NR, MV>(panel + k0 * width, rows, kc, acc);
     }
   }
   for (int r = 0; r < NR; ++r)
