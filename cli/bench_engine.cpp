@@ -93,7 +93,8 @@ auto prepare_group(cpu_executor& ex, int batch, request_id first_id, block_id fi
     c.id = first_id + static_cast<request_id>(b);
     c.block_table.resize(static_cast<std::size_t>(per_seq));
     std::iota(c.block_table.begin(), c.block_table.end(), first_block + b * per_seq);
-    for (int i = 0; i < s.prompt_tokens; ++i) c.tokens.push_back((7 * i + b) % 1000 + 3);
+    for (int i = 0; i < s.prompt_tokens; ++i)
+      c.tokens.push_back(static_cast<token_id>((7 * i + b) % (ex.vocab_size() - 3) + 3));
     c.sample = true;
     g.step.new_requests.push_back({c.id, c.tokens, greedy});
     g.step.scheduled.push_back(std::move(c));
@@ -126,7 +127,7 @@ auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
   scheduler_output step;
   scheduled_chunk c;
   c.id = 999'999;
-  for (int i = 0; i < tokens; ++i) c.tokens.push_back(i % 1000 + 3);
+  for (int i = 0; i < tokens; ++i) c.tokens.push_back(static_cast<token_id>(i % (ex.vocab_size() - 3) + 3));
   c.block_table.resize(static_cast<std::size_t>((tokens + ex.block_size() - 1) / ex.block_size()));
   std::iota(c.block_table.begin(), c.block_table.end(), 0);
   c.sample = false;

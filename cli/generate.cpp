@@ -4,10 +4,13 @@
 #include "cli/commands.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/generator.hpp"
+#include "engine/model/model_error.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 
 namespace troupe::cli {
 
@@ -23,9 +26,16 @@ auto run_generate(std::span<char* const> argv) -> int {
   const auto weights = model_weights::load(dir);
   const auto tok = tokenizer::load(std::filesystem::path(dir) / "tokenizer.model");
   const auto& cfg = weights.config;
+  if (tok.vocab_size() > cfg.vocab_size)
+    throw model_error((std::filesystem::path(dir) / "tokenizer.model").string() + ": " +
+                      std::to_string(tok.vocab_size()) + " pieces, more than the model's vocab_size " +
+                      std::to_string(cfg.vocab_size));
 
   sampling_params p;
-  p.max_tokens = static_cast<std::int32_t>(a.integer("max-tokens", 64));
+  const auto max_tokens = a.integer("max-tokens", 64);
+  if (max_tokens < 1 || max_tokens > std::numeric_limits<std::int32_t>::max())
+    throw usage_error("--max-tokens must be in [1, 2147483647]");
+  p.max_tokens = static_cast<std::int32_t>(max_tokens);
   p.temperature = static_cast<float>(a.real("temperature", cfg.default_temperature.value_or(1.0f)));
   p.top_k = static_cast<std::int32_t>(a.integer("top-k", cfg.default_top_k.value_or(0)));
   p.top_p = static_cast<float>(a.real("top-p", cfg.default_top_p.value_or(1.0f)));
@@ -63,7 +73,10 @@ auto run_generate(std::span<char* const> argv) -> int {
   cpu_executor_options eo;
   eo.block_size = static_cast<std::int32_t>(a.integer("block-size", 16));
   if (eo.block_size < 1 || eo.block_size > 1024) throw usage_error("--block-size must be in [1, 1024]");
-  const auto needed = static_cast<std::int64_t>(ids.size()) + p.max_tokens;
+  // The cache holds exactly this request; one past the context is refused by
+  // the generator with a clear line, so size it for at most that.
+  const auto needed = std::min<std::int64_t>(static_cast<std::int64_t>(ids.size()) + p.max_tokens,
+                                             cfg.max_position_embeddings + 1);
   eo.num_kv_blocks = static_cast<std::int32_t>((needed + eo.block_size - 1) / eo.block_size);
   eo.num_threads = static_cast<int>(a.integer("threads", 0));
   cpu_executor ex(weights, eo);

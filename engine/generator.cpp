@@ -10,12 +10,18 @@ namespace troupe {
 generator::generator(executor& ex, const tokenizer& tok, std::vector<token_id> eos_ids,
                      std::int32_t max_chunk_tokens, std::int64_t max_model_len)
   : ex_(ex), tok_(tok), eos_ids_(std::move(eos_ids)),
-    max_chunk_tokens_(max_chunk_tokens), max_model_len_(max_model_len) {}
+    max_chunk_tokens_(max_chunk_tokens), max_model_len_(max_model_len) {
+  if (max_chunk_tokens < 1) throw std::invalid_argument("max_chunk_tokens must be at least 1");
+}
 
 auto generator::generate(std::span<const token_id> prompt, const sampling_params& params,
                          const std::function<void(std::string_view)>& on_text)
     -> generation_stats {
   if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
+  for (const auto id : prompt)
+    if (id < 0 || id >= ex_.vocab_size())
+      throw std::invalid_argument("prompt token " + std::to_string(id) + " is outside the model's vocabulary of " +
+                                  std::to_string(ex_.vocab_size()));
   if (auto err = params.validate(); !err.empty()) throw std::invalid_argument(err);
   const auto n_prompt = static_cast<std::int64_t>(prompt.size());
   const std::int64_t total = n_prompt + params.max_tokens;

@@ -26,13 +26,15 @@ struct generation_stats {
 
 class generator {
 public:
-  /// max_chunk_tokens: prompt tokens per prefill step (chunked prefill).
+  /// max_chunk_tokens: prompt tokens per prefill step (chunked prefill), >= 1
+  /// (else std::invalid_argument).
   /// max_model_len: prompt + max_tokens may not exceed it.
   generator(executor& ex, const tokenizer& tok, std::vector<token_id> eos_ids,
             std::int32_t max_chunk_tokens, std::int64_t max_model_len);
 
-  /// Throws std::invalid_argument with one line when the prompt is empty, the
-  /// params are invalid, or the request cannot fit the model or the KV cache.
+  /// Throws std::invalid_argument with one line when the prompt is empty or
+  /// holds an id outside the model's vocabulary, the params are invalid, or
+  /// the request cannot fit the model or the KV cache.
   auto generate(std::span<const token_id> prompt, const sampling_params& params,
                 const std::function<void(std::string_view)>& on_text) -> generation_stats;
 

@@ -43,10 +43,18 @@ auto output_processor::on_token(token_id id) -> output_delta {
   // Ids past the tokenizer's vocabulary (padded embeddings) carry no text.
   if (id >= 0 && id < tok_->vocab_size()) held_ += detok_.push(id);
 
+  // The earliest match wins (the longest on a tie): text before it is shown.
+  const std::string* hit = nullptr;
+  std::size_t hit_pos = std::string::npos;
   for (const auto& s : params_.stop) {
     const auto pos = held_.find(s);
-    if (pos == std::string::npos) continue;
-    output_delta d{held_.substr(0, pos), finish_reason::stop, s};
+    if (pos < hit_pos || (pos == hit_pos && pos != std::string::npos && s.size() > hit->size())) {
+      hit = &s;
+      hit_pos = pos;
+    }
+  }
+  if (hit != nullptr) {
+    output_delta d{held_.substr(0, hit_pos), finish_reason::stop, *hit};
     held_.clear();
     return d;
   }

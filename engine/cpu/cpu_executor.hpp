@@ -27,6 +27,7 @@ public:
   auto execute(const scheduler_output& step) -> step_result override;
   auto block_size() const -> std::int32_t override { return options_.block_size; }
   auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }
+  auto vocab_size() const -> std::int64_t override { return model_.config().vocab_size; }
 
   auto model() -> cpu_model& { return model_; }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <omp.h>
 #if defined(__AVX512F__) || defined(__F16C__)
@@ -37,7 +38,9 @@ auto pack_buffer(std::size_t n) -> float* {
   thread_local std::size_t capacity = 0;
   if (n > capacity) {
     const std::size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (p == nullptr) throw std::bad_alloc();
+    buf.reset(p);
     capacity = bytes / sizeof(float);
   }
   return buf.get();

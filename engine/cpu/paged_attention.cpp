@@ -39,6 +39,7 @@ void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attenti
   const auto bytes = static_cast<std::size_t>(hd) * sizeof(float);
   for (std::size_t t = 0; t < rows.size(); ++t) {
     const auto& r = rows[t];
+    TROUPE_CHECK(r.position >= 0, "negative position");
     const auto bi = static_cast<std::size_t>(r.position / bs);
     TROUPE_CHECK(bi < r.block_table.size(), "block table too short for position");
     const block_id b = r.block_table[bi];

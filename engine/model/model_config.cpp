@@ -278,6 +278,8 @@ void model_config::validate(const std::string& file) const {
     fail(file, "unsupported architecture '" + architecture + "' (supported: LlamaForCausalLM, MistralForCausalLM)");
   for (const auto& [name, v] : size_fields(*this))
     if (v <= 0) fail(file, "field '" + std::string(name) + "' must be positive, got " + std::to_string(v));
+  if (head_dim % 2 != 0)
+    fail(file, "head_dim must be even for rotary embeddings, got " + std::to_string(head_dim));
   if (num_attention_heads % num_key_value_heads != 0)
     fail(file, "num_attention_heads " + std::to_string(num_attention_heads) +
                    " is not a multiple of num_key_value_heads " + std::to_string(num_key_value_heads));

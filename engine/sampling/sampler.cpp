@@ -83,11 +83,28 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
   assert(!logits.empty());
   const auto vocab = static_cast<std::int32_t>(logits.size());
 
+  // A broken checkpoint can produce NaN or infinite logits: NaN counts as
+  // impossible (-inf) and +inf as the largest float, so the arithmetic below
+  // stays finite. If nothing is possible at all, the lowest id is taken.
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (auto& l : logits) {
+    if (std::isnan(l)) l = -std::numeric_limits<float>::infinity();
+    else if (l == std::numeric_limits<float>::infinity()) l = std::numeric_limits<float>::max();
+    max_logit = std::max(max_logit, l);
+  }
+  if (max_logit == -std::numeric_limits<float>::infinity()) {
+    sample_result none;
+    none.token = 0;
+    none.logprob = -std::numeric_limits<float>::infinity();
+    ++output_counts_[none.token];
+    ++num_generated_;
+    return none;
+  }
+
   // Raw log_softmax. At temperature 1 the exponentials double as the
   // sampling probabilities, unless a penalty changes a logit below.
   const bool probs_reusable = params_.temperature == 1.0f;
   if (probs_reusable) scratch_probs_.resize(logits.size());
-  const float max_logit = *std::max_element(logits.begin(), logits.end());
   double sum = 0.0;
   for (std::int32_t i = 0; i < vocab; ++i) {
     const float e = std::exp(logits[i] - max_logit);

@@ -42,6 +42,9 @@ check "bad temperature is named" grep -q "temperature" "$tmp/err"
 check "non-numeric max-tokens: exit 2" test "$(exit_code gen --prompt hi --max-tokens many)" = 2
 check "too long for the context: exit 1" test "$(exit_code gen --prompt hi --max-tokens 100000)" = 1
 check "context error is one line" test "$(wc -l <"$tmp/err")" = 1
+check "huge max-tokens, block size 1: exit 1" test "$(exit_code gen --prompt hi --max-tokens 2147483647 --block-size 1)" = 1
+check "huge max-tokens names the context" grep -q "context" "$tmp/err"
+check "max-tokens past int32: exit 2" test "$(exit_code gen --prompt hi --max-tokens 99999999999)" = 2
 
 check "bench-engine runs" test "$(exit_code "$troupe" bench-engine --model "$tmp/tiny" --batches 1,4 \
   --threads 1 --runs 1 --decode-steps 2 --prefill-tokens 8)" = 0

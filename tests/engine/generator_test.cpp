@@ -131,6 +131,9 @@ TEST_CASE("requests that cannot run are refused with one clear line") {
   p.max_tokens = 5000;
   CHECK_THROWS_AS(g.generate(t.tok->encode("hello", true), p, none), std::invalid_argument);
   p.max_tokens = 4;
+  CHECK_THROWS_WITH_AS(g.generate(std::vector<token_id>{1, 2000}, p, none),
+                       "prompt token 2000 is outside the model's vocabulary of 2000", std::invalid_argument);
+  CHECK_THROWS_AS(generator(ex, *t.tok, {}, 0, 2048), std::invalid_argument);
   p.top_p = 2.0f;
   CHECK_THROWS_AS(g.generate(t.tok->encode("hello", true), p, none), std::invalid_argument);
 }

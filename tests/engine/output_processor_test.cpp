@@ -72,6 +72,17 @@ TEST_CASE("a stop string ends the output before it, never shown") {
   CHECK(feed(tok, p, ids).text == "");
 }
 
+TEST_CASE("the earliest stop string wins, whatever the list order") {
+  const auto& tok = testing::test_tokenizer();
+  const auto ids = tok.encode("free of charge, to any person", false);
+  sampling_params p;
+  p.max_tokens = 100;
+  p.stop = {"person", "charge", "of charge"};
+  const auto r = feed(tok, p, ids);
+  CHECK(r.text == "free ");
+  CHECK(r.stop_reason == "of charge");
+}
+
 TEST_CASE("EOS and stop token ids finish with stop and add no text") {
   const auto& tok = testing::test_tokenizer();
   auto ids = tok.encode("free of charge", false);

@@ -361,6 +361,8 @@ TEST_CASE("config.json errors name the file and the problem") {
         p + "field 'bos_token_id' must be a single token id");
   // head_dim need not be hidden / heads (it is given explicitly in Llama 3.2).
   CHECK(load_error(dir, "\"hidden_act\"", "\"head_dim\": 80, \"hidden_act\"").empty());
+  CHECK(load_error(dir, "\"hidden_act\"", "\"head_dim\": 63, \"hidden_act\"") ==
+        p + "head_dim must be even for rotary embeddings, got 63");
 }
 
 TEST_CASE("generation_config.json errors name that file") {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -461,4 +462,26 @@ TEST_CASE("sampler: top-k among many equal logits keeps the lowest ids") {
   for (int i = 0; i < 99; ++i) expected.insert(i);
   request_sampler s(p, {}, 0);
   CHECK(support(count_draws(s, logits, 5000)) == expected);
+}
+
+TEST_CASE("sampler: NaN and infinite logits never crash or pick the impossible") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float temperature : {0.0f, 0.7f, 1.0f}) {
+    for (int mode = 0; mode < 3; ++mode) {
+      auto p = make_params(temperature);
+      if (mode == 1) p.top_p = 0.9f;
+      if (mode == 2) p.top_k = 2;
+      CAPTURE(temperature);
+      CAPTURE(mode);
+      request_sampler s(p, {}, 1);
+      for (int draw = 0; draw < 50; ++draw) {
+        std::vector<float> logits{nan, 1.0f, inf, nan, -inf, 0.5f};
+        const auto r = s.sample(logits);
+        CHECK(r.token == 2); // the +inf logit outweighs every finite one
+      }
+      std::vector<float> broken{nan, -inf, nan};
+      CHECK(s.sample(broken).token == 0); // nothing possible: the lowest id
+    }
+  }
 }
