@@ -91,6 +91,7 @@ auto run_generate(std::span<char* const> argv) -> int {
     std::fflush(stdout);
   });
   std::fputc('\n', stdout);
+  std::fflush(stdout);
   const auto rate = [](double n, double sec) { return sec > 0 ? n / sec : 0.0; };
   std::fprintf(stderr,
                "prompt: %lld tokens, %.1f tokens/s; decode: %lld tokens, %.1f tokens/s; finish: %s\n",
