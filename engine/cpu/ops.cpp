@@ -1,6 +1,6 @@
 #include "engine/cpu/ops.hpp"
 
-#include "engine/cpu/vec_exp.hpp"
+#include "engine/vec_exp.hpp"
 
 #include <cmath>
 #include <numbers>

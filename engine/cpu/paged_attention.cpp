@@ -1,7 +1,7 @@
 #include "engine/cpu/paged_attention.hpp"
 
 #include "engine/check.hpp"
-#include "engine/cpu/vec_exp.hpp"
+#include "engine/vec_exp.hpp"
 
 #include <algorithm>
 #include <cmath>

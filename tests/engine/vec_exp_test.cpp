@@ -1,4 +1,4 @@
-#include "engine/cpu/vec_exp.hpp"
+#include "engine/vec_exp.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 #pragma once
-// A vectorised e^x for the CPU backend's softmax and SiLU: libm's expf is
-// scalar, and at batch 32 the million exponentials of a stories110m step
-// cost more than its attention.
+// A vectorised e^x for softmax, SiLU and the sampler: libm's expf is scalar,
+// and at batch 32 the million exponentials of a stories110m step cost more
+// than its attention.
 
 #include <bit>
 #include <cstdint>
