@@ -155,9 +155,10 @@ void gemv_rows_of(const gemv_job& j, const float* x, std::int64_t begin, std::in
 // of x (k-major: [k, 16·MV]), outer-product form: each step broadcasts one
 // F32 weight per row against the panel's vectors. MV=2, NR=6 holds 12 accumulators; MV=1,
 // NR=12 the same for batches of 16 or fewer.
+// Always inlined: called out of line, the accumulators would live in memory.
 template <int NR, int MV>
-void accumulate(const float* panel, const float* const* rows, std::int64_t k,
-                v16 (&acc)[NR][MV]) {
+[[gnu::always_inline]] inline void accumulate(const float* panel, const float* const* rows,
+                                              std::int64_t k, v16 (&acc)[NR][MV]) {
   constexpr std::int64_t width = 16 * MV;
   for (std::int64_t i = 0; i < k; ++i) {
     // Weight rows streaming from memory: fetch 256 bytes ahead of use.
@@ -183,9 +184,11 @@ void accumulate(const float* panel, const float* const* rows, std::int64_t k,
 // instructions of the inner loop.
 constexpr std::int64_t k_chunk = 256;
 
+// Never inlined: inside the parallel loop GCC's register allocator spills
+// the panel vectors and an accumulator (measured: half the throughput).
 template <int NR, int MV, class E>
-void micro_tile(const float* panel, const typename E::type* const* wrows, std::int64_t k,
-                float* out) {
+[[gnu::noinline]] void micro_tile(const float* panel, const typename E::type* const* wrows,
+                                  std::int64_t k, float* out) {
   constexpr std::int64_t width = 16 * MV;
   v16 acc[NR][MV] = {};
   if constexpr (std::is_same_v<E, f32_elems>) {
