@@ -54,6 +54,67 @@ void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attenti
   }
 }
 
+namespace {
+
+using v16 = float __attribute__((vector_size(64), aligned(4)));
+
+auto load16(const float* p) -> v16 { return *reinterpret_cast<const v16*>(p); }
+void store16(float* p, v16 v) { *reinterpret_cast<v16*>(p) = v; }
+
+// sg[j] = scale · q · K[:, j] for the first m slots of one block (K is
+// [head_dim, bs]). Sixteen slots at a time in one register: accumulating in
+// memory would chain every step through a store and a load.
+void block_scores(const float* q, const float* kb, std::int64_t head_dim, std::int32_t bs,
+                  std::int32_t m, float scale, float* sg) {
+  std::int32_t j = 0;
+  for (; j < m && j + 16 <= bs; j += 16) { // a block row holds bs slots: reading 16 stays inside
+    v16 acc{};
+    for (std::int64_t i = 0; i < head_dim; ++i) acc += q[i] * load16(kb + i * bs + j);
+    acc *= scale;
+    if (j + 16 <= m) {
+      store16(sg + j, acc);
+    } else {
+      for (std::int32_t l = 0; l < m - j; ++l) sg[j + l] = acc[l];
+    }
+  }
+  for (; j < m; ++j) {
+    float s = 0.0f;
+    for (std::int64_t i = 0; i < head_dim; ++i) s += q[i] * kb[i * bs + j];
+    sg[j] = s * scale;
+  }
+}
+
+// out += Σ_j p[j] · V[j, :] over the first m slots of one block (V is
+// [bs, head_dim]), the output columns held in registers 64 at a time.
+void block_values(const float* p, const float* vb, std::int32_t m, std::int64_t head_dim,
+                  float* out) {
+  std::int64_t c = 0;
+  for (; c + 64 <= head_dim; c += 64) {
+    v16 a0 = load16(out + c), a1 = load16(out + c + 16), a2 = load16(out + c + 32),
+        a3 = load16(out + c + 48);
+    for (std::int32_t j = 0; j < m; ++j) {
+      const float* vj = vb + j * head_dim + c;
+      a0 += p[j] * load16(vj);
+      a1 += p[j] * load16(vj + 16);
+      a2 += p[j] * load16(vj + 32);
+      a3 += p[j] * load16(vj + 48);
+    }
+    store16(out + c, a0);
+    store16(out + c + 16, a1);
+    store16(out + c + 32, a2);
+    store16(out + c + 48, a3);
+  }
+  for (; c + 16 <= head_dim; c += 16) {
+    v16 a = load16(out + c);
+    for (std::int32_t j = 0; j < m; ++j) a += p[j] * load16(vb + j * head_dim + c);
+    store16(out + c, a);
+  }
+  for (; c < head_dim; ++c)
+    for (std::int32_t j = 0; j < m; ++j) out[c] += p[j] * vb[j * head_dim + c];
+}
+
+} // namespace
+
 void paged_attention(paged_kv_cache& cache, std::int64_t layer,
                      std::span<const attention_row> rows, const float* q, std::int64_t num_heads,
                      std::int64_t num_kv_heads, std::int64_t head_dim, float* out) {
@@ -73,28 +134,31 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
         const std::int32_t n = r.position + 1;
         const std::int64_t h0 = kvh * group;
         scores.resize(static_cast<std::size_t>(n * group));
+        // The item's keys and values are a few short runs scattered over
+        // the pool, mostly in DRAM at large batches: ask for all of their
+        // lines at once rather than let each run wait on its own misses.
+        for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
+          const block_id b = r.block_table[static_cast<std::size_t>(j0 / bs)];
+          const auto* kb = reinterpret_cast<const char*>(cache.keys(layer, b, kvh));
+          const auto* vb = reinterpret_cast<const char*>(cache.values(layer, b, kvh));
+          const std::int64_t bytes = static_cast<std::int64_t>(std::min(bs, n - j0)) * head_dim * 4;
+          for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(vb + o, 0, 3);
+          // K is [head_dim, block_size]: a partial block still spans all rows.
+          for (std::int64_t o = 0; o < head_dim * bs * 4; o += 64) __builtin_prefetch(kb + o, 0, 3);
+        }
         // scores[g * n + j] = q_g · k_j · scale, a block at a time: with K
         // transposed, each dimension adds q_g[i] · K[i, slots] to all slots.
-        std::fill(scores.begin(), scores.end(), 0.0f);
         for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
           const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
           const std::int32_t m = std::min(bs, n - j0);
-          for (std::int64_t g = 0; g < group; ++g) {
-            const float* qh = q + (t * num_heads + h0 + g) * head_dim;
-            float* sg = scores.data() + g * n + j0;
-            for (std::int64_t i = 0; i < head_dim; ++i) {
-              const float qi = qh[i] * scale;
-              const float* ki = kb + i * bs;
-#pragma omp simd
-              for (std::int32_t j = 0; j < m; ++j) sg[j] += qi * ki[j];
-            }
-          }
+          for (std::int64_t g = 0; g < group; ++g)
+            block_scores(q + (t * num_heads + h0 + g) * head_dim, kb, head_dim, bs, m, scale,
+                         scores.data() + g * n + j0);
         }
         for (std::int64_t g = 0; g < group; ++g) {
           float* sg = scores.data() + g * n;
           const float mx = *std::max_element(sg, sg + n);
           float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
           for (std::int32_t j = 0; j < n; ++j) sum += sg[j] = fast_exp(sg[j] - mx);
           const float inv = 1.0f / sum;
           for (std::int32_t j = 0; j < n; ++j) sg[j] *= inv;
@@ -104,16 +168,9 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
         for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
           const float* vb = cache.values(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
           const std::int32_t m = std::min(bs, n - j0);
-          for (std::int64_t g = 0; g < group; ++g) {
-            float* oh = out + (t * num_heads + h0 + g) * head_dim;
-            const float* sg = scores.data() + g * n + j0;
-            for (std::int32_t j = 0; j < m; ++j) {
-              const float p = sg[j];
-              const float* vj = vb + j * head_dim;
-#pragma omp simd
-              for (std::int64_t i = 0; i < head_dim; ++i) oh[i] += p * vj[i];
-            }
-          }
+          for (std::int64_t g = 0; g < group; ++g)
+            block_values(scores.data() + g * n + j0, vb, m, head_dim,
+                         out + (t * num_heads + h0 + g) * head_dim);
         }
       }
   }
