@@ -107,10 +107,8 @@ void gemv_rows(const float* x, const typename E::type* w, std::int64_t begin, st
     v16 a0{}, a1{}, a2{}, a3{};
     for (std::int64_t i = 0; i < k16; i += 16) {
       const char* pf = next + 4 * i * static_cast<std::int64_t>(sizeof(T));
-      for (std::size_t line = 0; line < sizeof(T); ++line) {
-        __builtin_prefetch(pf + 128 * line, 0, 0);
-        __builtin_prefetch(pf + 128 * line + 64, 0, 0);
-      }
+      // The step reads 4 rows × 16 elements = sizeof(T) cache lines.
+      for (std::size_t line = 0; line < sizeof(T); ++line) __builtin_prefetch(pf + 64 * line, 0, 0);
       const v16 xv = load(x + i);
       a0 += E::load16(w0 + i) * xv;
       a1 += E::load16(w1 + i) * xv;
@@ -139,7 +137,7 @@ void gemv_rows(const float* x, const typename E::type* w, std::int64_t begin, st
   }
 }
 
-void gemv_rows_of(const gemv_job& j, const float* x, std::int64_t begin, std::int64_t end,
+void gemv_rows_of(const matmul_job& j, const float* x, std::int64_t begin, std::int64_t end,
                   std::int64_t k) {
   switch (j.type) {
     case dtype::f32:
@@ -226,41 +224,65 @@ void tile_rows(const float* panel, const typename E::type* w, std::int64_t row, 
   micro_tile<NR, MV, E>(panel, rows, k, out);
 }
 
-template <int NR, int MV, class E>
-void gemm_panels(const float* x, std::int64_t m, const typename E::type* w, std::int64_t n,
-                 std::int64_t k, float* y) {
-  constexpr std::int64_t width = 16 * MV;
-  // Pack x into ⌈m/width⌉ zero-padded k-major panels.
-  const std::int64_t num_panels = (m + width - 1) / width;
-  float* p = pack_buffer(static_cast<std::size_t>(num_panels * k * width));
-#pragma omp parallel for schedule(static) if (m * k > (1 << 15))
-  for (std::int64_t pi = 0; pi < num_panels; ++pi) {
-    float* panel = p + pi * k * width;
-    for (std::int64_t i = 0; i < k; ++i)
-      for (std::int64_t r = 0; r < width; ++r) {
-        const std::int64_t row = pi * width + r;
-        panel[i * width + r] = row < m ? x[row * k + i] : 0.0f;
-      }
-  }
-  // Each thread owns a range of weight rows; for each micro-tile of rows it
-  // visits every panel, so a weight row is read from memory once.
-  const std::int64_t num_tiles = (n + NR - 1) / NR;
-#pragma omp parallel
-  {
-    alignas(64) float out[NR * width];
+// Inside a parallel region: x into ⌈m/width⌉ zero-padded k-major panels,
+// rows shared among the team, each read once along its length.
+void pack_panels(const float* x, std::int64_t m, std::int64_t k, std::int64_t width, float* p) {
+  const std::int64_t rows = (m + width - 1) / width * width;
 #pragma omp for schedule(static)
-    for (std::int64_t ti = 0; ti < num_tiles; ++ti) {
-      const std::int64_t row = ti * NR;
-      const std::int64_t nr = std::min<std::int64_t>(NR, n - row);
-      for (std::int64_t pi = 0; pi < num_panels; ++pi) {
-        tile_rows<NR, MV, E>(p + pi * k * width, w, row, nr, k, out);
-        const std::int64_t rows_here = std::min(width, m - pi * width);
-        for (std::int64_t j = 0; j < rows_here; ++j) {
-          float* yj = y + (pi * width + j) * n + row;
-          for (std::int64_t r = 0; r < nr; ++r) yj[r] = out[r * width + j];
-        }
+  for (std::int64_t row = 0; row < rows; ++row) {
+    float* dst = p + (row / width) * k * width + row % width;
+    const float* src = x + row * k;
+    for (std::int64_t i = 0; i < k; ++i) dst[i * width] = row < m ? src[i] : 0.0f;
+  }
+}
+
+// Inside a parallel region, after pack_panels: each thread owns a range of
+// weight rows; for each micro-tile of rows it visits every panel, so a
+// weight row is read from memory once. No barrier at the end: jobs write
+// disjoint outputs.
+template <int NR, int MV, class E>
+void multiply_panels(const float* p, std::int64_t m, const typename E::type* w, std::int64_t n,
+                     std::int64_t k, float* y) {
+  constexpr std::int64_t width = 16 * MV;
+  const std::int64_t num_panels = (m + width - 1) / width;
+  const std::int64_t num_tiles = (n + NR - 1) / NR;
+  alignas(64) float out[NR * width];
+#pragma omp for schedule(static) nowait
+  for (std::int64_t ti = 0; ti < num_tiles; ++ti) {
+    const std::int64_t row = ti * NR;
+    const std::int64_t nr = std::min<std::int64_t>(NR, n - row);
+    for (std::int64_t pi = 0; pi < num_panels; ++pi) {
+      tile_rows<NR, MV, E>(p + pi * k * width, w, row, nr, k, out);
+      const std::int64_t rows_here = std::min(width, m - pi * width);
+      for (std::int64_t j = 0; j < rows_here; ++j) {
+        float* yj = y + (pi * width + j) * n + row;
+        for (std::int64_t r = 0; r < nr; ++r) yj[r] = out[r * width + j];
       }
     }
+  }
+}
+
+template <int NR, int MV>
+void multiply_job(const float* p, std::int64_t m, std::int64_t k, const matmul_job& j) {
+  switch (j.type) {
+    case dtype::f32:
+      return multiply_panels<NR, MV, f32_elems>(p, m, static_cast<const float*>(j.w), j.n, k, j.y);
+    case dtype::bf16:
+      return multiply_panels<NR, MV, bf16_elems>(p, m, static_cast<const std::uint16_t*>(j.w), j.n, k, j.y);
+    case dtype::f16:
+      return multiply_panels<NR, MV, f16_elems>(p, m, static_cast<const std::uint16_t*>(j.w), j.n, k, j.y);
+  }
+}
+
+// x packed once for every job, one parallel region for all of them.
+template <int NR, int MV>
+void gemm_jobs(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
+  constexpr std::int64_t width = 16 * MV;
+  float* p = pack_buffer(static_cast<std::size_t>((m + width - 1) / width * k * width));
+#pragma omp parallel
+  {
+    pack_panels(x, m, k, width, p);
+    for (const auto& j : jobs) multiply_job<NR, MV>(p, m, k, j);
   }
 }
 
@@ -288,7 +310,7 @@ auto read_sum_f32(const float* p, std::int64_t n) -> float {
   return total;
 }
 
-void gemv_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs) {
+void gemv_multi(const float* x, std::int64_t k, std::span<const matmul_job> jobs) {
   std::int64_t total = 0;
   for (const auto& j : jobs) total += j.n;
 #pragma omp parallel if (total * k > (1 << 16))
@@ -309,28 +331,19 @@ void gemv_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs) 
   }
 }
 
-template <class E>
-void gemm_typed(const float* x, std::int64_t m, const void* w, std::int64_t n, std::int64_t k,
-                float* y) {
-  const auto* wt = static_cast<const typename E::type*>(w);
-  if (m <= 16)
-    gemm_panels<12, 1, E>(x, m, wt, n, k, y);
+void gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
+  if (m == 1)
+    gemv_multi(x, k, jobs);
+  else if (m <= 16)
+    gemm_jobs<12, 1>(x, m, k, jobs);
   else
-    gemm_panels<6, 2, E>(x, m, wt, n, k, y);
+    gemm_jobs<6, 2>(x, m, k, jobs);
 }
 
 void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n,
           std::int64_t k, float* y) {
-  if (m == 1) {
-    const gemv_job job{w, type, n, y};
-    gemv_multi(x, k, std::span(&job, 1));
-    return;
-  }
-  switch (type) {
-    case dtype::f32: return gemm_typed<f32_elems>(x, m, w, n, k, y);
-    case dtype::bf16: return gemm_typed<bf16_elems>(x, m, w, n, k, y);
-    case dtype::f16: return gemm_typed<f16_elems>(x, m, w, n, k, y);
-  }
+  const matmul_job job{w, type, n, y};
+  gemm_multi(x, m, k, std::span(&job, 1));
 }
 
 } // namespace troupe

@@ -11,9 +11,9 @@
 
 namespace troupe {
 
-/// One matrix of a gemv_multi: y[n] = w[n, k] · x, w in any weight dtype
-/// (F16/BF16 widened in registers, so half the bytes are read).
-struct gemv_job {
+/// One matrix of a gemv_multi / gemm_multi: y[m, n] = x[m, k] · w[n, k]ᵀ, w
+/// in any weight dtype (F16/BF16 widened in registers: half the bytes read).
+struct matmul_job {
   const void* w;
   dtype type;
   std::int64_t n;
@@ -23,7 +23,7 @@ struct gemv_job {
 /// Several matrix-vector products with the same x (q/k/v, gate/up) in one
 /// parallel region, the threads splitting the rows of all of them: one fork
 /// and join instead of one per matrix, which matters when each takes tens of µs.
-void gemv_multi(const float* x, std::int64_t k, std::span<const gemv_job> jobs);
+void gemv_multi(const float* x, std::int64_t k, std::span<const matmul_job> jobs);
 
 /// Sums n floats with four independent vector accumulators: the sequential
 /// read that the GEMV is measured against (the memory read bandwidth).
@@ -35,5 +35,9 @@ auto read_sum_f32(const float* p, std::int64_t n) -> float;
 /// weight rows stream past, each weight read from memory once.
 void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n,
           std::int64_t k, float* y);
+
+/// gemm for several weights sharing x (q/k/v, gate/up): x is packed once and
+/// all jobs run in one parallel region.
+void gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs);
 
 } // namespace troupe

@@ -1,8 +1,8 @@
 #include "engine/cpu/linear.hpp"
 
+#include "engine/check.hpp"
 #include "engine/cpu/gemm.hpp"
 
-#include <algorithm>
 #include <vector>
 
 namespace troupe {
@@ -13,16 +13,14 @@ void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, flo
 
 void linear_multi(const float* x, std::int64_t num_tokens,
                   std::initializer_list<std::pair<const weight_tensor*, float*>> outputs) {
-  const bool fused = num_tokens == 1 && std::all_of(outputs.begin(), outputs.end(), [&](const auto& o) {
-    return o.first->cols == outputs.begin()->first->cols;
-  });
-  if (!fused) {
-    for (const auto& [w, y] : outputs) linear(x, num_tokens, *w, y);
-    return;
+  if (num_tokens <= 0 || outputs.size() == 0) return;
+  const std::int64_t cols = outputs.begin()->first->cols;
+  std::vector<matmul_job> jobs;
+  for (const auto& [w, y] : outputs) {
+    TROUPE_CHECK(w->cols == cols, "linear_multi weights share their input size");
+    jobs.push_back({w->data, w->type, w->rows, y});
   }
-  std::vector<gemv_job> jobs;
-  for (const auto& [w, y] : outputs) jobs.push_back({w->data, w->type, w->rows, y});
-  gemv_multi(x, outputs.begin()->first->cols, jobs);
+  gemm_multi(x, num_tokens, cols, jobs);
 }
 
 void load_row(const weight_tensor& w, std::int64_t row, float* out) {

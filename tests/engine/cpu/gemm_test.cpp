@@ -74,21 +74,25 @@ TEST_CASE("gemm equals the exact product for every shape and dtype") {
   }
 }
 
-TEST_CASE("several gemv jobs in one pass equal separate products") {
+TEST_CASE("several jobs in one pass equal separate products") {
   rng r(5);
   const std::int64_t k = 77;
-  std::vector<float> x(k);
-  for (auto& v : x) v = static_cast<float>(r.normal());
   std::vector<std::byte> wa, wb;
   std::vector<float> ea, eb;
   make_weights(dtype::f32, 13 * k, r, wa, ea);
   make_weights(dtype::bf16, 6 * k, r, wb, eb);
-  std::vector<float> ya(13), yb(6), sa(13), sb(6);
-  const gemv_job jobs[] = {{wa.data(), dtype::f32, 13, ya.data()}, {wb.data(), dtype::bf16, 6, yb.data()}};
   set_cpu_threads(2);
-  gemv_multi(x.data(), k, jobs);
-  gemm(x.data(), 1, wa.data(), dtype::f32, 13, k, sa.data());
-  gemm(x.data(), 1, wb.data(), dtype::bf16, 6, k, sb.data());
-  CHECK(ya == sa);
-  CHECK(yb == sb);
+  for (std::int64_t m : {1, 5, 40}) {
+    CAPTURE(m);
+    std::vector<float> x(static_cast<std::size_t>(m * k));
+    for (auto& v : x) v = static_cast<float>(r.normal());
+    std::vector<float> ya(static_cast<std::size_t>(m * 13)), yb(static_cast<std::size_t>(m * 6));
+    std::vector<float> sa(ya.size()), sb(yb.size());
+    const matmul_job jobs[] = {{wa.data(), dtype::f32, 13, ya.data()}, {wb.data(), dtype::bf16, 6, yb.data()}};
+    gemm_multi(x.data(), m, k, jobs);
+    gemm(x.data(), m, wa.data(), dtype::f32, 13, k, sa.data());
+    gemm(x.data(), m, wb.data(), dtype::bf16, 6, k, sb.data());
+    CHECK(ya == sa);
+    CHECK(yb == sb);
+  }
 }
