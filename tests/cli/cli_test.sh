@@ -49,7 +49,7 @@ check "max-tokens past int32: exit 2" test "$(exit_code gen --prompt hi --max-to
 check "bench-engine runs" test "$(exit_code "$troupe" bench-engine --model "$tmp/tiny" --batches 1,4 \
   --threads 1 --runs 1 --decode-steps 2 --prefill-tokens 8)" = 0
 check "bench-engine prints the bandwidth" grep -qE '^ +1 +1 .* [0-9.]+%' "$tmp/out"
-check "bench-engine states the targets" grep -q "target batch-1 decode >= 85% of read bandwidth" "$tmp/out"
+check "bench-engine states the targets" grep -qE "^1 thread: batch-1 decode at [0-9]+% of read bandwidth \(target 85%\)" "$tmp/out"
 check "bench-engine bad list: exit 2" test "$(exit_code "$troupe" bench-engine --batches 1,x)" = 2
 
 mkdir -p "$tmp/empty"
