@@ -155,7 +155,7 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
   thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
   const bench_setup setup{static_cast<int>(a.integer("prompt-tokens", 32)),
                           static_cast<int>(a.integer("decode-steps", 16)),
-                          static_cast<int>(a.integer("runs", 5))};
+                          static_cast<int>(a.integer("runs", 7))};
   const int prefill_tokens = static_cast<int>(a.integer("prefill-tokens", 256));
   if (setup.prompt_tokens < 1 || setup.decode_steps < 1 || setup.runs < 1 || prefill_tokens < 1)
     throw usage_error("--prompt-tokens, --decode-steps, --prefill-tokens and --runs must be positive");

@@ -21,7 +21,7 @@ constexpr const char* k_usage =
     "  make-model    --preset NAME --out DIR [--seed S]\n"
     "                presets: tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b\n"
     "  bench-engine  [--preset NAME | --model DIR] [--batches 1,8,32] [--threads 1,0]\n"
-    "                [--decode-steps N] [--prompt-tokens N] [--runs N]\n";
+    "                [--decode-steps N] [--prompt-tokens N] [--prefill-tokens N] [--runs N]\n";
 
 } // namespace
 
