@@ -6,9 +6,12 @@
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/threads.hpp"
+#include "engine/cpu/threads.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
@@ -143,6 +146,38 @@ auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
   return median(rates);
 }
 
+// GFLOP/s of troupe's gemm and of OpenBLAS (cblas_sgemv / cblas_sgemm) on
+// one weight matrix of the model, interleaved, medians of `runs`: why the
+// backend has kernels of its own (OpenBLAS 0.3.21 runs its Haswell kernels
+// on CPUs it does not know, and its threads contend with OpenMP's).
+void compare_with_openblas(const weight_tensor& w, int threads, int runs) {
+  if (w.type != dtype::f32) return;
+  set_cpu_threads(threads);
+  const auto* a = static_cast<const float*>(w.data);
+  const auto n = static_cast<int>(w.rows), k = static_cast<int>(w.cols);
+  for (int m : {1, 32}) {
+    std::vector<float> x(static_cast<std::size_t>(m * k), 0.5f), y(static_cast<std::size_t>(m * n));
+    std::vector<double> ours, blas;
+    for (int r = 0; r <= runs; ++r) {
+      auto t0 = clock_type::now();
+      gemm(x.data(), m, a, dtype::f32, n, k, y.data());
+      const double s1 = std::chrono::duration<double>(clock_type::now() - t0).count();
+      t0 = clock_type::now();
+      if (m == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, a, k, x.data(), 1, 0.0f, y.data(), 1);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k, a, k, 0.0f,
+                    y.data(), n);
+      const double s2 = std::chrono::duration<double>(clock_type::now() - t0).count();
+      if (r == 0) continue;
+      ours.push_back(2.0 * m * n * k / s1 / 1e9);
+      blas.push_back(2.0 * m * n * k / s2 / 1e9);
+    }
+    std::printf("%7d %s [%d x %d] x %d rows: troupe %.1f GFLOP/s, OpenBLAS %.1f GFLOP/s\n", threads,
+                m == 1 ? "gemv" : "gemm", n, k, m, median(ours), median(blas));
+  }
+}
+
 } // namespace
 
 auto run_bench_engine(std::span<char* const> argv) -> int {
@@ -240,6 +275,7 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
     }
     std::printf("%7d prefill of %d tokens: %.1f tokens/s\n", threads, prefill_tokens,
                 prefill_rate(ex, prefill_tokens, setup.runs));
+    compare_with_openblas(w.layers[0].w_up, threads, setup.runs);
   }
   std::fputs(verdicts.c_str(), stdout);
   return 0;
