@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cpu/gemm.hpp"
+#include "engine/cpu/huge_pages.hpp"
 #include "engine/cpu/threads.hpp"
 #include "engine/cpu/threads.hpp"
 #include "engine/model/model_weights.hpp"
@@ -206,7 +207,8 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
       write_random_model(dir, *cfg, {});
     }
   }
-  const auto w = model_weights::load(dir);
+  auto w = model_weights::load(dir);
+  place_in_huge_pages(w);
   const double wbytes = weight_bytes(w);
   std::printf("model %s: %.0f MB of weights read per step (%s), %d layers, hidden %lld\n",
               dir.c_str(), wbytes / 1e6, std::string(dtype_name(w.layers[0].wq.type)).c_str(),

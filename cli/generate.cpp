@@ -3,6 +3,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "engine/cpu/cpu_executor.hpp"
+#include "engine/cpu/huge_pages.hpp"
 #include "engine/generator.hpp"
 #include "engine/model/model_error.hpp"
 #include "engine/model/model_weights.hpp"
@@ -23,7 +24,8 @@ auto run_generate(std::span<char* const> argv) -> int {
   const std::string dir = a.required("model");
   const std::string prompt = a.required("prompt");
 
-  const auto weights = model_weights::load(dir);
+  auto weights = model_weights::load(dir);
+  place_in_huge_pages(weights);
   const auto tok = tokenizer::load(std::filesystem::path(dir) / "tokenizer.model");
   const auto& cfg = weights.config;
   if (tok.vocab_size() > cfg.vocab_size)

@@ -2,6 +2,7 @@
 // reference, over random model shapes, batch mixes, chunk and block sizes.
 
 #include "engine/cpu/cpu_model.hpp"
+#include "engine/cpu/huge_pages.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
 #include "engine/sampling/rng.hpp"
@@ -182,6 +183,27 @@ TEST_CASE("a sequence's logits are the same alone or inside any batch") {
     }
     CHECK(worst / scale <= 1e-5);
   }
+}
+
+TEST_CASE("weights moved into huge pages give the same logits") {
+  testing::temp_dir tmp;
+  auto cfg = make_config(61, 32, 48, 2, 4, 2, 8);
+  cfg.tie_word_embeddings = true;
+  write_random_model(tmp.path(), cfg, {21, dtype::bf16, 1.0, {}});
+  const auto mapped = model_weights::load(tmp.path());
+  auto moved = model_weights::load(tmp.path());
+  place_in_huge_pages(moved);
+  CHECK(moved.embed.data != mapped.embed.data);
+  CHECK(moved.lm_head.data == moved.embed.data); // still tied
+  REQUIRE(moved.storage.size() == 1);
+  const std::vector<token_id> toks{3, 1, 4, 1, 5, 9, 2, 6};
+  const std::vector<block_id> table{0};
+  std::vector<float> a, b;
+  cpu_model ma(mapped, 8, 1), mb(moved, 8, 1);
+  const cpu_model::chunk c[] = {{toks, 0, table}};
+  ma.forward(c, true, a);
+  mb.forward(c, true, b);
+  CHECK(a == b);
 }
 
 TEST_CASE("only the last token of each chunk reaches the head unless all logits are asked") {
