@@ -14,6 +14,7 @@ void rms_norm(const float* x, const float* w, std::int64_t num_rows, std::int64_
     const float* xr = x + t * dim;
     float* o = out + t * dim;
     double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
     for (std::int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
     const auto scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
 #pragma omp simd

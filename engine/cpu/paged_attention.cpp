@@ -134,20 +134,6 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
         const std::int32_t n = r.position + 1;
         const std::int64_t h0 = kvh * group;
         scores.resize(static_cast<std::size_t>(n * group));
-        // The item's keys and values are a few short runs scattered over
-        // the pool, mostly in DRAM at large batches: ask for all of their
-        // lines at once rather than let each run wait on its own misses.
-        for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
-          const block_id b = r.block_table[static_cast<std::size_t>(j0 / bs)];
-          const auto* kb = reinterpret_cast<const char*>(cache.keys(layer, b, kvh));
-          const auto* vb = reinterpret_cast<const char*>(cache.values(layer, b, kvh));
-          const std::int64_t bytes = static_cast<std::int64_t>(std::min(bs, n - j0)) * head_dim * 4;
-          for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(vb + o, 0, 3);
-          // K is [head_dim, block_size]: a partial block still spans all rows.
-          for (std::int64_t o = 0; o < head_dim * bs * 4; o += 64) __builtin_prefetch(kb + o, 0, 3);
-        }
-        // scores[g * n + j] = q_g · k_j · scale, a block at a time: with K
-        // transposed, each dimension adds q_g[i] · K[i, slots] to all slots.
         for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
           const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
           const std::int32_t m = std::min(bs, n - j0);

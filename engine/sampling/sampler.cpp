@@ -88,11 +88,15 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
   // A broken checkpoint can produce NaN or infinite logits: NaN counts as
   // impossible (-inf) and +inf as the largest float, so the arithmetic below
   // stays finite. If nothing is possible at all, the lowest id is taken.
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (auto& l : logits) {
-    if (std::isnan(l)) l = -std::numeric_limits<float>::infinity();
-    else if (l == std::numeric_limits<float>::infinity()) l = std::numeric_limits<float>::max();
-    max_logit = std::max(max_logit, l);
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  constexpr float big = std::numeric_limits<float>::max();
+  float max_logit = neg_inf;
+  float* data = logits.data();
+#pragma omp simd reduction(max : max_logit)
+  for (std::int32_t i = 0; i < vocab; ++i) {
+    const float l = data[i] != data[i] ? neg_inf : (data[i] > big ? big : data[i]); // NaN, +inf
+    data[i] = l;
+    max_logit = max_logit > l ? max_logit : l;
   }
   if (max_logit == -std::numeric_limits<float>::infinity()) {
     sample_result none;
