@@ -35,7 +35,8 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   // much as a tenth of the step.
   step_result out;
   const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
-  std::vector<std::pair<std::size_t, request_sampler*>> todo;
+  auto& todo = to_sample_;
+  todo.clear();
   for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
     const auto& s = step.scheduled[i];
     if (!s.sample) continue;

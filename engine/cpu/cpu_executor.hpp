@@ -42,6 +42,7 @@ private:
   std::unordered_map<request_id, request_sampler> samplers_;
   std::vector<cpu_model::chunk> chunks_;
   std::vector<float> logits_;
+  std::vector<std::pair<std::size_t, request_sampler*>> to_sample_; ///< (logits row, sampler)
 };
 
 } // namespace troupe

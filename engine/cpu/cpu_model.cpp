@@ -33,7 +33,8 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
   // Flatten: one row per token, with its position and its sequence's table.
   rows_.clear();
   positions_.clear();
-  std::vector<const token_id*> ids;
+  auto& ids = token_ptrs_;
+  ids.clear();
   for (const auto& ch : batch) {
     TROUPE_CHECK(!ch.tokens.empty(), "a chunk computes at least one token");
     for (std::size_t i = 0; i < ch.tokens.size(); ++i) {

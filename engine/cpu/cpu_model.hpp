@@ -42,6 +42,7 @@ private:
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_, cos_, sin_, last_;
   std::vector<std::int32_t> positions_;
   std::vector<attention_row> rows_;
+  std::vector<const token_id*> token_ptrs_;
 };
 
 } // namespace troupe
