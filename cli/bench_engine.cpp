@@ -193,7 +193,7 @@ void compare_with_openblas(const weight_tensor& w, int threads, int runs) {
 
 auto run_bench_engine(std::span<char* const> argv) -> int {
   const args a(argv, {"preset", "model", "batches", "threads", "decode-steps", "prompt-tokens",
-                      "prefill-tokens", "runs"}, {});
+                      "prefill-tokens", "runs"}, {"no-huge-pages"});
   const auto batches = parse_list(a.str("batches", "1,8,32"), "batches");
   auto thread_counts = parse_list(a.str("threads", "1,0"), "threads");
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -218,7 +218,7 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
     }
   }
   auto w = model_weights::load(dir);
-  place_in_huge_pages(w);
+  if (!a.has("no-huge-pages")) place_in_huge_pages(w);
   const double wbytes = weight_bytes(w);
   std::printf("model %s: %.0f MB of weights read per step (%s), %d layers, hidden %lld\n",
               dir.c_str(), wbytes / 1e6, std::string(dtype_name(w.layers[0].wq.type)).c_str(),

@@ -20,12 +20,12 @@ auto run_generate(std::span<char* const> argv) -> int {
                {"model", "prompt", "max-tokens", "temperature", "top-k", "top-p", "min-p",
                 "repetition-penalty", "presence-penalty", "frequency-penalty", "seed",
                 "chat-template", "system", "threads", "block-size", "stop", "prefill-chunk"},
-               {"chat", "ignore-eos"});
+               {"chat", "ignore-eos", "no-huge-pages"});
   const std::string dir = a.required("model");
   const std::string prompt = a.required("prompt");
 
   auto weights = model_weights::load(dir);
-  place_in_huge_pages(weights);
+  if (!a.has("no-huge-pages")) place_in_huge_pages(weights);
   const auto tok = tokenizer::load(std::filesystem::path(dir) / "tokenizer.model");
   const auto& cfg = weights.config;
   if (tok.vocab_size() > cfg.vocab_size)

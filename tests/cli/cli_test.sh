@@ -34,6 +34,8 @@ check "generate reports speed" grep -qE 'prompt: [0-9]+ tokens, [0-9.]+ tokens/s
 cp "$tmp/out" "$tmp/first"
 gen --prompt "This License" --max-tokens 20 --seed 7 >"$tmp/second" 2>/dev/null
 check "same seed, same text" cmp -s "$tmp/first" "$tmp/second"
+gen --prompt "This License" --max-tokens 20 --seed 7 --no-huge-pages >"$tmp/third" 2>/dev/null
+check "huge pages or not, same text" cmp -s "$tmp/first" "$tmp/third"
 check "chat mode runs" test "$(exit_code gen --prompt "What is a licence?" --chat --max-tokens 8)" = 0
 check "chat template by name" test "$(exit_code gen --prompt hi --chat --chat-template chatml --max-tokens 4)" = 0
 check "unknown chat template: exit 2" test "$(exit_code gen --prompt hi --chat --chat-template nope)" = 2
