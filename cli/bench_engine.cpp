@@ -7,7 +7,6 @@
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/huge_pages.hpp"
 #include "engine/cpu/threads.hpp"
-#include "engine/cpu/threads.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
@@ -22,8 +21,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <sys/mman.h>
-#include <unistd.h>
 
 namespace troupe::cli {
 namespace {
@@ -56,12 +53,10 @@ auto parse_list(const std::string& s, const std::string& name) -> std::vector<in
 // are, see place_in_huge_pages) summed with four vector accumulators per
 // thread (read_sum_f32), one pass.
 auto read_bandwidth_gbs() -> double {
-  constexpr std::size_t bytes = std::size_t{1} << 30, huge = std::size_t{2} << 20;
+  constexpr std::size_t bytes = std::size_t{1} << 30;
+  static const auto mapping = map_huge_pages(bytes);
   static float* const buf = [] {
-    void* raw = ::mmap(nullptr, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw std::bad_alloc();
-    auto* p = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(raw) + huge - 1) & ~(huge - 1));
-    ::madvise(p, bytes, MADV_HUGEPAGE);
+    auto* p = reinterpret_cast<float*>(mapping.get());
     std::fill(p, p + bytes / sizeof(float), 1.0f);
     return p;
   }();
@@ -73,9 +68,7 @@ auto read_bandwidth_gbs() -> double {
 }
 
 auto weight_bytes(const model_weights& w) -> double {
-  const auto bytes = [](const weight_tensor& t) {
-    return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.type));
-  };
+  const auto bytes = [](const weight_tensor& t) { return static_cast<double>(t.num_bytes()); };
   double b = bytes(w.lm_head);
   for (const auto& l : w.layers)
     b += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.w_gate) +

@@ -21,7 +21,7 @@ auto finish_reason_name(finish_reason r) -> std::string_view {
 
 output_processor::output_processor(const tokenizer& tok, const sampling_params& params,
                                    std::vector<token_id> eos_ids, bool at_text_start)
-  : tok_(&tok), params_(params), eos_ids_(std::move(eos_ids)), detok_(tok, at_text_start) {
+  : params_(params), eos_ids_(std::move(eos_ids)), detok_(tok, at_text_start) {
   for (const auto& s : params_.stop) max_stop_len_ = std::max(max_stop_len_, s.size());
 }
 
@@ -40,8 +40,7 @@ auto output_processor::on_token(token_id id) -> output_delta {
   if (is(params_.stop_token_ids) || (!params_.ignore_eos && is(eos_ids_)))
     return finish(finish_reason::stop);
 
-  // Ids past the tokenizer's vocabulary (padded embeddings) carry no text.
-  if (id >= 0 && id < tok_->vocab_size()) held_ += detok_.push(id);
+  held_ += detok_.push(id); // ids past the tokenizer's vocabulary carry no text
 
   // The earliest match wins (the longest on a tie): text before it is shown.
   const std::string* hit = nullptr;

@@ -40,7 +40,6 @@ public:
 private:
   auto finish(finish_reason r) -> output_delta;
 
-  const tokenizer* tok_;
   sampling_params params_;
   std::vector<token_id> eos_ids_;
   incremental_detokenizer detok_;

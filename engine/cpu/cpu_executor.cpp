@@ -3,8 +3,6 @@
 #include "engine/check.hpp"
 #include "engine/cpu/threads.hpp"
 
-#include <algorithm>
-
 namespace troupe {
 
 cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_options& options)
@@ -12,14 +10,6 @@ cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_opti
     model_(weights, options.block_size, options.num_kv_blocks),
     seed_source_(options.seed) {
   set_cpu_threads(options.num_threads);
-}
-
-auto cpu_executor::blocks_for_budget(const model_config& c, std::int32_t block_size,
-                                     std::size_t bytes) -> std::int32_t {
-  const auto per_block =
-      paged_kv_cache::bytes_per_token(c.num_hidden_layers, c.num_key_value_heads, c.head_dim) *
-      static_cast<std::size_t>(block_size);
-  return static_cast<std::int32_t>(std::max<std::size_t>(1, bytes / per_block));
 }
 
 auto cpu_executor::execute(const scheduler_output& step) -> step_result {

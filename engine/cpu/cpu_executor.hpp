@@ -29,12 +29,6 @@ public:
   auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }
   auto vocab_size() const -> std::int64_t override { return model_.config().vocab_size; }
 
-  auto model() -> cpu_model& { return model_; }
-
-  /// Blocks that fit in `bytes` of F32 KV cache for this model (at least 1).
-  static auto blocks_for_budget(const model_config& c, std::int32_t block_size, std::size_t bytes)
-      -> std::int32_t;
-
 private:
   cpu_executor_options options_;
   cpu_model model_;

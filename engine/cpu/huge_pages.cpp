@@ -1,7 +1,7 @@
 #include "engine/cpu/huge_pages.hpp"
 
+#include <cstdint>
 #include <cstring>
-#include <memory>
 #include <new>
 #include <sys/mman.h>
 #include <vector>
@@ -10,10 +10,6 @@ namespace troupe {
 namespace {
 
 constexpr std::size_t k_huge_page = std::size_t{2} << 20;
-
-auto bytes_of(const weight_tensor& t) -> std::size_t {
-  return static_cast<std::size_t>(t.numel()) * dtype_size(t.type);
-}
 
 // Every tensor of the model once (the head may be the embedding).
 auto tensors_of(model_weights& w) -> std::vector<weight_tensor*> {
@@ -25,36 +21,40 @@ auto tensors_of(model_weights& w) -> std::vector<weight_tensor*> {
   return all;
 }
 
+auto padded(std::size_t bytes) -> std::size_t { return (bytes + 63) / 64 * 64; }
+
 } // namespace
 
-void place_in_huge_pages(model_weights& w) {
-  const auto all = tensors_of(w);
-  std::size_t total = 0;
-  for (const auto* t : all) total += (bytes_of(*t) + 63) / 64 * 64;
-  const std::size_t size = (total + k_huge_page - 1) / k_huge_page * k_huge_page;
-  // Over-allocate by one huge page so the region can start on a 2 MiB boundary.
-  void* raw = ::mmap(nullptr, size + k_huge_page, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+auto map_huge_pages(std::size_t bytes) -> std::shared_ptr<std::byte> {
+  const std::size_t size = (bytes + k_huge_page - 1) / k_huge_page * k_huge_page;
+  // One huge page more, so the region can start on a 2 MiB boundary.
+  const std::size_t mapped = size + k_huge_page;
+  void* raw = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   auto* base = reinterpret_cast<std::byte*>(
       (reinterpret_cast<std::uintptr_t>(raw) + k_huge_page - 1) & ~(k_huge_page - 1));
   ::madvise(base, size, MADV_HUGEPAGE);
+  return {base, [raw, mapped](std::byte*) { ::munmap(raw, mapped); }};
+}
+
+void place_in_huge_pages(model_weights& w) {
+  const auto all = tensors_of(w);
+  std::size_t total = 0;
+  for (const auto* t : all) total += padded(t->num_bytes());
+  auto region = map_huge_pages(total);
 
   const void* old_embed = w.embed.data;
   std::size_t offset = 0;
   for (auto* t : all) {
-    std::memcpy(base + offset, t->data, bytes_of(*t));
-    t->data = base + offset;
-    offset += (bytes_of(*t) + 63) / 64 * 64;
+    std::memcpy(region.get() + offset, t->data, t->num_bytes());
+    t->data = region.get() + offset;
+    offset += padded(t->num_bytes());
   }
   if (w.lm_head.data == old_embed) w.lm_head.data = w.embed.data;
 
   // The copies replace the file mappings (and the converted norm vectors).
-  const std::size_t mapped = size + k_huge_page;
   w.storage.clear();
-  w.storage.push_back(std::shared_ptr<const void>(raw, [mapped](const void* p) {
-    ::munmap(const_cast<void*>(p), mapped);
-  }));
+  w.storage.push_back(std::move(region));
 }
 
 } // namespace troupe

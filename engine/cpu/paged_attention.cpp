@@ -1,13 +1,12 @@
 #include "engine/cpu/paged_attention.hpp"
 
 #include "engine/check.hpp"
+#include "engine/cpu/huge_pages.hpp"
 #include "engine/vec_exp.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <new>
-#include <sys/mman.h>
 
 namespace troupe {
 
@@ -19,18 +18,12 @@ paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
     layer_floats_(2 * static_cast<std::int64_t>(num_blocks) * block_size * num_kv_heads * head_dim),
     num_blocks_(num_blocks),
     block_size_(block_size),
-    bytes_(static_cast<std::size_t>(num_layers * layer_floats_) * sizeof(float)) {
+    // Attention touches a few KiB in each of many blocks: with 4 KiB pages
+    // nearly every block would cost a TLB miss.
+    mapping_(map_huge_pages(static_cast<std::size_t>(num_layers * layer_floats_) * sizeof(float))),
+    storage_(reinterpret_cast<float*>(mapping_.get())) {
   TROUPE_CHECK(block_size > 0 && num_blocks > 0, "KV cache needs blocks");
-  // Attention touches a few KiB in each of many blocks: with 4 KiB pages
-  // nearly every block costs a TLB miss, so ask for huge pages. The mapping
-  // is zeroed lazily by the kernel, page by page, as blocks are first used.
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  ::madvise(p, bytes_, MADV_HUGEPAGE);
-  storage_ = static_cast<float*>(p);
 }
-
-paged_kv_cache::~paged_kv_cache() { ::munmap(storage_, bytes_); }
 
 void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attention_row> rows,
               const float* k, const float* v) {

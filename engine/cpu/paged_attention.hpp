@@ -6,6 +6,7 @@
 #include "engine/types.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -25,17 +26,9 @@ public:
   auto num_blocks() const -> std::int32_t { return num_blocks_; }
   paged_kv_cache(const paged_kv_cache&) = delete;
   auto operator=(const paged_kv_cache&) -> paged_kv_cache& = delete;
-  ~paged_kv_cache();
 
-  auto bytes() const -> std::size_t { return bytes_; }
   auto num_kv_heads() const -> std::int64_t { return num_kv_heads_; }
   auto head_dim() const -> std::int64_t { return head_dim_; }
-  /// Bytes of K and V for one token across all layers.
-  static auto bytes_per_token(std::int64_t num_layers, std::int64_t num_kv_heads,
-                              std::int64_t head_dim) -> std::size_t {
-    return static_cast<std::size_t>(2 * num_layers * num_kv_heads * head_dim) * sizeof(float);
-  }
-
   /// One kv head's keys in one block, [head_dim, block_size]; its values,
   /// [block_size, head_dim].
   auto keys(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
@@ -52,8 +45,8 @@ private:
   std::int64_t layer_floats_;
   std::int32_t num_blocks_;
   std::int32_t block_size_;
-  std::size_t bytes_;
-  float* storage_; ///< anonymous mapping, in 2 MiB pages where the kernel allows
+  std::shared_ptr<std::byte> mapping_; ///< map_huge_pages: zeroed lazily, 2 MiB pages
+  float* storage_;
 };
 
 /// One token's view of its sequence for attention.

@@ -13,6 +13,4 @@ void set_cpu_threads(int n) {
   openblas_set_num_threads(n);
 }
 
-auto cpu_threads() -> int { return omp_get_max_threads(); }
-
 } // namespace troupe

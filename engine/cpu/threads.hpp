@@ -6,7 +6,4 @@ namespace troupe {
 /// n <= 0 means one per core.
 void set_cpu_threads(int n);
 
-/// Threads the CPU backend currently uses.
-auto cpu_threads() -> int;
-
 } // namespace troupe

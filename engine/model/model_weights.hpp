@@ -21,6 +21,9 @@ struct weight_tensor {
   std::int64_t cols = 0;
 
   auto numel() const -> std::int64_t { return rows * cols; }
+  auto num_bytes() const -> std::size_t {
+    return static_cast<std::size_t>(numel()) * dtype_size(type);
+  }
   auto row(std::int64_t r) const -> const void* {
     return static_cast<const std::byte*>(data) + r * cols * static_cast<std::int64_t>(dtype_size(type));
   }

@@ -252,8 +252,5 @@ auto tokenizer::id_of(std::string_view piece) const -> token_id {
   return id;
 }
 
-auto tokenizer::processor() const -> const sentencepiece::SentencePieceProcessor& {
-  return impl_->sp;
-}
 
 } // namespace troupe

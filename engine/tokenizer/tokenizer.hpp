@@ -10,8 +10,6 @@
 #include <string_view>
 #include <vector>
 
-namespace sentencepiece { class SentencePieceProcessor; }
-
 namespace troupe {
 
 /// What decode does with a "▁" opening the text: `keep` it; drop the one a
@@ -53,7 +51,6 @@ public:
   auto leading_space() const -> leading_space_rule;
   auto id_of(std::string_view piece) const -> token_id; ///< -1 when absent
 
-  auto processor() const -> const sentencepiece::SentencePieceProcessor&;
 
 private:
   tokenizer();
