@@ -48,23 +48,23 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
   auto t_first = t0;
   scheduler_output step;
   step.new_requests.push_back({id, {prompt.begin(), prompt.end()}, params});
+  // The request's one chunk, updated in place each step.
+  auto& c = step.scheduled.emplace_back();
+  c.id = id;
+  c.block_table = std::move(table);
   std::int64_t done = 0;
   token_id next = -1;
   while (stats.reason == finish_reason::none) {
-    scheduled_chunk c;
-    c.id = id;
-    c.block_table = table;
     c.num_computed_tokens = static_cast<std::int32_t>(done);
     if (done < n_prompt) {
       const auto n = std::min<std::int64_t>(max_chunk_tokens_, n_prompt - done);
       c.tokens.assign(prompt.begin() + done, prompt.begin() + done + n);
       c.sample = done + n == n_prompt;
     } else {
-      c.tokens = {next};
+      c.tokens.assign(1, next);
       c.sample = true;
     }
     done += static_cast<std::int64_t>(c.tokens.size());
-    step.scheduled = {std::move(c)};
     const auto result = ex_.execute(step);
     step.new_requests.clear();
     if (result.sampled.empty()) continue;

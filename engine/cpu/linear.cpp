@@ -3,7 +3,8 @@
 #include "engine/check.hpp"
 #include "engine/cpu/gemm.hpp"
 
-#include <vector>
+#include <array>
+#include <span>
 
 namespace troupe {
 
@@ -14,13 +15,15 @@ void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, flo
 void linear_multi(const float* x, std::int64_t num_tokens,
                   std::initializer_list<std::pair<const weight_tensor*, float*>> outputs) {
   if (num_tokens <= 0 || outputs.size() == 0) return;
+  TROUPE_CHECK(outputs.size() <= 4, "linear_multi takes at most 4 weights");
   const std::int64_t cols = outputs.begin()->first->cols;
-  std::vector<matmul_job> jobs;
+  std::array<matmul_job, 4> jobs;
+  std::size_t n = 0;
   for (const auto& [w, y] : outputs) {
     TROUPE_CHECK(w->cols == cols, "linear_multi weights share their input size");
-    jobs.push_back({w->data, w->type, w->rows, y});
+    jobs[n++] = {w->data, w->type, w->rows, y};
   }
-  gemm_multi(x, num_tokens, cols, jobs);
+  gemm_multi(x, num_tokens, cols, std::span(jobs).first(n));
 }
 
 void load_row(const weight_tensor& w, std::int64_t row, float* out) {

@@ -16,7 +16,7 @@ namespace troupe {
 void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y);
 
 /// linear() for several weights sharing the input x, e.g. q/k/v: ys[i] =
-/// x · ws[i]ᵀ, all of the same input size: x is read (or packed) once and
+/// x · ws[i]ᵀ, at most 4, all of the same input size: x is read (or packed) once and
 /// one parallel region runs them all.
 void linear_multi(const float* x, std::int64_t num_tokens,
                   std::initializer_list<std::pair<const weight_tensor*, float*>> outputs);

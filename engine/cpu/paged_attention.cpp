@@ -119,7 +119,7 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
   // share it, so each key and value is read once per group.
 #pragma omp parallel
   {
-    std::vector<float> scores;
+    thread_local std::vector<float> scores; // kept across calls: no allocation per layer
 #pragma omp for collapse(2) schedule(dynamic, 4)
     for (std::int64_t t = 0; t < num_rows; ++t)
       for (std::int64_t kvh = 0; kvh < num_kv_heads; ++kvh) {

@@ -73,11 +73,18 @@ auto inverse_cdf(std::span<const float> probs, std::int32_t num, IdAt id_at, flo
 request_sampler::request_sampler(sampling_params params, std::span<const token_id> prompt,
                                  std::uint64_t fallback_seed)
     : params_(std::move(params)), rng_(params_.seed.value_or(fallback_seed)),
-      prompt_tokens_(prompt.begin(), prompt.end()) {
-  std::sort(prompt_tokens_.begin(), prompt_tokens_.end());
-  prompt_tokens_.erase(std::unique(prompt_tokens_.begin(), prompt_tokens_.end()),
-                       prompt_tokens_.end());
-  output_counts_.reserve(static_cast<std::size_t>(std::clamp(params_.max_tokens, 1, 4096)));
+      counts_needed_(params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                     params_.frequency_penalty != 0.0f) {
+  // Only the penalties read the prompt set and the output counts: without
+  // them a request pays neither the sort nor a map node per new token.
+  if (params_.repetition_penalty != 1.0f) {
+    prompt_tokens_.assign(prompt.begin(), prompt.end());
+    std::sort(prompt_tokens_.begin(), prompt_tokens_.end());
+    prompt_tokens_.erase(std::unique(prompt_tokens_.begin(), prompt_tokens_.end()),
+                         prompt_tokens_.end());
+  }
+  if (counts_needed_)
+    output_counts_.reserve(static_cast<std::size_t>(std::clamp(params_.max_tokens, 1, 4096)));
   scratch_top_.reserve(static_cast<std::size_t>(std::max(params_.logprobs, 0)) + 1);
 }
 
@@ -102,7 +109,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
     sample_result none;
     none.token = 0;
     none.logprob = -std::numeric_limits<float>::infinity();
-    ++output_counts_[none.token];
+    if (counts_needed_) ++output_counts_[none.token];
     ++num_generated_;
     return none;
   }
@@ -139,7 +146,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
   result.logprob =
       static_cast<float>(static_cast<double>(logits[result.token]) - log_sum_exp);
 
-  ++output_counts_[result.token];
+  if (counts_needed_) ++output_counts_[result.token];
   ++num_generated_;
   return result;
 }

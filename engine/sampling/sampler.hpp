@@ -50,7 +50,8 @@ public:
 private:
   sampling_params params_;
   rng rng_;
-  std::unordered_map<token_id, std::int32_t> output_counts_;
+  bool counts_needed_;                                       ///< some penalty is on
+  std::unordered_map<token_id, std::int32_t> output_counts_; ///< only when counts_needed_
   std::vector<token_id> prompt_tokens_; ///< sorted, unique: repetition penalty
   std::int32_t num_generated_ = 0;
   std::vector<std::int32_t> scratch_idx_; ///< candidate ids for top-k / top-p
