@@ -14,9 +14,8 @@ generator::generator(executor& ex, const tokenizer& tok, std::vector<token_id> e
   if (max_chunk_tokens < 1) throw std::invalid_argument("max_chunk_tokens must be at least 1");
 }
 
-auto generator::generate(std::span<const token_id> prompt, const sampling_params& params,
-                         const std::function<void(std::string_view)>& on_text)
-    -> generation_stats {
+auto generator::check(std::span<const token_id> prompt, const sampling_params& params) const
+    -> std::int64_t {
   if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
   for (const auto id : prompt)
     if (id < 0 || id >= ex_.vocab_size())
@@ -34,6 +33,14 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
   if (blocks > ex_.num_kv_blocks())
     throw std::invalid_argument("prompt + max_tokens needs " + std::to_string(blocks) +
                                 " KV blocks, the cache has " + std::to_string(ex_.num_kv_blocks()));
+  return blocks;
+}
+
+auto generator::generate(std::span<const token_id> prompt, const sampling_params& params,
+                         const std::function<void(std::string_view)>& on_text)
+    -> generation_stats {
+  const std::int64_t blocks = check(prompt, params);
+  const auto n_prompt = static_cast<std::int64_t>(prompt.size());
 
   // One request alone: it may use blocks 0..blocks-1.
   std::vector<block_id> table(static_cast<std::size_t>(blocks));

@@ -34,7 +34,12 @@ public:
 
   /// Throws std::invalid_argument with one line when the prompt is empty or
   /// holds an id outside the model's vocabulary, the params are invalid, or
-  /// the request cannot fit the model or the KV cache.
+  /// the request cannot fit the model or the KV cache. Returns the KV blocks
+  /// the request needs. generate() runs it first; callers may run it earlier.
+  auto check(std::span<const token_id> prompt, const sampling_params& params) const
+      -> std::int64_t;
+
+  /// Runs check(), then the request, streaming its text to on_text.
   auto generate(std::span<const token_id> prompt, const sampling_params& params,
                 const std::function<void(std::string_view)>& on_text) -> generation_stats;
 

@@ -47,9 +47,10 @@ auto as_prose(const std::string& text) -> std::string {
 
 // Counts of each token pair (current, next) in the corpus read as prose:
 // [vocab, vocab] row-major.
-auto bigram_counts(const tokenizer& tok, std::int64_t vocab) -> std::vector<double> {
+auto bigram_counts(const tokenizer& tok, std::int64_t vocab, const std::vector<fs::path>& corpus)
+    -> std::vector<double> {
   std::vector<double> counts(static_cast<std::size_t>(vocab * vocab), 0.0);
-  for (const auto& f : license_corpus_files()) {
+  for (const auto& f : corpus) {
     const auto ids = tok.encode(as_prose(read_file(f)), false);
     for (std::size_t i = 1; i < ids.size(); ++i)
       counts[static_cast<std::size_t>(ids[i - 1] * vocab + ids[i])] += 1.0;
@@ -211,7 +212,8 @@ void make_model(std::string_view preset, const fs::path& dir, std::uint64_t seed
   if (!config) throw std::invalid_argument("unknown preset '" + std::string(preset) + "'");
   fs::create_directories(dir);
   const std::int64_t tok_vocab = std::min<std::int64_t>(config->vocab_size, 2000);
-  train_tokenizer(license_corpus_files(), static_cast<int>(tok_vocab), dir / "tokenizer.model");
+  const auto corpus = license_corpus_files();
+  train_tokenizer(corpus, static_cast<int>(tok_vocab), dir / "tokenizer.model");
   write_tokenizer_config(dir);
 
   random_model_options o;
@@ -219,7 +221,7 @@ void make_model(std::string_view preset, const fs::path& dir, std::uint64_t seed
   o.type = config->torch_dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
   if (preset == "tiny") {
     const auto tok = tokenizer::load(dir / "tokenizer.model");
-    const auto counts = bigram_counts(tok, config->vocab_size);
+    const auto counts = bigram_counts(tok, config->vocab_size, corpus);
     std::vector<double> row_scale;
     const auto targets = bigram_targets(counts, config->vocab_size, row_scale);
     std::vector<float> embed, head;

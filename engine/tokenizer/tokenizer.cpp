@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 #include <utility>
 
@@ -107,7 +109,6 @@ auto hex_value(char c) -> int {
 
 struct tokenizer::impl {
   sentencepiece::SentencePieceProcessor sp;
-  std::vector<std::string> pieces;
   std::vector<piece_type> types;
   std::vector<unsigned char> byte_values; ///< meaningful for byte pieces only
   /// Spellings encode_with_special turns into ids, longest first.
@@ -137,24 +138,30 @@ auto tokenizer::load(const std::filesystem::path& model_file) -> tokenizer {
   };
   auto ec = std::error_code{};
   if (!std::filesystem::is_regular_file(model_file, ec)) throw fail("no such file");
+  // The file is read once: sentencepiece parses these bytes, and so does
+  // read_model_facts (piece types and normalizer flags the API hides).
+  auto bytes = std::string{};
+  {
+    auto in = std::ifstream(model_file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) throw fail("cannot read");
+  }
   auto tok = tokenizer{};
   auto& m = *tok.impl_;
-  if (const auto status = m.sp.Load(model_file.string()); !status.ok())
+  if (const auto status = m.sp.LoadFromSerializedProto(bytes); !status.ok())
     throw fail(std::string("not a sentencepiece model (") + status.message() + ")");
   auto facts = model_facts{};
   const auto num_pieces = m.sp.GetPieceSize();
-  if (!read_model_facts(m.sp.serialized_model_proto(), facts)
+  if (!read_model_facts(bytes, facts)
       || facts.types.size() != static_cast<std::size_t>(num_pieces))
     throw fail("cannot read the piece table");
   m.types = std::move(facts.types);
   m.leading = facts.remove_extra_whitespaces ? leading_space_rule::drop_while_empty
               : facts.add_dummy_prefix       ? leading_space_rule::drop_first
                                              : leading_space_rule::keep;
-  m.pieces.reserve(num_pieces);
   m.byte_values.resize(num_pieces);
   for (auto id = 0; id < num_pieces; ++id) {
     const auto& p = m.sp.IdToPiece(id);
-    m.pieces.push_back(p);
     if (m.types[id] == piece_type::byte) {
       if (p.size() != 6 || !p.starts_with("<0x")) throw fail("malformed byte piece " + p);
       m.byte_values[id] = static_cast<unsigned char>(hex_value(p[3]) * 16 + hex_value(p[4]));
@@ -214,13 +221,13 @@ auto tokenizer::decode(std::span<const token_id> ids) const -> std::string {
   return text;
 }
 
-auto tokenizer::vocab_size() const -> int { return static_cast<int>(impl_->pieces.size()); }
+auto tokenizer::vocab_size() const -> int { return impl_->sp.GetPieceSize(); }
 auto tokenizer::bos_id() const -> token_id { return impl_->sp.bos_id(); }
 auto tokenizer::eos_id() const -> token_id { return impl_->sp.eos_id(); }
 
 auto tokenizer::piece(token_id id) const -> std::string_view {
   if (id < 0 || id >= vocab_size()) return {};
-  return impl_->pieces[id];
+  return impl_->sp.IdToPiece(id); // a reference into the loaded model
 }
 
 auto tokenizer::is_byte(token_id id) const -> bool {
@@ -248,7 +255,7 @@ auto tokenizer::leading_space() const -> leading_space_rule { return impl_->lead
 auto tokenizer::id_of(std::string_view piece) const -> token_id {
   // PieceToId answers unk_id for absent pieces.
   const auto id = impl_->sp.PieceToId(piece);
-  if (id < 0 || id >= vocab_size() || impl_->pieces[id] != piece) return -1;
+  if (id < 0 || id >= vocab_size() || impl_->sp.IdToPiece(id) != piece) return -1;
   return id;
 }
 
