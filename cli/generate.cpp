@@ -28,9 +28,9 @@ auto run_generate(std::span<char* const> argv) -> int {
   const auto tok = tokenizer::load(std::filesystem::path(dir) / "tokenizer.model");
   const auto& cfg = weights.config;
   if (tok.vocab_size() > cfg.vocab_size)
-    throw model_error((std::filesystem::path(dir) / "tokenizer.model").string() + ": " +
-                      std::to_string(tok.vocab_size()) + " pieces, more than the model's vocab_size " +
-                      std::to_string(cfg.vocab_size));
+    fail(std::filesystem::path(dir) / "tokenizer.model",
+         std::to_string(tok.vocab_size()) + " pieces, more than the model's vocab_size " +
+             std::to_string(cfg.vocab_size));
 
   sampling_params p;
   const auto max_tokens = a.integer("max-tokens", 64);

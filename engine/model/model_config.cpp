@@ -21,10 +21,6 @@ namespace dom = simdjson::dom;
 constexpr std::array supported_architectures = {std::string_view{"LlamaForCausalLM"},
                                                 std::string_view{"MistralForCausalLM"}};
 
-[[noreturn]] void fail(const std::string& file, const std::string& problem) {
-  throw model_error(file + ": " + problem);
-}
-
 /// Parses file into parser's document; the root must be an object. text and
 /// parser own the memory the returned object points into.
 auto read_object(const std::filesystem::path& file, simdjson::padded_string& text, dom::parser& parser)

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace troupe {
 
@@ -11,5 +13,10 @@ namespace troupe {
 struct model_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Throws model_error("<file>: <problem>"), the one shape of a start-up error.
+[[noreturn]] inline void fail(const std::filesystem::path& file, std::string_view problem) {
+  throw model_error(file.string() + ": " + std::string(problem));
+}
 
 } // namespace troupe

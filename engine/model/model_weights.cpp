@@ -12,10 +12,6 @@ namespace troupe {
 
 namespace {
 
-[[noreturn]] void fail(const std::filesystem::path& file, const std::string& problem) {
-  throw model_error(file.string() + ": " + problem);
-}
-
 /// Finds tensors by HF name in model.safetensors or in the shards an index
 /// names, opening each shard once, on first use.
 class tensor_source {

@@ -22,10 +22,6 @@ namespace {
 // The reference implementation refuses larger headers too.
 constexpr std::uint64_t max_header_bytes = 100'000'000;
 
-[[noreturn]] void fail(const std::filesystem::path& file, const std::string& problem) {
-  throw model_error(file.string() + ": " + problem);
-}
-
 auto in_quotes(std::string_view name) -> std::string {
   return "'" + std::string(name) + "'";
 }

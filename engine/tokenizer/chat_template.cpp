@@ -111,28 +111,25 @@ auto chat_format_of_model(const std::string& model_dir) -> std::optional<chat_fo
   const auto path = std::filesystem::path{model_dir} / "tokenizer_config.json";
   auto ec = std::error_code{};
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
-  const auto fail = [&](std::string_view problem) {
-    return model_error(path.string() + ": " + std::string(problem));
-  };
   auto json = simdjson::padded_string{};
   if (simdjson::padded_string::load(path.string()).get(json) != simdjson::SUCCESS)
-    throw fail("cannot read");
+    fail(path, "cannot read");
   auto parser = simdjson::ondemand::parser{};
   auto doc = simdjson::ondemand::document{};
   auto object = simdjson::ondemand::object{};
-  if (auto err = parser.iterate(json).get(doc); err) throw fail(simdjson::error_message(err));
+  if (auto err = parser.iterate(json).get(doc); err) fail(path, simdjson::error_message(err));
   if (auto err = doc.get_object().get(object); err)
-    throw fail(std::string("not a JSON object: ") + simdjson::error_message(err));
+    fail(path, std::string("not a JSON object: ") + simdjson::error_message(err));
   auto value = simdjson::ondemand::value{};
   if (auto err = object["chat_template"].get(value); err == simdjson::NO_SUCH_FIELD)
     return std::nullopt;
   else if (err)
-    throw fail(simdjson::error_message(err));
+    fail(path, simdjson::error_message(err));
   auto type = simdjson::ondemand::json_type{};
-  if (auto err = value.type().get(type); err) throw fail(simdjson::error_message(err));
+  if (auto err = value.type().get(type); err) fail(path, simdjson::error_message(err));
   auto text = std::string_view{};
   if (type == simdjson::ondemand::json_type::string) {
-    if (auto err = value.get_string().get(text); err) throw fail(simdjson::error_message(err));
+    if (auto err = value.get_string().get(text); err) fail(path, simdjson::error_message(err));
     return detect_chat_format(text);
   }
   if (type != simdjson::ondemand::json_type::array) return std::nullopt;

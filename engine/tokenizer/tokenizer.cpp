@@ -133,28 +133,25 @@ auto tokenizer::operator=(tokenizer&&) noexcept -> tokenizer& = default;
 tokenizer::~tokenizer() = default;
 
 auto tokenizer::load(const std::filesystem::path& model_file) -> tokenizer {
-  const auto fail = [&](std::string_view problem) {
-    return model_error(model_file.string() + ": " + std::string(problem));
-  };
   auto ec = std::error_code{};
-  if (!std::filesystem::is_regular_file(model_file, ec)) throw fail("no such file");
+  if (!std::filesystem::is_regular_file(model_file, ec)) fail(model_file, "no such file");
   // The file is read once: sentencepiece parses these bytes, and so does
   // read_model_facts (piece types and normalizer flags the API hides).
   auto bytes = std::string{};
   {
     auto in = std::ifstream(model_file, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in && !in.eof()) throw fail("cannot read");
+    if (!in && !in.eof()) fail(model_file, "cannot read");
   }
   auto tok = tokenizer{};
   auto& m = *tok.impl_;
   if (const auto status = m.sp.LoadFromSerializedProto(bytes); !status.ok())
-    throw fail(std::string("not a sentencepiece model (") + status.message() + ")");
+    fail(model_file, std::string("not a sentencepiece model (") + status.message() + ")");
   auto facts = model_facts{};
   const auto num_pieces = m.sp.GetPieceSize();
   if (!read_model_facts(bytes, facts)
       || facts.types.size() != static_cast<std::size_t>(num_pieces))
-    throw fail("cannot read the piece table");
+    fail(model_file, "cannot read the piece table");
   m.types = std::move(facts.types);
   m.leading = facts.remove_extra_whitespaces ? leading_space_rule::drop_while_empty
               : facts.add_dummy_prefix       ? leading_space_rule::drop_first
@@ -163,7 +160,7 @@ auto tokenizer::load(const std::filesystem::path& model_file) -> tokenizer {
   for (auto id = 0; id < num_pieces; ++id) {
     const auto& p = m.sp.IdToPiece(id);
     if (m.types[id] == piece_type::byte) {
-      if (p.size() != 6 || !p.starts_with("<0x")) throw fail("malformed byte piece " + p);
+      if (p.size() != 6 || !p.starts_with("<0x")) fail(model_file, "malformed byte piece " + p);
       m.byte_values[id] = static_cast<unsigned char>(hex_value(p[3]) * 16 + hex_value(p[4]));
     }
     if (m.types[id] == piece_type::control || m.types[id] == piece_type::user_defined) {

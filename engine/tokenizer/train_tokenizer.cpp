@@ -59,11 +59,8 @@ private:
 
 void train_tokenizer(const std::vector<std::filesystem::path>& input_files, int vocab_size,
                      const std::filesystem::path& out_model_file) {
-  const auto fail = [&](const std::string& problem) {
-    return model_error(out_model_file.string() + ": " + problem);
-  };
   for (const auto& file : input_files)
-    if (!std::ifstream(file, std::ios::binary)) throw model_error(file.string() + ": cannot read");
+    if (!std::ifstream(file, std::ios::binary)) fail(file, "cannot read");
   const auto args = std::unordered_map<std::string, std::string>{
       {"model_type", "bpe"},
       {"vocab_size", std::to_string(vocab_size)},
@@ -86,10 +83,10 @@ void train_tokenizer(const std::vector<std::filesystem::path>& input_files, int 
   auto model = std::string{};
   if (const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
       !status.ok())
-    throw fail(std::string("training failed: ") + status.message());
+    fail(out_model_file, std::string("training failed: ") + status.message());
   auto out = std::ofstream(out_model_file, std::ios::binary | std::ios::trunc);
   if (!out.write(model.data(), static_cast<std::streamsize>(model.size())) || !out.flush())
-    throw fail("cannot write");
+    fail(out_model_file, "cannot write");
 }
 
 auto license_corpus_files() -> std::vector<std::filesystem::path> {
@@ -98,7 +95,7 @@ auto license_corpus_files() -> std::vector<std::filesystem::path> {
   for (const auto& e : std::filesystem::directory_iterator("/usr/share/common-licenses", ec))
     if (e.is_regular_file() && !e.is_symlink()) files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw model_error("/usr/share/common-licenses: no licence texts to train on");
+  if (files.empty()) fail("/usr/share/common-licenses", "no licence texts to train on");
   return files;
 }
 
