@@ -32,14 +32,14 @@ auto run_generate(std::span<char* const> argv) -> int {
          std::to_string(tok.vocab_size()) + " pieces, more than the model's vocab_size " +
              std::to_string(cfg.vocab_size));
 
-  sampling_params p;
+  sampling_params p = default_sampling_params(cfg);
   const auto max_tokens = a.integer("max-tokens", 64);
   if (max_tokens < 1 || max_tokens > std::numeric_limits<std::int32_t>::max())
     throw usage_error("--max-tokens must be in [1, 2147483647]");
   p.max_tokens = static_cast<std::int32_t>(max_tokens);
-  p.temperature = static_cast<float>(a.real("temperature", cfg.default_temperature.value_or(1.0f)));
-  p.top_k = static_cast<std::int32_t>(a.integer("top-k", cfg.default_top_k.value_or(0)));
-  p.top_p = static_cast<float>(a.real("top-p", cfg.default_top_p.value_or(1.0f)));
+  p.temperature = static_cast<float>(a.real("temperature", p.temperature));
+  p.top_k = static_cast<std::int32_t>(a.integer("top-k", p.top_k));
+  p.top_p = static_cast<float>(a.real("top-p", p.top_p));
   p.min_p = static_cast<float>(a.real("min-p", 0.0));
   p.repetition_penalty = static_cast<float>(a.real("repetition-penalty", 1.0));
   p.presence_penalty = static_cast<float>(a.real("presence-penalty", 0.0));

@@ -1,5 +1,7 @@
 #include "engine/sampling/sampling_params.hpp"
 
+#include "engine/model/model_config.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -43,6 +45,14 @@ auto sampling_params::validate() const -> std::string {
       return "stop_token_ids[" + std::to_string(i) + "] must be >= 0, got " +
              show(stop_token_ids[i]);
   return "";
+}
+
+auto default_sampling_params(const model_config& c) -> sampling_params {
+  sampling_params p;
+  p.temperature = c.default_temperature.value_or(p.temperature);
+  p.top_p = c.default_top_p.value_or(p.top_p);
+  p.top_k = c.default_top_k.value_or(p.top_k);
+  return p;
 }
 
 } // namespace troupe

@@ -10,6 +10,8 @@
 
 namespace troupe {
 
+struct model_config;
+
 /// Per-request sampling settings. Defaults sample the plain softmax.
 struct sampling_params {
   float temperature = 1.0f;       ///< 0 means greedy (argmax)
@@ -30,5 +32,9 @@ struct sampling_params {
   /// "top_p must be in (0, 1], got 1.5".
   [[nodiscard]] auto validate() const -> std::string;
 };
+
+/// A request's settings before it says anything: sampling_params{} with the
+/// temperature, top_p and top_k of the model's generation_config.json.
+auto default_sampling_params(const model_config& c) -> sampling_params;
 
 } // namespace troupe

@@ -1,4 +1,5 @@
 #include "engine/sampling/sampling_params.hpp"
+#include "engine/model/model_config.hpp"
 
 #include <doctest/doctest.h>
 
@@ -115,4 +116,20 @@ TEST_CASE("sampling_params: the first bad field is reported") {
   p.top_p = 2.0f;
   p.max_tokens = 0;
   CHECK(p.validate() == "top_p must be in (0, 1], got 2");
+}
+
+TEST_CASE("sampling_params: a model's generation_config supplies the defaults") {
+  troupe::model_config c;
+  const auto plain = troupe::default_sampling_params(c);
+  CHECK(plain.temperature == 1.0f);
+  CHECK(plain.top_p == 1.0f);
+  CHECK(plain.top_k == 0);
+  c.default_temperature = 0.6f;
+  c.default_top_p = 0.9f;
+  c.default_top_k = 40;
+  const auto p = troupe::default_sampling_params(c);
+  CHECK(p.temperature == 0.6f);
+  CHECK(p.top_p == 0.9f);
+  CHECK(p.top_k == 40);
+  CHECK(p.max_tokens == troupe::sampling_params{}.max_tokens);
 }
