@@ -1,14 +1,10 @@
 #include "engine/output_processor.hpp"
 
+#include "engine/tokenizer/utf8.hpp"
+
 #include <algorithm>
 
 namespace troupe {
-namespace {
-
-auto is_continuation(char c) -> bool { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
-
-} // namespace
-
 auto finish_reason_name(finish_reason r) -> std::string_view {
   switch (r) {
     case finish_reason::stop: return "stop";
@@ -63,7 +59,7 @@ auto output_processor::on_token(token_id id) -> output_delta {
   const std::size_t keep = max_stop_len_ > 0 ? max_stop_len_ - 1 : 0;
   if (held_.size() <= keep) return {};
   std::size_t cut = held_.size() - keep;
-  while (cut > 0 && cut < held_.size() && is_continuation(held_[cut])) --cut;
+  while (cut > 0 && cut < held_.size() && is_utf8_continuation(static_cast<unsigned char>(held_[cut]))) --cut;
   output_delta d{held_.substr(0, cut), finish_reason::none, {}};
   held_.erase(0, cut);
   return d;

@@ -138,23 +138,26 @@ void gemv_rows(const float* x, const typename E::type* w, std::int64_t begin, st
   }
 }
 
+// Calls f(E{}, weights) with the element reader and typed weights of a job.
+template <class F>
+void with_elems(const matmul_job& j, F&& f) {
+  switch (j.type) {
+    case dtype::f32: return f(f32_elems{}, static_cast<const float*>(j.w));
+    case dtype::bf16: return f(bf16_elems{}, static_cast<const std::uint16_t*>(j.w));
+    case dtype::f16: return f(f16_elems{}, static_cast<const std::uint16_t*>(j.w));
+  }
+}
+
 void gemv_rows_of(const matmul_job& j, const float* x, std::int64_t begin, std::int64_t end,
                   std::int64_t k) {
-  switch (j.type) {
-    case dtype::f32:
-      return gemv_rows<f32_elems>(x, static_cast<const float*>(j.w), begin, end, k, j.y);
-    case dtype::bf16:
-      return gemv_rows<bf16_elems>(x, static_cast<const std::uint16_t*>(j.w), begin, end, k, j.y);
-    case dtype::f16:
-      return gemv_rows<f16_elems>(x, static_cast<const std::uint16_t*>(j.w), begin, end, k, j.y);
-  }
+  with_elems(j, [&]<class E>(E, const typename E::type* w) { gemv_rows<E>(x, w, begin, end, k, j.y); });
 }
 
 // A micro-tile multiplies NR weight rows by one packed panel of 16·MV rows
 // of x (k-major: [k, 16·MV]), outer-product form: each step broadcasts one
-// F32 weight per row against the panel's vectors. MV=2, NR=6 holds 12 accumulators; MV=1,
-// NR=12 the same for batches of 16 or fewer.
-// Always inlined: called out of line, the accumulators would live in memory.
+// F32 weight per row against the panel's vectors. MV=2, NR=6 holds 12
+// accumulators; MV=1, NR=12 the same for batches of 16 or fewer. Always
+// inlined: called out of line, the accumulators would live in memory.
 template <int NR, int MV>
 [[gnu::always_inline]] inline void accumulate(const float* panel, const float* const* rows,
                                               std::int64_t k, v16 (&acc)[NR][MV]) {
@@ -265,14 +268,9 @@ void multiply_panels(const float* p, std::int64_t m, const typename E::type* w, 
 
 template <int NR, int MV>
 void multiply_job(const float* p, std::int64_t m, std::int64_t k, const matmul_job& j) {
-  switch (j.type) {
-    case dtype::f32:
-      return multiply_panels<NR, MV, f32_elems>(p, m, static_cast<const float*>(j.w), j.n, k, j.y);
-    case dtype::bf16:
-      return multiply_panels<NR, MV, bf16_elems>(p, m, static_cast<const std::uint16_t*>(j.w), j.n, k, j.y);
-    case dtype::f16:
-      return multiply_panels<NR, MV, f16_elems>(p, m, static_cast<const std::uint16_t*>(j.w), j.n, k, j.y);
-  }
+  with_elems(j, [&]<class E>(E, const typename E::type* w) {
+    multiply_panels<NR, MV, E>(p, m, w, j.n, k, j.y);
+  });
 }
 
 // x packed once for every job, one parallel region for all of them.

@@ -78,6 +78,14 @@ public:
     return std::string(v);
   }
   /// An int or a list of ints, as HF writes eos_token_id.
+  /// A field that must hold one token id (bos_token_id).
+  auto token_id_field(std::string_view key) const -> std::optional<token_id> {
+    const auto ids = token_ids(key);
+    if (!ids) return std::nullopt;
+    if (ids->size() != 1) bad(key, "must be a single token id");
+    return ids->front();
+  }
+
   auto token_ids(std::string_view key) const -> std::optional<std::vector<token_id>> {
     const auto e = find(key);
     if (!e) return std::nullopt;
@@ -222,10 +230,7 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   c.tie_word_embeddings = r.boolean("tie_word_embeddings").value_or(false);
   // transformers >= 4.56 writes "dtype" instead of "torch_dtype".
   c.torch_dtype = r.string("torch_dtype").value_or(r.string("dtype").value_or(c.torch_dtype));
-  if (const auto bos = r.token_ids("bos_token_id")) {
-    if (bos->size() != 1) r.bad("bos_token_id", "must be a single token id");
-    c.bos_token_id = bos->front();
-  }
+  c.bos_token_id = r.token_id_field("bos_token_id");
   c.eos_token_ids = r.token_ids("eos_token_id").value_or(std::vector<token_id>{});
   // sliding_window (Mistral) and other fields are ignored.
   c.validate(file);
@@ -236,10 +241,7 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   simdjson::padded_string gen_text;
   dom::parser gen_parser;
   const field_reader g(gen_file, read_object(gen_path, gen_text, gen_parser));
-  if (const auto bos = g.token_ids("bos_token_id")) {
-    if (bos->size() != 1) g.bad("bos_token_id", "must be a single token id");
-    c.bos_token_id = bos->front();
-  }
+  if (const auto bos = g.token_id_field("bos_token_id")) c.bos_token_id = bos;
   if (auto eos = g.token_ids("eos_token_id")) c.eos_token_ids = std::move(*eos);
   // As vLLM does, sampling defaults apply whether or not do_sample is set.
   if (const auto t = g.number("temperature")) c.default_temperature = static_cast<float>(*t);

@@ -38,10 +38,6 @@ auto name_hash(const std::string& s) -> std::uint64_t {
   return h;
 }
 
-auto ends_with(const std::string& s, std::string_view suffix) -> bool {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Emits a tensor's values in bounded pieces, converted to the file's dtype.
 void emit(const tensor_spec& spec, const random_model_options& o, std::uint64_t seed,
           safetensors_writer& out) {
@@ -50,7 +46,7 @@ void emit(const tensor_spec& spec, const random_model_options& o, std::uint64_t 
   const bool is_norm = spec.shape.size() == 1;
   const double cols = static_cast<double>(spec.shape.back());
   double scale = is_norm ? 0.1 : 1.0 / std::sqrt(cols);
-  if (ends_with(spec.name, "o_proj.weight") || ends_with(spec.name, "down_proj.weight"))
+  if (spec.name.ends_with("o_proj.weight") || spec.name.ends_with("down_proj.weight"))
     scale *= o.residual_scale;
   const auto fixed = o.fixed.find(spec.name);
   rng r(seed);

@@ -1,5 +1,7 @@
 #include "engine/tokenizer/detokenizer.hpp"
 
+#include "engine/tokenizer/utf8.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -23,8 +25,6 @@ auto sequence_length(unsigned char lead) -> std::size_t {
   return 0;
 }
 
-auto is_trail(unsigned char b) -> bool { return (b & 0xC0) == 0x80; }
-
 /// Whether some code point in [lo, hi] is one UTF-8 may encode in n bytes.
 auto range_has_valid(std::uint32_t lo, std::uint32_t hi, std::size_t n) -> bool {
   constexpr std::uint32_t min_for_length[] = {0, 0, 0x80, 0x800, 0x10000};
@@ -41,7 +41,7 @@ auto can_be_character(std::string_view bytes, std::size_t n) -> bool {
   auto cp = std::uint32_t{static_cast<unsigned char>(bytes[0]) & lead_mask[n]};
   for (std::size_t i = 1; i < bytes.size(); ++i) {
     const auto b = static_cast<unsigned char>(bytes[i]);
-    if (!is_trail(b)) return false;
+    if (!is_utf8_continuation(b)) return false;
     cp = (cp << 6) | (b & 0x3Fu);
   }
   const auto missing_bits = 6 * static_cast<unsigned>(n - bytes.size());
