@@ -94,13 +94,13 @@ public:
   weight_loader(const std::filesystem::path& dir, model_weights& out) : source_(dir), out_(out) {}
 
   auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
-    const auto [info, file] = get(name, {rows, cols});
+    const auto* info = get(name, {rows, cols});
     return {info->type, info->data, rows, cols};
   }
 
   /// A norm vector, widened to an F32 copy the weights own.
   auto norm(const std::string& name, std::int64_t size) -> weight_tensor {
-    const auto [info, file] = get(name, {size});
+    const auto* info = get(name, {size});
     auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(size)]);
     for (std::int64_t i = 0; i < size; ++i)
       values[static_cast<std::size_t>(i)] = load_as_f32(info->type, info->data, static_cast<std::size_t>(i));
@@ -113,13 +113,12 @@ public:
   }
 
 private:
-  auto get(const std::string& name, const std::vector<std::int64_t>& expected)
-      -> std::pair<const tensor_info*, const safetensors_file*> {
+  auto get(const std::string& name, const std::vector<std::int64_t>& expected) -> const tensor_info* {
     const auto found = source_.get(name);
     if (found.first->shape != expected)
       fail(found.second->path(), "tensor '" + name + "' has shape " + format_shape(found.first->shape) +
                                      ", expected " + format_shape(expected));
-    return found;
+    return found.first;
   }
 
   tensor_source source_;

@@ -165,7 +165,6 @@ auto render_chat(chat_format f, std::span<const chat_message> messages,
     case chat_format::zephyr: out = render_zephyr(messages, add_generation_prompt); break;
     }
   }
-  if (!message.empty()) out.clear();
   if (error != nullptr) *error = message;
   return out;
 }
