@@ -61,9 +61,17 @@ void block_scores(const float* q, const float* kb, std::int64_t head_dim, std::i
                   std::int32_t m, float scale, float* sg) {
   std::int32_t j = 0;
   for (; j < m && j + 16 <= bs; j += 16) { // a block row holds bs slots: reading 16 stays inside
-    v16 acc{};
-    for (std::int64_t i = 0; i < head_dim; ++i) acc += q[i] * load16(kb + i * bs + j);
-    acc *= scale;
+    // Four independent chains: one would wait out the FMA latency each step.
+    v16 a0{}, a1{}, a2{}, a3{};
+    std::int64_t i = 0;
+    for (; i + 4 <= head_dim; i += 4) {
+      a0 += q[i] * load16(kb + i * bs + j);
+      a1 += q[i + 1] * load16(kb + (i + 1) * bs + j);
+      a2 += q[i + 2] * load16(kb + (i + 2) * bs + j);
+      a3 += q[i + 3] * load16(kb + (i + 3) * bs + j);
+    }
+    for (; i < head_dim; ++i) a0 += q[i] * load16(kb + i * bs + j);
+    const v16 acc = ((a0 + a1) + (a2 + a3)) * scale;
     if (j + 16 <= m) {
       store16(sg + j, acc);
     } else {
