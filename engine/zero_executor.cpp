@@ -1,0 +1,32 @@
+#include "engine/zero_executor.hpp"
+
+#include "engine/check.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace troupe {
+
+zero_executor::zero_executor(zero_executor_options options) : options_(std::move(options)) {
+  for (token_id t = 0; t < options_.vocab_size; ++t)
+    if (std::find(options_.avoid.begin(), options_.avoid.end(), t) == options_.avoid.end())
+      tokens_.push_back(t);
+  TROUPE_CHECK(!tokens_.empty(), "zero executor has no token to return");
+}
+
+auto zero_executor::execute(const scheduler_output& step) -> step_result {
+  if (options_.step_time.count() > 0) std::this_thread::sleep_for(options_.step_time);
+  step_result out;
+  out.sampled.reserve(step.scheduled.size());
+  const auto n = static_cast<std::uint64_t>(tokens_.size());
+  for (const auto& c : step.scheduled) {
+    if (!c.sample) continue;
+    const auto position = static_cast<std::uint64_t>(c.num_computed_tokens) + c.tokens.size();
+    const token_id t = tokens_[(c.id * 7919 + position * 104729) % n];
+    sampled_token s{c.id, {t, 0.0f, {}}};
+    out.sampled.push_back(std::move(s));
+  }
+  return out;
+}
+
+} // namespace troupe

@@ -1,0 +1,38 @@
+#pragma once
+// An executor that runs no model: each sampled token comes back at once (or
+// after a fixed simulated step time). It measures what serving costs around
+// the model: actors, HTTP, SSE framing, detokenization.
+
+#include "engine/executor.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace troupe {
+
+struct zero_executor_options {
+  std::int32_t block_size = 16;
+  std::int32_t num_kv_blocks = 1024;
+  std::int64_t vocab_size = 32000;
+  std::vector<token_id> avoid; ///< never returned (EOS, control tokens)
+  std::chrono::microseconds step_time{0};
+};
+
+class zero_executor final : public executor {
+public:
+  explicit zero_executor(zero_executor_options options);
+
+  /// Sampled token for a chunk: a fixed function of the request id and the
+  /// position, skipping `avoid`; logprob 0 and no alternatives.
+  auto execute(const scheduler_output& step) -> step_result override;
+  auto block_size() const -> std::int32_t override { return options_.block_size; }
+  auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }
+  auto vocab_size() const -> std::int64_t override { return options_.vocab_size; }
+
+private:
+  zero_executor_options options_;
+  std::vector<token_id> tokens_; ///< the ids it cycles through
+};
+
+} // namespace troupe
