@@ -4,7 +4,6 @@
 BUILD ?= build
 MODEL ?= models/tiny
 JOBS ?= 2
-PROMPT ?= Permission is hereby granted
 MESON_OPTS ?= -Dwerror=true
 
 .PHONY: all bootstrap build serve test bench clean
@@ -23,9 +22,9 @@ build: bootstrap $(BUILD)/build.ninja
 $(MODEL)/model.safetensors: | build
 	$(BUILD)/troupe make-model --preset tiny --out $(MODEL)
 
-# Until the server lands (issue 3) this streams one generation.
+# The OpenAI-compatible server on 127.0.0.1:8080 (config/default.toml).
 serve: build $(MODEL)/model.safetensors
-	$(BUILD)/troupe generate --model $(MODEL) --prompt "$(PROMPT)" --max-tokens 96 --temperature 0.7 --seed 1
+	$(BUILD)/troupe serve --config config/default.toml --model $(MODEL)
 
 test: build
 	@meson test -C $(BUILD) --num-processes $(JOBS) --print-errorlogs; rc=$$?; \

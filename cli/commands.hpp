@@ -9,5 +9,6 @@ namespace troupe::cli {
 auto run_generate(std::span<char* const> argv) -> int;
 auto run_make_model(std::span<char* const> argv) -> int;
 auto run_bench_engine(std::span<char* const> argv) -> int;
+auto run_serve(std::span<char* const> argv) -> int;
 
 } // namespace troupe::cli

@@ -14,6 +14,9 @@ constexpr const char* k_usage =
     "usage: troupe <command> [options]\n"
     "\n"
     "commands:\n"
+    "  serve         [--config FILE] [--port N] [--host ADDR] [--model DIR] [--set KEY=VALUE]...\n"
+    "                (defaults: config/default.toml; keys as in that file, e.g.\n"
+    "                --set scheduler.max_num_seqs=512 --set engine.executor=zero)\n"
     "  generate      --model DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
     "                [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R]\n"
     "                [--seed S] [--chat] [--chat-template NAME] [--system TEXT]\n"
@@ -37,6 +40,7 @@ auto main(int argc, char** argv) -> int {
   const std::string_view cmd = argv[1];
   const std::span<char* const> rest(argv + 2, static_cast<std::size_t>(argc - 2));
   try {
+    if (cmd == "serve") return cli::run_serve(rest);
     if (cmd == "generate") return cli::run_generate(rest);
     if (cmd == "make-model") return cli::run_make_model(rest);
     if (cmd == "bench-engine") return cli::run_bench_engine(rest);

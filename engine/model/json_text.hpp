@@ -1,6 +1,6 @@
 #pragma once
-// Small helpers for writing JSON text by hand (safetensors headers, config.json),
-// so the model layer needs no JSON library beyond simdjson for reading.
+// Small helpers for writing JSON text by hand (safetensors headers, config.json,
+// the OpenAI API's responses): no JSON library beyond simdjson for reading.
 
 #include <charconv>
 #include <cmath>
@@ -12,11 +12,55 @@
 
 namespace troupe::json_text {
 
+struct utf8_front {
+  std::size_t length; ///< bytes
+  bool valid;
+};
+
+/// The UTF-8 character at the front of s (RFC 3629: no overlongs, surrogates or
+/// code points past U+10FFFF), or when it is not valid, the bytes one U+FFFD
+/// replaces (Unicode's "maximal subpart", as Python's errors="replace" does).
+inline auto front_char(std::string_view s) -> utf8_front {
+  const auto byte = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  const unsigned b = byte(0);
+  std::size_t num_more = 0;
+  unsigned lo = 0x80, hi = 0xBF; // the range of the second byte
+  if (b >= 0xC2 && b <= 0xDF) {
+    num_more = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    num_more = 2;
+    if (b == 0xE0) lo = 0xA0; // overlong below
+    if (b == 0xED) hi = 0x9F; // surrogates above
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    num_more = 3;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F; // past U+10FFFF above
+  } else {
+    return {1, b < 0x80};
+  }
+  for (std::size_t i = 1; i <= num_more; ++i) {
+    const unsigned c = byte(i);
+    if (i == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return {i, false};
+  }
+  return {num_more + 1, true};
+}
+
 /// Appends s as a quoted JSON string, escaping quotes, backslashes and control
-/// characters. Bytes >= 0x80 pass through unchanged (UTF-8 stays UTF-8).
+/// characters. Valid UTF-8 passes through; each invalid sequence (a token
+/// piece may hold part of a character) becomes one U+FFFD, so the output is
+/// always valid JSON.
 inline void append_string(std::string& out, std::string_view s) {
   out += '"';
-  for (const char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // A token piece may be part of a character; JSON must stay UTF-8.
+      const auto ch = front_char(s.substr(i));
+      if (ch.valid) out.append(s.substr(i, ch.length));
+      else out += "\xEF\xBF\xBD";
+      i += ch.length;
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -26,14 +70,15 @@ inline void append_string(std::string& out, std::string_view s) {
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        if (c < 0x20) {
           char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
         } else {
-          out += c;
+          out += static_cast<char>(c);
         }
     }
+    ++i;
   }
   out += '"';
 }

@@ -1,0 +1,95 @@
+#include "actors/gateway.hpp"
+
+#include "actors/http/openai_api.hpp"
+#include "actors/sink_actor.hpp"
+
+#include <caf/all.hpp>
+
+namespace troupe {
+
+gateway::gateway(caf::actor_system& sys, server_status& status, std::chrono::nanoseconds stall_timeout)
+  : sys_(sys), status_(status), stall_timeout_(stall_timeout) {}
+
+void gateway::set_context(std::shared_ptr<serving_context> ctx) {
+  std::lock_guard lock(mutex_);
+  ctx_ = std::move(ctx);
+}
+
+auto gateway::context() -> std::shared_ptr<serving_context> {
+  std::lock_guard lock(mutex_);
+  return ctx_;
+}
+
+auto gateway::readiness() const -> std::string {
+  if (status_.draining.load()) return "draining";
+  if (!status_.ready.load()) return "loading";
+  if (status_.num_queued.load() > 0) {
+    const auto last = std::chrono::nanoseconds(status_.last_progress_ns.load());
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    if (now - last > stall_timeout_) return "stalled";
+  }
+  return {};
+}
+
+void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) {
+  const auto arrival = std::chrono::steady_clock::now();
+  const auto ctx = context();
+  std::string request_id = req.header("x-request-id");
+  if (request_id.empty()) request_id = "troupe-" + std::to_string(next_id_.fetch_add(1));
+  http::header_list headers{{"x-request-id", request_id}};
+  if (ctx) headers.emplace_back("x-model-version", ctx->model_version);
+  const auto reply = [&](int status, std::string content_type, std::string body, http::header_list extra = {}) {
+    auto h = headers;
+    h.emplace_back("Content-Type", std::move(content_type));
+    for (auto& e : extra) h.push_back(std::move(e));
+    client->respond(status, std::move(h), std::move(body));
+  };
+  const auto error = [&](int status, std::string message, std::string type = "invalid_request_error",
+                         std::string param = {}, std::string code = {}, http::header_list extra = {}) {
+    api::api_error e{status, std::move(message), std::move(type), std::move(param), std::move(code)};
+    reply(status, "application/json", api::error_body(e), std::move(extra));
+  };
+
+  std::string path = req.target.substr(0, req.target.find('?'));
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  const bool post = req.method == "POST";
+  const auto wrong_method = [&](const char* allow) {
+    error(405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", "", "method_not_allowed",
+          {{"Allow", allow}});
+  };
+
+  if (path == "/health/live") return get ? reply(200, "application/json", R"({"status":"live"})") : wrong_method("GET");
+  if (path == "/health/ready") {
+    if (!get) return wrong_method("GET");
+    const auto why = readiness();
+    if (why.empty()) return reply(200, "application/json", R"({"status":"ready"})");
+    return reply(503, "application/json", R"({"status":")" + why + R"("})");
+  }
+  if (path == "/metrics") {
+    if (!get) return wrong_method("GET");
+    if (!ctx) return reply(200, "text/plain; version=0.0.4", "");
+    return reply(200, "text/plain; version=0.0.4", ctx->metrics->serialize());
+  }
+  if (path == "/v1/models") {
+    if (!get) return wrong_method("GET");
+    if (!ctx) return error(503, "the model is loading", "service_unavailable");
+    return reply(200, "application/json", api::models_list(ctx->model_name, 0, ctx->max_model_len));
+  }
+  const bool completions = path == "/v1/completions";
+  if (!completions && path != "/v1/chat/completions")
+    return error(404, "no route for " + path, "invalid_request_error", "", "not_found");
+  if (!post) return wrong_method("POST");
+  if (status_.draining.load()) return error(503, "the server is shutting down", "service_unavailable");
+  if (!ctx || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
+
+  auto parsed = api::parse_request(completions ? api::endpoint::completions : api::endpoint::chat, req.body,
+                                   ctx->defaults);
+  if (auto* e = std::get_if<api::api_error>(&parsed)) return reply(e->status, "application/json", api::error_body(*e));
+  auto& body = std::get<api::completion_request>(parsed);
+  if (!body.model.empty() && body.model != ctx->model_name)
+    return error(400, "the model '" + body.model + "' does not exist; this server serves '" + ctx->model_name + "'",
+                 "invalid_request_error", "model", "model_not_found");
+  spawn_sink(sys_, ctx, &status_, std::move(client), sink_request{std::move(body), request_id, headers, arrival});
+}
+
+} // namespace troupe

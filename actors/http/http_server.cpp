@@ -1,0 +1,304 @@
+#include "actors/http/http_server.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <stdexcept>
+#include <thread>
+
+namespace troupe::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+auto request::header(std::string_view name) const -> std::string {
+  for (const auto& [k, v] : headers)
+    if (k == name) return v;
+  return {};
+}
+
+auto status_line(int status) -> std::string {
+  const auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(status));
+  return std::to_string(status) + " " + std::string(reason.data(), reason.size());
+}
+
+namespace {
+
+auto head_of(int status, const header_list& headers, bool chunked, std::size_t length,
+             bool keep_alive) -> std::string {
+  std::string h = "HTTP/1.1 " + status_line(status) + "\r\n";
+  for (const auto& [k, v] : headers) h += k + ": " + v + "\r\n";
+  if (chunked)
+    h += "Transfer-Encoding: chunked\r\n";
+  else
+    h += "Content-Length: " + std::to_string(length) + "\r\n";
+  if (!keep_alive) h += "Connection: close\r\n";
+  h += "\r\n";
+  return h;
+}
+
+void append_chunk(std::string& out, std::string_view data) {
+  if (data.empty()) return; // an empty chunk would end the body
+  char hex[20];
+  const auto r = std::to_chars(hex, hex + sizeof hex, data.size(), 16);
+  out.append(hex, r.ptr);
+  out += "\r\n";
+  out += data;
+  out += "\r\n";
+}
+
+// One connection. Reads a request, hands it to the handler, writes what the
+// handler sends back (from any thread, through the strand), then reads the
+// next. While a response is open it watches the socket for the client
+// closing, so that an abandoned request is cancelled at once.
+class session final : public exchange, public std::enable_shared_from_this<session> {
+public:
+  session(tcp::socket socket, const server_options& options, const handler& h)
+    : stream_(std::move(socket)), options_(options), handler_(h) {}
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  }
+
+  void respond(int status, header_list headers, std::string body) override {
+    post([status, headers = std::move(headers), body = std::move(body)](session& s) mutable {
+      if (s.closed_ || s.state_ != state::handling) return;
+      s.out_ += head_of(status, headers, false, body.size(), s.keep_alive_);
+      s.out_ += body;
+      s.state_ = state::ending;
+      s.flush();
+    });
+  }
+
+  void start_stream(int status, header_list headers) override {
+    post([status, headers = std::move(headers)](session& s) {
+      if (s.closed_ || s.state_ != state::handling) return;
+      s.out_ += head_of(status, headers, true, 0, s.keep_alive_);
+      s.state_ = state::streaming;
+      s.flush();
+    });
+  }
+
+  void write(std::string data) override {
+    post([data = std::move(data)](session& s) {
+      if (s.closed_ || s.state_ != state::streaming) return;
+      append_chunk(s.out_, data);
+      s.flush();
+    });
+  }
+
+  void end_stream() override {
+    post([](session& s) {
+      if (s.closed_ || s.state_ != state::streaming) return;
+      s.out_ += "0\r\n\r\n";
+      s.state_ = state::ending;
+      s.flush();
+    });
+  }
+
+  void on_disconnect(std::function<void()> f) override {
+    post([f = std::move(f)](session& s) mutable {
+      if (s.closed_) {
+        if (f) f();
+        return;
+      }
+      s.on_disconnect_ = std::move(f);
+    });
+  }
+
+private:
+  enum class state { reading, handling, streaming, ending };
+
+  template <class F>
+  void post(F&& f) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
+  }
+
+  void read() {
+    state_ = state::reading;
+    parser_.emplace();
+    parser_->body_limit(static_cast<std::uint64_t>(options_.max_body_bytes));
+    stream_.expires_after(options_.idle_timeout);
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void on_read(error_code ec) {
+    if (ec == bhttp::error::body_limit) return refuse(413, "the request body is over the limit of " +
+                                                                std::to_string(options_.max_body_bytes) + " bytes");
+    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted)
+      return close();
+    if (ec) return refuse(400, "malformed HTTP request: " + ec.message());
+    auto msg = parser_->release();
+    keep_alive_ = msg.keep_alive();
+    request r;
+    r.method = std::string(msg.method_string());
+    r.target = std::string(msg.target());
+    for (const auto& f : msg) {
+      std::string name(f.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      r.headers.emplace_back(std::move(name), std::string(f.value()));
+    }
+    r.body = std::move(msg.body());
+    state_ = state::handling;
+    stream_.expires_never(); // a response may take long (SSE); each write sets its own
+    watch();
+    handler_(std::move(r), shared_from_this());
+  }
+
+  // Answers a request the server could not read, then closes.
+  void refuse(int status, const std::string& message) {
+    keep_alive_ = false;
+    const std::string body = options_.error_body ? options_.error_body(status, message) : message;
+    out_ += head_of(status, {{"Content-Type", "application/json"}}, false, body.size(), false);
+    out_ += body;
+    state_ = state::ending;
+    flush();
+  }
+
+  // Notices a client that goes away while its response is open: readable
+  // with nothing to read means the peer closed. Pipelined bytes just end
+  // the watch (they are the next request).
+  void watch() {
+    stream_.socket().async_wait(
+        tcp::socket::wait_read,
+        net::bind_executor(stream_.get_executor(), [self = shared_from_this(), gen = generation_](error_code ec) {
+          if (ec || self->closed_ || gen != self->generation_ || self->state_ == state::reading) return;
+          char c;
+          const auto n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) self->close();
+        }));
+  }
+
+  void flush() {
+    if (writing_ || closed_ || out_.empty()) return;
+    writing_ = true;
+    sending_.swap(out_);
+    out_.clear();
+    stream_.expires_after(options_.idle_timeout);
+    net::async_write(stream_, net::buffer(sending_),
+                     [self = shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
+  }
+
+  void on_write(error_code ec) {
+    writing_ = false;
+    sending_.clear();
+    if (ec) return close();
+    stream_.expires_never();
+    if (!out_.empty()) return flush();
+    if (state_ != state::ending) return;
+    if (!keep_alive_) return close();
+    // The response is done: stop watching, read the next request.
+    ++generation_;
+    error_code ignored;
+    stream_.socket().cancel(ignored);
+    read();
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    const bool open_response = state_ == state::handling || state_ == state::streaming;
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+    if (open_response && on_disconnect_) {
+      auto f = std::move(on_disconnect_);
+      on_disconnect_ = nullptr;
+      f();
+    }
+  }
+
+  beast::tcp_stream stream_;
+  const server_options& options_;
+  const handler& handler_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  state state_ = state::reading;
+  bool keep_alive_ = true;
+  bool writing_ = false;
+  bool closed_ = false;
+  std::uint64_t generation_ = 0;
+  std::string out_;     ///< bytes waiting for the next write
+  std::string sending_; ///< bytes of the write in flight (must live until it completes)
+  std::function<void()> on_disconnect_;
+};
+
+} // namespace
+
+struct server::impl {
+  server_options options;
+  handler h;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  std::atomic<bool> stopped{false};
+
+  void accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
+      if (!acceptor.is_open()) return;
+      if (!ec) {
+        error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        std::make_shared<session>(std::move(socket), options, h)->start();
+      }
+      accept();
+    });
+  }
+};
+
+server::server(server_options options, handler h) : impl_(std::make_unique<impl>()) {
+  impl_->options = std::move(options);
+  impl_->h = std::move(h);
+  error_code ec;
+  const auto address = net::ip::make_address(impl_->options.host, ec);
+  if (ec) throw std::runtime_error("server.host: '" + impl_->options.host + "' is not an IP address");
+  const tcp::endpoint ep(address, impl_->options.port);
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + impl_->options.host + ":" +
+                             std::to_string(impl_->options.port) + ": " + ec.message());
+  impl_->accept();
+  for (int i = 0; i < std::max(1, impl_->options.threads); ++i)
+    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+}
+
+server::~server() { stop(); }
+
+auto server::port() const -> std::uint16_t {
+  error_code ec;
+  return impl_->acceptor.local_endpoint(ec).port();
+}
+
+void server::stop_accepting() {
+  net::post(impl_->ioc, [this] {
+    error_code ignored;
+    impl_->acceptor.close(ignored);
+  });
+}
+
+void server::stop() {
+  if (impl_->stopped.exchange(true)) return;
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) t.join();
+}
+
+} // namespace troupe::http

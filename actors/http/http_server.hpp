@@ -1,0 +1,85 @@
+#pragma once
+// The HTTP/1.1 front door, with Beast kept behind this plain interface so
+// that only http_server.cpp compiles Beast. Keep-alive, a body size limit,
+// timeouts for idle and slow clients, and streamed (chunked) responses whose
+// writes may come from any thread.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe::http {
+
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
+struct request {
+  std::string method; ///< "GET", "POST", ...
+  std::string target; ///< path and query, as sent
+  header_list headers; ///< names lower-cased
+  std::string body;
+
+  /// The first header named `name` (lower case), or "".
+  auto header(std::string_view name) const -> std::string;
+};
+
+/// One request's way back to its client. Every member is thread-safe (work
+/// is posted to the connection's strand) and does nothing once the client is
+/// gone. Exactly one of respond() or start_stream() ... end_stream() per request.
+class exchange {
+public:
+  virtual ~exchange() = default;
+  /// A whole response, with Content-Length.
+  virtual void respond(int status, header_list headers, std::string body) = 0;
+  /// Sends the status line and headers of a chunked response.
+  virtual void start_stream(int status, header_list headers) = 0;
+  /// Appends body bytes. Bytes given while a write is in flight go out
+  /// together in the next write (one chunk, one send).
+  virtual void write(std::string data) = 0;
+  /// Ends the chunked body; the connection then reads the next request.
+  virtual void end_stream() = 0;
+  /// `f` runs once (on the connection's strand) if the client disconnects, a
+  /// write fails or times out before the response ended. Set it before
+  /// writing; the handler runs at most once.
+  virtual void on_disconnect(std::function<void()> f) = 0;
+};
+
+using handler = std::function<void(request, std::shared_ptr<exchange>)>;
+
+struct server_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080; ///< 0: any free port (see server::port())
+  int threads = 1;
+  std::int64_t max_body_bytes = 1 << 20;  ///< larger bodies get 413
+  std::chrono::milliseconds idle_timeout{30'000}; ///< reading a request, or one write
+  /// The body of a 413 / 400 the server sends itself (given status, message).
+  std::function<std::string(int, const std::string&)> error_body;
+};
+
+class server {
+public:
+  /// Binds and listens (throws std::runtime_error with one line when it
+  /// cannot), then serves on `options.threads` threads until stop().
+  server(server_options options, handler h);
+  ~server();
+  server(const server&) = delete;
+  auto operator=(const server&) -> server& = delete;
+
+  auto port() const -> std::uint16_t;
+  /// Closes the listening socket: new connections are refused; live ones go on.
+  void stop_accepting();
+  /// Stops every thread; pending work is dropped. Idempotent.
+  void stop();
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// "200 OK", "404 Not Found", ... (the reason phrase of a status).
+auto status_line(int status) -> std::string;
+
+} // namespace troupe::http

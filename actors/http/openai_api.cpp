@@ -1,0 +1,532 @@
+// The reading half of openai_api.hpp: one pass of simdjson On-Demand over the
+// body, each field read where it stands (JSON objects have no order).
+#include "actors/http/openai_api.hpp"
+
+#include <simdjson.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace troupe::api {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// A failed read; the walk stops at the first one.
+using problem = std::optional<api_error>;
+
+constexpr std::int64_t int32_min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
+constexpr int max_json_depth = 64; // far beyond any real request; bounds the recursion
+
+auto error(std::string code, std::string param, std::string message) -> api_error {
+  return {400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
+}
+
+auto bad_json(simdjson::error_code e) -> api_error {
+  return error("invalid_json", "",
+               std::string("request body is not valid JSON (") + simdjson::error_message(e) + ")");
+}
+
+auto bad_type(std::string_view param, std::string_view path, std::string_view expected) -> api_error {
+  return error("invalid_type", std::string(param), std::string(path) + " must be " + std::string(expected));
+}
+
+// simdjson reports a value of another JSON type as INCORRECT_TYPE; every other
+// error means the text itself is broken.
+auto failed(simdjson::error_code e, std::string_view param, std::string_view path,
+            std::string_view expected) -> api_error {
+  return e == simdjson::INCORRECT_TYPE ? bad_type(param, path, expected) : bad_json(e);
+}
+
+auto show(double v) -> std::string {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// Whether s, trailing whitespace aside, is spelled as a JSON number.
+auto is_json_number(std::string_view s) -> bool {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  std::size_t i = 0;
+  const auto at = [&](char c) { return i < s.size() && s[i] == c; };
+  const auto digits = [&] {
+    const auto start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i > start;
+  };
+  if (at('-')) ++i;
+  if (at('0')) ++i;
+  else if (!digits()) return false;
+  if (at('.')) {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (at('e') || at('E')) {
+    ++i;
+    if (at('+') || at('-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+/// Reads a field's value only to check that it is well-formed JSON.
+auto check_json(od::value v, int depth) -> problem {
+  if (depth > max_json_depth) return error("invalid_json", "", "request body is nested too deeply");
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  simdjson::error_code e = simdjson::SUCCESS;
+  switch (t) {
+    case od::json_type::object:
+      for (auto f : v.get_object()) {
+        od::field field;
+        std::string_view key;
+        if ((e = std::move(f).get(field)) || (e = field.unescaped_key().get(key))) break;
+        if (auto p = check_json(field.value(), depth + 1)) return p;
+      }
+      break;
+    case od::json_type::array:
+      for (auto item : v.get_array()) {
+        od::value element;
+        if ((e = item.get(element))) break;
+        if (auto p = check_json(element, depth + 1)) return p;
+      }
+      break;
+    case od::json_type::string: e = v.get_string().error(); break;
+    case od::json_type::number:
+      // A well-formed number too large for simdjson (1e400) is still JSON.
+      e = v.get_number().error();
+      if (e == simdjson::NUMBER_ERROR && is_json_number(v.raw_json_token())) e = simdjson::SUCCESS;
+      break;
+    case od::json_type::boolean: e = v.get_bool().error(); break;
+    case od::json_type::null: {
+      bool is_null = false;
+      e = v.is_null().get(is_null);
+      if (!e && !is_null) e = simdjson::N_ATOM_ERROR;
+      break;
+    }
+  }
+  if (e) return bad_json(e);
+  return {};
+}
+
+/// True for JSON null (consumed), which every field takes as absent.
+auto read_null(od::value& v, bool& is_null) -> problem {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  is_null = t == od::json_type::null;
+  if (is_null) return check_json(v, 0);
+  return {};
+}
+
+/// Reads a number. On-demand says NUMBER_ERROR, not INCORRECT_TYPE, for a
+/// string or a boolean, so the type is checked first; and NUMBER_ERROR too for
+/// a well-formed number beyond double or 64 bits (1e400), which is out of range.
+auto read_number(od::value& v, std::string_view param, std::string_view path, std::string_view expected,
+                 od::number& out) -> problem {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t != od::json_type::number) return bad_type(param, path, expected);
+  if (auto e = v.get_number().get(out)) {
+    if (e == simdjson::NUMBER_ERROR && is_json_number(v.raw_json_token()))
+      return error("invalid_value", std::string(param), std::string(path) + " is out of range");
+    return bad_json(e);
+  }
+  return {};
+}
+
+auto read_string(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem {
+  std::string_view s;
+  if (auto e = v.get_string().get(s)) return failed(e, param, path, "a string");
+  out.assign(s);
+  return {};
+}
+
+auto read_bool(od::value& v, std::string_view param, bool& out) -> problem {
+  if (auto e = v.get_bool().get(out)) return failed(e, param, param, "a boolean");
+  return {};
+}
+
+auto read_float(od::value& v, std::string_view param, float& out) -> problem {
+  od::number n;
+  if (auto p = read_number(v, param, param, "a number", n)) return p;
+  // Out of float's range is inf (a plain cast would be undefined); validate() rejects it.
+  const double d = n.as_double();
+  out = d > FLT_MAX    ? std::numeric_limits<float>::infinity()
+        : d < -FLT_MAX ? -std::numeric_limits<float>::infinity()
+                       : static_cast<float>(d);
+  return {};
+}
+
+auto range_text(std::int64_t lo, std::int64_t hi) -> std::string {
+  if (lo == int32_min && hi == int32_max) return "a 32-bit integer";
+  if (hi == int32_max) return ">= " + std::to_string(lo);
+  return "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
+/// An integer in [lo, hi]. A whole number written as a float (2.0) counts, as
+/// in vLLM's pydantic models; 1.5 is the wrong type.
+auto read_int(od::value& v, std::string_view param, std::string_view path, std::int64_t lo,
+              std::int64_t hi, std::int64_t& out) -> problem {
+  od::number n;
+  if (auto p = read_number(v, param, path, "an integer", n)) return p;
+  const auto out_of_range = [&](const std::string& got) {
+    return error("invalid_value", std::string(param),
+                 std::string(path) + " must be " + range_text(lo, hi) + ", got " + got);
+  };
+  switch (n.get_number_type()) {
+    case od::number_type::signed_integer: out = n.get_int64(); break;
+    case od::number_type::unsigned_integer: return out_of_range(std::to_string(n.get_uint64()));
+    case od::number_type::floating_point_number: {
+      const double d = n.get_double();
+      if (d != std::trunc(d)) return bad_type(param, path, "an integer");
+      if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi))) return out_of_range(show(d));
+      out = static_cast<std::int64_t>(d);
+      break;
+    }
+  }
+  if (out < lo || out > hi) return out_of_range(std::to_string(out));
+  return {};
+}
+
+template <class Int>
+auto read_int(od::value& v, std::string_view param, std::int64_t lo, std::int64_t hi, Int& out) -> problem {
+  std::int64_t wide = 0;
+  if (auto p = read_int(v, param, param, lo, hi, wide)) return p;
+  out = static_cast<Int>(wide);
+  return {};
+}
+
+auto read_seed(od::value& v, std::uint64_t& out) -> problem {
+  od::number n;
+  if (auto p = read_number(v, "seed", "seed", "an integer", n)) return p;
+  const auto negative = [&](const std::string& got) {
+    return error("invalid_value", "seed", "seed must be >= 0, got " + got);
+  };
+  switch (n.get_number_type()) {
+    case od::number_type::signed_integer:
+      if (n.get_int64() < 0) return negative(std::to_string(n.get_int64()));
+      out = static_cast<std::uint64_t>(n.get_int64());
+      break;
+    case od::number_type::unsigned_integer: out = n.get_uint64(); break;
+    case od::number_type::floating_point_number: {
+      const double d = n.get_double();
+      if (d != std::trunc(d)) return bad_type("seed", "seed", "an integer");
+      if (d < 0) return negative(show(d));
+      if (!(d < 18446744073709551616.0))
+        return error("invalid_value", "seed", "seed must be < 2^64, got " + show(d));
+      out = static_cast<std::uint64_t>(d);
+      break;
+    }
+  }
+  return {};
+}
+
+/// A string, or an array of strings; none may be empty.
+auto read_stop(od::value& v, std::vector<std::string>& out) -> problem {
+  constexpr std::string_view expected = "a string or an array of strings";
+  out.clear();
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) {
+    out.emplace_back();
+    if (auto p = read_string(v, "stop", "stop", out.back())) return p;
+    if (out.back().empty()) return error("invalid_value", "stop", "stop must not be empty");
+    return {};
+  }
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "stop", "stop", expected);
+  for (auto item : items) {
+    const std::string path = "stop[" + std::to_string(out.size()) + "]";
+    od::value element;
+    if (auto e = item.get(element)) return bad_json(e);
+    out.emplace_back();
+    if (auto p = read_string(element, "stop", path, out.back())) return p;
+    if (out.back().empty()) return error("invalid_value", "stop", path + " must not be empty");
+  }
+  return {};
+}
+
+/// Token ids: integers in [0, 2^31).
+auto read_token_ids(od::array items, std::string_view param, std::string_view path,
+                    std::vector<token_id>& out) -> problem {
+  for (auto item : items) {
+    const std::string element_path = std::string(path) + "[" + std::to_string(out.size()) + "]";
+    od::value element;
+    std::int64_t id = 0;
+    if (auto e = item.get(element)) return bad_json(e);
+    if (auto p = read_int(element, param, element_path, 0, int32_max, id)) return p;
+    out.push_back(static_cast<token_id>(id));
+  }
+  return {};
+}
+
+/// Completions' prompt: a string, token ids, or a batch of one of either.
+auto read_prompt(od::value& v, completion_request& r) -> problem {
+  constexpr std::string_view expected = "a string, an array of token ids, or an array holding one of those";
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) return read_string(v, "prompt", "prompt", r.prompt);
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "prompt", "prompt", expected);
+  int num_items = 0;
+  od::json_type first = od::json_type::null;
+  for (auto item : items) {
+    od::value element;
+    od::json_type et;
+    if (auto e = item.get(element)) return bad_json(e);
+    if (auto e = element.type().get(et)) return bad_json(e);
+    if (num_items == 0) first = et;
+    const std::string path = "prompt[" + std::to_string(num_items) + "]";
+    const bool is_input = et == od::json_type::string || et == od::json_type::number || et == od::json_type::array;
+    if (et != first || !is_input)
+      return bad_type("prompt", "prompt", expected);
+    if (et != od::json_type::number && num_items == 1)
+      return error("invalid_value", "prompt", "prompt holds more than one prompt; batches are not supported");
+    if (et == od::json_type::string) {
+      if (auto p = read_string(element, "prompt", path, r.prompt)) return p;
+    } else if (et == od::json_type::array) {
+      od::array ids;
+      if (auto e = element.get_array().get(ids)) return bad_json(e);
+      if (auto p = read_token_ids(ids, "prompt", path, r.prompt_tokens)) return p;
+    } else {
+      std::int64_t id = 0;
+      if (auto p = read_int(element, "prompt", path, 0, int32_max, id)) return p;
+      r.prompt_tokens.push_back(static_cast<token_id>(id));
+    }
+    ++num_items;
+  }
+  if (num_items == 0 || (first == od::json_type::array && r.prompt_tokens.empty()))
+    return error("invalid_value", "prompt", "prompt must not be empty");
+  return {};
+}
+
+/// A message's content: a string, or text parts [{type: "text", text}] joined.
+auto read_content(od::value& v, const std::string& path, std::string& out) -> problem {
+  constexpr std::string_view expected = "a string or an array of text parts";
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) return read_string(v, path, path, out);
+  od::array parts;
+  if (auto e = v.get_array().get(parts)) return failed(e, path, path, expected);
+  int i = 0;
+  for (auto part_result : parts) {
+    const std::string part_path = path + "[" + std::to_string(i++) + "]";
+    od::object part;
+    if (auto e = part_result.get_object().get(part)) return failed(e, path, part_path, "an object");
+    std::string type, text;
+    bool has_text = false;
+    for (auto f : part) {
+      od::field field;
+      std::string_view key;
+      if (auto e = std::move(f).get(field)) return bad_json(e);
+      if (auto e = field.unescaped_key().get(key)) return bad_json(e);
+      bool is_null = false;
+      if (auto p = read_null(field.value(), is_null)) return p;
+      if (is_null) continue;
+      if (key == "type") {
+        if (auto p = read_string(field.value(), path, part_path + ".type", type)) return p;
+      } else if (key == "text") {
+        if (auto p = read_string(field.value(), path, part_path + ".text", text)) return p;
+        has_text = true;
+      } else if (auto p = check_json(field.value(), 1)) {
+        return p;
+      }
+    }
+    if (type != "text")
+      return error("invalid_value", path,
+                   part_path + ".type must be \"text\" (only text content is supported)");
+    if (!has_text) return error("missing_field", path, part_path + ".text is missing");
+    out += text;
+  }
+  return {};
+}
+
+auto read_messages(od::value& v, std::vector<chat_message>& out) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "messages", "messages", "an array of messages");
+  for (auto item : items) {
+    const std::string path = "messages[" + std::to_string(out.size()) + "]";
+    od::object message;
+    if (auto e = item.get_object().get(message)) return failed(e, "messages", path, "an object");
+    chat_message m;
+    bool has_role = false, has_content = false;
+    for (auto f : message) {
+      od::field field;
+      std::string_view key;
+      if (auto e = std::move(f).get(field)) return bad_json(e);
+      if (auto e = field.unescaped_key().get(key)) return bad_json(e);
+      bool is_null = false;
+      if (auto p = read_null(field.value(), is_null)) return p;
+      if (is_null) continue;
+      if (key == "role") {
+        if (auto p = read_string(field.value(), path + ".role", path + ".role", m.role)) return p;
+        has_role = true;
+      } else if (key == "content") {
+        m.content.clear();
+        if (auto p = read_content(field.value(), path + ".content", m.content)) return p;
+        has_content = true;
+      } else if (auto p = check_json(field.value(), 1)) {
+        return p;
+      }
+    }
+    if (!has_role) return error("missing_field", path + ".role", path + ".role is missing");
+    if (m.role == "developer") m.role = "system"; // OpenAI's newer name for it
+    if (m.role != "system" && m.role != "user" && m.role != "assistant")
+      return error("invalid_value", path + ".role",
+                   path + ".role must be \"system\", \"user\" or \"assistant\", got \"" + m.role + "\"");
+    if (!has_content) return error("missing_field", path + ".content", path + ".content is missing");
+    out.push_back(std::move(m));
+  }
+  if (out.empty()) return error("invalid_value", "messages", "messages must not be empty");
+  return {};
+}
+
+/// What a request said, before the fields that depend on each other are joined.
+struct fields {
+  completion_request r;
+  bool has_input = false;
+  std::optional<std::int32_t> max_tokens, max_completion_tokens;
+  bool has_stream_options = false;
+  std::optional<bool> chat_logprobs;
+  std::optional<std::int32_t> logprobs_count; // completions' logprobs, chat's top_logprobs
+};
+
+auto read_stream_options(od::value& v, bool& include_usage) -> problem {
+  od::object options;
+  if (auto e = v.get_object().get(options)) return failed(e, "stream_options", "stream_options", "an object");
+  for (auto f : options) {
+    od::field field;
+    std::string_view key;
+    if (auto e = std::move(f).get(field)) return bad_json(e);
+    if (auto e = field.unescaped_key().get(key)) return bad_json(e);
+    bool is_null = false;
+    if (auto p = read_null(field.value(), is_null)) return p;
+    if (is_null) continue;
+    if (key == "include_usage") {
+      if (auto e = field.value().get_bool().get(include_usage))
+        return failed(e, "stream_options", "stream_options.include_usage", "a boolean");
+    } else if (auto p = check_json(field.value(), 1)) {
+      return p;
+    }
+  }
+  return {};
+}
+
+auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f) -> problem {
+  auto& r = f.r;
+  auto& s = r.sampling;
+  const bool chat = kind == endpoint::chat;
+  if (key == "model") return read_string(v, key, key, r.model);
+  if (key == (chat ? "messages" : "prompt")) {
+    f.has_input = true;
+    return chat ? read_messages(v, r.messages) : read_prompt(v, r);
+  }
+  if (key == "max_tokens") return read_int(v, key, 1, int32_max, f.max_tokens.emplace());
+  if (key == "max_completion_tokens")
+    return read_int(v, key, 1, int32_max, f.max_completion_tokens.emplace());
+  if (key == "temperature") return read_float(v, key, s.temperature);
+  if (key == "top_p") return read_float(v, key, s.top_p);
+  if (key == "top_k") return read_int(v, key, int32_min, int32_max, s.top_k);
+  if (key == "min_p") return read_float(v, key, s.min_p);
+  if (key == "presence_penalty") return read_float(v, key, s.presence_penalty);
+  if (key == "frequency_penalty") return read_float(v, key, s.frequency_penalty);
+  if (key == "repetition_penalty") return read_float(v, key, s.repetition_penalty);
+  if (key == "seed") return read_seed(v, s.seed.emplace());
+  if (key == "stop") return read_stop(v, s.stop);
+  if (key == "stop_token_ids") {
+    od::array ids;
+    if (auto e = v.get_array().get(ids)) return failed(e, key, key, "an array of token ids");
+    s.stop_token_ids.clear();
+    return read_token_ids(ids, key, key, s.stop_token_ids);
+  }
+  if (key == "ignore_eos") return read_bool(v, key, s.ignore_eos);
+  if (key == "logprobs" && chat) return read_bool(v, key, f.chat_logprobs.emplace());
+  if (key == "logprobs" || (key == "top_logprobs" && chat))
+    return read_int(v, key, 0, 20, f.logprobs_count.emplace());
+  if (key == "n") {
+    std::int32_t n = 1;
+    if (auto p = read_int(v, key, 1, int32_max, n)) return p;
+    if (n != 1) return error("invalid_value", "n", "n > 1 is not supported");
+    return {};
+  }
+  if (key == "user") return read_string(v, key, key, r.user);
+  if (key == "priority") return read_int(v, key, int32_min, int32_max, r.priority);
+  if (key == "stream") return read_bool(v, key, r.stream);
+  if (key == "stream_options") {
+    f.has_stream_options = true;
+    return read_stream_options(v, r.include_usage);
+  }
+  return check_json(v, 1);
+}
+
+/// The checks that need the whole request: required fields, fields that
+/// depend on each other, and sampling_params' ranges.
+auto finish(endpoint kind, fields& f) -> problem {
+  auto& r = f.r;
+  if (!f.has_input) {
+    const char* name = kind == endpoint::chat ? "messages" : "prompt";
+    return error("missing_field", name, std::string(name) + " is missing");
+  }
+  r.max_tokens = f.max_completion_tokens ? f.max_completion_tokens : f.max_tokens;
+  if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
+  if (f.has_stream_options && !r.stream)
+    return error("invalid_value", "stream_options", "stream_options is only allowed when stream is true");
+  if (kind == endpoint::completions) {
+    r.want_logprobs = f.logprobs_count.has_value();
+  } else {
+    r.want_logprobs = f.chat_logprobs.value_or(false);
+    if (!r.want_logprobs && f.logprobs_count.value_or(0) > 0)
+      return error("invalid_value", "top_logprobs", "top_logprobs needs logprobs to be true");
+  }
+  if (r.want_logprobs) {
+    r.top_logprobs = f.logprobs_count.value_or(0);
+    r.sampling.logprobs = r.top_logprobs;
+  }
+  // validate()'s line opens with the field's name: "top_p must be in (0, 1], got 1.5".
+  if (auto line = r.sampling.validate(); !line.empty()) {
+    auto param = line.substr(0, line.find_first_of(" ["));
+    return error("invalid_value", std::move(param), std::move(line));
+  }
+  return {};
+}
+
+} // namespace
+
+auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults)
+    -> std::variant<completion_request, api_error> {
+  // One parser per thread: it keeps its buffers between requests.
+  thread_local od::parser parser;
+  const simdjson::padded_string padded(body);
+  od::document doc;
+  od::object root;
+  if (auto e = parser.iterate(padded).get(doc)) return bad_json(e);
+  if (auto e = doc.get_object().get(root)) {
+    if (e != simdjson::INCORRECT_TYPE) return bad_json(e);
+    return error("invalid_json", "", "request body must be a JSON object");
+  }
+  fields f;
+  f.r.kind = kind;
+  f.r.sampling = defaults;
+  for (auto field_result : root) {
+    od::field field;
+    std::string_view key;
+    if (auto e = std::move(field_result).get(field)) return bad_json(e);
+    if (auto e = field.unescaped_key().get(key)) return bad_json(e);
+    bool is_null = false;
+    if (auto p = read_null(field.value(), is_null)) return *p;
+    if (is_null) continue;
+    if (auto p = read_field(kind, key, field.value(), f)) return *p;
+  }
+  // 3.0.1 has no at_end(): anything after the object leaves a location.
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS)
+    return error("invalid_json", "", "request body has text after the JSON object");
+  if (auto p = finish(kind, f)) return *p;
+  return std::move(f.r);
+}
+
+} // namespace troupe::api

@@ -1,0 +1,130 @@
+#pragma once
+// The OpenAI wire format, without any HTTP: request bodies of /v1/completions
+// and /v1/chat/completions parsed into a plain struct, responses, stream
+// chunks and errors written as JSON text.
+
+#include "engine/sampling/sampling_params.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+#include "engine/types.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace troupe::api {
+
+enum class endpoint { completions, chat }; ///< /v1/completions, /v1/chat/completions
+
+/// An OpenAI-style error; status is the HTTP status (400, 404, 405, 413, 429, 503...).
+struct api_error {
+  int status = 400;
+  std::string message;                        ///< one sentence naming the field and the problem
+  std::string type = "invalid_request_error"; ///< OpenAI's error type
+  std::string param;                          ///< the offending field, "" when none
+  /// "invalid_value", "invalid_type", "missing_field", "invalid_json", "model_not_found"...
+  std::string code;
+};
+
+/// One request, validated. Exactly one of prompt / prompt_tokens / messages
+/// carries the input: prompt or prompt_tokens for completions, messages for chat.
+struct completion_request {
+  endpoint kind = endpoint::completions;
+  std::string model;                  ///< "" when absent
+  std::string prompt;                 ///< completions: the text (maybe empty)
+  std::vector<token_id> prompt_tokens; ///< completions: token ids given instead of text
+  std::vector<chat_message> messages; ///< chat: at least one; role system, user or assistant
+  /// Starts from parse_request's `defaults`; max_tokens is set only when the
+  /// request gives one, and logprobs is top_logprobs when want_logprobs, else
+  /// as in defaults.
+  sampling_params sampling;
+  std::optional<std::int32_t> max_tokens; ///< max_completion_tokens, else max_tokens; >= 1
+  bool stream = false;
+  bool include_usage = false;         ///< stream_options.include_usage
+  std::string user;
+  std::int32_t priority = 0;
+  std::int32_t top_logprobs = 0;      ///< alternatives asked for per token, 0..20
+  bool want_logprobs = false;         ///< completions: logprobs given; chat: logprobs true
+};
+
+/// Parses and validates a request body. `defaults` are the model's defaults
+/// (temperature etc.). The first problem found is returned, always status 400:
+///  - body not JSON, not an object, trailing text after it: code invalid_json, param "";
+///  - a field of the wrong JSON type: invalid_type (booleans must be JSON
+///    booleans; an integer field takes a number only when it is whole, so
+///    1.5 is invalid_type and 2.0 is 2);
+///  - out of range: invalid_value, via sampling_params::validate for the
+///    sampling fields; param is the JSON field name ("stop", "top_p");
+///  - no prompt / no messages: missing_field; an empty messages array, a batch
+///    of prompts, n != 1, an unknown role, a non-text content part: invalid_value;
+///  - a message without content (absent or null): missing_field, param
+///    "messages[i].content"; fields inside messages are named that way.
+/// Unknown fields are ignored (OpenAI clients send many) but must be valid
+/// JSON. JSON null counts as absent. Role "developer" is taken as "system".
+/// Completions' logprobs is an integer 0..20; chat's is a boolean with
+/// top_logprobs 0..20 (top_logprobs > 0 without logprobs: true is an error).
+/// stream_options is only allowed with stream: true.
+[[nodiscard]] auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults)
+    -> std::variant<completion_request, api_error>;
+
+struct usage {
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+};
+
+/// One sampled token and what the model thought of it.
+struct token_logprob {
+  /// Its text piece; bytes that are not UTF-8 print as U+FFFD (chat's "bytes" keep them).
+  std::string token;
+  float logprob = 0; ///< below -9999 (or -inf, NaN) prints as -9999.0, as vLLM does
+  std::vector<std::pair<std::string, float>> top; ///< alternatives, most likely first
+};
+
+/// The fields every response object repeats.
+struct response_head {
+  std::string id;
+  std::int64_t created = 0; ///< Unix seconds
+  std::string model;
+};
+
+/// One streamed chunk, JSON text without "data: ". Completions: object
+/// "text_completion", choices[0].text. Chat: object "chat.completion.chunk",
+/// choices[0].delta = {"role":"assistant" (only when `first`), "content": text}.
+/// finish_reason "" is JSON null. logprobs null or empty prints "logprobs": null;
+/// else completions get {"tokens","token_logprobs","top_logprobs":[{text:lp}],
+/// "text_offset"} with offsets in Unicode code points counted from
+/// text_offset0 (as OpenAI and vLLM count), chat gets {"content":[{"token",
+/// "logprob","bytes":[UTF-8 byte values],"top_logprobs":[{"token","logprob","bytes"}]}]}.
+/// With include_usage every chunk carries "usage": null, as OpenAI does.
+auto stream_chunk(endpoint kind, const response_head& h, std::string_view text,
+                  std::string_view finish_reason, const std::vector<token_logprob>* logprobs,
+                  std::int64_t text_offset0, bool first, bool include_usage) -> std::string;
+
+/// The last chunk when stream_options.include_usage: "choices": [] and
+/// "usage": {"prompt_tokens","completion_tokens","total_tokens"}.
+auto usage_chunk(endpoint kind, const response_head& h, const usage& u) -> std::string;
+
+/// The non-streamed body: "text_completion" (choices[0]: index, text, logprobs,
+/// finish_reason) or "chat.completion" (choices[0]: index, message {role
+/// "assistant", content}, logprobs, finish_reason), then usage. logprobs and
+/// finish_reason print as in stream_chunk, text offsets from 0.
+auto full_response(endpoint kind, const response_head& h, std::string_view text,
+                   std::string_view finish_reason, const std::vector<token_logprob>* logprobs,
+                   const usage& u) -> std::string;
+
+/// GET /v1/models: {"object":"list","data":[{"id":model,"object":"model",
+/// "created":created,"owned_by":"troupe","max_model_len":n}]}.
+auto models_list(std::string_view model, std::int64_t created, std::int64_t max_model_len) -> std::string;
+
+/// {"error":{"message","type","param","code"}}; param and code are null when empty.
+auto error_body(const api_error& e) -> std::string;
+
+/// s as a JSON string literal, with its quotes. Quotes, backslashes and control
+/// characters are escaped; valid UTF-8 passes through as is; bytes that are not
+/// UTF-8 become U+FFFD, so the result is always valid JSON.
+auto json_string(std::string_view s) -> std::string;
+
+} // namespace troupe::api

@@ -1,0 +1,236 @@
+// The writing half of openai_api.hpp: responses, stream chunks and errors as
+// JSON text, built by appending to one string.
+#include "actors/http/openai_api.hpp"
+
+#include "engine/model/json_text.hpp"
+#include "engine/tokenizer/utf8.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+namespace troupe::api {
+
+namespace {
+
+void add_string(std::string& out, std::string_view s) { json_text::append_string(out, s); }
+
+void add_int(std::string& out, std::int64_t v) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// -inf (and NaN) have no JSON spelling; vLLM clamps logprobs to -9999.0 too.
+void add_logprob(std::string& out, float v) {
+  if (!(v >= -9999.0f)) {
+    out += "-9999.0";
+    return;
+  }
+  char buf[32];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 9).ptr);
+}
+
+void add_bytes(std::string& out, std::string_view s) {
+  out += '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    add_int(out, static_cast<unsigned char>(s[i]));
+  }
+  out += ']';
+}
+
+/// Unicode characters in s: bytes that do not continue one.
+auto num_code_points(std::string_view s) -> std::int64_t {
+  std::int64_t n = 0;
+  for (const char c : s) n += !is_utf8_continuation(static_cast<unsigned char>(c));
+  return n;
+}
+
+void add_completion_logprobs(std::string& out, const std::vector<token_logprob>& lps, std::int64_t offset) {
+  out += "{\"tokens\":[";
+  for (std::size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    add_string(out, lps[i].token);
+  }
+  out += "],\"token_logprobs\":[";
+  for (std::size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    add_logprob(out, lps[i].logprob);
+  }
+  out += "],\"top_logprobs\":[";
+  for (std::size_t i = 0; i < lps.size(); ++i) {
+    out += i ? ",{" : "{";
+    for (std::size_t j = 0; j < lps[i].top.size(); ++j) {
+      if (j) out += ',';
+      add_string(out, lps[i].top[j].first);
+      out += ':';
+      add_logprob(out, lps[i].top[j].second);
+    }
+    out += '}';
+  }
+  out += "],\"text_offset\":[";
+  for (std::size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    add_int(out, offset);
+    offset += num_code_points(lps[i].token);
+  }
+  out += "]}";
+}
+
+/// Opens {"token","logprob","bytes" — the caller adds to it and closes it.
+void add_chat_token(std::string& out, std::string_view token, float logprob) {
+  out += "{\"token\":";
+  add_string(out, token);
+  out += ",\"logprob\":";
+  add_logprob(out, logprob);
+  out += ",\"bytes\":";
+  add_bytes(out, token);
+}
+
+void add_chat_logprobs(std::string& out, const std::vector<token_logprob>& lps) {
+  out += "{\"content\":[";
+  for (std::size_t i = 0; i < lps.size(); ++i) {
+    if (i) out += ',';
+    add_chat_token(out, lps[i].token, lps[i].logprob);
+    out += ",\"top_logprobs\":[";
+    for (std::size_t j = 0; j < lps[i].top.size(); ++j) {
+      if (j) out += ',';
+      add_chat_token(out, lps[i].top[j].first, lps[i].top[j].second);
+      out += '}';
+    }
+    out += "]}";
+  }
+  out += "]}";
+}
+
+void add_logprobs(std::string& out, endpoint kind, const std::vector<token_logprob>* lps,
+                  std::int64_t offset) {
+  out += ",\"logprobs\":";
+  if (!lps || lps->empty()) out += "null";
+  else if (kind == endpoint::chat) add_chat_logprobs(out, *lps);
+  else add_completion_logprobs(out, *lps, offset);
+}
+
+void add_finish_reason(std::string& out, std::string_view reason) {
+  out += ",\"finish_reason\":";
+  if (reason.empty()) out += "null";
+  else add_string(out, reason);
+}
+
+/// Opens the object through "choices":[ — the caller closes both.
+void add_head(std::string& out, std::string_view object, const response_head& h) {
+  out += "{\"id\":";
+  add_string(out, h.id);
+  out += ",\"object\":";
+  add_string(out, object);
+  out += ",\"created\":";
+  add_int(out, h.created);
+  out += ",\"model\":";
+  add_string(out, h.model);
+  out += ",\"choices\":[";
+}
+
+void add_usage(std::string& out, const usage& u) {
+  out += ",\"usage\":{\"prompt_tokens\":";
+  add_int(out, u.prompt_tokens);
+  out += ",\"completion_tokens\":";
+  add_int(out, u.completion_tokens);
+  out += ",\"total_tokens\":";
+  add_int(out, u.prompt_tokens + u.completion_tokens);
+  out += '}';
+}
+
+auto object_name(endpoint kind, bool chunk) -> std::string_view {
+  if (kind == endpoint::completions) return "text_completion";
+  return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+} // namespace
+
+auto stream_chunk(endpoint kind, const response_head& h, std::string_view text,
+                  std::string_view finish_reason, const std::vector<token_logprob>* logprobs,
+                  std::int64_t text_offset0, bool first, bool include_usage) -> std::string {
+  std::string out;
+  out.reserve(256 + text.size());
+  add_head(out, object_name(kind, true), h);
+  out += "{\"index\":0,";
+  if (kind == endpoint::chat) {
+    out += first ? "\"delta\":{\"role\":\"assistant\",\"content\":" : "\"delta\":{\"content\":";
+    add_string(out, text);
+    out += '}';
+  } else {
+    out += "\"text\":";
+    add_string(out, text);
+  }
+  add_logprobs(out, kind, logprobs, text_offset0);
+  add_finish_reason(out, finish_reason);
+  out += "}]";
+  if (include_usage) out += ",\"usage\":null";
+  out += '}';
+  return out;
+}
+
+auto usage_chunk(endpoint kind, const response_head& h, const usage& u) -> std::string {
+  std::string out;
+  add_head(out, object_name(kind, true), h);
+  out += ']';
+  add_usage(out, u);
+  out += '}';
+  return out;
+}
+
+auto full_response(endpoint kind, const response_head& h, std::string_view text,
+                   std::string_view finish_reason, const std::vector<token_logprob>* logprobs,
+                   const usage& u) -> std::string {
+  std::string out;
+  out.reserve(256 + text.size());
+  add_head(out, object_name(kind, false), h);
+  if (kind == endpoint::chat) {
+    out += "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
+    add_string(out, text);
+    out += '}';
+  } else {
+    out += "{\"index\":0,\"text\":";
+    add_string(out, text);
+  }
+  add_logprobs(out, kind, logprobs, 0);
+  add_finish_reason(out, finish_reason);
+  out += "}]";
+  add_usage(out, u);
+  out += '}';
+  return out;
+}
+
+auto models_list(std::string_view model, std::int64_t created, std::int64_t max_model_len) -> std::string {
+  std::string out = "{\"object\":\"list\",\"data\":[{\"id\":";
+  add_string(out, model);
+  out += ",\"object\":\"model\",\"created\":";
+  add_int(out, created);
+  out += ",\"owned_by\":\"troupe\",\"max_model_len\":";
+  add_int(out, max_model_len);
+  out += "}]}";
+  return out;
+}
+
+auto error_body(const api_error& e) -> std::string {
+  std::string out = "{\"error\":{\"message\":";
+  add_string(out, e.message);
+  out += ",\"type\":";
+  add_string(out, e.type);
+  out += ",\"param\":";
+  if (e.param.empty()) out += "null";
+  else add_string(out, e.param);
+  out += ",\"code\":";
+  if (e.code.empty()) out += "null";
+  else add_string(out, e.code);
+  out += "}}";
+  return out;
+}
+
+auto json_string(std::string_view s) -> std::string {
+  std::string out;
+  out.reserve(s.size() + 2);
+  add_string(out, s);
+  return out;
+}
+
+} // namespace troupe::api

@@ -1,0 +1,48 @@
+#pragma once
+// Every typed actor interface of troupe, in one place. A request's path:
+// gateway (HTTP threads) → its sink → tokenizer → scheduler ⇄ executor;
+// tokens flow back scheduler → sink → client.
+
+#include "actors/type_ids.hpp"
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+namespace troupe {
+
+/// One live request: asks for its tokens, receives them step by step,
+/// detokenizes and writes them to its client.
+using sink_actor = caf::typed_actor<
+    /// New tokens (zero or one) and, on the last, the finish reason.
+    caf::reacts_to<tokens_atom, request_update>,
+    /// The client went away: abort and quit.
+    caf::reacts_to<gone_atom>>;
+
+/// One of the tokenizer pool: renders chat templates and encodes prompts.
+using tokenizer_actor = caf::typed_actor<
+    /// Prompt tokens (BOS included) or an error line.
+    caf::replies_to<encode_atom, encode_job>::with<encoded>>;
+
+/// Runs steps on one device; owns the model and its KV cache.
+using executor_actor = caf::typed_actor<
+    /// Runs one step (blocking this actor's own thread) and returns its samples.
+    caf::replies_to<execute_atom, step_ptr>::with<step_result>>;
+
+/// Owns one device's KV block pool and grants leases of it to schedulers.
+using memory_manager_actor = caf::typed_actor<
+    /// Up to n free blocks (fewer when the pool is short).
+    caf::replies_to<lease_atom, std::int32_t>::with<std::vector<block_id>>,
+    /// Blocks handed back from a lease.
+    caf::reacts_to<release_atom, std::vector<block_id>>>;
+
+/// One replica's continuous-batching loop over its executor.
+using scheduler_actor = caf::typed_actor<
+    /// Queues a request whose tokens go to the sink; arrival is when the
+    /// gateway read it (for the queue-time metric).
+    caf::replies_to<submit_atom, request, sink_actor, steady_time>::with<admission>,
+    /// Ends a request now and frees its blocks (client gone, stop string).
+    caf::reacts_to<abort_atom, request_id>,
+    /// Internal: runs the next step.
+    caf::reacts_to<step_atom>>;
+
+} // namespace troupe

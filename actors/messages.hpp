@@ -1,0 +1,43 @@
+#pragma once
+// The plain values actors send each other (besides the engine's own
+// scheduler_output / step_result / request_update).
+
+#include "engine/core/request.hpp"
+#include "engine/core/scheduler_output.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+/// Text to encode: a completion prompt, or chat messages to render first.
+struct encode_job {
+  bool chat = false;
+  std::string text;                   ///< !chat: the prompt
+  std::vector<chat_message> messages; ///< chat
+};
+
+/// The tokens of an encode_job, or why there are none (a 400 for the client).
+struct encoded {
+  std::vector<token_id> tokens;
+  std::string error;
+};
+
+/// One step, shared between the scheduler (which applies its result) and
+/// the executor (which runs it): sent by pointer, never copied.
+using step_ptr = std::shared_ptr<const scheduler_output>;
+
+/// A scheduler's answer to a submission: 0 when queued, else an HTTP status
+/// (400: can never run here; 429: the queue is full) and the reason.
+struct admission {
+  int status = 0;
+  std::string message;
+};
+
+} // namespace troupe

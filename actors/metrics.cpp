@@ -1,0 +1,105 @@
+#include "actors/metrics.hpp"
+
+#include <prometheus/text_serializer.h>
+
+namespace troupe {
+namespace {
+
+using prometheus::Histogram;
+
+auto latency_buckets() -> Histogram::BucketBoundaries {
+  return {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+          0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+}
+
+auto histogram(prometheus::Registry& r, const std::string& name, const std::string& help,
+               const std::string& model) -> Histogram& {
+  return prometheus::BuildHistogram()
+      .Name("troupe_" + name)
+      .Help(help)
+      .Register(r)
+      .Add({{"model_name", model}, {"tenant", "default"}}, latency_buckets());
+}
+
+auto counter(prometheus::Registry& r, const std::string& name, const std::string& help)
+    -> prometheus::Family<prometheus::Counter>& {
+  return prometheus::BuildCounter().Name("troupe_" + name).Help(help).Register(r);
+}
+
+auto gauge(prometheus::Registry& r, const std::string& name, const std::string& help)
+    -> prometheus::Family<prometheus::Gauge>& {
+  return prometheus::BuildGauge().Name("troupe_" + name).Help(help).Register(r);
+}
+
+} // namespace
+
+server_metrics::server_metrics(std::string model_name, int num_replicas)
+  : registry_(std::make_shared<prometheus::Registry>()),
+    model_name_(model_name),
+    time_to_first_token(histogram(*registry_,
+                                  "time_to_first_token_seconds", "Time to first token in seconds.",
+                                  model_name)),
+    inter_token_latency(histogram(*registry_, "inter_token_latency_seconds",
+                                  "Time between successive output tokens in seconds.", model_name)),
+    time_per_output_token(histogram(*registry_, "request_time_per_output_token_seconds",
+                                    "Mean time per output token after the first, per request, in seconds.",
+                                    model_name)),
+    e2e_latency(histogram(*registry_, "e2e_request_latency_seconds",
+                          "End-to-end request latency in seconds.", model_name)),
+    queue_time(histogram(*registry_, "request_queue_time_seconds",
+                         "Time a request waited before its first step, in seconds.", model_name)),
+    prompt_tokens(counter(*registry_, "prompt_tokens_total", "Prefill tokens processed.")
+                      .Add({{"model_name", model_name}, {"tenant", "default"}})),
+    generation_tokens(counter(*registry_, "generation_tokens_total", "Generation tokens processed.")
+                          .Add({{"model_name", model_name}, {"tenant", "default"}})) {
+  auto& success = counter(*registry_, "request_success_total", "Finished requests, by finish reason.");
+  for (const char* reason : {"stop", "length", "abort"})
+    success.Add({{"model_name", model_name_}, {"tenant", "default"}, {"finished_reason", reason}});
+  auto& running = gauge(*registry_, "num_requests_running", "Requests in the running batch.");
+  auto& waiting = gauge(*registry_, "num_requests_waiting", "Requests waiting to be scheduled.");
+  auto& kv = gauge(*registry_, "kv_cache_usage_perc", "Fraction of the leased KV blocks in use (0 to 1).");
+  auto& preempt = counter(*registry_, "num_preemptions_total", "Requests preempted for KV blocks.");
+  for (int i = 0; i < num_replicas; ++i) {
+    const prometheus::Labels l{{"model_name", model_name_}, {"replica", std::to_string(i)}};
+    running.Add(l);
+    waiting.Add(l);
+    kv.Add(l);
+    preempt.Add(l);
+  }
+}
+
+auto server_metrics::request_success(std::string_view reason) -> prometheus::Counter& {
+  return prometheus::BuildCounter().Name("troupe_request_success_total").Register(*registry_).Add(
+      {{"model_name", model_name_}, {"tenant", "default"}, {"finished_reason", std::string(reason)}});
+}
+
+namespace {
+template <class T>
+auto replica_metric(prometheus::Registry& r, const std::string& name, const std::string& model, int replica) -> T& {
+  if constexpr (std::is_same_v<T, prometheus::Gauge>)
+    return prometheus::BuildGauge().Name("troupe_" + name).Register(r).Add(
+        {{"model_name", model}, {"replica", std::to_string(replica)}});
+  else
+    return prometheus::BuildCounter().Name("troupe_" + name).Register(r).Add(
+        {{"model_name", model}, {"replica", std::to_string(replica)}});
+}
+} // namespace
+
+auto server_metrics::num_requests_running(int replica) -> prometheus::Gauge& {
+  return replica_metric<prometheus::Gauge>(*registry_, "num_requests_running", model_name_, replica);
+}
+auto server_metrics::num_requests_waiting(int replica) -> prometheus::Gauge& {
+  return replica_metric<prometheus::Gauge>(*registry_, "num_requests_waiting", model_name_, replica);
+}
+auto server_metrics::kv_cache_usage(int replica) -> prometheus::Gauge& {
+  return replica_metric<prometheus::Gauge>(*registry_, "kv_cache_usage_perc", model_name_, replica);
+}
+auto server_metrics::num_preemptions(int replica) -> prometheus::Counter& {
+  return replica_metric<prometheus::Counter>(*registry_, "num_preemptions_total", model_name_, replica);
+}
+
+auto server_metrics::serialize() const -> std::string {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+} // namespace troupe

@@ -1,0 +1,145 @@
+#include "actors/scheduler_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstdio>
+#include <unordered_map>
+
+namespace troupe {
+namespace {
+
+struct scheduler_state {
+  replica_options options;
+  std::unique_ptr<batch_scheduler> core;
+  executor_actor executor;
+  server_metrics* metrics = nullptr;
+  server_status* status = nullptr;
+  std::unordered_map<request_id, sink_actor> sinks;
+  struct arrival {
+    steady_time time;
+    std::int64_t prompt_tokens;
+  };
+  std::unordered_map<request_id, arrival> arrivals; ///< until first scheduled
+  std::int64_t waiting_tokens = 0; ///< prompt tokens of requests not yet admitted
+  bool stepping = false;           ///< a step is queued or in flight
+
+  void forget(request_id id) {
+    if (sinks.erase(id) > 0) status->num_queued.fetch_sub(1, std::memory_order_relaxed);
+    if (const auto it = arrivals.find(id); it != arrivals.end()) {
+      waiting_tokens -= it->second.prompt_tokens;
+      arrivals.erase(it);
+    }
+  }
+
+  void publish() {
+    const int r = options.replica;
+    metrics->num_requests_running(r).Set(static_cast<double>(core->num_running()));
+    metrics->num_requests_waiting(r).Set(static_cast<double>(core->num_waiting()));
+    const auto& b = core->blocks();
+    metrics->kv_cache_usage(r).Set(b.num_total() > 0 ? static_cast<double>(b.num_used()) / static_cast<double>(b.num_total()) : 0.0);
+  }
+};
+
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
+
+void kick(self_ptr self) {
+  auto& st = self->state;
+  if (st.stepping || !st.core->has_work()) return;
+  st.stepping = true;
+  self->send(self, step_atom_v);
+}
+
+void fail_everything(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  std::fprintf(stderr, "troupe: replica %d: the executor failed (%s); aborting its requests\n",
+               st.options.replica, why.c_str());
+  for (auto& [id, sink] : st.sinks) {
+    st.core->abort(id);
+    self->send(sink, tokens_atom_v, request_update{id, {}, finish_reason::abort});
+  }
+  while (!st.sinks.empty()) st.forget(st.sinks.begin()->first);
+}
+
+void step(self_ptr self) {
+  auto& st = self->state;
+  auto out = std::make_shared<scheduler_output>(st.core->schedule());
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& n : out->new_requests) {
+    if (const auto it = st.arrivals.find(n.id); it != st.arrivals.end()) {
+      st.metrics->queue_time.Observe(std::chrono::duration<double>(now - it->second.time).count());
+      st.waiting_tokens -= it->second.prompt_tokens;
+      st.arrivals.erase(it);
+    }
+  }
+  if (out->scheduled.empty() && out->finished.empty()) {
+    st.stepping = false;
+    st.publish();
+    return;
+  }
+  self->request(st.executor, caf::infinite, execute_atom_v, step_ptr(out))
+      .then(
+          [self, out](step_result& result) {
+            auto& st = self->state;
+            for (auto& u : st.core->update(*out, result)) {
+              const auto it = st.sinks.find(u.id);
+              if (it == st.sinks.end()) continue;
+              const bool last = u.finished != finish_reason::none;
+              self->send(it->second, tokens_atom_v, std::move(u));
+              if (last) st.forget(it->first);
+            }
+            st.status->last_progress_ns.store(
+                std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+            st.publish();
+            st.stepping = false;
+            kick(self);
+          },
+          [self](caf::error& e) {
+            fail_everything(self, self->system().render(e));
+            self->state.stepping = false;
+          });
+}
+
+auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lease, executor_actor executor,
+               server_metrics* metrics, server_status* status) -> scheduler_actor::behavior_type {
+  auto& st = self->state;
+  st.core = std::make_unique<batch_scheduler>(options.limits, block_pool(std::move(lease)), options.eos_ids);
+  st.options = std::move(options);
+  st.executor = std::move(executor);
+  st.metrics = metrics;
+  st.status = status;
+  st.publish();
+  return {
+      [self](submit_atom, request& r, sink_actor& sink, steady_time arrival) -> admission {
+        auto& st = self->state;
+        if (auto why = st.core->check(r); !why.empty()) return {400, std::move(why)};
+        const auto prompt = static_cast<std::int64_t>(r.prompt.size());
+        if (st.core->num_waiting() >= st.options.max_waiting_requests ||
+            st.waiting_tokens + prompt > st.options.max_waiting_tokens)
+          return {429, "the server's queue is full; retry later"};
+        st.waiting_tokens += prompt;
+        st.sinks.emplace(r.id, std::move(sink));
+        st.arrivals.emplace(r.id, scheduler_state::arrival{arrival, prompt});
+        st.status->num_queued.fetch_add(1, std::memory_order_relaxed);
+        st.core->add(std::move(r));
+        kick(self);
+        return {};
+      },
+      [self](abort_atom, request_id id) {
+        auto& st = self->state;
+        st.core->abort(id);
+        st.forget(id);
+        st.publish();
+        kick(self); // tells the executor to forget it
+      },
+      [self](step_atom) { step(self); },
+  };
+}
+
+} // namespace
+
+auto spawn_scheduler(caf::actor_system& sys, const replica_options& options, std::vector<block_id> lease,
+                     executor_actor executor, server_metrics* metrics, server_status* status) -> scheduler_actor {
+  return sys.spawn(scheduler, options, std::move(lease), std::move(executor), metrics, status);
+}
+
+} // namespace troupe

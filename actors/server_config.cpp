@@ -1,0 +1,292 @@
+#include "actors/server_config.hpp"
+
+#include "engine/tokenizer/chat_template.hpp"
+
+#include <toml++/toml.h>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <system_error>
+
+namespace troupe {
+namespace {
+
+[[noreturn]] void fail(const std::string& where, std::string_view reason) {
+  throw config_error(where + ": " + std::string(reason));
+}
+
+auto type_name(const toml::node& n) -> std::string {
+  switch (n.type()) {
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::array: return "array";
+    case toml::node_type::table: return "table";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+    case toml::node_type::none: break;
+  }
+  return "nothing";
+}
+
+[[noreturn]] void wrong_type(const std::string& path, std::string_view expected, const toml::node& n) {
+  fail(path, "expected " + std::string(expected) + ", got " + type_name(n));
+}
+
+// Shortest text that reads back as v, so "got 0.5" shows what was written.
+auto show(double v) -> std::string {
+  std::array<char, 32> buf{};
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), r.ptr);
+}
+
+auto as_integer(const toml::node& n, const std::string& path) -> std::int64_t {
+  if (!n.is_integer()) wrong_type(path, "an integer", n);
+  return n.as_integer()->get();
+}
+
+auto as_string(const toml::node& n, const std::string& path) -> const std::string& {
+  if (!n.is_string()) wrong_type(path, "a string", n);
+  return n.as_string()->get();
+}
+
+/// v, unless it lies outside [lo, hi] (hi defaults to Int's maximum).
+template <class Int>
+auto in_range(std::int64_t v, const std::string& path, std::int64_t lo, std::optional<std::int64_t> hi) -> Int {
+  if (hi) {
+    if (v < lo || v > *hi)
+      fail(path, "must be in [" + std::to_string(lo) + ", " + std::to_string(*hi) + "], got " + std::to_string(v));
+  } else if (v < lo) {
+    fail(path, "must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
+  }
+  if constexpr (sizeof(Int) < sizeof(std::int64_t)) {
+    constexpr auto max = std::int64_t{std::numeric_limits<Int>::max()};
+    if (v > max) fail(path, "must be <= " + std::to_string(max) + ", got " + std::to_string(v));
+  }
+  return static_cast<Int>(v);
+}
+
+/// "512MiB", "4GB", "100 MB", "1024": a count of bytes, exact (no fractions).
+auto parse_byte_size(std::string_view text, const std::string& path) -> std::int64_t {
+  struct unit { std::string_view name; std::int64_t bytes; };
+  constexpr std::array units = {
+      unit{"", 1},           unit{"B", 1},          unit{"KB", 1'000},     unit{"MB", 1'000'000},
+      unit{"GB", 1'000'000'000}, unit{"TB", 1'000'000'000'000}, unit{"KiB", std::int64_t{1} << 10},
+      unit{"MiB", std::int64_t{1} << 20}, unit{"GiB", std::int64_t{1} << 30}, unit{"TiB", std::int64_t{1} << 40}};
+  const auto bad = [&] {
+    fail(path, "cannot read \"" + std::string(text) +
+                   "\" as a size: an integer with an optional unit B, KB, MB, GB, TB, KiB, MiB, GiB, TiB");
+  };
+  auto s = text;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.empty() || s.front() < '0' || s.front() > '9') bad();
+  std::int64_t count = 0;
+  auto [rest, ec] = std::from_chars(s.data(), s.data() + s.size(), count);
+  if (ec != std::errc{}) bad();
+  auto suffix = s.substr(static_cast<std::size_t>(rest - s.data()));
+  while (!suffix.empty() && suffix.front() == ' ') suffix.remove_prefix(1);
+  for (const auto& u : units) {
+    if (u.name != suffix) continue;
+    if (count > std::numeric_limits<std::int64_t>::max() / u.bytes)
+      fail(path, "\"" + std::string(text) + "\" is too large");
+    return count * u.bytes;
+  }
+  bad();
+  return 0; // not reached: bad() throws
+}
+
+using apply_fn = std::function<void(const toml::node&, const std::string& path, server_config&)>;
+
+template <class Int>
+auto integer(Int server_config::*field, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt)
+    -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    c.*field = in_range<Int>(as_integer(n, path), path, lo, hi);
+  };
+}
+
+/// A duration in seconds: > 0, or >= 0 where zero_ok; finite either way.
+auto seconds(double server_config::*field, bool zero_ok) -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_number()) wrong_type(path, "a number", n);
+    // Not node::value<double>(), which refuses integers a double cannot hold exactly.
+    const auto v = n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
+    if (zero_ok ? !(v >= 0) : !(v > 0)) fail(path, (zero_ok ? "must be >= 0, got " : "must be > 0, got ") + show(v));
+    if (!std::isfinite(v)) fail(path, "must be finite, got " + show(v));
+    c.*field = v;
+  };
+}
+
+auto text(std::string server_config::*field, bool allow_empty) -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    const auto& s = as_string(n, path);
+    if (s.empty() && !allow_empty) fail(path, "must not be empty");
+    c.*field = s;
+  };
+}
+
+void apply_chat_template(const toml::node& n, const std::string& path, server_config& c) {
+  const auto& s = as_string(n, path);
+  if (!s.empty() && !parse_chat_format(s))
+    fail(path, "unknown chat template \"" + s + "\"; known: llama-2, chatml, zephyr");
+  c.chat_template = s;
+}
+
+void apply_executor(const toml::node& n, const std::string& path, server_config& c) {
+  const auto& s = as_string(n, path);
+  if (s != "cpu" && s != "zero") fail(path, "unknown executor \"" + s + "\"; known: cpu, zero");
+  c.executor = s;
+}
+
+void apply_devices(const toml::node& n, const std::string& path, server_config& c) {
+  if (!n.is_array()) wrong_type(path, "an array of strings", n);
+  const auto& list = *n.as_array();
+  if (list.empty()) fail(path, "must not be empty");
+  auto devices = std::vector<std::string>{};
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& name = as_string(list[i], path + "[" + std::to_string(i) + "]");
+    if (name != "cpu") fail(path, "unsupported device \"" + name + "\"; only \"cpu\" for now");
+    devices.push_back(name);
+  }
+  c.devices = std::move(devices);
+}
+
+void apply_huge_pages(const toml::node& n, const std::string& path, server_config& c) {
+  if (!n.is_boolean()) wrong_type(path, "a boolean", n);
+  c.huge_pages = n.as_boolean()->get();
+}
+
+void apply_kv_memory(const toml::node& n, const std::string& path, server_config& c) {
+  std::int64_t bytes = 0;
+  if (n.is_integer()) bytes = n.as_integer()->get();
+  else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
+  else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
+  c.kv_memory_bytes = in_range<std::int64_t>(bytes, path, 1, std::nullopt);
+}
+
+struct key_spec {
+  std::string_view section;
+  std::string_view key;
+  apply_fn apply;
+  bool takes_string = false; ///< an override's text is always the plain string
+};
+
+/// Every key the file may hold, in config/default.toml's order.
+auto key_specs() -> const std::vector<key_spec>& {
+  using c = server_config;
+  static const auto specs = std::vector<key_spec>{
+      {"server", "host", text(&c::host, false), true},
+      {"server", "port", integer(&c::port, 0, 65535)},
+      {"server", "http_threads", integer(&c::http_threads, 1)},
+      {"server", "max_body_bytes", integer(&c::max_body_bytes, 1024)},
+      {"server", "idle_timeout_s", seconds(&c::idle_timeout_s, false)},
+      {"server", "drain_timeout_s", seconds(&c::drain_timeout_s, true)},
+      {"server", "stall_timeout_s", seconds(&c::stall_timeout_s, false)},
+      {"model", "dir", text(&c::model_dir, false), true},
+      {"model", "served_model_name", text(&c::served_model_name, true), true},
+      {"model", "chat_template", apply_chat_template, true},
+      {"engine", "executor", apply_executor, true},
+      {"engine", "zero_step_us", integer(&c::zero_step_us, 0)},
+      {"engine", "devices", apply_devices},
+      {"engine", "replicas", integer(&c::replicas, 1)},
+      {"engine", "threads", integer(&c::threads, 0)},
+      {"engine", "huge_pages", apply_huge_pages},
+      {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
+      {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
+      {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},
+      {"scheduler", "kv_memory", apply_kv_memory},
+      {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1)},
+      {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1)},
+      {"scheduler", "max_model_len", integer(&c::max_model_len, 0)},
+      {"actors", "tokenizers", integer(&c::tokenizers, 0)},
+      {"actors", "caf_threads", integer(&c::caf_threads, 0)},
+  };
+  return specs;
+}
+
+/// Throws "<section>: unknown section; known: ..." unless some key lives there.
+void check_section(std::string_view section) {
+  auto known = std::string{};
+  for (const auto& s : key_specs()) {
+    if (s.section == section) return;
+    if (known.find(s.section) == std::string::npos) known += (known.empty() ? "" : ", ") + std::string(s.section);
+  }
+  fail(std::string(section), "unknown section; known: " + known);
+}
+
+/// The spec of section.key; throws "<section>.<key>: unknown key; known: ...".
+auto find_key(std::string_view section, std::string_view key) -> const key_spec& {
+  check_section(section);
+  auto known = std::string{};
+  for (const auto& s : key_specs()) {
+    if (s.section != section) continue;
+    if (s.key == key) return s;
+    known += (known.empty() ? "" : ", ") + std::string(s.key);
+  }
+  fail(std::string(section) + "." + std::string(key), "unknown key; known: " + known);
+}
+
+void apply_override(const config_override& o, server_config& c) {
+  const auto& [path, value] = o;
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) fail(path, "an override names section.key");
+  const auto& spec = find_key(std::string_view(path).substr(0, dot), std::string_view(path).substr(dot + 1));
+  // Parsed as the right-hand side of one key; anything else (a bare word, a
+  // path, text that smuggles in more keys) is the plain string.
+  auto doc = toml::table{};
+  try {
+    doc = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+  }
+  const toml::node* node = doc.size() == 1 ? doc.get("v") : nullptr;
+  if (node == nullptr || (spec.takes_string && !node->is_string())) {
+    doc = toml::table{};
+    doc.insert_or_assign("v", value);
+    node = doc.get("v");
+  }
+  spec.apply(*node, path, c);
+}
+
+} // namespace
+
+auto parse_server_config(std::string_view toml_text, std::string_view origin,
+                         const std::vector<config_override>& overrides) -> server_config {
+  auto root = toml::table{};
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    throw config_error(std::string(origin) + ": line " + std::to_string(at.line) + ", column " +
+                       std::to_string(at.column) + ": " + std::string(e.description()));
+  }
+  auto config = server_config{};
+  for (const auto& [section_key, section] : root) {
+    const auto section_name = std::string(section_key.str());
+    check_section(section_name);
+    if (!section.is_table()) wrong_type(section_name, "a table", section);
+    for (const auto& [key, value] : *section.as_table())
+      find_key(section_name, key.str()).apply(value, section_name + "." + std::string(key.str()), config);
+  }
+  for (const auto& o : overrides) apply_override(o, config);
+  return config;
+}
+
+auto load_server_config(const std::filesystem::path& path, const std::vector<config_override>& overrides)
+    -> server_config {
+  std::error_code ec;
+  auto in = std::ifstream(path, std::ios::binary);
+  if (!std::filesystem::is_regular_file(path, ec) || !in) fail(path.string(), "cannot read");
+  const auto text = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return parse_server_config(text, path.string(), overrides);
+}
+
+} // namespace troupe

@@ -1,0 +1,79 @@
+#pragma once
+// The server's settings, read once at start-up from one TOML file
+// (config/default.toml lists every key) plus `--set section.key=value`
+// overrides. Plain C++: nothing here knows CAF or Beast.
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace troupe {
+
+/// Thrown at start-up; what() is one line "<key path>: <reason>" (e.g.
+/// "scheduler.max_num_seqs: must be >= 1, got 0") or
+/// "<file>: line L, column C: <TOML parse error>".
+struct config_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Every field holds a valid value after loading; the TOML key is named where
+/// it differs from the field. Relative paths stay as written (relative to the
+/// working directory), and nothing on disk is checked here.
+struct server_config {
+  // [server]
+  std::string host = "127.0.0.1";          ///< non-empty
+  std::uint16_t port = 8080;               ///< 0: pick a free port (the server prints it)
+  std::int32_t http_threads = 1;           ///< >= 1: Beast io_context threads
+  std::int64_t max_body_bytes = 1 << 20;   ///< >= 1024; larger request bodies get 413
+  double idle_timeout_s = 30.0;            ///< > 0: keep-alive idle / slow request read
+  double drain_timeout_s = 30.0;           ///< >= 0: SIGTERM grace for in-flight streams
+  double stall_timeout_s = 60.0;           ///< > 0: /health/ready 503 when queued work saw no step this long
+  // [model]
+  std::string model_dir = "models/tiny";   ///< key "dir"; non-empty
+  std::string served_model_name;           ///< "": the model dir's last path component (resolved by the caller)
+  std::string chat_template;               ///< "": from the model; else a parse_chat_format name
+  // [engine]
+  std::string executor = "cpu";            ///< "cpu" | "zero" (returns tokens without running a model)
+  std::int32_t zero_step_us = 0;           ///< >= 0: the zero executor's simulated step time, µs
+  std::vector<std::string> devices = {"cpu"}; ///< non-empty; each "cpu" for now
+  std::int32_t replicas = 1;               ///< >= 1, per device
+  std::int32_t threads = 0;                ///< >= 0 compute threads; 0: all cores
+  bool huge_pages = true;                  ///< copy weights into 2 MiB pages
+  // [scheduler]
+  std::int32_t max_num_seqs = 256;         ///< >= 1
+  std::int32_t max_num_batched_tokens = 2048; ///< >= 1 (may be below block_size)
+  std::int32_t block_size = 16;            ///< [1, 1024] tokens per KV block
+  std::int64_t kv_memory_bytes = 256 << 20; ///< key "kv_memory"; >= 1; integer bytes or "512MiB"
+  std::int32_t max_waiting_requests = 4096; ///< >= 1; beyond it requests get 429
+  std::int64_t max_waiting_tokens = 1 << 22; ///< >= 1
+  std::int32_t max_model_len = 0;          ///< >= 0; 0: the model's max_position_embeddings
+  // [actors]
+  std::int32_t tokenizers = 0;             ///< >= 0 tokenizer pool size; 0: cores
+  std::int32_t caf_threads = 0;            ///< >= 0 CAF scheduler.max-threads; 0: cores
+
+  friend auto operator==(const server_config&, const server_config&) -> bool = default;
+};
+
+/// One `--set` override: ("section.key", value). The value is TOML syntax
+/// ("512", "\"x\"", "true", "[\"cpu\"]"); text that is not a TOML value, and
+/// any text given for a string-valued key, is taken as the plain string, so
+/// `model.dir=models/x` and `model.served_model_name=2024` need no quotes.
+using config_override = std::pair<std::string, std::string>;
+
+/// Reads `path` (a TOML file), then applies `overrides` in order (a later one
+/// wins). Absent keys keep the struct's defaults. Throws config_error naming
+/// the key path for an unknown section or key (in the file or an override),
+/// a wrong type or an out-of-range value; "<path>: cannot read" when the file
+/// cannot be read; "<path>: line L, column C: ..." for bad TOML.
+auto load_server_config(const std::filesystem::path& path,
+                        const std::vector<config_override>& overrides = {}) -> server_config;
+
+/// The same from TOML text (for tests); `origin` names it in parse errors.
+auto parse_server_config(std::string_view toml_text, std::string_view origin,
+                         const std::vector<config_override>& overrides = {}) -> server_config;
+
+} // namespace troupe

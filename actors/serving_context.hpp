@@ -1,0 +1,51 @@
+#pragma once
+// What every request's sink and the gateway share for the server's life:
+// the model's facts, the actor handles, the metrics and a few counters.
+
+#include "actors/interfaces.hpp"
+#include "actors/metrics.hpp"
+#include "engine/sampling/sampling_params.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+struct serving_context {
+  std::shared_ptr<const tokenizer> tok;
+  std::string model_name;    ///< what clients pass as "model"
+  std::string model_version; ///< the x-model-version header
+  std::int32_t max_model_len = 0;
+  std::vector<token_id> eos_ids;
+  sampling_params defaults;  ///< the model's generation_config
+  std::vector<tokenizer_actor> tokenizers;
+  std::vector<scheduler_actor> schedulers; ///< one per replica
+  server_metrics* metrics = nullptr;
+
+  std::atomic<std::uint64_t> next_tokenizer{0};
+  std::atomic<std::uint64_t> next_replica{0};
+  std::atomic<request_id> next_request{1};
+
+  /// Round-robin picks (the router of issue 7 replaces the replica one).
+  auto pick_tokenizer() -> const tokenizer_actor& {
+    return tokenizers[next_tokenizer.fetch_add(1, std::memory_order_relaxed) % tokenizers.size()];
+  }
+  auto pick_replica() -> const scheduler_actor& {
+    return schedulers[next_replica.fetch_add(1, std::memory_order_relaxed) % schedulers.size()];
+  }
+};
+
+/// The server's liveness facts, read by /health and the drain logic.
+struct server_status {
+  std::atomic<bool> ready{false};    ///< the model is loaded and actors run
+  std::atomic<bool> draining{false}; ///< SIGTERM received: no new requests
+  std::atomic<std::int64_t> num_live_requests{0};  ///< sinks alive
+  std::atomic<std::int64_t> num_queued{0};          ///< waiting + running, all replicas
+  std::atomic<std::int64_t> last_progress_ns{0};    ///< steady clock of the last finished step
+};
+
+} // namespace troupe

@@ -1,0 +1,245 @@
+#include "actors/sink_actor.hpp"
+
+#include "engine/output_processor.hpp"
+#include "engine/tokenizer/utf8.hpp"
+
+#include <caf/all.hpp>
+
+#include <optional>
+
+namespace troupe {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct sink_state {
+  std::shared_ptr<serving_context> ctx;
+  server_status* status = nullptr;
+  std::shared_ptr<http::exchange> client;
+  sink_request req;
+  api::response_head head;
+  request_id id = 0;
+  scheduler_actor replica;
+  std::optional<output_processor> out;
+  bool submitted = false; ///< the replica has (or will have) it: abort it there when gone
+  bool admitted = false;
+  bool done = false;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  std::int64_t text_offset = 0;
+  std::string text;                        ///< the whole text (non-streaming)
+  std::vector<api::token_logprob> logprobs; ///< non-streaming, when asked
+  clock_type::time_point first_token{};
+  clock_type::time_point last_token{};
+};
+
+using self_ptr = sink_actor::stateful_pointer<sink_state>;
+
+auto sse(const std::string& json) -> std::string { return "data: " + json + "\n\n"; }
+
+void fail(self_ptr self, int status, const std::string& message, const std::string& param = {}) {
+  auto& st = self->state;
+  api::api_error e;
+  e.status = status;
+  e.message = message;
+  e.param = param;
+  if (status == 429) e.type = "rate_limit_error";
+  auto headers = st.req.headers;
+  headers.emplace_back("Content-Type", "application/json");
+  if (status == 429) headers.emplace_back("Retry-After", "1");
+  st.client->respond(status, std::move(headers), api::error_body(e));
+  st.done = true;
+  self->quit();
+}
+
+auto logprob_of(const tokenizer& tok, const sample_result& s) -> api::token_logprob {
+  api::token_logprob lp;
+  lp.token = std::string(tok.piece(s.token));
+  lp.logprob = s.logprob;
+  for (const auto& t : s.top_logprobs) lp.top.emplace_back(std::string(tok.piece(t.token)), t.logprob);
+  return lp;
+}
+
+void finish(self_ptr self, finish_reason reason) {
+  auto& st = self->state;
+  const auto now = clock_type::now();
+  auto& m = *st.ctx->metrics;
+  const std::string reason_name(finish_reason_name(reason));
+  const api::usage u{st.prompt_tokens, st.completion_tokens};
+  if (st.req.body.stream) {
+    st.client->write(sse(api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset,
+                                           false, st.req.body.include_usage)));
+    if (st.req.body.include_usage) st.client->write(sse(api::usage_chunk(st.req.body.kind, st.head, u)));
+    st.client->write("data: [DONE]\n\n");
+    st.client->end_stream();
+  } else {
+    auto headers = st.req.headers;
+    headers.emplace_back("Content-Type", "application/json");
+    st.client->respond(200, std::move(headers),
+                       api::full_response(st.req.body.kind, st.head, st.text, reason_name,
+                                          st.req.body.want_logprobs ? &st.logprobs : nullptr, u));
+  }
+  m.e2e_latency.Observe(std::chrono::duration<double>(now - st.req.arrival).count());
+  if (st.completion_tokens > 1)
+    m.time_per_output_token.Observe(std::chrono::duration<double>(now - st.first_token).count() /
+                                    static_cast<double>(st.completion_tokens - 1));
+  m.prompt_tokens.Increment(static_cast<double>(st.prompt_tokens));
+  m.generation_tokens.Increment(static_cast<double>(st.completion_tokens));
+  m.request_success(reason_name).Increment();
+  st.done = true;
+  self->quit();
+}
+
+void on_tokens(self_ptr self, request_update& u) {
+  auto& st = self->state;
+  if (st.done) return;
+  const auto& tok = *st.ctx->tok;
+  for (const auto& s : u.tokens) {
+    const auto now = clock_type::now();
+    auto& m = *st.ctx->metrics;
+    if (st.completion_tokens == 0) {
+      st.first_token = now;
+      m.time_to_first_token.Observe(std::chrono::duration<double>(now - st.req.arrival).count());
+    } else {
+      m.inter_token_latency.Observe(std::chrono::duration<double>(now - st.last_token).count());
+    }
+    st.last_token = now;
+    ++st.completion_tokens;
+    auto delta = st.out->on_token(s.token);
+    std::vector<api::token_logprob> lps;
+    if (st.req.body.want_logprobs) lps.push_back(logprob_of(tok, s));
+    if (st.req.body.stream) {
+      if (!delta.text.empty() || !lps.empty())
+        st.client->write(sse(api::stream_chunk(st.req.body.kind, st.head, delta.text, "",
+                                               lps.empty() ? nullptr : &lps, st.text_offset, false,
+                                               st.req.body.include_usage)));
+    } else {
+      st.text += delta.text;
+      for (auto& l : lps) st.logprobs.push_back(std::move(l));
+    }
+    // OpenAI's text_offset counts code points, not bytes.
+    for (const char c : delta.text) st.text_offset += !is_utf8_continuation(static_cast<unsigned char>(c));
+    if (delta.finished != finish_reason::none) {
+      // A stop string (or EOS) the scheduler may not have acted on: free the
+      // request's blocks now rather than at max_tokens.
+      if (u.finished == finish_reason::none) self->send(st.replica, abort_atom_v, st.id);
+      return finish(self, delta.finished);
+    }
+  }
+  if (u.finished != finish_reason::none) finish(self, u.finished);
+}
+
+void submit(self_ptr self, encoded& e) {
+  auto& st = self->state;
+  if (!e.error.empty()) return fail(self, 400, e.error, st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
+  request r;
+  r.id = st.id;
+  r.prompt = std::move(e.tokens);
+  r.sampling = st.req.body.sampling;
+  const auto n = static_cast<std::int64_t>(r.prompt.size());
+  if (n >= st.ctx->max_model_len)
+    return fail(self, 400,
+                "the prompt has " + std::to_string(n) + " tokens; the model's context is " +
+                    std::to_string(st.ctx->max_model_len) + " tokens",
+                st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
+  r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
+                                                  : static_cast<std::int32_t>(st.ctx->max_model_len - n);
+  st.prompt_tokens = n;
+  st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
+  st.replica = st.ctx->pick_replica();
+  self->monitor(st.replica);
+  st.submitted = true;
+  self->request(st.replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
+                st.req.arrival)
+      .then(
+          [self](admission& a) {
+            auto& st = self->state;
+            if (a.status != 0) return fail(self, a.status, a.message, a.status == 400 ? "max_tokens" : "");
+            st.admitted = true;
+            if (!st.req.body.stream) return;
+            auto headers = st.req.headers;
+            headers.emplace_back("Content-Type", "text/event-stream");
+            headers.emplace_back("Cache-Control", "no-cache");
+            st.client->start_stream(200, std::move(headers));
+            if (st.req.body.kind == api::endpoint::chat)
+              st.client->write(sse(api::stream_chunk(st.req.body.kind, st.head, "", "", nullptr, 0, true,
+                                                     st.req.body.include_usage)));
+          },
+          [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+}
+
+auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* status,
+          std::shared_ptr<http::exchange> client, sink_request req) -> sink_actor::behavior_type {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.status = status;
+  st.client = std::move(client);
+  st.req = std::move(req);
+  st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
+  st.head = {(st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
+             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+             st.ctx->model_name};
+  status->num_live_requests.fetch_add(1, std::memory_order_relaxed);
+  self->attach_functor([status] { status->num_live_requests.fetch_sub(1, std::memory_order_relaxed); });
+  // The client may go at any moment; the session calls this at most once.
+  st.client->on_disconnect([addr = self->address()] {
+    if (auto h = caf::actor_cast<sink_actor>(addr)) caf::anon_send(h, gone_atom_v);
+  });
+  // The replica died (shutdown): end the response rather than wait forever.
+  self->set_down_handler([self](caf::down_msg&) {
+    auto& st = self->state;
+    if (st.done) return;
+    if (st.admitted) {
+      if (st.req.body.stream) {
+        st.client->end_stream();
+        st.done = true;
+        self->quit();
+      } else {
+        finish(self, finish_reason::abort);
+      }
+    } else {
+      fail(self, 503, "the server is shutting down");
+    }
+  });
+  encode_job job;
+  job.chat = st.req.body.kind == api::endpoint::chat;
+  if (job.chat)
+    job.messages = st.req.body.messages;
+  else
+    job.text = st.req.body.prompt;
+  if (!job.chat && !st.req.body.prompt_tokens.empty()) {
+    encoded e{st.req.body.prompt_tokens, {}};
+    for (auto t : e.tokens)
+      if (t < 0 || t >= st.ctx->tok->vocab_size()) {
+        e.error = "prompt token " + std::to_string(t) + " is outside the vocabulary";
+        break;
+      }
+    submit(self, e);
+  } else {
+    self->request(st.ctx->pick_tokenizer(), caf::infinite, encode_atom_v, std::move(job))
+        .then([self](encoded& e) { submit(self, e); },
+              [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+  }
+  return {
+      [self](tokens_atom, request_update& u) { on_tokens(self, u); },
+      [self](gone_atom) {
+        auto& st = self->state;
+        if (st.done) return;
+        // Sent after the submission, so the replica sees it second even if
+        // its admission reply is still on the way.
+        if (st.submitted) self->send(st.replica, abort_atom_v, st.id);
+        if (st.admitted) st.ctx->metrics->request_success("abort").Increment();
+        st.done = true;
+        self->quit();
+      },
+  };
+}
+
+} // namespace
+
+void spawn_sink(caf::actor_system& sys, std::shared_ptr<serving_context> ctx, server_status* status,
+                std::shared_ptr<http::exchange> client, sink_request req) {
+  sys.spawn(sink, std::move(ctx), status, std::move(client), std::move(req));
+}
+
+} // namespace troupe

@@ -1,0 +1,29 @@
+#pragma once
+#include "actors/http/http_server.hpp"
+#include "actors/http/openai_api.hpp"
+#include "actors/interfaces.hpp"
+#include "actors/serving_context.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <memory>
+
+namespace troupe {
+
+/// What the gateway knows of a request when it hands it to a sink.
+struct sink_request {
+  api::completion_request body;
+  std::string request_id;       ///< the x-request-id echoed on the response
+  http::header_list headers;    ///< sent with every response
+  steady_time arrival;
+};
+
+/// The actor that carries one request from its prompt to its last byte:
+/// encodes it (tokenizer pool), submits it (a replica's scheduler), then
+/// turns each step's tokens into text and writes it to the client (SSE when
+/// streaming). Quits when the response ends or the client goes away
+/// (aborting the request, which frees its KV blocks at the next step).
+void spawn_sink(caf::actor_system& sys, std::shared_ptr<serving_context> ctx, server_status* status,
+                std::shared_ptr<http::exchange> client, sink_request req);
+
+} // namespace troupe

@@ -1,0 +1,31 @@
+#pragma once
+// Atoms, and the message types CAF may carry. troupe's messages never leave
+// the process (no remote actors), so they are whitelisted as local-only
+// rather than given serializers.
+
+#include "actors/messages.hpp"
+#include "engine/core/batch_scheduler.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/type_id.hpp>
+
+CAF_ADD_ATOM(troupe, troupe, encode_atom, "encode")
+CAF_ADD_ATOM(troupe, troupe, execute_atom, "execute")
+CAF_ADD_ATOM(troupe, troupe, lease_atom, "lease")
+CAF_ADD_ATOM(troupe, troupe, release_atom, "release")
+CAF_ADD_ATOM(troupe, troupe, submit_atom, "submit")
+CAF_ADD_ATOM(troupe, troupe, abort_atom, "abort")
+CAF_ADD_ATOM(troupe, troupe, tokens_atom, "tokens")
+CAF_ADD_ATOM(troupe, troupe, gone_atom, "gone")
+CAF_ADD_ATOM(troupe, troupe, step_atom, "step")
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encode_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encoded)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::step_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::step_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::admission)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::request_update)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::steady_time)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::block_id>)

@@ -1,0 +1,256 @@
+// troupe serve: the OpenAI-compatible server over the actor system.
+
+#include "actors/executor_actor.hpp"
+#include "actors/gateway.hpp"
+#include "actors/http/openai_api.hpp"
+#include "actors/memory_manager_actor.hpp"
+#include "actors/scheduler_actor.hpp"
+#include "actors/server_config.hpp"
+#include "actors/tokenizer_actor.hpp"
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "engine/cpu/cpu_executor.hpp"
+#include "engine/cpu/huge_pages.hpp"
+#include "engine/model/model_config.hpp"
+#include "engine/model/model_weights.hpp"
+#include "engine/zero_executor.hpp"
+
+#include <caf/all.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace troupe::cli {
+namespace {
+
+struct serve_args {
+  std::filesystem::path config = "config/default.toml";
+  std::vector<std::pair<std::string, std::string>> overrides;
+};
+
+auto parse_serve_args(std::span<char* const> argv) -> serve_args {
+  serve_args a;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string name = argv[i];
+    if (i + 1 >= argv.size()) throw usage_error("option " + name + " needs a value");
+    const std::string value = argv[++i];
+    if (name == "--config") a.config = value;
+    else if (name == "--port") a.overrides.emplace_back("server.port", value);
+    else if (name == "--host") a.overrides.emplace_back("server.host", value);
+    else if (name == "--model") a.overrides.emplace_back("model.dir", value);
+    else if (name == "--set") {
+      const auto eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) throw usage_error("--set expects key=value, got '" + value + "'");
+      a.overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    } else {
+      throw usage_error("unknown option " + name);
+    }
+  }
+  return a;
+}
+
+// A tag that changes when the model's files do: FNV-1a over config.json and
+// the first 64 KiB of each weights file (the safetensors header).
+auto model_version(const std::filesystem::path& dir, const std::string& name) -> std::string {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](const std::filesystem::path& p, std::size_t limit) {
+    std::ifstream in(p, std::ios::binary);
+    char buf[4096];
+    std::size_t done = 0;
+    while (done < limit && in.read(buf, sizeof buf).gcount() > 0) {
+      for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
+      done += static_cast<std::size_t>(in.gcount());
+    }
+  };
+  mix(dir / "config.json", 1 << 20);
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") mix(e.path(), 1 << 16);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return name + "@" + std::string(hex, 12);
+}
+
+auto threads_or_cores(std::int32_t n) -> std::int32_t {
+  return n > 0 ? n : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Everything that exists only once the model is loaded.
+struct engine_parts {
+  std::shared_ptr<serving_context> ctx;
+  model_weights weights; // must outlive the executor
+  std::vector<caf::actor> actors; // to stop at shutdown
+};
+
+auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metrics*& metrics_out,
+                  std::unique_ptr<server_metrics>& metrics_owner, server_status& status,
+                  engine_parts& parts) -> std::string {
+  const std::filesystem::path dir = cfg.model_dir;
+  const auto mc = model_config::load(dir);
+  auto tok = std::make_shared<const tokenizer>(tokenizer::load(dir / "tokenizer.model"));
+  std::string name = cfg.served_model_name;
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+
+  std::vector<token_id> eos = mc.eos_token_ids;
+  if (eos.empty() && tok->eos_id() >= 0) eos.push_back(tok->eos_id());
+  const std::int64_t block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim *
+                                   static_cast<std::int64_t>(sizeof(float)) * cfg.block_size;
+  const auto num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / block_bytes, 1 << 30));
+  if (num_blocks < 1)
+    throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
+                             " bytes hold no KV block of " + std::to_string(block_bytes) + " bytes");
+  const std::int32_t max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len
+                                                           : static_cast<std::int32_t>(mc.max_position_embeddings);
+
+  std::shared_ptr<executor> ex;
+  if (cfg.executor == "zero") {
+    zero_executor_options zo;
+    zo.block_size = cfg.block_size;
+    zo.num_kv_blocks = num_blocks;
+    zo.vocab_size = mc.vocab_size;
+    zo.avoid = eos;
+    for (token_id t = 0; t < std::min<std::int64_t>(mc.vocab_size, tok->vocab_size()); ++t)
+      if (tok->is_control(t) || tok->is_unknown(t)) zo.avoid.push_back(t);
+    zo.step_time = std::chrono::microseconds(cfg.zero_step_us);
+    ex = std::make_shared<zero_executor>(std::move(zo));
+  } else {
+    parts.weights = model_weights::load(dir);
+    if (cfg.huge_pages) place_in_huge_pages(parts.weights);
+    cpu_executor_options eo;
+    eo.block_size = cfg.block_size;
+    eo.num_kv_blocks = num_blocks;
+    eo.num_threads = cfg.threads;
+    ex = std::make_shared<cpu_executor>(parts.weights, eo);
+  }
+
+  const int replicas = cfg.replicas * static_cast<int>(cfg.devices.size());
+  metrics_owner = std::make_unique<server_metrics>(name, replicas);
+  metrics_out = metrics_owner.get();
+  auto ctx = std::make_shared<serving_context>();
+  ctx->tok = tok;
+  ctx->model_name = name;
+  ctx->model_version = model_version(dir, name);
+  ctx->max_model_len = max_model_len;
+  ctx->eos_ids = eos;
+  ctx->defaults = default_sampling_params(mc);
+  ctx->metrics = metrics_out;
+
+  std::optional<chat_format> format;
+  if (!cfg.chat_template.empty()) format = parse_chat_format(cfg.chat_template);
+  else format = chat_format_of_model(dir.string());
+  for (int i = 0; i < threads_or_cores(cfg.tokenizers); ++i) {
+    ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, format));
+    parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
+  }
+  // One device ("cpu"), its executor and memory manager; replicas lease an
+  // equal share of its blocks.
+  auto exec = spawn_executor(sys, ex);
+  auto mm = spawn_memory_manager(sys, num_blocks);
+  parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
+  parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
+  caf::scoped_actor self{sys};
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<block_id> lease;
+    self->request(mm, caf::infinite, lease_atom_v, num_blocks / replicas)
+        .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
+                 [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
+    replica_options ro;
+    ro.replica = r;
+    ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.block_size, max_model_len};
+    ro.max_waiting_requests = cfg.max_waiting_requests;
+    ro.max_waiting_tokens = cfg.max_waiting_tokens;
+    ro.eos_ids = eos;
+    ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, metrics_out, &status));
+    parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
+  }
+  parts.ctx = ctx;
+  std::ostringstream info;
+  info << "model " << name << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
+       << cfg.block_size << " tokens, " << replicas << " replica" << (replicas == 1 ? "" : "s")
+       << ", context " << max_model_len;
+  return info.str();
+}
+
+} // namespace
+
+auto run_serve(std::span<char* const> argv) -> int {
+  const auto a = parse_serve_args(argv);
+  const auto cfg = load_server_config(a.config, a.overrides);
+
+  // SIGTERM and SIGINT are taken by sigwait below: blocked here, before any
+  // thread starts, so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  caf::actor_system_config caf_cfg;
+  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(threads_or_cores(cfg.caf_threads)));
+  caf::actor_system sys{caf_cfg};
+  server_status status;
+  gateway gw(sys, status, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::duration<double>(cfg.stall_timeout_s)));
+  http::server_options so;
+  so.host = cfg.host;
+  so.port = cfg.port;
+  so.threads = cfg.http_threads;
+  so.max_body_bytes = cfg.max_body_bytes;
+  so.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.idle_timeout_s * 1000));
+  so.error_body = [](int status, const std::string& message) {
+    api::api_error e;
+    e.status = status;
+    e.message = message;
+    e.code = status == 413 ? "request_too_large" : "bad_request";
+    return api::error_body(e);
+  };
+  http::server srv(so, [&gw](http::request r, std::shared_ptr<http::exchange> c) { gw.handle(std::move(r), std::move(c)); });
+  std::printf("troupe: listening on http://%s:%u\n", cfg.host.c_str(), static_cast<unsigned>(srv.port()));
+  std::fflush(stdout);
+
+  server_metrics* metrics = nullptr;
+  std::unique_ptr<server_metrics> metrics_owner;
+  engine_parts parts;
+  const auto stop_actors = [&] {
+    for (auto& h : parts.actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    gw.set_context(nullptr);
+    parts.ctx.reset();
+    parts.actors.clear();
+  };
+  try {
+    const auto info = start_engine(sys, cfg, metrics, metrics_owner, status, parts);
+    gw.set_context(parts.ctx);
+    status.last_progress_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    status.ready = true;
+    std::printf("troupe: ready: %s\n", info.c_str());
+    std::fflush(stdout);
+  } catch (...) {
+    srv.stop();
+    stop_actors();
+    sys.await_all_actors_done();
+    throw;
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  // Drain: readiness turns 503 and new requests get 503 (the listener stays
+  // open so that probes see it); the ones in flight get drain_timeout_s.
+  status.draining = true;
+  std::printf("troupe: %s: draining %lld request(s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+              static_cast<long long>(status.num_live_requests.load()));
+  std::fflush(stdout);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.drain_timeout_s);
+  while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto left = status.num_live_requests.load();
+  srv.stop();
+  stop_actors();
+  sys.await_all_actors_done();
+  std::printf("troupe: stopped%s\n", left > 0 ? " (drain timeout: requests cut off)" : "");
+  return 0;
+}
+
+} // namespace troupe::cli

@@ -1,0 +1,552 @@
+#include "actors/http/openai_api.hpp"
+
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace troupe;
+using namespace troupe::api;
+
+namespace {
+
+auto parse_ok(endpoint kind, std::string_view body, const sampling_params& defaults = {})
+    -> completion_request {
+  auto result = parse_request(kind, body, defaults);
+  if (auto* e = std::get_if<api_error>(&result)) FAIL("unexpected error: " << e->message << " in " << body);
+  return std::get<completion_request>(std::move(result));
+}
+
+auto parse_error(endpoint kind, std::string_view body) -> api_error {
+  auto result = parse_request(kind, body, {});
+  if (std::holds_alternative<completion_request>(result)) FAIL("parsed, but should not: " << body);
+  return std::get<api_error>(std::move(result));
+}
+
+/// A response parsed back, so the tests read fields, not text.
+struct json_doc {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  explicit json_doc(const std::string& text) {
+    const auto e = parser.parse(text).get(root);
+    REQUIRE_MESSAGE(e == simdjson::SUCCESS, "not valid JSON: " << text);
+  }
+};
+
+auto str(simdjson::simdjson_result<simdjson::dom::element> e) -> std::string {
+  return std::string(e.get_string().value());
+}
+
+auto num(simdjson::simdjson_result<simdjson::dom::element> e) -> double { return e.get_double().value(); }
+
+auto integer(simdjson::simdjson_result<simdjson::dom::element> e) -> std::int64_t {
+  return e.get_int64().value();
+}
+
+auto is_null(simdjson::simdjson_result<simdjson::dom::element> e) -> bool {
+  return e.error() == simdjson::SUCCESS && e.value().is_null();
+}
+
+auto absent(simdjson::simdjson_result<simdjson::dom::element> e) -> bool {
+  return e.error() == simdjson::NO_SUCH_FIELD;
+}
+
+struct error_case {
+  endpoint kind;
+  std::string body;
+  std::string param;
+  std::string code;
+};
+
+constexpr auto C = endpoint::completions;
+constexpr auto H = endpoint::chat;
+
+} // namespace
+
+TEST_CASE("every kind of bad request gets status 400 with the right param and code") {
+  const std::string deep = R"({"prompt":"a","x":)" + std::string(100, '[') + std::string(100, ']') + "}";
+  const std::vector<error_case> cases = {
+      // Not JSON, not an object, or more than one value.
+      {C, "", "", "invalid_json"},
+      {C, "not json", "", "invalid_json"},
+      {C, "[1,2]", "", "invalid_json"},
+      {C, R"("prompt")", "", "invalid_json"},
+      {C, R"({"prompt":"a"} x)", "", "invalid_json"},
+      {C, R"({"prompt":"a"}{})", "", "invalid_json"},
+      {C, R"({"prompt":"a",})", "", "invalid_json"},
+      {C, R"({"prompt":"a")", "", "invalid_json"},
+      // Broken values in fields nobody reads are still broken JSON.
+      {C, R"({"prompt":"a","junk":[1,2,})", "", "invalid_json"},
+      {C, R"({"prompt":"a","junk":tru})", "", "invalid_json"},
+      {C, R"({"prompt":"a","junk":1.2.3})", "", "invalid_json"},
+      {C, R"({"prompt":"a","junk":"\x"})", "", "invalid_json"},
+      {C, "{\"prompt\":\"\xff\"}", "", "invalid_json"},
+      {C, R"({"temperature":nul,"prompt":"a"})", "", "invalid_json"},
+      {C, deep, "", "invalid_json"},
+      // Input missing or malformed.
+      {C, "{}", "prompt", "missing_field"},
+      {C, R"({"prompt":null})", "prompt", "missing_field"},
+      {C, R"({"messages":[{"role":"user","content":"hi"}]})", "prompt", "missing_field"},
+      {C, R"({"prompt":5})", "prompt", "invalid_type"},
+      {C, R"({"prompt":["a","b"]})", "prompt", "invalid_value"},
+      {C, R"({"prompt":[]})", "prompt", "invalid_value"},
+      {C, R"({"prompt":[[]]})", "prompt", "invalid_value"},
+      {C, R"({"prompt":["a",1]})", "prompt", "invalid_type"},
+      {C, R"({"prompt":[1,"a"]})", "prompt", "invalid_type"},
+      {C, R"({"prompt":[1,-2]})", "prompt", "invalid_value"},
+      {C, R"({"prompt":[1,2.5]})", "prompt", "invalid_type"},
+      {C, R"({"prompt":[1,4294967296]})", "prompt", "invalid_value"},
+      {C, R"({"prompt":[[1],[2]]})", "prompt", "invalid_value"},
+      {H, "{}", "messages", "missing_field"},
+      {H, R"({"prompt":"hi"})", "messages", "missing_field"},
+      {H, R"({"messages":[]})", "messages", "invalid_value"},
+      {H, R"({"messages":"hi"})", "messages", "invalid_type"},
+      {H, R"({"messages":[5]})", "messages", "invalid_type"},
+      {H, R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].role", "invalid_value"},
+      {H, R"({"messages":[{"role":1,"content":"x"}]})", "messages[0].role", "invalid_type"},
+      {H, R"({"messages":[{"role":"user","content":"a"},{"content":"x"}]})", "messages[1].role",
+       "missing_field"},
+      {H, R"({"messages":[{"role":"user"}]})", "messages[0].content", "missing_field"},
+      {H, R"({"messages":[{"role":"user","content":null}]})", "messages[0].content", "missing_field"},
+      {H, R"({"messages":[{"role":"user","content":5}]})", "messages[0].content", "invalid_type"},
+      {H, R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"u"}}]}]})",
+       "messages[0].content", "invalid_value"},
+      {H, R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages[0].content",
+       "missing_field"},
+      {H, R"({"messages":[{"role":"user","content":["hi"]}]})", "messages[0].content", "invalid_type"},
+      // Sampling fields: wrong type, then out of range.
+      {C, R"({"prompt":"a","model":5})", "model", "invalid_type"},
+      {C, R"({"prompt":"a","max_tokens":0})", "max_tokens", "invalid_value"},
+      {C, R"({"prompt":"a","max_tokens":-1})", "max_tokens", "invalid_value"},
+      {C, R"({"prompt":"a","max_tokens":1.5})", "max_tokens", "invalid_type"},
+      {C, R"({"prompt":"a","max_tokens":"5"})", "max_tokens", "invalid_type"},
+      {C, R"({"prompt":"a","max_tokens":1e20})", "max_tokens", "invalid_value"},
+      {C, R"({"prompt":"a","max_tokens":18446744073709551615})", "max_tokens", "invalid_value"},
+      {C, R"({"prompt":"a","max_tokens":2147483648})", "max_tokens", "invalid_value"},
+      {C, R"({"prompt":"a","max_tokens":123456789012345678901234567890})", "max_tokens", "invalid_value"},
+      {C, R"({"prompt":"a","max_tokens":01})", "", "invalid_json"},
+      {C, R"({"prompt":"a","max_tokens":1.})", "", "invalid_json"},
+      {C, R"({"prompt":"a","max_completion_tokens":0})", "max_completion_tokens", "invalid_value"},
+      {C, R"({"prompt":"a","temperature":"hot"})", "temperature", "invalid_type"},
+      {C, R"({"prompt":"a","temperature":true})", "temperature", "invalid_type"},
+      {C, R"({"prompt":"a","temperature":-0.5})", "temperature", "invalid_value"},
+      {C, R"({"prompt":"a","temperature":1e39})", "temperature", "invalid_value"},
+      {C, R"({"prompt":"a","temperature":-1e400})", "temperature", "invalid_value"},
+      {C, R"({"prompt":"a","top_p":1.5})", "top_p", "invalid_value"},
+      {C, R"({"prompt":"a","top_p":0})", "top_p", "invalid_value"},
+      {C, R"({"prompt":"a","top_k":-2})", "top_k", "invalid_value"},
+      {C, R"({"prompt":"a","top_k":2.5})", "top_k", "invalid_type"},
+      {C, R"({"prompt":"a","min_p":2})", "min_p", "invalid_value"},
+      {C, R"({"prompt":"a","presence_penalty":3})", "presence_penalty", "invalid_value"},
+      {C, R"({"prompt":"a","frequency_penalty":-2.5})", "frequency_penalty", "invalid_value"},
+      {C, R"({"prompt":"a","repetition_penalty":0})", "repetition_penalty", "invalid_value"},
+      {C, R"({"prompt":"a","seed":-1})", "seed", "invalid_value"},
+      {C, R"({"prompt":"a","seed":1.5})", "seed", "invalid_type"},
+      {C, R"({"prompt":"a","seed":"1"})", "seed", "invalid_type"},
+      {C, R"({"prompt":"a","stop":""})", "stop", "invalid_value"},
+      {C, R"({"prompt":"a","stop":["x",""]})", "stop", "invalid_value"},
+      {C, R"({"prompt":"a","stop":[1]})", "stop", "invalid_type"},
+      {C, R"({"prompt":"a","stop":5})", "stop", "invalid_type"},
+      {C, R"({"prompt":"a","stop_token_ids":[-1]})", "stop_token_ids", "invalid_value"},
+      {C, R"({"prompt":"a","stop_token_ids":[1.5]})", "stop_token_ids", "invalid_type"},
+      {C, R"({"prompt":"a","stop_token_ids":"1"})", "stop_token_ids", "invalid_type"},
+      {C, R"({"prompt":"a","ignore_eos":1})", "ignore_eos", "invalid_type"},
+      {C, R"({"prompt":"a","ignore_eos":"true"})", "ignore_eos", "invalid_type"},
+      {C, R"({"prompt":"a","logprobs":21})", "logprobs", "invalid_value"},
+      {C, R"({"prompt":"a","logprobs":-1})", "logprobs", "invalid_value"},
+      {C, R"({"prompt":"a","logprobs":true})", "logprobs", "invalid_type"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":1})", "logprobs", "invalid_type"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":21})",
+       "top_logprobs", "invalid_value"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"top_logprobs":3})", "top_logprobs",
+       "invalid_value"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":false,"top_logprobs":3})",
+       "top_logprobs", "invalid_value"},
+      {C, R"({"prompt":"a","n":2})", "n", "invalid_value"},
+      {C, R"({"prompt":"a","n":0})", "n", "invalid_value"},
+      {C, R"({"prompt":"a","n":"1"})", "n", "invalid_type"},
+      {C, R"({"prompt":"a","user":5})", "user", "invalid_type"},
+      {C, R"({"prompt":"a","priority":1.5})", "priority", "invalid_type"},
+      {C, R"({"prompt":"a","priority":3000000000})", "priority", "invalid_value"},
+      {C, R"({"prompt":"a","stream":"yes"})", "stream", "invalid_type"},
+      {C, R"({"prompt":"a","stream_options":{"include_usage":true}})", "stream_options", "invalid_value"},
+      {C, R"({"prompt":"a","stream":false,"stream_options":{"include_usage":true}})", "stream_options",
+       "invalid_value"},
+      {C, R"({"prompt":"a","stream":true,"stream_options":{"include_usage":1}})", "stream_options",
+       "invalid_type"},
+      {C, R"({"prompt":"a","stream":true,"stream_options":5})", "stream_options", "invalid_type"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.body);
+    const auto e = parse_error(c.kind, c.body);
+    CHECK(e.status == 400);
+    CHECK(e.type == "invalid_request_error");
+    CHECK(e.param == c.param);
+    CHECK(e.code == c.code);
+    CHECK(!e.message.empty());
+  }
+}
+
+TEST_CASE("error messages name the field and the problem") {
+  CHECK(parse_error(C, R"({"prompt":"a","n":3})").message == "n > 1 is not supported");
+  CHECK(parse_error(C, R"({"prompt":"a","top_p":1.5})").message == "top_p must be in (0, 1], got 1.5");
+  CHECK(parse_error(C, R"({"prompt":"a","max_tokens":0})").message == "max_tokens must be >= 1, got 0");
+  CHECK(parse_error(C, R"({"prompt":"a","max_tokens":1.5})").message == "max_tokens must be an integer");
+  CHECK(parse_error(C, R"({"prompt":"a","logprobs":21})").message == "logprobs must be in [0, 20], got 21");
+  CHECK(parse_error(C, R"({"prompt":"a","stop":["x",""]})").message == "stop[1] must not be empty");
+  CHECK(parse_error(C, R"({"prompt":"a","stop_token_ids":[4,-1]})").message ==
+        "stop_token_ids[1] must be >= 0, got -1");
+  CHECK(parse_error(C, R"({"prompt":[3,-1]})").message == "prompt[1] must be >= 0, got -1");
+  CHECK(parse_error(C, "{}").message == "prompt is missing");
+  CHECK(parse_error(C, "[]").message == "request body must be a JSON object");
+  CHECK(parse_error(C, R"({"prompt":"a"}{})").message == "request body has text after the JSON object");
+  CHECK(parse_error(C, R"({"prompt":"a","max_tokens":1e400})").message == "max_tokens is out of range");
+  CHECK(parse_error(H, R"({"messages":[{"role":"tool","content":"x"}]})").message ==
+        R"(messages[0].role must be "system", "user" or "assistant", got "tool")");
+  CHECK(parse_error(H, R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]})")
+            .message == R"(messages[0].content[1].type must be "text" (only text content is supported))");
+}
+
+TEST_CASE("a completions request maps every field") {
+  const auto r = parse_ok(C, R"({
+      "model": "tiny", "prompt": "Hello", "max_tokens": 7, "temperature": 0.5, "top_p": 0.9,
+      "top_k": 40, "min_p": 0.05, "seed": 42, "stop": ["\n", "END"], "stop_token_ids": [2, 3],
+      "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1,
+      "ignore_eos": true, "logprobs": 3, "n": 1, "user": "u1", "priority": -5, "stream": true,
+      "stream_options": {"include_usage": true, "continuous_usage_stats": false},
+      "echo": false, "best_of": 1, "logit_bias": {"50256": -100}, "suffix": null})");
+  CHECK(r.kind == C);
+  CHECK(r.model == "tiny");
+  CHECK(r.prompt == "Hello");
+  CHECK(r.prompt_tokens.empty());
+  CHECK(r.messages.empty());
+  CHECK(r.max_tokens == 7);
+  CHECK(r.sampling.max_tokens == 7);
+  CHECK(r.sampling.temperature == 0.5f);
+  CHECK(r.sampling.top_p == 0.9f);
+  CHECK(r.sampling.top_k == 40);
+  CHECK(r.sampling.min_p == 0.05f);
+  CHECK(r.sampling.seed == std::optional<std::uint64_t>(42));
+  CHECK(r.sampling.stop == std::vector<std::string>{"\n", "END"});
+  CHECK(r.sampling.stop_token_ids == std::vector<token_id>{2, 3});
+  CHECK(r.sampling.presence_penalty == 0.5f);
+  CHECK(r.sampling.frequency_penalty == -0.5f);
+  CHECK(r.sampling.repetition_penalty == 1.1f);
+  CHECK(r.sampling.ignore_eos);
+  CHECK(r.sampling.logprobs == 3);
+  CHECK(r.want_logprobs);
+  CHECK(r.top_logprobs == 3);
+  CHECK(r.user == "u1");
+  CHECK(r.priority == -5);
+  CHECK(r.stream);
+  CHECK(r.include_usage);
+}
+
+TEST_CASE("absent and null fields keep the model's defaults") {
+  sampling_params d;
+  d.temperature = 0.7f;
+  d.top_p = 0.8f;
+  d.top_k = 20;
+  d.max_tokens = 99;
+  const auto r = parse_ok(C, R"({"prompt":"x","temperature":null,"max_tokens":null,"stop":null,"logprobs":null})", d);
+  CHECK(r.sampling.temperature == 0.7f);
+  CHECK(r.sampling.top_p == 0.8f);
+  CHECK(r.sampling.top_k == 20);
+  CHECK(r.sampling.max_tokens == 99);
+  CHECK_FALSE(r.max_tokens.has_value());
+  CHECK(r.sampling.stop.empty());
+  CHECK(r.sampling.logprobs == -1);
+  CHECK_FALSE(r.want_logprobs);
+  CHECK_FALSE(r.stream);
+  CHECK_FALSE(r.include_usage);
+  CHECK(r.model.empty());
+  CHECK(r.priority == 0);
+
+  // A request's own value replaces the default.
+  CHECK(parse_ok(C, R"({"prompt":"x","top_k":-1})", d).sampling.top_k == -1);
+  CHECK(parse_ok(C, R"({"prompt":"x","temperature":0})", d).sampling.temperature == 0.0f);
+}
+
+TEST_CASE("numbers: integers where floats go, whole floats where integers go") {
+  const auto r = parse_ok(C, R"({"prompt":"x","temperature":1,"top_p":1,"max_tokens":2.0,"seed":1e3,"top_k":5})");
+  CHECK(r.sampling.temperature == 1.0f);
+  CHECK(r.sampling.top_p == 1.0f);
+  CHECK(r.max_tokens == 2);
+  CHECK(r.sampling.seed == std::optional<std::uint64_t>(1000));
+  CHECK(parse_ok(C, R"({"prompt":"x","seed":18446744073709551615})").sampling.seed ==
+        std::optional<std::uint64_t>(std::numeric_limits<std::uint64_t>::max()));
+}
+
+TEST_CASE("max_completion_tokens beats max_tokens, in either order") {
+  CHECK(parse_ok(C, R"({"prompt":"x","max_tokens":5,"max_completion_tokens":9})").max_tokens == 9);
+  CHECK(parse_ok(C, R"({"max_completion_tokens":9,"prompt":"x","max_tokens":5})").max_tokens == 9);
+  const auto r = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"max_completion_tokens":12})");
+  CHECK(r.max_tokens == 12);
+  CHECK(r.sampling.max_tokens == 12);
+}
+
+TEST_CASE("prompts: one string, one string in an array, token ids, one token list in an array") {
+  CHECK(parse_ok(C, R"({"prompt":["only one"]})").prompt == "only one");
+  CHECK(parse_ok(C, R"({"prompt":""})").prompt == "");
+  const auto ids = parse_ok(C, R"({"prompt":[1,2,3,2147483647]})");
+  CHECK(ids.prompt.empty());
+  CHECK(ids.prompt_tokens == std::vector<token_id>{1, 2, 3, 2147483647});
+  CHECK(parse_ok(C, R"({"prompt":[[4,5]]})").prompt_tokens == std::vector<token_id>{4, 5});
+  // Escaped keys and text; the last of a repeated key wins.
+  CHECK(parse_ok(C, R"({"pro\u006dpt":"a\u00e9\n","prompt_x":1})").prompt == "a\xc3\xa9\n");
+  CHECK(parse_ok(C, R"({"prompt":"first","prompt":"second"})").prompt == "second");
+  CHECK(parse_ok(C, " \n{\"prompt\":\"x\"}\n ").prompt == "x");
+  // Unknown fields are skipped, whatever they hold, so long as it is JSON.
+  CHECK(parse_ok(C, R"({"prompt":"x","x":1e400,"y":[[[{"a":[null,true,"\u00e9"]}]]],"z":{}})").prompt == "x");
+}
+
+TEST_CASE("a chat request: roles, content parts, logprobs") {
+  const auto r = parse_ok(H, R"({"model":"m","messages":[
+      {"role":"developer","content":"Be brief."},
+      {"role":"system","content":"Sys."},
+      {"role":"user","name":"ann","content":[{"type":"text","text":"Hello, "},{"type":"text","text":"wörld 🙂"}]},
+      {"role":"assistant","content":"Hi."},
+      {"role":"user","content":[]}],
+      "logprobs":true,"top_logprobs":5,"prompt":"ignored here","stream":true})");
+  REQUIRE(r.messages.size() == 5);
+  CHECK(r.messages[0].role == "system");
+  CHECK(r.messages[0].content == "Be brief.");
+  CHECK(r.messages[1].role == "system");
+  CHECK(r.messages[2].role == "user");
+  CHECK(r.messages[2].content == "Hello, w\xc3\xb6rld \xf0\x9f\x99\x82");
+  CHECK(r.messages[3].role == "assistant");
+  CHECK(r.messages[3].content == "Hi.");
+  CHECK(r.messages[4].content == "");
+  CHECK(r.prompt.empty());
+  CHECK(r.want_logprobs);
+  CHECK(r.top_logprobs == 5);
+  CHECK(r.sampling.logprobs == 5);
+  CHECK(r.stream);
+  CHECK_FALSE(r.include_usage);
+
+  const auto plain = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":true})");
+  CHECK(plain.want_logprobs);
+  CHECK(plain.top_logprobs == 0);
+  CHECK(plain.sampling.logprobs == 0);
+  const auto off = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":false,"top_logprobs":0})");
+  CHECK_FALSE(off.want_logprobs);
+  CHECK(off.sampling.logprobs == -1);
+}
+
+TEST_CASE("json_string escapes what JSON needs and passes UTF-8 through") {
+  CHECK(json_string("\"\\\n\x01") == R"("\"\\\n\u0001")");
+  CHECK(json_string("\t\r\b\f\x1f\x7f/") == "\"\\t\\r\\b\\f\\u001f\x7f/\"");
+  const std::string utf8 = "h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x99\x82";
+  CHECK(json_string(utf8) == "\"" + utf8 + "\"");
+  // Bytes that are not UTF-8 (a token that is half a character) become U+FFFD.
+  // One U+FFFD per broken sequence, as Python's errors="replace" gives.
+  CHECK(json_string("a\xe2\x82" "b") == "\"a\xef\xbf\xbd" "b\"");
+  CHECK(json_string("\xe4\xb8") == "\"\xef\xbf\xbd\"");
+  CHECK(json_string("\x80\xbf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_string("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_string("\xed\xa0\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_string("\xe0\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_string("\xf4\x90\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_string("\xf0\x9f\x99") == "\"\xef\xbf\xbd\"");
+
+  // And every one reads back as the string it came from.
+  for (const std::string& s : {std::string("\"\\\n\x01"), std::string("\t\r\b\f\x1f\x7f/"), utf8,
+                              std::string(1, '\0') + "x"}) {
+    json_doc doc(json_string(s));
+    CHECK(std::string(doc.root.get_string().value()) == s);
+  }
+}
+
+TEST_CASE("stream chunks: object names, delta role only first, finish_reason null or a string, usage null") {
+  const response_head h{"cmpl-7", 1700000000, "tiny"};
+  {
+    json_doc d(stream_chunk(C, h, "Hel\"lo\n", "", nullptr, 0, true, false));
+    CHECK(str(d.root["id"]) == "cmpl-7");
+    CHECK(str(d.root["object"]) == "text_completion");
+    CHECK(integer(d.root["created"]) == 1700000000);
+    CHECK(str(d.root["model"]) == "tiny");
+    CHECK(d.root["choices"].get_array().value().size() == 1);
+    CHECK(integer(d.root["choices"].at(0)["index"]) == 0);
+    CHECK(str(d.root["choices"].at(0)["text"]) == "Hel\"lo\n");
+    CHECK(is_null(d.root["choices"].at(0)["logprobs"]));
+    CHECK(is_null(d.root["choices"].at(0)["finish_reason"]));
+    CHECK(absent(d.root["usage"]));
+  }
+  {
+    const std::vector<token_logprob> none;
+    json_doc d(stream_chunk(C, h, "", "length", &none, 0, false, true));
+    CHECK(str(d.root["choices"].at(0)["finish_reason"]) == "length");
+    CHECK(is_null(d.root["choices"].at(0)["logprobs"]));
+    CHECK(is_null(d.root["usage"]));
+  }
+  {
+    json_doc d(stream_chunk(H, h, "Hi", "", nullptr, 0, true, true));
+    CHECK(str(d.root["object"]) == "chat.completion.chunk");
+    const auto delta = d.root["choices"].at(0)["delta"];
+    CHECK(str(delta["role"]) == "assistant");
+    CHECK(str(delta["content"]) == "Hi");
+    CHECK(absent(d.root["choices"].at(0)["text"]));
+    CHECK(is_null(d.root["choices"].at(0)["finish_reason"]));
+    CHECK(is_null(d.root["usage"]));
+  }
+  {
+    json_doc d(stream_chunk(H, h, " there", "stop", nullptr, 0, false, false));
+    const auto delta = d.root["choices"].at(0)["delta"];
+    CHECK(absent(delta["role"]));
+    CHECK(str(delta["content"]) == " there");
+    CHECK(str(d.root["choices"].at(0)["finish_reason"]) == "stop");
+    CHECK(absent(d.root["usage"]));
+  }
+}
+
+TEST_CASE("the usage chunk has no choices and counts the total") {
+  const response_head h{"chatcmpl-1", 5, "m"};
+  for (const auto kind : {C, H}) {
+    json_doc d(usage_chunk(kind, h, usage{11, 4}));
+    CHECK(str(d.root["object"]) == (kind == C ? "text_completion" : "chat.completion.chunk"));
+    CHECK(str(d.root["id"]) == "chatcmpl-1");
+    CHECK(d.root["choices"].get_array().value().size() == 0);
+    CHECK(integer(d.root["usage"]["prompt_tokens"]) == 11);
+    CHECK(integer(d.root["usage"]["completion_tokens"]) == 4);
+    CHECK(integer(d.root["usage"]["total_tokens"]) == 15);
+  }
+}
+
+TEST_CASE("full responses for both endpoints") {
+  const response_head h{"id-9", 42, "tiny"};
+  {
+    json_doc d(full_response(C, h, "text\x01", "stop", nullptr, usage{3, 2}));
+    CHECK(str(d.root["object"]) == "text_completion");
+    CHECK(str(d.root["id"]) == "id-9");
+    CHECK(integer(d.root["created"]) == 42);
+    const auto choice = d.root["choices"].at(0);
+    CHECK(integer(choice["index"]) == 0);
+    CHECK(str(choice["text"]) == "text\x01");
+    CHECK(is_null(choice["logprobs"]));
+    CHECK(str(choice["finish_reason"]) == "stop");
+    CHECK(integer(d.root["usage"]["total_tokens"]) == 5);
+  }
+  {
+    json_doc d(full_response(H, h, "\xe4\xb8\x96", "length", nullptr, usage{7, 1}));
+    CHECK(str(d.root["object"]) == "chat.completion");
+    const auto choice = d.root["choices"].at(0);
+    CHECK(str(choice["message"]["role"]) == "assistant");
+    CHECK(str(choice["message"]["content"]) == "\xe4\xb8\x96");
+    CHECK(str(choice["finish_reason"]) == "length");
+    CHECK(integer(d.root["usage"]["prompt_tokens"]) == 7);
+    CHECK(integer(d.root["usage"]["completion_tokens"]) == 1);
+    CHECK(integer(d.root["usage"]["total_tokens"]) == 8);
+  }
+  {
+    json_doc d(full_response(C, h, "", "", nullptr, usage{}));
+    CHECK(is_null(d.root["choices"].at(0)["finish_reason"]));
+  }
+}
+
+namespace {
+
+auto sample_logprobs() -> std::vector<token_logprob> {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  return {
+      {"H\xc3\xa9", -0.25f, {{"H\xc3\xa9", -0.25f}, {"He", -2.5f}}},
+      {"llo", ninf, {}},
+      {" \xe4\xb8", -1.0f / 3.0f, {{" \xe4\xb8", -1.0f / 3.0f}, {"\"q\"", std::nanf("")}}},
+  };
+}
+
+} // namespace
+
+TEST_CASE("completions logprobs: tokens, token_logprobs, top_logprobs, text_offset in code points") {
+  const auto lps = sample_logprobs();
+  json_doc d(stream_chunk(C, {"x", 1, "m"}, "H\xc3\xa9llo \xe4\xb8", "", &lps, 10, true, false));
+  const auto l = d.root["choices"].at(0)["logprobs"];
+  CHECK(l["tokens"].get_array().value().size() == 3);
+  CHECK(str(l["tokens"].at(0)) == "H\xc3\xa9");
+  CHECK(str(l["tokens"].at(1)) == "llo");
+  CHECK(str(l["tokens"].at(2)) == " \xef\xbf\xbd"); // half of 世: the JSON stays UTF-8
+  CHECK(static_cast<float>(num(l["token_logprobs"].at(0))) == -0.25f);
+  CHECK(num(l["token_logprobs"].at(1)) == -9999.0);
+  CHECK(static_cast<float>(num(l["token_logprobs"].at(2))) == -1.0f / 3.0f);
+  CHECK(l["top_logprobs"].get_array().value().size() == 3);
+  CHECK(l["top_logprobs"].at(0).get_object().value().size() == 2);
+  CHECK(static_cast<float>(num(l["top_logprobs"].at(0)["He"])) == -2.5f);
+  CHECK(static_cast<float>(num(l["top_logprobs"].at(0)["H\xc3\xa9"])) == -0.25f);
+  CHECK(l["top_logprobs"].at(1).get_object().value().size() == 0);
+  CHECK(num(l["top_logprobs"].at(2)["\"q\""]) == -9999.0);
+  // "Hé" is 2 characters (3 bytes), "llo" 3.
+  CHECK(integer(l["text_offset"].at(0)) == 10);
+  CHECK(integer(l["text_offset"].at(1)) == 12);
+  CHECK(integer(l["text_offset"].at(2)) == 15);
+
+  // Non-streamed: the same shape, offsets from 0.
+  json_doc full(full_response(C, {"x", 1, "m"}, "", "stop", &lps, usage{1, 3}));
+  const auto fl = full.root["choices"].at(0)["logprobs"];
+  CHECK(integer(fl["text_offset"].at(0)) == 0);
+  CHECK(integer(fl["text_offset"].at(2)) == 5);
+}
+
+TEST_CASE("chat logprobs: content entries with bytes and top_logprobs") {
+  const auto lps = sample_logprobs();
+  for (const bool streamed : {true, false}) {
+    CAPTURE(streamed);
+    json_doc d(streamed ? stream_chunk(H, {"x", 1, "m"}, "", "", &lps, 0, false, false)
+                        : full_response(H, {"x", 1, "m"}, "", "stop", &lps, usage{}));
+    const auto content = d.root["choices"].at(0)["logprobs"]["content"];
+    REQUIRE(content.get_array().value().size() == 3);
+    CHECK(str(content.at(0)["token"]) == "H\xc3\xa9");
+    CHECK(static_cast<float>(num(content.at(0)["logprob"])) == -0.25f);
+    const auto bytes = content.at(0)["bytes"];
+    REQUIRE(bytes.get_array().value().size() == 3);
+    CHECK(integer(bytes.at(0)) == 72);
+    CHECK(integer(bytes.at(1)) == 195);
+    CHECK(integer(bytes.at(2)) == 169);
+    const auto top = content.at(0)["top_logprobs"];
+    REQUIRE(top.get_array().value().size() == 2);
+    CHECK(str(top.at(1)["token"]) == "He");
+    CHECK(static_cast<float>(num(top.at(1)["logprob"])) == -2.5f);
+    CHECK(top.at(1)["bytes"].get_array().value().size() == 2);
+    CHECK(num(content.at(1)["logprob"]) == -9999.0);
+    CHECK(content.at(1)["top_logprobs"].get_array().value().size() == 0);
+    // Half a character: token shows U+FFFD, bytes keep the truth.
+    CHECK(str(content.at(2)["token"]) == " \xef\xbf\xbd");
+    REQUIRE(content.at(2)["bytes"].get_array().value().size() == 3);
+    CHECK(integer(content.at(2)["bytes"].at(1)) == 0xe4);
+    CHECK(integer(content.at(2)["bytes"].at(2)) == 0xb8);
+    CHECK(num(content.at(2)["top_logprobs"].at(1)["logprob"]) == -9999.0);
+  }
+}
+
+TEST_CASE("models list and error bodies") {
+  {
+    json_doc d(models_list("tiny\"llama", 123, 2048));
+    CHECK(str(d.root["object"]) == "list");
+    REQUIRE(d.root["data"].get_array().value().size() == 1);
+    const auto m = d.root["data"].at(0);
+    CHECK(str(m["id"]) == "tiny\"llama");
+    CHECK(str(m["object"]) == "model");
+    CHECK(integer(m["created"]) == 123);
+    CHECK(str(m["owned_by"]) == "troupe");
+    CHECK(integer(m["max_model_len"]) == 2048);
+  }
+  {
+    json_doc d(error_body(api_error{404, "The model `x` does not exist.", "NotFoundError", "model", "model_not_found"}));
+    const auto e = d.root["error"];
+    CHECK(str(e["message"]) == "The model `x` does not exist.");
+    CHECK(str(e["type"]) == "NotFoundError");
+    CHECK(str(e["param"]) == "model");
+    CHECK(str(e["code"]) == "model_not_found");
+  }
+  {
+    json_doc d(error_body(api_error{503, "overloaded", "server_error", "", ""}));
+    CHECK(is_null(d.root["error"]["param"]));
+    CHECK(is_null(d.root["error"]["code"]));
+    CHECK(str(d.root["error"]["type"]) == "server_error");
+  }
+  // A parse error's body round-trips.
+  const auto e = parse_error(C, R"({"prompt":"a","n":2})");
+  json_doc d(error_body(e));
+  CHECK(str(d.root["error"]["message"]) == "n > 1 is not supported");
+  CHECK(str(d.root["error"]["param"]) == "n");
+  CHECK(str(d.root["error"]["code"]) == "invalid_value");
+}

@@ -1,0 +1,294 @@
+#include "actors/server_config.hpp"
+
+#include "tests/support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <string>
+
+using namespace troupe;
+
+namespace {
+
+const auto default_toml = std::filesystem::path(__FILE__).parent_path() / "../../config/default.toml";
+
+/// what() of the config_error that parsing `text` (then `overrides`) throws;
+/// "no error" when it throws none.
+auto error_of(std::string_view text, const std::vector<config_override>& overrides = {}) -> std::string {
+  try {
+    parse_server_config(text, "test.toml", overrides);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+auto with(std::string key, std::string value) -> server_config {
+  return parse_server_config("", "test.toml", {{std::move(key), std::move(value)}});
+}
+
+} // namespace
+
+TEST_CASE("config/default.toml gives exactly the struct's defaults") {
+  const auto c = load_server_config(default_toml);
+  const auto d = server_config{};
+  CHECK(c.host == d.host);
+  CHECK(c.port == d.port);
+  CHECK(c.http_threads == d.http_threads);
+  CHECK(c.max_body_bytes == d.max_body_bytes);
+  CHECK(c.idle_timeout_s == d.idle_timeout_s);
+  CHECK(c.drain_timeout_s == d.drain_timeout_s);
+  CHECK(c.stall_timeout_s == d.stall_timeout_s);
+  CHECK(c.model_dir == d.model_dir);
+  CHECK(c.served_model_name == d.served_model_name);
+  CHECK(c.chat_template == d.chat_template);
+  CHECK(c.executor == d.executor);
+  CHECK(c.zero_step_us == d.zero_step_us);
+  CHECK(c.devices == d.devices);
+  CHECK(c.replicas == d.replicas);
+  CHECK(c.threads == d.threads);
+  CHECK(c.huge_pages == d.huge_pages);
+  CHECK(c.max_num_seqs == d.max_num_seqs);
+  CHECK(c.max_num_batched_tokens == d.max_num_batched_tokens);
+  CHECK(c.block_size == d.block_size);
+  CHECK(c.kv_memory_bytes == d.kv_memory_bytes);
+  CHECK(c.max_waiting_requests == d.max_waiting_requests);
+  CHECK(c.max_waiting_tokens == d.max_waiting_tokens);
+  CHECK(c.max_model_len == d.max_model_len);
+  CHECK(c.tokenizers == d.tokenizers);
+  CHECK(c.caf_threads == d.caf_threads);
+  // The defaulted == also covers any field added later.
+  CHECK(c == d);
+  CHECK(d.model_dir == "models/tiny");
+}
+
+TEST_CASE("config/default.toml spells out every key") {
+  const auto doc = toml::parse_file(default_toml.string());
+  for (const auto* key :
+       {"server.host", "server.port", "server.http_threads", "server.max_body_bytes", "server.idle_timeout_s",
+        "server.drain_timeout_s", "server.stall_timeout_s", "model.dir", "model.served_model_name",
+        "model.chat_template", "engine.executor", "engine.zero_step_us", "engine.devices", "engine.replicas",
+        "engine.threads", "engine.huge_pages", "scheduler.max_num_seqs", "scheduler.max_num_batched_tokens",
+        "scheduler.block_size", "scheduler.kv_memory", "scheduler.max_waiting_requests",
+        "scheduler.max_waiting_tokens", "scheduler.max_model_len", "actors.tokenizers", "actors.caf_threads"}) {
+    CAPTURE(key);
+    CHECK(doc.at_path(key).node() != nullptr);
+  }
+  std::size_t num_keys = 0;
+  for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
+  CHECK(num_keys == 25);
+}
+
+TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
+  const auto c = parse_server_config(R"(
+[server]
+port = 0
+idle_timeout_s = 5      # an integer for a duration
+drain_timeout_s = 0.25
+[engine]
+executor = "zero"
+devices = ["cpu", "cpu"]
+huge_pages = false
+[scheduler]
+block_size = 1024
+)",
+                                     "test.toml");
+  CHECK(c.port == 0);
+  CHECK(c.idle_timeout_s == 5.0);
+  CHECK(c.drain_timeout_s == 0.25);
+  CHECK(c.executor == "zero");
+  CHECK(c.devices == std::vector<std::string>{"cpu", "cpu"});
+  CHECK_FALSE(c.huge_pages);
+  CHECK(c.block_size == 1024);
+  auto expected = server_config{};
+  expected.port = 0;
+  expected.idle_timeout_s = 5.0;
+  expected.drain_timeout_s = 0.25;
+  expected.executor = "zero";
+  expected.devices = {"cpu", "cpu"};
+  expected.huge_pages = false;
+  expected.block_size = 1024;
+  CHECK(c == expected);
+}
+
+TEST_CASE("overrides: TOML values, else the plain string, applied in order after the file") {
+  CHECK(with("server.port", "9000").port == 9000);
+  CHECK(with("server.stall_timeout_s", "2.5").stall_timeout_s == 2.5);
+  CHECK(with("model.dir", "models/x").model_dir == "models/x");
+  CHECK(with("model.dir", "\"quoted dir\"").model_dir == "quoted dir");
+  CHECK(with("model.served_model_name", "2024").served_model_name == "2024");
+  CHECK(with("model.served_model_name", "").served_model_name.empty());
+  CHECK(with("engine.devices", R"(["cpu", "cpu"])").devices == std::vector<std::string>{"cpu", "cpu"});
+  CHECK_FALSE(with("engine.huge_pages", "false").huge_pages);
+  CHECK(with("engine.executor", "zero").executor == "zero");
+  CHECK(with("model.chat_template", "chatml").chat_template == "chatml");
+
+  // The file says 7000; overrides follow, the last one winning.
+  const auto c = parse_server_config("[server]\nport = 7000\nhttp_threads = 3\n", "test.toml",
+                                     {{"server.port", "7001"}, {"server.port", "7002"}});
+  CHECK(c.port == 7002);
+  CHECK(c.http_threads == 3);
+
+  // Text that would smuggle a second key in is one plain string.
+  CHECK(with("server.host", "h\nport = 1").host == "h\nport = 1");
+  CHECK(error_of("", {{"server.port", "1\nhttp_threads = 9"}}) == "server.port: expected an integer, got string");
+}
+
+TEST_CASE("kv_memory takes bytes or a size with a unit") {
+  const auto kv = [](std::string v) { return with("scheduler.kv_memory", std::move(v)).kv_memory_bytes; };
+  CHECK(kv("1024") == 1024);
+  CHECK(kv("\"1024\"") == 1024);
+  CHECK(kv("512MiB") == std::int64_t{512} << 20);
+  CHECK(kv("1GiB") == std::int64_t{1} << 30);
+  CHECK(kv("4GB") == 4'000'000'000);
+  CHECK(kv("100MB") == 100'000'000);
+  CHECK(kv("\"64 KiB\"") == 65536);
+  CHECK(kv("2TiB") == std::int64_t{2} << 40);
+  CHECK(kv("7B") == 7);
+  CHECK(parse_server_config("[scheduler]\nkv_memory = \"1GiB\"\n", "test.toml").kv_memory_bytes ==
+        std::int64_t{1} << 30);
+  CHECK(parse_server_config("[scheduler]\nkv_memory = 3000\n", "test.toml").kv_memory_bytes == 3000);
+
+  const auto bad_size = [](std::string v) {
+    return "scheduler.kv_memory: cannot read \"" + v +
+           "\" as a size: an integer with an optional unit B, KB, MB, GB, TB, KiB, MiB, GiB, TiB";
+  };
+  CHECK(error_of("", {{"scheduler.kv_memory", "1.5GiB"}}) == bad_size("1.5GiB"));
+  CHECK(error_of("", {{"scheduler.kv_memory", "12XB"}}) == bad_size("12XB"));
+  CHECK(error_of("", {{"scheduler.kv_memory", "mib"}}) == bad_size("mib"));
+  CHECK(error_of("", {{"scheduler.kv_memory", "\"-1MiB\""}}) == bad_size("-1MiB"));
+  CHECK(error_of("", {{"scheduler.kv_memory", "0MiB"}}) == "scheduler.kv_memory: must be >= 1, got 0");
+  CHECK(error_of("", {{"scheduler.kv_memory", "-5"}}) == "scheduler.kv_memory: must be >= 1, got -5");
+  CHECK(error_of("", {{"scheduler.kv_memory", "9000000TiB"}}) == "scheduler.kv_memory: \"9000000TiB\" is too large");
+  CHECK(error_of("[scheduler]\nkv_memory = 1.5\n") ==
+        "scheduler.kv_memory: expected an integer or a size string like \"512MiB\", got float");
+}
+
+TEST_CASE("unknown sections and keys are named, in the file and in overrides alike") {
+  const auto section = std::string("serverr: unknown section; known: server, model, engine, scheduler, actors");
+  CHECK(error_of("[serverr]\nport = 1\n") == section);
+  CHECK(error_of("", {{"serverr.port", "1"}}) == section);
+  CHECK(error_of("port = 1\n") == "port: unknown section; known: server, model, engine, scheduler, actors");
+
+  const auto key = std::string(
+      "server.prot: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
+      "drain_timeout_s, stall_timeout_s");
+  CHECK(error_of("[server]\nprot = 1\n") == key);
+  CHECK(error_of("", {{"server.prot", "1"}}) == key);
+  CHECK(error_of("[model]\nmodel_dir = \"x\"\n") ==
+        "model.model_dir: unknown key; known: dir, served_model_name, chat_template");
+  CHECK(error_of("[server.tls]\ncert = \"x\"\n") ==
+        "server.tls: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
+        "drain_timeout_s, stall_timeout_s");
+  CHECK(error_of("", {{"port", "1"}}) == "port: an override names section.key");
+  CHECK(error_of("server = 1\n") == "server: expected a table, got integer");
+}
+
+TEST_CASE("wrong types name the key, what it wants and what it got") {
+  CHECK(error_of("[server]\nport = \"80\"\n") == "server.port: expected an integer, got string");
+  CHECK(error_of("[server]\nport = 80.0\n") == "server.port: expected an integer, got float");
+  CHECK(error_of("[server]\nhost = 1\n") == "server.host: expected a string, got integer");
+  CHECK(error_of("[server]\nidle_timeout_s = \"30s\"\n") == "server.idle_timeout_s: expected a number, got string");
+  CHECK(error_of("[engine]\nhuge_pages = 1\n") == "engine.huge_pages: expected a boolean, got integer");
+  CHECK(error_of("[engine]\ndevices = \"cpu\"\n") == "engine.devices: expected an array of strings, got string");
+  CHECK(error_of("[engine]\ndevices = [\"cpu\", 0]\n") == "engine.devices[1]: expected a string, got integer");
+  CHECK(error_of("[actors]\ntokenizers = [1]\n") == "actors.tokenizers: expected an integer, got array");
+  CHECK(error_of("[model]\ndir = 2024-01-01\n") == "model.dir: expected a string, got date");
+  CHECK(error_of("", {{"server.port", "eighty"}}) == "server.port: expected an integer, got string");
+  CHECK(error_of("", {{"engine.huge_pages", "yes"}}) == "engine.huge_pages: expected a boolean, got string");
+}
+
+TEST_CASE("out-of-range values say the range and the value") {
+  CHECK(error_of("[scheduler]\nmax_num_seqs = 0\n") == "scheduler.max_num_seqs: must be >= 1, got 0");
+  CHECK(error_of("[server]\nport = 65536\n") == "server.port: must be in [0, 65535], got 65536");
+  CHECK(error_of("[server]\nport = -1\n") == "server.port: must be in [0, 65535], got -1");
+  CHECK(with("server.port", "65535").port == 65535);
+  CHECK(error_of("[server]\nhttp_threads = 0\n") == "server.http_threads: must be >= 1, got 0");
+  CHECK(error_of("[server]\nmax_body_bytes = 1023\n") == "server.max_body_bytes: must be >= 1024, got 1023");
+  CHECK(with("server.max_body_bytes", "1024").max_body_bytes == 1024);
+  CHECK(error_of("[server]\nidle_timeout_s = 0\n") == "server.idle_timeout_s: must be > 0, got 0");
+  CHECK(error_of("[server]\nstall_timeout_s = -0.5\n") == "server.stall_timeout_s: must be > 0, got -0.5");
+  CHECK(error_of("[server]\ndrain_timeout_s = -1\n") == "server.drain_timeout_s: must be >= 0, got -1");
+  CHECK(with("server.drain_timeout_s", "0").drain_timeout_s == 0.0);
+  CHECK(with("server.drain_timeout_s", "9007199254740993").drain_timeout_s == 9007199254740992.0);
+  CHECK(error_of("[server]\ndrain_timeout_s = nan\n") == "server.drain_timeout_s: must be >= 0, got nan");
+  CHECK(error_of("[server]\nidle_timeout_s = inf\n") == "server.idle_timeout_s: must be finite, got inf");
+  CHECK(error_of("[server]\nhost = \"\"\n") == "server.host: must not be empty");
+  CHECK(error_of("[model]\ndir = \"\"\n") == "model.dir: must not be empty");
+  CHECK(error_of("[engine]\nzero_step_us = -1\n") == "engine.zero_step_us: must be >= 0, got -1");
+  CHECK(error_of("[engine]\nreplicas = 0\n") == "engine.replicas: must be >= 1, got 0");
+  CHECK(error_of("[engine]\nthreads = -1\n") == "engine.threads: must be >= 0, got -1");
+  CHECK(error_of("[engine]\ndevices = []\n") == "engine.devices: must not be empty");
+  CHECK(error_of("[engine]\ndevices = [\"cpu\", \"cuda:0\"]\n") ==
+        "engine.devices: unsupported device \"cuda:0\"; only \"cpu\" for now");
+  CHECK(error_of("[scheduler]\nmax_num_batched_tokens = 0\n") ==
+        "scheduler.max_num_batched_tokens: must be >= 1, got 0");
+  CHECK(with("scheduler.max_num_batched_tokens", "1").max_num_batched_tokens == 1);
+  CHECK(error_of("[scheduler]\nblock_size = 0\n") == "scheduler.block_size: must be in [1, 1024], got 0");
+  CHECK(error_of("[scheduler]\nblock_size = 1025\n") == "scheduler.block_size: must be in [1, 1024], got 1025");
+  CHECK(error_of("[scheduler]\nmax_waiting_requests = 0\n") == "scheduler.max_waiting_requests: must be >= 1, got 0");
+  CHECK(error_of("[scheduler]\nmax_waiting_tokens = 0\n") == "scheduler.max_waiting_tokens: must be >= 1, got 0");
+  CHECK(error_of("[scheduler]\nmax_model_len = -1\n") == "scheduler.max_model_len: must be >= 0, got -1");
+  CHECK(error_of("[scheduler]\nmax_num_seqs = 3000000000\n") ==
+        "scheduler.max_num_seqs: must be <= 2147483647, got 3000000000");
+  CHECK(error_of("[actors]\ntokenizers = -1\n") == "actors.tokenizers: must be >= 0, got -1");
+  CHECK(error_of("[actors]\ncaf_threads = -2\n") == "actors.caf_threads: must be >= 0, got -2");
+}
+
+TEST_CASE("chat templates and executors are checked by name") {
+  CHECK(error_of("[model]\nchat_template = \"alpaca\"\n") ==
+        "model.chat_template: unknown chat template \"alpaca\"; known: llama-2, chatml, zephyr");
+  CHECK(error_of("", {{"model.chat_template", "vicuna"}}) ==
+        "model.chat_template: unknown chat template \"vicuna\"; known: llama-2, chatml, zephyr");
+  for (const auto* name : {"llama-2", "chatml", "zephyr"})
+    CHECK(with("model.chat_template", name).chat_template == name);
+  CHECK(error_of("[engine]\nexecutor = \"cuda\"\n") == "engine.executor: unknown executor \"cuda\"; known: cpu, zero");
+  CHECK(error_of("", {{"engine.executor", "gpu"}}) == "engine.executor: unknown executor \"gpu\"; known: cpu, zero");
+}
+
+TEST_CASE("bad TOML names the origin and the line") {
+  CHECK(error_of("[server]\nport = 1\nhost = \n") ==
+        "test.toml: line 3, column 8: Error while parsing key-value pair: expected value, saw '\\n'");
+  CHECK(error_of("[server]\nport = 1\nport = 2\n") ==
+        "test.toml: line 3, column 8: Error while parsing key-value pair: cannot redefine existing integer 'port'");
+  CHECK(error_of("[server\n") == "test.toml: line 1, column 8: Error while parsing table header: expected ']', saw '\\n'");
+}
+
+TEST_CASE("files: a missing or unreadable one cannot be read; a real one loads with its overrides") {
+  const testing::temp_dir dir;
+  const auto missing = dir / "nope.toml";
+  try {
+    load_server_config(missing);
+    FAIL("no error");
+  } catch (const config_error& e) {
+    CHECK(std::string(e.what()) == missing.string() + ": cannot read");
+  }
+  try {
+    load_server_config(dir.path());
+    FAIL("no error");
+  } catch (const config_error& e) {
+    CHECK(std::string(e.what()) == dir.path().string() + ": cannot read");
+  }
+
+  const auto file = dir / "troupe.toml";
+  std::ofstream(file) << "[server]\nport = 1234\n[scheduler]\nkv_memory = \"1MiB\"\n";
+  const auto c = load_server_config(file, {{"engine.threads", "4"}});
+  CHECK(c.port == 1234);
+  CHECK(c.kv_memory_bytes == 1 << 20);
+  CHECK(c.threads == 4);
+
+  const auto broken = dir / "broken.toml";
+  std::ofstream(broken) << "[server]\n\nport = = 1\n";
+  try {
+    load_server_config(broken);
+    FAIL("no error");
+  } catch (const config_error& e) {
+    CHECK(std::string(e.what()).starts_with(broken.string() + ": line 3, column 8: "));
+  }
+
+  const auto empty = dir / "empty.toml";
+  std::ofstream(empty) << "";
+  CHECK(load_server_config(empty) == server_config{});
+}

@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Integration tests of `troupe serve`: the real binary on a loopback port,
+driven by real clients (http.client, raw sockets, curl, Node's fetch)."""
+
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TROUPE = os.path.abspath(sys.argv[1])
+SOURCE = os.path.dirname(os.path.abspath(__file__))
+CONFIG = os.path.join(SOURCE, "..", "..", "config", "default.toml")
+failures = []
+
+
+def check(cond, what):
+    if cond:
+        print(f"ok    {what}", flush=True)
+    else:
+        print(f"FAIL  {what}", flush=True)
+        failures.append(what)
+
+
+class server:
+    """A `troupe serve` process on a free port; stopped with SIGTERM."""
+
+    def __init__(self, model, *sets):
+        args = [TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", model]
+        for s in sets:
+            args += ["--set", s]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log = []
+        self.port = None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("troupe serve exited: " + "".join(self.log))
+            self.log.append(line)
+            m = re.search(r"listening on http://[^:]+:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+            if "ready:" in line:
+                break
+
+    def conn(self, timeout=60):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None):
+        c = self.conn()
+        data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
+        c.request(method, path, body=data, headers=headers or {})
+        r = c.getresponse()
+        text = r.read().decode()
+        c.close()
+        return r, text
+
+    def metric(self, name, labels=""):
+        _, text = self.request("GET", "/metrics")
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name + "{") and labels in line:
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rest = self.proc.communicate(timeout=60)[0]
+        self.log.append(rest)
+        return self.proc.returncode
+
+
+def sse_events(text):
+    return [e[len("data: "):] for e in text.split("\n\n") if e.startswith("data: ")]
+
+
+def stream(srv, path, body):
+    """POSTs a streaming request; returns (status, content pieces, finish reason, usage, done)."""
+    r, text = srv.request("POST", path, dict(body, stream=True))
+    events = sse_events(text)
+    pieces, finish, usage = [], None, None
+    for e in events[:-1]:
+        obj = json.loads(e)
+        if obj.get("usage"):
+            usage = obj["usage"]
+        for ch in obj["choices"]:
+            piece = ch.get("text") if "text" in ch else ch.get("delta", {}).get("content")
+            if piece:
+                pieces.append(piece)
+            if ch.get("finish_reason"):
+                finish = ch["finish_reason"]
+    return r.status, pieces, finish, usage, bool(events) and events[-1] == "[DONE]"
+
+
+def test_basics(srv):
+    r, text = srv.request("GET", "/health/live")
+    check(r.status == 200, "GET /health/live is 200")
+    r, text = srv.request("GET", "/health/ready")
+    check(r.status == 200 and json.loads(text)["status"] == "ready", "GET /health/ready is 200 once loaded")
+    r, text = srv.request("GET", "/v1/models", headers={"x-request-id": "abc-123"})
+    models = json.loads(text)
+    check(r.status == 200 and models["data"][0]["id"] == "tiny", "GET /v1/models lists the served model")
+    check(r.getheader("x-request-id") == "abc-123", "x-request-id is echoed")
+    check(re.fullmatch(r"tiny@[0-9a-f]{12}", r.getheader("x-model-version") or "") is not None,
+          "x-model-version carries the model's version tag")
+    r, _ = srv.request("GET", "/health/live")
+    check(bool(r.getheader("x-request-id")), "a request without x-request-id gets one")
+
+
+def test_non_streaming(srv):
+    r, text = srv.request("POST", "/v1/completions",
+                          {"model": "tiny", "prompt": "Permission is hereby granted", "max_tokens": 12,
+                           "ignore_eos": True, "temperature": 0})
+    body = json.loads(text)
+    check(r.status == 200 and body["object"] == "text_completion", "completions: 200 text_completion")
+    check(body["usage"]["completion_tokens"] == 12 and body["choices"][0]["finish_reason"] == "length",
+          "completions: max_tokens honoured, finish_reason length")
+    check(body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + 12, "completions: usage adds up")
+    text1 = body["choices"][0]["text"]
+    _, text = srv.request("POST", "/v1/completions",
+                          {"prompt": "Permission is hereby granted", "max_tokens": 12, "ignore_eos": True,
+                           "temperature": 0})
+    check(json.loads(text)["choices"][0]["text"] == text1, "completions: greedy is reproducible")
+    _, a = srv.request("POST", "/v1/completions", {"prompt": "The", "max_tokens": 16, "seed": 7, "ignore_eos": True})
+    _, b = srv.request("POST", "/v1/completions", {"prompt": "The", "max_tokens": 16, "seed": 7, "ignore_eos": True})
+    check(json.loads(a)["choices"][0]["text"] == json.loads(b)["choices"][0]["text"], "completions: same seed, same text")
+    r, text = srv.request("POST", "/v1/chat/completions",
+                          {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8,
+                           "ignore_eos": True})
+    body = json.loads(text)
+    check(r.status == 200 and body["object"] == "chat.completion" and
+          body["choices"][0]["message"]["role"] == "assistant", "chat: 200 chat.completion with an assistant message")
+    check(body["usage"]["completion_tokens"] == 8, "chat: usage counts the tokens")
+    r, text = srv.request("POST", "/v1/completions",
+                          {"prompt": "The", "max_tokens": 4, "logprobs": 2, "ignore_eos": True})
+    lp = json.loads(text)["choices"][0]["logprobs"]
+    check(r.status == 200 and len(lp["tokens"]) == 4 and len(lp["top_logprobs"][0]) == 2 and
+          all(x <= 0 for x in lp["token_logprobs"]), "completions: logprobs with top alternatives")
+    r, text = srv.request("POST", "/v1/completions",
+                          {"prompt": "The", "max_tokens": 64, "ignore_eos": True, "stop": [" the"], "temperature": 0})
+    body = json.loads(text)
+    check(" the" not in body["choices"][0]["text"], "completions: a stop string never shows")
+
+
+def test_streaming(srv):
+    status, pieces, finish, usage, done = stream(
+        srv, "/v1/completions", {"prompt": "This License", "max_tokens": 20, "ignore_eos": True,
+                                 "stream_options": {"include_usage": True}})
+    check(status == 200 and done and finish == "length", "stream completions: ends with finish_reason and [DONE]")
+    check(usage and usage["completion_tokens"] == 20, "stream completions: usage chunk counts 20 tokens")
+    check(len(pieces) >= 10, "stream completions: the text arrives in many chunks")
+    status, pieces, finish, usage, done = stream(
+        srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 10,
+                                      "ignore_eos": True, "stream_options": {"include_usage": True}})
+    check(status == 200 and done and finish == "length" and usage["completion_tokens"] == 10,
+          "stream chat: chunks, finish_reason, usage, [DONE]")
+    r, text = srv.request("POST", "/v1/chat/completions",
+                          {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3, "stream": True})
+    first = json.loads(sse_events(text)[0])
+    check(r.getheader("content-type") == "text/event-stream" and
+          first["choices"][0]["delta"].get("role") == "assistant", "stream chat: SSE, first delta names the role")
+    # curl, the client most people try first.
+    out = subprocess.run(["curl", "-sN", f"http://127.0.0.1:{srv.port}/v1/completions", "-H",
+                          "Content-Type: application/json", "-d",
+                          json.dumps({"prompt": "Copyright", "max_tokens": 5, "stream": True, "ignore_eos": True})],
+                         capture_output=True, text=True, timeout=60)
+    events = sse_events(out.stdout)
+    check(out.returncode == 0 and events[-1] == "[DONE]" and len(events) >= 3, "curl reads the SSE stream")
+
+
+def test_node_fetch(srv):
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        print("skip  Node fetch: no node on this machine")
+        return
+    out = subprocess.run([node, os.path.join(SOURCE, "sse_fetch.mjs"), f"http://127.0.0.1:{srv.port}"],
+                         capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0, "Node's fetch reads both SSE streams: " + (out.stdout + out.stderr).strip()[-300:])
+
+
+def test_errors(srv):
+    def err(method, path, body, status, param=None, code=None, headers=None, what=""):
+        r, text = srv.request(method, path, body, headers)
+        try:
+            e = json.loads(text)["error"]
+            shaped = all(k in e for k in ("message", "type", "param", "code")) and e["message"]
+        except (ValueError, KeyError, TypeError):
+            e, shaped = {}, False
+        good = r.status == status and shaped and (param is None or e.get("param") == param) and \
+            (code is None or e.get("code") == code)
+        check(good, f"{what}: {status}" + ("" if good else f" (got {r.status} {text[:200]})"))
+
+    err("POST", "/v1/completions", "{not json", 400, code="invalid_json", what="malformed JSON")
+    err("POST", "/v1/completions", "[1,2]", 400, what="a JSON array body")
+    err("POST", "/v1/completions", {"prompt": "x", "max_tokens": "ten"}, 400, param="max_tokens", what="wrong type")
+    err("POST", "/v1/completions", {"prompt": "x", "temperature": -1}, 400, param="temperature", what="temperature < 0")
+    err("POST", "/v1/completions", {"model": "gpt-4", "prompt": "x"}, 400, param="model", code="model_not_found",
+        what="unknown model")
+    err("POST", "/v1/chat/completions", {"messages": []}, 400, param="messages", what="empty messages")
+    err("POST", "/v1/chat/completions", {"messages": [{"role": "wizard", "content": "x"}]}, 400, what="unknown role")
+    err("POST", "/v1/completions", {"max_tokens": 5}, 400, param="prompt", what="missing prompt")
+    err("POST", "/v1/completions", {"prompt": "x", "max_tokens": 0}, 400, param="max_tokens", what="max_tokens 0")
+    err("POST", "/v1/completions", {"prompt": "x", "max_tokens": 10 ** 6}, 400, what="max_tokens past the context")
+    err("POST", "/v1/completions", {"prompt": "word " * 700}, 400, param="prompt", what="prompt over the context")
+    err("POST", "/v1/completions", {"prompt": "x", "n": 2}, 400, param="n", what="n > 1")
+    err("POST", "/v1/completions", {"prompt": "x" * 5000}, 413, what="body over the limit")
+    err("GET", "/v1/nothing", None, 404, what="unknown path")
+    err("GET", "/v1/completions", None, 405, what="wrong method")
+    err("DELETE", "/health/ready", None, 405, what="wrong method on health")
+    r, text = srv.request("GET", "/health/live")
+    check(r.status == 200, "the server is alive after every bad request")
+
+
+def test_concurrent_streams(srv, n=256):
+    def one(i):
+        return stream(srv, "/v1/completions" if i % 2 else "/v1/chat/completions",
+                      {"prompt": f"Request {i}", "messages": [{"role": "user", "content": f"Request {i}"}],
+                       "max_tokens": 8 + i % 9, "ignore_eos": True, "stream_options": {"include_usage": True}})
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=n) as pool:
+        results = list(pool.map(one, range(n)))
+    good = sum(1 for i, (st, _, fin, usage, done) in enumerate(results)
+               if st == 200 and done and fin == "length" and usage and usage["completion_tokens"] == 8 + i % 9)
+    check(good == n, f"{n} concurrent streams all finish with their token counts ({good} did)")
+    check(srv.metric("troupe_num_requests_running") == 0, "no request left running after them")
+
+
+def test_disconnect(srv):
+    before = srv.metric("troupe_request_success_total", 'finished_reason="abort"')
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    body = json.dumps({"prompt": "The", "max_tokens": 500, "ignore_eos": True, "stream": True})
+    s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+    s.settimeout(30)
+    got = b""
+    while got.count(b"data: ") < 3:
+        more = s.recv(4096)
+        if not more:
+            break
+        got += more
+    check(srv.metric("troupe_kv_cache_usage_perc") > 0, "a live stream holds KV blocks")
+    s.close()
+    deadline = time.time() + 10
+    while time.time() < deadline and (srv.metric("troupe_kv_cache_usage_perc") > 0 or
+                                       srv.metric("troupe_num_requests_running") > 0):
+        time.sleep(0.02)
+    check(srv.metric("troupe_kv_cache_usage_perc") == 0 and srv.metric("troupe_num_requests_running") == 0,
+          "a client that disconnects mid-stream frees its KV blocks")
+    check(srv.metric("troupe_request_success_total", 'finished_reason="abort"') == before + 1,
+          "the disconnect counts as an aborted request")
+
+
+def test_idle_client(srv):
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro")
+    s.settimeout(10)
+    t0 = time.time()
+    try:
+        data = s.recv(4096)
+    except OSError:
+        data = b"?"
+    check(data == b"" and time.time() - t0 < 9, "a slow client is cut off after the idle timeout")
+    s.close()
+
+
+def test_metrics(srv):
+    _, text = srv.request("GET", "/metrics")
+    for name in ["time_to_first_token_seconds", "inter_token_latency_seconds",
+                 "request_time_per_output_token_seconds", "e2e_request_latency_seconds",
+                 "request_queue_time_seconds", "num_requests_running", "num_requests_waiting",
+                 "kv_cache_usage_perc", "num_preemptions_total", "prompt_tokens_total",
+                 "generation_tokens_total", "request_success_total"]:
+        check(f"troupe_{name}" in text, f"/metrics has troupe_{name}")
+    promtool = shutil.which("promtool")
+    if promtool:
+        out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        check(out.returncode == 0, "promtool check metrics passes: " + out.stdout + out.stderr)
+    else:
+        check(False, "promtool is installed (package prometheus)")
+
+
+def test_drain(model):
+    # A zero-cost executor with 2 ms steps: the stream outlasts the checks.
+    srv = server(model, "server.drain_timeout_s=30", "engine.executor=zero", "engine.zero_step_us=2000")
+    results = {}
+
+    def long_stream():
+        results["s"] = stream(srv, "/v1/completions", {"prompt": "The", "max_tokens": 500, "ignore_eos": True})
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        fut = pool.submit(long_stream)
+        deadline = time.time() + 10
+        while time.time() < deadline and srv.metric("troupe_num_requests_running") == 0:
+            time.sleep(0.01)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+        r, _ = srv.request("GET", "/health/ready")
+        ready_status = r.status
+        r, text = srv.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        new_status = r.status
+        fut.result(timeout=120)
+    rc = srv.proc.wait(timeout=60)
+    status, pieces, finish, usage, done = results["s"]
+    check(status == 200 and done and finish == "length", "SIGTERM: the in-flight stream finishes")
+    check(ready_status == 503, f"SIGTERM: readiness turns 503 (got {ready_status})")
+    check(new_status == 503, f"SIGTERM: a new request gets 503 (got {new_status})")
+    check(rc == 0, f"SIGTERM: the process exits 0 (got {rc})")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="troupe-serve-test-")
+    try:
+        model = os.path.join(tmp, "tiny")
+        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True,
+                       stdout=subprocess.DEVNULL)
+        srv = server(model, "server.max_body_bytes=4096", "server.idle_timeout_s=1",
+                     "scheduler.max_model_len=512", "engine.threads=2")
+        try:
+            test_basics(srv)
+            test_non_streaming(srv)
+            test_streaming(srv)
+            test_node_fetch(srv)
+            test_errors(srv)
+            test_concurrent_streams(srv)
+            test_disconnect(srv)
+            test_idle_client(srv)
+            test_metrics(srv)
+        finally:
+            rc = srv.stop()
+            check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
+        test_drain(model)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
