@@ -6,7 +6,7 @@ MODEL ?= models/tiny
 JOBS ?= 2
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all bootstrap build serve test bench clean
+.PHONY: all bootstrap build serve test bench bench-serve clean
 
 all: build
 
@@ -32,6 +32,11 @@ test: build
 
 bench: build
 	$(BUILD)/troupe bench-engine --preset stories110m
+
+# The server's figures: serving overhead (zero-cost executor, 1000 streams)
+# and stories110m at a few request rates (scripts/bench_serve.sh).
+bench-serve: build
+	TROUPE=$(BUILD)/troupe scripts/bench_serve.sh
 
 clean:
 	rm -rf $(BUILD)

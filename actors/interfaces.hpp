@@ -38,8 +38,10 @@ using memory_manager_actor = caf::typed_actor<
 /// One replica's continuous-batching loop over its executor.
 using scheduler_actor = caf::typed_actor<
     /// Queues a request whose tokens go to the sink; arrival is when the
-    /// gateway read it (for the queue-time metric).
-    caf::replies_to<submit_atom, request, sink_actor, steady_time>::with<admission>,
+    /// gateway read it (for the queue-time metric); the count is of token
+    /// messages sent to the sink whose text has not yet reached the client's
+    /// connection (the scheduler adds, the connection subtracts).
+    caf::replies_to<submit_atom, request, sink_actor, steady_time, delivery_count>::with<admission>,
     /// Ends a request now and frees its blocks (client gone, stop string).
     caf::reacts_to<abort_atom, request_id>,
     /// Internal: runs the next step.

@@ -6,6 +6,7 @@
 #include "engine/core/scheduler_output.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -32,6 +33,12 @@ struct encoded {
 /// One step, shared between the scheduler (which applies its result) and
 /// the executor (which runs it): sent by pointer, never copied.
 using step_ptr = std::shared_ptr<const scheduler_output>;
+
+/// Token messages on their way from a scheduler to one client: the
+/// scheduler holds back its next step while too many are (backpressure from
+/// the serving path, not from slow clients: a count drops when the text
+/// reaches the connection, not the client).
+using delivery_count = std::shared_ptr<std::atomic<std::int32_t>>;
 
 /// A scheduler's answer to a submission: 0 when queued, else an HTTP status
 /// (400: can never run here; 429: the queue is full) and the reason.

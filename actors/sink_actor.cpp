@@ -21,6 +21,7 @@ struct sink_state {
   request_id id = 0;
   scheduler_actor replica;
   std::optional<output_processor> out;
+  delivery_count undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
   bool submitted = false; ///< the replica has (or will have) it: abort it there when gone
   bool admitted = false;
   bool done = false;
@@ -60,19 +61,23 @@ auto logprob_of(const tokenizer& tok, const sample_result& s) -> api::token_logp
   return lp;
 }
 
-void finish(self_ptr self, finish_reason reason) {
+// Ends the response. `batch`: stream text not yet written, sent with the
+// final events in one write; `credit` is this message's delivery count.
+void finish(self_ptr self, finish_reason reason, std::string batch = {}, delivery_count credit = nullptr) {
   auto& st = self->state;
   const auto now = clock_type::now();
   auto& m = *st.ctx->metrics;
   const std::string reason_name(finish_reason_name(reason));
   const api::usage u{st.prompt_tokens, st.completion_tokens};
   if (st.req.body.stream) {
-    st.client->write(sse(api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset,
-                                           false, st.req.body.include_usage)));
-    if (st.req.body.include_usage) st.client->write(sse(api::usage_chunk(st.req.body.kind, st.head, u)));
-    st.client->write("data: [DONE]\n\n");
+    batch += sse(api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset, false,
+                                   st.req.body.include_usage));
+    if (st.req.body.include_usage) batch += sse(api::usage_chunk(st.req.body.kind, st.head, u));
+    batch += "data: [DONE]\n\n";
+    st.client->write(std::move(batch), std::move(credit));
     st.client->end_stream();
   } else {
+    if (credit) credit->fetch_sub(1, std::memory_order_relaxed);
     auto headers = st.req.headers;
     headers.emplace_back("Content-Type", "application/json");
     st.client->respond(200, std::move(headers),
@@ -90,10 +95,16 @@ void finish(self_ptr self, finish_reason reason) {
   self->quit();
 }
 
+// One step's tokens (zero or one, as a rule): their text goes out in one
+// write, which carries this message's delivery credit.
 void on_tokens(self_ptr self, request_update& u) {
   auto& st = self->state;
-  if (st.done) return;
+  if (st.done) {
+    st.undelivered->fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   const auto& tok = *st.ctx->tok;
+  std::string batch;
   for (const auto& s : u.tokens) {
     const auto now = clock_type::now();
     auto& m = *st.ctx->metrics;
@@ -110,9 +121,8 @@ void on_tokens(self_ptr self, request_update& u) {
     if (st.req.body.want_logprobs) lps.push_back(logprob_of(tok, s));
     if (st.req.body.stream) {
       if (!delta.text.empty() || !lps.empty())
-        st.client->write(sse(api::stream_chunk(st.req.body.kind, st.head, delta.text, "",
-                                               lps.empty() ? nullptr : &lps, st.text_offset, false,
-                                               st.req.body.include_usage)));
+        batch += sse(api::stream_chunk(st.req.body.kind, st.head, delta.text, "", lps.empty() ? nullptr : &lps,
+                                       st.text_offset, false, st.req.body.include_usage));
     } else {
       st.text += delta.text;
       for (auto& l : lps) st.logprobs.push_back(std::move(l));
@@ -123,10 +133,14 @@ void on_tokens(self_ptr self, request_update& u) {
       // A stop string (or EOS) the scheduler may not have acted on: free the
       // request's blocks now rather than at max_tokens.
       if (u.finished == finish_reason::none) self->send(st.replica, abort_atom_v, st.id);
-      return finish(self, delta.finished);
+      return finish(self, delta.finished, std::move(batch), st.undelivered);
     }
   }
-  if (u.finished != finish_reason::none) finish(self, u.finished);
+  if (u.finished != finish_reason::none) return finish(self, u.finished, std::move(batch), st.undelivered);
+  if (batch.empty())
+    st.undelivered->fetch_sub(1, std::memory_order_relaxed);
+  else
+    st.client->write(std::move(batch), st.undelivered);
 }
 
 void submit(self_ptr self, encoded& e) {
@@ -150,7 +164,7 @@ void submit(self_ptr self, encoded& e) {
   self->monitor(st.replica);
   st.submitted = true;
   self->request(st.replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
-                st.req.arrival)
+                st.req.arrival, st.undelivered)
       .then(
           [self](admission& a) {
             auto& st = self->state;

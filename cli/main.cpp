@@ -17,6 +17,10 @@ constexpr const char* k_usage =
     "  serve         [--config FILE] [--port N] [--host ADDR] [--model DIR] [--set KEY=VALUE]...\n"
     "                (defaults: config/default.toml; keys as in that file, e.g.\n"
     "                --set scheduler.max_num_seqs=512 --set engine.executor=zero)\n"
+    "  bench         [--url http://HOST:PORT] [--dataset random|sharegpt-like]\n"
+    "                [--request-rate R|inf] [--burstiness B] [--max-concurrency C]\n"
+    "                [--num-prompts N] [--random-input-len N] [--random-output-len N]\n"
+    "                [--goodput ttft:MS,tpot:MS,e2el:MS] [--endpoint PATH] [--seed S]\n"
     "  generate      --model DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
     "                [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R]\n"
     "                [--seed S] [--chat] [--chat-template NAME] [--system TEXT]\n"
@@ -41,6 +45,7 @@ auto main(int argc, char** argv) -> int {
   const std::span<char* const> rest(argv + 2, static_cast<std::size_t>(argc - 2));
   try {
     if (cmd == "serve") return cli::run_serve(rest);
+    if (cmd == "bench") return cli::run_bench(rest);
     if (cmd == "generate") return cli::run_generate(rest);
     if (cmd == "make-model") return cli::run_make_model(rest);
     if (cmd == "bench-engine") return cli::run_bench_engine(rest);

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  meson ninja-build pkg-config cmake curl g++
+  meson ninja-build pkg-config cmake curl g++ python3 nodejs
   libcaf-dev libboost1.81-dev libboost-json1.81-dev libsimdjson-dev
   libsentencepiece-dev sentencepiece doctest-dev libtomlplusplus-dev
   libopenblas-dev prometheus prometheus-cpp-dev

@@ -92,8 +92,9 @@ public:
     });
   }
 
-  void write(std::string data) override {
-    post([data = std::move(data)](session& s) {
+  void write(std::string data, delivery_count delivered) override {
+    post([data = std::move(data), delivered = std::move(delivered)](session& s) {
+      if (delivered) delivered->fetch_sub(1, std::memory_order_relaxed);
       if (s.closed_ || s.state_ != state::streaming) return;
       append_chunk(s.out_, data);
       s.flush();

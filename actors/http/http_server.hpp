@@ -4,6 +4,7 @@
 // timeouts for idle and slow clients, and streamed (chunked) responses whose
 // writes may come from any thread.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -36,9 +37,14 @@ public:
   virtual void respond(int status, header_list headers, std::string body) = 0;
   /// Sends the status line and headers of a chunked response.
   virtual void start_stream(int status, header_list headers) = 0;
+  /// A count the connection decrements once bytes given to write() reached
+  /// it (sent, queued behind a write in flight, or dropped: client gone).
+  using delivery_count = std::shared_ptr<std::atomic<std::int32_t>>;
+
   /// Appends body bytes. Bytes given while a write is in flight go out
-  /// together in the next write (one chunk, one send).
-  virtual void write(std::string data) = 0;
+  /// together in the next write (one chunk, one send). `delivered`, if
+  /// given, is decremented when they reach the connection.
+  virtual void write(std::string data, delivery_count delivered = nullptr) = 0;
   /// Ends the chunked body; the connection then reads the next request.
   virtual void end_stream() = 0;
   /// `f` runs once (on the connection's strand) if the client disconnects, a

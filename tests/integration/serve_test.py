@@ -286,6 +286,36 @@ def test_metrics(srv):
         check(False, "promtool is installed (package prometheus)")
 
 
+def test_bench(model):
+    """`troupe bench` against a zero-cost-executor server: every request
+    succeeds and the token totals are the ones asked for."""
+    srv = server(model, "engine.executor=zero")
+    try:
+        out = subprocess.run([TROUPE, "bench", "--url", f"http://127.0.0.1:{srv.port}", "--num-prompts", "40",
+                              "--request-rate", "200", "--max-concurrency", "16", "--random-input-len", "12",
+                              "--random-output-len", "9", "--goodput", "ttft:60000,tpot:60000", "--seed", "3"],
+                             capture_output=True, text=True, timeout=120)
+        text = out.stdout
+        def field(name):
+            m = re.search(re.escape(name) + r"\s+([0-9.]+)", text)
+            return float(m.group(1)) if m else None
+        check(out.returncode == 0 and field("Successful requests:") == 40, "troupe bench: 40 requests succeed")
+        check(field("Total generated tokens:") == 40 * 9, "troupe bench: counts every generated token")
+        check(field("Request goodput (req/s):") == field("Request throughput (req/s):"),
+              "troupe bench: goodput equals throughput under loose SLOs")
+        for name in ("Median TTFT (ms):", "P99 ITL (ms):", "Mean TPOT (ms):", "P99 E2EL (ms):"):
+            check(field(name) is not None and field(name) >= 0, f"troupe bench prints {name}")
+        out = subprocess.run([TROUPE, "bench", "--url", f"http://127.0.0.1:{srv.port}", "--num-prompts", "12",
+                              "--dataset", "sharegpt-like", "--request-rate", "100", "--burstiness", "0.5",
+                              "--endpoint", "/v1/chat/completions"], capture_output=True, text=True, timeout=120)
+        check(out.returncode == 0 and "Successful requests:                       12" in out.stdout,
+              "troupe bench: sharegpt-like chat workload with bursty arrivals")
+        out = subprocess.run([TROUPE, "bench", "--dataset", "nope"], capture_output=True, text=True)
+        check(out.returncode == 2 and "--dataset" in out.stderr, "troupe bench: a bad flag is a usage error")
+    finally:
+        srv.stop()
+
+
 def test_drain(model):
     # A zero-cost executor with 2 ms steps: the stream outlasts the checks.
     srv = server(model, "server.drain_timeout_s=30", "engine.executor=zero", "engine.zero_step_us=2000")
@@ -335,6 +365,7 @@ def main():
         finally:
             rc = srv.stop()
             check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
+        test_bench(model)
         test_drain(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

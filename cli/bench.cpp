@@ -1,0 +1,228 @@
+// troupe bench: what `vllm bench serve` measures, against any
+// OpenAI-compatible server: TTFT, TPOT, ITL, E2E (mean, median, p99),
+// request and token throughput, and goodput under SLOs.
+
+#include "actors/http/load_client.hpp"
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "engine/model/json_text.hpp"
+#include "engine/sampling/rng.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace troupe::cli {
+namespace {
+
+struct slo {
+  double ttft_ms = std::numeric_limits<double>::infinity();
+  double tpot_ms = std::numeric_limits<double>::infinity();
+  double e2el_ms = std::numeric_limits<double>::infinity();
+};
+
+auto parse_goodput(const std::string& s) -> slo {
+  slo g;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto colon = item.find(':');
+    double v = 0;
+    try {
+      v = std::stod(item.substr(colon + 1));
+    } catch (const std::exception&) {
+      colon == std::string::npos ? void() : void();
+      throw usage_error("--goodput expects name:ms pairs (ttft, tpot, e2el), got '" + item + "'");
+    }
+    const auto name = item.substr(0, colon);
+    if (colon == std::string::npos || v <= 0) throw usage_error("--goodput expects name:ms pairs, got '" + item + "'");
+    if (name == "ttft") g.ttft_ms = v;
+    else if (name == "tpot") g.tpot_ms = v;
+    else if (name == "e2el") g.e2el_ms = v;
+    else throw usage_error("--goodput knows ttft, tpot and e2el, not '" + name + "'");
+  }
+  return g;
+}
+
+// Plain English words, so that any tokenizer sees ordinary text: a prompt of
+// n words is about n tokens for a Llama-style vocabulary.
+constexpr const char* k_words[] = {
+    "the", "license", "software", "you", "may", "copy", "work", "any", "code", "source", "of", "and",
+    "to", "in", "this", "that", "for", "with", "terms", "conditions", "permission", "notice", "free",
+    "program", "rights", "use", "modify", "distribute", "without", "warranty", "version", "public"};
+
+auto prompt_of(rng& g, std::int64_t words) -> std::string {
+  std::string p;
+  for (std::int64_t i = 0; i < words; ++i) {
+    if (i) p += ' ';
+    p += k_words[g.next() % std::size(k_words)];
+  }
+  return p;
+}
+
+// Lengths like ShareGPT's conversations: log-normal, clipped (inputs median
+// ~200 tokens with a long tail, outputs median ~150).
+auto lognormal(rng& g, double mu, double sigma, std::int64_t lo, std::int64_t hi) -> std::int64_t {
+  const double x = std::exp(mu + sigma * g.normal());
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(x), lo, hi);
+}
+
+struct summary {
+  double mean = 0, median = 0, p99 = 0;
+};
+
+auto summarize(std::vector<double> v) -> summary {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  summary s;
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  const auto at = [&](double q) {
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(pos);
+    const auto hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  };
+  s.median = at(0.5);
+  s.p99 = at(0.99);
+  return s;
+}
+
+void print_summary(const char* title, const char* unit, const summary& s) {
+  std::printf("%-34s %10.2f\n", (std::string("Mean ") + title + " (" + unit + "):").c_str(), s.mean);
+  std::printf("%-34s %10.2f\n", (std::string("Median ") + title + " (" + unit + "):").c_str(), s.median);
+  std::printf("%-34s %10.2f\n", (std::string("P99 ") + title + " (" + unit + "):").c_str(), s.p99);
+}
+
+} // namespace
+
+auto run_bench(std::span<char* const> argv) -> int {
+  const args a(argv, {"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
+                      "random-input-len", "random-output-len", "seed", "model", "endpoint"},
+               {});
+  const std::string url = a.str("url", "http://127.0.0.1:8080");
+  const std::string prefix = "http://";
+  if (!url.starts_with(prefix)) throw usage_error("--url must start with http://");
+  const auto hostport = url.substr(prefix.size(), url.find('/', prefix.size()) - prefix.size());
+  const auto colon = hostport.rfind(':');
+  const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+  const auto port = static_cast<std::uint16_t>(colon == std::string::npos ? 80 : std::stoi(hostport.substr(colon + 1)));
+  const std::string dataset = a.str("dataset", "random");
+  if (dataset != "random" && dataset != "sharegpt-like") throw usage_error("--dataset is random or sharegpt-like");
+  const std::string rate_s = a.str("request-rate", "inf");
+  const double rate = rate_s == "inf" ? std::numeric_limits<double>::infinity() : a.real("request-rate", 1.0);
+  const double burstiness = a.real("burstiness", 1.0);
+  const auto concurrency = static_cast<int>(a.integer("max-concurrency", 0));
+  const auto n = a.integer("num-prompts", 100);
+  const auto in_len = a.integer("random-input-len", 128);
+  const auto out_len = a.integer("random-output-len", 128);
+  const std::string endpoint = a.str("endpoint", "/v1/completions");
+  if (rate <= 0 || burstiness <= 0 || concurrency < 0 || n < 1 || in_len < 1 || out_len < 1)
+    throw usage_error("--request-rate, --burstiness, --num-prompts and the lengths must be positive");
+  if (endpoint != "/v1/completions" && endpoint != "/v1/chat/completions")
+    throw usage_error("--endpoint is /v1/completions or /v1/chat/completions");
+  const slo goal = a.has("goodput") ? parse_goodput(a.str("goodput", "")) : slo{};
+
+  // The workload: prompts and their arrival times, from one seeded stream.
+  rng g(static_cast<std::uint64_t>(a.integer("seed", 0)));
+  std::vector<http::load_request> reqs;
+  double t = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto words = dataset == "random" ? in_len : lognormal(g, 5.3, 1.0, 4, 1024);
+    const auto max_tokens = dataset == "random" ? out_len : lognormal(g, 5.0, 0.8, 4, 512);
+    std::string body = "{";
+    if (a.has("model")) {
+      body += "\"model\":";
+      json_text::append_string(body, a.str("model", ""));
+      body += ',';
+    }
+    const auto prompt = prompt_of(g, words);
+    if (endpoint == "/v1/completions") {
+      body += "\"prompt\":";
+      json_text::append_string(body, prompt);
+    } else {
+      body += "\"messages\":[{\"role\":\"user\",\"content\":";
+      json_text::append_string(body, prompt);
+      body += "}]";
+    }
+    body += ",\"max_tokens\":" + std::to_string(max_tokens) +
+            ",\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+    reqs.push_back({endpoint, std::move(body), t});
+    if (std::isfinite(rate)) {
+      // Gamma(shape = burstiness, scale = 1 / (rate · burstiness)) gaps: mean
+      // 1/rate; burstiness 1 is Poisson, below 1 burstier. Marsaglia–Tsang.
+      const double k = burstiness;
+      const double d = (k < 1 ? k + 1 : k) - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+      double x = 0;
+      for (;;) {
+        const double z = g.normal(), v = std::pow(1 + c * z, 3);
+        if (v <= 0) continue;
+        if (std::log(g.uniform() + 1e-300) < 0.5 * z * z + d - d * v + d * std::log(v)) {
+          x = d * v;
+          break;
+        }
+      }
+      if (k < 1) x *= std::pow(g.uniform() + 1e-300, 1.0 / k);
+      t += x / (rate * k);
+    }
+  }
+
+  std::printf("troupe bench: %lld %s prompts to %s%s, request rate %s, burstiness %.2f, max concurrency %s\n",
+              static_cast<long long>(n), dataset.c_str(), url.c_str(), endpoint.c_str(), rate_s.c_str(), burstiness,
+              concurrency > 0 ? std::to_string(concurrency).c_str() : "unlimited");
+  std::fflush(stdout);
+  const auto results = http::run_load(host, port, reqs, concurrency);
+
+  std::vector<double> ttft, tpot, itl, e2el;
+  std::int64_t ok = 0, in_tokens = 0, out_tokens = 0, good = 0, chunks = 0;
+  double end = 0;
+  std::string first_error;
+  for (const auto& r : results) {
+    end = std::max(end, r.end_s);
+    if (!r.ok) {
+      if (first_error.empty()) first_error = r.error;
+      continue;
+    }
+    ++ok;
+    in_tokens += r.prompt_tokens;
+    out_tokens += r.completion_tokens;
+    chunks += static_cast<std::int64_t>(r.content_s.size());
+    // A stream whose tokens all decode to nothing visible: first text = end.
+    const double total = (r.end_s - r.start_s) * 1e3;
+    const double first = r.content_s.empty() ? total : (r.content_s.front() - r.start_s) * 1e3;
+    ttft.push_back(first);
+    e2el.push_back(total);
+    const double per_token = r.completion_tokens > 1 ? (total - first) / static_cast<double>(r.completion_tokens - 1) : 0;
+    if (r.completion_tokens > 1) tpot.push_back(per_token);
+    for (std::size_t i = 1; i < r.content_s.size(); ++i) itl.push_back((r.content_s[i] - r.content_s[i - 1]) * 1e3);
+    if (first <= goal.ttft_ms && per_token <= goal.tpot_ms && total <= goal.e2el_ms) ++good;
+  }
+  std::printf("============ Serving Benchmark Result ============\n");
+  std::printf("%-34s %10lld\n", "Successful requests:", static_cast<long long>(ok));
+  std::printf("%-34s %10lld\n", "Failed requests:", static_cast<long long>(n - ok));
+  std::printf("%-34s %10.2f\n", "Benchmark duration (s):", end);
+  std::printf("%-34s %10lld\n", "Total input tokens:", static_cast<long long>(in_tokens));
+  std::printf("%-34s %10lld\n", "Total generated tokens:", static_cast<long long>(out_tokens));
+  std::printf("%-34s %10.2f\n", "Request throughput (req/s):", ok / end);
+  if (a.has("goodput")) std::printf("%-34s %10.2f\n", "Request goodput (req/s):", good / end);
+  std::printf("%-34s %10.2f\n", "Output token throughput (tok/s):", out_tokens / end);
+  std::printf("%-34s %10.2f\n", "Total token throughput (tok/s):", (in_tokens + out_tokens) / end);
+  std::printf("%-34s %10.2f\n", "Streamed text events (events/s):", chunks / end);
+  std::printf("---------------Time to First Token----------------\n");
+  print_summary("TTFT", "ms", summarize(ttft));
+  std::printf("-----Time per Output Token (excl. 1st token)------\n");
+  print_summary("TPOT", "ms", summarize(tpot));
+  std::printf("---------------Inter-token Latency----------------\n");
+  print_summary("ITL", "ms", summarize(itl));
+  std::printf("----------------End-to-end Latency----------------\n");
+  print_summary("E2EL", "ms", summarize(e2el));
+  std::printf("==================================================\n");
+  if (!first_error.empty()) std::printf("first failure: %s\n", first_error.substr(0, 300).c_str());
+  return ok == n ? 0 : 1;
+}
+
+} // namespace troupe::cli
