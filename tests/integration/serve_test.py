@@ -316,6 +316,37 @@ def test_bench(model):
         srv.stop()
 
 
+def test_config_errors(model):
+    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0",
+                          "--set", "scheduler.max_num_seqs=0"], capture_output=True, text=True, timeout=60)
+    lines = out.stderr.strip().splitlines()
+    check(out.returncode == 1 and len(lines) == 1 and "scheduler.max_num_seqs" in lines[0],
+          "a bad config value stops start-up with one line naming the key: " + out.stderr.strip())
+    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--set", "server.prot=1"],
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode == 1 and "server.prot" in out.stderr, "an unknown config key is named")
+    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", "/nonexistent"],
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode == 1 and "/nonexistent" in out.stderr, "a missing model directory is named")
+
+
+def test_stall(model):
+    """/health/ready turns 503 while work is queued and no step finishes."""
+    srv = server(model, "engine.executor=zero", "engine.zero_step_us=1500000", "server.stall_timeout_s=0.3")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            fut = pool.submit(srv.request, "POST", "/v1/completions", {"prompt": "x", "max_tokens": 1})
+            time.sleep(0.8)
+            r, text = srv.request("GET", "/health/ready")
+            check(r.status == 503 and json.loads(text)["status"] == "stalled",
+                  f"readiness is 503 while a step makes no progress (got {r.status} {text})")
+            fut.result(timeout=60)
+        r, _ = srv.request("GET", "/health/ready")
+        check(r.status == 200, "readiness recovers once the step finishes")
+    finally:
+        srv.stop()
+
+
 def test_drain(model):
     # A zero-cost executor with 2 ms steps: the stream outlasts the checks.
     srv = server(model, "server.drain_timeout_s=30", "engine.executor=zero", "engine.zero_step_us=2000")
@@ -366,6 +397,8 @@ def main():
             rc = srv.stop()
             check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
         test_bench(model)
+        test_config_errors(model)
+        test_stall(model)
         test_drain(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
