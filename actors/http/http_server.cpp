@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cctype>
 #include <charconv>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -61,9 +62,17 @@ void append_chunk(std::string& out, std::string_view data) {
 }
 
 // One connection. Reads a request, hands it to the handler, writes what the
-// handler sends back (from any thread, through the strand), then reads the
-// next. While a response is open it watches the socket for the client
-// closing, so that an abandoned request is cancelled at once.
+// handler sends back, then reads the next. While a response is open it
+// watches the socket for the client closing, so that an abandoned request is
+// cancelled at once.
+//
+// Output may come from any thread (the request's sink actor). It is sent
+// right there with a non-blocking send when no write is in flight, which is
+// nearly always for SSE: one hop and one wake-up fewer per token than
+// posting every piece to the connection's strand. What the kernel does not
+// take at once, and the end of a response, go to the strand, which finishes
+// them with async writes. mu_ guards the output state and the socket's
+// closing, so a send never races a close (and never hits a reused fd).
 class session final : public exchange, public std::enable_shared_from_this<session> {
 public:
   session(tcp::socket socket, const server_options& options, const handler& h)
@@ -74,50 +83,32 @@ public:
   }
 
   void respond(int status, header_list headers, std::string body) override {
-    post([status, headers = std::move(headers), body = std::move(body)](session& s) mutable {
-      if (s.closed_ || s.state_ != state::handling) return;
-      s.out_ += head_of(status, headers, false, body.size(), s.keep_alive_);
-      s.out_ += body;
-      s.state_ = state::ending;
-      s.flush();
-    });
+    std::string bytes = head_of(status, headers, false, body.size(), keep_alive_);
+    bytes += body;
+    output(std::move(bytes), state::handling, state::ending);
   }
 
   void start_stream(int status, header_list headers) override {
-    post([status, headers = std::move(headers)](session& s) {
-      if (s.closed_ || s.state_ != state::handling) return;
-      s.out_ += head_of(status, headers, true, 0, s.keep_alive_);
-      s.state_ = state::streaming;
-      s.flush();
-    });
+    output(head_of(status, headers, true, 0, keep_alive_), state::handling, state::streaming);
   }
 
   void write(std::string data, delivery_count delivered) override {
-    post([data = std::move(data), delivered = std::move(delivered)](session& s) {
-      if (delivered) delivered->fetch_sub(1, std::memory_order_relaxed);
-      if (s.closed_ || s.state_ != state::streaming) return;
-      append_chunk(s.out_, data);
-      s.flush();
-    });
+    if (delivered) delivered->fetch_sub(1, std::memory_order_relaxed);
+    std::string framed;
+    append_chunk(framed, data);
+    output(std::move(framed), state::streaming, state::streaming);
   }
 
-  void end_stream() override {
-    post([](session& s) {
-      if (s.closed_ || s.state_ != state::streaming) return;
-      s.out_ += "0\r\n\r\n";
-      s.state_ = state::ending;
-      s.flush();
-    });
-  }
+  void end_stream() override { output("0\r\n\r\n", state::streaming, state::ending); }
 
   void on_disconnect(std::function<void()> f) override {
-    post([f = std::move(f)](session& s) mutable {
-      if (s.closed_) {
-        if (f) f();
-        return;
-      }
-      s.on_disconnect_ = std::move(f);
-    });
+    std::unique_lock lock(mu_);
+    if (closed_) {
+      lock.unlock();
+      if (f) f();
+      return;
+    }
+    on_disconnect_ = std::move(f);
   }
 
 private:
@@ -128,8 +119,34 @@ private:
     net::post(stream_.get_executor(), [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
   }
 
+  // Appends to the response if it is in state `from` (else the bytes are
+  // dropped: the client is gone or the call is out of order), moves it to `to`.
+  void output(std::string bytes, state from, state to) {
+    std::unique_lock lock(mu_);
+    if (closed_ || state_ != from) return;
+    state_ = to;
+    out_ += bytes;
+    if (!writing_) send_now(lock);
+  }
+
+  // Under mu_, no write in flight: sends what the kernel takes now. The
+  // strand takes over (writing_) for a remainder, an error, or a finished
+  // response (which then reads the next request or closes).
+  void send_now(std::unique_lock<std::mutex>& lock) {
+    const auto n = ::send(stream_.socket().native_handle(), out_.data(), out_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) out_.erase(0, static_cast<std::size_t>(n));
+    const bool failed = n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+    if (!failed && out_.empty() && state_ != state::ending) return;
+    writing_ = true;
+    lock.unlock();
+    post([failed](session& s) { failed ? s.close() : s.flush(); });
+  }
+
   void read() {
-    state_ = state::reading;
+    {
+      std::lock_guard lock(mu_);
+      state_ = state::reading;
+    }
     parser_.emplace();
     parser_->body_limit(static_cast<std::uint64_t>(options_.max_body_bytes));
     stream_.expires_after(options_.idle_timeout);
@@ -155,8 +172,11 @@ private:
       r.headers.emplace_back(std::move(name), std::string(f.value()));
     }
     r.body = std::move(msg.body());
-    state_ = state::handling;
-    stream_.expires_never(); // a response may take long (SSE); each write sets its own
+    {
+      std::lock_guard lock(mu_);
+      state_ = state::handling;
+    }
+    stream_.expires_never(); // a response may take long (SSE); each async write sets its own
     watch();
     handler_(std::move(r), shared_from_this());
   }
@@ -164,11 +184,12 @@ private:
   // Answers a request the server could not read, then closes.
   void refuse(int status, const std::string& message) {
     keep_alive_ = false;
+    {
+      std::lock_guard lock(mu_);
+      state_ = state::handling;
+    }
     const std::string body = options_.error_body ? options_.error_body(status, message) : message;
-    out_ += head_of(status, {{"Content-Type", "application/json"}}, false, body.size(), false);
-    out_ += body;
-    state_ = state::ending;
-    flush();
+    respond(status, {{"Content-Type", "application/json"}}, body);
   }
 
   // Notices a client that goes away while its response is open: readable
@@ -178,32 +199,47 @@ private:
     stream_.socket().async_wait(
         tcp::socket::wait_read,
         net::bind_executor(stream_.get_executor(), [self = shared_from_this(), gen = generation_](error_code ec) {
-          if (ec || self->closed_ || gen != self->generation_ || self->state_ == state::reading) return;
+          if (ec || gen != self->generation_) return;
+          {
+            std::lock_guard lock(self->mu_);
+            if (self->closed_ || self->state_ == state::reading) return;
+          }
           char c;
           const auto n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
           if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) self->close();
         }));
   }
 
+  // On the strand, writing_ set: writes out_ with async writes until it is
+  // empty, then ends the response if it is complete.
   void flush() {
-    if (writing_ || closed_ || out_.empty()) return;
-    writing_ = true;
+    std::unique_lock lock(mu_);
+    if (closed_) return;
+    if (out_.empty()) {
+      writing_ = false;
+      const bool done = state_ == state::ending;
+      lock.unlock();
+      if (done) next_request();
+      return;
+    }
     sending_.swap(out_);
     out_.clear();
+    lock.unlock();
     stream_.expires_after(options_.idle_timeout);
     net::async_write(stream_, net::buffer(sending_),
                      [self = shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
   }
 
   void on_write(error_code ec) {
-    writing_ = false;
     sending_.clear();
     if (ec) return close();
     stream_.expires_never();
-    if (!out_.empty()) return flush();
-    if (state_ != state::ending) return;
+    flush();
+  }
+
+  // The response is done: stop watching, read the next request (or close).
+  void next_request() {
     if (!keep_alive_) return close();
-    // The response is done: stop watching, read the next request.
     ++generation_;
     error_code ignored;
     stream_.socket().cancel(ignored);
@@ -211,17 +247,18 @@ private:
   }
 
   void close() {
-    if (closed_) return;
-    closed_ = true;
-    const bool open_response = state_ == state::handling || state_ == state::streaming;
-    error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
-    if (open_response && on_disconnect_) {
-      auto f = std::move(on_disconnect_);
+    std::function<void()> tell;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      closed_ = true;
+      if (state_ == state::handling || state_ == state::streaming) tell = std::move(on_disconnect_);
       on_disconnect_ = nullptr;
-      f();
+      error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream_.socket().close(ignored);
     }
+    if (tell) tell();
   }
 
   beast::tcp_stream stream_;
@@ -229,13 +266,15 @@ private:
   const handler& handler_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  bool keep_alive_ = true;        ///< of the current request; set before the handler runs
+  std::uint64_t generation_ = 0;  ///< strand only: which watch is current
+  std::string sending_;           ///< strand only: the async write in flight (lives until it completes)
+
+  std::mutex mu_; ///< guards what follows, and the socket's closing
   state state_ = state::reading;
-  bool keep_alive_ = true;
-  bool writing_ = false;
+  bool writing_ = false; ///< the strand owns output (an async write, or a hand-over posted)
   bool closed_ = false;
-  std::uint64_t generation_ = 0;
-  std::string out_;     ///< bytes waiting for the next write
-  std::string sending_; ///< bytes of the write in flight (must live until it completes)
+  std::string out_;      ///< bytes not yet sent
   std::function<void()> on_disconnect_;
 };
 
