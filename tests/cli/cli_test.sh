@@ -54,6 +54,10 @@ check "bench-engine prints the bandwidth" grep -qE '^ +1 +1 .* [0-9.]+%' "$tmp/o
 check "bench-engine states the targets" grep -qE "^1 thread: batch-1 decode at [0-9]+% of read bandwidth \(target 85%\)" "$tmp/out"
 check "bench-engine bad list: exit 2" test "$(exit_code "$troupe" bench-engine --batches 1,x)" = 2
 
+check "bench-loopback runs" test "$(exit_code "$troupe" bench-loopback --streams 8 --events 16)" = 0
+check "bench-loopback prints events/s" grep -qE '^Events/s: +[0-9]+' "$tmp/out"
+check "bench-loopback bad count: exit 2" test "$(exit_code "$troupe" bench-loopback --streams 0)" = 2
+
 mkdir -p "$tmp/empty"
 check "missing model: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/empty" --prompt hi)" = 1
 check "missing model names config.json" grep -q "config.json" "$tmp/err"
