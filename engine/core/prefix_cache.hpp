@@ -1,0 +1,105 @@
+#pragma once
+// A device's KV blocks with reference counts and a prefix cache (vLLM's
+// automatic prefix caching, SGLang's RadixAttention): a full block is found
+// by the chained hash of (tenant namespace, its parent block's hash, its
+// tokens), so requests of one tenant with an equal prefix share its blocks,
+// and two tenants never do. A block nobody references stays cached
+// (evictable) until a new block is needed and the eviction policy picks it.
+// Deterministic: time is a logical tick, one per operation.
+
+#include "engine/types.hpp"
+#include "policies/api/eviction.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe {
+
+using block_hash = std::uint64_t;
+
+/// What names a full block's content: its tenant, its parent's hash (0 for a
+/// prompt's first block) and its tokens. Equal keys mean equal KV.
+struct block_key {
+  std::uint64_t tenant = 0;
+  block_hash parent = 0;
+  std::vector<token_id> tokens;
+  friend auto operator==(const block_key&, const block_key&) -> bool = default;
+};
+
+/// The chained hash of a block's key (64-bit; lookups compare whole keys, so
+/// a collision costs a cache miss, never wrong KV).
+auto hash_block(const block_key& k) -> block_hash;
+
+class prefix_cache {
+public:
+  /// Blocks [0, num_blocks), all free. `eviction` must outlive the cache.
+  prefix_cache(std::int32_t num_blocks, const policy::eviction_policy& eviction);
+
+  /// A block for new KV, referenced once: a free block if any, else the
+  /// evictable block with the smallest eviction key (dropped from the
+  /// cache). nullopt when every block is referenced. O(log n).
+  [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id>;
+  /// The cached block whose key is `k`, with one more reference (a hit), or
+  /// nullopt (a miss). O(log n + block size).
+  [[nodiscard]] auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id>;
+  /// One more reference to a block the caller already holds (a request
+  /// sharing it). O(1).
+  void add_ref(block_id b);
+  /// Makes a referenced, fully computed block findable by `k`. False (and
+  /// nothing changes) when the cache already holds that key in another block:
+  /// the caller keeps its private copy.
+  auto publish(block_id b, block_key k, std::int32_t depth) -> bool;
+  /// Drops one reference; at zero a published block becomes evictable, an
+  /// unpublished one free. O(log n).
+  void release(block_id b);
+
+  auto num_blocks() const -> std::int32_t { return static_cast<std::int32_t>(blocks_.size()); }
+  auto num_free() const -> std::int64_t { return static_cast<std::int64_t>(free_.size()); }
+  auto num_evictable() const -> std::int64_t { return static_cast<std::int64_t>(evictable_.size()); }
+  /// Blocks a new allocation can get: free + evictable.
+  auto num_available() const -> std::int64_t { return num_free() + num_evictable(); }
+  auto num_referenced() const -> std::int64_t { return num_blocks() - num_available(); }
+  auto ref_count(block_id b) const -> std::int32_t { return blocks_[static_cast<std::size_t>(b)].refs; }
+  auto is_published(block_id b) const -> bool { return blocks_[static_cast<std::size_t>(b)].published; }
+  auto tenant_of(block_id b) const -> std::uint64_t { return blocks_[static_cast<std::size_t>(b)].key.tenant; }
+  auto num_queries() const -> std::uint64_t { return num_queries_; }
+  auto num_hits() const -> std::uint64_t { return num_hits_; }
+  auto num_evictions() const -> std::uint64_t { return num_evictions_; }
+
+  /// Aborts (TROUPE_CHECK) if any internal invariant is broken: every block
+  /// in exactly one of free / evictable / referenced, counts consistent, the
+  /// index pointing at published blocks only. O(n); for tests.
+  void check_invariants() const;
+
+private:
+  struct block {
+    std::int32_t refs = 0;
+    bool published = false;
+    block_key key;
+    block_hash hash = 0;
+    std::int32_t depth = 0;
+    std::int32_t priority = 0;
+    std::uint64_t last_used = 0;
+    std::uint64_t hits = 0;
+    policy::eviction_key evict_key; ///< valid while evictable
+  };
+
+  void unpublish(block_id b);
+  void touch(block& blk, std::int32_t priority);
+
+  const policy::eviction_policy& eviction_;
+  std::vector<block> blocks_;
+  std::vector<block_id> free_; ///< a stack
+  std::set<std::pair<policy::eviction_key, block_id>> evictable_;
+  std::unordered_multimap<block_hash, block_id> index_; ///< published blocks by hash
+  std::uint64_t tick_ = 0;
+  std::uint64_t num_queries_ = 0;
+  std::uint64_t num_hits_ = 0;
+  std::uint64_t num_evictions_ = 0;
+};
+
+} // namespace troupe

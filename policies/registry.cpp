@@ -1,0 +1,51 @@
+#include "policies/registry.hpp"
+
+#include "policies/eviction/lfu.hpp"
+#include "policies/eviction/lru.hpp"
+#include "policies/eviction/priority.hpp"
+
+#include <functional>
+#include <stdexcept>
+#include <utility>
+
+namespace troupe::policy {
+namespace {
+
+template <class Base>
+using factory = std::pair<const char*, std::function<std::unique_ptr<Base>()>>;
+
+auto eviction_policies() -> const std::vector<factory<eviction_policy>>& {
+  static const std::vector<factory<eviction_policy>> all{
+      {"lru", [] { return std::make_unique<lru_eviction>(); }},
+      {"lfu", [] { return std::make_unique<lfu_eviction>(); }},
+      {"priority", [] { return std::make_unique<priority_eviction>(); }},
+  };
+  return all;
+}
+
+template <class Base>
+auto names_of(const std::vector<factory<Base>>& all) -> std::vector<std::string> {
+  std::vector<std::string> out;
+  for (const auto& [name, make] : all) out.emplace_back(name);
+  return out;
+}
+
+template <class Base>
+auto make(const std::vector<factory<Base>>& all, std::string_view kind, std::string_view name)
+    -> std::unique_ptr<Base> {
+  for (const auto& [n, f] : all)
+    if (name == n) return f();
+  std::string known;
+  for (const auto& n : names_of(all)) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown " + std::string(kind) + " policy '" + std::string(name) + "' (known: " + known + ")");
+}
+
+} // namespace
+
+auto eviction_policy_names() -> std::vector<std::string> { return names_of(eviction_policies()); }
+
+auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_policy> {
+  return make(eviction_policies(), "eviction", name);
+}
+
+} // namespace troupe::policy

@@ -1,0 +1,21 @@
+#pragma once
+// Every built-in policy, registered by name in one function per kind (no
+// static self-registration: linkers drop it).
+
+#include "policies/api/eviction.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe::policy {
+
+/// "lru", "lfu", "priority".
+auto eviction_policy_names() -> std::vector<std::string>;
+
+/// The built-in eviction policy `name`; throws std::invalid_argument with one
+/// line listing the known names otherwise.
+auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_policy>;
+
+} // namespace troupe::policy
