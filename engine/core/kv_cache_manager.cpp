@@ -1,0 +1,79 @@
+#include "engine/core/kv_cache_manager.hpp"
+
+#include "engine/check.hpp"
+#include "engine/core/block_pool.hpp"
+
+namespace troupe {
+
+kv_cache_manager::kv_cache_manager(prefix_cache& cache, const kv_cache_options& options)
+  : cache_(cache), options_(options) {
+  TROUPE_CHECK(options.block_size >= 1 && options.watermark_blocks >= 0, "bad KV cache options");
+}
+
+auto kv_cache_manager::begin(request_id id, std::uint64_t tenant, std::int32_t priority,
+                             std::span<const token_id> prompt) -> std::int32_t {
+  TROUPE_CHECK(!requests_.contains(id), "request already tracked");
+  auto& e = requests_[id];
+  e.tenant = tenant;
+  e.priority = priority;
+  if (!options_.enable_prefix_caching) return 0;
+  const auto bs = static_cast<std::size_t>(options_.block_size);
+  // Full blocks only, and not the one holding the prompt's last token.
+  const std::size_t usable = prompt.empty() ? 0 : (prompt.size() - 1) / bs;
+  for (std::size_t i = 0; i < usable; ++i) {
+    block_key k{tenant, e.last_hash, {prompt.begin() + static_cast<std::ptrdiff_t>(i * bs),
+                                      prompt.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}};
+    const block_hash h = hash_block(k);
+    const auto b = cache_.acquire_cached(k, priority);
+    if (!b) break;
+    e.blocks.push_back(*b);
+    e.last_hash = h;
+    ++e.num_published;
+  }
+  return e.num_published * options_.block_size;
+}
+
+auto kv_cache_manager::grow(request_id id, std::int32_t num_tokens, bool admission) -> bool {
+  auto& e = requests_.at(id);
+  const std::int64_t need = blocks_for(num_tokens, options_.block_size) - static_cast<std::int64_t>(e.blocks.size());
+  if (need <= 0) return true;
+  const std::int64_t reserve = admission ? options_.watermark_blocks : 0;
+  if (cache_.num_available() - need < reserve) return false;
+  for (std::int64_t i = 0; i < need; ++i) {
+    const auto b = cache_.allocate(e.priority);
+    TROUPE_CHECK(b.has_value(), "an available block could not be allocated");
+    e.blocks.push_back(*b);
+  }
+  return true;
+}
+
+void kv_cache_manager::commit(request_id id, std::span<const token_id> tokens, std::int32_t num_computed) {
+  if (!options_.enable_prefix_caching) return;
+  auto& e = requests_.at(id);
+  const auto bs = static_cast<std::size_t>(options_.block_size);
+  const auto full = static_cast<std::int32_t>(static_cast<std::size_t>(num_computed) / bs);
+  TROUPE_CHECK(full <= static_cast<std::int32_t>(e.blocks.size()), "computed tokens beyond the block table");
+  for (; e.num_published < full; ++e.num_published) {
+    const auto i = static_cast<std::size_t>(e.num_published);
+    block_key k{e.tenant, e.last_hash, {tokens.begin() + static_cast<std::ptrdiff_t>(i * bs),
+                                        tokens.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}};
+    e.last_hash = hash_block(k);
+    // Another request may have published the same content meanwhile: this
+    // block then stays private and is freed with the request.
+    (void)cache_.publish(e.blocks[i], std::move(k), e.num_published);
+  }
+}
+
+void kv_cache_manager::end(request_id id) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  // Tail first: with equal recency, the chain's head outlives its tail.
+  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b) cache_.release(*b);
+  requests_.erase(it);
+}
+
+auto kv_cache_manager::blocks(request_id id) const -> const std::vector<block_id>& {
+  return requests_.at(id).blocks;
+}
+
+} // namespace troupe

@@ -1,0 +1,65 @@
+#pragma once
+// Per-request KV blocks over a device's prefix_cache (vLLM v1's
+// KVCacheManager): the longest cached prefix at admission, blocks appended
+// as a request grows, full blocks published to the cache once computed, all
+// references dropped when it ends. Deterministic, single-threaded.
+
+#include "engine/core/prefix_cache.hpp"
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe {
+
+struct kv_cache_options {
+  std::int32_t block_size = 16;
+  /// Admissions leave at least this many blocks available, so that running
+  /// requests can grow without preempting at once (vLLM's watermark).
+  std::int32_t watermark_blocks = 0;
+  bool enable_prefix_caching = true;
+};
+
+class kv_cache_manager {
+public:
+  /// `cache` must outlive the manager.
+  kv_cache_manager(prefix_cache& cache, const kv_cache_options& options);
+
+  /// Starts tracking a request: takes references on the longest run of its
+  /// prompt's full blocks already cached for `tenant`, never the whole
+  /// prompt (its last token must be computed to sample). Returns how many
+  /// prompt tokens those blocks hold (0 with prefix caching off).
+  auto begin(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const token_id> prompt)
+      -> std::int32_t;
+  /// Ensures blocks for positions [0, num_tokens). False, with nothing
+  /// taken, when the pool cannot supply them (admission: also when it would
+  /// dip under the watermark).
+  [[nodiscard]] auto grow(request_id id, std::int32_t num_tokens, bool admission) -> bool;
+  /// After a step: `tokens` (prompt ++ output so far), of which the first
+  /// num_computed have KV. Publishes every newly full block to the cache.
+  void commit(request_id id, std::span<const token_id> tokens, std::int32_t num_computed);
+  /// Drops every reference the request holds (it ends, or is preempted and
+  /// will start again from begin()).
+  void end(request_id id);
+
+  auto blocks(request_id id) const -> const std::vector<block_id>&;
+  auto tracks(request_id id) const -> bool { return requests_.contains(id); }
+  auto cache() const -> const prefix_cache& { return cache_; }
+  auto options() const -> const kv_cache_options& { return options_; }
+
+private:
+  struct entry {
+    std::uint64_t tenant = 0;
+    std::int32_t priority = 0;
+    std::vector<block_id> blocks;
+    std::int32_t num_published = 0; ///< leading full blocks already in the cache
+    block_hash last_hash = 0;       ///< chain hash of block num_published - 1
+  };
+
+  prefix_cache& cache_;
+  kv_cache_options options_;
+  std::unordered_map<request_id, entry> requests_;
+};
+
+} // namespace troupe
