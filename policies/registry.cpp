@@ -3,6 +3,11 @@
 #include "policies/eviction/lfu.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/eviction/priority.hpp"
+#include "policies/scheduling/fcfs.hpp"
+#include "policies/scheduling/priority.hpp"
+#include "policies/scheduling/sjf.hpp"
+#include "policies/scheduling/static_batching.hpp"
+#include "policies/scheduling/vtc.hpp"
 
 #include <functional>
 #include <stdexcept>
@@ -19,6 +24,17 @@ auto eviction_policies() -> const std::vector<factory<eviction_policy>>& {
       {"lru", [] { return std::make_unique<lru_eviction>(); }},
       {"lfu", [] { return std::make_unique<lfu_eviction>(); }},
       {"priority", [] { return std::make_unique<priority_eviction>(); }},
+  };
+  return all;
+}
+
+auto scheduling_policies() -> const std::vector<factory<scheduling_policy>>& {
+  static const std::vector<factory<scheduling_policy>> all{
+      {"fcfs", [] { return std::make_unique<fcfs_scheduling>(); }},
+      {"priority", [] { return std::make_unique<priority_scheduling>(); }},
+      {"sjf", [] { return std::make_unique<sjf_scheduling>(); }},
+      {"vtc", [] { return std::make_unique<vtc_scheduling>(); }},
+      {"static", [] { return std::make_unique<static_scheduling>(); }},
   };
   return all;
 }
@@ -41,6 +57,12 @@ auto make(const std::vector<factory<Base>>& all, std::string_view kind, std::str
 }
 
 } // namespace
+
+auto scheduling_policy_names() -> std::vector<std::string> { return names_of(scheduling_policies()); }
+
+auto make_scheduling_policy(std::string_view name) -> std::unique_ptr<scheduling_policy> {
+  return make(scheduling_policies(), "scheduling", name);
+}
 
 auto eviction_policy_names() -> std::vector<std::string> { return names_of(eviction_policies()); }
 

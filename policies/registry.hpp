@@ -3,6 +3,7 @@
 // static self-registration: linkers drop it).
 
 #include "policies/api/eviction.hpp"
+#include "policies/api/scheduling.hpp"
 
 #include <memory>
 #include <string>
@@ -10,6 +11,14 @@
 #include <vector>
 
 namespace troupe::policy {
+
+/// "fcfs", "priority", "sjf", "vtc", "static".
+auto scheduling_policy_names() -> std::vector<std::string>;
+
+/// A fresh instance of the built-in scheduling policy `name` (policies may
+/// keep state: one per scheduler); throws std::invalid_argument with one line
+/// listing the known names otherwise.
+auto make_scheduling_policy(std::string_view name) -> std::unique_ptr<scheduling_policy>;
 
 /// "lru", "lfu", "priority".
 auto eviction_policy_names() -> std::vector<std::string>;

@@ -1,0 +1,54 @@
+#pragma once
+// The scheduling policy kind: in which order waiting requests are admitted,
+// and which running request gives way when KV blocks run out. The scheduler
+// mechanism (engine/core) owns the queues, the token budget and the blocks;
+// a policy sees plain views and answers with indices. Time comes in the view
+// (`now_s`, the caller's clock); a policy has no clock and no randomness.
+
+#include "policies/api/abi.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace troupe::policy {
+
+/// What a policy may know of one request.
+struct request_view {
+  std::uint64_t id = 0;
+  std::uint64_t tenant = 0;
+  std::int32_t priority = 0;          ///< the API's priority; larger is more important
+  double arrival_s = 0;               ///< when it arrived, on the view's clock
+  std::int32_t num_prompt_tokens = 0;
+  std::int32_t num_output_tokens = 0; ///< generated so far
+  std::int32_t max_tokens = 0;
+  std::int32_t output_len_hint = -1;  ///< predicted output length; -1: none
+  std::int32_t num_computed_tokens = 0;
+};
+
+struct schedule_view {
+  double now_s = 0;
+  std::span<const request_view> waiting; ///< in arrival order
+  std::span<const request_view> running; ///< in admission order
+};
+
+class scheduling_policy {
+public:
+  virtual ~scheduling_policy() = default;
+  virtual auto name() const -> std::string_view = 0;
+  /// Indices into v.waiting, in the order to try admitting them this step.
+  /// Requests left out wait (the mechanism stops at the first that does
+  /// not fit, so the order is also a promise of fairness).
+  virtual auto admission_order(const schedule_view& v) -> std::vector<std::size_t> = 0;
+  /// The index into v.running (non-empty) of the request to preempt.
+  virtual auto preemption_victim(const schedule_view& v) -> std::size_t = 0;
+  /// After each step: the tokens a request was served (prompt tokens
+  /// prefilled, output tokens decoded). For policies that account (VTC).
+  virtual void on_served(const request_view& r, std::int32_t num_prefill_tokens, std::int32_t num_decode_tokens) {
+    (void)r, (void)num_prefill_tokens, (void)num_decode_tokens;
+  }
+};
+
+} // namespace troupe::policy
