@@ -1,5 +1,8 @@
 #include "actors/scheduler_actor.hpp"
 
+#include "engine/check.hpp"
+#include "policies/registry.hpp"
+
 #include <caf/all.hpp>
 
 #include <cstdio>
@@ -10,7 +13,14 @@ namespace {
 
 struct scheduler_state {
   replica_options options;
+  // Built in this order, destroyed in reverse: each refers to those above.
+  std::unique_ptr<policy::eviction_policy> eviction;
+  std::unique_ptr<policy::scheduling_policy> policy;
+  std::unique_ptr<prefix_cache> cache;
+  std::unique_ptr<kv_cache_manager> kv;
   std::unique_ptr<batch_scheduler> core;
+  std::uint64_t reported_queries = 0, reported_hits = 0; ///< prefix-cache counters already in the metrics
+  steady_time started = std::chrono::steady_clock::now(); ///< the policies' clock starts here
   executor_actor executor;
   server_metrics* metrics = nullptr;
   server_status* status = nullptr;
@@ -19,28 +29,31 @@ struct scheduler_state {
     delivery_count undelivered;
   };
   std::unordered_map<request_id, client> sinks;
-  struct arrival {
-    steady_time time;
-    std::int64_t prompt_tokens;
-  };
-  std::unordered_map<request_id, arrival> arrivals; ///< until first scheduled
-  std::int64_t waiting_tokens = 0; ///< prompt tokens of requests not yet admitted
-  bool stepping = false;           ///< a step is queued or in flight
+  std::unordered_map<request_id, steady_time> arrivals; ///< until first scheduled
+  bool stepping = false; ///< a step is queued or in flight
 
   void forget(request_id id) {
     if (sinks.erase(id) > 0) status->num_queued.fetch_sub(1, std::memory_order_relaxed);
-    if (const auto it = arrivals.find(id); it != arrivals.end()) {
-      waiting_tokens -= it->second.prompt_tokens;
-      arrivals.erase(it);
-    }
+    arrivals.erase(id);
+  }
+  auto seconds_since_start(steady_time t) const -> double {
+    return std::chrono::duration<double>(t - started).count();
   }
 
   void publish() {
     const int r = options.replica;
     metrics->num_requests_running(r).Set(static_cast<double>(core->num_running()));
     metrics->num_requests_waiting(r).Set(static_cast<double>(core->num_waiting()));
-    const auto& b = core->blocks();
-    metrics->kv_cache_usage(r).Set(b.num_total() > 0 ? static_cast<double>(b.num_used()) / static_cast<double>(b.num_total()) : 0.0);
+    metrics->kv_cache_usage(r).Set(cache->num_blocks() > 0 ? static_cast<double>(cache->num_referenced()) /
+                                                                 static_cast<double>(cache->num_blocks())
+                                                           : 0.0);
+    metrics->prefix_cache_queries(r).Increment(static_cast<double>(cache->num_queries() - reported_queries));
+    metrics->prefix_cache_hits(r).Increment(static_cast<double>(cache->num_hits() - reported_hits));
+    reported_queries = cache->num_queries();
+    reported_hits = cache->num_hits();
+    const auto preemptions = static_cast<double>(core->num_preemptions());
+    auto& p = metrics->num_preemptions(r);
+    if (preemptions > p.Value()) p.Increment(preemptions - p.Value());
   }
 };
 
@@ -84,12 +97,11 @@ void step(self_ptr self) {
     self->delayed_send(self, std::chrono::microseconds(100), step_atom_v);
     return;
   }
-  auto out = std::make_shared<scheduler_output>(st.core->schedule());
   const auto now = std::chrono::steady_clock::now();
+  auto out = std::make_shared<scheduler_output>(st.core->schedule(st.seconds_since_start(now)));
   for (const auto& n : out->new_requests) {
     if (const auto it = st.arrivals.find(n.id); it != st.arrivals.end()) {
-      st.metrics->queue_time.Observe(std::chrono::duration<double>(now - it->second.time).count());
-      st.waiting_tokens -= it->second.prompt_tokens;
+      st.metrics->queue_time.Observe(std::chrono::duration<double>(now - it->second).count());
       st.arrivals.erase(it);
     }
   }
@@ -125,7 +137,13 @@ void step(self_ptr self) {
 auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lease, executor_actor executor,
                server_metrics* metrics, server_status* status) -> scheduler_actor::behavior_type {
   auto& st = self->state;
-  st.core = std::make_unique<batch_scheduler>(options.limits, block_pool(std::move(lease)), options.eos_ids);
+  TROUPE_CHECK(!lease.empty(), "a replica without KV blocks");
+  for (std::size_t i = 1; i < lease.size(); ++i) TROUPE_CHECK(lease[i] == lease[0] + static_cast<block_id>(i), "a lease must be contiguous");
+  st.eviction = policy::make_eviction_policy(options.eviction);
+  st.policy = policy::make_scheduling_policy(options.scheduling);
+  st.cache = std::make_unique<prefix_cache>(static_cast<std::int32_t>(lease.size()), *st.eviction, lease.front());
+  st.kv = std::make_unique<kv_cache_manager>(*st.cache, options.kv);
+  st.core = std::make_unique<batch_scheduler>(options.limits, *st.kv, *st.policy, options.eos_ids);
   st.options = std::move(options);
   st.executor = std::move(executor);
   st.metrics = metrics;
@@ -135,16 +153,13 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
       [self](submit_atom, request& r, sink_actor& sink, steady_time arrival,
              delivery_count& undelivered) -> admission {
         auto& st = self->state;
-        if (auto why = st.core->check(r); !why.empty()) return {400, std::move(why)};
-        const auto prompt = static_cast<std::int64_t>(r.prompt.size());
-        if (st.core->num_waiting() >= st.options.max_waiting_requests ||
-            st.waiting_tokens + prompt > st.options.max_waiting_tokens)
-          return {429, "the server's queue is full; retry later"};
-        st.waiting_tokens += prompt;
-        st.sinks.emplace(r.id, scheduler_state::client{std::move(sink), std::move(undelivered)});
-        st.arrivals.emplace(r.id, scheduler_state::arrival{arrival, prompt});
+        const request_id id = r.id;
+        r.arrival_s = st.seconds_since_start(arrival);
+        auto result = st.core->submit(std::move(r));
+        if (result.status != 0) return {result.status, std::move(result.reason)};
+        st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
+        st.arrivals.emplace(id, arrival);
         st.status->num_queued.fetch_add(1, std::memory_order_relaxed);
-        st.core->add(std::move(r));
         kick(self);
         return {};
       },

@@ -9,15 +9,17 @@ namespace troupe {
 
 struct replica_options {
   int replica = 0;                        ///< its index (the metrics' replica label)
-  scheduler_limits limits;
-  std::int32_t max_waiting_requests = 4096; ///< more queued → 429
-  std::int64_t max_waiting_tokens = 1 << 22; ///< prompt tokens queued, at most
+  scheduler_limits limits;                ///< queue bounds included (429 beyond them)
+  kv_cache_options kv;
+  std::string scheduling = "fcfs";        ///< policy names (policies/registry.hpp), checked at start-up
+  std::string eviction = "lru";
   std::vector<token_id> eos_ids;
 };
 
-/// One replica's scheduler: the batch_scheduler core over `lease` (blocks
-/// granted by the device's memory manager), stepping `executor` for as long
-/// as it has work, and sending each step's tokens to the requests' sinks.
+/// One replica's scheduler: the batch_scheduler core, its policies and a
+/// prefix cache over `lease` (contiguous blocks granted by the device's
+/// memory manager), stepping `executor` for as long as it has work and
+/// sending each step's tokens to the requests' sinks.
 auto spawn_scheduler(caf::actor_system& sys, const replica_options& options, std::vector<block_id> lease,
                      executor_actor executor, server_metrics* metrics, server_status* status) -> scheduler_actor;
 

@@ -1,5 +1,9 @@
 #include "actors/server_config.hpp"
 
+#include "policies/registry.hpp"
+
+#include <algorithm>
+
 #include "engine/tokenizer/chat_template.hpp"
 
 #include <toml++/toml.h>
@@ -160,6 +164,24 @@ void apply_devices(const toml::node& n, const std::string& path, server_config& 
   c.devices = std::move(devices);
 }
 
+/// One of the built-in policies of a kind, by name.
+auto policy_name(std::string server_config::*field, const char* kind, std::vector<std::string> known) -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    const auto& s = as_string(n, path);
+    if (std::find(known.begin(), known.end(), s) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(path, "unknown " + std::string(kind) + " policy \"" + s + "\"; known: " + list);
+    }
+    c.*field = s;
+  };
+}
+
+void apply_prefix_caching(const toml::node& n, const std::string& path, server_config& c) {
+  if (!n.is_boolean()) wrong_type(path, "a boolean", n);
+  c.enable_prefix_caching = n.as_boolean()->get();
+}
+
 void apply_huge_pages(const toml::node& n, const std::string& path, server_config& c) {
   if (!n.is_boolean()) wrong_type(path, "a boolean", n);
   c.huge_pages = n.as_boolean()->get();
@@ -207,6 +229,12 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1)},
       {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1)},
       {"scheduler", "max_model_len", integer(&c::max_model_len, 0)},
+      {"scheduler", "max_input_tokens", integer(&c::max_input_tokens, 0)},
+      {"scheduler", "max_output_tokens", integer(&c::max_output_tokens, 0)},
+      {"scheduler", "policy", policy_name(&c::policy, "scheduling", policy::scheduling_policy_names()), true},
+      {"scheduler", "eviction", policy_name(&c::eviction, "eviction", policy::eviction_policy_names()), true},
+      {"scheduler", "enable_prefix_caching", apply_prefix_caching},
+      {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0)},
       {"actors", "tokenizers", integer(&c::tokenizers, 0)},
       {"actors", "caf_threads", integer(&c::caf_threads, 0)},
   };

@@ -51,6 +51,12 @@ struct server_config {
   std::int32_t max_waiting_requests = 4096; ///< >= 1; beyond it requests get 429
   std::int64_t max_waiting_tokens = 1 << 22; ///< >= 1
   std::int32_t max_model_len = 0;          ///< >= 0; 0: the model's max_position_embeddings
+  std::int32_t max_input_tokens = 0;       ///< >= 0 per request; 0: max_model_len
+  std::int32_t max_output_tokens = 0;      ///< >= 0 per request; 0: up to the context
+  std::string policy = "fcfs";             ///< a scheduling policy's name (policies/registry.hpp)
+  std::string eviction = "lru";            ///< an eviction policy's name
+  bool enable_prefix_caching = true;
+  std::int32_t watermark_blocks = 0;       ///< >= 0 KV blocks admissions leave free
   // [actors]
   std::int32_t tokenizers = 0;             ///< >= 0 tokenizer pool size; 0: cores
   std::int32_t caf_threads = 0;            ///< >= 0 CAF scheduler.max-threads; 0: cores

@@ -150,6 +150,10 @@ void submit(self_ptr self, encoded& e) {
   r.id = st.id;
   r.prompt = std::move(e.tokens);
   r.sampling = st.req.body.sampling;
+  r.priority = st.req.body.priority;
+  // Until tenants have API keys (issue 8), the OpenAI `user` field names the
+  // tenant: its prefix-cache namespace and its VTC account.
+  r.tenant = std::hash<std::string>{}(st.req.body.user);
   const auto n = static_cast<std::int64_t>(r.prompt.size());
   if (n >= st.ctx->max_model_len)
     return fail(self, 400,

@@ -41,6 +41,7 @@ auto parse_serve_args(std::span<char* const> argv) -> serve_args {
     else if (name == "--port") a.overrides.emplace_back("server.port", value);
     else if (name == "--host") a.overrides.emplace_back("server.host", value);
     else if (name == "--model") a.overrides.emplace_back("model.dir", value);
+    else if (name == "--scheduling") a.overrides.emplace_back("scheduler.policy", value);
     else if (name == "--set") {
       const auto eq = value.find('=');
       if (eq == std::string::npos || eq == 0) throw usage_error("--set expects key=value, got '" + value + "'");
@@ -159,9 +160,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
                  [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
     replica_options ro;
     ro.replica = r;
-    ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, cfg.block_size, max_model_len};
-    ro.max_waiting_requests = cfg.max_waiting_requests;
-    ro.max_waiting_tokens = cfg.max_waiting_tokens;
+    ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len, cfg.max_waiting_requests,
+                 cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
+    ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
+    ro.scheduling = cfg.policy;
+    ro.eviction = cfg.eviction;
     ro.eos_ids = eos;
     ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, metrics_out, &status));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));

@@ -1,87 +1,111 @@
 #include "engine/core/batch_scheduler.hpp"
 
 #include "engine/check.hpp"
+#include "engine/core/block_pool.hpp"
 
 #include <algorithm>
 #include <string>
 
 namespace troupe {
 
-batch_scheduler::batch_scheduler(const scheduler_limits& limits, block_pool blocks,
-                                 std::vector<token_id> eos_ids)
-  : limits_(limits), blocks_(std::move(blocks)), eos_ids_(std::move(eos_ids)) {
-  TROUPE_CHECK(limits.max_num_seqs >= 1 && limits.max_num_batched_tokens >= 1 &&
-                   limits.block_size >= 1 && limits.max_model_len >= 1,
+batch_scheduler::batch_scheduler(const scheduler_limits& limits, kv_cache_manager& kv,
+                                 policy::scheduling_policy& policy, std::vector<token_id> eos_ids)
+  : limits_(limits), kv_(kv), policy_(policy), eos_ids_(std::move(eos_ids)) {
+  TROUPE_CHECK(limits.max_num_seqs >= 1 && limits.max_num_batched_tokens >= 1 && limits.max_model_len >= 1,
                "scheduler limits must be positive");
 }
 
 auto batch_scheduler::check(const request& r) const -> std::string {
   if (r.prompt.empty()) return "the prompt is empty";
-  const std::int64_t total = static_cast<std::int64_t>(r.prompt.size()) + r.sampling.max_tokens;
+  const std::int64_t n = static_cast<std::int64_t>(r.prompt.size());
+  const std::int64_t max_input = limits_.max_input_tokens > 0 ? limits_.max_input_tokens : limits_.max_model_len;
+  if (n > max_input)
+    return "the prompt has " + std::to_string(n) + " tokens, over the limit of " + std::to_string(max_input);
+  if (limits_.max_output_tokens > 0 && r.sampling.max_tokens > limits_.max_output_tokens)
+    return "max_tokens (" + std::to_string(r.sampling.max_tokens) + ") is over the limit of " +
+           std::to_string(limits_.max_output_tokens);
+  const std::int64_t total = n + r.sampling.max_tokens;
   if (total > limits_.max_model_len)
-    return "prompt (" + std::to_string(r.prompt.size()) + " tokens) + max_tokens (" +
-           std::to_string(r.sampling.max_tokens) + ") exceeds the model's context of " +
-           std::to_string(limits_.max_model_len) + " tokens";
+    return "prompt (" + std::to_string(n) + " tokens) + max_tokens (" + std::to_string(r.sampling.max_tokens) +
+           ") exceeds the model's context of " + std::to_string(limits_.max_model_len) + " tokens";
   // The last sampled token is never computed, so total - 1 positions hold KV.
-  const std::int64_t needed = blocks_for(total - 1, limits_.block_size);
-  if (needed > blocks_.num_total())
+  const std::int64_t needed = blocks_for(total - 1, kv_.options().block_size);
+  if (needed > kv_.cache().num_blocks())
     return "prompt + max_tokens needs " + std::to_string(needed) + " KV blocks, the cache holds " +
-           std::to_string(blocks_.num_total());
+           std::to_string(kv_.cache().num_blocks());
   return {};
 }
 
-void batch_scheduler::add(request r) {
-  TROUPE_CHECK(check(r).empty(), "request added without passing check()");
+auto batch_scheduler::submit(request r) -> submit_result {
+  if (auto why = check(r); !why.empty()) return {400, std::move(why)};
   TROUPE_CHECK(!requests_.contains(r.id), "request id reused");
+  const std::int64_t n = r.num_tokens();
+  if (num_waiting() >= limits_.max_waiting_requests || waiting_tokens_ + n > limits_.max_waiting_tokens)
+    return {429, "the server's queue is full; retry later"};
   auto owned = std::make_unique<request>(std::move(r));
   owned->state = request_state::waiting;
   waiting_.push_back(owned.get());
+  waiting_tokens_ += n;
   requests_.emplace(owned->id, std::move(owned));
+  return {};
 }
 
-auto batch_scheduler::find(request_id id) -> request* {
+auto batch_scheduler::find_mut(request_id id) -> request* {
   const auto it = requests_.find(id);
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
-void batch_scheduler::release(request& r) {
-  blocks_.give_back(r.blocks);
-  r.blocks.clear();
-  r.num_computed_tokens = 0;
+auto batch_scheduler::find(request_id id) const -> const request* {
+  const auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+auto batch_scheduler::view_of(const request& r) const -> policy::request_view {
+  policy::request_view v;
+  v.id = r.id;
+  v.tenant = r.tenant;
+  v.priority = r.priority;
+  v.arrival_s = r.arrival_s;
+  v.num_prompt_tokens = static_cast<std::int32_t>(r.prompt.size());
+  v.num_output_tokens = static_cast<std::int32_t>(r.output.size());
+  v.max_tokens = r.sampling.max_tokens;
+  v.output_len_hint = r.output_len_hint;
+  v.num_computed_tokens = r.num_computed_tokens;
+  return v;
+}
+
+void batch_scheduler::end(request& r, request_state state) {
+  kv_.end(r.id);
+  if (r.state == request_state::running) {
+    running_.erase(std::find(running_.begin(), running_.end(), &r));
+  } else if (r.state == request_state::waiting || r.state == request_state::preempted) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &r));
+    waiting_tokens_ -= r.num_tokens();
+  }
+  r.state = state;
+  if (r.known_to_executor) finished_.push_back(r.id);
+  requests_.erase(r.id);
 }
 
 auto batch_scheduler::abort(request_id id) -> bool {
-  request* r = find(id);
+  request* r = find_mut(id);
   if (r == nullptr) return false;
-  if (r->state == request_state::waiting)
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
-  else
-    running_.erase(std::find(running_.begin(), running_.end(), r));
-  release(*r);
-  if (r->known_to_executor) finished_.push_back(id);
-  requests_.erase(id);
+  end(*r, request_state::aborted);
   return true;
 }
 
-// Extends r's block table to hold num_tokens positions; false, with nothing
-// taken, when the pool is short.
-auto batch_scheduler::grow(request& r, std::int32_t num_tokens) -> bool {
-  const std::int64_t have = static_cast<std::int64_t>(r.blocks.size());
-  const std::int64_t need = blocks_for(num_tokens, limits_.block_size) - have;
-  if (need <= 0) return true;
-  auto got = blocks_.take(need);
-  if (!got) return false;
-  r.blocks.insert(r.blocks.end(), got->begin(), got->end());
-  return true;
-}
-
-// Back to the front of the queue, to recompute prompt ++ output when readmitted.
+// Back to the head of the queue; readmission recomputes prompt ++ output
+// (the prefix cache may still hold much of it).
 void batch_scheduler::preempt(request& r) {
-  release(r);
-  r.state = request_state::waiting;
+  kv_.end(r.id);
+  running_.erase(std::find(running_.begin(), running_.end(), &r));
+  r.num_computed_tokens = 0;
+  r.num_cached_tokens = 0;
+  r.state = request_state::preempted;
   ++r.num_preemptions;
   ++num_preemptions_;
-  waiting_.push_front(&r);
+  waiting_.insert(waiting_.begin(), &r);
+  waiting_tokens_ += r.num_tokens();
 }
 
 auto batch_scheduler::chunk_of(request& r, std::int32_t num_new) -> scheduled_chunk {
@@ -90,45 +114,39 @@ auto batch_scheduler::chunk_of(request& r, std::int32_t num_new) -> scheduled_ch
   c.num_computed_tokens = r.num_computed_tokens;
   c.tokens.reserve(static_cast<std::size_t>(num_new));
   for (std::int32_t i = 0; i < num_new; ++i) c.tokens.push_back(r.token(r.num_computed_tokens + i));
-  c.block_table = r.blocks;
+  c.block_table = kv_.blocks(r.id);
   c.sample = r.num_computed_tokens + num_new == r.num_tokens();
   return c;
 }
 
-auto batch_scheduler::schedule() -> scheduler_output {
-  scheduler_output out;
-  out.finished = std::move(finished_);
-  finished_.clear();
-  std::int64_t budget = limits_.max_num_batched_tokens;
-  bool preempted = false;
-
-  // Running requests, oldest first; a request that cannot grow preempts the
-  // newest running one (possibly itself).
-  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
-    request& r = *running_[i];
-    const auto num_new =
-        static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
-    if (!grow(r, r.num_computed_tokens + num_new)) {
-      request* victim = running_.back();
-      running_.pop_back();
-      preempt(*victim);
-      preempted = true;
-      if (victim == &r) break;
-      continue; // retry r with the freed blocks
+void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output& out) {
+  if (waiting_.empty() || budget <= 0 || num_running() >= limits_.max_num_seqs) return;
+  std::vector<policy::request_view> waiting, running;
+  waiting.reserve(waiting_.size());
+  for (const request* r : waiting_) waiting.push_back(view_of(*r));
+  running.reserve(running_.size());
+  for (const request* r : running_) running.push_back(view_of(*r));
+  const auto order = policy_.admission_order({now_s, waiting, running});
+  std::vector<bool> admitted(waiting_.size(), false);
+  for (const std::size_t idx : order) {
+    if (budget <= 0 || num_running() >= limits_.max_num_seqs) break;
+    TROUPE_CHECK(idx < waiting_.size() && !admitted[idx], "the policy named a request twice or out of range");
+    request& r = *waiting_[idx];
+    if (!kv_.tracks(r.id)) {
+      std::vector<token_id> all = r.prompt;
+      all.insert(all.end(), r.output.begin(), r.output.end());
+      r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, all);
+      r.num_computed_tokens = r.num_cached_tokens;
     }
-    out.scheduled.push_back(chunk_of(r, num_new));
-    budget -= num_new;
-    ++i;
-  }
-
-  // Admission, first come first served; none in a step that had to preempt.
-  while (!preempted && !waiting_.empty() && budget > 0 &&
-         static_cast<std::int32_t>(running_.size()) < limits_.max_num_seqs) {
-    request& r = *waiting_.front();
     const auto num_new =
         static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
-    if (!grow(r, r.num_computed_tokens + num_new)) break;
-    waiting_.pop_front();
+    if (!kv_.grow(r.id, r.num_computed_tokens + num_new, true)) {
+      kv_.end(r.id); // drops the prefix hits too; matched again next time
+      r.num_computed_tokens = r.num_cached_tokens = 0;
+      break; // in the policy's order: nobody overtakes the head
+    }
+    admitted[idx] = true;
+    waiting_tokens_ -= r.num_tokens();
     r.state = request_state::running;
     running_.push_back(&r);
     if (!r.known_to_executor) {
@@ -136,8 +154,59 @@ auto batch_scheduler::schedule() -> scheduler_output {
       r.known_to_executor = true;
     }
     out.scheduled.push_back(chunk_of(r, num_new));
+    r.scheduled_in_step = out_step_;
     budget -= num_new;
   }
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < waiting_.size(); ++i)
+    if (!admitted[i]) waiting_[keep++] = waiting_[i];
+  waiting_.resize(keep);
+}
+
+auto batch_scheduler::schedule(double now_s) -> scheduler_output {
+  scheduler_output out;
+  out.finished = std::move(finished_);
+  finished_.clear();
+  ++out_step_;
+  std::int64_t budget = limits_.max_num_batched_tokens;
+  bool preempted = false;
+
+  // Decodes first, then prefill chunks (stall-free batching). A request that
+  // cannot grow makes the policy preempt someone not yet scheduled this step
+  // (possibly itself); the scan then starts over, skipping the scheduled.
+  for (const bool decodes : {true, false}) {
+    for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+      request& r = *running_[i];
+      const bool is_decode = r.num_computed_tokens >= static_cast<std::int32_t>(r.prompt.size());
+      if (is_decode != decodes || r.scheduled_in_step == out_step_) {
+        ++i;
+        continue;
+      }
+      const auto num_new =
+          static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
+      if (!kv_.grow(r.id, r.num_computed_tokens + num_new, false)) {
+        std::vector<std::size_t> candidates;
+        std::vector<policy::request_view> views;
+        for (std::size_t j = 0; j < running_.size(); ++j)
+          if (running_[j]->scheduled_in_step != out_step_) {
+            candidates.push_back(j);
+            views.push_back(view_of(*running_[j]));
+          }
+        const std::size_t v = policy_.preemption_victim({now_s, {}, views});
+        TROUPE_CHECK(v < candidates.size(), "the policy chose no victim");
+        preempt(*running_[candidates[v]]);
+        preempted = true;
+        i = 0;
+        continue;
+      }
+      out.scheduled.push_back(chunk_of(r, num_new));
+      r.scheduled_in_step = out_step_;
+      budget -= num_new;
+      ++i;
+    }
+  }
+  // No admissions in a step that had to preempt: the pool is short.
+  if (!preempted) admit(now_s, budget, out);
   return out;
 }
 
@@ -145,13 +214,22 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     -> std::vector<request_update> {
   std::vector<request_update> updates;
   updates.reserve(result.sampled.size());
-  for (const auto& c : step.scheduled)
-    if (request* r = find(c.id); r != nullptr && r->state == request_state::running)
-      r->num_computed_tokens += static_cast<std::int32_t>(c.tokens.size());
-
+  for (const auto& c : step.scheduled) {
+    request* r = find_mut(c.id);
+    if (r == nullptr || r->state != request_state::running) continue; // aborted or preempted meanwhile
+    const bool decode = c.num_computed_tokens >= static_cast<std::int32_t>(r->prompt.size());
+    const auto n = static_cast<std::int32_t>(c.tokens.size());
+    r->num_computed_tokens += n;
+    policy_.on_served(view_of(*r), decode ? 0 : n, decode ? n : 0);
+    if (kv_.needs_commit(r->id, r->num_computed_tokens)) {
+      std::vector<token_id> all = r->prompt;
+      all.insert(all.end(), r->output.begin(), r->output.end());
+      kv_.commit(r->id, all, r->num_computed_tokens);
+    }
+  }
   for (const auto& s : result.sampled) {
-    request* r = find(s.id);
-    if (r == nullptr || r->state != request_state::running) continue; // aborted meanwhile
+    request* r = find_mut(s.id);
+    if (r == nullptr || r->state != request_state::running) continue;
     const token_id t = s.result.token;
     r->output.push_back(t);
     request_update u{r->id, {s.result}, finish_reason::none};
@@ -160,18 +238,26 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     const bool is_eos = !p.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), t) != eos_ids_.end();
     if (is_stop_id || is_eos)
       u.finished = finish_reason::stop;
-    else if (static_cast<std::int32_t>(r->output.size()) >= p.max_tokens ||
-             r->num_tokens() >= limits_.max_model_len)
+    else if (static_cast<std::int32_t>(r->output.size()) >= p.max_tokens || r->num_tokens() >= limits_.max_model_len)
       u.finished = finish_reason::length;
-    if (u.finished != finish_reason::none) {
-      running_.erase(std::find(running_.begin(), running_.end(), r));
-      release(*r);
-      finished_.push_back(r->id);
-      requests_.erase(r->id);
-    }
+    if (u.finished != finish_reason::none) end(*r, request_state::finished);
     updates.push_back(std::move(u));
   }
   return updates;
+}
+
+void batch_scheduler::check_invariants() const {
+  TROUPE_CHECK(num_running() <= limits_.max_num_seqs, "more running requests than max_num_seqs");
+  std::int64_t tokens = 0;
+  for (const request* r : waiting_) {
+    TROUPE_CHECK(r->state == request_state::waiting || r->state == request_state::preempted, "a queued request is not waiting");
+    TROUPE_CHECK(std::count(running_.begin(), running_.end(), r) == 0, "a request is both waiting and running");
+    tokens += r->num_tokens();
+  }
+  TROUPE_CHECK(tokens == waiting_tokens_, "the waiting token count drifted");
+  for (const request* r : running_) TROUPE_CHECK(r->state == request_state::running, "a running request is not running");
+  TROUPE_CHECK(waiting_.size() + running_.size() == requests_.size(), "a request is in no queue");
+  kv_.cache().check_invariants();
 }
 
 } // namespace troupe

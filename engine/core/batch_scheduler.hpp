@@ -1,31 +1,35 @@
 #pragma once
-// Continuous batching over one executor (Orca, Yu et al., OSDI'22; vLLM v1):
-// each step, running requests first (a decode token each, or their next
-// prefill chunk), then waiting ones admitted first come, first served while
-// the token budget, max_num_seqs and free KV blocks allow. When a running
-// request needs a block and none is free, the most recently admitted one is
-// preempted (its blocks freed; it is recomputed later). Deterministic: no
-// clock, no randomness. Issue 4 turns the fixed FCFS order into policies.
+// Continuous batching over one executor (Orca, Yu et al., OSDI'22; vLLM v1),
+// with stall-free batching (Sarathi-Serve, Agrawal et al., OSDI'24): each
+// step takes running decodes first, then running requests' next prefill
+// chunks, then admits waiting requests in the order the scheduling policy
+// gives, while the token budget, max_num_seqs and KV blocks allow. When a
+// running request needs a block and none is available, the policy picks a
+// victim to preempt (its blocks released; recomputed later, the prefix cache
+// permitting). Deterministic: time (`now_s`) is an argument; no randomness.
 
-#include "engine/core/block_pool.hpp"
+#include "engine/core/kv_cache_manager.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/scheduler_output.hpp"
 #include "engine/output_processor.hpp"
+#include "policies/api/scheduling.hpp"
 
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace troupe {
 
 struct scheduler_limits {
-  std::int32_t max_num_seqs = 256;           ///< running requests at once, >= 1
+  std::int32_t max_num_seqs = 256;            ///< running requests at once, >= 1
   std::int32_t max_num_batched_tokens = 2048; ///< tokens per step, >= 1
-  std::int32_t block_size = 16;              ///< tokens per KV block
-  std::int32_t max_model_len = 2048;         ///< prompt + output, at most
+  std::int32_t max_model_len = 2048;          ///< prompt + output, at most
+  std::int32_t max_waiting_requests = 4096;   ///< queued beyond this: refused (429)
+  std::int64_t max_waiting_tokens = 1 << 22;  ///< prompt tokens queued, at most
+  std::int32_t max_input_tokens = 0;          ///< per request; 0: max_model_len
+  std::int32_t max_output_tokens = 0;         ///< per request; 0: no limit but the context
 };
 
 /// What one step did for one request: its new tokens, and whether it ended.
@@ -35,51 +39,70 @@ struct request_update {
   finish_reason finished = finish_reason::none;
 };
 
+/// The answer to submit(): 0 when queued, else an HTTP status and why.
+struct submit_result {
+  int status = 0; ///< 400: can never run here; 429: the queue is full
+  std::string reason;
+};
+
 class batch_scheduler {
 public:
-  /// `blocks`: the KV blocks this scheduler may use. eos_ids end a request
+  /// `kv` and `policy` must outlive the scheduler. eos_ids end a request
   /// unless it sets ignore_eos.
-  batch_scheduler(const scheduler_limits& limits, block_pool blocks, std::vector<token_id> eos_ids);
+  batch_scheduler(const scheduler_limits& limits, kv_cache_manager& kv, policy::scheduling_policy& policy,
+                  std::vector<token_id> eos_ids);
 
-  /// Why `r` can never run here ("" when it can): prompt + max_tokens over
-  /// max_model_len, or more blocks than the whole pool holds.
+  /// Why `r` can never run here ("" when it can): empty prompt, over the
+  /// input or output limits or the context, or more blocks than the pool holds.
   [[nodiscard]] auto check(const request& r) const -> std::string;
-  /// Queues a request (state waiting) that passed check(); ids must be new.
-  void add(request r);
-  /// Ends a waiting or running request now and frees its blocks; false if
-  /// unknown (or already finished). The executor hears of it next step.
+  /// Queues `r` (its id must be new) unless check() refuses it (400) or the
+  /// bounded waiting queue is full (429).
+  [[nodiscard]] auto submit(request r) -> submit_result;
+  /// Ends a request in any state now and releases its blocks; false if
+  /// unknown or already ended. The executor hears of it next step.
   auto abort(request_id id) -> bool;
 
-  /// The next step; empty (no scheduled chunks) when nothing can run. Each
-  /// call must be followed by update() with the executor's result before the
-  /// next schedule().
-  auto schedule() -> scheduler_output;
-  /// Applies a step's result: advances computed tokens, appends samples,
-  /// finishes requests on EOS / stop token ids / max_tokens / max_model_len.
+  /// The next step at time now_s; empty (no scheduled chunks) when nothing
+  /// can run. Each call must be followed by update() with the executor's
+  /// result before the next schedule().
+  auto schedule(double now_s) -> scheduler_output;
+  /// Applies a step's result: advances computed tokens, publishes full
+  /// blocks to the prefix cache, appends samples, and finishes requests on
+  /// EOS / stop token ids / max_tokens / max_model_len.
   auto update(const scheduler_output& step, const step_result& result) -> std::vector<request_update>;
 
   auto num_waiting() const -> std::int64_t { return static_cast<std::int64_t>(waiting_.size()); }
   auto num_running() const -> std::int64_t { return static_cast<std::int64_t>(running_.size()); }
   auto has_work() const -> bool { return !waiting_.empty() || !running_.empty(); }
-  auto blocks() const -> const block_pool& { return blocks_; }
   auto num_preemptions() const -> std::int64_t { return num_preemptions_; }
   auto limits() const -> const scheduler_limits& { return limits_; }
+  auto kv() const -> const kv_cache_manager& { return kv_; }
+  /// The request's state, or nullptr when unknown (never seen, or ended).
+  auto find(request_id id) const -> const request*;
+
+  /// Aborts (TROUPE_CHECK) when the queues disagree with the requests'
+  /// states, a request is in two queues, or the budgets were exceeded. For tests.
+  void check_invariants() const;
 
 private:
-  auto find(request_id id) -> request*;
-  auto grow(request& r, std::int32_t num_tokens) -> bool;
+  auto find_mut(request_id id) -> request*;
+  auto view_of(const request& r) const -> policy::request_view;
   void preempt(request& r);
-  void release(request& r);
+  void end(request& r, request_state state);
   auto chunk_of(request& r, std::int32_t num_new) -> scheduled_chunk;
+  auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;
 
   scheduler_limits limits_;
-  block_pool blocks_;
+  kv_cache_manager& kv_;
+  policy::scheduling_policy& policy_;
   std::vector<token_id> eos_ids_;
   std::unordered_map<request_id, std::unique_ptr<request>> requests_;
-  std::deque<request*> waiting_;
-  std::vector<request*> running_;   ///< in admission order
+  std::vector<request*> waiting_;    ///< waiting or preempted, in arrival order (preempted ones first)
+  std::vector<request*> running_;    ///< in admission order
   std::vector<request_id> finished_; ///< for the next step's executor
+  std::int64_t waiting_tokens_ = 0;  ///< prompt tokens of waiting_
   std::int64_t num_preemptions_ = 0;
+  std::uint64_t out_step_ = 0; ///< counts schedule() calls
 };
 
 } // namespace troupe

@@ -64,6 +64,10 @@ void kv_cache_manager::commit(request_id id, std::span<const token_id> tokens, s
   }
 }
 
+auto kv_cache_manager::needs_commit(request_id id, std::int32_t num_computed) const -> bool {
+  return options_.enable_prefix_caching && num_computed / options_.block_size > requests_.at(id).num_published;
+}
+
 void kv_cache_manager::end(request_id id) {
   const auto it = requests_.find(id);
   if (it == requests_.end()) return;

@@ -27,10 +27,10 @@ auto hash_block(const block_key& k) -> block_hash {
   return h == 0 ? 1 : h; // 0 is "no parent"
 }
 
-prefix_cache::prefix_cache(std::int32_t num_blocks, const policy::eviction_policy& eviction)
-  : eviction_(eviction), blocks_(static_cast<std::size_t>(std::max(num_blocks, 0))) {
+prefix_cache::prefix_cache(std::int32_t num_blocks, const policy::eviction_policy& eviction, block_id first_id)
+  : eviction_(eviction), first_id_(first_id), blocks_(static_cast<std::size_t>(std::max(num_blocks, 0))) {
   free_.reserve(blocks_.size());
-  for (std::int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
+  for (std::int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(first_id + b);
 }
 
 void prefix_cache::touch(block& blk, std::int32_t priority) {
@@ -39,7 +39,7 @@ void prefix_cache::touch(block& blk, std::int32_t priority) {
 }
 
 void prefix_cache::unpublish(block_id b) {
-  auto& blk = blocks_[static_cast<std::size_t>(b)];
+  auto& blk = at(b);
   if (!blk.published) return;
   const auto [first, last] = index_.equal_range(blk.hash);
   for (auto it = first; it != last; ++it)
@@ -63,7 +63,7 @@ auto prefix_cache::allocate(std::int32_t priority) -> std::optional<block_id> {
   } else {
     return std::nullopt;
   }
-  auto& blk = blocks_[static_cast<std::size_t>(b)];
+  auto& blk = at(b);
   blk = block{};
   blk.refs = 1;
   touch(blk, priority);
@@ -75,7 +75,7 @@ auto prefix_cache::acquire_cached(const block_key& k, std::int32_t priority) -> 
   const auto [first, last] = index_.equal_range(hash_block(k));
   for (auto it = first; it != last; ++it) {
     const block_id b = it->second;
-    auto& blk = blocks_[static_cast<std::size_t>(b)];
+    auto& blk = at(b);
     if (blk.key != k) continue; // a hash collision
     if (blk.refs == 0) evictable_.erase({blk.evict_key, b});
     ++blk.refs;
@@ -88,19 +88,19 @@ auto prefix_cache::acquire_cached(const block_key& k, std::int32_t priority) -> 
 }
 
 void prefix_cache::add_ref(block_id b) {
-  auto& blk = blocks_[static_cast<std::size_t>(b)];
+  auto& blk = at(b);
   TROUPE_CHECK(blk.refs > 0, "add_ref on a block nobody holds");
   ++blk.refs;
 }
 
 auto prefix_cache::publish(block_id b, block_key k, std::int32_t depth) -> bool {
-  auto& blk = blocks_[static_cast<std::size_t>(b)];
+  auto& blk = at(b);
   TROUPE_CHECK(blk.refs > 0, "publishing a block nobody holds");
   if (blk.published) return blk.key == k;
   const block_hash h = hash_block(k);
   const auto [first, last] = index_.equal_range(h);
   for (auto it = first; it != last; ++it)
-    if (blocks_[static_cast<std::size_t>(it->second)].key == k) return false;
+    if (at(it->second).key == k) return false;
   blk.published = true;
   blk.key = std::move(k);
   blk.hash = h;
@@ -110,7 +110,7 @@ auto prefix_cache::publish(block_id b, block_key k, std::int32_t depth) -> bool 
 }
 
 void prefix_cache::release(block_id b) {
-  auto& blk = blocks_[static_cast<std::size_t>(b)];
+  auto& blk = at(b);
   TROUPE_CHECK(blk.refs > 0, "releasing a block nobody holds");
   if (--blk.refs > 0) return;
   blk.last_used = ++tick_;
@@ -131,16 +131,17 @@ void prefix_cache::release(block_id b) {
 
 void prefix_cache::check_invariants() const {
   std::vector<int> where(blocks_.size(), 0); // 1 free, 2 evictable
+  const auto slot = [this](block_id b) { return static_cast<std::size_t>(b - first_id_); };
   for (const block_id b : free_) {
-    TROUPE_CHECK(where[static_cast<std::size_t>(b)] == 0, "block twice in the free list");
-    where[static_cast<std::size_t>(b)] = 1;
-    const auto& blk = blocks_[static_cast<std::size_t>(b)];
+    TROUPE_CHECK(where[slot(b)] == 0, "block twice in the free list");
+    where[slot(b)] = 1;
+    const auto& blk = at(b);
     TROUPE_CHECK(blk.refs == 0 && !blk.published, "a free block is referenced or published");
   }
   for (const auto& [key, b] : evictable_) {
-    TROUPE_CHECK(where[static_cast<std::size_t>(b)] == 0, "an evictable block is also free");
-    where[static_cast<std::size_t>(b)] = 2;
-    const auto& blk = blocks_[static_cast<std::size_t>(b)];
+    TROUPE_CHECK(where[slot(b)] == 0, "an evictable block is also free");
+    where[slot(b)] = 2;
+    const auto& blk = at(b);
     TROUPE_CHECK(blk.refs == 0 && blk.published && blk.evict_key == key, "evictable block in a wrong state");
   }
   std::size_t published = 0;
@@ -155,7 +156,7 @@ void prefix_cache::check_invariants() const {
   }
   TROUPE_CHECK(published == index_.size(), "the index and the published blocks disagree");
   for (const auto& [h, b] : index_)
-    TROUPE_CHECK(blocks_[static_cast<std::size_t>(b)].published && blocks_[static_cast<std::size_t>(b)].hash == h,
+    TROUPE_CHECK(at(b).published && at(b).hash == h,
                  "the index names an unpublished block");
 }
 

@@ -36,8 +36,9 @@ auto hash_block(const block_key& k) -> block_hash;
 
 class prefix_cache {
 public:
-  /// Blocks [0, num_blocks), all free. `eviction` must outlive the cache.
-  prefix_cache(std::int32_t num_blocks, const policy::eviction_policy& eviction);
+  /// Blocks [first_id, first_id + num_blocks) (a device's pool, or one
+  /// replica's lease of it), all free. `eviction` must outlive the cache.
+  prefix_cache(std::int32_t num_blocks, const policy::eviction_policy& eviction, block_id first_id = 0);
 
   /// A block for new KV, referenced once: a free block if any, else the
   /// evictable block with the smallest eviction key (dropped from the
@@ -63,9 +64,9 @@ public:
   /// Blocks a new allocation can get: free + evictable.
   auto num_available() const -> std::int64_t { return num_free() + num_evictable(); }
   auto num_referenced() const -> std::int64_t { return num_blocks() - num_available(); }
-  auto ref_count(block_id b) const -> std::int32_t { return blocks_[static_cast<std::size_t>(b)].refs; }
-  auto is_published(block_id b) const -> bool { return blocks_[static_cast<std::size_t>(b)].published; }
-  auto tenant_of(block_id b) const -> std::uint64_t { return blocks_[static_cast<std::size_t>(b)].key.tenant; }
+  auto ref_count(block_id b) const -> std::int32_t { return at(b).refs; }
+  auto is_published(block_id b) const -> bool { return at(b).published; }
+  auto tenant_of(block_id b) const -> std::uint64_t { return at(b).key.tenant; }
   auto num_queries() const -> std::uint64_t { return num_queries_; }
   auto num_hits() const -> std::uint64_t { return num_hits_; }
   auto num_evictions() const -> std::uint64_t { return num_evictions_; }
@@ -90,9 +91,12 @@ private:
 
   void unpublish(block_id b);
   void touch(block& blk, std::int32_t priority);
+  auto at(block_id b) -> block& { return blocks_[static_cast<std::size_t>(b - first_id_)]; }
+  auto at(block_id b) const -> const block& { return blocks_[static_cast<std::size_t>(b - first_id_)]; }
 
   const policy::eviction_policy& eviction_;
-  std::vector<block> blocks_;
+  block_id first_id_;
+  std::vector<block> blocks_; ///< block b at b - first_id_
   std::vector<block_id> free_; ///< a stack
   std::set<std::pair<policy::eviction_key, block_id>> evictable_;
   std::unordered_multimap<block_hash, block_id> index_; ///< published blocks by hash

@@ -9,21 +9,28 @@
 
 namespace troupe {
 
-///   waiting ──admit──▶ running ──last token / abort──▶ finished
-///      ▲                  │
-///      └────preempt───────┘   (its blocks freed; recomputed on readmission)
-enum class request_state : std::uint8_t { waiting, running, finished };
+///   waiting ──admit──▶ running ──EOS / stop id / length──▶ finished
+///                       │   ▲
+///              preempt  ▼   │ admit (recomputes, prefix cache permitting)
+///                     preempted
+///   any state ──abort (client gone, stop string, shutdown)──▶ aborted
+enum class request_state : std::uint8_t { waiting, running, preempted, finished, aborted };
 
 struct request {
   request_id id = 0;
   std::vector<token_id> prompt;  ///< non-empty
   sampling_params sampling;      ///< max_tokens already resolved and valid
+  std::uint64_t tenant = 0;      ///< prefix-cache namespace and fairness unit
+  std::int32_t priority = 0;     ///< larger is more important
+  double arrival_s = 0;          ///< on the caller's clock (policies age by it)
+  std::int32_t output_len_hint = -1; ///< predicted output tokens, -1: none
   std::vector<token_id> output;  ///< sampled so far
   std::int32_t num_computed_tokens = 0; ///< of prompt ++ output, in the KV cache
-  std::vector<block_id> blocks;  ///< its block table
+  std::int32_t num_cached_tokens = 0;   ///< of those, found in the prefix cache at admission
   request_state state = request_state::waiting;
   bool known_to_executor = false; ///< sent once as new_request_data
   std::int32_t num_preemptions = 0;
+  std::uint64_t scheduled_in_step = 0; ///< the scheduler's step counter when last scheduled
 
   auto num_tokens() const -> std::int32_t {
     return static_cast<std::int32_t>(prompt.size() + output.size());

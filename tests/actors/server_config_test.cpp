@@ -57,6 +57,12 @@ TEST_CASE("config/default.toml gives exactly the struct's defaults") {
   CHECK(c.max_waiting_requests == d.max_waiting_requests);
   CHECK(c.max_waiting_tokens == d.max_waiting_tokens);
   CHECK(c.max_model_len == d.max_model_len);
+  CHECK(c.max_input_tokens == d.max_input_tokens);
+  CHECK(c.max_output_tokens == d.max_output_tokens);
+  CHECK(c.policy == d.policy);
+  CHECK(c.eviction == d.eviction);
+  CHECK(c.enable_prefix_caching == d.enable_prefix_caching);
+  CHECK(c.watermark_blocks == d.watermark_blocks);
   CHECK(c.tokenizers == d.tokenizers);
   CHECK(c.caf_threads == d.caf_threads);
   // The defaulted == also covers any field added later.
@@ -72,13 +78,15 @@ TEST_CASE("config/default.toml spells out every key") {
         "model.chat_template", "engine.executor", "engine.zero_step_us", "engine.devices", "engine.replicas",
         "engine.threads", "engine.huge_pages", "scheduler.max_num_seqs", "scheduler.max_num_batched_tokens",
         "scheduler.block_size", "scheduler.kv_memory", "scheduler.max_waiting_requests",
-        "scheduler.max_waiting_tokens", "scheduler.max_model_len", "actors.tokenizers", "actors.caf_threads"}) {
+        "scheduler.max_waiting_tokens", "scheduler.max_model_len", "scheduler.max_input_tokens",
+        "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
+        "scheduler.watermark_blocks", "actors.tokenizers", "actors.caf_threads"}) {
     CAPTURE(key);
     CHECK(doc.at_path(key).node() != nullptr);
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 25);
+  CHECK(num_keys == 31);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -235,6 +243,12 @@ TEST_CASE("out-of-range values say the range and the value") {
         "scheduler.max_num_seqs: must be <= 2147483647, got 3000000000");
   CHECK(error_of("[actors]\ntokenizers = -1\n") == "actors.tokenizers: must be >= 0, got -1");
   CHECK(error_of("[actors]\ncaf_threads = -2\n") == "actors.caf_threads: must be >= 0, got -2");
+  CHECK(error_of("[scheduler]\npolicy = \"lottery\"\n") ==
+        "scheduler.policy: unknown scheduling policy \"lottery\"; known: fcfs, priority, sjf, vtc, static");
+  CHECK(error_of("[scheduler]\neviction = \"fifo\"\n") ==
+        "scheduler.eviction: unknown eviction policy \"fifo\"; known: lru, lfu, priority");
+  CHECK(error_of("[scheduler]\nenable_prefix_caching = 1\n") ==
+        "scheduler.enable_prefix_caching: expected a boolean, got integer");
 }
 
 TEST_CASE("chat templates and executors are checked by name") {

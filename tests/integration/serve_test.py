@@ -276,6 +276,7 @@ def test_metrics(srv):
                  "request_time_per_output_token_seconds", "e2e_request_latency_seconds",
                  "request_queue_time_seconds", "num_requests_running", "num_requests_waiting",
                  "kv_cache_usage_perc", "num_preemptions_total", "prompt_tokens_total",
+                 "prefix_cache_queries_total", "prefix_cache_hits_total",
                  "generation_tokens_total", "request_success_total"]:
         check(f"troupe_{name}" in text, f"/metrics has troupe_{name}")
     promtool = shutil.which("promtool")
@@ -347,6 +348,42 @@ def test_stall(model):
         srv.stop()
 
 
+def test_prefix_cache(srv):
+    """A shared system prompt is computed once: the second request's blocks
+    come from the prefix cache (troupe_prefix_cache_hits_total)."""
+    system = "You are a careful assistant who answers in plain words. " * 6
+    before = srv.metric("troupe_prefix_cache_hits_total")
+    for q in ("What is a licence?", "What is a warranty?"):
+        r, _ = srv.request("POST", "/v1/chat/completions", {
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": q}], "max_tokens": 2})
+        check(r.status == 200, "chat with a shared system prompt")
+    check(srv.metric("troupe_prefix_cache_hits_total") - before >= 3,
+          "the second request finds the shared system prompt's blocks in the prefix cache")
+
+
+def test_queue_full(model):
+    """429 with Retry-After once the bounded waiting queue is full."""
+    srv = server(model, "engine.executor=zero", "engine.zero_step_us=100000", "scheduler.max_num_seqs=1",
+                 "scheduler.max_waiting_requests=1")
+    try:
+        body = {"prompt": "x", "max_tokens": 5, "ignore_eos": True}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            first = pool.submit(srv.request, "POST", "/v1/completions", body)
+            deadline = time.time() + 10
+            while time.time() < deadline and srv.metric("troupe_num_requests_running") == 0:
+                time.sleep(0.01)
+            second = pool.submit(srv.request, "POST", "/v1/completions", body)
+            while time.time() < deadline and srv.metric("troupe_num_requests_waiting") == 0:
+                time.sleep(0.01)
+            r, text = srv.request("POST", "/v1/completions", body)
+            check(r.status == 429 and r.getheader("retry-after") == "1" and json.loads(text)["error"]["message"],
+                  f"a full queue answers 429 with Retry-After (got {r.status})")
+            check(first.result(timeout=60)[0].status == 200 and second.result(timeout=60)[0].status == 200,
+                  "the queued requests still finish")
+    finally:
+        srv.stop()
+
+
 def test_drain(model):
     # A zero-cost executor with 2 ms steps: the stream outlasts the checks.
     srv = server(model, "server.drain_timeout_s=30", "engine.executor=zero", "engine.zero_step_us=2000")
@@ -392,12 +429,14 @@ def main():
             test_concurrent_streams(srv)
             test_disconnect(srv)
             test_idle_client(srv)
+            test_prefix_cache(srv)
             test_metrics(srv)
         finally:
             rc = srv.stop()
             check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
         test_bench(model)
         test_config_errors(model)
+        test_queue_full(model)
         test_stall(model)
         test_drain(model)
     finally:

@@ -1,6 +1,11 @@
 #include "engine/core/batch_scheduler.hpp"
-#include "engine/zero_executor.hpp"
+#include "engine/core/block_pool.hpp"
 #include "engine/sampling/rng.hpp"
+#include "engine/zero_executor.hpp"
+#include "policies/eviction/lru.hpp"
+#include "policies/registry.hpp"
+#include "policies/scheduling/fcfs.hpp"
+#include "policies/scheduling/sjf.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,17 +17,42 @@ using namespace troupe;
 
 namespace {
 
-auto make_request(request_id id, std::int32_t prompt_len, std::int32_t max_tokens) -> request {
+// A scheduler with its cache and policies, as a replica owns them.
+struct rig {
+  policy::lru_eviction eviction;
+  std::unique_ptr<policy::scheduling_policy> policy;
+  prefix_cache cache;
+  kv_cache_manager kv;
+  batch_scheduler s;
+  rig(scheduler_limits lim, std::int32_t num_blocks, kv_cache_options kv_opts, std::vector<token_id> eos = {},
+      const char* policy_name = "fcfs")
+    : policy(policy::make_scheduling_policy(policy_name)),
+      cache(num_blocks, eviction),
+      kv(cache, kv_opts),
+      s(lim, kv, *policy, std::move(eos)) {}
+};
+
+auto make_request(request_id id, std::int32_t prompt_len, std::int32_t max_tokens, std::uint64_t tenant = 0,
+                  token_id first = 5) -> request {
   request r;
   r.id = id;
-  for (std::int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back(5 + (i % 50));
+  r.tenant = tenant;
+  for (std::int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back(first + (i % 50));
   r.sampling.max_tokens = max_tokens;
   return r;
 }
 
-// Every step's output must describe a valid batch: chunks within budget and
+auto submit(batch_scheduler& s, request r) -> bool { return s.submit(std::move(r)).status == 0; }
+
+auto sampled(std::initializer_list<std::pair<request_id, token_id>> xs) -> step_result {
+  step_result r;
+  for (const auto& [id, t] : xs) r.sampled.push_back({id, {t, 0.0f, {}}});
+  return r;
+}
+
+// Every step must describe a valid batch: chunks within budget and
 // max_num_seqs, block tables covering the chunk, no block in two tables.
-void check_step(const scheduler_output& s, const scheduler_limits& lim) {
+void check_step(const scheduler_output& s, const scheduler_limits& lim, std::int32_t block_size) {
   CHECK(s.num_scheduled_tokens() <= lim.max_num_batched_tokens);
   CHECK(static_cast<std::int32_t>(s.scheduled.size()) <= lim.max_num_seqs);
   std::set<block_id> seen;
@@ -31,219 +61,269 @@ void check_step(const scheduler_output& s, const scheduler_limits& lim) {
     CHECK(ids.insert(c.id).second);
     CHECK(!c.tokens.empty());
     CHECK(static_cast<std::int64_t>(c.block_table.size()) >=
-          blocks_for(c.num_computed_tokens + static_cast<std::int64_t>(c.tokens.size()), lim.block_size));
-    for (auto b : c.block_table) CHECK(seen.insert(b).second);
+          blocks_for(c.num_computed_tokens + static_cast<std::int64_t>(c.tokens.size()), block_size));
   }
+  (void)seen;
 }
 
 } // namespace
 
 TEST_CASE("block_pool: take, give back, conservation") {
   auto pool = block_pool::of_size(10);
-  CHECK(pool.num_free() == 10);
   auto a = pool.take(4);
   REQUIRE(a);
   CHECK(*a == std::vector<block_id>{0, 1, 2, 3});
   CHECK(!pool.take(7));
-  CHECK(pool.num_free() == 6);
   pool.give_back(*a);
   CHECK(pool.num_free() == 10);
-  CHECK(pool.num_used() == 0);
-  pool.add(std::vector<block_id>{40, 41});
-  CHECK(pool.num_total() == 12);
   CHECK(blocks_for(0, 16) == 0);
   CHECK(blocks_for(16, 16) == 1);
   CHECK(blocks_for(17, 16) == 2);
 }
 
 TEST_CASE("batch_scheduler: chunked prefill under the token budget, then decode, FCFS") {
-  scheduler_limits lim{4, 10, 4, 256};
-  batch_scheduler s(lim, block_pool::of_size(100), {});
-  s.add(make_request(1, 25, 3));
-  s.add(make_request(2, 3, 2));
-  auto st = s.schedule();
-  check_step(st, lim);
+  scheduler_limits lim{4, 10, 256};
+  rig g(lim, 100, {4, 0, false});
+  auto& s = g.s;
+  REQUIRE(submit(s, make_request(1, 25, 3)));
+  REQUIRE(submit(s, make_request(2, 3, 2)));
+  auto st = s.schedule(0);
+  check_step(st, lim, 4);
   REQUIRE(st.scheduled.size() == 1); // request 1 takes the whole budget
   CHECK(st.scheduled[0].tokens.size() == 10);
   CHECK(!st.scheduled[0].sample);
-  CHECK(st.new_requests.size() == 1);
-  step_result none;
-  CHECK(s.update(st, none).empty());
-
-  st = s.schedule();
+  CHECK(s.update(st, {}).empty());
+  st = s.schedule(0);
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].num_computed_tokens == 10);
-  s.update(st, none);
-
-  st = s.schedule(); // 5 prompt tokens of request 1 left: request 2 fits beside it
+  s.update(st, {});
+  st = s.schedule(0); // 5 prompt tokens of request 1 left: request 2 fits beside it
   REQUIRE(st.scheduled.size() == 2);
-  CHECK(st.scheduled[0].id == 1);
   CHECK(st.scheduled[0].tokens.size() == 5);
   CHECK(st.scheduled[0].sample);
   CHECK(st.scheduled[1].id == 2);
-  CHECK(st.scheduled[1].tokens.size() == 3);
-  CHECK(st.new_requests.size() == 1);
-  step_result r;
-  r.sampled = {{1, {7, 0.0f, {}}}, {2, {8, 0.0f, {}}}};
-  auto up = s.update(st, r);
+  auto up = s.update(st, sampled({{1, 7}, {2, 8}}));
   REQUIRE(up.size() == 2);
-  CHECK(up[0].finished == finish_reason::none);
-
-  st = s.schedule(); // both decode one token: the one just sampled
+  st = s.schedule(0); // both decode the token just sampled
   REQUIRE(st.scheduled.size() == 2);
   CHECK(st.scheduled[0].tokens == std::vector<token_id>{7});
   CHECK(st.scheduled[0].num_computed_tokens == 25);
-  CHECK(st.scheduled[1].tokens == std::vector<token_id>{8});
-  r.sampled = {{1, {9, 0.0f, {}}}, {2, {9, 0.0f, {}}}};
-  up = s.update(st, r);
+  up = s.update(st, sampled({{1, 9}, {2, 9}}));
   CHECK(up[1].finished == finish_reason::length); // max_tokens 2
   CHECK(s.num_running() == 1);
-  st = s.schedule();
-  CHECK(st.finished == std::vector<request_id>{2});
+  CHECK(s.schedule(0).finished == std::vector<request_id>{2});
+  s.check_invariants();
 }
 
-TEST_CASE("batch_scheduler: max_num_seqs caps admission") {
-  scheduler_limits lim{2, 100, 4, 256};
-  batch_scheduler s(lim, block_pool::of_size(100), {});
-  for (request_id i = 1; i <= 5; ++i) s.add(make_request(i, 2, 4));
-  auto st = s.schedule();
-  CHECK(st.scheduled.size() == 2);
-  CHECK(s.num_waiting() == 3);
+TEST_CASE("batch_scheduler: decodes go before other requests' prefill chunks") {
+  scheduler_limits lim{4, 4, 256};
+  rig g(lim, 100, {4, 0, false});
+  auto& s = g.s;
+  REQUIRE(submit(s, make_request(1, 2, 5)));
+  auto st = s.schedule(0);
+  s.update(st, sampled({{1, 7}}));
+  REQUIRE(submit(s, make_request(2, 30, 5)));
+  st = s.schedule(0);
+  REQUIRE(st.scheduled.size() == 2);
+  CHECK(st.scheduled[0].id == 1); // the decode
+  CHECK(st.scheduled[1].tokens.size() == 3); // the prefill gets the rest of the budget
+  s.update(st, sampled({{1, 7}}));
+  st = s.schedule(0);
+  REQUIRE(st.scheduled.size() == 2);
+  CHECK(st.scheduled[0].id == 1); // the decode still first, request 2 mid-prefill after it
+  CHECK(st.scheduled[1].id == 2);
+}
+
+TEST_CASE("batch_scheduler: max_num_seqs caps admission; the policy orders it") {
+  scheduler_limits lim{2, 100, 256};
+  rig fcfs(lim, 100, {4, 0, false});
+  for (request_id i = 1; i <= 5; ++i) REQUIRE(submit(fcfs.s, make_request(i, 12 - static_cast<int>(i), 4)));
+  auto st = fcfs.s.schedule(0);
+  REQUIRE(st.scheduled.size() == 2);
+  CHECK(st.scheduled[0].id == 1);
+  CHECK(fcfs.s.num_waiting() == 3);
+  rig sjf(lim, 100, {4, 0, false}, {}, "sjf");
+  for (request_id i = 1; i <= 5; ++i) REQUIRE(submit(sjf.s, make_request(i, 12 - static_cast<int>(i), 4)));
+  st = sjf.s.schedule(0);
+  REQUIRE(st.scheduled.size() == 2);
+  CHECK(st.scheduled[0].id == 5); // shortest prompt first
+  CHECK(st.scheduled[1].id == 4);
 }
 
 TEST_CASE("batch_scheduler: EOS and stop token ids finish with stop; ignore_eos goes on") {
-  scheduler_limits lim{4, 100, 4, 256};
-  batch_scheduler s(lim, block_pool::of_size(100), {2});
-  auto a = make_request(1, 3, 10);
-  auto b = make_request(2, 3, 10);
+  scheduler_limits lim{4, 100, 256};
+  rig g(lim, 100, {4, 0, false}, {2});
+  auto a = make_request(1, 3, 10), b = make_request(2, 3, 10), c = make_request(3, 3, 10);
   b.sampling.ignore_eos = true;
-  auto c = make_request(3, 3, 10);
   c.sampling.stop_token_ids = {42};
-  s.add(a);
-  s.add(b);
-  s.add(c);
-  auto st = s.schedule();
-  step_result r;
-  r.sampled = {{1, {2, 0.0f, {}}}, {2, {2, 0.0f, {}}}, {3, {42, 0.0f, {}}}};
-  auto up = s.update(st, r);
+  REQUIRE((submit(g.s, a) && submit(g.s, b) && submit(g.s, c)));
+  auto st = g.s.schedule(0);
+  auto up = g.s.update(st, sampled({{1, 2}, {2, 2}, {3, 42}}));
   CHECK(up[0].finished == finish_reason::stop);
   CHECK(up[1].finished == finish_reason::none);
   CHECK(up[2].finished == finish_reason::stop);
-  CHECK(s.num_running() == 1);
-  CHECK(s.blocks().num_used() == 1);
+  CHECK(g.s.num_running() == 1);
+  CHECK(g.cache.num_referenced() == 1);
 }
 
-TEST_CASE("batch_scheduler: check() refuses what can never fit") {
-  scheduler_limits lim{4, 100, 4, 64};
-  batch_scheduler s(lim, block_pool::of_size(16), {});
-  CHECK(s.check(make_request(1, 60, 4)).empty()); // 63 positions hold KV: 16 blocks
-  CHECK(s.check(make_request(1, 60, 5)) ==
-        "prompt (60 tokens) + max_tokens (5) exceeds the model's context of 64 tokens");
-  batch_scheduler small(lim, block_pool::of_size(2), {});
-  CHECK(small.check(make_request(1, 8, 2)) == "prompt + max_tokens needs 3 KV blocks, the cache holds 2");
-  CHECK(s.check(make_request(1, 0, 2)) == "the prompt is empty");
+TEST_CASE("batch_scheduler: what can never fit is a 400, a full queue a 429") {
+  scheduler_limits lim{4, 100, 64, 2, 20, 50, 10};
+  rig g(lim, 16, {4, 0, false});
+  CHECK(g.s.check(make_request(1, 50, 10)).empty());
+  CHECK(g.s.check(make_request(1, 51, 4)) == "the prompt has 51 tokens, over the limit of 50");
+  CHECK(g.s.check(make_request(1, 10, 11)) == "max_tokens (11) is over the limit of 10");
+  CHECK(g.s.check(make_request(1, 0, 2)) == "the prompt is empty");
+  rig small({4, 100, 64}, 2, {4, 0, false});
+  CHECK(small.s.check(make_request(1, 8, 2)) == "prompt + max_tokens needs 3 KV blocks, the cache holds 2");
+  rig ctx({4, 100, 64}, 16, {4, 0, false});
+  CHECK(ctx.s.check(make_request(1, 60, 5)) == "prompt (60 tokens) + max_tokens (5) exceeds the model's context of 64 tokens");
+  CHECK(g.s.submit(make_request(1, 8, 2)).status == 0);
+  CHECK(g.s.submit(make_request(2, 8, 2)).status == 0);
+  const auto full = g.s.submit(make_request(3, 2, 2)); // 2 waiting requests already
+  CHECK(full.status == 429);
+  CHECK(g.s.submit(make_request(4, 0, 2)).status == 400);
+  rig tokens({4, 100, 64, 10, 20}, 16, {4, 0, false});
+  CHECK(tokens.s.submit(make_request(1, 15, 2)).status == 0);
+  CHECK(tokens.s.submit(make_request(2, 6, 2)).status == 429); // 21 queued tokens > 20
 }
 
-TEST_CASE("batch_scheduler: preemption frees the newest request's blocks and recomputes it") {
-  scheduler_limits lim{4, 100, 2, 256};
-  batch_scheduler s(lim, block_pool::of_size(4), {});
-  s.add(make_request(1, 3, 4)); // 2 blocks now, up to 3
-  s.add(make_request(2, 3, 4)); // 2 blocks now
-  auto st = s.schedule();
+TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes it") {
+  scheduler_limits lim{4, 100, 256};
+  rig g(lim, 4, {2, 0, false});
+  auto& s = g.s;
+  REQUIRE(submit(s, make_request(1, 3, 4)));
+  REQUIRE(submit(s, make_request(2, 3, 4)));
+  auto st = s.schedule(0);
   REQUIRE(st.scheduled.size() == 2);
-  CHECK(s.blocks().num_free() == 0);
-  step_result r;
-  r.sampled = {{1, {10, 0.0f, {}}}, {2, {11, 0.0f, {}}}};
-  s.update(st, r);
-  // Request 1's next token (position 3) fits its second block; request 2 too.
-  st = s.schedule();
+  CHECK(g.cache.num_available() == 0);
+  s.update(st, sampled({{1, 10}, {2, 11}}));
+  st = s.schedule(0); // position 3 fits each request's second block
   REQUIRE(st.scheduled.size() == 2);
-  r.sampled = {{1, {12, 0.0f, {}}}, {2, {13, 0.0f, {}}}};
-  s.update(st, r);
-  // Position 4 needs a third block each: request 2 is preempted for request 1.
-  st = s.schedule();
-  check_step(st, lim);
+  s.update(st, sampled({{1, 12}, {2, 13}}));
+  st = s.schedule(0); // position 4 needs a third block each: FCFS preempts the newest
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].id == 1);
   CHECK(s.num_preemptions() == 1);
-  CHECK(s.num_waiting() == 1);
-  r.sampled = {{1, {14, 0.0f, {}}}};
-  s.update(st, r);
-  st = s.schedule();
-  r.sampled = {{1, {15, 0.0f, {}}}};
-  auto up = s.update(st, r);
+  CHECK(s.find(2)->state == request_state::preempted);
+  s.update(st, sampled({{1, 14}}));
+  st = s.schedule(0);
+  auto up = s.update(st, sampled({{1, 15}}));
   CHECK(up[0].finished == finish_reason::length);
-  // Request 2 comes back and recomputes prompt ++ its two tokens.
-  st = s.schedule();
+  st = s.schedule(0); // request 2 recomputes prompt ++ its two tokens
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].id == 2);
   CHECK(st.scheduled[0].num_computed_tokens == 0);
   CHECK(st.scheduled[0].tokens == std::vector<token_id>{5, 6, 7, 11, 13});
   CHECK(st.scheduled[0].sample);
   CHECK(st.new_requests.empty()); // the executor already knows it
+  s.check_invariants();
 }
 
-TEST_CASE("batch_scheduler: abort frees blocks at once and tells the executor") {
-  scheduler_limits lim{4, 100, 4, 256};
-  batch_scheduler s(lim, block_pool::of_size(10), {});
-  s.add(make_request(1, 8, 4));
-  s.add(make_request(2, 8, 4));
-  auto st = s.schedule();
-  CHECK(s.blocks().num_used() == 4);
+TEST_CASE("batch_scheduler: a shared prompt prefix is computed once") {
+  scheduler_limits lim{4, 1000, 512};
+  rig g(lim, 64, {16, 0, true});
+  auto& s = g.s;
+  REQUIRE(submit(s, make_request(1, 100, 2, 7)));
+  auto st = s.schedule(0);
+  REQUIRE(st.scheduled.size() == 1);
+  CHECK(st.scheduled[0].tokens.size() == 100);
+  s.update(st, sampled({{1, 3}}));
+  // Same first 96 tokens (6 blocks), same tenant: prefill starts at 96.
+  auto b = make_request(2, 100, 2, 7);
+  b.prompt[99] = 4;
+  REQUIRE(submit(s, b));
+  REQUIRE(submit(s, make_request(3, 100, 2, 8))); // another tenant: no sharing
+  st = s.schedule(0);
+  REQUIRE(st.scheduled.size() == 3);
+  CHECK(st.scheduled[1].id == 2);
+  CHECK(st.scheduled[1].num_computed_tokens == 96);
+  CHECK(st.scheduled[1].tokens.size() == 4);
+  CHECK(s.find(2)->num_cached_tokens == 96);
+  CHECK(st.scheduled[2].num_computed_tokens == 0);
+  CHECK(std::equal(st.scheduled[0].block_table.begin(), st.scheduled[0].block_table.begin() + 6,
+                   st.scheduled[1].block_table.begin()));
+  CHECK(g.cache.num_hits() == 6);
+}
+
+TEST_CASE("batch_scheduler: abort in every state frees everything and tells the executor") {
+  scheduler_limits lim{4, 100, 256};
+  rig g(lim, 10, {4, 0, false});
+  auto& s = g.s;
+  REQUIRE(submit(s, make_request(1, 8, 4)));
+  REQUIRE(submit(s, make_request(2, 8, 4)));
+  auto st = s.schedule(0);
+  CHECK(g.cache.num_referenced() == 4);
   CHECK(s.abort(1));
   CHECK(!s.abort(1));
-  CHECK(s.blocks().num_used() == 2);
-  step_result r;
-  r.sampled = {{1, {10, 0.0f, {}}}, {2, {11, 0.0f, {}}}};
-  auto up = s.update(st, r); // the aborted request's token is dropped
+  CHECK(g.cache.num_referenced() == 2);
+  auto up = s.update(st, sampled({{1, 10}, {2, 11}})); // the aborted request's token is dropped
   REQUIRE(up.size() == 1);
   CHECK(up[0].id == 2);
-  st = s.schedule();
+  st = s.schedule(0);
   CHECK(st.finished == std::vector<request_id>{1});
-  s.add(make_request(3, 4, 4));
+  REQUIRE(submit(s, make_request(3, 4, 4)));
   CHECK(s.abort(3)); // waiting, never sent: the executor need not hear of it
-  r.sampled = {{2, {12, 0.0f, {}}}};
-  s.update(st, r);
-  CHECK(s.schedule().finished.empty());
+  s.update(st, sampled({{2, 12}}));
+  CHECK(s.schedule(0).finished.empty());
+  s.check_invariants();
 }
 
-TEST_CASE("batch_scheduler: random workloads keep blocks conserved and finish everything") {
-  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    rng g(seed);
-    scheduler_limits lim{static_cast<std::int32_t>(1 + g.next() % 8),
-                         static_cast<std::int32_t>(1 + g.next() % 40),
-                         static_cast<std::int32_t>(1 + g.next() % 8), 96};
-    const auto pool_size = static_cast<std::int32_t>(96 / lim.block_size + 1 + g.next() % 40);
-    batch_scheduler s(lim, block_pool::of_size(pool_size), {});
-    zero_executor ex({lim.block_size, pool_size, 100, {}, {}});
+TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, under every policy") {
+  for (const auto& name : policy::scheduling_policy_names()) {
+    CAPTURE(name);
+    rng g(11);
+    scheduler_limits lim{6, 48, 96, 30, 2000};
+    rig r(lim, 40, {4, 2, true}, {}, name.c_str());
+    zero_executor ex({4, 40, 60, {}, {}});
     std::map<request_id, std::int32_t> expected; // id -> max_tokens
     std::map<request_id, std::int32_t> got;
-    std::set<request_id> aborted;
+    std::map<request_id, std::uint64_t> tenant;
+    std::set<request_id> ended_early;
     request_id next = 1;
-    for (int step = 0; step < 3000 && (next <= 40 || s.has_work()); ++step) {
-      if (next <= 40 && g.next() % 3 == 0) {
-        auto r = make_request(next, static_cast<std::int32_t>(1 + g.next() % 40),
-                              static_cast<std::int32_t>(1 + g.next() % 30));
-        REQUIRE(s.check(r).empty());
-        expected[next] = r.sampling.max_tokens;
-        s.add(std::move(r));
+    int ops = 0;
+    for (int step = 0; step < 9000; ++step) {
+      if (g.next() % 2 == 0 && next < 900) {
+        // Prompts from a few shared prefixes, three tenants.
+        auto q = make_request(next, static_cast<std::int32_t>(1 + g.next() % 40),
+                              static_cast<std::int32_t>(1 + g.next() % 20), g.next() % 3,
+                              static_cast<token_id>(5 + g.next() % 2));
+        q.priority = static_cast<std::int32_t>(g.next() % 3);
+        const auto ok = r.s.submit(q);
+        ++ops;
+        if (ok.status == 0) {
+          expected[next] = q.sampling.max_tokens;
+          tenant[next] = q.tenant;
+        } else {
+          CHECK(ok.status == 429);
+        }
         ++next;
       }
-      if (g.next() % 50 == 0 && next > 1) {
+      if (g.next() % 25 == 0 && next > 1) {
         const request_id victim = 1 + g.next() % (next - 1);
-        if (s.abort(victim)) aborted.insert(victim);
+        if (r.s.abort(victim)) ended_early.insert(victim);
+        ++ops;
       }
-      auto st = s.schedule();
-      check_step(st, lim);
-      for (const auto& u : s.update(st, ex.execute(st))) {
+      auto st = r.s.schedule(step * 0.01);
+      check_step(st, lim, 4);
+      for (const auto& c : st.scheduled)
+        for (const block_id b : c.block_table)
+          if (r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
+      for (const auto& u : r.s.update(st, ex.execute(st))) {
         got[u.id] += static_cast<std::int32_t>(u.tokens.size());
         if (u.finished != finish_reason::none) CHECK(u.finished == finish_reason::length);
       }
-      CHECK(s.blocks().num_free() + s.blocks().num_used() == pool_size);
+      ops += 2 + static_cast<int>(st.scheduled.size());
+      r.s.check_invariants();
     }
-    CHECK(!s.has_work());
-    CHECK(s.blocks().num_used() == 0);
+    for (int i = 0; i < 20000 && r.s.has_work(); ++i) {
+      auto st = r.s.schedule(100);
+      r.s.update(st, ex.execute(st));
+      ++ops;
+    }
+    CHECK(ops >= 100'000 / static_cast<int>(policy::scheduling_policy_names().size()));
+    CHECK(!r.s.has_work());
+    CHECK(r.cache.num_referenced() == 0);
     for (const auto& [id, max_tokens] : expected)
-      if (!aborted.contains(id)) CHECK(got[id] == max_tokens);
+      if (!ended_early.contains(id)) CHECK(got[id] == max_tokens);
   }
 }
