@@ -99,8 +99,9 @@ auto prepare_group(cpu_executor& ex, int batch, request_id first_id, block_id fi
   for (int b = 0; b < batch; ++b) {
     scheduled_chunk c;
     c.id = first_id + static_cast<request_id>(b);
-    c.block_table.resize(static_cast<std::size_t>(per_seq));
-    std::iota(c.block_table.begin(), c.block_table.end(), first_block + b * per_seq);
+    c.new_blocks.resize(static_cast<std::size_t>(per_seq));
+    std::iota(c.new_blocks.begin(), c.new_blocks.end(), first_block + b * per_seq);
+    c.reset_blocks = true; // the same whole table every step
     for (int i = 0; i < s.prompt_tokens; ++i)
       c.tokens.push_back(static_cast<token_id>((7 * i + b) % (ex.vocab_size() - 3) + 3));
     c.sample = true;
@@ -136,8 +137,9 @@ auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
   scheduled_chunk c;
   c.id = 999'999;
   for (int i = 0; i < tokens; ++i) c.tokens.push_back(static_cast<token_id>(i % (ex.vocab_size() - 3) + 3));
-  c.block_table.resize(static_cast<std::size_t>((tokens + ex.block_size() - 1) / ex.block_size()));
-  std::iota(c.block_table.begin(), c.block_table.end(), 0);
+  c.new_blocks.resize(static_cast<std::size_t>((tokens + ex.block_size() - 1) / ex.block_size()));
+  std::iota(c.new_blocks.begin(), c.new_blocks.end(), 0);
+  c.reset_blocks = true;
   c.sample = false;
   step.scheduled.push_back(c);
   std::vector<double> rates;

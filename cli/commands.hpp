@@ -12,5 +12,6 @@ auto run_bench_engine(std::span<char* const> argv) -> int;
 auto run_serve(std::span<char* const> argv) -> int;
 auto run_bench(std::span<char* const> argv) -> int;
 auto run_bench_loopback(std::span<char* const> argv) -> int;
+auto run_bench_scheduler(std::span<char* const> argv) -> int;
 
 } // namespace troupe::cli

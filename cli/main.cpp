@@ -24,6 +24,8 @@ constexpr const char* k_usage =
     "                [--goodput ttft:MS,tpot:MS,e2el:MS] [--endpoint PATH] [--seed S]\n"
     "  bench-loopback [--streams 1000] [--events 256] [--event-bytes 160]\n"
     "                (this machine's ceiling for many small streamed events)\n"
+    "  bench-scheduler [--running 256] [--waiting 1000] [--steps N] [--policy NAME]\n"
+    "                [--prompt-tokens N] [--no-prefix-caching]  (CPU time of one step)\n"
     "  generate      --model DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
     "                [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R]\n"
     "                [--seed S] [--chat] [--chat-template NAME] [--system TEXT]\n"
@@ -50,6 +52,7 @@ auto main(int argc, char** argv) -> int {
     if (cmd == "serve") return cli::run_serve(rest);
     if (cmd == "bench") return cli::run_bench(rest);
     if (cmd == "bench-loopback") return cli::run_bench_loopback(rest);
+    if (cmd == "bench-scheduler") return cli::run_bench_scheduler(rest);
     if (cmd == "generate") return cli::run_generate(rest);
     if (cmd == "make-model") return cli::run_make_model(rest);
     if (cmd == "bench-engine") return cli::run_bench_engine(rest);

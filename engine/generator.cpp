@@ -58,7 +58,8 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
   // The request's one chunk, updated in place each step.
   auto& c = step.scheduled.emplace_back();
   c.id = id;
-  c.block_table = std::move(table);
+  c.new_blocks = std::move(table);
+  c.reset_blocks = true; // the same whole table every step
   std::int64_t done = 0;
   token_id next = -1;
   while (stats.reason == finish_reason::none) {

@@ -101,6 +101,7 @@ void batch_scheduler::preempt(request& r) {
   running_.erase(std::find(running_.begin(), running_.end(), &r));
   r.num_computed_tokens = 0;
   r.num_cached_tokens = 0;
+  r.num_blocks_sent = 0; // the next admission sends a fresh table
   r.state = request_state::preempted;
   ++r.num_preemptions;
   ++num_preemptions_;
@@ -114,7 +115,10 @@ auto batch_scheduler::chunk_of(request& r, std::int32_t num_new) -> scheduled_ch
   c.num_computed_tokens = r.num_computed_tokens;
   c.tokens.reserve(static_cast<std::size_t>(num_new));
   for (std::int32_t i = 0; i < num_new; ++i) c.tokens.push_back(r.token(r.num_computed_tokens + i));
-  c.block_table = kv_.blocks(r.id);
+  const auto& blocks = kv_.blocks(r.id);
+  c.reset_blocks = r.num_blocks_sent == 0;
+  c.new_blocks.assign(blocks.begin() + r.num_blocks_sent, blocks.end());
+  r.num_blocks_sent = static_cast<std::int32_t>(blocks.size());
   c.sample = r.num_computed_tokens + num_new == r.num_tokens();
   return c;
 }

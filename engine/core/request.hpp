@@ -31,6 +31,7 @@ struct request {
   bool known_to_executor = false; ///< sent once as new_request_data
   std::int32_t num_preemptions = 0;
   std::uint64_t scheduled_in_step = 0; ///< the scheduler's step counter when last scheduled
+  std::int32_t num_blocks_sent = 0;    ///< of its block table, already sent to the executor
 
   auto num_tokens() const -> std::int32_t {
     return static_cast<std::int32_t>(prompt.size() + output.size());

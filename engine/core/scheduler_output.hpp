@@ -23,14 +23,19 @@ struct scheduled_chunk {
   request_id id = 0;
   std::vector<token_id> tokens;          ///< tokens to compute this step, >= 1
   std::int32_t num_computed_tokens = 0;  ///< position of tokens[0]
-  std::vector<block_id> block_table;     ///< covers positions [0, num_computed + tokens)
+  /// Blocks appended to the request's block table (vLLM v1 sends block ids
+  /// as a diff too: a decode step usually adds none). With reset_blocks the
+  /// table is exactly these (a request's first step, or after preemption).
+  /// The table then covers positions [0, num_computed + tokens).
+  std::vector<block_id> new_blocks;
+  bool reset_blocks = false;
   bool sample = false;                   ///< sample a token after the last one
 };
 
 struct scheduler_output {
   std::vector<new_request_data> new_requests;
   std::vector<scheduled_chunk> scheduled;
-  std::vector<request_id> finished; ///< the executor forgets these after the step
+  std::vector<request_id> finished; ///< the executor forgets these (and their tables) after the step
 
   auto num_scheduled_tokens() const -> std::int64_t {
     std::int64_t n = 0;

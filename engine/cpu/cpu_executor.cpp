@@ -17,8 +17,12 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
     samplers_.insert_or_assign(r.id, request_sampler(r.sampling, r.prompt_tokens, seed_source_.next()));
 
   chunks_.clear();
-  for (const auto& s : step.scheduled)
-    chunks_.push_back({s.tokens, s.num_computed_tokens, s.block_table});
+  for (const auto& s : step.scheduled) {
+    auto& table = tables_[s.id];
+    if (s.reset_blocks) table.assign(s.new_blocks.begin(), s.new_blocks.end());
+    else table.insert(table.end(), s.new_blocks.begin(), s.new_blocks.end());
+    chunks_.push_back({s.tokens, s.num_computed_tokens, table});
+  }
   model_.forward(chunks_, false, logits_);
 
   // Samplers are independent: at batch 32 sampling serially would cost as
@@ -41,7 +45,10 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
     const auto [row, sampler] = todo[static_cast<std::size_t>(j)];
     out.sampled[static_cast<std::size_t>(j)].result = sampler->sample(std::span(logits_).subspan(row * vocab, vocab));
   }
-  for (auto id : step.finished) samplers_.erase(id);
+  for (auto id : step.finished) {
+    samplers_.erase(id);
+    tables_.erase(id);
+  }
   return out;
 }
 

@@ -34,6 +34,7 @@ private:
   cpu_model model_;
   rng seed_source_;
   std::unordered_map<request_id, request_sampler> samplers_;
+  std::unordered_map<request_id, std::vector<block_id>> tables_; ///< built from the steps' block diffs
   std::vector<cpu_model::chunk> chunks_;
   std::vector<float> logits_;
   std::vector<std::pair<std::size_t, request_sampler*>> to_sample_; ///< (logits row, sampler)

@@ -58,6 +58,10 @@ check "bench-loopback runs" test "$(exit_code "$troupe" bench-loopback --streams
 check "bench-loopback prints events/s" grep -qE '^Events/s: +[0-9]+' "$tmp/out"
 check "bench-loopback bad count: exit 2" test "$(exit_code "$troupe" bench-loopback --streams 0)" = 2
 
+check "bench-scheduler runs" test "$(exit_code "$troupe" bench-scheduler --running 8 --waiting 4 --steps 20)" = 0
+check "bench-scheduler states the target" grep -qE "^target <= 20 us per step: " "$tmp/out"
+check "bench-scheduler unknown policy: exit 2" test "$(exit_code "$troupe" bench-scheduler --policy nope)" = 2
+
 mkdir -p "$tmp/empty"
 check "missing model: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/empty" --prompt hi)" = 1
 check "missing model names config.json" grep -q "config.json" "$tmp/err"

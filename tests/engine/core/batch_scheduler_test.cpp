@@ -50,20 +50,32 @@ auto sampled(std::initializer_list<std::pair<request_id, token_id>> xs) -> step_
   return r;
 }
 
+// The block tables as an executor rebuilds them from the steps' diffs.
+struct tables {
+  std::map<request_id, std::vector<block_id>> of;
+  void apply(const scheduler_output& s) {
+    for (const auto id : s.finished) of.erase(id);
+    for (const auto& c : s.scheduled) {
+      auto& t = of[c.id];
+      if (c.reset_blocks) t.clear();
+      t.insert(t.end(), c.new_blocks.begin(), c.new_blocks.end());
+    }
+  }
+};
+
 // Every step must describe a valid batch: chunks within budget and
 // max_num_seqs, block tables covering the chunk, no block in two tables.
-void check_step(const scheduler_output& s, const scheduler_limits& lim, std::int32_t block_size) {
+void check_step(const scheduler_output& s, const scheduler_limits& lim, std::int32_t block_size, tables& t) {
+  t.apply(s);
   CHECK(s.num_scheduled_tokens() <= lim.max_num_batched_tokens);
   CHECK(static_cast<std::int32_t>(s.scheduled.size()) <= lim.max_num_seqs);
-  std::set<block_id> seen;
   std::set<request_id> ids;
   for (const auto& c : s.scheduled) {
     CHECK(ids.insert(c.id).second);
     CHECK(!c.tokens.empty());
-    CHECK(static_cast<std::int64_t>(c.block_table.size()) >=
+    CHECK(static_cast<std::int64_t>(t.of[c.id].size()) >=
           blocks_for(c.num_computed_tokens + static_cast<std::int64_t>(c.tokens.size()), block_size));
   }
-  (void)seen;
 }
 
 } // namespace
@@ -87,8 +99,9 @@ TEST_CASE("batch_scheduler: chunked prefill under the token budget, then decode,
   auto& s = g.s;
   REQUIRE(submit(s, make_request(1, 25, 3)));
   REQUIRE(submit(s, make_request(2, 3, 2)));
+  tables t;
   auto st = s.schedule(0);
-  check_step(st, lim, 4);
+  check_step(st, lim, 4, t);
   REQUIRE(st.scheduled.size() == 1); // request 1 takes the whole budget
   CHECK(st.scheduled[0].tokens.size() == 10);
   CHECK(!st.scheduled[0].sample);
@@ -191,9 +204,11 @@ TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes 
   scheduler_limits lim{4, 100, 256};
   rig g(lim, 4, {2, 0, false});
   auto& s = g.s;
+  tables t;
   REQUIRE(submit(s, make_request(1, 3, 4)));
   REQUIRE(submit(s, make_request(2, 3, 4)));
   auto st = s.schedule(0);
+  check_step(st, lim, 2, t);
   REQUIRE(st.scheduled.size() == 2);
   CHECK(g.cache.num_available() == 0);
   s.update(st, sampled({{1, 10}, {2, 11}}));
@@ -201,6 +216,7 @@ TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes 
   REQUIRE(st.scheduled.size() == 2);
   s.update(st, sampled({{1, 12}, {2, 13}}));
   st = s.schedule(0); // position 4 needs a third block each: FCFS preempts the newest
+  check_step(st, lim, 2, t);
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].id == 1);
   CHECK(s.num_preemptions() == 1);
@@ -210,6 +226,8 @@ TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes 
   auto up = s.update(st, sampled({{1, 15}}));
   CHECK(up[0].finished == finish_reason::length);
   st = s.schedule(0); // request 2 recomputes prompt ++ its two tokens
+  check_step(st, lim, 2, t);
+  CHECK(st.scheduled[0].reset_blocks); // a fresh table
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].id == 2);
   CHECK(st.scheduled[0].num_computed_tokens == 0);
@@ -224,7 +242,9 @@ TEST_CASE("batch_scheduler: a shared prompt prefix is computed once") {
   rig g(lim, 64, {16, 0, true});
   auto& s = g.s;
   REQUIRE(submit(s, make_request(1, 100, 2, 7)));
+  tables t;
   auto st = s.schedule(0);
+  t.apply(st);
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].tokens.size() == 100);
   s.update(st, sampled({{1, 3}}));
@@ -234,14 +254,16 @@ TEST_CASE("batch_scheduler: a shared prompt prefix is computed once") {
   REQUIRE(submit(s, b));
   REQUIRE(submit(s, make_request(3, 100, 2, 8))); // another tenant: no sharing
   st = s.schedule(0);
+  t.apply(st);
   REQUIRE(st.scheduled.size() == 3);
   CHECK(st.scheduled[1].id == 2);
   CHECK(st.scheduled[1].num_computed_tokens == 96);
   CHECK(st.scheduled[1].tokens.size() == 4);
   CHECK(s.find(2)->num_cached_tokens == 96);
   CHECK(st.scheduled[2].num_computed_tokens == 0);
-  CHECK(std::equal(st.scheduled[0].block_table.begin(), st.scheduled[0].block_table.begin() + 6,
-                   st.scheduled[1].block_table.begin()));
+  CHECK(st.scheduled[0].new_blocks.empty()); // a decode in its last block: no new block
+  CHECK(st.scheduled[1].reset_blocks);
+  CHECK(std::equal(t.of[1].begin(), t.of[1].begin() + 6, t.of[2].begin()));
   CHECK(g.cache.num_hits() == 6);
 }
 
@@ -279,6 +301,7 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
     std::map<request_id, std::int32_t> got;
     std::map<request_id, std::uint64_t> tenant;
     std::set<request_id> ended_early;
+    tables t;
     request_id next = 1;
     int ops = 0;
     for (int step = 0; step < 9000; ++step) {
@@ -304,9 +327,9 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
         ++ops;
       }
       auto st = r.s.schedule(step * 0.01);
-      check_step(st, lim, 4);
+      check_step(st, lim, 4, t);
       for (const auto& c : st.scheduled)
-        for (const block_id b : c.block_table)
+        for (const block_id b : t.of[c.id])
           if (r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
       for (const auto& u : r.s.update(st, ex.execute(st))) {
         got[u.id] += static_cast<std::int32_t>(u.tokens.size());
