@@ -105,7 +105,8 @@ void on_tokens(self_ptr self, request_update& u) {
   }
   const auto& tok = *st.ctx->tok;
   std::string batch;
-  for (const auto& s : u.tokens) {
+  if (u.token) {
+    const auto& s = *u.token;
     const auto now = clock_type::now();
     auto& m = *st.ctx->metrics;
     if (st.completion_tokens == 0) {

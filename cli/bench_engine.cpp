@@ -97,19 +97,25 @@ auto prepare_group(cpu_executor& ex, int batch, request_id first_id, block_id fi
   greedy.temperature = 0.0f;
   greedy.max_tokens = 1 << 20;
   for (int b = 0; b < batch; ++b) {
-    scheduled_chunk c;
-    c.id = first_id + static_cast<request_id>(b);
+    std::vector<token_id> prompt;
+    for (int i = 0; i < s.prompt_tokens; ++i)
+      prompt.push_back(static_cast<token_id>((7 * i + b) % (ex.vocab_size() - 3) + 3));
+    const request_id id = first_id + static_cast<request_id>(b);
+    auto& c = g.step.add_chunk(id, prompt, 0);
     c.new_blocks.resize(static_cast<std::size_t>(per_seq));
     std::iota(c.new_blocks.begin(), c.new_blocks.end(), first_block + b * per_seq);
     c.reset_blocks = true; // the same whole table every step
-    for (int i = 0; i < s.prompt_tokens; ++i)
-      c.tokens.push_back(static_cast<token_id>((7 * i + b) % (ex.vocab_size() - 3) + 3));
     c.sample = true;
-    g.step.new_requests.push_back({c.id, c.tokens, greedy});
-    g.step.scheduled.push_back(std::move(c));
+    g.step.new_requests.push_back({id, prompt, greedy});
   }
   for (const auto& t : ex.execute(g.step).sampled) g.first.push_back(t.result.token);
   g.step.new_requests.clear();
+  // From now on, one decode token per sequence.
+  g.step.token_ids.assign(static_cast<std::size_t>(batch), 0);
+  for (int b = 0; b < batch; ++b) {
+    g.step.scheduled[static_cast<std::size_t>(b)].first_token = b;
+    g.step.scheduled[static_cast<std::size_t>(b)].num_tokens = 1;
+  }
   return g;
 }
 
@@ -117,14 +123,14 @@ auto prepare_group(cpu_executor& ex, int batch, request_id first_id, block_id fi
 // (the cache slots of earlier runs are simply overwritten).
 auto time_decode(cpu_executor& ex, decode_group& g, const bench_setup& s) -> double {
   for (std::size_t b = 0; b < g.step.scheduled.size(); ++b) {
-    g.step.scheduled[b].tokens = {g.first[b]};
+    g.step.token_ids[b] = g.first[b];
     g.step.scheduled[b].num_computed_tokens = s.prompt_tokens;
   }
   const auto t0 = clock_type::now();
   for (int i = 0; i < s.decode_steps; ++i) {
     const auto out = ex.execute(g.step);
     for (std::size_t b = 0; b < g.step.scheduled.size(); ++b) {
-      g.step.scheduled[b].tokens = {out.sampled[b].result.token};
+      g.step.token_ids[b] = out.sampled[b].result.token;
       ++g.step.scheduled[b].num_computed_tokens;
     }
   }
@@ -134,14 +140,13 @@ auto time_decode(cpu_executor& ex, decode_group& g, const bench_setup& s) -> dou
 
 auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
   scheduler_output step;
-  scheduled_chunk c;
-  c.id = 999'999;
-  for (int i = 0; i < tokens; ++i) c.tokens.push_back(static_cast<token_id>(i % (ex.vocab_size() - 3) + 3));
+  std::vector<token_id> ids;
+  for (int i = 0; i < tokens; ++i) ids.push_back(static_cast<token_id>(i % (ex.vocab_size() - 3) + 3));
+  auto& c = step.add_chunk(999'999, ids, 0);
   c.new_blocks.resize(static_cast<std::size_t>((tokens + ex.block_size() - 1) / ex.block_size()));
   std::iota(c.new_blocks.begin(), c.new_blocks.end(), 0);
   c.reset_blocks = true;
   c.sample = false;
-  step.scheduled.push_back(c);
   std::vector<double> rates;
   for (int r = 0; r <= runs; ++r) {
     const auto t0 = clock_type::now();

@@ -58,6 +58,7 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
   // The request's one chunk, updated in place each step.
   auto& c = step.scheduled.emplace_back();
   c.id = id;
+  c.first_token = 0;
   c.new_blocks = std::move(table);
   c.reset_blocks = true; // the same whole table every step
   std::int64_t done = 0;
@@ -66,13 +67,14 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
     c.num_computed_tokens = static_cast<std::int32_t>(done);
     if (done < n_prompt) {
       const auto n = std::min<std::int64_t>(max_chunk_tokens_, n_prompt - done);
-      c.tokens.assign(prompt.begin() + done, prompt.begin() + done + n);
+      step.token_ids.assign(prompt.begin() + done, prompt.begin() + done + n);
       c.sample = done + n == n_prompt;
     } else {
-      c.tokens.assign(1, next);
+      step.token_ids.assign(1, next);
       c.sample = true;
     }
-    done += static_cast<std::int64_t>(c.tokens.size());
+    c.num_tokens = static_cast<std::int32_t>(step.token_ids.size());
+    done += c.num_tokens;
     const auto result = ex_.execute(step);
     step.new_requests.clear();
     if (result.sampled.empty()) continue;
@@ -84,7 +86,9 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
     if (!delta.text.empty()) on_text(delta.text);
     stats.reason = delta.finished;
   }
-  ex_.execute(scheduler_output{{}, {}, {id}});
+  scheduler_output done_step;
+  done_step.finished = {id};
+  ex_.execute(done_step);
   const auto t_end = clock::now();
   stats.num_generated_tokens = static_cast<std::int64_t>(stats.tokens.size());
   stats.prefill_seconds = std::chrono::duration<double>(t_first - t0).count();

@@ -21,7 +21,7 @@ auto zero_executor::execute(const scheduler_output& step) -> step_result {
   const auto n = static_cast<std::uint64_t>(tokens_.size());
   for (const auto& c : step.scheduled) {
     if (!c.sample) continue;
-    const auto position = static_cast<std::uint64_t>(c.num_computed_tokens) + c.tokens.size();
+    const auto position = static_cast<std::uint64_t>(c.num_computed_tokens + c.num_tokens);
     const token_id t = tokens_[(c.id * 7919 + position * 104729) % n];
     sampled_token s{c.id, {t, 0.0f, {}}};
     out.sampled.push_back(std::move(s));

@@ -109,18 +109,18 @@ void batch_scheduler::preempt(request& r) {
   waiting_tokens_ += r.num_tokens();
 }
 
-auto batch_scheduler::chunk_of(request& r, std::int32_t num_new) -> scheduled_chunk {
-  scheduled_chunk c;
+void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_output& out) {
+  auto& c = out.scheduled.emplace_back();
   c.id = r.id;
   c.num_computed_tokens = r.num_computed_tokens;
-  c.tokens.reserve(static_cast<std::size_t>(num_new));
-  for (std::int32_t i = 0; i < num_new; ++i) c.tokens.push_back(r.token(r.num_computed_tokens + i));
+  c.first_token = static_cast<std::int32_t>(out.token_ids.size());
+  c.num_tokens = num_new;
+  for (std::int32_t i = 0; i < num_new; ++i) out.token_ids.push_back(r.token(r.num_computed_tokens + i));
   const auto& blocks = kv_.blocks(r.id);
   c.reset_blocks = r.num_blocks_sent == 0;
   c.new_blocks.assign(blocks.begin() + r.num_blocks_sent, blocks.end());
   r.num_blocks_sent = static_cast<std::int32_t>(blocks.size());
   c.sample = r.num_computed_tokens + num_new == r.num_tokens();
-  return c;
 }
 
 void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output& out) {
@@ -157,7 +157,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
       out.new_requests.push_back({r.id, r.prompt, r.sampling});
       r.known_to_executor = true;
     }
-    out.scheduled.push_back(chunk_of(r, num_new));
+    add_chunk(r, num_new, out);
     r.scheduled_in_step = out_step_;
     budget -= num_new;
   }
@@ -169,6 +169,8 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
 
 auto batch_scheduler::schedule(double now_s) -> scheduler_output {
   scheduler_output out;
+  out.token_ids.reserve(static_cast<std::size_t>(limits_.max_num_batched_tokens));
+  out.scheduled.reserve(running_.size() + 8);
   out.finished = std::move(finished_);
   finished_.clear();
   ++out_step_;
@@ -203,7 +205,7 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
         i = 0;
         continue;
       }
-      out.scheduled.push_back(chunk_of(r, num_new));
+      add_chunk(r, num_new, out);
       r.scheduled_in_step = out_step_;
       budget -= num_new;
       ++i;
@@ -222,21 +224,20 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     request* r = find_mut(c.id);
     if (r == nullptr || r->state != request_state::running) continue; // aborted or preempted meanwhile
     const bool decode = c.num_computed_tokens >= static_cast<std::int32_t>(r->prompt.size());
-    const auto n = static_cast<std::int32_t>(c.tokens.size());
+    const auto n = c.num_tokens;
     r->num_computed_tokens += n;
     policy_.on_served(view_of(*r), decode ? 0 : n, decode ? n : 0);
-    if (kv_.needs_commit(r->id, r->num_computed_tokens)) {
-      std::vector<token_id> all = r->prompt;
-      all.insert(all.end(), r->output.begin(), r->output.end());
-      kv_.commit(r->id, all, r->num_computed_tokens);
-    }
+    // Only a step that filled a block has anything to publish.
+    const std::int32_t bs = kv_.options().block_size;
+    if (r->num_computed_tokens / bs > (r->num_computed_tokens - n) / bs)
+      kv_.commit(r->id, r->prompt, r->output, r->num_computed_tokens);
   }
   for (const auto& s : result.sampled) {
     request* r = find_mut(s.id);
     if (r == nullptr || r->state != request_state::running) continue;
     const token_id t = s.result.token;
     r->output.push_back(t);
-    request_update u{r->id, {s.result}, finish_reason::none};
+    request_update u{r->id, s.result, finish_reason::none};
     const auto& p = r->sampling;
     const bool is_stop_id = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), t) != p.stop_token_ids.end();
     const bool is_eos = !p.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), t) != eos_ids_.end();

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,10 +33,10 @@ struct scheduler_limits {
   std::int32_t max_output_tokens = 0;         ///< per request; 0: no limit but the context
 };
 
-/// What one step did for one request: its new tokens, and whether it ended.
+/// What one step did for one request: its new token, and whether it ended.
 struct request_update {
   request_id id = 0;
-  std::vector<sample_result> tokens; ///< zero or one per step
+  std::optional<sample_result> token; ///< none: an abort without a token
   finish_reason finished = finish_reason::none;
 };
 
@@ -89,7 +90,7 @@ private:
   auto view_of(const request& r) const -> policy::request_view;
   void preempt(request& r);
   void end(request& r, request_state state);
-  auto chunk_of(request& r, std::int32_t num_new) -> scheduled_chunk;
+  void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
   auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;
 
   scheduler_limits limits_;

@@ -47,7 +47,8 @@ auto kv_cache_manager::grow(request_id id, std::int32_t num_tokens, bool admissi
   return true;
 }
 
-void kv_cache_manager::commit(request_id id, std::span<const token_id> tokens, std::int32_t num_computed) {
+void kv_cache_manager::commit(request_id id, std::span<const token_id> prompt, std::span<const token_id> output,
+                              std::int32_t num_computed) {
   if (!options_.enable_prefix_caching) return;
   auto& e = requests_.at(id);
   const auto bs = static_cast<std::size_t>(options_.block_size);
@@ -55,17 +56,15 @@ void kv_cache_manager::commit(request_id id, std::span<const token_id> tokens, s
   TROUPE_CHECK(full <= static_cast<std::int32_t>(e.blocks.size()), "computed tokens beyond the block table");
   for (; e.num_published < full; ++e.num_published) {
     const auto i = static_cast<std::size_t>(e.num_published);
-    block_key k{e.tenant, e.last_hash, {tokens.begin() + static_cast<std::ptrdiff_t>(i * bs),
-                                        tokens.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}};
+    block_key k{e.tenant, e.last_hash, {}};
+    k.tokens.reserve(bs);
+    for (std::size_t j = i * bs; j < (i + 1) * bs; ++j)
+      k.tokens.push_back(j < prompt.size() ? prompt[j] : output[j - prompt.size()]);
     e.last_hash = hash_block(k);
     // Another request may have published the same content meanwhile: this
     // block then stays private and is freed with the request.
-    (void)cache_.publish(e.blocks[i], std::move(k), e.num_published);
+    (void)cache_.publish(e.blocks[i], std::move(k), e.last_hash, e.num_published);
   }
-}
-
-auto kv_cache_manager::needs_commit(request_id id, std::int32_t num_computed) const -> bool {
-  return options_.enable_prefix_caching && num_computed / options_.block_size > requests_.at(id).num_published;
 }
 
 void kv_cache_manager::end(request_id id) {

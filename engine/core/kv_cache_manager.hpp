@@ -36,12 +36,10 @@ public:
   /// taken, when the pool cannot supply them (admission: also when it would
   /// dip under the watermark).
   [[nodiscard]] auto grow(request_id id, std::int32_t num_tokens, bool admission) -> bool;
-  /// After a step: `tokens` (prompt ++ output so far), of which the first
-  /// num_computed have KV. Publishes every newly full block to the cache.
-  void commit(request_id id, std::span<const token_id> tokens, std::int32_t num_computed);
-  /// Whether commit() would publish anything for num_computed tokens (so the
-  /// caller can skip assembling the token list). O(1).
-  auto needs_commit(request_id id, std::int32_t num_computed) const -> bool;
+  /// After a step: the request's tokens are prompt ++ output, of which the
+  /// first num_computed have KV. Publishes every newly full block to the cache.
+  void commit(request_id id, std::span<const token_id> prompt, std::span<const token_id> output,
+              std::int32_t num_computed);
   /// Drops every reference the request holds (it ends, or is preempted and
   /// will start again from begin()).
   void end(request_id id);

@@ -28,7 +28,10 @@ auto hash_block(const block_key& k) -> block_hash {
 }
 
 prefix_cache::prefix_cache(std::int32_t num_blocks, const policy::eviction_policy& eviction, block_id first_id)
-  : eviction_(eviction), first_id_(first_id), blocks_(static_cast<std::size_t>(std::max(num_blocks, 0))) {
+  : eviction_(eviction),
+    first_id_(first_id),
+    blocks_(static_cast<std::size_t>(std::max(num_blocks, 0))),
+    index_(std::max(num_blocks, 0)) {
   free_.reserve(blocks_.size());
   for (std::int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(first_id + b);
 }
@@ -41,12 +44,7 @@ void prefix_cache::touch(block& blk, std::int32_t priority) {
 void prefix_cache::unpublish(block_id b) {
   auto& blk = at(b);
   if (!blk.published) return;
-  const auto [first, last] = index_.equal_range(blk.hash);
-  for (auto it = first; it != last; ++it)
-    if (it->second == b) {
-      index_.erase(it);
-      break;
-    }
+  index_.erase(blk.hash, b);
   blk = block{};
 }
 
@@ -72,11 +70,10 @@ auto prefix_cache::allocate(std::int32_t priority) -> std::optional<block_id> {
 
 auto prefix_cache::acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> {
   ++num_queries_;
-  const auto [first, last] = index_.equal_range(hash_block(k));
-  for (auto it = first; it != last; ++it) {
-    const block_id b = it->second;
+  // Equal hashes with another key are collisions: keep looking.
+  const block_id b = index_.find(hash_block(k), [&](block_id c) { return at(c).key == k; });
+  if (b >= 0) {
     auto& blk = at(b);
-    if (blk.key != k) continue; // a hash collision
     if (blk.refs == 0) evictable_.erase({blk.evict_key, b});
     ++blk.refs;
     ++blk.hits;
@@ -93,19 +90,16 @@ void prefix_cache::add_ref(block_id b) {
   ++blk.refs;
 }
 
-auto prefix_cache::publish(block_id b, block_key k, std::int32_t depth) -> bool {
+auto prefix_cache::publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool {
   auto& blk = at(b);
   TROUPE_CHECK(blk.refs > 0, "publishing a block nobody holds");
   if (blk.published) return blk.key == k;
-  const block_hash h = hash_block(k);
-  const auto [first, last] = index_.equal_range(h);
-  for (auto it = first; it != last; ++it)
-    if (at(it->second).key == k) return false;
+  if (index_.find(h, [&](block_id c) { return at(c).key == k; }) >= 0) return false;
   blk.published = true;
   blk.key = std::move(k);
   blk.hash = h;
   blk.depth = depth;
-  index_.emplace(h, b);
+  index_.insert(h, b);
   return true;
 }
 
@@ -154,10 +148,10 @@ void prefix_cache::check_invariants() const {
       TROUPE_CHECK(blk.hash == hash_block(blk.key), "a published block's hash is stale");
     }
   }
-  TROUPE_CHECK(published == index_.size(), "the index and the published blocks disagree");
-  for (const auto& [h, b] : index_)
-    TROUPE_CHECK(at(b).published && at(b).hash == h,
-                 "the index names an unpublished block");
+  TROUPE_CHECK(static_cast<std::int64_t>(published) == index_.size(), "the index and the published blocks disagree");
+  index_.for_each([this](block_hash h, block_id b) {
+    TROUPE_CHECK(at(b).published && at(b).hash == h, "the index names an unpublished block");
+  });
 }
 
 } // namespace troupe

@@ -7,6 +7,7 @@
 // (evictable) until a new block is needed and the eviction policy picks it.
 // Deterministic: time is a logical tick, one per operation.
 
+#include "engine/core/block_index.hpp"
 #include "engine/types.hpp"
 #include "policies/api/eviction.hpp"
 
@@ -50,10 +51,15 @@ public:
   /// One more reference to a block the caller already holds (a request
   /// sharing it). O(1).
   void add_ref(block_id b);
-  /// Makes a referenced, fully computed block findable by `k`. False (and
-  /// nothing changes) when the cache already holds that key in another block:
-  /// the caller keeps its private copy.
-  auto publish(block_id b, block_key k, std::int32_t depth) -> bool;
+  /// Makes a referenced, fully computed block findable by `k`, whose hash
+  /// the caller computed (hash_block(k): it chains the next block's key).
+  /// False (and nothing changes) when the cache already holds that key in
+  /// another block: the caller keeps its private copy.
+  auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool;
+  auto publish(block_id b, block_key k, std::int32_t depth) -> bool {
+    const block_hash h = hash_block(k);
+    return publish(b, std::move(k), h, depth);
+  }
   /// Drops one reference; at zero a published block becomes evictable, an
   /// unpublished one free. O(log n).
   void release(block_id b);
@@ -99,7 +105,7 @@ private:
   std::vector<block> blocks_; ///< block b at b - first_id_
   std::vector<block_id> free_; ///< a stack
   std::set<std::pair<policy::eviction_key, block_id>> evictable_;
-  std::unordered_multimap<block_hash, block_id> index_; ///< published blocks by hash
+  block_index index_; ///< published blocks by hash
   std::uint64_t tick_ = 0;
   std::uint64_t num_queries_ = 0;
   std::uint64_t num_hits_ = 0;

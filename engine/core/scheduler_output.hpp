@@ -7,6 +7,7 @@
 #include "engine/types.hpp"
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace troupe {
@@ -18,11 +19,14 @@ struct new_request_data {
   sampling_params sampling;
 };
 
-/// One sequence's share of a step: a chunk of prompt tokens or one decode token.
+/// One sequence's share of a step: a chunk of prompt tokens or one decode
+/// token. Its tokens lie in the step's flattened token_ids (one allocation
+/// per step, not one per sequence): scheduler_output::tokens_of().
 struct scheduled_chunk {
   request_id id = 0;
-  std::vector<token_id> tokens;          ///< tokens to compute this step, >= 1
-  std::int32_t num_computed_tokens = 0;  ///< position of tokens[0]
+  std::int32_t first_token = 0;          ///< index of its first token in token_ids
+  std::int32_t num_tokens = 0;           ///< tokens to compute this step, >= 1
+  std::int32_t num_computed_tokens = 0;  ///< position of its first token
   /// Blocks appended to the request's block table (vLLM v1 sends block ids
   /// as a diff too: a decode step usually adds none). With reset_blocks the
   /// table is exactly these (a request's first step, or after preemption).
@@ -35,13 +39,24 @@ struct scheduled_chunk {
 struct scheduler_output {
   std::vector<new_request_data> new_requests;
   std::vector<scheduled_chunk> scheduled;
+  std::vector<token_id> token_ids;  ///< every chunk's tokens, end to end (the flattened batch)
   std::vector<request_id> finished; ///< the executor forgets these (and their tables) after the step
 
-  auto num_scheduled_tokens() const -> std::int64_t {
-    std::int64_t n = 0;
-    for (const auto& c : scheduled) n += static_cast<std::int64_t>(c.tokens.size());
-    return n;
+  auto tokens_of(const scheduled_chunk& c) const -> std::span<const token_id> {
+    return std::span(token_ids).subspan(static_cast<std::size_t>(c.first_token), static_cast<std::size_t>(c.num_tokens));
   }
+  /// Appends a chunk computing `tokens` from position num_computed_tokens.
+  auto add_chunk(request_id id, std::span<const token_id> tokens, std::int32_t num_computed_tokens)
+      -> scheduled_chunk& {
+    auto& c = scheduled.emplace_back();
+    c.id = id;
+    c.first_token = static_cast<std::int32_t>(token_ids.size());
+    c.num_tokens = static_cast<std::int32_t>(tokens.size());
+    c.num_computed_tokens = num_computed_tokens;
+    token_ids.insert(token_ids.end(), tokens.begin(), tokens.end());
+    return c;
+  }
+  auto num_scheduled_tokens() const -> std::int64_t { return static_cast<std::int64_t>(token_ids.size()); }
 };
 
 struct sampled_token {

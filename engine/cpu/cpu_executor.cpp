@@ -21,7 +21,7 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
     auto& table = tables_[s.id];
     if (s.reset_blocks) table.assign(s.new_blocks.begin(), s.new_blocks.end());
     else table.insert(table.end(), s.new_blocks.begin(), s.new_blocks.end());
-    chunks_.push_back({s.tokens, s.num_computed_tokens, table});
+    chunks_.push_back({step.tokens_of(s), s.num_computed_tokens, table});
   }
   model_.forward(chunks_, false, logits_);
 

@@ -42,6 +42,11 @@ auto make_request(request_id id, std::int32_t prompt_len, std::int32_t max_token
   return r;
 }
 
+auto tokens_of(const scheduler_output& st, std::size_t i) -> std::vector<token_id> {
+  const auto t = st.tokens_of(st.scheduled[i]);
+  return {t.begin(), t.end()};
+}
+
 auto submit(batch_scheduler& s, request r) -> bool { return s.submit(std::move(r)).status == 0; }
 
 auto sampled(std::initializer_list<std::pair<request_id, token_id>> xs) -> step_result {
@@ -72,9 +77,8 @@ void check_step(const scheduler_output& s, const scheduler_limits& lim, std::int
   std::set<request_id> ids;
   for (const auto& c : s.scheduled) {
     CHECK(ids.insert(c.id).second);
-    CHECK(!c.tokens.empty());
-    CHECK(static_cast<std::int64_t>(t.of[c.id].size()) >=
-          blocks_for(c.num_computed_tokens + static_cast<std::int64_t>(c.tokens.size()), block_size));
+    CHECK(c.num_tokens >= 1);
+    CHECK(static_cast<std::int64_t>(t.of[c.id].size()) >= blocks_for(c.num_computed_tokens + c.num_tokens, block_size));
   }
 }
 
@@ -103,7 +107,7 @@ TEST_CASE("batch_scheduler: chunked prefill under the token budget, then decode,
   auto st = s.schedule(0);
   check_step(st, lim, 4, t);
   REQUIRE(st.scheduled.size() == 1); // request 1 takes the whole budget
-  CHECK(st.scheduled[0].tokens.size() == 10);
+  CHECK(st.scheduled[0].num_tokens == 10);
   CHECK(!st.scheduled[0].sample);
   CHECK(s.update(st, {}).empty());
   st = s.schedule(0);
@@ -112,14 +116,14 @@ TEST_CASE("batch_scheduler: chunked prefill under the token budget, then decode,
   s.update(st, {});
   st = s.schedule(0); // 5 prompt tokens of request 1 left: request 2 fits beside it
   REQUIRE(st.scheduled.size() == 2);
-  CHECK(st.scheduled[0].tokens.size() == 5);
+  CHECK(st.scheduled[0].num_tokens == 5);
   CHECK(st.scheduled[0].sample);
   CHECK(st.scheduled[1].id == 2);
   auto up = s.update(st, sampled({{1, 7}, {2, 8}}));
   REQUIRE(up.size() == 2);
   st = s.schedule(0); // both decode the token just sampled
   REQUIRE(st.scheduled.size() == 2);
-  CHECK(st.scheduled[0].tokens == std::vector<token_id>{7});
+  CHECK(tokens_of(st, 0) == std::vector<token_id>{7});
   CHECK(st.scheduled[0].num_computed_tokens == 25);
   up = s.update(st, sampled({{1, 9}, {2, 9}}));
   CHECK(up[1].finished == finish_reason::length); // max_tokens 2
@@ -139,7 +143,7 @@ TEST_CASE("batch_scheduler: decodes go before other requests' prefill chunks") {
   st = s.schedule(0);
   REQUIRE(st.scheduled.size() == 2);
   CHECK(st.scheduled[0].id == 1); // the decode
-  CHECK(st.scheduled[1].tokens.size() == 3); // the prefill gets the rest of the budget
+  CHECK(st.scheduled[1].num_tokens == 3); // the prefill gets the rest of the budget
   s.update(st, sampled({{1, 7}}));
   st = s.schedule(0);
   REQUIRE(st.scheduled.size() == 2);
@@ -231,7 +235,7 @@ TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes 
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].id == 2);
   CHECK(st.scheduled[0].num_computed_tokens == 0);
-  CHECK(st.scheduled[0].tokens == std::vector<token_id>{5, 6, 7, 11, 13});
+  CHECK(tokens_of(st, 0) == std::vector<token_id>{5, 6, 7, 11, 13});
   CHECK(st.scheduled[0].sample);
   CHECK(st.new_requests.empty()); // the executor already knows it
   s.check_invariants();
@@ -246,7 +250,7 @@ TEST_CASE("batch_scheduler: a shared prompt prefix is computed once") {
   auto st = s.schedule(0);
   t.apply(st);
   REQUIRE(st.scheduled.size() == 1);
-  CHECK(st.scheduled[0].tokens.size() == 100);
+  CHECK(st.scheduled[0].num_tokens == 100);
   s.update(st, sampled({{1, 3}}));
   // Same first 96 tokens (6 blocks), same tenant: prefill starts at 96.
   auto b = make_request(2, 100, 2, 7);
@@ -258,7 +262,7 @@ TEST_CASE("batch_scheduler: a shared prompt prefix is computed once") {
   REQUIRE(st.scheduled.size() == 3);
   CHECK(st.scheduled[1].id == 2);
   CHECK(st.scheduled[1].num_computed_tokens == 96);
-  CHECK(st.scheduled[1].tokens.size() == 4);
+  CHECK(st.scheduled[1].num_tokens == 4);
   CHECK(s.find(2)->num_cached_tokens == 96);
   CHECK(st.scheduled[2].num_computed_tokens == 0);
   CHECK(st.scheduled[0].new_blocks.empty()); // a decode in its last block: no new block
@@ -332,7 +336,7 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
         for (const block_id b : t.of[c.id])
           if (r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
       for (const auto& u : r.s.update(st, ex.execute(st))) {
-        got[u.id] += static_cast<std::int32_t>(u.tokens.size());
+        got[u.id] += u.token.has_value();
         if (u.finished != finish_reason::none) CHECK(u.finished == finish_reason::length);
       }
       ops += 2 + static_cast<int>(st.scheduled.size());

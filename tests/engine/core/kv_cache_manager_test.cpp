@@ -28,7 +28,7 @@ TEST_CASE("kv_cache_manager: a shared prefix is computed once") {
   CHECK(m.begin(1, 7, 0, a) == 0);
   REQUIRE(m.grow(1, 40, true));
   CHECK(m.blocks(1).size() == 3);
-  m.commit(1, a, 40); // two full blocks published
+  m.commit(1, a, {}, 40); // two full blocks published
   const auto a_blocks = m.blocks(1);
   m.end(1);
   CHECK(cache.num_evictable() == 2);
@@ -59,7 +59,7 @@ TEST_CASE("kv_cache_manager: prefix caching off, and the watermark") {
   auto p = tokens(12);
   CHECK(off.begin(1, 0, 0, p) == 0);
   REQUIRE(off.grow(1, 12, true));
-  off.commit(1, p, 12);
+  off.commit(1, p, {}, 12);
   CHECK(cache.num_evictable() == 0); // nothing published
   CHECK(off.begin(2, 0, 0, p) == 0);
   CHECK(!off.grow(2, 12, true));  // 5 available - 3 needed < watermark 3
@@ -99,7 +99,7 @@ TEST_CASE("kv_cache_manager: random requests over three tenants never share acro
       const auto target = std::min<std::int32_t>(static_cast<std::int32_t>(l.tokens.size()), l.computed + 5);
       if (m.grow(it->first, target + 1, false)) {
         l.computed = target;
-        m.commit(it->first, l.tokens, l.computed);
+        m.commit(it->first, l.tokens, {}, l.computed);
         l.tokens.push_back(static_cast<token_id>(g.next() % 3)); // the sampled token
       }
     } else if (!reqs.empty()) {

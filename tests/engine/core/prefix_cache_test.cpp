@@ -138,3 +138,24 @@ TEST_CASE("prefix_cache: 100,000 random operations keep every invariant") {
     }
   }
 }
+
+TEST_CASE("block_index: colliding hashes, tombstones and rebuilds") {
+  block_index idx(8);
+  idx.insert(42, 1);
+  idx.insert(42, 2); // same hash, another key
+  idx.insert(7, 3);
+  CHECK(idx.find(42, [](block_id b) { return b == 2; }) == 2);
+  CHECK(idx.find(42, [](block_id) { return false; }) == -1);
+  idx.erase(42, 1);
+  CHECK(idx.find(42, [](block_id b) { return b == 2; }) == 2); // found past the tombstone
+  CHECK(idx.size() == 2);
+  // Churn far past the capacity: tombstones force rebuilds, nothing is lost.
+  for (int round = 0; round < 1000; ++round) {
+    idx.insert(1000 + static_cast<std::uint64_t>(round), 4);
+    CHECK(idx.find(1000 + static_cast<std::uint64_t>(round), [](block_id) { return true; }) == 4);
+    idx.erase(1000 + static_cast<std::uint64_t>(round), 4);
+  }
+  CHECK(idx.size() == 2);
+  CHECK(idx.find(7, [](block_id) { return true; }) == 3);
+  CHECK(idx.find(42, [](block_id) { return true; }) == 2);
+}
