@@ -168,7 +168,8 @@ void apply_devices(const toml::node& n, const std::string& path, server_config& 
 auto policy_name(std::string server_config::*field, const char* kind, std::vector<std::string> known) -> apply_fn {
   return [=](const toml::node& n, const std::string& path, server_config& c) {
     const auto& s = as_string(n, path);
-    if (std::find(known.begin(), known.end(), s) == known.end()) {
+    // A path names an out-of-tree policy, loaded (and checked) at start-up.
+    if (s.find('/') == std::string::npos && std::find(known.begin(), known.end(), s) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
       fail(path, "unknown " + std::string(kind) + " policy \"" + s + "\"; known: " + list);

@@ -14,6 +14,7 @@
 #include "engine/model/model_config.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/zero_executor.hpp"
+#include "policies/registry.hpp"
 
 #include <caf/all.hpp>
 
@@ -103,6 +104,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
   if (num_blocks < 1)
     throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
                              " bytes hold no KV block of " + std::to_string(block_bytes) + " bytes");
+  // Policies named by path are loaded here, so a bad one stops start-up with
+  // its reason (each replica then makes its own instance).
+  (void)policy::make_scheduling_policy(cfg.policy);
+  (void)policy::make_eviction_policy(cfg.eviction);
   const std::int32_t max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len
                                                            : static_cast<std::int32_t>(mc.max_position_embeddings);
 

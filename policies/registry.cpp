@@ -1,5 +1,7 @@
 #include "policies/registry.hpp"
 
+#include "policies/loader.hpp"
+
 #include "policies/eviction/lfu.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/eviction/priority.hpp"
@@ -61,12 +63,14 @@ auto make(const std::vector<factory<Base>>& all, std::string_view kind, std::str
 auto scheduling_policy_names() -> std::vector<std::string> { return names_of(scheduling_policies()); }
 
 auto make_scheduling_policy(std::string_view name) -> std::unique_ptr<scheduling_policy> {
+  if (names_a_library(std::string(name))) return load_scheduling_policy(std::string(name));
   return make(scheduling_policies(), "scheduling", name);
 }
 
 auto eviction_policy_names() -> std::vector<std::string> { return names_of(eviction_policies()); }
 
 auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_policy> {
+  if (names_a_library(std::string(name))) return load_eviction_policy(std::string(name));
   return make(eviction_policies(), "eviction", name);
 }
 

@@ -16,15 +16,16 @@ namespace troupe::policy {
 auto scheduling_policy_names() -> std::vector<std::string>;
 
 /// A fresh instance of the built-in scheduling policy `name` (policies may
-/// keep state: one per scheduler); throws std::invalid_argument with one line
-/// listing the known names otherwise.
+/// keep state: one per scheduler), or of the out-of-tree one a path names
+/// (policies/api/plugin.hpp); throws std::invalid_argument with one line
+/// listing the known names, or saying why the library was refused.
 auto make_scheduling_policy(std::string_view name) -> std::unique_ptr<scheduling_policy>;
 
 /// "lru", "lfu", "priority".
 auto eviction_policy_names() -> std::vector<std::string>;
 
-/// The built-in eviction policy `name`; throws std::invalid_argument with one
-/// line listing the known names otherwise.
+/// The built-in eviction policy `name`, or a library's by path; throws
+/// std::invalid_argument with one line otherwise.
 auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_policy>;
 
 } // namespace troupe::policy

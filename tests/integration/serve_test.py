@@ -326,6 +326,10 @@ def test_config_errors(model):
     out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--set", "server.prot=1"],
                          capture_output=True, text=True, timeout=60)
     check(out.returncode == 1 and "server.prot" in out.stderr, "an unknown config key is named")
+    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", model, "--scheduling", "lottery"],
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode == 1 and "known: fcfs, priority, sjf, vtc, static" in out.stderr,
+          "an unknown scheduling policy stops start-up listing the known ones")
     out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", "/nonexistent"],
                          capture_output=True, text=True, timeout=60)
     check(out.returncode == 1 and "/nonexistent" in out.stderr, "a missing model directory is named")
@@ -359,6 +363,23 @@ def test_prefix_cache(srv):
         check(r.status == 200, "chat with a shared system prompt")
     check(srv.metric("troupe_prefix_cache_hits_total") - before >= 3,
           "the second request finds the shared system prompt's blocks in the prefix cache")
+
+
+def test_policies(model):
+    """Every built-in policy serves; so does the out-of-tree example by path."""
+    names = ["vtc", "static"]
+    if os.environ.get("EXAMPLE_POLICY"):
+        names.append(os.environ["EXAMPLE_POLICY"])
+    for name in names:
+        srv = server(model, f"scheduler.policy={name}", "scheduler.eviction=lfu")
+        try:
+            status, pieces, finish, usage, done = stream(
+                srv, "/v1/completions", {"prompt": "Hello", "max_tokens": 5, "ignore_eos": True,
+                                         "stream_options": {"include_usage": True}})
+            check(status == 200 and done and usage["completion_tokens"] == 5,
+                  f"serving with scheduling policy {os.path.basename(name)}")
+        finally:
+            srv.stop()
 
 
 def test_queue_full(model):
@@ -437,6 +458,7 @@ def main():
         test_bench(model)
         test_config_errors(model)
         test_queue_full(model)
+        test_policies(model)
         test_stall(model)
         test_drain(model)
     finally:
