@@ -6,7 +6,7 @@ MODEL ?= models/tiny
 JOBS ?= 2
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all bootstrap build serve test bench bench-serve clean
+.PHONY: all bootstrap build serve test bench bench-serve bench-policies clean
 
 all: build
 
@@ -37,6 +37,12 @@ bench: build
 # and stories110m at a few request rates (scripts/bench_serve.sh).
 bench-serve: build
 	TROUPE=$(BUILD)/troupe scripts/bench_serve.sh
+
+# Scheduling policies on stories110m: continuous vs static batching, prefix
+# caching on/off, vtc vs fcfs under a 4:1 tenant mix (scripts/bench_policies.sh).
+bench-policies: build
+	TROUPE=$(BUILD)/troupe scripts/bench_policies.sh
+	$(BUILD)/troupe bench-scheduler
 
 clean:
 	rm -rf $(BUILD)

@@ -1,5 +1,7 @@
 #include "cli/args.hpp"
 
+#include <sstream>
+
 #include <charconv>
 #include <cstdlib>
 
@@ -71,6 +73,23 @@ auto args::maybe_real(const std::string& name) const -> std::optional<double> {
 
 auto args::real(const std::string& name, double fallback) const -> double {
   return maybe_real(name).value_or(fallback);
+}
+
+auto parse_list(const std::string& s, const std::string& name) -> std::vector<int> {
+  std::vector<int> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stoi(item, &used));
+      if (used != item.size() || out.back() < 0) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw usage_error("--" + name + " expects comma-separated non-negative integers");
+    }
+  }
+  if (out.empty()) throw usage_error("--" + name + " is empty");
+  return out;
 }
 
 } // namespace troupe::cli

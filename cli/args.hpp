@@ -9,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace troupe::cli {
 
@@ -16,6 +17,10 @@ namespace troupe::cli {
 struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// "1,8,32" -> {1, 8, 32}: comma-separated non-negative integers; a
+/// usage_error naming --name otherwise.
+auto parse_list(const std::string& s, const std::string& name) -> std::vector<int>;
 
 class args {
 public:

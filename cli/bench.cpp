@@ -102,7 +102,8 @@ void print_summary(const char* title, const char* unit, const summary& s) {
 
 auto run_bench(std::span<char* const> argv) -> int {
   const args a(argv, {"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
-                      "random-input-len", "random-output-len", "seed", "model", "endpoint"},
+                      "random-input-len", "random-output-len", "seed", "model", "endpoint", "tenant-weights",
+                      "shared-prefix-len"},
                {});
   const std::string url = a.str("url", "http://127.0.0.1:8080");
   const std::string prefix = "http://";
@@ -126,10 +127,23 @@ auto run_bench(std::span<char* const> argv) -> int {
   if (endpoint != "/v1/completions" && endpoint != "/v1/chat/completions")
     throw usage_error("--endpoint is /v1/completions or /v1/chat/completions");
   const slo goal = a.has("goodput") ? parse_goodput(a.str("goodput", "")) : slo{};
+  // Tenants (sent as `user`), drawn with these relative weights; and a
+  // prefix of words every prompt shares (a system prompt).
+  std::vector<double> weights;
+  if (a.has("tenant-weights"))
+    for (const int w : parse_list(a.str("tenant-weights", ""), "tenant-weights")) weights.push_back(w);
+  double weight_sum = 0;
+  for (const double w : weights) weight_sum += w;
+  if (!weights.empty() && weight_sum <= 0) throw usage_error("--tenant-weights needs a positive weight");
+  const auto shared_words = a.integer("shared-prefix-len", 0);
+  if (shared_words < 0) throw usage_error("--shared-prefix-len must be >= 0");
 
   // The workload: prompts and their arrival times, from one seeded stream.
   rng g(static_cast<std::uint64_t>(a.integer("seed", 0)));
+  rng prefix_rng(12345);
+  const std::string shared = shared_words > 0 ? prompt_of(prefix_rng, shared_words) + " " : "";
   std::vector<http::load_request> reqs;
+  std::vector<int> tenant_of;
   double t = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const auto words = dataset == "random" ? in_len : lognormal(g, 5.3, 1.0, 4, 1024);
@@ -140,7 +154,16 @@ auto run_bench(std::span<char* const> argv) -> int {
       json_text::append_string(body, a.str("model", ""));
       body += ',';
     }
-    const auto prompt = prompt_of(g, words);
+    const auto prompt = shared + prompt_of(g, words);
+    int tenant = -1;
+    if (!weights.empty()) {
+      double x = g.uniform() * weight_sum;
+      tenant = 0;
+      while (tenant + 1 < static_cast<int>(weights.size()) && x >= weights[static_cast<std::size_t>(tenant)])
+        x -= weights[static_cast<std::size_t>(tenant++)];
+      body += "\"user\":\"tenant-" + std::to_string(tenant) + "\",";
+    }
+    tenant_of.push_back(tenant);
     if (endpoint == "/v1/completions") {
       body += "\"prompt\":";
       json_text::append_string(body, prompt);
@@ -220,6 +243,21 @@ auto run_bench(std::span<char* const> argv) -> int {
   print_summary("ITL", "ms", summarize(itl));
   std::printf("----------------End-to-end Latency----------------\n");
   print_summary("E2EL", "ms", summarize(e2el));
+  if (!weights.empty()) {
+    std::printf("-----------Time to First Token by tenant-----------\n");
+    for (int t = 0; t < static_cast<int>(weights.size()); ++t) {
+      std::vector<double> v;
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        if (tenant_of[i] != t || !r.ok) continue;
+        v.push_back(((r.content_s.empty() ? r.end_s : r.content_s.front()) - r.start_s) * 1e3);
+      }
+      std::sort(v.begin(), v.end());
+      const auto p95 = v.empty() ? 0.0 : v[static_cast<std::size_t>(0.95 * static_cast<double>(v.size() - 1))];
+      std::printf("tenant-%d (weight %g, %zu requests): median TTFT %.2f ms, P95 TTFT %.2f ms\n", t,
+                  weights[static_cast<std::size_t>(t)], v.size(), summarize(v).median, p95);
+    }
+  }
   std::printf("==================================================\n");
   if (!first_error.empty()) std::printf("first failure: %s\n", first_error.substr(0, 300).c_str());
   return ok == n ? 0 : 1;

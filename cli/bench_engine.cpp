@@ -32,23 +32,6 @@ auto median(std::vector<double> v) -> double {
   return v[v.size() / 2];
 }
 
-auto parse_list(const std::string& s, const std::string& name) -> std::vector<int> {
-  std::vector<int> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      std::size_t used = 0;
-      out.push_back(std::stoi(item, &used));
-      if (used != item.size() || out.back() < 0) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw usage_error("--" + name + " expects comma-separated non-negative integers");
-    }
-  }
-  if (out.empty()) throw usage_error("--" + name + " is empty");
-  return out;
-}
-
 // Sustained read bandwidth: a 1 GiB buffer in 2 MiB pages (as the weights
 // are, see place_in_huge_pages) summed with four vector accumulators per
 // thread (read_sum_f32), one pass.

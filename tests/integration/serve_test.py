@@ -311,6 +311,11 @@ def test_bench(model):
                               "--endpoint", "/v1/chat/completions"], capture_output=True, text=True, timeout=120)
         check(out.returncode == 0 and "Successful requests:                       12" in out.stdout,
               "troupe bench: sharegpt-like chat workload with bursty arrivals")
+        out = subprocess.run([TROUPE, "bench", "--url", f"http://127.0.0.1:{srv.port}", "--num-prompts", "10",
+                              "--random-input-len", "4", "--random-output-len", "3", "--tenant-weights", "3,1",
+                              "--shared-prefix-len", "20"], capture_output=True, text=True, timeout=120)
+        check(out.returncode == 0 and re.search(r"tenant-0 \(weight 3, \d+ requests\): median TTFT", out.stdout)
+              and "tenant-1 (weight 1," in out.stdout, "troupe bench: per-tenant TTFT with --tenant-weights")
         out = subprocess.run([TROUPE, "bench", "--dataset", "nope"], capture_output=True, text=True)
         check(out.returncode == 2 and "--dataset" in out.stderr, "troupe bench: a bad flag is a usage error")
     finally:
