@@ -168,6 +168,9 @@ void submit(self_ptr self, encoded& e) {
   st.replica = st.ctx->pick_replica();
   self->monitor(st.replica);
   st.submitted = true;
+  // However this sink ends (even by an exception), its request must not
+  // run on for nobody: an abort of a request already ended is a no-op.
+  self->attach_functor([replica = st.replica, id = st.id] { caf::anon_send(replica, abort_atom_v, id); });
   self->request(st.replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
                 st.req.arrival, st.undelivered)
       .then(

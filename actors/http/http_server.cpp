@@ -2,6 +2,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -72,7 +73,11 @@ void append_chunk(std::string& out, std::string_view data) {
 // posting every piece to the connection's strand. What the kernel does not
 // take at once, and the end of a response, go to the strand, which finishes
 // them with async writes. mu_ guards the output state and the socket's
-// closing, so a send never races a close (and never hits a reused fd).
+// closing, so a send never races a close (and never hits a reused fd: after
+// close() Asio's handle is -1, and a late send fails with EBADF). Beast's
+// timeout may close the socket without mu_, but its timer only runs while
+// reading (output() refuses then) or during an async write (writing_ is set,
+// so no direct send happens).
 class session final : public exchange, public std::enable_shared_from_this<session> {
 public:
   session(tcp::socket socket, const server_options& options, const handler& h)
@@ -84,7 +89,7 @@ public:
 
   void respond(int status, header_list headers, std::string body) override {
     std::string bytes = head_of(status, headers, false, body.size(), keep_alive_);
-    bytes += body;
+    if (!head_request_) bytes += body;
     output(std::move(bytes), state::handling, state::ending);
   }
 
@@ -163,6 +168,7 @@ private:
     if (ec) return refuse(400, "malformed HTTP request: " + ec.message());
     auto msg = parser_->release();
     keep_alive_ = msg.keep_alive();
+    head_request_ = msg.method() == bhttp::verb::head;
     request r;
     r.method = std::string(msg.method_string());
     r.target = std::string(msg.target());
@@ -184,6 +190,7 @@ private:
   // Answers a request the server could not read, then closes.
   void refuse(int status, const std::string& message) {
     keep_alive_ = false;
+    head_request_ = false;
     {
       std::lock_guard lock(mu_);
       state_ = state::handling;
@@ -239,11 +246,35 @@ private:
 
   // The response is done: stop watching, read the next request (or close).
   void next_request() {
-    if (!keep_alive_) return close();
+    {
+      std::lock_guard lock(mu_);
+      on_disconnect_ = nullptr; // the finished request's; the next sets its own
+    }
+    if (!keep_alive_) return linger();
     ++generation_;
     error_code ignored;
     stream_.socket().cancel(ignored);
     read();
+  }
+
+  // Closes after a last response without resetting the connection: stop
+  // sending, read and drop what the client still sends (a body we refused)
+  // for up to a second, then close. Closing with unread bytes would send an
+  // RST, which can destroy the response before the client reads it.
+  void linger() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(1));
+    stream_.async_read_some(net::buffer(drain_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->linger_more();
+    });
+  }
+  void linger_more() {
+    stream_.async_read_some(net::buffer(drain_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (ec) return self->close();
+      self->linger_more();
+    });
   }
 
   void close() {
@@ -267,8 +298,10 @@ private:
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;        ///< of the current request; set before the handler runs
+  bool head_request_ = false;     ///< the current request is a HEAD: headers only
   std::uint64_t generation_ = 0;  ///< strand only: which watch is current
   std::string sending_;           ///< strand only: the async write in flight (lives until it completes)
+  char drain_[4096];              ///< strand only: bytes discarded while lingering
 
   std::mutex mu_; ///< guards what follows, and the socket's closing
   state state_ = state::reading;
@@ -288,14 +321,20 @@ struct server::impl {
   std::vector<std::thread> threads;
   std::atomic<bool> stopped{false};
 
+  net::steady_timer backoff{ioc};
+
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
       if (!acceptor.is_open()) return;
-      if (!ec) {
-        error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<session>(std::move(socket), options, h)->start();
+      if (ec) {
+        // Out of file descriptors, say: retrying at once would spin.
+        backoff.expires_after(std::chrono::milliseconds(50));
+        backoff.async_wait([this](error_code) { accept(); });
+        return;
       }
+      error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      std::make_shared<session>(std::move(socket), options, h)->start();
       accept();
     });
   }

@@ -18,7 +18,7 @@ namespace troupe::http {
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
 struct request {
-  std::string method; ///< "GET", "POST", ...
+  std::string method; ///< "GET", "POST", ... (a HEAD response gets no body)
   std::string target; ///< path and query, as sent
   header_list headers; ///< names lower-cased
   std::string body;

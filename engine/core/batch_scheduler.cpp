@@ -45,6 +45,7 @@ auto batch_scheduler::submit(request r) -> submit_result {
   auto owned = std::make_unique<request>(std::move(r));
   owned->state = request_state::waiting;
   waiting_.push_back(owned.get());
+  ++queue_version_;
   waiting_tokens_ += n;
   requests_.emplace(owned->id, std::move(owned));
   return {};
@@ -106,6 +107,7 @@ void batch_scheduler::preempt(request& r) {
   ++r.num_preemptions;
   ++num_preemptions_;
   waiting_.insert(waiting_.begin(), &r);
+  ++queue_version_;
   waiting_tokens_ += r.num_tokens();
 }
 
@@ -125,6 +127,10 @@ void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_outp
 
 void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output& out) {
   if (waiting_.empty() || budget <= 0 || num_running() >= limits_.max_num_seqs) return;
+  if (blocked_available_ >= 0 && kv_.cache().num_available() <= blocked_available_ &&
+      queue_version_ == blocked_version_)
+    return; // nothing changed since the head did not fit
+  blocked_available_ = -1;
   std::vector<policy::request_view> waiting, running;
   waiting.reserve(waiting_.size());
   for (const request* r : waiting_) waiting.push_back(view_of(*r));
@@ -144,9 +150,13 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     }
     const auto num_new =
         static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
-    if (!kv_.grow(r.id, r.num_computed_tokens + num_new, true)) {
+    // The watermark holds back blocks for running requests to grow into;
+    // with nothing running it would only block the queue for good.
+    if (!kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty())) {
       kv_.end(r.id); // drops the prefix hits too; matched again next time
       r.num_computed_tokens = r.num_cached_tokens = 0;
+      blocked_available_ = kv_.cache().num_available();
+      blocked_version_ = queue_version_;
       break; // in the policy's order: nobody overtakes the head
     }
     admitted[idx] = true;

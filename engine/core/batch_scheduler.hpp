@@ -74,7 +74,8 @@ public:
 
   auto num_waiting() const -> std::int64_t { return static_cast<std::int64_t>(waiting_.size()); }
   auto num_running() const -> std::int64_t { return static_cast<std::int64_t>(running_.size()); }
-  auto has_work() const -> bool { return !waiting_.empty() || !running_.empty(); }
+  /// Something to schedule, or ended requests the executor has not heard of.
+  auto has_work() const -> bool { return !waiting_.empty() || !running_.empty() || !finished_.empty(); }
   auto num_preemptions() const -> std::int64_t { return num_preemptions_; }
   auto limits() const -> const scheduler_limits& { return limits_; }
   auto kv() const -> const kv_cache_manager& { return kv_; }
@@ -104,6 +105,12 @@ private:
   std::int64_t waiting_tokens_ = 0;  ///< prompt tokens of waiting_
   std::int64_t num_preemptions_ = 0;
   std::uint64_t out_step_ = 0; ///< counts schedule() calls
+  /// After an admission failed for want of blocks: the blocks available
+  /// then, and the queue's version; admission is retried only once either
+  /// changes (retrying re-matches prefixes, counting cache hits each time).
+  std::int64_t blocked_available_ = -1;
+  std::uint64_t blocked_version_ = 0;
+  std::uint64_t queue_version_ = 0; ///< bumped whenever the waiting queue gains a request
 };
 
 } // namespace troupe

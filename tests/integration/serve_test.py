@@ -112,6 +112,9 @@ def test_basics(srv):
           "x-model-version carries the model's version tag")
     r, _ = srv.request("GET", "/health/live")
     check(bool(r.getheader("x-request-id")), "a request without x-request-id gets one")
+    r, text = srv.request("HEAD", "/v1/models")
+    check(r.status == 200 and text == "" and int(r.getheader("content-length")) > 0,
+          "HEAD gets the headers and no body")
 
 
 def test_non_streaming(srv):

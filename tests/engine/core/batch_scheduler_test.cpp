@@ -354,3 +354,46 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
       if (!ended_early.contains(id)) CHECK(got[id] == max_tokens);
   }
 }
+
+TEST_CASE("batch_scheduler: the watermark never blocks a queue with nothing running") {
+  scheduler_limits lim{4, 100, 256};
+  rig g(lim, 8, {4, 6, false}); // 6 of 8 blocks held back for growth
+  REQUIRE(submit(g.s, make_request(1, 12, 4))); // needs 3 blocks: over 8 - 6, but nothing runs
+  auto st = g.s.schedule(0);
+  CHECK(st.scheduled.size() == 1);
+  REQUIRE(submit(g.s, make_request(2, 4, 2))); // 1 block: 5 available - 1 < 6, and 1 runs: waits
+  st = g.s.schedule(0);
+  CHECK(st.scheduled.size() == 1);
+  CHECK(g.s.num_waiting() == 1);
+}
+
+TEST_CASE("batch_scheduler: the executor hears of the last finished request; a blocked head is not re-matched") {
+  scheduler_limits lim{4, 100, 256};
+  rig g(lim, 8, {4, 0, true});
+  zero_executor ex({4, 8, 100, {}, {}});
+  REQUIRE(submit(g.s, make_request(1, 16, 1)));
+  auto st = g.s.schedule(0);
+  g.s.update(st, ex.execute(st));
+  CHECK(g.s.num_running() == 0);
+  CHECK(g.s.has_work()); // request 1's end is still to be told
+  CHECK(g.s.schedule(0).finished == std::vector<request_id>{1});
+  CHECK(!g.s.has_work());
+
+  // Request 2 runs on 5 of the 8 blocks (one evicted from request 1's cached
+  // chain); request 3 shares the 3 still cached but needs 3 more: it waits,
+  // and waiting steps do not query the prefix cache again and again.
+  REQUIRE(submit(g.s, make_request(2, 20, 12, 0, 40)));
+  st = g.s.schedule(0);
+  g.s.update(st, ex.execute(st));
+  REQUIRE(submit(g.s, make_request(3, 24, 2)));
+  st = g.s.schedule(0);
+  const auto queries = g.cache.num_queries();
+  CHECK(queries > 0);
+  for (int i = 0; i < 5; ++i) {
+    g.s.update(st, ex.execute(st));
+    st = g.s.schedule(0);
+  }
+  CHECK(g.s.num_waiting() == 1);
+  CHECK(g.cache.num_queries() == queries);
+  g.s.check_invariants();
+}
