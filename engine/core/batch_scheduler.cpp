@@ -30,9 +30,9 @@ auto batch_scheduler::check(const request& r) const -> std::string {
            ") exceeds the model's context of " + std::to_string(limits_.max_model_len) + " tokens";
   // The last sampled token is never computed, so total - 1 positions hold KV.
   const std::int64_t needed = blocks_for(total - 1, kv_.options().block_size);
-  if (needed > kv_.cache().num_blocks())
+  if (needed > kv_.source().capacity())
     return "prompt + max_tokens needs " + std::to_string(needed) + " KV blocks, the cache holds " +
-           std::to_string(kv_.cache().num_blocks());
+           std::to_string(kv_.source().capacity());
   return {};
 }
 
@@ -127,7 +127,7 @@ void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_outp
 
 void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output& out) {
   if (waiting_.empty() || budget <= 0 || num_running() >= limits_.max_num_seqs) return;
-  if (blocked_available_ >= 0 && kv_.cache().num_available() <= blocked_available_ &&
+  if (blocked_available_ >= 0 && kv_.source().num_available() <= blocked_available_ &&
       queue_version_ == blocked_version_)
     return; // nothing changed since the head did not fit
   blocked_available_ = -1;
@@ -155,7 +155,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     if (!kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty())) {
       kv_.end(r.id); // drops the prefix hits too; matched again next time
       r.num_computed_tokens = r.num_cached_tokens = 0;
-      blocked_available_ = kv_.cache().num_available();
+      blocked_available_ = kv_.source().num_available();
       blocked_version_ = queue_version_;
       break; // in the policy's order: nobody overtakes the head
     }
@@ -272,7 +272,7 @@ void batch_scheduler::check_invariants() const {
   TROUPE_CHECK(tokens == waiting_tokens_, "the waiting token count drifted");
   for (const request* r : running_) TROUPE_CHECK(r->state == request_state::running, "a running request is not running");
   TROUPE_CHECK(waiting_.size() + running_.size() == requests_.size(), "a request is in no queue");
-  kv_.cache().check_invariants();
+  kv_.source().check_invariants();
 }
 
 } // namespace troupe

@@ -5,7 +5,7 @@
 
 namespace troupe {
 
-kv_cache_manager::kv_cache_manager(prefix_cache& cache, const kv_cache_options& options)
+kv_cache_manager::kv_cache_manager(block_source& cache, const kv_cache_options& options)
   : cache_(cache), options_(options) {
   TROUPE_CHECK(options.block_size >= 1 && options.watermark_blocks >= 0, "bad KV cache options");
 }

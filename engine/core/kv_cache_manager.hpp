@@ -4,6 +4,7 @@
 // as a request grows, full blocks published to the cache once computed, all
 // references dropped when it ends. Deterministic, single-threaded.
 
+#include "engine/core/block_source.hpp"
 #include "engine/core/prefix_cache.hpp"
 
 #include <cstdint>
@@ -23,8 +24,8 @@ struct kv_cache_options {
 
 class kv_cache_manager {
 public:
-  /// `cache` must outlive the manager.
-  kv_cache_manager(prefix_cache& cache, const kv_cache_options& options);
+  /// `source` (a prefix_cache, or a lease of one) must outlive the manager.
+  kv_cache_manager(block_source& source, const kv_cache_options& options);
 
   /// Starts tracking a request: takes references on the longest run of its
   /// prompt's full blocks already cached for `tenant`, never the whole
@@ -46,7 +47,7 @@ public:
 
   auto blocks(request_id id) const -> const std::vector<block_id>&;
   auto tracks(request_id id) const -> bool { return requests_.contains(id); }
-  auto cache() const -> const prefix_cache& { return cache_; }
+  auto source() const -> const block_source& { return cache_; }
   auto options() const -> const kv_cache_options& { return options_; }
 
 private:
@@ -58,7 +59,7 @@ private:
     block_hash last_hash = 0;       ///< chain hash of block num_published - 1
   };
 
-  prefix_cache& cache_;
+  block_source& cache_;
   kv_cache_options options_;
   std::unordered_map<request_id, entry> requests_;
 };

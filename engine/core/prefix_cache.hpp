@@ -8,6 +8,7 @@
 // Deterministic: time is a logical tick, one per operation.
 
 #include "engine/core/block_index.hpp"
+#include "engine/core/block_source.hpp"
 #include "engine/types.hpp"
 #include "policies/api/eviction.hpp"
 
@@ -20,22 +21,11 @@
 
 namespace troupe {
 
-using block_hash = std::uint64_t;
-
-/// What names a full block's content: its tenant, its parent's hash (0 for a
-/// prompt's first block) and its tokens. Equal keys mean equal KV.
-struct block_key {
-  std::uint64_t tenant = 0;
-  block_hash parent = 0;
-  std::vector<token_id> tokens;
-  friend auto operator==(const block_key&, const block_key&) -> bool = default;
-};
-
 /// The chained hash of a block's key (64-bit; lookups compare whole keys, so
 /// a collision costs a cache miss, never wrong KV).
 auto hash_block(const block_key& k) -> block_hash;
 
-class prefix_cache {
+class prefix_cache final : public block_source {
 public:
   /// Blocks [first_id, first_id + num_blocks) (a device's pool, or one
   /// replica's lease of it), all free. `eviction` must outlive the cache.
@@ -44,10 +34,10 @@ public:
   /// A block for new KV, referenced once: a free block if any, else the
   /// evictable block with the smallest eviction key (dropped from the
   /// cache). nullopt when every block is referenced. O(log n).
-  [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id>;
+  [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id> override;
   /// The cached block whose key is `k`, with one more reference (a hit), or
   /// nullopt (a miss). O(log n + block size).
-  [[nodiscard]] auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id>;
+  [[nodiscard]] auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> override;
   /// One more reference to a block the caller already holds (a request
   /// sharing it). O(1).
   void add_ref(block_id b);
@@ -55,20 +45,21 @@ public:
   /// the caller computed (hash_block(k): it chains the next block's key).
   /// False (and nothing changes) when the cache already holds that key in
   /// another block: the caller keeps its private copy.
-  auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool;
+  auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool override;
   auto publish(block_id b, block_key k, std::int32_t depth) -> bool {
     const block_hash h = hash_block(k);
     return publish(b, std::move(k), h, depth);
   }
   /// Drops one reference; at zero a published block becomes evictable, an
   /// unpublished one free. O(log n).
-  void release(block_id b);
+  void release(block_id b) override;
 
   auto num_blocks() const -> std::int32_t { return static_cast<std::int32_t>(blocks_.size()); }
   auto num_free() const -> std::int64_t { return static_cast<std::int64_t>(free_.size()); }
   auto num_evictable() const -> std::int64_t { return static_cast<std::int64_t>(evictable_.size()); }
   /// Blocks a new allocation can get: free + evictable.
-  auto num_available() const -> std::int64_t { return num_free() + num_evictable(); }
+  auto num_available() const -> std::int64_t override { return num_free() + num_evictable(); }
+  auto capacity() const -> std::int64_t override { return num_blocks(); }
   auto num_referenced() const -> std::int64_t { return num_blocks() - num_available(); }
   auto ref_count(block_id b) const -> std::int32_t { return at(b).refs; }
   auto is_published(block_id b) const -> bool { return at(b).published; }
@@ -80,7 +71,7 @@ public:
   /// Aborts (TROUPE_CHECK) if any internal invariant is broken: every block
   /// in exactly one of free / evictable / referenced, counts consistent, the
   /// index pointing at published blocks only. O(n); for tests.
-  void check_invariants() const;
+  void check_invariants() const override;
 
 private:
   struct block {

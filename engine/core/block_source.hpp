@@ -1,0 +1,46 @@
+#pragma once
+// Where a replica's KV blocks come from, as its kv_cache_manager sees it:
+// the device's prefix cache itself (one process, the simulator, the tests),
+// or a lease of it held by a scheduler whose cache lives in the memory
+// manager actor (engine/core/leased_blocks.hpp).
+
+#include "engine/types.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace troupe {
+
+using block_hash = std::uint64_t;
+
+/// What names a full block's content: its tenant, its parent's hash (0 for a
+/// prompt's first block) and its tokens. Equal keys mean equal KV.
+struct block_key {
+  std::uint64_t tenant = 0;
+  block_hash parent = 0;
+  std::vector<token_id> tokens;
+  friend auto operator==(const block_key&, const block_key&) -> bool = default;
+};
+
+class block_source {
+public:
+  virtual ~block_source() = default;
+  /// The most blocks one request could ever be given (what check() compares against).
+  virtual auto capacity() const -> std::int64_t = 0;
+  /// Blocks allocate() can hand out now, without waiting.
+  virtual auto num_available() const -> std::int64_t = 0;
+  /// A block for new KV, referenced once; nullopt when none is available now.
+  [[nodiscard]] virtual auto allocate(std::int32_t priority) -> std::optional<block_id> = 0;
+  /// The cached block holding `k`, referenced once more; nullopt on a miss
+  /// (always, where matching happens elsewhere).
+  [[nodiscard]] virtual auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> = 0;
+  /// Makes a referenced, fully computed block findable by `k` (hash h).
+  virtual auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool = 0;
+  /// Drops one reference.
+  virtual void release(block_id b) = 0;
+  /// Aborts if an internal invariant is broken; for tests.
+  virtual void check_invariants() const = 0;
+};
+
+} // namespace troupe
