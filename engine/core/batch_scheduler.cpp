@@ -44,6 +44,13 @@ auto batch_scheduler::submit(request r) -> submit_result {
     return {429, "the server's queue is full; retry later"};
   auto owned = std::make_unique<request>(std::move(r));
   owned->state = request_state::waiting;
+  if (!owned->matched_blocks.empty()) {
+    // Matched by the memory manager: the references are this request's now.
+    owned->num_cached_tokens = kv_.begin_matched(owned->id, owned->tenant, owned->priority, owned->prompt,
+                                                 owned->matched_blocks);
+    owned->num_computed_tokens = owned->num_cached_tokens;
+    owned->matched_blocks.clear();
+  }
   waiting_.push_back(owned.get());
   ++queue_version_;
   waiting_tokens_ += n;
@@ -93,6 +100,21 @@ auto batch_scheduler::abort(request_id id) -> bool {
   if (r == nullptr) return false;
   end(*r, request_state::aborted);
   return true;
+}
+
+// Releases the prefix hits that waiting requests (but `keep`) hold, newest
+// first, until one was released; false when none held any. They match again
+// at admission (where the cache still has the blocks).
+auto batch_scheduler::reclaim_waiting(const request* keep) -> bool {
+  for (auto it = waiting_.rbegin(); it != waiting_.rend(); ++it) {
+    request& w = **it;
+    // (admit() drops the requests it admitted from waiting_ only at its end.)
+    if (&w == keep || w.state == request_state::running || !kv_.tracks(w.id)) continue;
+    kv_.end(w.id);
+    w.num_computed_tokens = w.num_cached_tokens = 0;
+    return true;
+  }
+  return false;
 }
 
 // Back to the head of the queue; readmission recomputes prompt ++ output
@@ -152,8 +174,12 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
         static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
     // The watermark holds back blocks for running requests to grow into;
     // with nothing running it would only block the queue for good.
-    if (!kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty())) {
-      kv_.end(r.id); // drops the prefix hits too; matched again next time
+    bool grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
+    if (!grown && reclaim_waiting(&r)) grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
+    if (!grown) {
+      // Waiting requests hold no blocks while they cannot run: its prefix
+      // hits go too (grow took nothing else), and are looked up again later.
+      kv_.end(r.id);
       r.num_computed_tokens = r.num_cached_tokens = 0;
       blocked_available_ = kv_.source().num_available();
       blocked_version_ = queue_version_;
@@ -201,6 +227,8 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
       const auto num_new =
           static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
       if (!kv_.grow(r.id, r.num_computed_tokens + num_new, false)) {
+        // Prefix hits held by waiting requests go before running work does.
+        if (reclaim_waiting(nullptr)) continue;
         std::vector<std::size_t> candidates;
         std::vector<policy::request_view> views;
         for (std::size_t j = 0; j < running_.size(); ++j)

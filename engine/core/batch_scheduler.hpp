@@ -57,7 +57,8 @@ public:
   /// input or output limits or the context, or more blocks than the pool holds.
   [[nodiscard]] auto check(const request& r) const -> std::string;
   /// Queues `r` (its id must be new) unless check() refuses it (400) or the
-  /// bounded waiting queue is full (429).
+  /// bounded waiting queue is full (429). Refused, its matched_blocks are
+  /// the caller's to release.
   [[nodiscard]] auto submit(request r) -> submit_result;
   /// Ends a request in any state now and releases its blocks; false if
   /// unknown or already ended. The executor hears of it next step.
@@ -90,6 +91,7 @@ private:
   auto find_mut(request_id id) -> request*;
   auto view_of(const request& r) const -> policy::request_view;
   void preempt(request& r);
+  auto reclaim_waiting(const request* keep) -> bool;
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
   auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;

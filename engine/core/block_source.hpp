@@ -39,6 +39,10 @@ public:
   virtual auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool = 0;
   /// Drops one reference.
   virtual void release(block_id b) = 0;
+  /// Takes charge of a reference made elsewhere for one of this source's
+  /// requests (a prefix match at the memory manager). Default: nothing, for
+  /// sources that made it themselves.
+  virtual void adopt(block_id b) { (void)b; }
   /// Aborts if an internal invariant is broken; for tests.
   virtual void check_invariants() const = 0;
 };

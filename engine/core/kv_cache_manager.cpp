@@ -2,6 +2,7 @@
 
 #include "engine/check.hpp"
 #include "engine/core/block_pool.hpp"
+#include "engine/core/memory_manager.hpp"
 
 namespace troupe {
 
@@ -12,24 +13,31 @@ kv_cache_manager::kv_cache_manager(block_source& cache, const kv_cache_options& 
 
 auto kv_cache_manager::begin(request_id id, std::uint64_t tenant, std::int32_t priority,
                              std::span<const token_id> prompt) -> std::int32_t {
+  std::vector<block_id> matched;
+  if (options_.enable_prefix_caching) matched = match_prefix(cache_, tenant, prompt, options_.block_size, priority);
+  return track(id, tenant, priority, prompt, matched);
+}
+
+auto kv_cache_manager::begin_matched(request_id id, std::uint64_t tenant, std::int32_t priority,
+                                     std::span<const token_id> prompt, std::span<const block_id> matched)
+    -> std::int32_t {
+  for (const block_id b : matched) cache_.adopt(b);
+  return track(id, tenant, priority, prompt, matched);
+}
+
+auto kv_cache_manager::track(request_id id, std::uint64_t tenant, std::int32_t priority,
+                             std::span<const token_id> prompt, std::span<const block_id> matched) -> std::int32_t {
   TROUPE_CHECK(!requests_.contains(id), "request already tracked");
   auto& e = requests_[id];
   e.tenant = tenant;
   e.priority = priority;
-  if (!options_.enable_prefix_caching) return 0;
+  e.blocks.assign(matched.begin(), matched.end());
+  e.num_published = static_cast<std::int32_t>(matched.size());
+  // The chain hash of the last matched block, for the blocks published next.
   const auto bs = static_cast<std::size_t>(options_.block_size);
-  // Full blocks only, and not the one holding the prompt's last token.
-  const std::size_t usable = prompt.empty() ? 0 : (prompt.size() - 1) / bs;
-  for (std::size_t i = 0; i < usable; ++i) {
-    block_key k{tenant, e.last_hash, {prompt.begin() + static_cast<std::ptrdiff_t>(i * bs),
-                                      prompt.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}};
-    const block_hash h = hash_block(k);
-    const auto b = cache_.acquire_cached(k, priority);
-    if (!b) break;
-    e.blocks.push_back(*b);
-    e.last_hash = h;
-    ++e.num_published;
-  }
+  for (std::size_t i = 0; i < matched.size(); ++i)
+    e.last_hash = hash_block({tenant, e.last_hash, {prompt.begin() + static_cast<std::ptrdiff_t>(i * bs),
+                                                   prompt.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}});
   return e.num_published * options_.block_size;
 }
 

@@ -33,6 +33,10 @@ public:
   /// prompt tokens those blocks hold (0 with prefix caching off).
   auto begin(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const token_id> prompt)
       -> std::int32_t;
+  /// The same with the match already made (by the memory manager, blocks
+  /// referenced for this request): adopts them instead of looking up.
+  auto begin_matched(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const token_id> prompt,
+                     std::span<const block_id> matched) -> std::int32_t;
   /// Ensures blocks for positions [0, num_tokens). False, with nothing
   /// taken, when the pool cannot supply them (admission: also when it would
   /// dip under the watermark).
@@ -51,6 +55,9 @@ public:
   auto options() const -> const kv_cache_options& { return options_; }
 
 private:
+  auto track(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const token_id> prompt,
+             std::span<const block_id> matched) -> std::int32_t;
+
   struct entry {
     std::uint64_t tenant = 0;
     std::int32_t priority = 0;

@@ -24,6 +24,9 @@ struct request {
   std::int32_t priority = 0;     ///< larger is more important
   double arrival_s = 0;          ///< on the caller's clock (policies age by it)
   std::int32_t output_len_hint = -1; ///< predicted output tokens, -1: none
+  /// Its prompt's cached blocks when the match was made before submission
+  /// (by the memory manager, referenced for it); adopted by submit().
+  std::vector<block_id> matched_blocks;
   std::vector<token_id> output;  ///< sampled so far
   std::int32_t num_computed_tokens = 0; ///< of prompt ++ output, in the KV cache
   std::int32_t num_cached_tokens = 0;   ///< of those, found in the prefix cache at admission

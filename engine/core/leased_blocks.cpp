@@ -1,0 +1,74 @@
+#include "engine/core/leased_blocks.hpp"
+
+#include "engine/check.hpp"
+
+namespace troupe {
+
+void leased_blocks::add(std::span<const block_id> blocks) {
+  free_.insert(free_.end(), blocks.begin(), blocks.end());
+  num_held_ += static_cast<std::int64_t>(blocks.size());
+}
+
+void leased_blocks::adopt(block_id b) {
+  ++remote_refs_[b];
+  ++num_held_;
+}
+
+auto leased_blocks::allocate(std::int32_t) -> std::optional<block_id> {
+  if (free_.empty()) return std::nullopt;
+  const block_id b = free_.back();
+  free_.pop_back();
+  in_use_.emplace(b, true);
+  return b;
+}
+
+auto leased_blocks::publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool {
+  const auto it = in_use_.find(b);
+  TROUPE_CHECK(it != in_use_.end(), "publishing a block not in use");
+  // From now on the manager's reference is what keeps it: the lease's one
+  // becomes the request's (released through the outbox).
+  in_use_.erase(it);
+  ++remote_refs_[b];
+  outbox_.push_back({block_op::kind::publish, b, std::move(k), h, depth});
+  return true;
+}
+
+void leased_blocks::release(block_id b) {
+  if (const auto it = in_use_.find(b); it != in_use_.end()) {
+    in_use_.erase(it);
+    free_.push_back(b); // unpublished: stays in the lease
+    return;
+  }
+  const auto it = remote_refs_.find(b);
+  TROUPE_CHECK(it != remote_refs_.end(), "releasing a block the lease does not hold");
+  if (--it->second == 0) remote_refs_.erase(it);
+  --num_held_;
+  outbox_.push_back({block_op::kind::release, b, {}, 0, 0});
+}
+
+auto leased_blocks::take_outbox() -> std::vector<block_op> {
+  std::vector<block_op> out;
+  out.swap(outbox_);
+  return out;
+}
+
+void leased_blocks::shrink_to(std::int64_t keep) {
+  while (num_free() > keep) {
+    const block_id b = free_.back();
+    free_.pop_back();
+    --num_held_;
+    outbox_.push_back({block_op::kind::release, b, {}, 0, 0});
+  }
+}
+
+void leased_blocks::check_invariants() const {
+  std::int64_t remote = 0;
+  for (const auto& [b, n] : remote_refs_) {
+    TROUPE_CHECK(n > 0, "a non-positive remote reference count");
+    remote += n;
+  }
+  TROUPE_CHECK(num_held_ == num_free() + static_cast<std::int64_t>(in_use_.size()) + remote,
+               "the lease's block count drifted");
+}
+
+} // namespace troupe

@@ -1,0 +1,55 @@
+#pragma once
+// A replica scheduler's blocks when the device's prefix cache lives in the
+// memory manager (an actor): a lease of free blocks it allocates from with
+// no round trip, refilled in batches, and an outbox of publishes and
+// releases it sends after each step. Prefix matches arrive with a request
+// (matched once at admission by the memory manager) through adopt().
+
+#include "engine/core/block_source.hpp"
+#include "engine/core/memory_manager.hpp"
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe {
+
+class leased_blocks final : public block_source {
+public:
+  /// capacity: the most blocks one request may need (the replica's share).
+  explicit leased_blocks(std::int64_t capacity) : capacity_(capacity) {}
+
+  /// Blocks of a lease (or a refill) from the memory manager.
+  void add(std::span<const block_id> blocks);
+  /// A block referenced at the memory manager for one of our requests (a
+  /// prefix match): its release goes back there.
+  void adopt(block_id b) override;
+  /// Publishes and releases for the memory manager, oldest first; clears them.
+  auto take_outbox() -> std::vector<block_op>;
+  /// Free lease blocks beyond `keep`, handed back (their releases queued).
+  void shrink_to(std::int64_t keep);
+  auto num_free() const -> std::int64_t { return static_cast<std::int64_t>(free_.size()); }
+  /// Blocks held: free ones, ones in use unpublished, and remote references.
+  auto num_held() const -> std::int64_t { return num_held_; }
+
+  auto capacity() const -> std::int64_t override { return capacity_; }
+  auto num_available() const -> std::int64_t override { return num_free(); }
+  [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id> override;
+  [[nodiscard]] auto acquire_cached(const block_key&, std::int32_t) -> std::optional<block_id> override {
+    return std::nullopt; // matching happens at the memory manager
+  }
+  auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool override;
+  void release(block_id b) override;
+  void check_invariants() const override;
+
+private:
+  std::int64_t capacity_;
+  std::vector<block_id> free_;                    ///< leased, unused
+  std::unordered_map<block_id, bool> in_use_;     ///< leased, allocated, not published
+  std::unordered_map<block_id, std::int32_t> remote_refs_; ///< published or matched: references at the manager
+  std::vector<block_op> outbox_;
+  std::int64_t num_held_ = 0;
+};
+
+} // namespace troupe

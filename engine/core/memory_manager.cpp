@@ -1,0 +1,50 @@
+#include "engine/core/memory_manager.hpp"
+
+namespace troupe {
+
+auto match_prefix(block_source& source, std::uint64_t tenant, std::span<const token_id> tokens,
+                  std::int32_t block_size, std::int32_t priority) -> std::vector<block_id> {
+  std::vector<block_id> out;
+  const auto bs = static_cast<std::size_t>(block_size);
+  const std::size_t usable = tokens.empty() ? 0 : (tokens.size() - 1) / bs;
+  block_hash parent = 0;
+  for (std::size_t i = 0; i < usable; ++i) {
+    block_key k{tenant, parent, {tokens.begin() + static_cast<std::ptrdiff_t>(i * bs),
+                                 tokens.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}};
+    const block_hash h = hash_block(k);
+    const auto b = source.acquire_cached(k, priority);
+    if (!b) break;
+    out.push_back(*b);
+    parent = h;
+  }
+  return out;
+}
+
+memory_manager::memory_manager(std::int32_t num_blocks, const policy::eviction_policy& eviction)
+  : cache_(num_blocks, eviction) {}
+
+auto memory_manager::lease(std::int32_t n, std::int32_t priority) -> std::vector<block_id> {
+  std::vector<block_id> out;
+  for (std::int32_t i = 0; i < n; ++i) {
+    const auto b = cache_.allocate(priority);
+    if (!b) break;
+    out.push_back(*b);
+  }
+  return out;
+}
+
+auto memory_manager::match(std::uint64_t tenant, std::span<const token_id> tokens, std::int32_t block_size,
+                           std::int32_t priority) -> std::vector<block_id> {
+  return match_prefix(cache_, tenant, tokens, block_size, priority);
+}
+
+void memory_manager::apply(std::span<const block_op> ops) {
+  for (const auto& op : ops) {
+    if (op.what == block_op::kind::publish)
+      (void)cache_.publish(op.block, op.key, op.hash, op.depth);
+    else
+      cache_.release(op.block);
+  }
+}
+
+} // namespace troupe
