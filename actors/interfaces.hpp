@@ -28,12 +28,18 @@ using executor_actor = caf::typed_actor<
     /// Runs one step (blocking this actor's own thread) and returns its samples.
     caf::replies_to<execute_atom, step_ptr>::with<step_result>>;
 
-/// Owns one device's KV block pool and grants leases of it to schedulers.
+/// Owns one device's KV blocks and prefix cache (engine/core/memory_manager):
+/// grants leases of free blocks to schedulers, matches prompts once at
+/// admission, and takes their publishes and releases in batches.
 using memory_manager_actor = caf::typed_actor<
-    /// Up to n free blocks (fewer when the pool is short).
+    /// Up to n blocks for a lease (free first, then evicted from the cache).
     caf::replies_to<lease_atom, std::int32_t>::with<std::vector<block_id>>,
-    /// Blocks handed back from a lease.
-    caf::reacts_to<release_atom, std::vector<block_id>>>;
+    /// The cached blocks of a prompt's prefix (tenant, tokens, block size,
+    /// priority), each referenced for the request.
+    caf::replies_to<match_atom, std::uint64_t, std::vector<token_id>, std::int32_t, std::int32_t>::with<
+        std::vector<block_id>>,
+    /// A lease holder's publishes and releases since its last report.
+    caf::reacts_to<apply_atom, std::vector<block_op>>>;
 
 /// One replica's continuous-batching loop over its executor.
 using scheduler_actor = caf::typed_actor<
@@ -45,6 +51,8 @@ using scheduler_actor = caf::typed_actor<
     /// Ends a request now and frees its blocks (client gone, stop string).
     caf::reacts_to<abort_atom, request_id>,
     /// Internal: runs the next step.
-    caf::reacts_to<step_atom>>;
+    caf::reacts_to<step_atom>,
+    /// Internal: asks for more leased blocks when few are left.
+    caf::reacts_to<refill_atom>>;
 
 } // namespace troupe

@@ -61,14 +61,14 @@ server_metrics::server_metrics(std::string model_name, int num_replicas)
   auto& preempt = counter(*registry_, "num_preemptions_total", "Requests preempted for KV blocks.");
   auto& queries = counter(*registry_, "prefix_cache_queries_total", "KV blocks looked up in the prefix cache.");
   auto& hits = counter(*registry_, "prefix_cache_hits_total", "KV blocks found in the prefix cache.");
+  queries.Add({{"model_name", model_name_}, {"device", "cpu"}});
+  hits.Add({{"model_name", model_name_}, {"device", "cpu"}});
   for (int i = 0; i < num_replicas; ++i) {
     const prometheus::Labels l{{"model_name", model_name_}, {"replica", std::to_string(i)}};
     running.Add(l);
     waiting.Add(l);
     kv.Add(l);
     preempt.Add(l);
-    queries.Add(l);
-    hits.Add(l);
   }
 }
 
@@ -102,11 +102,13 @@ auto server_metrics::num_preemptions(int replica) -> prometheus::Counter& {
   return replica_metric<prometheus::Counter>(*registry_, "num_preemptions_total", model_name_, replica);
 }
 
-auto server_metrics::prefix_cache_queries(int replica) -> prometheus::Counter& {
-  return replica_metric<prometheus::Counter>(*registry_, "prefix_cache_queries_total", model_name_, replica);
+auto server_metrics::prefix_cache_queries(const std::string& device) -> prometheus::Counter& {
+  return prometheus::BuildCounter().Name("troupe_prefix_cache_queries_total").Register(*registry_).Add(
+      {{"model_name", model_name_}, {"device", device}});
 }
-auto server_metrics::prefix_cache_hits(int replica) -> prometheus::Counter& {
-  return replica_metric<prometheus::Counter>(*registry_, "prefix_cache_hits_total", model_name_, replica);
+auto server_metrics::prefix_cache_hits(const std::string& device) -> prometheus::Counter& {
+  return prometheus::BuildCounter().Name("troupe_prefix_cache_hits_total").Register(*registry_).Add(
+      {{"model_name", model_name_}, {"device", device}});
 }
 
 auto server_metrics::serialize() const -> std::string {

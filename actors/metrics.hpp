@@ -40,8 +40,9 @@ public:
   auto num_requests_waiting(int replica) -> prometheus::Gauge&;
   auto kv_cache_usage(int replica) -> prometheus::Gauge&;
   auto num_preemptions(int replica) -> prometheus::Counter&;
-  auto prefix_cache_queries(int replica) -> prometheus::Counter&; ///< blocks looked up
-  auto prefix_cache_hits(int replica) -> prometheus::Counter&;    ///< blocks found
+  // Per device, by its memory manager.
+  auto prefix_cache_queries(const std::string& device) -> prometheus::Counter&; ///< blocks looked up
+  auto prefix_cache_hits(const std::string& device) -> prometheus::Counter&;    ///< blocks found
 
   /// The text exposition format (what GET /metrics returns).
   auto serialize() const -> std::string;

@@ -1,6 +1,7 @@
 #include "actors/scheduler_actor.hpp"
 
 #include "engine/check.hpp"
+#include "engine/core/leased_blocks.hpp"
 #include "policies/registry.hpp"
 
 #include <caf/all.hpp>
@@ -14,12 +15,14 @@ namespace {
 struct scheduler_state {
   replica_options options;
   // Built in this order, destroyed in reverse: each refers to those above.
-  std::unique_ptr<policy::eviction_policy> eviction;
   std::unique_ptr<policy::scheduling_policy> policy;
-  std::unique_ptr<prefix_cache> cache;
+  std::unique_ptr<leased_blocks> lease; ///< blocks of the device's memory manager
   std::unique_ptr<kv_cache_manager> kv;
   std::unique_ptr<batch_scheduler> core;
-  std::uint64_t reported_queries = 0, reported_hits = 0; ///< prefix-cache counters already in the metrics
+  memory_manager_actor memory;
+  std::int64_t low_water = 0;  ///< free leased blocks below which to refill
+  std::int32_t refill_batch = 0;
+  bool refilling = false;      ///< a lease request is in flight
   steady_time started = std::chrono::steady_clock::now(); ///< the policies' clock starts here
   executor_actor executor;
   server_metrics* metrics = nullptr;
@@ -44,13 +47,9 @@ struct scheduler_state {
     const int r = options.replica;
     metrics->num_requests_running(r).Set(static_cast<double>(core->num_running()));
     metrics->num_requests_waiting(r).Set(static_cast<double>(core->num_waiting()));
-    metrics->kv_cache_usage(r).Set(cache->num_blocks() > 0 ? static_cast<double>(cache->num_referenced()) /
-                                                                 static_cast<double>(cache->num_blocks())
-                                                           : 0.0);
-    metrics->prefix_cache_queries(r).Increment(static_cast<double>(cache->num_queries() - reported_queries));
-    metrics->prefix_cache_hits(r).Increment(static_cast<double>(cache->num_hits() - reported_hits));
-    reported_queries = cache->num_queries();
-    reported_hits = cache->num_hits();
+    // In use: held references but the lease's free blocks, of the replica's share.
+    metrics->kv_cache_usage(r).Set(static_cast<double>(lease->num_held() - lease->num_free()) /
+                                   static_cast<double>(lease->capacity()));
     const auto preemptions = static_cast<double>(core->num_preemptions());
     auto& p = metrics->num_preemptions(r);
     if (preemptions > p.Value()) p.Increment(preemptions - p.Value());
@@ -58,6 +57,32 @@ struct scheduler_state {
 };
 
 using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
+
+void kick(self_ptr self);
+
+// After a step or an abort: the publishes and releases for the memory
+// manager in one message, and a refill of the lease when it runs low (asked
+// for ahead of need, so that no step waits on it).
+void report(self_ptr self) {
+  auto& st = self->state;
+  if (auto ops = st.lease->take_outbox(); !ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
+  if (!st.refilling && st.lease->num_free() < st.low_water) self->send(self, refill_atom_v);
+}
+
+void refill(self_ptr self) {
+  auto& st = self->state;
+  if (st.refilling) return;
+  st.refilling = true;
+  self->request(st.memory, caf::infinite, lease_atom_v, st.refill_batch)
+      .then(
+          [self](std::vector<block_id>& blocks) {
+            auto& st = self->state;
+            st.refilling = false;
+            st.lease->add(blocks);
+            kick(self);
+          },
+          [self](caf::error&) { self->state.refilling = false; });
+}
 
 void kick(self_ptr self) {
   auto& st = self->state;
@@ -124,6 +149,7 @@ void step(self_ptr self) {
             }
             st.status->last_progress_ns.store(
                 std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+            report(self);
             st.publish();
             st.stepping = false;
             kick(self);
@@ -135,14 +161,20 @@ void step(self_ptr self) {
 }
 
 auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lease, executor_actor executor,
-               server_metrics* metrics, server_status* status) -> scheduler_actor::behavior_type {
+               memory_manager_actor memory, server_metrics* metrics, server_status* status)
+    -> scheduler_actor::behavior_type {
   auto& st = self->state;
-  TROUPE_CHECK(!lease.empty(), "a replica without KV blocks");
-  for (std::size_t i = 1; i < lease.size(); ++i) TROUPE_CHECK(lease[i] == lease[0] + static_cast<block_id>(i), "a lease must be contiguous");
-  st.eviction = policy::make_eviction_policy(options.eviction);
+  TROUPE_CHECK(options.share > 0, "a replica without KV blocks");
   st.policy = policy::make_scheduling_policy(options.scheduling);
-  st.cache = std::make_unique<prefix_cache>(static_cast<std::int32_t>(lease.size()), *st.eviction, lease.front());
-  st.kv = std::make_unique<kv_cache_manager>(*st.cache, options.kv);
+  st.lease = std::make_unique<leased_blocks>(options.share);
+  st.lease->add(lease);
+  st.memory = std::move(memory);
+  // A step takes at most one block per running request plus its prefill
+  // tokens' worth: keep two steps' worth leased.
+  st.low_water = std::min<std::int64_t>(options.share / 2, options.limits.max_num_seqs +
+                                                               options.limits.max_num_batched_tokens / options.kv.block_size + 1);
+  st.refill_batch = static_cast<std::int32_t>(std::max<std::int64_t>(2 * st.low_water, 16));
+  st.kv = std::make_unique<kv_cache_manager>(*st.lease, options.kv);
   st.core = std::make_unique<batch_scheduler>(options.limits, *st.kv, *st.policy, options.eos_ids);
   st.options = std::move(options);
   st.executor = std::move(executor);
@@ -151,34 +183,65 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
   st.publish();
   return {
       [self](submit_atom, request& r, sink_actor& sink, steady_time arrival,
-             delivery_count& undelivered) -> admission {
+             delivery_count& undelivered) -> caf::typed_response_promise<admission> {
         auto& st = self->state;
-        const request_id id = r.id;
+        auto rp = self->make_response_promise<admission>();
         r.arrival_s = st.seconds_since_start(arrival);
-        auto result = st.core->submit(std::move(r));
-        if (result.status != 0) return {result.status, std::move(result.reason)};
-        st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
-        st.arrivals.emplace(id, arrival);
-        st.status->num_queued.fetch_add(1, std::memory_order_relaxed);
-        kick(self);
-        return {};
+        auto queue = [self, rp, sink = std::move(sink), arrival, undelivered = std::move(undelivered)](
+                         request& r) mutable {
+          auto& st = self->state;
+          const request_id id = r.id;
+          const auto matched = r.matched_blocks;
+          auto result = st.core->submit(std::move(r));
+          if (result.status != 0) {
+            // Refused: the references the match took go back.
+            std::vector<block_op> ops;
+            for (const block_id b : matched) ops.push_back({block_op::kind::release, b, {}, 0, 0});
+            if (!ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
+            rp.deliver(admission{result.status, std::move(result.reason)});
+            return;
+          }
+          st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
+          st.arrivals.emplace(id, arrival);
+          st.status->num_queued.fetch_add(1, std::memory_order_relaxed);
+          kick(self);
+          rp.deliver(admission{});
+        };
+        if (!st.options.kv.enable_prefix_caching) {
+          queue(r);
+          return rp;
+        }
+        // The prefix match: one round trip to the memory manager, once per request.
+        auto tokens = r.prompt;
+        self->request(st.memory, caf::infinite, match_atom_v, r.tenant, std::move(tokens), st.options.kv.block_size,
+                      r.priority)
+            .then(
+                [queue, r = std::move(r)](std::vector<block_id>& matched) mutable {
+                  r.matched_blocks = std::move(matched);
+                  queue(r);
+                },
+                [rp](caf::error&) mutable { rp.deliver(admission{503, "the server is shutting down"}); });
+        return rp;
       },
       [self](abort_atom, request_id id) {
         auto& st = self->state;
         st.core->abort(id);
         st.forget(id);
+        report(self);
         st.publish();
         kick(self); // tells the executor to forget it
       },
       [self](step_atom) { step(self); },
+      [self](refill_atom) { refill(self); },
   };
 }
 
 } // namespace
 
 auto spawn_scheduler(caf::actor_system& sys, const replica_options& options, std::vector<block_id> lease,
-                     executor_actor executor, server_metrics* metrics, server_status* status) -> scheduler_actor {
-  return sys.spawn(scheduler, options, std::move(lease), std::move(executor), metrics, status);
+                     executor_actor executor, memory_manager_actor memory, server_metrics* metrics,
+                     server_status* status) -> scheduler_actor {
+  return sys.spawn(scheduler, options, std::move(lease), std::move(executor), std::move(memory), metrics, status);
 }
 
 } // namespace troupe

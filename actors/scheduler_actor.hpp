@@ -11,16 +11,18 @@ struct replica_options {
   int replica = 0;                        ///< its index (the metrics' replica label)
   scheduler_limits limits;                ///< queue bounds included (429 beyond them)
   kv_cache_options kv;
-  std::string scheduling = "fcfs";        ///< policy names (policies/registry.hpp), checked at start-up
-  std::string eviction = "lru";
+  std::string scheduling = "fcfs";        ///< a policy name (policies/registry.hpp), checked at start-up
+  std::int64_t share = 0;                 ///< the device blocks this replica may lease, at most (> 0)
   std::vector<token_id> eos_ids;
 };
 
-/// One replica's scheduler: the batch_scheduler core, its policies and a
-/// prefix cache over `lease` (contiguous blocks granted by the device's
-/// memory manager), stepping `executor` for as long as it has work and
-/// sending each step's tokens to the requests' sinks.
+/// One replica's scheduler: the batch_scheduler core and its policy over
+/// blocks leased from the device's memory manager (`lease` to start with,
+/// refilled in batches ahead of need), stepping `executor` for as long as
+/// it has work and sending each step's tokens to the requests' sinks.
+/// Prompts are matched against the device's prefix cache once, at submission.
 auto spawn_scheduler(caf::actor_system& sys, const replica_options& options, std::vector<block_id> lease,
-                     executor_actor executor, server_metrics* metrics, server_status* status) -> scheduler_actor;
+                     executor_actor executor, memory_manager_actor memory, server_metrics* metrics,
+                     server_status* status) -> scheduler_actor;
 
 } // namespace troupe

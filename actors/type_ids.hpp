@@ -5,6 +5,7 @@
 
 #include "actors/messages.hpp"
 #include "engine/core/batch_scheduler.hpp"
+#include "engine/core/memory_manager.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
@@ -13,7 +14,9 @@
 CAF_ADD_ATOM(troupe, troupe, encode_atom, "encode")
 CAF_ADD_ATOM(troupe, troupe, execute_atom, "execute")
 CAF_ADD_ATOM(troupe, troupe, lease_atom, "lease")
-CAF_ADD_ATOM(troupe, troupe, release_atom, "release")
+CAF_ADD_ATOM(troupe, troupe, apply_atom, "apply")
+CAF_ADD_ATOM(troupe, troupe, match_atom, "match")
+CAF_ADD_ATOM(troupe, troupe, refill_atom, "refill")
 CAF_ADD_ATOM(troupe, troupe, submit_atom, "submit")
 CAF_ADD_ATOM(troupe, troupe, abort_atom, "abort")
 CAF_ADD_ATOM(troupe, troupe, tokens_atom, "tokens")
@@ -30,3 +33,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::request_update)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::steady_time)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::delivery_count)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::block_id>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::block_op>)

@@ -157,13 +157,14 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
   // One device ("cpu"), its executor and memory manager; replicas lease an
   // equal share of its blocks.
   auto exec = spawn_executor(sys, ex);
-  auto mm = spawn_memory_manager(sys, num_blocks);
+  auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics_out, "cpu");
   parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
   parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
   caf::scoped_actor self{sys};
   for (int r = 0; r < replicas; ++r) {
     std::vector<block_id> lease;
-    self->request(mm, caf::infinite, lease_atom_v, num_blocks / replicas)
+    // Half a replica's share to start; the rest it leases as it needs.
+    self->request(mm, caf::infinite, lease_atom_v, std::max(1, num_blocks / replicas / 2))
         .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
                  [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
     replica_options ro;
@@ -172,9 +173,9 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
                  cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
     ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
     ro.scheduling = cfg.policy;
-    ro.eviction = cfg.eviction;
+    ro.share = num_blocks / replicas;
     ro.eos_ids = eos;
-    ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, metrics_out, &status));
+    ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics_out, &status));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
   }
   parts.ctx = ctx;
