@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace troupe {
 namespace {
@@ -23,6 +24,9 @@ struct scheduler_state {
   std::int64_t low_water = 0;  ///< free leased blocks below which to refill
   std::int32_t refill_batch = 0;
   bool refilling = false;      ///< a lease request is in flight
+  bool starved = false;        ///< the last step could not run for want of blocks
+  std::unordered_set<request_id> matching;  ///< submissions whose prefix match is in flight
+  std::unordered_set<request_id> cancelled; ///< of those, aborted meanwhile
   steady_time started = std::chrono::steady_clock::now(); ///< the policies' clock starts here
   executor_actor executor;
   server_metrics* metrics = nullptr;
@@ -48,7 +52,7 @@ struct scheduler_state {
     metrics->num_requests_running(r).Set(static_cast<double>(core->num_running()));
     metrics->num_requests_waiting(r).Set(static_cast<double>(core->num_waiting()));
     // In use: held references but the lease's free blocks, of the replica's share.
-    metrics->kv_cache_usage(r).Set(static_cast<double>(lease->num_held() - lease->num_free()) /
+    metrics->kv_cache_usage(r).Set(static_cast<double>(lease->num_in_use()) /
                                    static_cast<double>(lease->capacity()));
     const auto preemptions = static_cast<double>(core->num_preemptions());
     auto& p = metrics->num_preemptions(r);
@@ -65,20 +69,30 @@ void kick(self_ptr self);
 // for ahead of need, so that no step waits on it).
 void report(self_ptr self) {
   auto& st = self->state;
+  // An idle surplus goes back, for the cache and the other replicas.
+  if (st.lease->num_free() > 3 * st.low_water) st.lease->shrink_to(2 * st.low_water);
   if (auto ops = st.lease->take_outbox(); !ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
-  if (!st.refilling && st.lease->num_free() < st.low_water) self->send(self, refill_atom_v);
+  if (!st.refilling && (st.starved || st.lease->num_free() < st.low_water)) self->send(self, refill_atom_v);
 }
 
+// Leases more: a batch ahead of need, or when starved as much as the share
+// allows; never past the share. A short answer while starved is retried
+// shortly (releases elsewhere may free blocks), so the replica never waits
+// for an event that will not come.
 void refill(self_ptr self) {
   auto& st = self->state;
   if (st.refilling) return;
+  const std::int64_t room = st.lease->capacity() - st.lease->num_blocks_held();
+  const auto want = static_cast<std::int32_t>(std::min<std::int64_t>(st.starved ? room : st.refill_batch, room));
+  if (want <= 0) return;
   st.refilling = true;
-  self->request(st.memory, caf::infinite, lease_atom_v, st.refill_batch)
+  self->request(st.memory, caf::infinite, lease_atom_v, want)
       .then(
           [self](std::vector<block_id>& blocks) {
             auto& st = self->state;
             st.refilling = false;
             st.lease->add(blocks);
+            if (blocks.empty() && st.starved) self->delayed_send(self, std::chrono::milliseconds(1), refill_atom_v);
             kick(self);
           },
           [self](caf::error&) { self->state.refilling = false; });
@@ -100,6 +114,7 @@ void fail_everything(self_ptr self, const std::string& why) {
     self->send(c.sink, tokens_atom_v, request_update{id, {}, finish_reason::abort});
   }
   while (!st.sinks.empty()) st.forget(st.sinks.begin()->first);
+  report(self);
 }
 
 // Token messages sent but whose text has not reached its connection yet.
@@ -130,8 +145,12 @@ void step(self_ptr self) {
       st.arrivals.erase(it);
     }
   }
+  // Work that cannot run means blocks are short: ask for more (the refill
+  // kicks the next step).
+  st.starved = out->scheduled.empty() && st.core->has_work();
   if (out->scheduled.empty() && out->finished.empty()) {
     st.stepping = false;
+    report(self);
     st.publish();
     return;
   }
@@ -166,6 +185,10 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
   auto& st = self->state;
   TROUPE_CHECK(options.share > 0, "a replica without KV blocks");
   st.policy = policy::make_scheduling_policy(options.scheduling);
+  self->attach_functor([self](const caf::error& reason) {
+    if (reason && reason != caf::exit_reason::user_shutdown)
+      std::fprintf(stderr, "troupe: replica scheduler stopped: %s\n", self->system().render(reason).c_str());
+  });
   st.lease = std::make_unique<leased_blocks>(options.share);
   st.lease->add(lease);
   st.memory = std::move(memory);
@@ -192,7 +215,9 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           auto& st = self->state;
           const request_id id = r.id;
           const auto matched = r.matched_blocks;
-          auto result = st.core->submit(std::move(r));
+          st.matching.erase(id);
+          const bool cancelled = st.cancelled.erase(id) > 0; // its client left during the match
+          auto result = cancelled ? submit_result{499, "cancelled"} : st.core->submit(std::move(r));
           if (result.status != 0) {
             // Refused: the references the match took go back.
             std::vector<block_op> ops;
@@ -212,6 +237,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           return rp;
         }
         // The prefix match: one round trip to the memory manager, once per request.
+        st.matching.insert(r.id);
         auto tokens = r.prompt;
         self->request(st.memory, caf::infinite, match_atom_v, r.tenant, std::move(tokens), st.options.kv.block_size,
                       r.priority)
@@ -225,6 +251,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
       },
       [self](abort_atom, request_id id) {
         auto& st = self->state;
+        if (st.matching.contains(id)) st.cancelled.insert(id);
         st.core->abort(id);
         st.forget(id);
         report(self);

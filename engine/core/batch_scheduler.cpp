@@ -174,13 +174,21 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
         static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
     // The watermark holds back blocks for running requests to grow into;
     // with nothing running it would only block the queue for good.
+    // Releasing waiting requests' prefix hits helps where released blocks
+    // come back here (a cache), or when nothing runs (a lease: the manager
+    // gets them back, and nothing else would ever free blocks).
+    const bool reclaim = kv_.source().releases_locally() || running_.empty();
     bool grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
-    if (!grown && reclaim_waiting(&r)) grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
+    if (!grown && reclaim && reclaim_waiting(&r))
+      grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
     if (!grown) {
-      // Waiting requests hold no blocks while they cannot run: its prefix
-      // hits go too (grow took nothing else), and are looked up again later.
-      kv_.end(r.id);
-      r.num_computed_tokens = r.num_cached_tokens = 0;
+      // A waiting request holds no blocks while it cannot run, where that
+      // helps: its prefix hits go too (grow took nothing else) and are
+      // looked up again at admission.
+      if (reclaim) {
+        kv_.end(r.id);
+        r.num_computed_tokens = r.num_cached_tokens = 0;
+      }
       blocked_available_ = kv_.source().num_available();
       blocked_version_ = queue_version_;
       break; // in the policy's order: nobody overtakes the head
@@ -227,8 +235,9 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
       const auto num_new =
           static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
       if (!kv_.grow(r.id, r.num_computed_tokens + num_new, false)) {
-        // Prefix hits held by waiting requests go before running work does.
-        if (reclaim_waiting(nullptr)) continue;
+        // Prefix hits held by waiting requests go before running work does
+        // (where released blocks come back here).
+        if (kv_.source().releases_locally() && reclaim_waiting(nullptr)) continue;
         std::vector<std::size_t> candidates;
         std::vector<policy::request_view> views;
         for (std::size_t j = 0; j < running_.size(); ++j)

@@ -43,6 +43,9 @@ public:
   /// requests (a prefix match at the memory manager). Default: nothing, for
   /// sources that made it themselves.
   virtual void adopt(block_id b) { (void)b; }
+  /// Whether a released block can be allocated again from this source (a
+  /// cache: yes; a lease: no, its released matches go back to the manager).
+  virtual auto releases_locally() const -> bool { return true; }
   /// Aborts if an internal invariant is broken; for tests.
   virtual void check_invariants() const = 0;
 };

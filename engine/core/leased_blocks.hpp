@@ -30,9 +30,17 @@ public:
   /// Free lease blocks beyond `keep`, handed back (their releases queued).
   void shrink_to(std::int64_t keep);
   auto num_free() const -> std::int64_t { return static_cast<std::int64_t>(free_.size()); }
-  /// Blocks held: free ones, ones in use unpublished, and remote references.
+  /// References held: free blocks, ones in use unpublished, and references
+  /// at the manager (a block matched by k requests counts k times).
   auto num_held() const -> std::int64_t { return num_held_; }
+  /// Distinct blocks held: what the replica's share limits.
+  auto num_blocks_held() const -> std::int64_t { return num_free() + num_in_use(); }
 
+  /// Distinct blocks in use by requests (allocated, published or matched).
+  auto num_in_use() const -> std::int64_t {
+    return static_cast<std::int64_t>(in_use_.size() + remote_refs_.size());
+  }
+  auto releases_locally() const -> bool override { return false; }
   auto capacity() const -> std::int64_t override { return capacity_; }
   auto num_available() const -> std::int64_t override { return num_free(); }
   [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id> override;

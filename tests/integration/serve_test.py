@@ -390,6 +390,23 @@ def test_policies(model):
             srv.stop()
 
 
+def test_kv_pressure(model):
+    """Far more streams than KV blocks, sharing a prefix: leases run dry and
+    refill, requests preempt each other, and every one still finishes."""
+    srv = server(model, "engine.executor=zero", "scheduler.kv_memory=2MiB", "scheduler.max_num_seqs=256")
+    try:
+        out = subprocess.run([TROUPE, "bench", "--url", f"http://127.0.0.1:{srv.port}", "--num-prompts", "300",
+                              "--max-concurrency", "150", "--random-input-len", "40", "--random-output-len", "64",
+                              "--shared-prefix-len", "32"], capture_output=True, text=True, timeout=120)
+        check(out.returncode == 0 and re.search(r"Successful requests:\s+300", out.stdout),
+              "300 streams on 128 KV blocks all finish: " + out.stdout[-200:].replace("\n", " "))
+        check(srv.metric("troupe_num_preemptions_total") > 0, "... with preemptions")
+        check(srv.metric("troupe_kv_cache_usage_perc") == 0 and srv.metric("troupe_num_requests_running") == 0,
+              "... and nothing held afterwards")
+    finally:
+        srv.stop()
+
+
 def test_queue_full(model):
     """429 with Retry-After once the bounded waiting queue is full."""
     srv = server(model, "engine.executor=zero", "engine.zero_step_us=100000", "scheduler.max_num_seqs=1",
@@ -466,6 +483,7 @@ def main():
         test_bench(model)
         test_config_errors(model)
         test_queue_full(model)
+        test_kv_pressure(model)
         test_policies(model)
         test_stall(model)
         test_drain(model)
