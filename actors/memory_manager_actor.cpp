@@ -13,14 +13,13 @@ namespace {
 struct memory_manager_state {
   std::unique_ptr<policy::eviction_policy> eviction; // before core: it refers to it
   std::unique_ptr<memory_manager> core;
-  server_metrics* metrics = nullptr;
-  std::string device;
+  server_metrics::device_series metrics{};
   std::uint64_t reported_queries = 0, reported_hits = 0;
 
   void publish() {
     const auto& c = core->cache();
-    metrics->prefix_cache_queries(device).Increment(static_cast<double>(c.num_queries() - reported_queries));
-    metrics->prefix_cache_hits(device).Increment(static_cast<double>(c.num_hits() - reported_hits));
+    metrics.prefix_cache_queries->Increment(static_cast<double>(c.num_queries() - reported_queries));
+    metrics.prefix_cache_hits->Increment(static_cast<double>(c.num_hits() - reported_hits));
     reported_queries = c.num_queries();
     reported_hits = c.num_hits();
   }
@@ -32,8 +31,7 @@ auto memory_manager_behavior(memory_manager_actor::stateful_pointer<memory_manag
   auto& st = self->state;
   st.eviction = policy::make_eviction_policy(eviction);
   st.core = std::make_unique<memory_manager>(num_blocks, *st.eviction);
-  st.metrics = metrics;
-  st.device = std::move(device);
+  st.metrics = metrics->device(device);
   return {
       [self](lease_atom, std::int32_t n) -> std::vector<block_id> { return self->state.core->lease(n, 0); },
       [self](match_atom, std::uint64_t tenant, const std::vector<token_id>& tokens, std::int32_t block_size,

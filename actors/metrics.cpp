@@ -2,6 +2,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <stdexcept>
+
 namespace troupe {
 namespace {
 
@@ -33,9 +35,9 @@ auto gauge(prometheus::Registry& r, const std::string& name, const std::string& 
 
 } // namespace
 
-server_metrics::server_metrics(std::string model_name, int num_replicas)
+server_metrics::server_metrics(const std::string& model_name, int num_replicas,
+                               const std::vector<std::string>& devices)
   : registry_(std::make_shared<prometheus::Registry>()),
-    model_name_(model_name),
     time_to_first_token(histogram(*registry_,
                                   "time_to_first_token_seconds", "Time to first token in seconds.",
                                   model_name)),
@@ -53,62 +55,29 @@ server_metrics::server_metrics(std::string model_name, int num_replicas)
     generation_tokens(counter(*registry_, "generation_tokens_total", "Generation tokens processed.")
                           .Add({{"model_name", model_name}, {"tenant", "default"}})) {
   auto& success = counter(*registry_, "request_success_total", "Finished requests, by finish reason.");
-  for (const char* reason : {"stop", "length", "abort"})
-    success.Add({{"model_name", model_name_}, {"tenant", "default"}, {"finished_reason", reason}});
+  for (const auto r : {finish_reason::stop, finish_reason::length, finish_reason::abort})
+    success_[static_cast<std::size_t>(r)] = &success.Add(
+        {{"model_name", model_name}, {"tenant", "default"}, {"finished_reason", std::string(finish_reason_name(r))}});
   auto& running = gauge(*registry_, "num_requests_running", "Requests in the running batch.");
   auto& waiting = gauge(*registry_, "num_requests_waiting", "Requests waiting to be scheduled.");
   auto& kv = gauge(*registry_, "kv_cache_usage_perc", "Fraction of the leased KV blocks in use (0 to 1).");
   auto& preempt = counter(*registry_, "num_preemptions_total", "Requests preempted for KV blocks.");
+  for (int i = 0; i < num_replicas; ++i) {
+    const prometheus::Labels l{{"model_name", model_name}, {"replica", std::to_string(i)}};
+    replicas_.push_back({&running.Add(l), &waiting.Add(l), &kv.Add(l), &preempt.Add(l)});
+  }
   auto& queries = counter(*registry_, "prefix_cache_queries_total", "KV blocks looked up in the prefix cache.");
   auto& hits = counter(*registry_, "prefix_cache_hits_total", "KV blocks found in the prefix cache.");
-  queries.Add({{"model_name", model_name_}, {"device", "cpu"}});
-  hits.Add({{"model_name", model_name_}, {"device", "cpu"}});
-  for (int i = 0; i < num_replicas; ++i) {
-    const prometheus::Labels l{{"model_name", model_name_}, {"replica", std::to_string(i)}};
-    running.Add(l);
-    waiting.Add(l);
-    kv.Add(l);
-    preempt.Add(l);
+  for (const auto& d : devices) {
+    const prometheus::Labels l{{"model_name", model_name}, {"device", d}};
+    devices_.push_back({d, {&queries.Add(l), &hits.Add(l)}});
   }
 }
 
-auto server_metrics::request_success(std::string_view reason) -> prometheus::Counter& {
-  return prometheus::BuildCounter().Name("troupe_request_success_total").Register(*registry_).Add(
-      {{"model_name", model_name_}, {"tenant", "default"}, {"finished_reason", std::string(reason)}});
-}
-
-namespace {
-template <class T>
-auto replica_metric(prometheus::Registry& r, const std::string& name, const std::string& model, int replica) -> T& {
-  if constexpr (std::is_same_v<T, prometheus::Gauge>)
-    return prometheus::BuildGauge().Name("troupe_" + name).Register(r).Add(
-        {{"model_name", model}, {"replica", std::to_string(replica)}});
-  else
-    return prometheus::BuildCounter().Name("troupe_" + name).Register(r).Add(
-        {{"model_name", model}, {"replica", std::to_string(replica)}});
-}
-} // namespace
-
-auto server_metrics::num_requests_running(int replica) -> prometheus::Gauge& {
-  return replica_metric<prometheus::Gauge>(*registry_, "num_requests_running", model_name_, replica);
-}
-auto server_metrics::num_requests_waiting(int replica) -> prometheus::Gauge& {
-  return replica_metric<prometheus::Gauge>(*registry_, "num_requests_waiting", model_name_, replica);
-}
-auto server_metrics::kv_cache_usage(int replica) -> prometheus::Gauge& {
-  return replica_metric<prometheus::Gauge>(*registry_, "kv_cache_usage_perc", model_name_, replica);
-}
-auto server_metrics::num_preemptions(int replica) -> prometheus::Counter& {
-  return replica_metric<prometheus::Counter>(*registry_, "num_preemptions_total", model_name_, replica);
-}
-
-auto server_metrics::prefix_cache_queries(const std::string& device) -> prometheus::Counter& {
-  return prometheus::BuildCounter().Name("troupe_prefix_cache_queries_total").Register(*registry_).Add(
-      {{"model_name", model_name_}, {"device", device}});
-}
-auto server_metrics::prefix_cache_hits(const std::string& device) -> prometheus::Counter& {
-  return prometheus::BuildCounter().Name("troupe_prefix_cache_hits_total").Register(*registry_).Add(
-      {{"model_name", model_name_}, {"device", device}});
+auto server_metrics::device(const std::string& name) const -> const device_series& {
+  for (const auto& [n, s] : devices_)
+    if (n == name) return s;
+  throw std::invalid_argument("no metrics for device '" + name + "'");
 }
 
 auto server_metrics::serialize() const -> std::string {

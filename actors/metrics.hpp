@@ -2,27 +2,43 @@
 // Every metric of the server in one prometheus-cpp registry, with vLLM's
 // names so dashboards carry over, under the prefix "troupe_" (not vLLM's
 // "vllm:": `promtool check metrics` rejects colons outside recording rules).
-// Counters end in _total. Thread-safe: actors record into it directly.
+// Counters end in _total. Every series is created once, here: recording is
+// then a plain (thread-safe) update, with no registry lookup on hot paths.
+
+#include "engine/output_processor.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <memory>
 #include <string>
-#include <string_view>
+#include <vector>
 
 namespace troupe {
 
 class server_metrics {
   // First: the members below are built into it.
   std::shared_ptr<prometheus::Registry> registry_;
-  std::string model_name_;
 
 public:
+  /// A replica scheduler's series, set after every step.
+  struct replica_series {
+    prometheus::Gauge* num_requests_running;
+    prometheus::Gauge* num_requests_waiting;
+    prometheus::Gauge* kv_cache_usage;
+    prometheus::Counter* num_preemptions;
+  };
+  /// A device's prefix-cache series, counted by its memory manager.
+  struct device_series {
+    prometheus::Counter* prefix_cache_queries; ///< blocks looked up
+    prometheus::Counter* prefix_cache_hits;    ///< blocks found
+  };
+
   /// model_name labels every series; tenant is "default" until tenants land.
-  explicit server_metrics(std::string model_name, int num_replicas);
+  server_metrics(const std::string& model_name, int num_replicas, const std::vector<std::string>& devices);
 
   // Per request, recorded by its sink.
   prometheus::Histogram& time_to_first_token;
@@ -33,19 +49,20 @@ public:
   prometheus::Counter& prompt_tokens;
   prometheus::Counter& generation_tokens;
   /// request_success_total{finished_reason="stop"|"length"|"abort"}.
-  auto request_success(std::string_view reason) -> prometheus::Counter&;
-
-  // Per replica, set by its scheduler after every step.
-  auto num_requests_running(int replica) -> prometheus::Gauge&;
-  auto num_requests_waiting(int replica) -> prometheus::Gauge&;
-  auto kv_cache_usage(int replica) -> prometheus::Gauge&;
-  auto num_preemptions(int replica) -> prometheus::Counter&;
-  // Per device, by its memory manager.
-  auto prefix_cache_queries(const std::string& device) -> prometheus::Counter&; ///< blocks looked up
-  auto prefix_cache_hits(const std::string& device) -> prometheus::Counter&;    ///< blocks found
+  auto request_success(finish_reason r) -> prometheus::Counter& {
+    return *success_[static_cast<std::size_t>(r)];
+  }
+  auto replica(int i) const -> const replica_series& { return replicas_.at(static_cast<std::size_t>(i)); }
+  /// The series of a device named at construction.
+  auto device(const std::string& name) const -> const device_series&;
 
   /// The text exposition format (what GET /metrics returns).
   auto serialize() const -> std::string;
+
+private:
+  std::array<prometheus::Counter*, 4> success_{}; ///< by finish_reason (none unused)
+  std::vector<replica_series> replicas_;
+  std::vector<std::pair<std::string, device_series>> devices_;
 };
 
 } // namespace troupe

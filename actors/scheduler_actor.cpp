@@ -48,15 +48,13 @@ struct scheduler_state {
   }
 
   void publish() {
-    const int r = options.replica;
-    metrics->num_requests_running(r).Set(static_cast<double>(core->num_running()));
-    metrics->num_requests_waiting(r).Set(static_cast<double>(core->num_waiting()));
+    const auto& m = metrics->replica(options.replica);
+    m.num_requests_running->Set(static_cast<double>(core->num_running()));
+    m.num_requests_waiting->Set(static_cast<double>(core->num_waiting()));
     // In use: held references but the lease's free blocks, of the replica's share.
-    metrics->kv_cache_usage(r).Set(static_cast<double>(lease->num_in_use()) /
-                                   static_cast<double>(lease->capacity()));
+    m.kv_cache_usage->Set(static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity()));
     const auto preemptions = static_cast<double>(core->num_preemptions());
-    auto& p = metrics->num_preemptions(r);
-    if (preemptions > p.Value()) p.Increment(preemptions - p.Value());
+    if (preemptions > m.num_preemptions->Value()) m.num_preemptions->Increment(preemptions - m.num_preemptions->Value());
   }
 };
 

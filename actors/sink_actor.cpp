@@ -90,7 +90,7 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
                                     static_cast<double>(st.completion_tokens - 1));
   m.prompt_tokens.Increment(static_cast<double>(st.prompt_tokens));
   m.generation_tokens.Increment(static_cast<double>(st.completion_tokens));
-  m.request_success(reason_name).Increment();
+  m.request_success(reason).Increment();
   st.done = true;
   self->quit();
 }
@@ -250,7 +250,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
         // Sent after the submission, so the replica sees it second even if
         // its admission reply is still on the way.
         if (st.submitted) self->send(st.replica, abort_atom_v, st.id);
-        if (st.admitted) st.ctx->metrics->request_success("abort").Increment();
+        if (st.admitted) st.ctx->metrics->request_success(finish_reason::abort).Increment();
         st.done = true;
         self->quit();
       },

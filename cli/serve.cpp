@@ -136,7 +136,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
   if (cfg.watermark_blocks >= num_blocks / replicas)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(num_blocks / replicas) + " for admissions");
-  metrics_owner = std::make_unique<server_metrics>(name, replicas);
+  metrics_owner = std::make_unique<server_metrics>(name, replicas, cfg.devices);
   metrics_out = metrics_owner.get();
   auto ctx = std::make_shared<serving_context>();
   ctx->tok = tok;

@@ -265,15 +265,12 @@ private:
     error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.expires_after(std::chrono::seconds(1));
-    stream_.async_read_some(net::buffer(drain_), [self = shared_from_this()](error_code ec, std::size_t) {
-      if (ec) return self->close();
-      self->linger_more();
-    });
+    drain();
   }
-  void linger_more() {
-    stream_.async_read_some(net::buffer(drain_), [self = shared_from_this()](error_code ec, std::size_t) {
-      if (ec) return self->close();
-      self->linger_more();
+  void drain() {
+    stream_.async_read_some(net::buffer(discard_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (ec) return self->close(); // the client's end, or the second is up
+      self->drain();
     });
   }
 
@@ -301,7 +298,7 @@ private:
   bool head_request_ = false;     ///< the current request is a HEAD: headers only
   std::uint64_t generation_ = 0;  ///< strand only: which watch is current
   std::string sending_;           ///< strand only: the async write in flight (lives until it completes)
-  char drain_[4096];              ///< strand only: bytes discarded while lingering
+  char discard_[4096];            ///< strand only: bytes discarded while lingering
 
   std::mutex mu_; ///< guards what follows, and the socket's closing
   state state_ = state::reading;

@@ -1,7 +1,6 @@
 #include "engine/core/batch_scheduler.hpp"
 
 #include "engine/check.hpp"
-#include "engine/core/block_pool.hpp"
 
 #include <algorithm>
 #include <string>

@@ -14,6 +14,11 @@ namespace troupe {
 
 using block_hash = std::uint64_t;
 
+/// Blocks that hold `num_tokens` tokens at `block_size` tokens per block.
+constexpr auto blocks_for(std::int64_t num_tokens, std::int64_t block_size) -> std::int64_t {
+  return (num_tokens + block_size - 1) / block_size;
+}
+
 /// What names a full block's content: its tenant, its parent's hash (0 for a
 /// prompt's first block) and its tokens. Equal keys mean equal KV.
 struct block_key {

@@ -1,7 +1,6 @@
 #include "engine/core/kv_cache_manager.hpp"
 
 #include "engine/check.hpp"
-#include "engine/core/block_pool.hpp"
 #include "engine/core/memory_manager.hpp"
 
 namespace troupe {

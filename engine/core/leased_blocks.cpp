@@ -18,7 +18,7 @@ auto leased_blocks::allocate(std::int32_t) -> std::optional<block_id> {
   if (free_.empty()) return std::nullopt;
   const block_id b = free_.back();
   free_.pop_back();
-  in_use_.emplace(b, true);
+  in_use_.insert(b);
   return b;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace troupe {
@@ -54,7 +55,7 @@ public:
 private:
   std::int64_t capacity_;
   std::vector<block_id> free_;                    ///< leased, unused
-  std::unordered_map<block_id, bool> in_use_;     ///< leased, allocated, not published
+  std::unordered_set<block_id> in_use_;           ///< leased, allocated, not published
   std::unordered_map<block_id, std::int32_t> remote_refs_; ///< published or matched: references at the manager
   std::vector<block_op> outbox_;
   std::int64_t num_held_ = 0;

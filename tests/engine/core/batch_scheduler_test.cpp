@@ -1,5 +1,4 @@
 #include "engine/core/batch_scheduler.hpp"
-#include "engine/core/block_pool.hpp"
 #include "engine/sampling/rng.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/eviction/lru.hpp"
@@ -84,14 +83,7 @@ void check_step(const scheduler_output& s, const scheduler_limits& lim, std::int
 
 } // namespace
 
-TEST_CASE("block_pool: take, give back, conservation") {
-  auto pool = block_pool::of_size(10);
-  auto a = pool.take(4);
-  REQUIRE(a);
-  CHECK(*a == std::vector<block_id>{0, 1, 2, 3});
-  CHECK(!pool.take(7));
-  pool.give_back(*a);
-  CHECK(pool.num_free() == 10);
+TEST_CASE("blocks_for: blocks that hold n tokens") {
   CHECK(blocks_for(0, 16) == 0);
   CHECK(blocks_for(16, 16) == 1);
   CHECK(blocks_for(17, 16) == 2);
