@@ -2,6 +2,7 @@
 // The plain values actors send each other (besides the engine's own
 // scheduler_output / step_result / request_update).
 
+#include "actors/http/http_server.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/scheduler_output.hpp"
 #include "engine/tokenizer/chat_template.hpp"
@@ -38,7 +39,7 @@ using step_ptr = std::shared_ptr<const scheduler_output>;
 /// scheduler holds back its next step while too many are (backpressure from
 /// the serving path, not from slow clients: a count drops when the text
 /// reaches the connection, not the client).
-using delivery_count = std::shared_ptr<std::atomic<std::int32_t>>;
+using delivery_count = http::exchange::delivery_count;
 
 /// A scheduler's answer to a submission: 0 when queued, else an HTTP status
 /// (400: can never run here; 429: the queue is full) and the reason.

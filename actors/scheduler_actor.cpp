@@ -36,12 +36,10 @@ struct scheduler_state {
     delivery_count undelivered;
   };
   std::unordered_map<request_id, client> sinks;
-  std::unordered_map<request_id, steady_time> arrivals; ///< until first scheduled
   bool stepping = false; ///< a step is queued or in flight
 
   void forget(request_id id) {
     if (sinks.erase(id) > 0) status->num_queued.fetch_sub(1, std::memory_order_relaxed);
-    arrivals.erase(id);
   }
   auto seconds_since_start(steady_time t) const -> double {
     return std::chrono::duration<double>(t - started).count();
@@ -136,13 +134,10 @@ void step(self_ptr self) {
     return;
   }
   const auto now = std::chrono::steady_clock::now();
-  auto out = std::make_shared<scheduler_output>(st.core->schedule(st.seconds_since_start(now)));
-  for (const auto& n : out->new_requests) {
-    if (const auto it = st.arrivals.find(n.id); it != st.arrivals.end()) {
-      st.metrics->queue_time.Observe(std::chrono::duration<double>(now - it->second).count());
-      st.arrivals.erase(it);
-    }
-  }
+  const double now_s = st.seconds_since_start(now);
+  auto out = std::make_shared<scheduler_output>(st.core->schedule(now_s));
+  for (const auto& n : out->new_requests) // each request once, at its first step
+    if (const request* r = st.core->find(n.id)) st.metrics->queue_time.Observe(now_s - r->arrival_s);
   // Work that cannot run means blocks are short: ask for more (the refill
   // kicks the next step).
   st.starved = out->scheduled.empty() && st.core->has_work();
@@ -208,7 +203,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
         auto& st = self->state;
         auto rp = self->make_response_promise<admission>();
         r.arrival_s = st.seconds_since_start(arrival);
-        auto queue = [self, rp, sink = std::move(sink), arrival, undelivered = std::move(undelivered)](
+        auto queue = [self, rp, sink = std::move(sink), undelivered = std::move(undelivered)](
                          request& r) mutable {
           auto& st = self->state;
           const request_id id = r.id;
@@ -225,7 +220,6 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
             return;
           }
           st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
-          st.arrivals.emplace(id, arrival);
           st.status->num_queued.fetch_add(1, std::memory_order_relaxed);
           kick(self);
           rp.deliver(admission{});
@@ -249,8 +243,13 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
       },
       [self](abort_atom, request_id id) {
         auto& st = self->state;
-        if (st.matching.contains(id)) st.cancelled.insert(id);
-        st.core->abort(id);
+        if (st.matching.contains(id)) {
+          st.cancelled.insert(id); // refused when its match comes back
+          return;
+        }
+        // Every sink sends one as it quits: for a request already ended
+        // there is nothing to do.
+        if (!st.core->abort(id)) return;
         st.forget(id);
         report(self);
         st.publish();

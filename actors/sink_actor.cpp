@@ -14,7 +14,6 @@ using clock_type = std::chrono::steady_clock;
 
 struct sink_state {
   std::shared_ptr<serving_context> ctx;
-  server_status* status = nullptr;
   std::shared_ptr<http::exchange> client;
   sink_request req;
   api::response_head head;
@@ -36,7 +35,12 @@ struct sink_state {
 
 using self_ptr = sink_actor::stateful_pointer<sink_state>;
 
-auto sse(const std::string& json) -> std::string { return "data: " + json + "\n\n"; }
+// One SSE event, appended to what goes out in this write.
+void add_event(std::string& out, std::string_view json) {
+  out += "data: ";
+  out += json;
+  out += "\n\n";
+}
 
 void fail(self_ptr self, int status, const std::string& message, const std::string& param = {}) {
   auto& st = self->state;
@@ -70,9 +74,9 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
   const std::string reason_name(finish_reason_name(reason));
   const api::usage u{st.prompt_tokens, st.completion_tokens};
   if (st.req.body.stream) {
-    batch += sse(api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset, false,
+    add_event(batch, api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset, false,
                                    st.req.body.include_usage));
-    if (st.req.body.include_usage) batch += sse(api::usage_chunk(st.req.body.kind, st.head, u));
+    if (st.req.body.include_usage) add_event(batch, api::usage_chunk(st.req.body.kind, st.head, u));
     batch += "data: [DONE]\n\n";
     st.client->write(std::move(batch), std::move(credit));
     st.client->end_stream();
@@ -122,18 +126,18 @@ void on_tokens(self_ptr self, request_update& u) {
     if (st.req.body.want_logprobs) lps.push_back(logprob_of(tok, s));
     if (st.req.body.stream) {
       if (!delta.text.empty() || !lps.empty())
-        batch += sse(api::stream_chunk(st.req.body.kind, st.head, delta.text, "", lps.empty() ? nullptr : &lps,
+        add_event(batch, api::stream_chunk(st.req.body.kind, st.head, delta.text, "", lps.empty() ? nullptr : &lps,
                                        st.text_offset, false, st.req.body.include_usage));
     } else {
       st.text += delta.text;
       for (auto& l : lps) st.logprobs.push_back(std::move(l));
     }
     // OpenAI's text_offset counts code points, not bytes.
-    for (const char c : delta.text) st.text_offset += !is_utf8_continuation(static_cast<unsigned char>(c));
+    st.text_offset += num_code_points(delta.text);
     if (delta.finished != finish_reason::none) {
-      // A stop string (or EOS) the scheduler may not have acted on: free the
-      // request's blocks now rather than at max_tokens.
-      if (u.finished == finish_reason::none) self->send(st.replica, abort_atom_v, st.id);
+      // A stop string (or EOS) the scheduler may not have acted on: the abort
+      // this sink sends as it quits frees the request's blocks now rather
+      // than at max_tokens.
       return finish(self, delta.finished, std::move(batch), st.undelivered);
     }
   }
@@ -183,9 +187,12 @@ void submit(self_ptr self, encoded& e) {
             headers.emplace_back("Content-Type", "text/event-stream");
             headers.emplace_back("Cache-Control", "no-cache");
             st.client->start_stream(200, std::move(headers));
-            if (st.req.body.kind == api::endpoint::chat)
-              st.client->write(sse(api::stream_chunk(st.req.body.kind, st.head, "", "", nullptr, 0, true,
-                                                     st.req.body.include_usage)));
+            if (st.req.body.kind == api::endpoint::chat) {
+              std::string first;
+              add_event(first, api::stream_chunk(st.req.body.kind, st.head, "", "", nullptr, 0, true,
+                                                 st.req.body.include_usage));
+              st.client->write(std::move(first));
+            }
           },
           [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
 }
@@ -194,7 +201,6 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
           std::shared_ptr<http::exchange> client, sink_request req) -> sink_actor::behavior_type {
   auto& st = self->state;
   st.ctx = std::move(ctx);
-  st.status = status;
   st.client = std::move(client);
   st.req = std::move(req);
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
@@ -226,9 +232,9 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   encode_job job;
   job.chat = st.req.body.kind == api::endpoint::chat;
   if (job.chat)
-    job.messages = st.req.body.messages;
+    job.messages = std::move(st.req.body.messages);
   else
-    job.text = st.req.body.prompt;
+    job.text = std::move(st.req.body.prompt);
   if (!job.chat && !st.req.body.prompt_tokens.empty()) {
     encoded e{st.req.body.prompt_tokens, {}};
     for (auto t : e.tokens)
@@ -247,9 +253,8 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
       [self](gone_atom) {
         auto& st = self->state;
         if (st.done) return;
-        // Sent after the submission, so the replica sees it second even if
-        // its admission reply is still on the way.
-        if (st.submitted) self->send(st.replica, abort_atom_v, st.id);
+        // Quitting sends the replica the abort (after the submission, so it
+        // sees it second even if its admission reply is still on the way).
         if (st.admitted) st.ctx->metrics->request_success(finish_reason::abort).Increment();
         st.done = true;
         self->quit();

@@ -5,6 +5,7 @@
 #include "actors/http/load_client.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/stats.hpp"
 #include "engine/model/json_text.hpp"
 #include "engine/sampling/rng.hpp"
 
@@ -36,7 +37,6 @@ auto parse_goodput(const std::string& s) -> slo {
     try {
       v = std::stod(item.substr(colon + 1));
     } catch (const std::exception&) {
-      colon == std::string::npos ? void() : void();
       throw usage_error("--goodput expects name:ms pairs (ttft, tpot, e2el), got '" + item + "'");
     }
     const auto name = item.substr(0, colon);
@@ -253,7 +253,7 @@ auto run_bench(std::span<char* const> argv) -> int {
         v.push_back(((r.content_s.empty() ? r.end_s : r.content_s.front()) - r.start_s) * 1e3);
       }
       std::sort(v.begin(), v.end());
-      const auto p95 = v.empty() ? 0.0 : v[static_cast<std::size_t>(0.95 * static_cast<double>(v.size() - 1))];
+      const auto p95 = nearest_rank(v, 0.95);
       std::printf("tenant-%d (weight %g, %zu requests): median TTFT %.2f ms, P95 TTFT %.2f ms\n", t,
                   weights[static_cast<std::size_t>(t)], v.size(), summarize(v).median, p95);
     }

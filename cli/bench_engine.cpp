@@ -3,6 +3,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/stats.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/huge_pages.hpp"
@@ -26,11 +27,6 @@ namespace troupe::cli {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-auto median(std::vector<double> v) -> double {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Sustained read bandwidth: a 1 GiB buffer in 2 MiB pages (as the weights
 // are, see place_in_huge_pages) summed with four vector accumulators per
@@ -179,8 +175,7 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
                       "prefill-tokens", "runs"}, {"no-huge-pages"});
   const auto batches = parse_list(a.str("batches", "1,8,32"), "batches");
   auto thread_counts = parse_list(a.str("threads", "1,0"), "threads");
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  for (auto& t : thread_counts) if (t == 0) t = cores;
+  for (auto& t : thread_counts) t = resolve_threads(t);
   thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
   const bench_setup setup{static_cast<int>(a.integer("prompt-tokens", 32)),
                           static_cast<int>(a.integer("decode-steps", 16)),

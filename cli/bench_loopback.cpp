@@ -5,6 +5,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/stats.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -121,7 +122,7 @@ auto run_bench_loopback(std::span<char* const> argv) -> int {
   }
   ::close(listener);
   std::sort(gaps.begin(), gaps.end());
-  const auto pct = [&](double q) { return gaps.empty() ? 0.0 : gaps[static_cast<std::size_t>(q * static_cast<double>(gaps.size() - 1))]; };
+  const auto pct = [&](double q) { return nearest_rank(gaps, q); };
   std::printf("loopback ceiling: %d streams x %d events of %d bytes, one writer and one reader thread\n", streams, events,
               bytes);
   std::printf("%-34s %10.0f\n", "Events/s:", static_cast<double>(streams) * events / t_end);

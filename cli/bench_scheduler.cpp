@@ -5,6 +5,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/stats.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/registry.hpp"
@@ -18,11 +19,6 @@ namespace troupe::cli {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-auto median(std::vector<double> v) -> double {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 } // namespace
 

@@ -83,9 +83,7 @@ auto run_generate(std::span<char* const> argv) -> int {
   const auto chunk = static_cast<std::int32_t>(a.integer("prefill-chunk", 512));
   if (chunk < 1) throw usage_error("--prefill-chunk must be positive");
   cpu_executor ex(weights, eo);
-  auto eos = cfg.eos_token_ids;
-  if (eos.empty() && tok.eos_id() >= 0) eos.push_back(tok.eos_id());
-  generator gen(ex, tok, eos, chunk, cfg.max_position_embeddings);
+  generator gen(ex, tok, eos_token_ids(cfg, tok), chunk, cfg.max_position_embeddings);
   gen.check(ids, p);
   // Last, after every check: the copy costs about a second per 400 MB here.
   // (The model reads the weights only when it runs, so moving them now is safe.)

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cpu/huge_pages.hpp"
+#include "engine/cpu/threads.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/zero_executor.hpp"
@@ -75,20 +76,16 @@ auto model_version(const std::filesystem::path& dir, const std::string& name) ->
   return name + "@" + std::string(hex, 12);
 }
 
-auto threads_or_cores(std::int32_t n) -> std::int32_t {
-  return n > 0 ? n : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 // Everything that exists only once the model is loaded.
 struct engine_parts {
   std::shared_ptr<serving_context> ctx;
+  std::unique_ptr<server_metrics> metrics; // recorded into by the actors
   model_weights weights; // must outlive the executor
   std::vector<caf::actor> actors; // to stop at shutdown
 };
 
-auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metrics*& metrics_out,
-                  std::unique_ptr<server_metrics>& metrics_owner, server_status& status,
-                  engine_parts& parts) -> std::string {
+auto start_engine(caf::actor_system& sys, const server_config& cfg, server_status& status, engine_parts& parts)
+    -> std::string {
   const std::filesystem::path dir = cfg.model_dir;
   const auto mc = model_config::load(dir);
   auto tok = std::make_shared<const tokenizer>(tokenizer::load(dir / "tokenizer.model"));
@@ -96,8 +93,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
   if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().filename().string();
   if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
 
-  std::vector<token_id> eos = mc.eos_token_ids;
-  if (eos.empty() && tok->eos_id() >= 0) eos.push_back(tok->eos_id());
+  const auto eos = eos_token_ids(mc, *tok);
   const std::int64_t block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim *
                                    static_cast<std::int64_t>(sizeof(float)) * cfg.block_size;
   const auto num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / block_bytes, 1 << 30));
@@ -136,8 +132,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
   if (cfg.watermark_blocks >= num_blocks / replicas)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(num_blocks / replicas) + " for admissions");
-  metrics_owner = std::make_unique<server_metrics>(name, replicas, cfg.devices);
-  metrics_out = metrics_owner.get();
+  parts.metrics = std::make_unique<server_metrics>(name, replicas, cfg.devices);
+  server_metrics* const metrics = parts.metrics.get();
   auto ctx = std::make_shared<serving_context>();
   ctx->tok = tok;
   ctx->model_name = name;
@@ -145,37 +141,37 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_metri
   ctx->max_model_len = max_model_len;
   ctx->eos_ids = eos;
   ctx->defaults = default_sampling_params(mc);
-  ctx->metrics = metrics_out;
+  ctx->metrics = metrics;
 
   std::optional<chat_format> format;
   if (!cfg.chat_template.empty()) format = parse_chat_format(cfg.chat_template);
   else format = chat_format_of_model(dir.string());
-  for (int i = 0; i < threads_or_cores(cfg.tokenizers); ++i) {
+  for (int i = 0; i < resolve_threads(cfg.tokenizers); ++i) {
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, format));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
   }
   // One device ("cpu"), its executor and memory manager; replicas lease an
   // equal share of its blocks.
   auto exec = spawn_executor(sys, ex);
-  auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics_out, "cpu");
+  auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, "cpu");
   parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
   parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
   caf::scoped_actor self{sys};
+  replica_options ro;
+  ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len, cfg.max_waiting_requests,
+               cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
+  ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
+  ro.scheduling = cfg.policy;
+  ro.share = num_blocks / replicas;
+  ro.eos_ids = eos;
   for (int r = 0; r < replicas; ++r) {
     std::vector<block_id> lease;
     // Half a replica's share to start; the rest it leases as it needs.
     self->request(mm, caf::infinite, lease_atom_v, std::max(1, num_blocks / replicas / 2))
         .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
                  [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
-    replica_options ro;
     ro.replica = r;
-    ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len, cfg.max_waiting_requests,
-                 cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
-    ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
-    ro.scheduling = cfg.policy;
-    ro.share = num_blocks / replicas;
-    ro.eos_ids = eos;
-    ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics_out, &status));
+    ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
   }
   parts.ctx = ctx;
@@ -201,7 +197,7 @@ auto run_serve(std::span<char* const> argv) -> int {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   caf::actor_system_config caf_cfg;
-  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(threads_or_cores(cfg.caf_threads)));
+  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(resolve_threads(cfg.caf_threads)));
   caf::actor_system sys{caf_cfg};
   server_status status;
   gateway gw(sys, status, std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -223,8 +219,6 @@ auto run_serve(std::span<char* const> argv) -> int {
   std::printf("troupe: listening on http://%s:%u\n", cfg.host.c_str(), static_cast<unsigned>(srv.port()));
   std::fflush(stdout);
 
-  server_metrics* metrics = nullptr;
-  std::unique_ptr<server_metrics> metrics_owner;
   engine_parts parts;
   const auto stop_actors = [&] {
     for (auto& h : parts.actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
@@ -233,7 +227,7 @@ auto run_serve(std::span<char* const> argv) -> int {
     parts.actors.clear();
   };
   try {
-    const auto info = start_engine(sys, cfg, metrics, metrics_owner, status, parts);
+    const auto info = start_engine(sys, cfg, status, parts);
     gw.set_context(parts.ctx);
     status.last_progress_ns = std::chrono::steady_clock::now().time_since_epoch().count();
     status.ready = true;

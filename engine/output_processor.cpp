@@ -1,10 +1,18 @@
 #include "engine/output_processor.hpp"
 
+#include "engine/model/model_config.hpp"
+
 #include "engine/tokenizer/utf8.hpp"
 
 #include <algorithm>
 
 namespace troupe {
+
+auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vector<token_id> {
+  auto eos = config.eos_token_ids;
+  if (eos.empty() && tok.eos_id() >= 0) eos.push_back(tok.eos_id());
+  return eos;
+}
 auto finish_reason_name(finish_reason r) -> std::string_view {
   switch (r) {
     case finish_reason::stop: return "stop";

@@ -12,6 +12,8 @@
 
 namespace troupe {
 
+struct model_config;
+
 enum class finish_reason : std::uint8_t { none, stop, length, abort };
 
 /// "stop", "length", "abort" (OpenAI's finish_reason spelling); "" for none.
@@ -22,6 +24,10 @@ struct output_delta {
   finish_reason finished = finish_reason::none;
   std::string stop_reason;                 ///< the stop string matched, if any
 };
+
+/// The tokens that end generation: the model config's (generation_config
+/// included), else the tokenizer's EOS.
+auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vector<token_id>;
 
 class output_processor {
 public:

@@ -90,7 +90,7 @@ public:
   void respond(int status, header_list headers, std::string body) override {
     std::string bytes = head_of(status, headers, false, body.size(), keep_alive_);
     if (!head_request_) bytes += body;
-    output(std::move(bytes), state::handling, state::ending);
+    output(bytes, state::handling, state::ending);
   }
 
   void start_stream(int status, header_list headers) override {
@@ -99,9 +99,7 @@ public:
 
   void write(std::string data, delivery_count delivered) override {
     if (delivered) delivered->fetch_sub(1, std::memory_order_relaxed);
-    std::string framed;
-    append_chunk(framed, data);
-    output(std::move(framed), state::streaming, state::streaming);
+    output(data, state::streaming, state::streaming, true);
   }
 
   void end_stream() override { output("0\r\n\r\n", state::streaming, state::ending); }
@@ -125,12 +123,16 @@ private:
   }
 
   // Appends to the response if it is in state `from` (else the bytes are
-  // dropped: the client is gone or the call is out of order), moves it to `to`.
-  void output(std::string bytes, state from, state to) {
+  // dropped: the client is gone or the call is out of order), moves it to
+  // `to`. `chunk`: framed as one chunk of a chunked body.
+  void output(std::string_view bytes, state from, state to, bool chunk = false) {
     std::unique_lock lock(mu_);
     if (closed_ || state_ != from) return;
     state_ = to;
-    out_ += bytes;
+    if (chunk)
+      append_chunk(out_, bytes);
+    else
+      out_ += bytes;
     if (!writing_) send_now(lock);
   }
 
@@ -362,13 +364,6 @@ server::~server() { stop(); }
 auto server::port() const -> std::uint16_t {
   error_code ec;
   return impl_->acceptor.local_endpoint(ec).port();
-}
-
-void server::stop_accepting() {
-  net::post(impl_->ioc, [this] {
-    error_code ignored;
-    impl_->acceptor.close(ignored);
-  });
 }
 
 void server::stop() {

@@ -75,8 +75,6 @@ public:
   auto operator=(const server&) -> server& = delete;
 
   auto port() const -> std::uint16_t;
-  /// Closes the listening socket: new connections are refused; live ones go on.
-  void stop_accepting();
   /// Stops every thread; pending work is dropped. Idempotent.
   void stop();
 

@@ -14,10 +14,7 @@ namespace {
 
 void add_string(std::string& out, std::string_view s) { json_text::append_string(out, s); }
 
-void add_int(std::string& out, std::int64_t v) {
-  char buf[24];
-  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
+void add_int(std::string& out, std::int64_t v) { json_text::append_number(out, v); }
 
 // -inf (and NaN) have no JSON spelling; vLLM clamps logprobs to -9999.0 too.
 void add_logprob(std::string& out, float v) {
@@ -36,13 +33,6 @@ void add_bytes(std::string& out, std::string_view s) {
     add_int(out, static_cast<unsigned char>(s[i]));
   }
   out += ']';
-}
-
-/// Unicode characters in s: bytes that do not continue one.
-auto num_code_points(std::string_view s) -> std::int64_t {
-  std::int64_t n = 0;
-  for (const char c : s) n += !is_utf8_continuation(static_cast<unsigned char>(c));
-  return n;
 }
 
 void add_completion_logprobs(std::string& out, const std::vector<token_logprob>& lps, std::int64_t offset) {
