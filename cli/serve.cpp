@@ -14,6 +14,7 @@
 #include "engine/cpu/threads.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/model_weights.hpp"
+#include "engine/output_processor.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/registry.hpp"
 

@@ -13,15 +13,6 @@ auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vec
   if (eos.empty() && tok.eos_id() >= 0) eos.push_back(tok.eos_id());
   return eos;
 }
-auto finish_reason_name(finish_reason r) -> std::string_view {
-  switch (r) {
-    case finish_reason::stop: return "stop";
-    case finish_reason::length: return "length";
-    case finish_reason::abort: return "abort";
-    case finish_reason::none: break;
-  }
-  return "";
-}
 
 output_processor::output_processor(const tokenizer& tok, const sampling_params& params,
                                    std::vector<token_id> eos_ids, bool at_text_start)

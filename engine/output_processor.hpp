@@ -2,6 +2,7 @@
 // Turns one request's sampled tokens into streamed text and decides when it
 // is finished: EOS and stop token ids, stop strings, max_tokens.
 
+#include "engine/finish_reason.hpp"
 #include "engine/sampling/sampling_params.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
 
@@ -14,10 +15,6 @@ namespace troupe {
 
 struct model_config;
 
-enum class finish_reason : std::uint8_t { none, stop, length, abort };
-
-/// "stop", "length", "abort" (OpenAI's finish_reason spelling); "" for none.
-auto finish_reason_name(finish_reason r) -> std::string_view;
 
 struct output_delta {
   std::string text;                        ///< new text, valid UTF-8, maybe empty

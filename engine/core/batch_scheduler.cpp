@@ -125,7 +125,6 @@ void batch_scheduler::preempt(request& r) {
   r.num_cached_tokens = 0;
   r.num_blocks_sent = 0; // the next admission sends a fresh table
   r.state = request_state::preempted;
-  ++r.num_preemptions;
   ++num_preemptions_;
   waiting_.insert(waiting_.begin(), &r);
   ++queue_version_;
@@ -164,9 +163,13 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     TROUPE_CHECK(idx < waiting_.size() && !admitted[idx], "the policy named a request twice or out of range");
     request& r = *waiting_[idx];
     if (!kv_.tracks(r.id)) {
-      std::vector<token_id> all = r.prompt;
-      all.insert(all.end(), r.output.begin(), r.output.end());
-      r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, all);
+      if (r.output.empty()) {
+        r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, r.prompt);
+      } else { // readmitted after preemption: its output is prompt now
+        std::vector<token_id> all = r.prompt;
+        all.insert(all.end(), r.output.begin(), r.output.end());
+        r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, all);
+      }
       r.num_computed_tokens = r.num_cached_tokens;
     }
     const auto num_new =

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace troupe {
@@ -28,6 +29,13 @@ struct block_key {
   friend auto operator==(const block_key&, const block_key&) -> bool = default;
 };
 
+/// The key of block i of a contiguous token run, `block_size` tokens per block.
+inline auto key_of(std::uint64_t tenant, block_hash parent, std::span<const token_id> tokens, std::size_t i,
+                   std::size_t block_size) -> block_key {
+  const auto first = tokens.subspan(i * block_size, block_size);
+  return {tenant, parent, {first.begin(), first.end()}};
+}
+
 class block_source {
 public:
   virtual ~block_source() = default;
@@ -37,9 +45,11 @@ public:
   virtual auto num_available() const -> std::int64_t = 0;
   /// A block for new KV, referenced once; nullopt when none is available now.
   [[nodiscard]] virtual auto allocate(std::int32_t priority) -> std::optional<block_id> = 0;
-  /// The cached block holding `k`, referenced once more; nullopt on a miss
-  /// (always, where matching happens elsewhere).
-  [[nodiscard]] virtual auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> = 0;
+  /// The cached block holding `k` (whose hash_block() the caller has, as it
+  /// chains the next key), referenced once more; nullopt on a miss (always,
+  /// where matching happens elsewhere).
+  [[nodiscard]] virtual auto acquire_cached(const block_key& k, block_hash h, std::int32_t priority)
+      -> std::optional<block_id> = 0;
   /// Makes a referenced, fully computed block findable by `k` (hash h).
   virtual auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool = 0;
   /// Drops one reference.

@@ -12,31 +12,31 @@ kv_cache_manager::kv_cache_manager(block_source& cache, const kv_cache_options& 
 
 auto kv_cache_manager::begin(request_id id, std::uint64_t tenant, std::int32_t priority,
                              std::span<const token_id> prompt) -> std::int32_t {
-  std::vector<block_id> matched;
-  if (options_.enable_prefix_caching) matched = match_prefix(cache_, tenant, prompt, options_.block_size, priority);
-  return track(id, tenant, priority, prompt, matched);
+  prefix_match m;
+  if (options_.enable_prefix_caching) m = match_prefix(cache_, tenant, prompt, options_.block_size, priority);
+  return track(id, tenant, priority, m.blocks, m.last_hash);
 }
 
 auto kv_cache_manager::begin_matched(request_id id, std::uint64_t tenant, std::int32_t priority,
                                      std::span<const token_id> prompt, std::span<const block_id> matched)
     -> std::int32_t {
   for (const block_id b : matched) cache_.adopt(b);
-  return track(id, tenant, priority, prompt, matched);
+  // The manager sent the blocks, not their chain hash: hash the prefix here.
+  block_hash h = 0;
+  for (std::size_t i = 0; i < matched.size(); ++i)
+    h = hash_block(key_of(tenant, h, prompt, i, static_cast<std::size_t>(options_.block_size)));
+  return track(id, tenant, priority, matched, h);
 }
 
 auto kv_cache_manager::track(request_id id, std::uint64_t tenant, std::int32_t priority,
-                             std::span<const token_id> prompt, std::span<const block_id> matched) -> std::int32_t {
+                             std::span<const block_id> matched, block_hash last_hash) -> std::int32_t {
   TROUPE_CHECK(!requests_.contains(id), "request already tracked");
   auto& e = requests_[id];
   e.tenant = tenant;
   e.priority = priority;
   e.blocks.assign(matched.begin(), matched.end());
   e.num_published = static_cast<std::int32_t>(matched.size());
-  // The chain hash of the last matched block, for the blocks published next.
-  const auto bs = static_cast<std::size_t>(options_.block_size);
-  for (std::size_t i = 0; i < matched.size(); ++i)
-    e.last_hash = hash_block({tenant, e.last_hash, {prompt.begin() + static_cast<std::ptrdiff_t>(i * bs),
-                                                   prompt.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}});
+  e.last_hash = last_hash;
   return e.num_published * options_.block_size;
 }
 

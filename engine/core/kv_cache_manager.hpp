@@ -55,8 +55,8 @@ public:
   auto options() const -> const kv_cache_options& { return options_; }
 
 private:
-  auto track(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const token_id> prompt,
-             std::span<const block_id> matched) -> std::int32_t;
+  auto track(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const block_id> matched,
+             block_hash last_hash) -> std::int32_t;
 
   struct entry {
     std::uint64_t tenant = 0;

@@ -3,19 +3,17 @@
 namespace troupe {
 
 auto match_prefix(block_source& source, std::uint64_t tenant, std::span<const token_id> tokens,
-                  std::int32_t block_size, std::int32_t priority) -> std::vector<block_id> {
-  std::vector<block_id> out;
+                  std::int32_t block_size, std::int32_t priority) -> prefix_match {
+  prefix_match out;
   const auto bs = static_cast<std::size_t>(block_size);
   const std::size_t usable = tokens.empty() ? 0 : (tokens.size() - 1) / bs;
-  block_hash parent = 0;
   for (std::size_t i = 0; i < usable; ++i) {
-    block_key k{tenant, parent, {tokens.begin() + static_cast<std::ptrdiff_t>(i * bs),
-                                 tokens.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs)}};
+    const auto k = key_of(tenant, out.last_hash, tokens, i, bs);
     const block_hash h = hash_block(k);
-    const auto b = source.acquire_cached(k, priority);
+    const auto b = source.acquire_cached(k, h, priority);
     if (!b) break;
-    out.push_back(*b);
-    parent = h;
+    out.blocks.push_back(*b);
+    out.last_hash = h;
   }
   return out;
 }
@@ -35,7 +33,7 @@ auto memory_manager::lease(std::int32_t n, std::int32_t priority) -> std::vector
 
 auto memory_manager::match(std::uint64_t tenant, std::span<const token_id> tokens, std::int32_t block_size,
                            std::int32_t priority) -> std::vector<block_id> {
-  return match_prefix(cache_, tenant, tokens, block_size, priority);
+  return match_prefix(cache_, tenant, tokens, block_size, priority).blocks;
 }
 
 void memory_manager::apply(std::span<const block_op> ops) {

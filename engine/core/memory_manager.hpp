@@ -23,11 +23,18 @@ struct block_op {
   std::int32_t depth = 0;
 };
 
+/// A prompt's cached prefix: its blocks, and the chain hash of the last
+/// (0 when none), which the blocks published after them chain from.
+struct prefix_match {
+  std::vector<block_id> blocks;
+  block_hash last_hash = 0;
+};
+
 /// The longest run of `tokens`' full blocks that `source` holds cached for
 /// `tenant`, never the block of the last token (it must be computed to
 /// sample), each referenced once. Hashes chain as in kv_cache_manager.
 auto match_prefix(block_source& source, std::uint64_t tenant, std::span<const token_id> tokens,
-                  std::int32_t block_size, std::int32_t priority) -> std::vector<block_id>;
+                  std::int32_t block_size, std::int32_t priority) -> prefix_match;
 
 class memory_manager {
 public:

@@ -68,10 +68,11 @@ auto prefix_cache::allocate(std::int32_t priority) -> std::optional<block_id> {
   return b;
 }
 
-auto prefix_cache::acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> {
+auto prefix_cache::acquire_cached(const block_key& k, block_hash h, std::int32_t priority)
+    -> std::optional<block_id> {
   ++num_queries_;
   // Equal hashes with another key are collisions: keep looking.
-  const block_id b = index_.find(hash_block(k), [&](block_id c) { return at(c).key == k; });
+  const block_id b = index_.find(h, [&](block_id c) { return at(c).key == k; });
   if (b >= 0) {
     auto& blk = at(b);
     if (blk.refs == 0) evictable_.erase({blk.evict_key, b});
@@ -82,12 +83,6 @@ auto prefix_cache::acquire_cached(const block_key& k, std::int32_t priority) -> 
     return b;
   }
   return std::nullopt;
-}
-
-void prefix_cache::add_ref(block_id b) {
-  auto& blk = at(b);
-  TROUPE_CHECK(blk.refs > 0, "add_ref on a block nobody holds");
-  ++blk.refs;
 }
 
 auto prefix_cache::publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool {

@@ -37,10 +37,11 @@ public:
   [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id> override;
   /// The cached block whose key is `k`, with one more reference (a hit), or
   /// nullopt (a miss). O(log n + block size).
-  [[nodiscard]] auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> override;
-  /// One more reference to a block the caller already holds (a request
-  /// sharing it). O(1).
-  void add_ref(block_id b);
+  [[nodiscard]] auto acquire_cached(const block_key& k, block_hash h, std::int32_t priority)
+      -> std::optional<block_id> override;
+  [[nodiscard]] auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> {
+    return acquire_cached(k, hash_block(k), priority);
+  }
   /// Makes a referenced, fully computed block findable by `k`, whose hash
   /// the caller computed (hash_block(k): it chains the next block's key).
   /// False (and nothing changes) when the cache already holds that key in

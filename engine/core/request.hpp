@@ -32,7 +32,6 @@ struct request {
   std::int32_t num_cached_tokens = 0;   ///< of those, found in the prefix cache at admission
   request_state state = request_state::waiting;
   bool known_to_executor = false; ///< sent once as new_request_data
-  std::int32_t num_preemptions = 0;
   std::uint64_t scheduled_in_step = 0; ///< the scheduler's step counter when last scheduled
   std::int32_t num_blocks_sent = 0;    ///< of its block table, already sent to the executor
 

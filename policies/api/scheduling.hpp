@@ -7,7 +7,10 @@
 
 #include "policies/api/abi.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <numeric>
+#include <utility>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -33,6 +36,28 @@ struct schedule_view {
   std::span<const request_view> waiting; ///< in arrival order
   std::span<const request_view> running; ///< in admission order
 };
+
+/// 0, 1, ..., n-1 over v.waiting: arrival order (FCFS).
+inline auto arrival_order(const schedule_view& v) -> std::vector<std::size_t> {
+  std::vector<std::size_t> order(v.waiting.size());
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+/// Indices of `views` by ascending key(view), arrival order among equals;
+/// each key computed once.
+template <class Key>
+auto order_by(std::span<const request_view> views, Key key) -> std::vector<std::size_t> {
+  using K = decltype(key(views[0]));
+  std::vector<std::pair<K, std::size_t>> keyed;
+  keyed.reserve(views.size());
+  for (std::size_t i = 0; i < views.size(); ++i) keyed.emplace_back(key(views[i]), i);
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::size_t> order;
+  order.reserve(keyed.size());
+  for (const auto& [k, i] : keyed) order.push_back(i);
+  return order;
+}
 
 class scheduling_policy {
 public:

@@ -1,7 +1,6 @@
 #include "policies/scheduling/priority.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 namespace troupe::policy {
 
@@ -10,12 +9,7 @@ auto priority_scheduling::effective(const request_view& r, double now_s) const -
 }
 
 auto priority_scheduling::admission_order(const schedule_view& v) -> std::vector<std::size_t> {
-  std::vector<std::size_t> order(v.waiting.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return effective(v.waiting[a], v.now_s) > effective(v.waiting[b], v.now_s);
-  });
-  return order;
+  return order_by(v.waiting, [&](const request_view& r) { return -effective(r, v.now_s); });
 }
 
 auto priority_scheduling::preemption_victim(const schedule_view& v) -> std::size_t {

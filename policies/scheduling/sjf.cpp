@@ -1,7 +1,6 @@
 #include "policies/scheduling/sjf.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 namespace troupe::policy {
 namespace {
@@ -18,11 +17,7 @@ auto work_left(const request_view& r) -> std::int64_t {
 } // namespace
 
 auto sjf_scheduling::admission_order(const schedule_view& v) -> std::vector<std::size_t> {
-  std::vector<std::size_t> order(v.waiting.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return job_length(v.waiting[a]) < job_length(v.waiting[b]); });
-  return order;
+  return order_by(v.waiting, job_length);
 }
 
 auto sjf_scheduling::preemption_victim(const schedule_view& v) -> std::size_t {

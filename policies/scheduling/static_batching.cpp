@@ -1,8 +1,5 @@
 #include "policies/scheduling/static_batching.hpp"
 
-#include <numeric>
-
-
 namespace troupe::policy {
 
 auto static_scheduling::admission_order(const schedule_view& v) -> std::vector<std::size_t> {
@@ -10,9 +7,7 @@ auto static_scheduling::admission_order(const schedule_view& v) -> std::vector<s
   // under the token budget): open while none of it has produced a token.
   for (const auto& r : v.running)
     if (r.num_output_tokens > 0) return {};
-  std::vector<std::size_t> order(v.waiting.size());
-  std::iota(order.begin(), order.end(), 0);
-  return order;
+  return arrival_order(v);
 }
 
 auto static_scheduling::preemption_victim(const schedule_view& v) -> std::size_t { return v.running.size() - 1; }

@@ -5,6 +5,7 @@
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/model/tiny_model.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/scheduling/fcfs.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,0 +1,23 @@
+#pragma once
+// Why a request ended, shared by the scheduler core, the output processor
+// and the server (kept light: no tokenizer behind it).
+
+#include <cstdint>
+#include <string_view>
+
+namespace troupe {
+
+enum class finish_reason : std::uint8_t { none, stop, length, abort };
+
+/// "stop", "length", "abort" (OpenAI's finish_reason spelling); "" for none.
+constexpr auto finish_reason_name(finish_reason r) -> std::string_view {
+  switch (r) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::abort: return "abort";
+    case finish_reason::none: break;
+  }
+  return "";
+}
+
+} // namespace troupe
