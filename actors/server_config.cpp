@@ -141,7 +141,7 @@ auto text(std::string server_config::*field, bool allow_empty) -> apply_fn {
 void apply_chat_template(const toml::node& n, const std::string& path, server_config& c) {
   const auto& s = as_string(n, path);
   if (!s.empty() && !parse_chat_format(s))
-    fail(path, "unknown chat template \"" + s + "\"; known: llama-2, chatml, zephyr");
+    fail(path, "unknown chat template \"" + s + "\"; known: " + chat_format_names());
   c.chat_template = s;
 }
 
@@ -178,14 +178,11 @@ auto policy_name(std::string server_config::*field, const char* kind, std::vecto
   };
 }
 
-void apply_prefix_caching(const toml::node& n, const std::string& path, server_config& c) {
-  if (!n.is_boolean()) wrong_type(path, "a boolean", n);
-  c.enable_prefix_caching = n.as_boolean()->get();
-}
-
-void apply_huge_pages(const toml::node& n, const std::string& path, server_config& c) {
-  if (!n.is_boolean()) wrong_type(path, "a boolean", n);
-  c.huge_pages = n.as_boolean()->get();
+auto boolean(bool server_config::*field) -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_boolean()) wrong_type(path, "a boolean", n);
+    c.*field = n.as_boolean()->get();
+  };
 }
 
 void apply_kv_memory(const toml::node& n, const std::string& path, server_config& c) {
@@ -222,7 +219,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"engine", "devices", apply_devices},
       {"engine", "replicas", integer(&c::replicas, 1)},
       {"engine", "threads", integer(&c::threads, 0)},
-      {"engine", "huge_pages", apply_huge_pages},
+      {"engine", "huge_pages", boolean(&c::huge_pages)},
       {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
       {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
       {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},
@@ -234,7 +231,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "max_output_tokens", integer(&c::max_output_tokens, 0)},
       {"scheduler", "policy", policy_name(&c::policy, "scheduling", policy::scheduling_policy_names()), true},
       {"scheduler", "eviction", policy_name(&c::eviction, "eviction", policy::eviction_policy_names()), true},
-      {"scheduler", "enable_prefix_caching", apply_prefix_caching},
+      {"scheduler", "enable_prefix_caching", boolean(&c::enable_prefix_caching)},
       {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0)},
       {"actors", "tokenizers", integer(&c::tokenizers, 0)},
       {"actors", "caf_threads", integer(&c::caf_threads, 0)},

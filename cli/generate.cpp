@@ -54,8 +54,8 @@ auto run_generate(std::span<char* const> argv) -> int {
     std::optional<chat_format> fmt;
     if (a.has("chat-template")) {
       fmt = parse_chat_format(a.str("chat-template", ""));
-      if (!fmt) throw usage_error("unknown chat template '" + a.str("chat-template", "") +
-                                  "' (known: llama-2, chatml, zephyr)");
+      if (!fmt) throw usage_error("unknown chat template '" + a.str("chat-template", "") + "' (known: " +
+                                  chat_format_names() + ")");
     } else {
       fmt = chat_format_of_model(dir);
       if (!fmt) throw usage_error("the model names no known chat template; pass --chat-template");

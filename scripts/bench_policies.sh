@@ -8,15 +8,11 @@ set -euo pipefail
 troupe=${TROUPE:-build/troupe}
 work=${BENCH_DIR:-/tmp/troupe-bench-serve}
 mkdir -p "$work"
+source "$(dirname "$0")/serve_lib.sh"
 [ -f "$work/stories110m/tokenizer.model" ] || "$troupe" make-model --preset stories110m --out "$work/stories110m" >/dev/null
 
 run() { # label, server --set options, bench options
-  "$troupe" serve --config config/default.toml --port 0 --model "$work/stories110m" \
-    --set scheduler.kv_memory=1GiB $2 >"$work/server.log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 600); do grep -q "ready:" "$work/server.log" 2>/dev/null && break; sleep 0.1; done
-  local port
-  port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$work/server.log")
+  start_server --model "$work/stories110m" --set scheduler.kv_memory=1GiB $2
   echo "-- $1"
   "$troupe" bench --url "http://127.0.0.1:$port" $3 |
     grep -E "Successful|duration|Output token|Median TTFT|P99 TTFT|Mean TPOT|tenant-" || true

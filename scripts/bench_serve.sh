@@ -11,16 +11,7 @@ troupe=${TROUPE:-build/troupe}
 work=${BENCH_DIR:-/tmp/troupe-bench-serve}
 mkdir -p "$work"
 
-start_server() { # args: extra --set options; sets $pid $port
-  "$troupe" serve --config config/default.toml --port 0 "$@" >"$work/server.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 600); do
-    grep -q "ready:" "$work/server.log" 2>/dev/null && break
-    kill -0 $pid 2>/dev/null || { cat "$work/server.log"; exit 1; }
-    sleep 0.1
-  done
-  port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$work/server.log")
-}
+source "$(dirname "$0")/serve_lib.sh"
 cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
 
 [ -f models/tiny/model.safetensors ] || "$troupe" make-model --preset tiny --out models/tiny >/dev/null

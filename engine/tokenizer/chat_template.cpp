@@ -90,6 +90,13 @@ auto parse_chat_format(std::string_view name) -> std::optional<chat_format> {
   return std::nullopt;
 }
 
+auto chat_format_names() -> std::string {
+  std::string out;
+  for (const auto f : {chat_format::llama2, chat_format::chatml, chat_format::zephyr})
+    out += (out.empty() ? "" : ", ") + std::string(chat_format_name(f));
+  return out;
+}
+
 auto chat_format_name(chat_format f) -> std::string_view {
   switch (f) {
   case chat_format::llama2: return "llama-2";

@@ -19,6 +19,8 @@ struct chat_message {
 /// "llama-2" / "llama2", "chatml", "zephyr" / "tinyllama"; nullopt otherwise.
 auto parse_chat_format(std::string_view name) -> std::optional<chat_format>;
 auto chat_format_name(chat_format f) -> std::string_view;
+/// "llama-2, chatml, zephyr": every format's name, for error messages.
+auto chat_format_names() -> std::string;
 
 /// Recognises a Hugging Face Jinja chat_template (tokenizer_config.json) by its
 /// markers: "<|im_start|>" ChatML, "<|user|>" Zephyr, "[INST]" Llama-2.
