@@ -123,6 +123,23 @@ auto read_null(od::value& v, bool& is_null) -> problem {
   return {};
 }
 
+/// Calls f(key, value) -> problem for each field of `obj` whose value is not
+/// null (JSON null counts as absent), stopping at the first problem.
+template <class F>
+auto for_each_field(od::object& obj, F&& f) -> problem {
+  for (auto field_result : obj) {
+    od::field field;
+    std::string_view key;
+    if (auto e = std::move(field_result).get(field)) return bad_json(e);
+    if (auto e = field.unescaped_key().get(key)) return bad_json(e);
+    bool is_null = false;
+    if (auto p = read_null(field.value(), is_null)) return p;
+    if (is_null) continue;
+    if (auto p = f(key, field.value())) return p;
+  }
+  return {};
+}
+
 /// Reads a number. On-demand says NUMBER_ERROR, not INCORRECT_TYPE, for a
 /// string or a boolean, so the type is checked first; and NUMBER_ERROR too for
 /// a well-formed number beyond double or 64 bits (1e400), which is out of range.
@@ -320,23 +337,15 @@ auto read_content(od::value& v, const std::string& path, std::string& out) -> pr
     if (auto e = part_result.get_object().get(part)) return failed(e, path, part_path, "an object");
     std::string type, text;
     bool has_text = false;
-    for (auto f : part) {
-      od::field field;
-      std::string_view key;
-      if (auto e = std::move(f).get(field)) return bad_json(e);
-      if (auto e = field.unescaped_key().get(key)) return bad_json(e);
-      bool is_null = false;
-      if (auto p = read_null(field.value(), is_null)) return p;
-      if (is_null) continue;
-      if (key == "type") {
-        if (auto p = read_string(field.value(), path, part_path + ".type", type)) return p;
-      } else if (key == "text") {
-        if (auto p = read_string(field.value(), path, part_path + ".text", text)) return p;
-        has_text = true;
-      } else if (auto p = check_json(field.value(), 1)) {
-        return p;
-      }
-    }
+    if (auto p = for_each_field(part, [&](std::string_view key, od::value& v) -> problem {
+          if (key == "type") return read_string(v, path, part_path + ".type", type);
+          if (key == "text") {
+            has_text = true;
+            return read_string(v, path, part_path + ".text", text);
+          }
+          return check_json(v, 1);
+        }))
+      return p;
     if (type != "text")
       return error("invalid_value", path,
                    part_path + ".type must be \"text\" (only text content is supported)");
@@ -355,25 +364,19 @@ auto read_messages(od::value& v, std::vector<chat_message>& out) -> problem {
     if (auto e = item.get_object().get(message)) return failed(e, "messages", path, "an object");
     chat_message m;
     bool has_role = false, has_content = false;
-    for (auto f : message) {
-      od::field field;
-      std::string_view key;
-      if (auto e = std::move(f).get(field)) return bad_json(e);
-      if (auto e = field.unescaped_key().get(key)) return bad_json(e);
-      bool is_null = false;
-      if (auto p = read_null(field.value(), is_null)) return p;
-      if (is_null) continue;
-      if (key == "role") {
-        if (auto p = read_string(field.value(), path + ".role", path + ".role", m.role)) return p;
-        has_role = true;
-      } else if (key == "content") {
-        m.content.clear();
-        if (auto p = read_content(field.value(), path + ".content", m.content)) return p;
-        has_content = true;
-      } else if (auto p = check_json(field.value(), 1)) {
-        return p;
-      }
-    }
+    if (auto p = for_each_field(message, [&](std::string_view key, od::value& v) -> problem {
+          if (key == "role") {
+            has_role = true;
+            return read_string(v, path + ".role", path + ".role", m.role);
+          }
+          if (key == "content") {
+            m.content.clear();
+            has_content = true;
+            return read_content(v, path + ".content", m.content);
+          }
+          return check_json(v, 1);
+        }))
+      return p;
     if (!has_role) return error("missing_field", path + ".role", path + ".role is missing");
     if (m.role == "developer") m.role = "system"; // OpenAI's newer name for it
     if (m.role != "system" && m.role != "user" && m.role != "assistant")
@@ -399,22 +402,12 @@ struct fields {
 auto read_stream_options(od::value& v, bool& include_usage) -> problem {
   od::object options;
   if (auto e = v.get_object().get(options)) return failed(e, "stream_options", "stream_options", "an object");
-  for (auto f : options) {
-    od::field field;
-    std::string_view key;
-    if (auto e = std::move(f).get(field)) return bad_json(e);
-    if (auto e = field.unescaped_key().get(key)) return bad_json(e);
-    bool is_null = false;
-    if (auto p = read_null(field.value(), is_null)) return p;
-    if (is_null) continue;
-    if (key == "include_usage") {
-      if (auto e = field.value().get_bool().get(include_usage))
-        return failed(e, "stream_options", "stream_options.include_usage", "a boolean");
-    } else if (auto p = check_json(field.value(), 1)) {
-      return p;
-    }
-  }
-  return {};
+  return for_each_field(options, [&](std::string_view key, od::value& v) -> problem {
+    if (key != "include_usage") return check_json(v, 1);
+    if (auto e = v.get_bool().get(include_usage))
+      return failed(e, "stream_options", "stream_options.include_usage", "a boolean");
+    return {};
+  });
 }
 
 auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f) -> problem {
@@ -512,16 +505,8 @@ auto parse_request(endpoint kind, std::string_view body, const sampling_params& 
   fields f;
   f.r.kind = kind;
   f.r.sampling = defaults;
-  for (auto field_result : root) {
-    od::field field;
-    std::string_view key;
-    if (auto e = std::move(field_result).get(field)) return bad_json(e);
-    if (auto e = field.unescaped_key().get(key)) return bad_json(e);
-    bool is_null = false;
-    if (auto p = read_null(field.value(), is_null)) return *p;
-    if (is_null) continue;
-    if (auto p = read_field(kind, key, field.value(), f)) return *p;
-  }
+  if (auto p = for_each_field(root, [&](std::string_view key, od::value& v) { return read_field(kind, key, v, f); }))
+    return *p;
   // 3.0.1 has no at_end(): anything after the object leaves a location.
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS)
     return error("invalid_json", "", "request body has text after the JSON object");
