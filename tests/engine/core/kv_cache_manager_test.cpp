@@ -2,6 +2,8 @@
 #include "engine/sampling/rng.hpp"
 #include "policies/eviction/lru.hpp"
 
+#include "tests/support/tokens.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
@@ -10,15 +12,7 @@
 
 using namespace troupe;
 
-namespace {
-
-auto tokens(std::int32_t n, token_id first = 100) -> std::vector<token_id> {
-  std::vector<token_id> t(static_cast<std::size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
-
-} // namespace
+using troupe::testing::tokens;
 
 TEST_CASE("kv_cache_manager: a shared prefix is computed once") {
   policy::lru_eviction lru;

@@ -6,21 +6,15 @@
 #include "policies/eviction/lru.hpp"
 #include "policies/registry.hpp"
 
+#include "tests/support/tokens.hpp"
+
 #include <doctest/doctest.h>
 
 #include <numeric>
 
 using namespace troupe;
 
-namespace {
-
-auto tokens(std::int32_t n, token_id first = 100) -> std::vector<token_id> {
-  std::vector<token_id> t(static_cast<std::size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
-
-} // namespace
+using troupe::testing::tokens;
 
 TEST_CASE("memory_manager: leases, publishes through a lease, matches for another replica") {
   policy::lru_eviction lru;
