@@ -62,9 +62,12 @@ server_metrics::server_metrics(const std::string& model_name, int num_replicas,
   auto& waiting = gauge(*registry_, "num_requests_waiting", "Requests waiting to be scheduled.");
   auto& kv = gauge(*registry_, "kv_cache_usage_perc", "Fraction of the leased KV blocks in use (0 to 1).");
   auto& preempt = counter(*registry_, "num_preemptions_total", "Requests preempted for KV blocks.");
+  auto& swapped = gauge(*registry_, "num_requests_swapped", "Preempted requests whose KV is in host swap space.");
+  auto& swap_outs = counter(*registry_, "num_swap_outs_total", "Preemptions that swapped the KV out to host memory.");
   for (int i = 0; i < num_replicas; ++i) {
     const prometheus::Labels l{{"model_name", model_name}, {"replica", std::to_string(i)}};
-    replicas_.push_back({&running.Add(l), &waiting.Add(l), &kv.Add(l), &preempt.Add(l)});
+    replicas_.push_back({&running.Add(l), &waiting.Add(l), &kv.Add(l), &preempt.Add(l), &swapped.Add(l),
+                         &swap_outs.Add(l)});
   }
   auto& queries = counter(*registry_, "prefix_cache_queries_total", "KV blocks looked up in the prefix cache.");
   auto& hits = counter(*registry_, "prefix_cache_hits_total", "KV blocks found in the prefix cache.");

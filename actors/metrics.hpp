@@ -30,6 +30,8 @@ public:
     prometheus::Gauge* num_requests_waiting;
     prometheus::Gauge* kv_cache_usage;
     prometheus::Counter* num_preemptions;
+    prometheus::Gauge* num_requests_swapped; ///< preempted by swap, their KV in host memory
+    prometheus::Counter* num_swap_outs;       ///< preemptions that swapped (of num_preemptions)
   };
   /// A device's prefix-cache series, counted by its memory manager.
   struct device_series {

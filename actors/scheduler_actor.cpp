@@ -13,6 +13,12 @@
 namespace troupe {
 namespace {
 
+/// Raises a Prometheus counter to the core's running total.
+void catch_up(prometheus::Counter& c, std::int64_t total) {
+  const auto t = static_cast<double>(total);
+  if (t > c.Value()) c.Increment(t - c.Value());
+}
+
 struct scheduler_state {
   replica_options options;
   // Built in this order, destroyed in reverse: each refers to those above.
@@ -49,10 +55,11 @@ struct scheduler_state {
     const auto& m = metrics->replica(options.replica);
     m.num_requests_running->Set(static_cast<double>(core->num_running()));
     m.num_requests_waiting->Set(static_cast<double>(core->num_waiting()));
+    m.num_requests_swapped->Set(static_cast<double>(core->num_swapped()));
     // In use: held references but the lease's free blocks, of the replica's share.
     m.kv_cache_usage->Set(static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity()));
-    const auto preemptions = static_cast<double>(core->num_preemptions());
-    if (preemptions > m.num_preemptions->Value()) m.num_preemptions->Increment(preemptions - m.num_preemptions->Value());
+    catch_up(*m.num_preemptions, core->num_preemptions());
+    catch_up(*m.num_swap_outs, core->num_swap_outs());
   }
 };
 
@@ -141,7 +148,7 @@ void step(self_ptr self) {
   // Work that cannot run means blocks are short: ask for more (the refill
   // kicks the next step).
   st.starved = out->scheduled.empty() && st.core->has_work();
-  if (out->scheduled.empty() && out->finished.empty()) {
+  if (out->empty()) {
     st.stepping = false;
     report(self);
     st.publish();

@@ -185,12 +185,21 @@ auto boolean(bool server_config::*field) -> apply_fn {
   };
 }
 
-void apply_kv_memory(const toml::node& n, const std::string& path, server_config& c) {
-  std::int64_t bytes = 0;
-  if (n.is_integer()) bytes = n.as_integer()->get();
-  else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
-  else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
-  c.kv_memory_bytes = in_range<std::int64_t>(bytes, path, 1, std::nullopt);
+/// A size in bytes: an integer, or a string like "512MiB".
+auto byte_size(std::int64_t server_config::*field, std::int64_t min) -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    std::int64_t bytes = 0;
+    if (n.is_integer()) bytes = n.as_integer()->get();
+    else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
+    else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
+    c.*field = in_range<std::int64_t>(bytes, path, min, std::nullopt);
+  };
+}
+
+void apply_preemption_mode(const toml::node& n, const std::string& path, server_config& c) {
+  const auto& s = as_string(n, path);
+  if (s != "recompute" && s != "swap") fail(path, "unknown preemption mode \"" + s + "\"; known: recompute, swap");
+  c.preemption_mode = s;
 }
 
 struct key_spec {
@@ -223,7 +232,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
       {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
       {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},
-      {"scheduler", "kv_memory", apply_kv_memory},
+      {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1)},
       {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1)},
       {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1)},
       {"scheduler", "max_model_len", integer(&c::max_model_len, 0)},
@@ -233,6 +242,8 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "eviction", policy_name(&c::eviction, "eviction", policy::eviction_policy_names()), true},
       {"scheduler", "enable_prefix_caching", boolean(&c::enable_prefix_caching)},
       {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0)},
+      {"scheduler", "preemption_mode", apply_preemption_mode, true},
+      {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0)},
       {"actors", "tokenizers", integer(&c::tokenizers, 0)},
       {"actors", "caf_threads", integer(&c::caf_threads, 0)},
   };

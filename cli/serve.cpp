@@ -101,6 +101,15 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   if (num_blocks < 1)
     throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
                              " bytes hold no KV block of " + std::to_string(block_bytes) + " bytes");
+  const int replicas = cfg.replicas * static_cast<int>(cfg.devices.size());
+  // Swap space: each replica gets an equal share of the host blocks.
+  const bool swap = cfg.preemption_mode == "swap";
+  const auto num_host_blocks =
+      swap ? static_cast<std::int32_t>(std::min<std::int64_t>(cfg.swap_space_bytes / block_bytes, 1 << 30)) : 0;
+  if (swap && num_host_blocks < replicas)
+    throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.swap_space_bytes) + " bytes hold " +
+                             std::to_string(num_host_blocks) + " KV blocks of " + std::to_string(block_bytes) +
+                             " bytes, fewer than one per replica");
   // Policies named by path are loaded here, so a bad one stops start-up with
   // its reason (each replica then makes its own instance).
   (void)policy::make_scheduling_policy(cfg.policy);
@@ -125,11 +134,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     cpu_executor_options eo;
     eo.block_size = cfg.block_size;
     eo.num_kv_blocks = num_blocks;
+    eo.num_host_blocks = num_host_blocks;
     eo.num_threads = cfg.threads;
     ex = std::make_shared<cpu_executor>(parts.weights, eo);
   }
 
-  const int replicas = cfg.replicas * static_cast<int>(cfg.devices.size());
   if (cfg.watermark_blocks >= num_blocks / replicas)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(num_blocks / replicas) + " for admissions");
@@ -161,6 +170,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   replica_options ro;
   ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len, cfg.max_waiting_requests,
                cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
+  ro.limits.preemption = swap ? preemption_mode::swap : preemption_mode::recompute;
+  ro.limits.num_host_blocks = num_host_blocks / replicas;
   ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
   ro.scheduling = cfg.policy;
   ro.share = num_blocks / replicas;
@@ -172,13 +183,16 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
         .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
                  [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
     ro.replica = r;
+    ro.limits.first_host_block = r * ro.limits.num_host_blocks;
     ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
   }
   parts.ctx = ctx;
   std::ostringstream info;
   info << "model " << name << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
-       << cfg.block_size << " tokens, " << replicas << " replica" << (replicas == 1 ? "" : "s")
+       << cfg.block_size << " tokens, ";
+  if (swap) info << num_host_blocks << " in host swap space, ";
+  info << replicas << " replica" << (replicas == 1 ? "" : "s")
        << ", context " << max_model_len;
   return info.str();
 }

@@ -13,7 +13,8 @@ class executor {
 public:
   virtual ~executor() = default;
 
-  /// Runs one step: registers new requests, computes every scheduled chunk
+  /// Runs one step: copies the blocks it swaps out, then in (host swap
+  /// space, where the backend has any), registers new requests, computes every scheduled chunk
   /// (writing its keys and values into the blocks of its table), samples
   /// where asked, then forgets the finished requests.
   virtual auto execute(const scheduler_output& step) -> step_result = 0;

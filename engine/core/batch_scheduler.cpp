@@ -9,7 +9,11 @@ namespace troupe {
 
 batch_scheduler::batch_scheduler(const scheduler_limits& limits, kv_cache_manager& kv,
                                  policy::scheduling_policy& policy, std::vector<token_id> eos_ids)
-  : limits_(limits), kv_(kv), policy_(policy), eos_ids_(std::move(eos_ids)) {
+  : limits_(limits),
+    kv_(kv),
+    policy_(policy),
+    eos_ids_(std::move(eos_ids)),
+    host_(limits.preemption == preemption_mode::swap ? limits.num_host_blocks : 0, limits.first_host_block) {
   TROUPE_CHECK(limits.max_num_seqs >= 1 && limits.max_num_batched_tokens >= 1 && limits.max_model_len >= 1,
                "scheduler limits must be positive");
 }
@@ -83,6 +87,10 @@ auto batch_scheduler::view_of(const request& r) const -> policy::request_view {
 
 void batch_scheduler::end(request& r, request_state state) {
   kv_.end(r.id);
+  if (!r.host_blocks.empty()) {
+    host_.release(r.host_blocks);
+    --num_swapped_;
+  }
   if (r.state == request_state::running) {
     running_.erase(std::find(running_.begin(), running_.end(), &r));
   } else if (r.state == request_state::waiting || r.state == request_state::preempted) {
@@ -108,7 +116,7 @@ auto batch_scheduler::reclaim_waiting(const request* keep) -> bool {
   for (auto it = waiting_.rbegin(); it != waiting_.rend(); ++it) {
     request& w = **it;
     // (admit() drops the requests it admitted from waiting_ only at its end.)
-    if (&w == keep || w.state == request_state::running || !kv_.tracks(w.id)) continue;
+    if (&w == keep || w.state == request_state::running || !kv_.tracks(w.id) || !w.host_blocks.empty()) continue;
     kv_.end(w.id);
     w.num_computed_tokens = w.num_cached_tokens = 0;
     return true;
@@ -116,13 +124,27 @@ auto batch_scheduler::reclaim_waiting(const request* keep) -> bool {
   return false;
 }
 
-// Back to the head of the queue; readmission recomputes prompt ++ output
-// (the prefix cache may still hold much of it).
-void batch_scheduler::preempt(request& r) {
-  kv_.end(r.id);
+// Back to the head of the queue. By swap, while host blocks last, its KV is
+// copied out (this step, before anything overwrites the blocks it frees)
+// and readmission copies it back; else readmission recomputes prompt ++
+// output (the prefix cache may still hold much of it).
+void batch_scheduler::preempt(request& r, scheduler_output& out) {
   running_.erase(std::find(running_.begin(), running_.end(), &r));
-  r.num_computed_tokens = 0;
-  r.num_cached_tokens = 0;
+  const std::int64_t n = blocks_for(r.num_computed_tokens, kv_.options().block_size);
+  std::optional<std::vector<block_id>> host;
+  if (limits_.preemption == preemption_mode::swap && n > 0) host = host_.allocate(n);
+  if (host) {
+    const auto& device = kv_.blocks(r.id);
+    for (std::size_t i = 0; i < host->size(); ++i) out.swap_out.push_back({device[i], (*host)[i]});
+    kv_.drop_blocks(r.id);
+    r.host_blocks = std::move(*host);
+    ++num_swap_outs_;
+    ++num_swapped_;
+  } else {
+    kv_.end(r.id);
+    r.num_computed_tokens = 0;
+    r.num_cached_tokens = 0;
+  }
   r.num_blocks_sent = 0; // the next admission sends a fresh table
   r.state = request_state::preempted;
   ++num_preemptions_;
@@ -183,17 +205,25 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     bool grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
     if (!grown && reclaim && reclaim_waiting(&r))
       grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
+    const bool swapped = !r.host_blocks.empty();
     if (!grown) {
       // A waiting request holds no blocks while it cannot run, where that
       // helps: its prefix hits go too (grow took nothing else) and are
-      // looked up again at admission.
-      if (reclaim) {
+      // looked up again at admission. (A swapped one holds none.)
+      if (reclaim && !swapped) {
         kv_.end(r.id);
         r.num_computed_tokens = r.num_cached_tokens = 0;
       }
       blocked_available_ = kv_.source().num_available();
       blocked_version_ = queue_version_;
       break; // in the policy's order: nobody overtakes the head
+    }
+    if (swapped) { // its KV comes back into the first of its fresh blocks
+      const auto& device = kv_.blocks(r.id);
+      for (std::size_t i = 0; i < r.host_blocks.size(); ++i) out.swap_in.push_back({r.host_blocks[i], device[i]});
+      host_.release(r.host_blocks);
+      r.host_blocks.clear();
+      --num_swapped_;
     }
     admitted[idx] = true;
     waiting_tokens_ -= r.num_tokens();
@@ -249,7 +279,7 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
           }
         const std::size_t v = policy_.preemption_victim({now_s, {}, views});
         TROUPE_CHECK(v < candidates.size(), "the policy chose no victim");
-        preempt(*running_[candidates[v]]);
+        preempt(*running_[candidates[v]], out);
         preempted = true;
         i = 0;
         continue;
@@ -260,7 +290,9 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
       ++i;
     }
   }
-  // No admissions in a step that had to preempt: the pool is short.
+  // No admissions in a step that had to preempt: the pool is short. (So no
+  // step swaps both ways, and host blocks freed by a swap-in are not
+  // written by a swap-out before they are read.)
   if (!preempted) admit(now_s, budget, out);
   return out;
 }
@@ -311,6 +343,19 @@ void batch_scheduler::check_invariants() const {
   TROUPE_CHECK(tokens == waiting_tokens_, "the waiting token count drifted");
   for (const request* r : running_) TROUPE_CHECK(r->state == request_state::running, "a running request is not running");
   TROUPE_CHECK(waiting_.size() + running_.size() == requests_.size(), "a request is in no queue");
+  std::int64_t host_blocks = 0, swapped = 0;
+  for (const auto& [id, r] : requests_) {
+    if (r->host_blocks.empty()) continue;
+    TROUPE_CHECK(r->state == request_state::preempted, "a request holds host blocks but is not preempted");
+    TROUPE_CHECK(kv_.blocks(id).empty(), "a swapped request holds device blocks");
+    TROUPE_CHECK(static_cast<std::int64_t>(r->host_blocks.size()) ==
+                     blocks_for(r->num_computed_tokens, kv_.options().block_size),
+                 "a swapped request's host blocks do not cover its computed tokens");
+    host_blocks += static_cast<std::int64_t>(r->host_blocks.size());
+    ++swapped;
+  }
+  TROUPE_CHECK(host_blocks + host_.num_free() == host_.capacity(), "host blocks are not conserved");
+  TROUPE_CHECK(swapped == num_swapped_, "the swapped count drifted");
   kv_.source().check_invariants();
 }
 

@@ -5,9 +5,11 @@
 // chunks, then admits waiting requests in the order the scheduling policy
 // gives, while the token budget, max_num_seqs and KV blocks allow. When a
 // running request needs a block and none is available, the policy picks a
-// victim to preempt (its blocks released; recomputed later, the prefix cache
-// permitting). Deterministic: time (`now_s`) is an argument; no randomness.
+// victim to preempt: its blocks are released and it is recomputed later, the
+// prefix cache permitting, or (preemption by swap) its KV is first copied to
+// host swap space and copied back at readmission. Deterministic: time (`now_s`) is an argument; no randomness.
 
+#include "engine/core/host_block_pool.hpp"
 #include "engine/core/kv_cache_manager.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/scheduler_output.hpp"
@@ -23,6 +25,12 @@
 
 namespace troupe {
 
+/// What preemption does with the victim's KV (vLLM's preemption_mode).
+enum class preemption_mode : std::uint8_t {
+  recompute, ///< drop it; readmission recomputes prompt ++ output
+  swap,      ///< copy it to host blocks, and back at readmission; recompute when they run out
+};
+
 struct scheduler_limits {
   std::int32_t max_num_seqs = 256;            ///< running requests at once, >= 1
   std::int32_t max_num_batched_tokens = 2048; ///< tokens per step, >= 1
@@ -31,6 +39,9 @@ struct scheduler_limits {
   std::int64_t max_waiting_tokens = 1 << 22;  ///< prompt tokens queued, at most
   std::int32_t max_input_tokens = 0;          ///< per request; 0: max_model_len
   std::int32_t max_output_tokens = 0;         ///< per request; 0: no limit but the context
+  preemption_mode preemption = preemption_mode::recompute;
+  std::int32_t num_host_blocks = 0;           ///< swap space: this scheduler's host blocks
+  block_id first_host_block = 0;              ///< ... named [first, first + num_host_blocks)
 };
 
 /// What one step did for one request: its new token, and whether it ended.
@@ -78,6 +89,10 @@ public:
   /// Something to schedule, or ended requests the executor has not heard of.
   auto has_work() const -> bool { return !waiting_.empty() || !running_.empty() || !finished_.empty(); }
   auto num_preemptions() const -> std::int64_t { return num_preemptions_; }
+  /// Preemptions that swapped (of num_preemptions()), and requests swapped out now.
+  auto num_swap_outs() const -> std::int64_t { return num_swap_outs_; }
+  auto num_swapped() const -> std::int64_t { return num_swapped_; }
+  auto host_blocks() const -> const host_block_pool& { return host_; }
   auto limits() const -> const scheduler_limits& { return limits_; }
   auto kv() const -> const kv_cache_manager& { return kv_; }
   /// The request's state, or nullptr when unknown (never seen, or ended).
@@ -90,7 +105,7 @@ public:
 private:
   auto find_mut(request_id id) -> request*;
   auto view_of(const request& r) const -> policy::request_view;
-  void preempt(request& r);
+  void preempt(request& r, scheduler_output& out);
   auto reclaim_waiting(const request* keep) -> bool;
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
@@ -106,6 +121,9 @@ private:
   std::vector<request_id> finished_; ///< for the next step's executor
   std::int64_t waiting_tokens_ = 0;  ///< prompt tokens of waiting_
   std::int64_t num_preemptions_ = 0;
+  std::int64_t num_swap_outs_ = 0;
+  std::int64_t num_swapped_ = 0;
+  host_block_pool host_;
   std::uint64_t out_step_ = 0; ///< counts schedule() calls
   /// After an admission failed for want of blocks: the blocks available
   /// then, and the queue's version; admission is retried only once either

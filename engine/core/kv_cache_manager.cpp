@@ -77,9 +77,15 @@ void kv_cache_manager::commit(request_id id, std::span<const token_id> prompt, s
 void kv_cache_manager::end(request_id id) {
   const auto it = requests_.find(id);
   if (it == requests_.end()) return;
-  // Tail first: with equal recency, the chain's head outlives its tail.
-  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b) cache_.release(*b);
+  drop_blocks(id);
   requests_.erase(it);
+}
+
+void kv_cache_manager::drop_blocks(request_id id) {
+  auto& blocks = requests_.at(id).blocks;
+  // Tail first: with equal recency, the chain's head outlives its tail.
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) cache_.release(*b);
+  blocks.clear();
 }
 
 auto kv_cache_manager::blocks(request_id id) const -> const std::vector<block_id>& {

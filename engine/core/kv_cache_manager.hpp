@@ -48,6 +48,11 @@ public:
   /// Drops every reference the request holds (it ends, or is preempted and
   /// will start again from begin()).
   void end(request_id id);
+  /// Drops the request's block references but goes on tracking it (its KV
+  /// was swapped out to host memory): a later grow() gives it fresh blocks
+  /// for the swapped KV to be copied into. What it published stays
+  /// published; its fresh copies of those blocks stay private.
+  void drop_blocks(request_id id);
 
   auto blocks(request_id id) const -> const std::vector<block_id>&;
   auto tracks(request_id id) const -> bool { return requests_.contains(id); }

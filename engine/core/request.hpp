@@ -11,8 +11,8 @@ namespace troupe {
 
 ///   waiting ──admit──▶ running ──EOS / stop id / length──▶ finished
 ///                       │   ▲
-///              preempt  ▼   │ admit (recomputes, prefix cache permitting)
-///                     preempted
+///              preempt  ▼   │ admit: recomputes (prefix cache permitting),
+///                     preempted   or, preempted by swap, copies its KV back
 ///   any state ──abort (client gone, stop string, shutdown)──▶ aborted
 enum class request_state : std::uint8_t { waiting, running, preempted, finished, aborted };
 
@@ -34,6 +34,9 @@ struct request {
   bool known_to_executor = false; ///< sent once as new_request_data
   std::uint64_t scheduled_in_step = 0; ///< the scheduler's step counter when last scheduled
   std::int32_t num_blocks_sent = 0;    ///< of its block table, already sent to the executor
+  /// While preempted by swap: the host blocks holding the KV of its first
+  /// num_computed_tokens tokens, in table order. Empty otherwise.
+  std::vector<block_id> host_blocks;
 
   auto num_tokens() const -> std::int32_t {
     return static_cast<std::int32_t>(prompt.size() + output.size());

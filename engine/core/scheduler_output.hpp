@@ -36,8 +36,20 @@ struct scheduled_chunk {
   bool sample = false;                   ///< sample a token after the last one
 };
 
+/// One KV block copied between the device's cache and host swap space.
+struct block_copy {
+  block_id from = 0;
+  block_id to = 0;
+};
+
 struct scheduler_output {
   std::vector<new_request_data> new_requests;
+  /// Before the step computes anything: device blocks copied out to host
+  /// blocks (requests preempted by swap; the device blocks may be rewritten
+  /// by this very step), then host blocks copied back into device blocks
+  /// (swapped requests readmitted). A step never does both.
+  std::vector<block_copy> swap_out;
+  std::vector<block_copy> swap_in;
   std::vector<scheduled_chunk> scheduled;
   std::vector<token_id> token_ids;  ///< every chunk's tokens, end to end (the flattened batch)
   std::vector<request_id> finished; ///< the executor forgets these (and their tables) after the step
@@ -57,6 +69,8 @@ struct scheduler_output {
     return c;
   }
   auto num_scheduled_tokens() const -> std::int64_t { return static_cast<std::int64_t>(token_ids.size()); }
+  /// Nothing for the executor to do (no chunk, no copy, nobody to forget).
+  auto empty() const -> bool { return scheduled.empty() && finished.empty() && swap_out.empty() && swap_in.empty(); }
 };
 
 struct sampled_token {

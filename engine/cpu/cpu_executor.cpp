@@ -9,10 +9,27 @@ cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_opti
   : options_(options),
     model_(weights, options.block_size, options.num_kv_blocks),
     seed_source_(options.seed) {
+  TROUPE_CHECK(options.num_host_blocks >= 0, "negative swap space");
+  // Untouched until a block is swapped out: pages are mapped as they are written.
+  if (options.num_host_blocks > 0)
+    host_ = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(options.num_host_blocks) *
+                                                    static_cast<std::size_t>(model_.kv_cache().block_floats()));
   set_cpu_threads(options.num_threads);
 }
 
+void cpu_executor::swap(const scheduler_output& step) {
+  auto& kv = model_.kv_cache();
+  const auto floats = kv.block_floats();
+  const auto host = [&](block_id h) {
+    TROUPE_CHECK(h >= 0 && h < options_.num_host_blocks, "host block id out of range");
+    return host_.get() + static_cast<std::int64_t>(h) * floats;
+  };
+  for (const auto& c : step.swap_out) kv.save_block(c.from, host(c.to));
+  for (const auto& c : step.swap_in) kv.load_block(c.to, host(c.from));
+}
+
 auto cpu_executor::execute(const scheduler_output& step) -> step_result {
+  swap(step);
   for (const auto& r : step.new_requests)
     samplers_.insert_or_assign(r.id, request_sampler(r.sampling, r.prompt_tokens, seed_source_.next()));
 

@@ -8,6 +8,7 @@
 #include "engine/sampling/sampler.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 
 namespace troupe {
@@ -17,6 +18,7 @@ struct cpu_executor_options {
   std::int32_t num_kv_blocks = 256;
   int num_threads = 0;   ///< 0: one per core
   std::uint64_t seed = 0; ///< draws the seeds of requests that bring none
+  std::int32_t num_host_blocks = 0; ///< swap space in host memory, for preemption by swap
 };
 
 class cpu_executor final : public executor {
@@ -30,8 +32,11 @@ public:
   auto vocab_size() const -> std::int64_t override { return model_.config().vocab_size; }
 
 private:
+  void swap(const scheduler_output& step);
+
   cpu_executor_options options_;
   cpu_model model_;
+  std::unique_ptr<float[]> host_; ///< num_host_blocks × the KV cache's block_floats()
   rng seed_source_;
   std::unordered_map<request_id, request_sampler> samplers_;
   std::unordered_map<request_id, std::vector<block_id>> tables_; ///< built from the steps' block diffs

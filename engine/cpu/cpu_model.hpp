@@ -32,6 +32,7 @@ public:
   void forward(std::span<const chunk> batch, bool all_logits, std::vector<float>& logits);
 
   auto config() const -> const model_config& { return w_.config; }
+  auto kv_cache() -> paged_kv_cache& { return cache_; }
 
 private:
   const model_weights& w_;

@@ -13,7 +13,8 @@ namespace troupe {
 paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
                                std::int32_t block_size, std::int64_t num_kv_heads,
                                std::int64_t head_dim)
-  : num_kv_heads_(num_kv_heads),
+  : num_layers_(num_layers),
+    num_kv_heads_(num_kv_heads),
     head_dim_(head_dim),
     layer_floats_(2 * static_cast<std::int64_t>(num_blocks) * block_size * num_kv_heads * head_dim),
     num_blocks_(num_blocks),
@@ -23,6 +24,26 @@ paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
     mapping_(map_huge_pages(static_cast<std::size_t>(num_layers * layer_floats_) * sizeof(float))),
     storage_(reinterpret_cast<float*>(mapping_.get())) {
   TROUPE_CHECK(block_size > 0 && num_blocks > 0, "KV cache needs blocks");
+}
+
+void paged_kv_cache::save_block(block_id b, float* dst) {
+  TROUPE_CHECK(b >= 0 && b < num_blocks_, "block id out of range");
+  const auto n = static_cast<std::size_t>(layer_floats_ / num_blocks_ / 2); // one block's keys in one layer
+  for (std::int64_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(dst, keys(l, b, 0), n * sizeof(float));
+    std::memcpy(dst + n, values(l, b, 0), n * sizeof(float));
+    dst += 2 * n;
+  }
+}
+
+void paged_kv_cache::load_block(block_id b, const float* src) {
+  TROUPE_CHECK(b >= 0 && b < num_blocks_, "block id out of range");
+  const auto n = static_cast<std::size_t>(layer_floats_ / num_blocks_ / 2);
+  for (std::int64_t l = 0; l < num_layers_; ++l) {
+    std::memcpy(keys(l, b, 0), src, n * sizeof(float));
+    std::memcpy(values(l, b, 0), src + n, n * sizeof(float));
+    src += 2 * n;
+  }
 }
 
 void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attention_row> rows,

@@ -29,6 +29,12 @@ public:
 
   auto num_kv_heads() const -> std::int64_t { return num_kv_heads_; }
   auto head_dim() const -> std::int64_t { return head_dim_; }
+  /// Floats one block holds over every layer, keys and values.
+  auto block_floats() const -> std::int64_t { return num_layers_ * layer_floats_ / num_blocks_; }
+  /// Copies block b's keys and values of every layer to dst (block_floats()
+  /// floats: host swap space), or back from src.
+  void save_block(block_id b, float* dst);
+  void load_block(block_id b, const float* src);
   /// One kv head's keys in one block, [head_dim, block_size]; its values,
   /// [block_size, head_dim].
   auto keys(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
@@ -40,6 +46,7 @@ public:
   }
 
 private:
+  std::int64_t num_layers_;
   std::int64_t num_kv_heads_;
   std::int64_t head_dim_;
   std::int64_t layer_floats_;

@@ -63,6 +63,8 @@ TEST_CASE("config/default.toml gives exactly the struct's defaults") {
   CHECK(c.eviction == d.eviction);
   CHECK(c.enable_prefix_caching == d.enable_prefix_caching);
   CHECK(c.watermark_blocks == d.watermark_blocks);
+  CHECK(c.preemption_mode == d.preemption_mode);
+  CHECK(c.swap_space_bytes == d.swap_space_bytes);
   CHECK(c.tokenizers == d.tokenizers);
   CHECK(c.caf_threads == d.caf_threads);
   // The defaulted == also covers any field added later.
@@ -80,13 +82,14 @@ TEST_CASE("config/default.toml spells out every key") {
         "scheduler.block_size", "scheduler.kv_memory", "scheduler.max_waiting_requests",
         "scheduler.max_waiting_tokens", "scheduler.max_model_len", "scheduler.max_input_tokens",
         "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
-        "scheduler.watermark_blocks", "actors.tokenizers", "actors.caf_threads"}) {
+        "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "actors.tokenizers",
+        "actors.caf_threads"}) {
     CAPTURE(key);
     CHECK(doc.at_path(key).node() != nullptr);
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 31);
+  CHECK(num_keys == 33);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -172,6 +175,15 @@ TEST_CASE("kv_memory takes bytes or a size with a unit") {
   CHECK(error_of("", {{"scheduler.kv_memory", "9000000TiB"}}) == "scheduler.kv_memory: \"9000000TiB\" is too large");
   CHECK(error_of("[scheduler]\nkv_memory = 1.5\n") ==
         "scheduler.kv_memory: expected an integer or a size string like \"512MiB\", got float");
+}
+
+TEST_CASE("preemption by swap: a mode and a swap space size") {
+  CHECK(with("scheduler.preemption_mode", "swap").preemption_mode == "swap");
+  CHECK(with("scheduler.swap_space", "2GiB").swap_space_bytes == std::int64_t{2} << 30);
+  CHECK(with("scheduler.swap_space", "0").swap_space_bytes == 0);
+  CHECK(error_of("", {{"scheduler.preemption_mode", "spill"}}) ==
+        "scheduler.preemption_mode: unknown preemption mode \"spill\"; known: recompute, swap");
+  CHECK(error_of("", {{"scheduler.swap_space", "-1"}}) == "scheduler.swap_space: must be >= 0, got -1");
 }
 
 TEST_CASE("unknown sections and keys are named, in the file and in overrides alike") {

@@ -278,7 +278,8 @@ def test_metrics(srv):
     for name in ["time_to_first_token_seconds", "inter_token_latency_seconds",
                  "request_time_per_output_token_seconds", "e2e_request_latency_seconds",
                  "request_queue_time_seconds", "num_requests_running", "num_requests_waiting",
-                 "kv_cache_usage_perc", "num_preemptions_total", "prompt_tokens_total",
+                 "kv_cache_usage_perc", "num_preemptions_total", "num_requests_swapped",
+                 "num_swap_outs_total", "prompt_tokens_total",
                  "prefix_cache_queries_total", "prefix_cache_hits_total",
                  "generation_tokens_total", "request_success_total"]:
         check(f"troupe_{name}" in text, f"/metrics has troupe_{name}")
@@ -407,6 +408,37 @@ def test_kv_pressure(model):
         srv.stop()
 
 
+def test_swap(model):
+    """Preemption by swap on the real CPU model: 8 greedy streams on 16 KV
+    blocks (they need 32) swap each other out to host memory and back, and
+    each gets the text it gets alone."""
+    srv = server(model, "scheduler.kv_memory=256KiB", "scheduler.preemption_mode=swap",
+                 "scheduler.swap_space=4MiB", "scheduler.enable_prefix_caching=false")
+    try:
+        prompts = [f"Permission number {i} is hereby granted" for i in range(8)]
+        def complete(p):
+            r, text = srv.request("POST", "/v1/completions", {"prompt": p, "max_tokens": 48, "temperature": 0,
+                                                              "ignore_eos": True})
+            body = json.loads(text)
+            return r.status, body["choices"][0]["text"], body["usage"]["completion_tokens"]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            together = list(pool.map(complete, prompts))
+        check(all(st == 200 and n == 48 for st, _, n in together), "8 streams on 16 KV blocks all finish")
+        check(srv.metric("troupe_num_swap_outs_total") > 0, "... swapping KV out to host memory")
+        alone = [complete(p) for p in prompts]
+        check([t for _, t, _ in together] == [t for _, t, _ in alone], "... with the text each gets alone")
+        check(srv.metric("troupe_num_requests_swapped") == 0 and srv.metric("troupe_kv_cache_usage_perc") == 0,
+              "... and nothing held afterwards")
+    finally:
+        srv.stop()
+    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0",
+                          "--set", "scheduler.preemption_mode=swap", "--set", "scheduler.swap_space=1KiB"],
+                         capture_output=True, text=True, timeout=60)
+    lines = out.stderr.strip().splitlines()
+    check(out.returncode == 1 and len(lines) == 1 and "scheduler.swap_space: 1024 bytes hold 0 KV blocks" in lines[0],
+          "swap space too small for a block stops start-up with one line: " + out.stderr.strip())
+
+
 def test_queue_full(model):
     """429 with Retry-After once the bounded waiting queue is full."""
     srv = server(model, "engine.executor=zero", "engine.zero_step_us=100000", "scheduler.max_num_seqs=1",
@@ -484,6 +516,7 @@ def main():
         test_config_errors(model)
         test_queue_full(model)
         test_kv_pressure(model)
+        test_swap(model)
         test_policies(model)
         test_stall(model)
         test_drain(model)

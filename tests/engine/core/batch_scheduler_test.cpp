@@ -67,6 +67,46 @@ struct tables {
   }
 };
 
+// What the KV cache would hold, slot by slot: a hash of the tokens up to and
+// including that position (a position's KV depends on exactly those). Each
+// chunk must find the KV of its own prefix in its table's earlier slots,
+// wherever it came from (its own steps, the prefix cache, a swap), and
+// writes its own. Follows the swaps as an executor does, before compute.
+struct shadow_kv {
+  std::int32_t block_size;
+  std::map<block_id, std::vector<std::uint64_t>> device, host;
+  std::map<request_id, std::vector<token_id>> tokens; ///< prompt ++ output so far
+
+  void apply(const scheduler_output& s, tables& t) {
+    for (const auto& c : s.swap_out) host[c.to] = device.at(c.from);
+    for (const auto& c : s.swap_in) device[c.to] = host.at(c.from);
+    for (const auto& c : s.scheduled) {
+      const auto& all = tokens.at(c.id);
+      const auto& table = t.of.at(c.id);
+      const auto chunk = s.tokens_of(c);
+      std::uint64_t h = 0;
+      bool same = true;
+      for (std::int32_t p = 0; p < c.num_computed_tokens + c.num_tokens; ++p) {
+        h = (h ^ static_cast<std::uint64_t>(all.at(static_cast<std::size_t>(p)))) * 0x100000001b3ULL + 1;
+        auto& slots = device[table.at(static_cast<std::size_t>(p / block_size))];
+        slots.resize(static_cast<std::size_t>(block_size));
+        auto& slot = slots[static_cast<std::size_t>(p % block_size)];
+        if (p < c.num_computed_tokens) {
+          same = same && slot == h;
+        } else {
+          same = same && chunk[static_cast<std::size_t>(p - c.num_computed_tokens)] == all[static_cast<std::size_t>(p)];
+          slot = h;
+        }
+      }
+      REQUIRE(same);
+    }
+  }
+  void record(const std::vector<request_update>& ups) {
+    for (const auto& u : ups)
+      if (u.token) tokens[u.id].push_back(u.token->token);
+  }
+};
+
 // Every step must describe a valid batch: chunks within budget and
 // max_num_seqs, block tables covering the chunk, no block in two tables.
 void check_step(const scheduler_output& s, const scheduler_limits& lim, std::int32_t block_size, tables& t) {
@@ -196,11 +236,19 @@ TEST_CASE("batch_scheduler: what can never fit is a 400, a full queue a 429") {
   CHECK(tokens.s.submit(make_request(2, 6, 2)).status == 429); // 21 queued tokens > 20
 }
 
-TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes it") {
-  scheduler_limits lim{4, 100, 256};
-  rig g(lim, 4, {2, 0, false});
+// Two requests of 3 prompt tokens on 4 blocks of 2 tokens: each holds two
+// blocks after two steps, and the third step (position 4) must preempt one;
+// FCFS picks the newest, request 2. Request 1 then runs to its end, and the
+// step after it is request 2's return, which this returns.
+struct preemption_story {
+  scheduler_output preempting;        ///< the step that preempted request 2
+  std::vector<block_id> victim_table; ///< request 2's blocks then
+  scheduler_output comeback;          ///< its first step back
+};
+
+auto preempt_and_return(rig& g, const scheduler_limits& lim, tables& t) -> preemption_story {
+  preemption_story story;
   auto& s = g.s;
-  tables t;
   REQUIRE(submit(s, make_request(1, 3, 4)));
   REQUIRE(submit(s, make_request(2, 3, 4)));
   auto st = s.schedule(0);
@@ -209,27 +257,108 @@ TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes 
   CHECK(g.cache.num_available() == 0);
   s.update(st, sampled({{1, 10}, {2, 11}}));
   st = s.schedule(0); // position 3 fits each request's second block
+  check_step(st, lim, 2, t);
   REQUIRE(st.scheduled.size() == 2);
   s.update(st, sampled({{1, 12}, {2, 13}}));
-  st = s.schedule(0); // position 4 needs a third block each: FCFS preempts the newest
+  st = s.schedule(0);
   check_step(st, lim, 2, t);
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].id == 1);
   CHECK(s.num_preemptions() == 1);
   CHECK(s.find(2)->state == request_state::preempted);
+  s.check_invariants();
+  story.preempting = st;
+  story.victim_table = t.of[2];
   s.update(st, sampled({{1, 14}}));
   st = s.schedule(0);
-  auto up = s.update(st, sampled({{1, 15}}));
-  CHECK(up[0].finished == finish_reason::length);
-  st = s.schedule(0); // request 2 recomputes prompt ++ its two tokens
   check_step(st, lim, 2, t);
-  CHECK(st.scheduled[0].reset_blocks); // a fresh table
+  const auto up = s.update(st, sampled({{1, 15}}));
+  CHECK(up[0].finished == finish_reason::length);
+  st = s.schedule(0);
+  check_step(st, lim, 2, t);
   REQUIRE(st.scheduled.size() == 1);
   CHECK(st.scheduled[0].id == 2);
-  CHECK(st.scheduled[0].num_computed_tokens == 0);
-  CHECK(tokens_of(st, 0) == std::vector<token_id>{5, 6, 7, 11, 13});
+  CHECK(st.scheduled[0].reset_blocks); // a fresh table
   CHECK(st.scheduled[0].sample);
   CHECK(st.new_requests.empty()); // the executor already knows it
+  story.comeback = st;
+  return story;
+}
+
+TEST_CASE("batch_scheduler: preemption frees the victim's blocks and recomputes it") {
+  scheduler_limits lim{4, 100, 256};
+  rig g(lim, 4, {2, 0, false});
+  tables t;
+  const auto story = preempt_and_return(g, lim, t);
+  const auto& st = story.comeback;
+  CHECK(story.preempting.swap_out.empty());
+  CHECK(st.swap_in.empty());
+  CHECK(st.scheduled[0].num_computed_tokens == 0); // prompt ++ its two tokens again
+  CHECK(tokens_of(st, 0) == std::vector<token_id>{5, 6, 7, 11, 13});
+  g.s.check_invariants();
+}
+
+TEST_CASE("batch_scheduler: preemption by swap copies the victim's KV out and back, and resumes it") {
+  scheduler_limits lim{4, 100, 256};
+  lim.preemption = preemption_mode::swap;
+  lim.num_host_blocks = 4;
+  lim.first_host_block = 100;
+  rig g(lim, 4, {2, 0, false});
+  tables t;
+  const auto story = preempt_and_return(g, lim, t);
+  const auto& out = story.preempting;
+  const auto& st = story.comeback;
+  // Swapped out in the preempting step: its two blocks (positions 0..3), to host blocks.
+  REQUIRE(out.swap_out.size() == 2);
+  CHECK(out.swap_in.empty());
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(out.swap_out[i].from == story.victim_table.at(i));
+    CHECK(out.swap_out[i].to >= 100);
+    CHECK(out.swap_out[i].to < 104);
+  }
+  CHECK(g.s.num_swap_outs() == 1);
+  // Back into the first two of its three fresh blocks, resuming at its
+  // next decode token: nothing computed again.
+  REQUIRE(st.swap_in.size() == 2);
+  CHECK(st.swap_out.empty());
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(st.swap_in[i].from == out.swap_out[i].to);
+    CHECK(st.swap_in[i].to == t.of[2][i]);
+  }
+  CHECK(st.scheduled[0].new_blocks.size() == 3);
+  CHECK(st.scheduled[0].num_computed_tokens == 4);
+  CHECK(tokens_of(st, 0) == std::vector<token_id>{13});
+  CHECK(g.s.num_swapped() == 0);
+  CHECK(g.s.host_blocks().num_free() == 4);
+  g.s.check_invariants();
+}
+
+TEST_CASE("batch_scheduler: without host blocks to spare, preemption by swap recomputes; abort frees host blocks") {
+  scheduler_limits lim{4, 100, 256};
+  lim.preemption = preemption_mode::swap;
+  lim.num_host_blocks = 3;
+  rig g(lim, 6, {2, 0, false});
+  auto& s = g.s;
+  for (request_id id = 1; id <= 3; ++id) REQUIRE(submit(s, make_request(id, 3, 8)));
+  auto st = s.schedule(0); // 2 blocks each
+  s.update(st, sampled({{1, 10}, {2, 11}, {3, 12}}));
+  st = s.schedule(0);
+  s.update(st, sampled({{1, 10}, {2, 11}, {3, 12}}));
+  st = s.schedule(0); // each needs a third block: 3 swapped out (2 host blocks), 2 has 1 left
+  CHECK(st.swap_out.size() == 2);
+  CHECK(s.find(3)->host_blocks.size() == 2);
+  s.update(st, sampled({{1, 10}, {2, 11}}));
+  st = s.schedule(0); // positions 5 fit; 6 needs a fourth block for both
+  s.update(st, sampled({{1, 10}, {2, 11}}));
+  st = s.schedule(0);
+  CHECK(s.num_preemptions() == 2);
+  CHECK(s.num_swap_outs() == 1); // request 2 needed 3 host blocks, 1 was left: recompute
+  CHECK(s.find(2)->host_blocks.empty());
+  CHECK(s.find(2)->num_computed_tokens == 0);
+  s.check_invariants();
+  CHECK(s.abort(3));
+  CHECK(s.num_swapped() == 0);
+  CHECK(s.host_blocks().num_free() == 3);
   s.check_invariants();
 }
 
@@ -287,11 +416,20 @@ TEST_CASE("batch_scheduler: abort in every state frees everything and tells the 
 }
 
 TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, under every policy") {
-  for (const auto& name : policy::scheduling_policy_names()) {
+  std::int64_t preemptions = 0, swap_outs = 0; // under swap, over the policies
+  std::vector<std::pair<preemption_mode, std::string>> runs;
+  for (const auto mode : {preemption_mode::recompute, preemption_mode::swap})
+    for (const auto& name : policy::scheduling_policy_names()) runs.emplace_back(mode, name);
+  for (const auto& [mode, name] : runs) {
+    const bool swap = mode == preemption_mode::swap;
     CAPTURE(name);
+    CAPTURE(swap);
     rng g(11);
     scheduler_limits lim{6, 48, 96, 30, 2000};
+    lim.preemption = mode;
+    lim.num_host_blocks = 8; // room for some victims, not all: both kinds of preemption happen
     rig r(lim, 40, {4, 2, true}, {}, name.c_str());
+    shadow_kv kv{4, {}, {}, {}};
     zero_executor ex({4, 40, 60, {}, {}});
     std::map<request_id, std::int32_t> expected; // id -> max_tokens
     std::map<request_id, std::int32_t> got;
@@ -310,6 +448,7 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
         const auto ok = r.s.submit(q);
         ++ops;
         if (ok.status == 0) {
+          kv.tokens[next] = q.prompt;
           expected[next] = q.sampling.max_tokens;
           tenant[next] = q.tenant;
         } else {
@@ -324,10 +463,13 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
       }
       auto st = r.s.schedule(step * 0.01);
       check_step(st, lim, 4, t);
+      kv.apply(st, t);
       for (const auto& c : st.scheduled)
         for (const block_id b : t.of[c.id])
           if (r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
-      for (const auto& u : r.s.update(st, ex.execute(st))) {
+      const auto ups = r.s.update(st, ex.execute(st));
+      kv.record(ups);
+      for (const auto& u : ups) {
         got[u.id] += u.token.has_value();
         if (u.finished != finish_reason::none) CHECK(u.finished == finish_reason::length);
       }
@@ -336,15 +478,24 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
     }
     for (int i = 0; i < 20000 && r.s.has_work(); ++i) {
       auto st = r.s.schedule(100);
-      r.s.update(st, ex.execute(st));
+      t.apply(st);
+      kv.apply(st, t);
+      kv.record(r.s.update(st, ex.execute(st)));
       ++ops;
     }
     CHECK(ops >= 100'000 / static_cast<int>(policy::scheduling_policy_names().size()));
+    CHECK(r.s.num_preemptions() > 0);
+    if (swap) {
+      preemptions += r.s.num_preemptions();
+      swap_outs += r.s.num_swap_outs();
+    }
     CHECK(!r.s.has_work());
     CHECK(r.cache.num_referenced() == 0);
     for (const auto& [id, max_tokens] : expected)
       if (!ended_early.contains(id)) CHECK(got[id] == max_tokens);
   }
+  CHECK(swap_outs > 0);
+  CHECK(swap_outs < preemptions); // host blocks ran out at times: recomputed
 }
 
 TEST_CASE("batch_scheduler: the watermark never blocks a queue with nothing running") {
