@@ -66,7 +66,9 @@ auto prompt_of(rng& g, std::int64_t words) -> std::string {
 }
 
 // Lengths like ShareGPT's conversations: log-normal, clipped (inputs median
-// ~200 tokens with a long tail, outputs median ~150).
+// ~200 tokens with a long tail, outputs median ~150), so that a prompt
+// (about a token a word) and its output fit a 1024-token context, as
+// vLLM's ShareGPT sampling prunes what does not fit.
 auto lognormal(rng& g, double mu, double sigma, std::int64_t lo, std::int64_t hi) -> std::int64_t {
   const double x = std::exp(mu + sigma * g.normal());
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(x), lo, hi);
@@ -146,8 +148,8 @@ auto run_bench(std::span<char* const> argv) -> int {
   std::vector<int> tenant_of;
   double t = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto words = dataset == "random" ? in_len : lognormal(g, 5.3, 1.0, 4, 1024);
-    const auto max_tokens = dataset == "random" ? out_len : lognormal(g, 5.0, 0.8, 4, 512);
+    const auto words = dataset == "random" ? in_len : lognormal(g, 5.3, 1.0, 4, 500);
+    const auto max_tokens = dataset == "random" ? out_len : lognormal(g, 5.0, 0.8, 4, 500);
     std::string body = "{";
     if (a.has("model")) {
       body += "\"model\":";
