@@ -8,10 +8,14 @@
 namespace troupe::cli {
 
 args::args(std::span<char* const> argv, const std::set<std::string>& options,
-           const std::set<std::string>& flags) {
+           const std::set<std::string>& flags, std::size_t max_positional) {
   for (std::size_t i = 0; i < argv.size(); ++i) {
     std::string a = argv[i];
-    if (a.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + a + "'");
+    if (a.rfind("--", 0) != 0) {
+      if (positional_.size() >= max_positional) throw usage_error("unexpected argument '" + a + "'");
+      positional_.push_back(a);
+      continue;
+    }
     std::string name = a.substr(2), value;
     bool has_value = false;
     if (auto eq = name.find('='); eq != std::string::npos) {
@@ -28,10 +32,26 @@ args::args(std::span<char* const> argv, const std::set<std::string>& options,
         value = argv[++i];
       }
       values_[name] = value;
+      all_[name].push_back(value);
     } else {
       throw usage_error("unknown option --" + name);
     }
   }
+}
+
+auto args::all(const std::string& name) const -> std::vector<std::string> {
+  const auto it = all_.find(name);
+  return it == all_.end() ? std::vector<std::string>{} : it->second;
+}
+
+auto args::key_values(const std::string& name) const -> std::vector<std::pair<std::string, std::string>> {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& v : all(name)) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) throw usage_error("--" + name + " expects key=value, got '" + v + "'");
+    out.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+  }
+  return out;
 }
 
 auto args::has(const std::string& name) const -> bool {

@@ -24,10 +24,12 @@ auto parse_list(const std::string& s, const std::string& name) -> std::vector<in
 
 class args {
 public:
-  /// Parses argv after the subcommand. Throws usage_error for an unknown
-  /// option, a missing value or a stray positional argument.
+  /// Parses argv after the subcommand: up to max_positional plain
+  /// arguments, options (given more than once: the last wins, all() has
+  /// every one) and flags. Throws usage_error for an unknown option, a
+  /// missing value or a stray positional argument.
   args(std::span<char* const> argv, const std::set<std::string>& options,
-       const std::set<std::string>& flags);
+       const std::set<std::string>& flags, std::size_t max_positional = 0);
 
   auto has(const std::string& name) const -> bool;
   auto str(const std::string& name, const std::string& fallback) const -> std::string;
@@ -35,9 +37,15 @@ public:
   auto integer(const std::string& name, std::int64_t fallback) const -> std::int64_t;
   auto real(const std::string& name, double fallback) const -> double;
   auto maybe_real(const std::string& name) const -> std::optional<double>;
+  auto all(const std::string& name) const -> std::vector<std::string>;
+  auto positional() const -> const std::vector<std::string>& { return positional_; }
+  /// Every --set KEY=VALUE, split at its first '='.
+  auto key_values(const std::string& name) const -> std::vector<std::pair<std::string, std::string>>;
 
 private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_;
+  std::vector<std::string> positional_;
   std::set<std::string> flags_;
 };
 

@@ -13,5 +13,6 @@ auto run_serve(std::span<char* const> argv) -> int;
 auto run_bench(std::span<char* const> argv) -> int;
 auto run_bench_loopback(std::span<char* const> argv) -> int;
 auto run_bench_scheduler(std::span<char* const> argv) -> int;
+auto run_sim(std::span<char* const> argv) -> int;
 
 } // namespace troupe::cli

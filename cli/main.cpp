@@ -24,6 +24,9 @@ constexpr const char* k_usage =
     "                [--goodput ttft:MS,tpot:MS,e2el:MS] [--endpoint PATH] [--seed S]\n"
     "  bench-loopback [--streams 1000] [--events 256] [--event-bytes 160]\n"
     "                (this machine's ceiling for many small streamed events)\n"
+    "  sim           SCENARIO.toml [--out DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
+    "                (the discrete-event simulator: the server's scheduler and policies,\n"
+    "                a cost model for the executor; scenarios in config/sim/)\n"
     "  bench-scheduler [--running 256] [--waiting 1000] [--steps N] [--policy NAME]\n"
     "                [--prompt-tokens N] [--no-prefix-caching]  (CPU time of one step)\n"
     "  generate      --model DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
@@ -53,6 +56,7 @@ auto main(int argc, char** argv) -> int {
     if (cmd == "bench") return cli::run_bench(rest);
     if (cmd == "bench-loopback") return cli::run_bench_loopback(rest);
     if (cmd == "bench-scheduler") return cli::run_bench_scheduler(rest);
+    if (cmd == "sim") return cli::run_sim(rest);
     if (cmd == "generate") return cli::run_generate(rest);
     if (cmd == "make-model") return cli::run_make_model(rest);
     if (cmd == "bench-engine") return cli::run_bench_engine(rest);

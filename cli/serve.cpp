@@ -35,25 +35,15 @@ struct serve_args {
 };
 
 auto parse_serve_args(std::span<char* const> argv) -> serve_args {
-  serve_args a;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    const std::string name = argv[i];
-    if (i + 1 >= argv.size()) throw usage_error("option " + name + " needs a value");
-    const std::string value = argv[++i];
-    if (name == "--config") a.config = value;
-    else if (name == "--port") a.overrides.emplace_back("server.port", value);
-    else if (name == "--host") a.overrides.emplace_back("server.host", value);
-    else if (name == "--model") a.overrides.emplace_back("model.dir", value);
-    else if (name == "--scheduling") a.overrides.emplace_back("scheduler.policy", value);
-    else if (name == "--set") {
-      const auto eq = value.find('=');
-      if (eq == std::string::npos || eq == 0) throw usage_error("--set expects key=value, got '" + value + "'");
-      a.overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
-    } else {
-      throw usage_error("unknown option " + name);
-    }
-  }
-  return a;
+  const args a(argv, {"config", "port", "host", "model", "scheduling", "set"}, {});
+  serve_args out;
+  out.config = a.str("config", out.config);
+  // In the order of the keys: a --set of the same key comes last and wins.
+  for (const auto& [flag, key] : {std::pair{"port", "server.port"}, {"host", "server.host"}, {"model", "model.dir"},
+                                  {"scheduling", "scheduler.policy"}})
+    if (a.has(flag)) out.overrides.emplace_back(key, a.str(flag, ""));
+  for (auto& kv : a.key_values("set")) out.overrides.push_back(std::move(kv));
+  return out;
 }
 
 // A tag that changes when the model's files do: FNV-1a over config.json and

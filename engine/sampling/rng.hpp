@@ -38,6 +38,11 @@ public:
   /// Standard normal (Box-Muller); for weight initialisation and tests.
   auto normal() -> double;
 
+  /// Gamma(shape k > 0, scale 1), Marsaglia–Tsang (with Stuart's boost for
+  /// k < 1): mean k, coefficient of variation 1/√k. Scaled by 1/(rate·k),
+  /// gaps between arrivals with mean 1/rate (k = 1: Poisson; k < 1: burstier).
+  auto gamma(double k) -> double;
+
 private:
   static auto rotl(std::uint64_t x, int k) -> std::uint64_t { return (x << k) | (x >> (64 - k)); }
   std::uint64_t s_[4];
@@ -49,6 +54,21 @@ inline auto rng::normal() -> double {
   const double u2 = uniform();
   constexpr double two_pi = 6.283185307179586;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2);
+}
+
+inline auto rng::gamma(double k) -> double {
+  const double d = (k < 1 ? k + 1 : k) - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  double x = 0;
+  for (;;) {
+    const double z = normal(), v = std::pow(1 + c * z, 3);
+    if (v <= 0) continue;
+    if (std::log(uniform() + 1e-300) < 0.5 * z * z + d - d * v + d * std::log(v)) {
+      x = d * v;
+      break;
+    }
+  }
+  if (k < 1) x *= std::pow(uniform() + 1e-300, 1.0 / k);
+  return x;
 }
 
 } // namespace troupe

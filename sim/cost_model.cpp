@@ -1,0 +1,186 @@
+#include "sim/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace troupe::sim {
+
+void add_chunk(step_features& f, std::int64_t num_computed, std::int64_t num_tokens, bool sample) {
+  const auto n = static_cast<double>(num_tokens), p = static_cast<double>(num_computed);
+  f.tokens += n;
+  f.seqs += 1;
+  if (num_tokens == 1 && sample) f.decode_context += p + 1;
+  else f.prefill_pairs += n * p + n * (n + 1) / 2;
+}
+
+auto features_of(const scheduler_output& step) -> step_features {
+  step_features f;
+  for (const auto& c : step.scheduled) add_chunk(f, c.num_computed_tokens, c.num_tokens, c.sample);
+  f.swapped_blocks = static_cast<double>(step.swap_out.size() + step.swap_in.size());
+  return f;
+}
+
+auto read_step_log(const std::filesystem::path& file) -> std::vector<logged_step> {
+  std::ifstream in(file);
+  if (!in) throw scenario_error(file.string() + ": cannot read the step log");
+  std::vector<logged_step> steps;
+  std::string line;
+  std::int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.starts_with("step ")) continue;
+    std::istringstream is(line.substr(5));
+    double start = 0;
+    logged_step s;
+    is >> start >> s.seconds >> s.features.swapped_blocks;
+    if (!is || s.seconds < 0)
+      throw scenario_error(file.string() + ":" + std::to_string(line_no) +
+                           ": expected step <start s> <duration s> <swapped blocks> <chunk>...");
+    std::string chunk;
+    while (is >> chunk) {
+      std::int64_t id = 0, computed = 0, tokens = 0;
+      int sample = 0;
+      char a = 0, b = 0, c = 0;
+      std::istringstream cs(chunk);
+      if (!(cs >> id >> a >> computed >> b >> tokens >> c >> sample) || a != '/' || b != '/' || c != '/' || tokens < 1 ||
+          computed < 0)
+        throw scenario_error(file.string() + ":" + std::to_string(line_no) + ": chunk \"" + chunk +
+                             "\" is not <id>/<computed>/<tokens>/<sample 0|1>");
+      add_chunk(s.features, computed, tokens, sample != 0);
+    }
+    steps.push_back(s);
+  }
+  return steps;
+}
+
+roofline_cost::roofline_cost(const model_shape& m, const hardware_spec& h, std::int32_t block_size) : m_(m), h_(h) {
+  const double head_dim = static_cast<double>(m.hidden) / static_cast<double>(m.heads);
+  const double q = static_cast<double>(m.hidden) * m.hidden, kv = 2.0 * m.hidden * m.kv_heads * head_dim;
+  const double mlp = 3.0 * m.hidden * m.intermediate;
+  params_ = static_cast<double>(m.layers) * (2 * q + kv + mlp) + static_cast<double>(m.vocab) * m.hidden;
+  kv_per_token_ = 2.0 * m.layers * m.kv_heads * head_dim * m.kv_bytes;
+  block_bytes_ = kv_per_token_ * block_size;
+}
+
+auto roofline_cost::step_seconds(const step_features& f) const -> double {
+  const double head_dim = static_cast<double>(m_.hidden) / static_cast<double>(m_.heads);
+  // Matmuls: 2 FLOPs per weight per token (every token's logits: an upper
+  // bound, the lm_head being a small share). Attention: QK and PV, 4 FLOPs
+  // per (query, key) pair per head dimension per layer.
+  const double pairs = f.decode_context + f.prefill_pairs;
+  const double flops = 2 * params_ * f.tokens + 4.0 * m_.layers * m_.heads * head_dim * pairs;
+  // Bytes: the weights once, the KV read by decodes, written by every token;
+  // a prefill chunk reads its sequence's KV about once.
+  const double bytes = params_ * m_.weight_bytes + kv_per_token_ * (f.decode_context + f.tokens) +
+                       block_bytes_ * f.swapped_blocks;
+  const double compute = flops / (h_.peak_tflops * 1e12);
+  const double memory = bytes / (h_.memory_bandwidth_gbs * 1e9);
+  return h_.step_overhead_us * 1e-6 + std::max(compute, memory);
+}
+
+auto roofline_cost::describe() const -> std::string {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "roofline: %.2f B params, %.0f GB/s, %.0f TFLOP/s, %.0f us per step",
+                params_ / 1e9, h_.memory_bandwidth_gbs, h_.peak_tflops, h_.step_overhead_us);
+  return buf;
+}
+
+namespace {
+
+auto terms(const step_features& f) -> std::array<double, calibrated_cost::k_terms> {
+  return {1.0, f.tokens, f.seqs, f.decode_context, f.prefill_pairs};
+}
+
+// Least squares over the terms in `active`, by the normal equations
+// (Gaussian elimination with partial pivoting; columns scaled to unit size).
+auto solve(const std::vector<logged_step>& steps, const std::array<bool, calibrated_cost::k_terms>& active)
+    -> std::array<double, calibrated_cost::k_terms> {
+  constexpr auto k = calibrated_cost::k_terms;
+  std::array<double, k> scale{};
+  for (const auto& s : steps) {
+    const auto x = terms(s.features);
+    for (std::size_t i = 0; i < k; ++i) scale[i] = std::max(scale[i], std::abs(x[i]));
+  }
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < k; ++i)
+    if (active[i] && scale[i] > 0) idx.push_back(i);
+  const auto n = idx.size();
+  std::vector<double> a(n * (n + 1), 0.0);
+  for (const auto& s : steps) {
+    const auto x = terms(s.features);
+    for (std::size_t r = 0; r < n; ++r) {
+      const double xr = x[idx[r]] / scale[idx[r]];
+      for (std::size_t c = 0; c < n; ++c) a[r * (n + 1) + c] += xr * x[idx[c]] / scale[idx[c]];
+      a[r * (n + 1) + n] += xr * s.seconds;
+    }
+  }
+  for (std::size_t r = 0; r < n; ++r) a[r * (n + 1) + r] += 1e-12; // keeps a degenerate column solvable
+  for (std::size_t col = 0; col < n; ++col) {
+    std::size_t piv = col;
+    for (std::size_t r = col + 1; r < n; ++r)
+      if (std::abs(a[r * (n + 1) + col]) > std::abs(a[piv * (n + 1) + col])) piv = r;
+    for (std::size_t c = 0; c <= n; ++c) std::swap(a[col * (n + 1) + c], a[piv * (n + 1) + c]);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == col) continue;
+      const double f = a[r * (n + 1) + col] / a[col * (n + 1) + col];
+      for (std::size_t c = col; c <= n; ++c) a[r * (n + 1) + c] -= f * a[col * (n + 1) + c];
+    }
+  }
+  std::array<double, k> coef{};
+  for (std::size_t r = 0; r < n; ++r) coef[idx[r]] = a[r * (n + 1) + n] / a[r * (n + 1) + r] / scale[idx[r]];
+  return coef;
+}
+
+} // namespace
+
+calibrated_cost::calibrated_cost(const std::vector<logged_step>& steps) {
+  if (steps.size() < k_terms)
+    throw scenario_error("the step log holds " + std::to_string(steps.size()) + " steps; a fit needs at least " +
+                         std::to_string(k_terms));
+  // Non-negative least squares the simple way: drop the most negative
+  // coefficient's term and refit until none is negative (a step cannot get
+  // cheaper with more work).
+  std::array<bool, k_terms> active;
+  active.fill(true);
+  for (;;) {
+    coef_ = solve(steps, active);
+    std::size_t worst = k_terms;
+    for (std::size_t i = 0; i < k_terms; ++i)
+      if (active[i] && coef_[i] < 0 && (worst == k_terms || coef_[i] < coef_[worst])) worst = i;
+    if (worst == k_terms) break;
+    active[worst] = false;
+  }
+  double err = 0, total = 0;
+  for (const auto& s : steps) {
+    err += std::abs(step_seconds(s.features) - s.seconds);
+    total += s.seconds;
+  }
+  relative_error_ = total > 0 ? err / total : 0;
+}
+
+auto calibrated_cost::step_seconds(const step_features& f) const -> double {
+  const auto x = terms(f);
+  double t = 0;
+  for (std::size_t i = 0; i < k_terms; ++i) t += coef_[i] * x[i];
+  return std::max(t, 1e-9);
+}
+
+auto calibrated_cost::describe() const -> std::string {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "calibrated: %.1f us + %.2f us/token + %.2f us/seq + %.4f us/decode-context + %.6f us/prefill-pair "
+                "(mean abs error %.1f%%)",
+                coef_[0] * 1e6, coef_[1] * 1e6, coef_[2] * 1e6, coef_[3] * 1e6, coef_[4] * 1e6,
+                100 * relative_error_);
+  return buf;
+}
+
+auto make_cost_model(const scenario& sc) -> std::unique_ptr<cost_model> {
+  if (sc.cost.kind == "calibrated") return std::make_unique<calibrated_cost>(read_step_log(sc.cost.step_log));
+  return std::make_unique<roofline_cost>(sc.cost.model, sc.cost.hardware, sc.replicas.front().block_size);
+}
+
+} // namespace troupe::sim

@@ -1,0 +1,85 @@
+#pragma once
+// What a step costs, in place of running it: the simulator's executor.
+//
+// roofline: the step takes the longer of its FLOPs at the hardware's peak
+// and its bytes (weights once, plus the KV it reads and writes) at the
+// memory bandwidth, plus a fixed overhead. calibrated: a non-negative
+// linear model over the step's features, fitted by least squares to the
+// steps a real server logged (`troupe serve --step-log`).
+
+#include "engine/core/scheduler_output.hpp"
+#include "sim/scenario.hpp"
+
+#include <array>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace troupe::sim {
+
+/// What a step's cost depends on, from its scheduler_output.
+struct step_features {
+  double tokens = 0;           ///< computed this step
+  double seqs = 0;             ///< chunks
+  double decode_context = 0;   ///< KV positions read by decode tokens
+  double prefill_pairs = 0;    ///< (query, key) pairs of the prefill chunks' attention
+  double swapped_blocks = 0;   ///< blocks copied to or from host memory
+};
+/// Adds one chunk: num_tokens tokens from position num_computed; `sample`:
+/// it asks for a token (a one-token sampled chunk is a decode).
+void add_chunk(step_features& f, std::int64_t num_computed, std::int64_t num_tokens, bool sample);
+auto features_of(const scheduler_output& step) -> step_features;
+
+class cost_model {
+public:
+  virtual ~cost_model() = default;
+  virtual auto step_seconds(const step_features& f) const -> double = 0;
+  virtual auto describe() const -> std::string = 0;
+};
+
+class roofline_cost final : public cost_model {
+public:
+  roofline_cost(const model_shape& m, const hardware_spec& h, std::int32_t block_size);
+  auto step_seconds(const step_features& f) const -> double override;
+  auto describe() const -> std::string override;
+
+private:
+  model_shape m_;
+  hardware_spec h_;
+  double params_ = 0;        ///< per token: the matmuls' weights (lm_head included)
+  double kv_per_token_ = 0;  ///< bytes of K and V over every layer
+  double block_bytes_ = 0;
+};
+
+/// One logged step: its features and measured duration.
+struct logged_step {
+  step_features features;
+  double seconds = 0;
+};
+
+class calibrated_cost final : public cost_model {
+public:
+  /// Fits to the steps (at least as many as there are coefficients).
+  explicit calibrated_cost(const std::vector<logged_step>& steps);
+  auto step_seconds(const step_features& f) const -> double override;
+  auto describe() const -> std::string override;
+  /// The fit's mean absolute error over its own steps, relative to their mean duration.
+  auto relative_error() const -> double { return relative_error_; }
+
+  static constexpr std::size_t k_terms = 5; ///< 1, tokens, seqs, decode_context, prefill_pairs
+private:
+  std::array<double, k_terms> coef_{};
+  double relative_error_ = 0;
+};
+
+/// The steps of a `troupe serve --step-log` file: of its lines, those
+/// reading `step <start s> <duration s> <swapped blocks> <chunk>...`, a
+/// chunk being `<id>/<computed>/<tokens>/<sample 0|1>`. Throws
+/// scenario_error naming the line of a malformed one.
+auto read_step_log(const std::filesystem::path& file) -> std::vector<logged_step>;
+
+/// The scenario's cost model.
+auto make_cost_model(const scenario& sc) -> std::unique_ptr<cost_model>;
+
+} // namespace troupe::sim

@@ -1,0 +1,406 @@
+#include "sim/scenario.hpp"
+
+#include "policies/registry.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+namespace troupe::sim {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw scenario_error(path + ": " + what); }
+
+auto kind_of(const toml::node& n) -> std::string {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date or time";
+  }
+}
+
+auto show(double v) -> std::string {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+auto join(const std::vector<std::string>& names) -> std::string {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// One table being read: typed fields with the key path in every error, and
+// at the end a check that it held no key nobody asked for.
+class reader {
+public:
+  reader(const toml::table& t, std::string path) : t_(t), path_(std::move(path)) {}
+
+  auto at(std::string_view key) -> const toml::node* {
+    known_.emplace_back(key);
+    return t_.get(key);
+  }
+  auto path(std::string_view key) const -> std::string { return path_.empty() ? std::string(key) : path_ + "." + std::string(key); }
+
+  void number(std::string_view key, double& out, double lo, bool lo_open = false) {
+    const auto* n = at(key);
+    if (n == nullptr) return;
+    if (!n->is_number()) fail(path(key), "expected a number, got " + kind_of(*n));
+    const double v = n->is_integer() ? static_cast<double>(n->as_integer()->get()) : n->as_floating_point()->get();
+    if (!std::isfinite(v) || v < lo || (lo_open && v == lo))
+      fail(path(key), std::string("must be ") + (lo_open ? "> " : ">= ") + show(lo) + ", got " + show(v));
+    out = v;
+  }
+  template <class Int>
+  void integer(std::string_view key, Int& out, std::int64_t lo,
+               std::int64_t hi = static_cast<std::int64_t>(
+                   std::min<std::uint64_t>(std::numeric_limits<Int>::max(), std::numeric_limits<std::int64_t>::max()))) {
+    const auto* n = at(key);
+    if (n == nullptr) return;
+    if (!n->is_integer()) fail(path(key), "expected an integer, got " + kind_of(*n));
+    const auto v = n->as_integer()->get();
+    if (v < lo || v > hi)
+      fail(path(key), "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    out = static_cast<Int>(v);
+  }
+  void boolean(std::string_view key, bool& out) {
+    const auto* n = at(key);
+    if (n == nullptr) return;
+    if (!n->is_boolean()) fail(path(key), "expected a boolean, got " + kind_of(*n));
+    out = n->as_boolean()->get();
+  }
+  void text(std::string_view key, std::string& out, const std::vector<std::string>& allowed = {}) {
+    const auto* n = at(key);
+    if (n == nullptr) return;
+    if (!n->is_string()) fail(path(key), "expected a string, got " + kind_of(*n));
+    const auto& s = n->as_string()->get();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), s) == allowed.end())
+      fail(path(key), "unknown value \"" + s + "\"; known: " + join(allowed));
+    out = s;
+  }
+  void file(std::string_view key, std::filesystem::path& out, const std::filesystem::path& dir) {
+    std::string s;
+    text(key, s);
+    if (!s.empty()) out = dir / s;
+  }
+  /// A sub-table, or nullopt when absent.
+  auto table(std::string_view key) -> std::optional<reader> {
+    const auto* n = at(key);
+    if (n == nullptr) return std::nullopt;
+    if (!n->is_table()) fail(path(key), "expected a table, got " + kind_of(*n));
+    return reader(*n->as_table(), path(key));
+  }
+  /// An array of tables ([[key]]), each read by f(reader&, index).
+  template <class F>
+  auto tables(std::string_view key, F f) -> bool {
+    const auto* n = at(key);
+    if (n == nullptr) return false;
+    if (!n->is_array_of_tables() || n->as_array()->empty())
+      fail(path(key), "expected one or more [[" + std::string(key) + "]] tables, got " + kind_of(*n));
+    std::size_t i = 0;
+    for (const auto& e : *n->as_array()) {
+      reader r(*e.as_table(), path(key) + "[" + std::to_string(i) + "]");
+      f(r, i++);
+      r.finish();
+    }
+    return true;
+  }
+  void finish() const {
+    for (const auto& [k, v] : t_) {
+      (void)v;
+      if (std::find(known_.begin(), known_.end(), k.str()) == known_.end())
+        fail(path(k.str()), "unknown key; known: " + join(known_));
+    }
+  }
+
+private:
+  const toml::table& t_;
+  std::string path_;
+  std::vector<std::string> known_;
+};
+
+void read_length(reader& parent, std::string_view key, length_dist& d) {
+  const auto* n = parent.at(key);
+  if (n == nullptr) return;
+  const auto where = parent.path(key);
+  if (n->is_integer()) {
+    d = {};
+    d.type = length_dist::kind::fixed;
+    d.value = n->as_integer()->get();
+    if (d.value < 1) fail(where, "must be >= 1, got " + std::to_string(d.value));
+    return;
+  }
+  if (!n->is_table()) fail(where, "expected an integer or a table like { dist = \"lognormal\", median = 150, sigma = 0.8 }, got " + kind_of(*n));
+  reader r(*n->as_table(), where);
+  std::string dist;
+  r.text("dist", dist, {"fixed", "uniform", "lognormal", "zipf", "sharegpt"});
+  if (dist.empty()) fail(where + ".dist", "missing; one of fixed, uniform, lognormal, zipf, sharegpt");
+  d = {};
+  const bool is_prompt = key == "prompt";
+  if (dist == "fixed") d.type = length_dist::kind::fixed;
+  if (dist == "uniform") d.type = length_dist::kind::uniform;
+  if (dist == "lognormal") d.type = length_dist::kind::lognormal;
+  if (dist == "zipf") d.type = length_dist::kind::zipf;
+  if (dist == "sharegpt") d.type = is_prompt ? length_dist::kind::sharegpt_prompt : length_dist::kind::sharegpt_output;
+  r.integer("min", d.min, 1);
+  r.integer("max", d.max, 1);
+  if (d.type == length_dist::kind::fixed) r.integer("value", d.value, 1);
+  if (d.type == length_dist::kind::lognormal) {
+    r.number("median", d.median, 0, true);
+    r.number("sigma", d.sigma, 0);
+  }
+  if (d.type == length_dist::kind::zipf) {
+    r.number("s", d.s, 0, true);
+    if (d.max > 1'000'000) fail(where + ".max", "zipf needs max <= 1000000");
+  }
+  if (d.min > d.max) fail(where, "min (" + std::to_string(d.min) + ") is over max (" + std::to_string(d.max) + ")");
+  r.finish();
+}
+
+auto read_scenario(const toml::table& t, const std::string& name, const std::filesystem::path& dir) -> scenario {
+  scenario sc;
+  sc.name = name;
+  reader top(t, "");
+  if (auto r = top.table("sim")) {
+    r->integer("seed", sc.seed, 0);
+    r->integer("num_requests", sc.num_requests, 1);
+    r->finish();
+  }
+  if (auto r = top.table("arrival")) {
+    r->text("process", sc.process, {"poisson", "gamma", "constant", "all_at_once", "trace"});
+    r->number("rate", sc.rate, 0, true);
+    r->number("cv", sc.cv, 0, true);
+    r->file("trace", sc.trace, dir);
+    r->finish();
+  }
+  if (sc.process == "trace" && sc.trace.empty()) fail("arrival.trace", "missing: the process \"trace\" needs a CSV file");
+  if (auto r = top.table("lengths")) {
+    read_length(*r, "prompt", sc.prompt);
+    read_length(*r, "output", sc.output);
+    r->finish();
+  }
+  std::vector<tenant_spec> tenants;
+  top.tables("tenants", [&](reader& r, std::size_t i) {
+    tenant_spec s;
+    s.name = "tenant-" + std::to_string(i);
+    r.text("name", s.name);
+    r.number("share", s.share, 0, true);
+    r.integer("priority", s.priority, -1'000'000, 1'000'000);
+    tenants.push_back(s);
+  });
+  if (!tenants.empty()) sc.tenants = tenants;
+  if (auto r = top.table("prefix")) {
+    r->integer("groups", sc.prefix_groups, 0);
+    r->integer("tokens", sc.prefix_tokens, 0);
+    r->number("fraction", sc.prefix_fraction, 0);
+    if (sc.prefix_fraction > 1) fail("prefix.fraction", "must be <= 1, got " + show(sc.prefix_fraction));
+    r->finish();
+  }
+  std::vector<replica_spec> replicas;
+  auto scheduling = policy::scheduling_policy_names();
+  auto eviction = policy::eviction_policy_names();
+  top.tables("replicas", [&](reader& r, std::size_t) {
+    replica_spec s;
+    r.integer("count", s.count, 1, 4096);
+    r.text("policy", s.policy);
+    if (s.policy.find('/') == std::string::npos && std::find(scheduling.begin(), scheduling.end(), s.policy) == scheduling.end())
+      fail(r.path("policy"), "unknown scheduling policy \"" + s.policy + "\"; known: " + join(scheduling));
+    r.text("eviction", s.eviction, eviction);
+    r.integer("kv_blocks", s.kv_blocks, 1);
+    r.integer("block_size", s.block_size, 1, 1024);
+    r.integer("max_num_seqs", s.max_num_seqs, 1);
+    r.integer("max_num_batched_tokens", s.max_num_batched_tokens, 1);
+    r.integer("max_model_len", s.max_model_len, 1);
+    r.integer("max_waiting_requests", s.max_waiting_requests, 1);
+    r.integer("watermark_blocks", s.watermark_blocks, 0);
+    r.boolean("enable_prefix_caching", s.enable_prefix_caching);
+    r.text("preemption_mode", s.preemption_mode, {"recompute", "swap"});
+    r.integer("host_blocks", s.host_blocks, 0);
+    if (s.watermark_blocks >= s.kv_blocks) fail(r.path("watermark_blocks"), "leaves no KV block for admissions");
+    replicas.push_back(s);
+  });
+  if (!replicas.empty()) sc.replicas = replicas;
+  if (auto r = top.table("routing")) {
+    r->text("policy", sc.routing, {"round_robin"});
+    r->finish();
+  }
+  if (auto r = top.table("cost")) {
+    r->text("kind", sc.cost.kind, {"roofline", "calibrated"});
+    r->file("step_log", sc.cost.step_log, dir);
+    r->finish();
+  }
+  if (sc.cost.kind == "calibrated" && sc.cost.step_log.empty())
+    fail("cost.step_log", "missing: the calibrated cost model is fitted to a `troupe serve --step-log` file");
+  if (auto r = top.table("model")) {
+    auto& m = sc.cost.model;
+    r->integer("layers", m.layers, 1);
+    r->integer("hidden", m.hidden, 1);
+    r->integer("intermediate", m.intermediate, 1);
+    r->integer("heads", m.heads, 1);
+    r->integer("kv_heads", m.kv_heads, 1);
+    r->integer("vocab", m.vocab, 1);
+    r->number("weight_bytes", m.weight_bytes, 0, true);
+    r->number("kv_bytes", m.kv_bytes, 0, true);
+    if (m.hidden % m.heads != 0) fail("model.heads", "must divide model.hidden");
+    if (m.heads % m.kv_heads != 0) fail("model.kv_heads", "must divide model.heads");
+    r->finish();
+  }
+  if (auto r = top.table("hardware")) {
+    auto& h = sc.cost.hardware;
+    r->number("memory_bandwidth_gbs", h.memory_bandwidth_gbs, 0, true);
+    r->number("peak_tflops", h.peak_tflops, 0, true);
+    r->number("step_overhead_us", h.step_overhead_us, 0);
+    r->finish();
+  }
+  if (auto r = top.table("slo")) {
+    r->number("ttft_ms", sc.slo.ttft_ms, 0);
+    r->number("tpot_ms", sc.slo.tpot_ms, 0);
+    r->number("e2e_ms", sc.slo.e2e_ms, 0);
+    r->finish();
+  }
+  top.at("variants"); // read by the caller
+  top.at("sweep");
+  top.finish();
+  return sc;
+}
+
+// Sets `value` at a dotted key path in `t`, creating tables on the way; in
+// an array of tables ([[replicas]]) it is set in every element.
+void set_path(toml::table& t, std::string_view path, const toml::node& value, const std::string& origin) {
+  const auto dot = path.find('.');
+  const auto head = std::string(path.substr(0, dot));
+  if (head.empty() || dot == path.size() - 1) fail(std::string(path), "not a key path like section.key (" + origin + ")");
+  if (dot == std::string_view::npos) {
+    t.insert_or_assign(head, value);
+    return;
+  }
+  const auto rest = path.substr(dot + 1);
+  auto* n = t.get(head);
+  if (n == nullptr) {
+    t.insert(head, toml::table{});
+    n = t.get(head);
+  }
+  if (n->is_table()) {
+    set_path(*n->as_table(), rest, value, origin);
+  } else if (n->is_array_of_tables()) {
+    for (auto& e : *n->as_array()) set_path(*e.as_table(), rest, value, origin);
+  } else {
+    fail(head, "is " + kind_of(*n) + ", so " + std::string(path) + " cannot be set (" + origin + ")");
+  }
+}
+
+// An override's text as a TOML value; text that is not one is a string.
+auto value_of(const std::string& text) -> toml::table {
+  try {
+    return toml::parse("v = " + text);
+  } catch (const toml::parse_error&) {
+    toml::table t;
+    t.insert("v", text);
+    return t;
+  }
+}
+
+auto format_value(const toml::node& n) -> std::string {
+  if (n.is_string()) return n.as_string()->get();
+  if (n.is_integer()) return std::to_string(n.as_integer()->get());
+  if (n.is_floating_point()) return show(n.as_floating_point()->get());
+  if (n.is_boolean()) return n.as_boolean()->get() ? "true" : "false";
+  return kind_of(n);
+}
+
+// A variant's overrides as (key path, value): `set = { "replicas.policy" =
+// "static" }` and `set = { replicas.policy = "static" }` (nested tables) alike.
+void flatten(const toml::table& t, const std::string& prefix, std::vector<std::pair<std::string, const toml::node*>>& out) {
+  for (const auto& [k, v] : t) {
+    const auto key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (v.is_table()) flatten(*v.as_table(), key, out);
+    else out.emplace_back(key, &v);
+  }
+}
+
+} // namespace
+
+auto parse_scenario(std::string_view text, const std::string& origin, const std::filesystem::path& dir,
+                    const std::vector<scenario_override>& overrides) -> std::vector<scenario> {
+  toml::table base;
+  try {
+    base = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    throw scenario_error(origin + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
+  }
+  for (const auto& [key, value] : overrides) set_path(base, key, *value_of(value).get("v"), "--set " + key);
+
+  // The runs: variants (each a table of key paths to set) times sweep values.
+  struct variant {
+    std::string name;
+    std::vector<std::pair<std::string, const toml::node*>> sets;
+  };
+  std::vector<variant> variants;
+  if (const auto* v = base.get("variants")) {
+    if (!v->is_array_of_tables() || v->as_array()->empty()) fail("variants", "expected one or more [[variants]] tables");
+    std::size_t i = 0;
+    for (const auto& e : *v->as_array()) {
+      const auto where = "variants[" + std::to_string(i++) + "]";
+      reader r(*e.as_table(), where);
+      variant var;
+      r.text("name", var.name);
+      if (var.name.empty()) fail(where + ".name", "missing: every variant needs a name");
+      if (r.table("set")) flatten(*e.as_table()->get("set")->as_table(), "", var.sets);
+      r.finish();
+      for (const auto& other : variants)
+        if (other.name == var.name) fail(where + ".name", "\"" + var.name + "\" names two variants");
+      variants.push_back(std::move(var));
+    }
+  }
+  if (variants.empty()) variants.push_back({"base", {}});
+  std::string sweep_key;
+  std::vector<const toml::node*> sweep_values;
+  if (const auto* s = base.get("sweep")) {
+    if (!s->is_table()) fail("sweep", "expected a table with key and values");
+    reader r(*s->as_table(), "sweep");
+    r.text("key", sweep_key);
+    const auto* values = r.at("values");
+    r.finish();
+    if (sweep_key.empty()) fail("sweep.key", "missing: the key path to sweep, like arrival.rate");
+    if (values == nullptr || !values->is_array() || values->as_array()->empty())
+      fail("sweep.values", "expected a non-empty array");
+    for (const auto& v : *values->as_array()) sweep_values.push_back(&v);
+  }
+  if (sweep_values.empty()) sweep_values.push_back(nullptr);
+
+  std::vector<scenario> runs;
+  for (const auto& var : variants)
+    for (const auto* sv : sweep_values) {
+      toml::table t = base;
+      for (const auto& [k, val] : var.sets) set_path(t, k, *val, "variant " + var.name);
+      std::string name = var.name;
+      if (sv != nullptr) {
+        set_path(t, sweep_key, *sv, "sweep");
+        name += " " + sweep_key + "=" + format_value(*sv);
+      }
+      runs.push_back(read_scenario(t, name, dir));
+    }
+  return runs;
+}
+
+auto load_scenario(const std::filesystem::path& file, const std::vector<scenario_override>& overrides)
+    -> std::vector<scenario> {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw scenario_error(file.string() + ": cannot read the scenario file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_scenario(text.str(), file.string(), file.parent_path(), overrides);
+}
+
+} // namespace troupe::sim

@@ -1,0 +1,113 @@
+#pragma once
+// A simulation scenario (config/sim/*.toml): the traffic, the replicas with
+// their policies and KV budgets, the cost model, the SLOs; and the runs it
+// asks for (variants of it, each over a sweep of one key).
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace troupe::sim {
+
+/// "key.path: problem", or "file:line: problem" for a trace.
+class scenario_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A distribution of token counts.
+struct length_dist {
+  enum class kind : std::uint8_t { fixed, uniform, lognormal, zipf, sharegpt_prompt, sharegpt_output };
+  kind type = kind::fixed;
+  std::int64_t value = 128;                 ///< fixed
+  std::int64_t min = 1, max = 1 << 20;      ///< every kind is clipped to [min, max]
+  double median = 128, sigma = 1;           ///< lognormal
+  double s = 1.1;                           ///< zipf exponent: P(n) ∝ n^-s over [min, max]
+};
+
+struct tenant_spec {
+  std::string name = "default";
+  double share = 1;          ///< of the requests, relative to the other tenants'
+  std::int32_t priority = 0; ///< its requests' priority
+};
+
+struct replica_spec {
+  std::int32_t count = 1;
+  std::string policy = "fcfs";
+  std::string eviction = "lru";
+  std::int32_t kv_blocks = 4096;
+  std::int32_t block_size = 16;
+  std::int32_t max_num_seqs = 256;
+  std::int32_t max_num_batched_tokens = 2048;
+  std::int32_t max_model_len = 8192;
+  std::int32_t max_waiting_requests = 1 << 30;
+  std::int32_t watermark_blocks = 0;
+  bool enable_prefix_caching = true;
+  std::string preemption_mode = "recompute";
+  std::int32_t host_blocks = 0;
+};
+
+/// The model's shape, for the roofline cost model.
+struct model_shape {
+  std::int64_t layers = 32, hidden = 4096, intermediate = 14336, heads = 32, kv_heads = 8, vocab = 128256;
+  double weight_bytes = 2; ///< per parameter
+  double kv_bytes = 2;     ///< per cached value
+};
+
+struct hardware_spec {
+  double memory_bandwidth_gbs = 3350; ///< GB/s
+  double peak_tflops = 989;           ///< dense, in the weights' type
+  double step_overhead_us = 0;        ///< per step, on top of the roofline
+};
+
+struct cost_spec {
+  std::string kind = "roofline"; ///< roofline | calibrated
+  std::filesystem::path step_log; ///< calibrated: `troupe serve --step-log` output
+  model_shape model;
+  hardware_spec hardware;
+};
+
+struct slo_spec {
+  double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0; ///< 0: no objective
+};
+
+struct scenario {
+  std::string name = "base"; ///< the run's name: the variant's, with the sweep value
+  std::uint64_t seed = 1;
+  std::int64_t num_requests = 1000;
+  // [arrival]
+  std::string process = "poisson"; ///< poisson | gamma | constant | all_at_once | trace
+  double rate = 10;                ///< requests per second
+  double cv = 1;                   ///< gamma: coefficient of variation of the gaps
+  std::filesystem::path trace;     ///< trace: CSV (see workload.hpp)
+  // [lengths]
+  length_dist prompt{length_dist::kind::sharegpt_prompt};
+  length_dist output{length_dist::kind::sharegpt_output};
+  std::vector<tenant_spec> tenants{tenant_spec{}};
+  // [prefix]: shared prefixes (system prompts)
+  std::int32_t prefix_groups = 0;
+  std::int32_t prefix_tokens = 0;
+  double prefix_fraction = 1; ///< of the requests, that start with a group's prefix
+  std::vector<replica_spec> replicas{replica_spec{}};
+  std::string routing = "round_robin";
+  cost_spec cost;
+  slo_spec slo;
+};
+
+/// One "section.key=value" override (TOML value syntax; bare text is a string).
+using scenario_override = std::pair<std::string, std::string>;
+
+/// Reads a scenario file, applies the overrides, and returns its runs: one
+/// per variant ([[variants]], each a name and a table of overrides; none:
+/// the base) times each value of [sweep] (a key and its values). Relative
+/// paths in it are taken from the file's folder. Throws scenario_error.
+auto load_scenario(const std::filesystem::path& file, const std::vector<scenario_override>& overrides = {})
+    -> std::vector<scenario>;
+/// The same from text (`origin` names it in errors; paths relative to `dir`).
+auto parse_scenario(std::string_view text, const std::string& origin, const std::filesystem::path& dir,
+                    const std::vector<scenario_override>& overrides = {}) -> std::vector<scenario>;
+
+} // namespace troupe::sim

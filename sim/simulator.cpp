@@ -1,0 +1,217 @@
+#include "sim/simulator.hpp"
+
+#include "engine/core/batch_scheduler.hpp"
+#include "engine/core/kv_cache_manager.hpp"
+#include "engine/core/prefix_cache.hpp"
+#include "policies/registry.hpp"
+#include "sim/workload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <queue>
+#include <stdexcept>
+
+namespace troupe::sim {
+
+void latency_histogram::add(double seconds) {
+  ++count_;
+  sum_ += seconds;
+  const double x = std::max(seconds, 1e-6);
+  const auto b = static_cast<std::size_t>(std::log10(x / 1e-6) * k_per_decade);
+  ++buckets_[std::min(b, buckets_.size() - 1)];
+}
+
+auto latency_histogram::quantile(double q) const -> double {
+  if (count_ == 0) return 0;
+  const auto rank = static_cast<std::int64_t>(q * static_cast<double>(count_ - 1));
+  std::int64_t seen = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen > rank) return 1e-6 * std::pow(10.0, (static_cast<double>(b) + 0.5) / k_per_decade);
+  }
+  return 0;
+}
+
+namespace {
+
+// One replica: the server's core objects, as a scheduler actor owns them,
+// but with the device's prefix cache itself as its block source.
+struct replica {
+  std::unique_ptr<policy::eviction_policy> eviction;
+  std::unique_ptr<policy::scheduling_policy> policy;
+  prefix_cache cache;
+  kv_cache_manager kv;
+  batch_scheduler core;
+  bool busy = false;
+  scheduler_output step;
+  step_features features;
+  double step_start = 0;
+
+  replica(const replica_spec& r, std::unique_ptr<policy::eviction_policy> ev,
+          std::unique_ptr<policy::scheduling_policy> pol, std::int32_t index)
+    : eviction(std::move(ev)),
+      policy(std::move(pol)),
+      cache(r.kv_blocks, *eviction),
+      kv(cache, {r.block_size, r.watermark_blocks, r.enable_prefix_caching}),
+      core(limits_of(r, index), kv, *policy, {}) {}
+
+  static auto limits_of(const replica_spec& r, std::int32_t) -> scheduler_limits {
+    scheduler_limits l;
+    l.max_num_seqs = r.max_num_seqs;
+    l.max_num_batched_tokens = r.max_num_batched_tokens;
+    l.max_model_len = r.max_model_len;
+    l.max_waiting_requests = r.max_waiting_requests;
+    l.max_waiting_tokens = std::int64_t{1} << 50;
+    l.preemption = r.preemption_mode == "swap" ? preemption_mode::swap : preemption_mode::recompute;
+    l.num_host_blocks = r.host_blocks;
+    return l;
+  }
+};
+
+// A step ending: ordered by time, then by when it was scheduled.
+struct step_event {
+  double t;
+  std::uint64_t seq;
+  std::size_t replica;
+  auto operator>(const step_event& o) const -> bool { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+// The token a "model" samples: any id but 0, never an EOS (there is none).
+auto sampled_token(request_id id, std::int32_t position, std::int64_t vocab) -> token_id {
+  std::uint64_t z = (static_cast<std::uint64_t>(id) << 32) ^ static_cast<std::uint64_t>(position);
+  z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdull;
+  z ^= z >> 33;
+  return static_cast<token_id>(1 + z % static_cast<std::uint64_t>(vocab - 1));
+}
+
+} // namespace
+
+auto simulate(const scenario& sc, const run_options& options) -> run_result {
+  run_result out;
+  out.sc = sc;
+  const auto cost = make_cost_model(sc);
+  out.cost_description = cost->describe();
+  workload traffic(sc);
+  out.tenant_names = traffic.tenant_names();
+  out.requests.resize(static_cast<std::size_t>(traffic.size()));
+  std::vector<double> last_token(out.requests.size(), 0.0);
+
+  std::vector<std::unique_ptr<replica>> replicas;
+  for (const auto& spec : sc.replicas)
+    for (std::int32_t i = 0; i < spec.count; ++i) {
+      try {
+        replicas.push_back(std::make_unique<replica>(spec, policy::make_eviction_policy(spec.eviction),
+                                                     policy::make_scheduling_policy(spec.policy),
+                                                     static_cast<std::int32_t>(replicas.size())));
+      } catch (const std::invalid_argument& e) {
+        throw scenario_error(std::string("replicas: ") + e.what());
+      }
+    }
+
+  std::priority_queue<step_event, std::vector<step_event>, std::greater<>> steps;
+  std::uint64_t seq = 0;
+  std::size_t next_replica = 0; // round robin
+  std::int64_t done = 0;
+  const auto vocab = sc.cost.model.vocab;
+  const auto progress_every = std::max<std::int64_t>(1, traffic.size() / 200);
+
+  const auto start_step = [&](std::size_t ri, double now) {
+    replica& r = *replicas[ri];
+    r.step = r.core.schedule(now);
+    if (r.step.empty()) {
+      r.busy = false;
+      return;
+    }
+    r.busy = true;
+    r.step_start = now;
+    r.features = features_of(r.step);
+    const double dur = std::max(cost->step_seconds(r.features), 1e-9);
+    steps.push({now + dur, seq++, ri});
+    const double kv_use = static_cast<double>(r.cache.num_referenced()) / r.cache.num_blocks();
+    out.kv_use_time += kv_use * dur;
+    out.busy_time += dur;
+    out.kv_use_peak = std::max(out.kv_use_peak, kv_use);
+    if (options.keep_steps) {
+      step_record s;
+      s.start_s = now;
+      s.duration_s = dur;
+      s.replica = static_cast<std::int32_t>(ri);
+      s.seqs = static_cast<std::int32_t>(r.step.scheduled.size());
+      for (const auto& c : r.step.scheduled) {
+        const bool decode = c.num_tokens == 1 && c.sample && c.num_computed_tokens > 0;
+        (decode ? s.decode_tokens : s.prefill_tokens) += c.num_tokens;
+      }
+      s.running = static_cast<std::int32_t>(r.core.num_running());
+      s.waiting = static_cast<std::int32_t>(r.core.num_waiting());
+      s.kv_use = kv_use;
+      out.steps.push_back(s);
+    }
+  };
+
+  auto pending = traffic.next();
+  std::vector<token_id> prompt;
+  while (pending || !steps.empty()) {
+    // Arrivals first at equal times: a request arriving as a step ends joins the next.
+    if (pending && (steps.empty() || pending->arrival_s <= steps.top().t)) {
+      const sim_request q = *pending;
+      pending = traffic.next();
+      auto& rec = out.requests[static_cast<std::size_t>(q.index)];
+      rec.arrival_s = q.arrival_s;
+      rec.prompt_tokens = q.prompt_tokens;
+      rec.tenant = q.tenant;
+      const std::size_t ri = next_replica++ % replicas.size();
+      rec.replica = static_cast<std::int32_t>(ri);
+      request r;
+      r.id = q.index + 1;
+      traffic.prompt_of(q, prompt);
+      r.prompt = prompt;
+      r.sampling.max_tokens = q.output_tokens;
+      r.sampling.ignore_eos = true;
+      r.tenant = static_cast<std::uint64_t>(q.tenant) + 1;
+      r.priority = q.priority;
+      r.arrival_s = q.arrival_s;
+      const auto result = replicas[ri]->core.submit(std::move(r));
+      out.end_s = std::max(out.end_s, q.arrival_s);
+      if (result.status != 0) {
+        rec.status = result.status;
+        ++done;
+      } else if (!replicas[ri]->busy) {
+        start_step(ri, q.arrival_s);
+      }
+      continue;
+    }
+    const step_event ev = steps.top();
+    steps.pop();
+    replica& r = *replicas[ev.replica];
+    step_result result;
+    for (const auto& c : r.step.scheduled)
+      if (c.sample) result.sampled.push_back({c.id, {sampled_token(c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}}});
+    for (const auto& u : r.core.update(r.step, result)) {
+      const auto i = static_cast<std::size_t>(u.id - 1);
+      auto& rec = out.requests[i];
+      if (u.token) {
+        if (rec.first_token_s < 0) rec.first_token_s = ev.t;
+        else out.itl.add(ev.t - last_token[i]);
+        last_token[i] = ev.t;
+        ++rec.output_tokens;
+      }
+      if (u.finished != finish_reason::none) {
+        rec.finish_s = ev.t;
+        if (++done % progress_every == 0 && options.progress) options.progress(done, traffic.size());
+      }
+    }
+    out.end_s = std::max(out.end_s, ev.t);
+    start_step(ev.replica, ev.t);
+  }
+  for (const auto& r : replicas) {
+    out.preemptions += r->core.num_preemptions();
+    out.swap_outs += r->core.num_swap_outs();
+    out.prefix_queries += r->cache.num_queries();
+    out.prefix_hits += r->cache.num_hits();
+  }
+  if (options.progress) options.progress(traffic.size(), traffic.size());
+  return out;
+}
+
+} // namespace troupe::sim

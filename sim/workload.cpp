@@ -1,0 +1,206 @@
+#include "sim/workload.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+
+namespace troupe::sim {
+namespace {
+
+// ShareGPT-like token counts as (quantile, tokens), interpolated
+// log-linearly: chat prompts with a long tail, answers of a few hundred
+// tokens (the shape of the ShareGPT conversations serving papers benchmark on).
+constexpr std::array<std::pair<double, double>, 9> k_sharegpt_prompt = {
+    {{0.0, 4}, {0.1, 14}, {0.25, 40}, {0.5, 110}, {0.75, 300}, {0.9, 650}, {0.95, 1000}, {0.99, 1800}, {1.0, 4000}}};
+constexpr std::array<std::pair<double, double>, 9> k_sharegpt_output = {
+    {{0.0, 1}, {0.1, 20}, {0.25, 60}, {0.5, 170}, {0.75, 330}, {0.9, 520}, {0.95, 680}, {0.99, 1000}, {1.0, 2000}}};
+
+template <std::size_t N>
+auto from_quantiles(const std::array<std::pair<double, double>, N>& q, double u) -> double {
+  for (std::size_t i = 1; i < N; ++i)
+    if (u <= q[i].first) {
+      const double f = (u - q[i - 1].first) / (q[i].first - q[i - 1].first);
+      return std::exp(std::log(q[i - 1].second) + f * (std::log(q[i].second) - std::log(q[i - 1].second)));
+    }
+  return q[N - 1].second;
+}
+
+// A token id in [1, vocab) from a seed and two coordinates (splitmix64).
+auto token_at(std::uint64_t seed, std::uint64_t a, std::uint64_t b, std::int64_t vocab) -> token_id {
+  std::uint64_t z = seed ^ (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<token_id>(1 + z % static_cast<std::uint64_t>(vocab - 1));
+}
+
+auto clamp_len(double x, const length_dist& d) -> std::int64_t {
+  const auto n = static_cast<std::int64_t>(std::llround(std::min(x, 1e15)));
+  return std::clamp(n, d.min, d.max);
+}
+
+} // namespace
+
+length_sampler::length_sampler(const length_dist& d) : d_(d) {
+  if (d.type != length_dist::kind::zipf) return;
+  double sum = 0;
+  for (std::int64_t n = d.min; n <= d.max; ++n) cdf_.push_back(sum += std::pow(static_cast<double>(n), -d.s));
+  for (auto& c : cdf_) c /= sum;
+}
+
+auto length_sampler::operator()(rng& g) const -> std::int64_t {
+  switch (d_.type) {
+    case length_dist::kind::fixed: return std::clamp(d_.value, d_.min, d_.max);
+    case length_dist::kind::uniform:
+      return d_.min + static_cast<std::int64_t>(g.next() % static_cast<std::uint64_t>(d_.max - d_.min + 1));
+    case length_dist::kind::lognormal: return clamp_len(d_.median * std::exp(d_.sigma * g.normal()), d_);
+    case length_dist::kind::zipf: {
+      const auto it = std::lower_bound(cdf_.begin(), cdf_.end(), g.uniform());
+      return d_.min + std::min<std::int64_t>(it - cdf_.begin(), static_cast<std::int64_t>(cdf_.size()) - 1);
+    }
+    case length_dist::kind::sharegpt_prompt: return clamp_len(from_quantiles(k_sharegpt_prompt, g.uniform()), d_);
+    case length_dist::kind::sharegpt_output: return clamp_len(from_quantiles(k_sharegpt_output, g.uniform()), d_);
+  }
+  return 1;
+}
+
+workload::workload(const scenario& sc) : sc_(sc), g_(sc.seed), prompt_(sc.prompt), output_(sc.output) {
+  double sum = 0;
+  for (const auto& t : sc.tenants) {
+    tenant_cdf_.push_back(sum += t.share);
+    tenant_names_.push_back(t.name);
+    tenant_priority_.push_back(t.priority);
+  }
+  if (sc.process == "trace") {
+    read_trace(sc.trace);
+    total_ = static_cast<std::int64_t>(trace_.size());
+  } else {
+    total_ = sc.num_requests;
+  }
+}
+
+void workload::read_trace(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw scenario_error(file.string() + ": cannot read the trace");
+  std::string line;
+  std::vector<std::string> columns;
+  std::int64_t line_no = 0;
+  const auto where = [&] { return file.string() + ":" + std::to_string(line_no) + ": "; };
+  const auto split = [](const std::string& s) {
+    std::vector<std::string> cells(1);
+    for (const char c : s) {
+      if (c == ',') cells.emplace_back();
+      else if (c != '\r') cells.back() += c;
+    }
+    for (auto& c : cells) {
+      while (!c.empty() && c.front() == ' ') c.erase(c.begin());
+      while (!c.empty() && c.back() == ' ') c.pop_back();
+    }
+    return cells;
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    const auto cells = split(line);
+    if (columns.empty()) {
+      columns = cells;
+      for (const char* need : {"arrival_s", "prompt_tokens", "output_tokens"})
+        if (std::find(columns.begin(), columns.end(), need) == columns.end())
+          throw scenario_error(where() + "the header names no column " + need +
+                               " (columns: arrival_s, prompt_tokens, output_tokens, tenant, priority, prefix_group)");
+      for (const auto& c : columns)
+        if (c != "arrival_s" && c != "prompt_tokens" && c != "output_tokens" && c != "tenant" && c != "priority" &&
+            c != "prefix_group")
+          throw scenario_error(where() + "unknown column \"" + c + "\"");
+      continue;
+    }
+    if (cells.size() != columns.size())
+      throw scenario_error(where() + std::to_string(cells.size()) + " cells, the header has " +
+                           std::to_string(columns.size()));
+    sim_request r;
+    r.index = static_cast<std::int64_t>(trace_.size());
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const auto& c = cells[i];
+      const auto& col = columns[i];
+      const auto integer = [&](std::int64_t lo) {
+        std::int64_t v = 0;
+        const auto [p, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
+        if (ec != std::errc{} || p != c.data() + c.size() || v < lo || v > (1 << 30))
+          throw scenario_error(where() + col + ": \"" + c + "\" is not an integer in [" + std::to_string(lo) + ", 2^30]");
+        return static_cast<std::int32_t>(v);
+      };
+      if (col == "arrival_s") {
+        double v = 0;
+        const auto [p, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
+        if (ec != std::errc{} || p != c.data() + c.size() || !std::isfinite(v) || v < 0)
+          throw scenario_error(where() + "arrival_s: \"" + c + "\" is not a time in seconds >= 0");
+        if (!trace_.empty() && v < trace_.back().arrival_s)
+          throw scenario_error(where() + "arrival_s goes back in time (" + c + " after " +
+                               std::to_string(trace_.back().arrival_s) + ")");
+        r.arrival_s = v;
+      } else if (col == "prompt_tokens") {
+        r.prompt_tokens = integer(1);
+      } else if (col == "output_tokens") {
+        r.output_tokens = integer(1);
+      } else if (col == "priority" && !c.empty()) {
+        r.priority = integer(-1'000'000);
+      } else if (col == "prefix_group" && !c.empty()) {
+        r.prefix_group = integer(0);
+        r.prefix_tokens = std::min(sc_.prefix_tokens, r.prompt_tokens - 1);
+      } else if (col == "tenant" && !c.empty()) {
+        const auto it = std::find(tenant_names_.begin(), tenant_names_.end(), c);
+        if (it == tenant_names_.end()) {
+          tenant_names_.push_back(c);
+          tenant_priority_.push_back(0);
+        }
+        r.tenant = static_cast<std::int32_t>(std::find(tenant_names_.begin(), tenant_names_.end(), c) - tenant_names_.begin());
+      }
+    }
+    trace_.push_back(r);
+  }
+  if (trace_.empty()) throw scenario_error(file.string() + ": the trace holds no request");
+}
+
+auto workload::draw(std::int64_t index) -> sim_request {
+  sim_request r;
+  r.index = index;
+  if (sc_.process == "poisson") t_ += -std::log(1.0 - g_.uniform()) / sc_.rate;
+  else if (sc_.process == "gamma") t_ += g_.gamma(1.0 / (sc_.cv * sc_.cv)) * sc_.cv * sc_.cv / sc_.rate;
+  else if (sc_.process == "constant" && index > 0) t_ += 1.0 / sc_.rate;
+  r.arrival_s = t_;
+  r.prompt_tokens = static_cast<std::int32_t>(prompt_(g_));
+  r.output_tokens = static_cast<std::int32_t>(output_(g_));
+  const double u = g_.uniform() * tenant_cdf_.back();
+  r.tenant = static_cast<std::int32_t>(std::upper_bound(tenant_cdf_.begin(), tenant_cdf_.end(), u) - tenant_cdf_.begin());
+  r.tenant = std::min<std::int32_t>(r.tenant, static_cast<std::int32_t>(tenant_cdf_.size()) - 1);
+  r.priority = tenant_priority_[static_cast<std::size_t>(r.tenant)];
+  if (sc_.prefix_groups > 0 && sc_.prefix_tokens > 0 && g_.uniform() < sc_.prefix_fraction) {
+    r.prefix_group = static_cast<std::int32_t>(g_.next() % static_cast<std::uint64_t>(sc_.prefix_groups));
+    // The group's prefix comes on top of the drawn prompt.
+    r.prefix_tokens = sc_.prefix_tokens;
+    r.prompt_tokens += sc_.prefix_tokens;
+  }
+  return r;
+}
+
+auto workload::next() -> std::optional<sim_request> {
+  if (issued_ >= total_) return std::nullopt;
+  const auto i = issued_++;
+  if (!trace_.empty()) return trace_[static_cast<std::size_t>(i)];
+  return draw(i);
+}
+
+void workload::prompt_of(const sim_request& r, std::vector<token_id>& out) const {
+  out.resize(static_cast<std::size_t>(r.prompt_tokens));
+  const auto vocab = sc_.cost.model.vocab;
+  for (std::int32_t i = 0; i < r.prompt_tokens; ++i) {
+    out[static_cast<std::size_t>(i)] =
+        i < r.prefix_tokens ? token_at(sc_.seed, 1 + static_cast<std::uint64_t>(r.prefix_group), static_cast<std::uint64_t>(i), vocab)
+                            : token_at(sc_.seed, (std::uint64_t{1} << 40) + static_cast<std::uint64_t>(r.index),
+                                       static_cast<std::uint64_t>(i), vocab);
+  }
+}
+
+} // namespace troupe::sim
