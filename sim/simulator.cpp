@@ -17,9 +17,13 @@ namespace troupe::sim {
 void latency_histogram::add(double seconds) {
   ++count_;
   sum_ += seconds;
-  const double x = std::max(seconds, 1e-6);
-  const auto b = static_cast<std::size_t>(std::log10(x / 1e-6) * k_per_decade);
-  ++buckets_[std::min(b, buckets_.size() - 1)];
+  // The gaps of one step's decodes are mostly equal: one logarithm for them all.
+  if (seconds != last_value_) {
+    const double x = std::max(seconds, 1e-6);
+    last_bucket_ = std::min(static_cast<std::size_t>(std::log10(x / 1e-6) * k_per_decade), buckets_.size() - 1);
+    last_value_ = seconds;
+  }
+  ++buckets_[last_bucket_];
 }
 
 auto latency_histogram::quantile(double q) const -> double {
@@ -150,7 +154,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   };
 
   auto pending = traffic.next();
-  std::vector<token_id> prompt;
   while (pending || !steps.empty()) {
     // Arrivals first at equal times: a request arriving as a step ends joins the next.
     if (pending && (steps.empty() || pending->arrival_s <= steps.top().t)) {
@@ -164,8 +167,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
       rec.replica = static_cast<std::int32_t>(ri);
       request r;
       r.id = q.index + 1;
-      traffic.prompt_of(q, prompt);
-      r.prompt = prompt;
+      traffic.prompt_of(q, r.prompt);
       r.sampling.max_tokens = q.output_tokens;
       r.sampling.ignore_eos = true;
       r.tenant = static_cast<std::uint64_t>(q.tenant) + 1;

@@ -47,6 +47,8 @@ private:
   std::vector<std::int64_t> buckets_ = std::vector<std::int64_t>(k_per_decade * k_decades + 1, 0);
   std::int64_t count_ = 0;
   double sum_ = 0;
+  double last_value_ = -1;
+  std::size_t last_bucket_ = 0;
 };
 
 struct run_result {

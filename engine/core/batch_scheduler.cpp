@@ -301,8 +301,13 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     -> std::vector<request_update> {
   std::vector<request_update> updates;
   updates.reserve(result.sampled.size());
+  // The requests of the chunks that sampled, in order: the results come in
+  // that order, so each request is looked up once.
+  auto& sampling = sampling_scratch_;
+  sampling.clear();
   for (const auto& c : step.scheduled) {
     request* r = find_mut(c.id);
+    if (c.sample) sampling.push_back(r);
     if (r == nullptr || r->state != request_state::running) continue; // aborted or preempted meanwhile
     const bool decode = c.num_computed_tokens >= static_cast<std::int32_t>(r->prompt.size());
     const auto n = c.num_tokens;
@@ -313,8 +318,9 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     if (r->num_computed_tokens / bs > (r->num_computed_tokens - n) / bs)
       kv_.commit(r->id, r->prompt, r->output, r->num_computed_tokens);
   }
-  for (const auto& s : result.sampled) {
-    request* r = find_mut(s.id);
+  for (std::size_t k = 0; k < result.sampled.size(); ++k) {
+    const auto& s = result.sampled[k];
+    request* r = k < sampling.size() && sampling[k] != nullptr && sampling[k]->id == s.id ? sampling[k] : find_mut(s.id);
     if (r == nullptr || r->state != request_state::running) continue;
     const token_id t = s.result.token;
     r->output.push_back(t);

@@ -131,6 +131,7 @@ private:
   std::int64_t blocked_available_ = -1;
   std::uint64_t blocked_version_ = 0;
   std::uint64_t queue_version_ = 0; ///< bumped whenever the waiting queue gains a request
+  std::vector<request*> sampling_scratch_; ///< update(): the sampling chunks' requests
 };
 
 } // namespace troupe

@@ -51,7 +51,7 @@ public:
   [[nodiscard]] virtual auto acquire_cached(const block_key& k, block_hash h, std::int32_t priority)
       -> std::optional<block_id> = 0;
   /// Makes a referenced, fully computed block findable by `k` (hash h).
-  virtual auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool = 0;
+  virtual auto publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool = 0;
   /// Drops one reference.
   virtual void release(block_id b) = 0;
   /// Takes charge of a reference made elsewhere for one of this source's

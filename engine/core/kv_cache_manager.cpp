@@ -63,14 +63,16 @@ void kv_cache_manager::commit(request_id id, std::span<const token_id> prompt, s
   TROUPE_CHECK(full <= static_cast<std::int32_t>(e.blocks.size()), "computed tokens beyond the block table");
   for (; e.num_published < full; ++e.num_published) {
     const auto i = static_cast<std::size_t>(e.num_published);
-    block_key k{e.tenant, e.last_hash, {}};
-    k.tokens.reserve(bs);
+    auto& k = scratch_key_; // reused: publishing allocates nothing
+    k.tenant = e.tenant;
+    k.parent = e.last_hash;
+    k.tokens.clear();
     for (std::size_t j = i * bs; j < (i + 1) * bs; ++j)
       k.tokens.push_back(j < prompt.size() ? prompt[j] : output[j - prompt.size()]);
     e.last_hash = hash_block(k);
     // Another request may have published the same content meanwhile: this
     // block then stays private and is freed with the request.
-    (void)cache_.publish(e.blocks[i], std::move(k), e.last_hash, e.num_published);
+    (void)cache_.publish(e.blocks[i], k, e.last_hash, e.num_published);
   }
 }
 

@@ -74,6 +74,7 @@ private:
   block_source& cache_;
   kv_cache_options options_;
   std::unordered_map<request_id, entry> requests_;
+  block_key scratch_key_;
 };
 
 } // namespace troupe

@@ -48,7 +48,7 @@ public:
   [[nodiscard]] auto acquire_cached(const block_key&, block_hash, std::int32_t) -> std::optional<block_id> override {
     return std::nullopt; // matching happens at the memory manager
   }
-  auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool override;
+  auto publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool override;
   void release(block_id b) override;
   void check_invariants() const override;
 

@@ -7,18 +7,21 @@
 namespace troupe {
 
 auto hash_block(const block_key& k) -> block_hash {
-  // FNV-1a over the tenant, the parent hash and the token ids, then a
-  // splitmix finaliser so that nearby keys spread over the table.
-  std::uint64_t h = 1469598103934665603ull;
+  // A word at a time (two token ids per word): multiply, rotate, then a
+  // splitmix finaliser so that nearby keys spread over the table. (Byte-wise
+  // FNV-1a cost a sixth of a simulated request.)
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
   const auto mix = [&h](std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xFF;
-      h *= 1099511628211ull;
-    }
+    h = (h ^ v) * 0xff51afd7ed558ccdull;
+    h = (h << 31) | (h >> 33);
   };
   mix(k.tenant);
   mix(k.parent);
-  for (const token_id t : k.tokens) mix(static_cast<std::uint32_t>(t));
+  std::size_t i = 0;
+  for (; i + 1 < k.tokens.size(); i += 2)
+    mix(static_cast<std::uint32_t>(k.tokens[i]) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.tokens[i + 1])) << 32));
+  if (i < k.tokens.size()) mix(static_cast<std::uint32_t>(k.tokens[i]));
+  mix(k.tokens.size());
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;
@@ -31,6 +34,7 @@ prefix_cache::prefix_cache(std::int32_t num_blocks, const policy::eviction_polic
   : eviction_(eviction),
     first_id_(first_id),
     blocks_(static_cast<std::size_t>(std::max(num_blocks, 0))),
+    evictable_(blocks_.size()),
     index_(std::max(num_blocks, 0)) {
   free_.reserve(blocks_.size());
   for (std::int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(first_id + b);
@@ -54,8 +58,8 @@ auto prefix_cache::allocate(std::int32_t priority) -> std::optional<block_id> {
     b = free_.back();
     free_.pop_back();
   } else if (!evictable_.empty()) {
-    b = evictable_.begin()->second;
-    evictable_.erase(evictable_.begin());
+    b = first_id_ + static_cast<block_id>(evictable_.min());
+    evictable_.erase(static_cast<std::size_t>(b - first_id_));
     unpublish(b);
     ++num_evictions_;
   } else {
@@ -72,10 +76,10 @@ auto prefix_cache::acquire_cached(const block_key& k, block_hash h, std::int32_t
     -> std::optional<block_id> {
   ++num_queries_;
   // Equal hashes with another key are collisions: keep looking.
-  const block_id b = index_.find(h, [&](block_id c) { return at(c).key == k; });
+  const block_id b = index_.find(h, [&](block_id c) { return holds(c, k); });
   if (b >= 0) {
     auto& blk = at(b);
-    if (blk.refs == 0) evictable_.erase({blk.evict_key, b});
+    if (blk.refs == 0) evictable_.erase(static_cast<std::size_t>(b - first_id_));
     ++blk.refs;
     ++blk.hits;
     ++num_hits_;
@@ -85,13 +89,21 @@ auto prefix_cache::acquire_cached(const block_key& k, block_hash h, std::int32_t
   return std::nullopt;
 }
 
-auto prefix_cache::publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool {
+auto prefix_cache::publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool {
   auto& blk = at(b);
   TROUPE_CHECK(blk.refs > 0, "publishing a block nobody holds");
-  if (blk.published) return blk.key == k;
-  if (index_.find(h, [&](block_id c) { return at(c).key == k; }) >= 0) return false;
+  if (key_size_ == 0) {
+    TROUPE_CHECK(!k.tokens.empty(), "a block key without tokens");
+    key_size_ = k.tokens.size();
+    key_tokens_.resize(blocks_.size() * key_size_);
+  }
+  TROUPE_CHECK(k.tokens.size() == key_size_, "block keys of different sizes");
+  if (blk.published) return holds(b, k);
+  if (index_.find(h, [&](block_id c) { return holds(c, k); }) >= 0) return false;
   blk.published = true;
-  blk.key = std::move(k);
+  blk.tenant = k.tenant;
+  blk.parent = k.parent;
+  std::copy(k.tokens.begin(), k.tokens.end(), key_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b - first_id_) * key_size_));
   blk.hash = h;
   blk.depth = depth;
   index_.insert(h, b);
@@ -115,7 +127,7 @@ void prefix_cache::release(block_id b) {
   v.priority = blk.priority;
   v.depth = blk.depth;
   blk.evict_key = eviction_.key(v);
-  evictable_.emplace(blk.evict_key, b);
+  evictable_.insert(static_cast<std::size_t>(b - first_id_), blk.evict_key);
 }
 
 void prefix_cache::check_invariants() const {
@@ -127,12 +139,15 @@ void prefix_cache::check_invariants() const {
     const auto& blk = at(b);
     TROUPE_CHECK(blk.refs == 0 && !blk.published, "a free block is referenced or published");
   }
-  for (const auto& [key, b] : evictable_) {
-    TROUPE_CHECK(where[slot(b)] == 0, "an evictable block is also free");
-    where[slot(b)] = 2;
-    const auto& blk = at(b);
+  evictable_.check_invariants();
+  evictable_.for_each([&](std::size_t s, const policy::eviction_key& key) {
+    TROUPE_CHECK(where[s] == 0, "an evictable block is also free");
+    where[s] = 2;
+    const auto& blk = blocks_[s];
     TROUPE_CHECK(blk.refs == 0 && blk.published && blk.evict_key == key, "evictable block in a wrong state");
-  }
+  });
+  for (std::size_t s = 0; s < blocks_.size(); ++s)
+    TROUPE_CHECK(evictable_.contains(s) == (where[s] == 2), "a block is evictable in one place only");
   std::size_t published = 0;
   for (std::size_t b = 0; b < blocks_.size(); ++b) {
     const auto& blk = blocks_[b];
@@ -140,7 +155,10 @@ void prefix_cache::check_invariants() const {
     if (where[b] == 0) TROUPE_CHECK(blk.refs > 0, "a block is neither free, evictable nor referenced");
     if (blk.published) {
       ++published;
-      TROUPE_CHECK(blk.hash == hash_block(blk.key), "a published block's hash is stale");
+      const auto id = static_cast<block_id>(b) + first_id_;
+      const auto t = tokens_of(id);
+      TROUPE_CHECK(blk.hash == hash_block({blk.tenant, blk.parent, {t.begin(), t.end()}}),
+                   "a published block's hash is stale");
     }
   }
   TROUPE_CHECK(static_cast<std::int64_t>(published) == index_.size(), "the index and the published blocks disagree");

@@ -9,12 +9,13 @@
 
 #include "engine/core/block_index.hpp"
 #include "engine/core/block_source.hpp"
+#include "engine/core/evictable_set.hpp"
 #include "engine/types.hpp"
 #include "policies/api/eviction.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -46,11 +47,8 @@ public:
   /// the caller computed (hash_block(k): it chains the next block's key).
   /// False (and nothing changes) when the cache already holds that key in
   /// another block: the caller keeps its private copy.
-  auto publish(block_id b, block_key k, block_hash h, std::int32_t depth) -> bool override;
-  auto publish(block_id b, block_key k, std::int32_t depth) -> bool {
-    const block_hash h = hash_block(k);
-    return publish(b, std::move(k), h, depth);
-  }
+  auto publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool override;
+  auto publish(block_id b, const block_key& k, std::int32_t depth) -> bool { return publish(b, k, hash_block(k), depth); }
   /// Drops one reference; at zero a published block becomes evictable, an
   /// unpublished one free. O(log n).
   void release(block_id b) override;
@@ -64,7 +62,7 @@ public:
   auto num_referenced() const -> std::int64_t { return num_blocks() - num_available(); }
   auto ref_count(block_id b) const -> std::int32_t { return at(b).refs; }
   auto is_published(block_id b) const -> bool { return at(b).published; }
-  auto tenant_of(block_id b) const -> std::uint64_t { return at(b).key.tenant; }
+  auto tenant_of(block_id b) const -> std::uint64_t { return at(b).tenant; }
   auto num_queries() const -> std::uint64_t { return num_queries_; }
   auto num_hits() const -> std::uint64_t { return num_hits_; }
   auto num_evictions() const -> std::uint64_t { return num_evictions_; }
@@ -75,10 +73,14 @@ public:
   void check_invariants() const override;
 
 private:
+  // A published block's key is its tenant, its parent's hash and its tokens,
+  // the tokens kept in one flat array (key_tokens_) rather than a vector
+  // per block: publishing and evicting then allocate nothing.
   struct block {
     std::int32_t refs = 0;
     bool published = false;
-    block_key key;
+    std::uint64_t tenant = 0;
+    block_hash parent = 0;
     block_hash hash = 0;
     std::int32_t depth = 0;
     std::int32_t priority = 0;
@@ -88,6 +90,14 @@ private:
   };
 
   void unpublish(block_id b);
+  auto tokens_of(block_id b) const -> std::span<const token_id> {
+    return std::span(key_tokens_).subspan(static_cast<std::size_t>(b - first_id_) * key_size_, key_size_);
+  }
+  auto holds(block_id b, const block_key& k) const -> bool {
+    const auto& blk = at(b);
+    return blk.tenant == k.tenant && blk.parent == k.parent && k.tokens.size() == key_size_ &&
+           std::equal(k.tokens.begin(), k.tokens.end(), tokens_of(b).begin());
+  }
   void touch(block& blk, std::int32_t priority);
   auto at(block_id b) -> block& { return blocks_[static_cast<std::size_t>(b - first_id_)]; }
   auto at(block_id b) const -> const block& { return blocks_[static_cast<std::size_t>(b - first_id_)]; }
@@ -95,8 +105,10 @@ private:
   const policy::eviction_policy& eviction_;
   block_id first_id_;
   std::vector<block> blocks_; ///< block b at b - first_id_
+  std::size_t key_size_ = 0;  ///< tokens per key, set by the first publish
+  std::vector<token_id> key_tokens_; ///< block b's key tokens at (b - first_id_) * key_size_
   std::vector<block_id> free_; ///< a stack
-  std::set<std::pair<policy::eviction_key, block_id>> evictable_;
+  evictable_set evictable_; ///< by slot (b - first_id_)
   block_index index_; ///< published blocks by hash
   std::uint64_t tick_ = 0;
   std::uint64_t num_queries_ = 0;
