@@ -223,14 +223,15 @@ void print_summaries(std::FILE* out, const std::vector<run_summary>& runs) {
   std::size_t name_w = 4;
   for (const auto& r : runs) name_w = std::max(name_w, r.name.size());
   const auto w = static_cast<int>(name_w);
-  std::fprintf(out, "%-*s %8s %8s %9s %9s %9s %9s %8s %8s %8s %9s %9s %8s %6s %5s %5s\n", w, "run", "done", "req/s",
-               "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p99", "E2E p50", "E2E p99",
-               "goodput", "preempt", "hit%", "KV%");
+  std::fprintf(out, "%-*s %8s %8s %9s %9s %9s %9s %8s %8s %8s %9s %9s %9s %8s %7s %5s %5s\n", w, "run", "done",
+               "req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p50", "ITL p99", "E2E mean",
+               "E2E p50", "E2E p99", "goodput", "preempt", "hit%", "KV%");
   for (const auto& r : runs) {
-    std::fprintf(out, "%-*s %8lld %8.2f %9.1f %9.1f %9.1f %9.2f %9.2f %8.2f %8.2f %9.1f %9.1f %8.2f %6lld %5.1f %5.1f\n",
+    std::fprintf(out,
+                 "%-*s %8lld %8.2f %9.1f %9.1f %9.1f %9.2f %9.2f %8.2f %8.2f %9.1f %9.1f %9.1f %8.2f %7lld %5.1f %5.1f\n",
                  w, r.name.c_str(), static_cast<long long>(r.completed), r.request_throughput, r.output_throughput,
                  r.ttft.p50 * 1e3, r.ttft.p99 * 1e3, r.tpot.p50 * 1e3, r.tpot.p99 * 1e3, r.itl.p50 * 1e3,
-                 r.itl.p99 * 1e3, r.e2e.p50 * 1e3, r.e2e.p99 * 1e3, r.goodput, static_cast<long long>(r.preemptions),
+                 r.itl.p99 * 1e3, r.e2e.mean * 1e3, r.e2e.p50 * 1e3, r.e2e.p99 * 1e3, r.goodput, static_cast<long long>(r.preemptions),
                  100 * r.prefix_hit_rate, 100 * r.kv_use_mean);
   }
   for (const auto& r : runs) {

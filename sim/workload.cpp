@@ -168,7 +168,7 @@ auto workload::draw(std::int64_t index) -> sim_request {
   r.index = index;
   if (sc_.process == "poisson") t_ += -std::log(1.0 - g_.uniform()) / sc_.rate;
   else if (sc_.process == "gamma") t_ += g_.gamma(1.0 / (sc_.cv * sc_.cv)) * sc_.cv * sc_.cv / sc_.rate;
-  else if (sc_.process == "constant" && index > 0) t_ += 1.0 / sc_.rate;
+  else if (sc_.process == "constant") t_ += 1.0 / sc_.rate;
   r.arrival_s = t_;
   r.prompt_tokens = static_cast<std::int32_t>(prompt_(g_));
   r.output_tokens = static_cast<std::int32_t>(output_(g_));

@@ -62,6 +62,30 @@ check "bench-scheduler runs" test "$(exit_code "$troupe" bench-scheduler --runni
 check "bench-scheduler states the target" grep -qE "^target <= 20 us per step: " "$tmp/out"
 check "bench-scheduler unknown policy: exit 2" test "$(exit_code "$troupe" bench-scheduler --policy nope)" = 2
 
+# The simulator: every scenario under config/sim/ runs (shortened); the same
+# seed writes the same bytes; bad input is one line.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+for scenario in "$src"/config/sim/*.toml; do
+  name=$(basename "$scenario" .toml)
+  check "sim $name runs" test "$(exit_code "$troupe" sim "$scenario" --quiet --set sim.num_requests=300)" = 0
+  check "sim $name prints its table" grep -qE "^run +done +req/s" "$tmp/out"
+done
+"$troupe" sim "$src/config/sim/chat.toml" --quiet --set sim.num_requests=300 --out "$tmp/sim1" >/dev/null
+"$troupe" sim "$src/config/sim/chat.toml" --quiet --set sim.num_requests=300 --out "$tmp/sim2" >/dev/null
+check "sim writes summary.json, CSVs and plots" test -s "$tmp/sim1/summary.json" -a -s "$tmp/sim1/base/requests.csv" \
+  -a -s "$tmp/sim1/base/steps.csv" -a -s "$tmp/sim1/base/latency_cdf.svg" -a -s "$tmp/sim1/base/timeline.svg"
+check "sim: same seed, byte-identical results" diff -r "$tmp/sim1" "$tmp/sim2"
+check "sim plots are SVG" grep -q "<svg" "$tmp/sim1/base/latency_cdf.svg"
+check "sim without a scenario: exit 2" test "$(exit_code "$troupe" sim)" = 2
+check "sim missing scenario: exit 1" test "$(exit_code "$troupe" sim "$tmp/nope.toml")" = 1
+check "sim missing scenario: one line naming it" test "$(wc -l <"$tmp/err")" = 1 -a -n "$(grep nope.toml "$tmp/err")"
+check "sim bad value: exit 1" test "$(exit_code "$troupe" sim "$src/config/sim/chat.toml" --set arrival.rate=0)" = 1
+check "sim bad value: the key and the problem" grep -qx "troupe sim: arrival.rate: must be > 0, got 0" "$tmp/err"
+printf 'arrival_s,prompt_tokens,output_tokens\n0,5,5\n0.1,five,5\n' >"$tmp/bad.csv"
+check "sim malformed trace: exit 1" test "$(exit_code "$troupe" sim "$src/config/sim/chat.toml" \
+  --set arrival.process=trace --set "arrival.trace=$tmp/bad.csv")" = 1
+check "sim malformed trace: the line named" grep -q "bad.csv:3: prompt_tokens" "$tmp/err"
+
 mkdir -p "$tmp/empty"
 check "missing model: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/empty" --prompt hi)" = 1
 check "missing model names config.json" grep -q "config.json" "$tmp/err"

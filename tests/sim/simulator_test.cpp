@@ -1,0 +1,357 @@
+// The simulator on its own: scenario files and their errors, traffic
+// statistics, determinism, the cost models, and known scheduling effects
+// (continuous over static batching, prefix caching, fairness).
+
+#include "sim/cost_model.hpp"
+#include "sim/report.hpp"
+#include "sim/simulator.hpp"
+#include "sim/workload.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+using namespace troupe;
+using namespace troupe::sim;
+
+namespace {
+
+// A small model on modest hardware: steps of a few milliseconds.
+const char* k_base = R"(
+[sim]
+seed = 7
+num_requests = 400
+[arrival]
+process = "poisson"
+rate = 20.0
+[lengths]
+prompt = { dist = "uniform", min = 20, max = 200 }
+output = { dist = "uniform", min = 10, max = 100 }
+[[replicas]]
+kv_blocks = 2048
+max_num_seqs = 32
+max_num_batched_tokens = 1024
+[model]
+layers = 12
+hidden = 768
+intermediate = 2048
+heads = 12
+kv_heads = 12
+vocab = 32000
+[hardware]
+memory_bandwidth_gbs = 100
+peak_tflops = 10
+step_overhead_us = 200
+)";
+
+auto one(const std::string& text, std::vector<scenario_override> overrides = {}) -> scenario {
+  auto runs = parse_scenario(text, "test.toml", ".", overrides);
+  REQUIRE(runs.size() == 1);
+  return runs.front();
+}
+
+auto error_of(const std::string& text, std::vector<scenario_override> overrides = {}) -> std::string {
+  try {
+    (void)parse_scenario(text, "test.toml", ".", overrides);
+  } catch (const scenario_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+auto summary_json(const run_result& r) -> std::string {
+  testing::temp_dir dir;
+  write_results(dir.path(), {r}, {summarize(r)});
+  std::ifstream in(dir / "summary.json");
+  std::stringstream s;
+  s << in.rdbuf();
+  std::ifstream req(dir.path() / folder_name(r.sc.name) / "requests.csv");
+  s << req.rdbuf();
+  return s.str();
+}
+
+} // namespace
+
+TEST_CASE("a scenario file: defaults, values, variants times sweep values") {
+  const auto sc = one(k_base);
+  CHECK(sc.name == "base");
+  CHECK(sc.seed == 7);
+  CHECK(sc.rate == 20.0);
+  CHECK(sc.prompt.type == length_dist::kind::uniform);
+  CHECK(sc.replicas.at(0).kv_blocks == 2048);
+  CHECK(sc.replicas.at(0).policy == "fcfs");
+  CHECK(sc.cost.model.layers == 12);
+
+  const auto runs = parse_scenario(std::string(k_base) + R"(
+[[variants]]
+name = "fcfs"
+[[variants]]
+name = "sjf"
+set = { "replicas.policy" = "sjf" }
+[sweep]
+key = "arrival.rate"
+values = [5, 10.5]
+)", "test.toml", ".");
+  REQUIRE(runs.size() == 4);
+  CHECK(runs[0].name == "fcfs arrival.rate=5");
+  CHECK(runs[1].name == "fcfs arrival.rate=10.5");
+  CHECK(runs[1].rate == 10.5);
+  CHECK(runs[2].name == "sjf arrival.rate=5");
+  CHECK(runs[2].replicas[0].policy == "sjf");
+  CHECK(runs[0].replicas[0].policy == "fcfs");
+  // Overrides from the command line, nested tables in a variant alike.
+  CHECK(one(k_base, {{"replicas.max_num_seqs", "8"}, {"arrival.process", "gamma"}}).replicas[0].max_num_seqs == 8);
+  CHECK(parse_scenario(std::string(k_base) + "[[variants]]\nname = \"v\"\nset = { replicas = { policy = \"vtc\" } }\n",
+                       "t", ".")[0].replicas[0].policy == "vtc");
+}
+
+TEST_CASE("a bad scenario names the key and the problem") {
+  CHECK(error_of(k_base, {{"arrival.rate", "-1"}}) == "arrival.rate: must be > 0, got -1");
+  CHECK(error_of(k_base, {{"arrival.rat", "1"}}) ==
+        "arrival.rat: unknown key; known: process, rate, cv, trace");
+  CHECK(error_of("[arival]\nrate = 1\n").starts_with("arival: unknown key; known: sim, arrival"));
+  CHECK(error_of(k_base, {{"arrival.process", "\"burst\""}}) ==
+        "arrival.process: unknown value \"burst\"; known: poisson, gamma, constant, all_at_once, trace");
+  CHECK(error_of(k_base, {{"replicas.policy", "lottery"}}) ==
+        "replicas[0].policy: unknown scheduling policy \"lottery\"; known: fcfs, priority, sjf, vtc, static");
+  CHECK(error_of(k_base, {{"lengths.output", "{ dist = \"lognormal\", median = 0 }"}}) ==
+        "lengths.output.median: must be > 0, got 0");
+  CHECK(error_of(k_base, {{"lengths.output", "{ dist = \"uniform\", min = 9, max = 3 }"}}) ==
+        "lengths.output: min (9) is over max (3)");
+  CHECK(error_of(k_base, {{"replicas.kv_blocks", "\"many\""}}) ==
+        "replicas[0].kv_blocks: expected an integer, got a string");
+  CHECK(error_of(k_base, {{"arrival.process", "trace"}}) ==
+        "arrival.trace: missing: the process \"trace\" needs a CSV file");
+  CHECK(error_of(k_base, {{"cost.kind", "calibrated"}}).starts_with("cost.step_log: missing"));
+  CHECK(error_of("[sim\nseed = 1\n").starts_with("test.toml:1: "));
+  CHECK(error_of(std::string(k_base) + "[sweep]\nkey = \"arrival.rate\"\nvalues = []\n") ==
+        "sweep.values: expected a non-empty array");
+}
+
+TEST_CASE("a trace: read in order; a malformed line is named") {
+  testing::temp_dir dir;
+  const auto trace_scenario = [&](const std::string& text) {
+    std::ofstream(dir / "t.csv") << text;
+    auto sc = one(k_base, {{"arrival.process", "trace"}, {"arrival.trace", (dir / "t.csv").string()}});
+    return sc;
+  };
+  auto sc = trace_scenario("arrival_s,prompt_tokens,output_tokens,tenant,priority,prefix_group\n"
+                           "0.0,10,5,alice,1,\n0.5,20,3,bob,0,2\n0.5,30,4,alice,,2\n");
+  workload w(sc);
+  CHECK(w.size() == 3);
+  const auto a = *w.next();
+  const auto b = *w.next();
+  const auto c = *w.next();
+  CHECK(!w.next());
+  CHECK(a.prompt_tokens == 10);
+  CHECK(a.priority == 1);
+  CHECK(b.arrival_s == 0.5);
+  CHECK(w.tenant_names() == std::vector<std::string>{"default", "alice", "bob"});
+  CHECK(b.tenant == 2);
+  CHECK(c.prefix_group == 2);
+  const auto bad = [&](const std::string& text) {
+    try {
+      (void)workload(trace_scenario(text));
+    } catch (const scenario_error& e) {
+      const std::string m = e.what();
+      return m.substr(m.find(".csv:") + 5);
+    }
+    return std::string();
+  };
+  CHECK(bad("arrival_s,prompt_tokens\n1,2\n") ==
+        "1: the header names no column output_tokens (columns: arrival_s, prompt_tokens, output_tokens, tenant, "
+        "priority, prefix_group)");
+  CHECK(bad("arrival_s,prompt_tokens,output_tokens\n0,1,1\n0.1,x,1\n") ==
+        "3: prompt_tokens: \"x\" is not an integer in [1, 2^30]");
+  CHECK(bad("arrival_s,prompt_tokens,output_tokens\n1,1,1\n0.5,1,1\n") == "3: arrival_s goes back in time (0.5 after 1.000000)");
+  CHECK(bad("arrival_s,prompt_tokens,output_tokens\n1,1\n") == "2: 2 cells, the header has 3");
+  CHECK(bad("arrival_s,prompt_tokens,output_tokens,colour\n") == "1: unknown column \"colour\"");
+}
+
+TEST_CASE("traffic: arrival processes and length distributions have their stated statistics") {
+  const auto gaps = [](const scenario& sc) {
+    workload w(sc);
+    std::vector<double> g;
+    double prev = 0;
+    while (auto r = w.next()) {
+      g.push_back(r->arrival_s - prev);
+      prev = r->arrival_s;
+    }
+    double mean = 0, var = 0;
+    for (const double x : g) mean += x;
+    mean /= static_cast<double>(g.size());
+    for (const double x : g) var += (x - mean) * (x - mean);
+    return std::pair{mean, std::sqrt(var / static_cast<double>(g.size())) / mean};
+  };
+  const auto poisson = gaps(one(k_base, {{"sim.num_requests", "20000"}, {"arrival.rate", "50"}}));
+  CHECK(poisson.first == doctest::Approx(0.02).epsilon(0.03));
+  CHECK(poisson.second == doctest::Approx(1.0).epsilon(0.05));
+  const auto gamma = gaps(one(k_base, {{"sim.num_requests", "20000"}, {"arrival.rate", "50"}, {"arrival.process", "gamma"},
+                                       {"arrival.cv", "4"}}));
+  CHECK(gamma.first == doctest::Approx(0.02).epsilon(0.1));
+  CHECK(gamma.second == doctest::Approx(4.0).epsilon(0.15));
+  const auto constant = gaps(one(k_base, {{"arrival.process", "constant"}}));
+  CHECK(constant.second < 1e-6);
+
+  const auto lengths = [](const std::string& dist) {
+    auto sc = one(k_base, {{"lengths.prompt", dist}, {"sim.num_requests", "20000"}});
+    workload w(sc);
+    std::vector<double> v;
+    while (auto r = w.next()) v.push_back(r->prompt_tokens);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto logn = lengths("{ dist = \"lognormal\", median = 100, sigma = 0.5, max = 10000 }");
+  CHECK(logn[logn.size() / 2] == doctest::Approx(100).epsilon(0.05));
+  const auto zipf = lengths("{ dist = \"zipf\", s = 1.2, min = 1, max = 1000 }");
+  CHECK(zipf.front() == 1);
+  CHECK(zipf.back() <= 1000);
+  CHECK(std::count(zipf.begin(), zipf.end(), 1.0) > std::count(zipf.begin(), zipf.end(), 2.0));
+  const auto share = lengths("{ dist = \"sharegpt\" }");
+  CHECK(share[share.size() / 2] == doctest::Approx(110).epsilon(0.1)); // the table's median prompt
+  const auto fixed = lengths("64");
+  CHECK(fixed.front() == 64);
+  CHECK(fixed.back() == 64);
+}
+
+TEST_CASE("prefix groups: requests of a group share their first tokens, others do not") {
+  auto sc = one(k_base, {{"prefix.groups", "2"}, {"prefix.tokens", "32"}, {"prefix.fraction", "1"}});
+  workload w(sc);
+  std::vector<token_id> a, b;
+  std::optional<sim_request> first;
+  while (auto r = w.next()) {
+    if (!first) {
+      first = r;
+      w.prompt_of(*r, a);
+      continue;
+    }
+    CHECK(r->prefix_tokens == 32);
+    w.prompt_of(*r, b);
+    const bool same_group = r->prefix_group == first->prefix_group;
+    CHECK(std::equal(a.begin(), a.begin() + 32, b.begin()) == same_group);
+    CHECK(a[32] != b[32]); // then their own tokens
+  }
+}
+
+TEST_CASE("the simulator: every request served in full, same seed same bytes") {
+  const auto sc = one(k_base);
+  const auto r = simulate(sc);
+  REQUIRE(r.requests.size() == 400);
+  workload w(sc);
+  for (const auto& q : r.requests) {
+    const auto spec = *w.next();
+    CHECK(q.status == 0);
+    CHECK(q.output_tokens == spec.output_tokens);
+    CHECK(q.first_token_s > q.arrival_s);
+    CHECK(q.finish_s >= q.first_token_s);
+  }
+  const auto s = summarize(r);
+  CHECK(s.completed == 400);
+  CHECK(s.ttft.p50 > 0);
+  CHECK(s.itl.p50 > 0);
+  CHECK(r.itl.count() == [&] {
+    std::int64_t gaps = 0;
+    for (const auto& q : r.requests) gaps += q.output_tokens - 1;
+    return gaps;
+  }());
+  CHECK(summary_json(r) == summary_json(simulate(sc)));
+  CHECK(summary_json(r) != summary_json(simulate(one(k_base, {{"sim.seed", "8"}}))));
+}
+
+TEST_CASE("the simulator: requests that cannot fit are refused with 400, as the server does") {
+  const auto r = simulate(one(k_base, {{"replicas.max_model_len", "150"}}));
+  const auto s = summarize(r);
+  CHECK(s.refused > 0);
+  CHECK(s.completed + s.refused == 400);
+  for (const auto& q : r.requests)
+    if (q.status != 0) CHECK(q.status == 400);
+}
+
+TEST_CASE("known results: continuous batching beats request-level batching") {
+  // Everyone at once, outputs from 10 to 300 tokens: a static batch waits for its longest member.
+  const std::vector<scenario_override> o = {{"arrival.process", "all_at_once"},
+                                            {"lengths.output", "{ dist = \"uniform\", min = 10, max = 300 }"}};
+  auto stat = o;
+  stat.emplace_back("replicas.policy", "static");
+  const auto cont = summarize(simulate(one(k_base, o)));
+  const auto batch = summarize(simulate(one(k_base, stat)));
+  CHECK(cont.output_throughput > 1.5 * batch.output_throughput);
+  CHECK(cont.e2e.p50 < batch.e2e.p50);
+}
+
+TEST_CASE("known results: a shared system prompt hits the prefix cache and cuts TTFT") {
+  const std::vector<scenario_override> o = {{"prefix.groups", "1"}, {"prefix.tokens", "512"}, {"arrival.rate", "40"}};
+  auto off = o;
+  off.emplace_back("replicas.enable_prefix_caching", "false");
+  const auto on = summarize(simulate(one(k_base, o)));
+  const auto none = summarize(simulate(one(k_base, off)));
+  CHECK(on.prefix_hit_rate > 0.5);
+  CHECK(none.prefix_hit_rate == 0);
+  CHECK(on.ttft.p50 < none.ttft.p50);
+}
+
+TEST_CASE("known results: vtc keeps a light tenant's TTFT low beside a heavy one") {
+  const std::string tenants = std::string(k_base) +
+                              "[[tenants]]\nname = \"heavy\"\nshare = 4\n[[tenants]]\nname = \"light\"\nshare = 1\n";
+  // Beyond capacity: a queue forms, and the order it is served in decides.
+  const std::vector<scenario_override> o = {{"arrival.rate", "400"}, {"sim.num_requests", "1000"}};
+  auto vtc = o;
+  vtc.emplace_back("replicas.policy", "vtc");
+  const auto fcfs_run = summarize(simulate(one(tenants, o)));
+  const auto vtc_run = summarize(simulate(one(tenants, vtc)));
+  REQUIRE(fcfs_run.tenants.size() == 2);
+  CHECK(vtc_run.tenants[1].name == "light");
+  CHECK(vtc_run.tenants[1].ttft_p95 < fcfs_run.tenants[1].ttft_p95);
+}
+
+TEST_CASE("the roofline cost: a decode step at batch 1 reads the weights once") {
+  const auto sc = one(k_base);
+  roofline_cost c(sc.cost.model, sc.cost.hardware, 16);
+  step_features f;
+  add_chunk(f, 100, 1, true);
+  // 12 layers of (2·768² + 2·768² + 3·768·2048) weights + the 32000 × 768 head, 2 bytes each, at 100 GB/s.
+  const double params = 12.0 * (4.0 * 768 * 768 + 3.0 * 768 * 2048) + 32000.0 * 768;
+  const double kv = 2.0 * 12 * 768 * 2 * 101; // the KV read (and the new token's written)
+  CHECK(c.step_seconds(f) == doctest::Approx(200e-6 + (params * 2 + kv + 2.0 * 12 * 768 * 2) / 100e9));
+  step_features big;
+  add_chunk(big, 0, 1024, true); // a long prefill is compute-bound
+  CHECK(c.step_seconds(big) > 2 * params * 1024 / 10e12);
+}
+
+TEST_CASE("the calibrated cost: a fit recovers the coefficients a step log was made with") {
+  testing::temp_dir dir;
+  {
+    std::ofstream log(dir / "steps.log");
+    log << "# troupe step log\n";
+    for (int i = 0; i < 200; ++i) {
+      const int seqs = 1 + i % 16, prefill = (i % 5) * 100;
+      step_features f;
+      std::string chunks;
+      for (int s = 0; s < seqs; ++s) {
+        add_chunk(f, 50 + 10 * s, 1, true);
+        chunks += " " + std::to_string(s) + "/" + std::to_string(50 + 10 * s) + "/1/1";
+      }
+      if (prefill > 0) {
+        add_chunk(f, 0, prefill, true);
+        chunks += " 99/0/" + std::to_string(prefill) + "/1";
+      }
+      const double t = 0.002 + 20e-6 * f.tokens + 50e-6 * f.seqs + 1e-7 * f.decode_context + 1e-9 * f.prefill_pairs;
+      log << "step " << i * 0.01 << " " << t << " 0" << chunks << "\n";
+    }
+  }
+  const calibrated_cost c(read_step_log(dir / "steps.log"));
+  CHECK(c.relative_error() < 0.001);
+  step_features f;
+  add_chunk(f, 300, 1, true);
+  CHECK(c.step_seconds(f) == doctest::Approx(0.002 + 20e-6 + 50e-6 + 301e-7).epsilon(0.01));
+  std::ofstream(dir / "bad.log") << "step 0 0.01 0\nstep 1 0.02 0 3/4\n";
+  try {
+    (void)read_step_log(dir / "bad.log");
+    FAIL("a malformed step log was read");
+  } catch (const scenario_error& e) {
+    CHECK(std::string(e.what()).ends_with("bad.log:2: chunk \"3/4\" is not <id>/<computed>/<tokens>/<sample 0|1>"));
+  }
+}
