@@ -2,6 +2,7 @@
 
 #include "engine/check.hpp"
 #include "engine/core/leased_blocks.hpp"
+#include "engine/core/step_log.hpp"
 #include "policies/registry.hpp"
 
 #include <caf/all.hpp>
@@ -26,6 +27,7 @@ struct scheduler_state {
   std::unique_ptr<leased_blocks> lease; ///< blocks of the device's memory manager
   std::unique_ptr<kv_cache_manager> kv;
   std::unique_ptr<batch_scheduler> core;
+  std::unique_ptr<step_log::writer> log; ///< when asked for
   memory_manager_actor memory;
   std::int64_t low_water = 0;  ///< free leased blocks below which to refill
   std::int32_t refill_batch = 0;
@@ -50,6 +52,7 @@ struct scheduler_state {
   auto seconds_since_start(steady_time t) const -> double {
     return std::chrono::duration<double>(t - started).count();
   }
+  auto now_s() const -> double { return seconds_since_start(std::chrono::steady_clock::now()); }
 
   void publish() {
     const auto& m = metrics->replica(options.replica);
@@ -73,7 +76,10 @@ void kick(self_ptr self);
 void report(self_ptr self) {
   auto& st = self->state;
   // An idle surplus goes back, for the cache and the other replicas.
-  if (st.lease->num_free() > 3 * st.low_water) st.lease->shrink_to(2 * st.low_water);
+  if (st.lease->num_free() > 3 * st.low_water) {
+    if (st.log) st.log->shrink(st.now_s(), 2 * st.low_water);
+    st.lease->shrink_to(2 * st.low_water);
+  }
   if (auto ops = st.lease->take_outbox(); !ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
   if (!st.refilling && (st.starved || st.lease->num_free() < st.low_water)) self->send(self, refill_atom_v);
 }
@@ -94,6 +100,7 @@ void refill(self_ptr self) {
           [self](std::vector<block_id>& blocks) {
             auto& st = self->state;
             st.refilling = false;
+            if (st.log) st.log->lease(st.now_s(), blocks);
             st.lease->add(blocks);
             if (blocks.empty() && st.starved) self->delayed_send(self, std::chrono::milliseconds(1), refill_atom_v);
             kick(self);
@@ -113,6 +120,7 @@ void fail_everything(self_ptr self, const std::string& why) {
   std::fprintf(stderr, "troupe: replica %d: the executor failed (%s); aborting its requests\n",
                st.options.replica, why.c_str());
   for (auto& [id, c] : st.sinks) {
+    if (st.log) st.log->abort(st.now_s(), id);
     st.core->abort(id);
     self->send(c.sink, tokens_atom_v, request_update{id, {}, finish_reason::abort});
   }
@@ -143,6 +151,7 @@ void step(self_ptr self) {
   const auto now = std::chrono::steady_clock::now();
   const double now_s = st.seconds_since_start(now);
   auto out = std::make_shared<scheduler_output>(st.core->schedule(now_s));
+  if (st.log) st.log->schedule(now_s, now_s, *out);
   for (const auto& n : out->new_requests) // each request once, at its first step
     if (const request* r = st.core->find(n.id)) st.metrics->queue_time.Observe(now_s - r->arrival_s);
   // Work that cannot run means blocks are short: ask for more (the refill
@@ -156,8 +165,9 @@ void step(self_ptr self) {
   }
   self->request(st.executor, caf::infinite, execute_atom_v, step_ptr(out))
       .then(
-          [self, out](step_result& result) {
+          [self, out, now_s](step_result& result) {
             auto& st = self->state;
+            if (st.log) st.log->step(now_s, st.now_s() - now_s, *out, result);
             for (auto& u : st.core->update(*out, result)) {
               const auto it = st.sinks.find(u.id);
               if (it == st.sinks.end()) continue;
@@ -190,6 +200,10 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
       std::fprintf(stderr, "troupe: replica scheduler stopped: %s\n", self->system().render(reason).c_str());
   });
   st.lease = std::make_unique<leased_blocks>(options.share);
+  if (!options.step_log.empty())
+    st.log = std::make_unique<step_log::writer>(
+        options.step_log, step_log::setup{options.scheduling, options.limits, options.kv, options.share, options.eos_ids});
+  if (st.log) st.log->lease(0, lease);
   st.lease->add(lease);
   st.memory = std::move(memory);
   // A step takes at most one block per running request plus its prefill
@@ -217,7 +231,10 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           const auto matched = r.matched_blocks;
           st.matching.erase(id);
           const bool cancelled = st.cancelled.erase(id) > 0; // its client left during the match
+          std::optional<request> logged;
+          if (st.log && !cancelled) logged = r;
           auto result = cancelled ? submit_result{499, "cancelled"} : st.core->submit(std::move(r));
+          if (logged) st.log->submit(st.now_s(), *logged, result.status);
           if (result.status != 0) {
             // Refused: the references the match took go back.
             std::vector<block_op> ops;
@@ -256,6 +273,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
         }
         // Every sink sends one as it quits: for a request already ended
         // there is nothing to do.
+        if (st.log) st.log->abort(st.now_s(), id);
         if (!st.core->abort(id)) return;
         st.forget(id);
         report(self);

@@ -14,6 +14,7 @@ struct replica_options {
   std::string scheduling = "fcfs";        ///< a policy name (policies/registry.hpp), checked at start-up
   std::int64_t share = 0;                 ///< the device blocks this replica may lease, at most (> 0)
   std::vector<token_id> eos_ids;
+  std::filesystem::path step_log; ///< "": none; else every event and step, for `troupe sim` (engine/core/step_log.hpp)
 };
 
 /// One replica's scheduler: the batch_scheduler core and its policy over

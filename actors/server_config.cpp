@@ -229,6 +229,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"engine", "replicas", integer(&c::replicas, 1)},
       {"engine", "threads", integer(&c::threads, 0)},
       {"engine", "huge_pages", boolean(&c::huge_pages)},
+      {"engine", "step_log", text(&c::step_log, true), true},
       {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
       {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
       {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},

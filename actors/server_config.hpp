@@ -43,6 +43,7 @@ struct server_config {
   std::int32_t replicas = 1;               ///< >= 1, per device
   std::int32_t threads = 0;                ///< >= 0 compute threads; 0: all cores
   bool huge_pages = true;                  ///< copy weights into 2 MiB pages
+  std::string step_log;                    ///< "": none; else a file per replica (FILE, FILE.1, ...)
   // [scheduler]
   std::int32_t max_num_seqs = 256;         ///< >= 1
   std::int32_t max_num_batched_tokens = 2048; ///< >= 1 (may be below block_size)

@@ -35,12 +35,12 @@ struct serve_args {
 };
 
 auto parse_serve_args(std::span<char* const> argv) -> serve_args {
-  const args a(argv, {"config", "port", "host", "model", "scheduling", "set"}, {});
+  const args a(argv, {"config", "port", "host", "model", "scheduling", "step-log", "set"}, {});
   serve_args out;
   out.config = a.str("config", out.config);
   // In the order of the keys: a --set of the same key comes last and wins.
   for (const auto& [flag, key] : {std::pair{"port", "server.port"}, {"host", "server.host"}, {"model", "model.dir"},
-                                  {"scheduling", "scheduler.policy"}})
+                                  {"scheduling", "scheduler.policy"}, {"step-log", "engine.step_log"}})
     if (a.has(flag)) out.overrides.emplace_back(key, a.str(flag, ""));
   for (auto& kv : a.key_values("set")) out.overrides.push_back(std::move(kv));
   return out;
@@ -173,6 +173,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
         .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
                  [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
     ro.replica = r;
+    if (!cfg.step_log.empty()) ro.step_log = r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r);
     ro.limits.first_host_block = r * ro.limits.num_host_blocks;
     ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));

@@ -2,6 +2,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "sim/replay.hpp"
 #include "sim/report.hpp"
 #include "sim/simulator.hpp"
 
@@ -13,7 +14,19 @@
 namespace troupe::cli {
 
 auto run_sim(std::span<char* const> argv) -> int {
-  const args a(argv, {"out", "set"}, {"quiet", "progress"}, 1);
+  const args a(argv, {"out", "set", "replay"}, {"quiet", "progress"}, 1);
+  if (a.has("replay")) {
+    if (!a.positional().empty()) throw usage_error("--replay takes a step log instead of a scenario");
+    const auto r = sim::replay_step_log(a.str("replay", ""));
+    if (!r.identical) {
+      std::fprintf(stderr, "troupe sim: replay differs at %s\n", r.difference.c_str());
+      return 1;
+    }
+    std::printf("replayed %s: %lld submissions, %lld schedule decisions (%lld steps), all identical to the server's\n",
+                a.str("replay", "").c_str(), static_cast<long long>(r.submissions),
+                static_cast<long long>(r.schedules), static_cast<long long>(r.steps));
+    return 0;
+  }
   if (a.positional().empty()) throw usage_error("sim needs a scenario file, e.g. config/sim/chat.toml");
   std::vector<sim::scenario_override> overrides;
   for (auto& kv : a.key_values("set")) overrides.push_back(std::move(kv));

@@ -50,6 +50,7 @@ TEST_CASE("config/default.toml gives exactly the struct's defaults") {
   CHECK(c.replicas == d.replicas);
   CHECK(c.threads == d.threads);
   CHECK(c.huge_pages == d.huge_pages);
+  CHECK(c.step_log == d.step_log);
   CHECK(c.max_num_seqs == d.max_num_seqs);
   CHECK(c.max_num_batched_tokens == d.max_num_batched_tokens);
   CHECK(c.block_size == d.block_size);
@@ -78,7 +79,7 @@ TEST_CASE("config/default.toml spells out every key") {
        {"server.host", "server.port", "server.http_threads", "server.max_body_bytes", "server.idle_timeout_s",
         "server.drain_timeout_s", "server.stall_timeout_s", "model.dir", "model.served_model_name",
         "model.chat_template", "engine.executor", "engine.zero_step_us", "engine.devices", "engine.replicas",
-        "engine.threads", "engine.huge_pages", "scheduler.max_num_seqs", "scheduler.max_num_batched_tokens",
+        "engine.threads", "engine.huge_pages", "engine.step_log", "scheduler.max_num_seqs", "scheduler.max_num_batched_tokens",
         "scheduler.block_size", "scheduler.kv_memory", "scheduler.max_waiting_requests",
         "scheduler.max_waiting_tokens", "scheduler.max_model_len", "scheduler.max_input_tokens",
         "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
@@ -89,7 +90,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 33);
+  CHECK(num_keys == 34);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {

@@ -394,7 +394,9 @@ def test_policies(model):
 def test_kv_pressure(model):
     """Far more streams than KV blocks, sharing a prefix: leases run dry and
     refill, requests preempt each other, and every one still finishes."""
-    srv = server(model, "engine.executor=zero", "scheduler.kv_memory=2MiB", "scheduler.max_num_seqs=256")
+    log = os.path.join(os.path.dirname(model), "pressure.steps")
+    srv = server(model, "engine.executor=zero", "scheduler.kv_memory=2MiB", "scheduler.max_num_seqs=256",
+                 "engine.step_log=" + log)
     try:
         out = subprocess.run([TROUPE, "bench", "--url", f"http://127.0.0.1:{srv.port}", "--num-prompts", "300",
                               "--max-concurrency", "150", "--random-input-len", "40", "--random-output-len", "64",
@@ -406,14 +408,25 @@ def test_kv_pressure(model):
               "... and nothing held afterwards")
     finally:
         srv.stop()
+    test_replay(log, "300 streams preempting each other on 128 blocks (lease refills and returns)")
+
+
+def test_replay(log, what):
+    """Decision fidelity: the simulator's replay of a server's step log
+    schedules exactly the batches the server did."""
+    out = subprocess.run([TROUPE, "sim", "--replay", log], capture_output=True, text=True, timeout=300)
+    m = re.search(r"(\d+) schedule decisions \((\d+) steps\), all identical", out.stdout)
+    check(out.returncode == 0 and m and int(m.group(2)) > 10,
+          f"replaying the step log of {what}: every step identical ({(out.stdout + out.stderr).strip()[:300]})")
 
 
 def test_swap(model):
     """Preemption by swap on the real CPU model: 8 greedy streams on 16 KV
     blocks (they need 32) swap each other out to host memory and back, and
     each gets the text it gets alone."""
+    log = os.path.join(os.path.dirname(model), "swap.steps")
     srv = server(model, "scheduler.kv_memory=256KiB", "scheduler.preemption_mode=swap",
-                 "scheduler.swap_space=4MiB", "scheduler.enable_prefix_caching=false")
+                 "scheduler.swap_space=4MiB", "scheduler.enable_prefix_caching=false", "engine.step_log=" + log)
     try:
         prompts = [f"Permission number {i} is hereby granted" for i in range(8)]
         def complete(p):
@@ -431,6 +444,13 @@ def test_swap(model):
               "... and nothing held afterwards")
     finally:
         srv.stop()
+    test_replay(log, "8 streams swapping on 16 KV blocks")
+    # The simulator's calibrated cost model, fitted to the steps the server logged.
+    out = subprocess.run([TROUPE, "sim", os.path.join(SOURCE, "..", "..", "config", "sim", "chat.toml"),
+                          "--set", "cost.kind=calibrated", "--set", "cost.step_log=" + log,
+                          "--set", "sim.num_requests=50"], capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0 and "calibrated:" in out.stderr, "troupe sim fits its cost model to a step log: " +
+          out.stderr.strip()[-200:])
     out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0",
                           "--set", "scheduler.preemption_mode=swap", "--set", "scheduler.swap_space=1KiB"],
                          capture_output=True, text=True, timeout=60)
@@ -496,8 +516,9 @@ def main():
         model = os.path.join(tmp, "tiny")
         subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True,
                        stdout=subprocess.DEVNULL)
+        main_log = os.path.join(tmp, "main.steps")
         srv = server(model, "server.max_body_bytes=4096", "server.idle_timeout_s=1",
-                     "scheduler.max_model_len=512", "engine.threads=2")
+                     "scheduler.max_model_len=512", "engine.threads=2", "engine.step_log=" + main_log)
         try:
             test_basics(srv)
             test_non_streaming(srv)
@@ -512,6 +533,7 @@ def main():
         finally:
             rc = srv.stop()
             check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
+        test_replay(main_log, "the tests above (streams, disconnects, errors, prefix hits)")
         test_bench(model)
         test_config_errors(model)
         test_queue_full(model)

@@ -1,0 +1,352 @@
+#include "engine/core/step_log.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
+
+namespace troupe::step_log {
+namespace {
+
+void put_int(std::string& s, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
+
+// Shortest text that reads back as exactly v: a replay's clock equals the server's.
+void put_real(std::string& s, double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
+
+template <class Int>
+void put_list(std::string& s, std::span<const Int> v) {
+  if (v.empty()) {
+    s += '-';
+    return;
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    put_int(s, v[i]);
+  }
+}
+
+void put_copies(std::string& s, const std::vector<block_copy>& v) {
+  if (v.empty()) {
+    s += '-';
+    return;
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    put_int(s, v[i].from);
+    s += '>';
+    put_int(s, v[i].to);
+  }
+}
+
+auto split(const std::string& line) -> std::vector<std::string> {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    const auto j = line.find(' ', i);
+    if (i < line.size()) out.push_back(line.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    i = j == std::string::npos ? line.size() : j;
+  }
+  return out;
+}
+
+template <class T>
+auto parse_num(const std::string& s, T& v) -> bool {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc{} && r.ptr == s.data() + s.size();
+}
+
+template <class Int>
+auto parse_list(const std::string& s, std::vector<Int>& out) -> bool {
+  out.clear();
+  if (s == "-") return true;
+  std::size_t i = 0;
+  while (i <= s.size()) {
+    const auto j = std::min(s.find(',', i), s.size());
+    Int v{};
+    if (!parse_num(s.substr(i, j - i), v)) return false;
+    out.push_back(v);
+    i = j + 1;
+  }
+  return true;
+}
+
+} // namespace
+
+auto plan_of(const scheduler_output& out) -> std::string {
+  if (out.empty()) return "empty";
+  std::string s = "new=";
+  std::vector<request_id> ids;
+  for (const auto& n : out.new_requests) ids.push_back(n.id);
+  put_list<request_id>(s, ids);
+  s += " fin=";
+  put_list<request_id>(s, out.finished);
+  s += " out=";
+  put_copies(s, out.swap_out);
+  s += " in=";
+  put_copies(s, out.swap_in);
+  s += " chunks=";
+  if (out.scheduled.empty()) s += '-';
+  for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
+    const auto& c = out.scheduled[i];
+    if (i) s += ';';
+    put_int(s, c.id);
+    s += '/';
+    put_int(s, c.num_computed_tokens);
+    s += '/';
+    put_int(s, c.num_tokens);
+    s += c.sample ? "/1/" : "/0/";
+    s += c.reset_blocks ? 'r' : 'a';
+    put_list<block_id>(s, c.new_blocks);
+  }
+  return s;
+}
+
+writer::writer(const std::filesystem::path& file, const setup& st) : f_(std::fopen(file.c_str(), "w")) {
+  if (!f_) throw std::runtime_error(file.string() + ": cannot write the step log: " + std::strerror(errno));
+  const auto& l = st.limits;
+  std::string s = "# troupe step log v1\nconfig policy=" + st.policy;
+  const auto kv = [&s](const char* k, std::int64_t v) {
+    s += ' ';
+    s += k;
+    s += '=';
+    put_int(s, v);
+  };
+  kv("block_size", st.kv.block_size);
+  kv("watermark_blocks", st.kv.watermark_blocks);
+  kv("prefix_caching", st.kv.enable_prefix_caching);
+  kv("max_num_seqs", l.max_num_seqs);
+  kv("max_num_batched_tokens", l.max_num_batched_tokens);
+  kv("max_model_len", l.max_model_len);
+  kv("max_waiting_requests", l.max_waiting_requests);
+  kv("max_waiting_tokens", l.max_waiting_tokens);
+  kv("max_input_tokens", l.max_input_tokens);
+  kv("max_output_tokens", l.max_output_tokens);
+  kv("swap", l.preemption == preemption_mode::swap);
+  kv("host_blocks", l.num_host_blocks);
+  kv("first_host_block", l.first_host_block);
+  kv("share", st.share);
+  s += " eos=";
+  put_list<token_id>(s, st.eos_ids);
+  s += '\n';
+  std::fputs(s.c_str(), f_.get());
+}
+
+void writer::lease(double t, std::span<const block_id> blocks) {
+  line_ = "lease ";
+  put_real(line_, t);
+  line_ += ' ';
+  put_list<block_id>(line_, blocks);
+  line_ += '\n';
+  std::fputs(line_.c_str(), f_.get());
+}
+
+void writer::shrink(double t, std::int64_t keep) {
+  line_ = "shrink ";
+  put_real(line_, t);
+  line_ += ' ';
+  put_int(line_, keep);
+  line_ += '\n';
+  std::fputs(line_.c_str(), f_.get());
+}
+
+void writer::submit(double t, const request& r, int status) {
+  line_ = "submit ";
+  put_real(line_, t);
+  for (const std::int64_t v : {std::int64_t{status}, static_cast<std::int64_t>(r.id), static_cast<std::int64_t>(r.tenant),
+                               std::int64_t{r.priority}}) {
+    line_ += ' ';
+    put_int(line_, v);
+  }
+  line_ += ' ';
+  put_real(line_, r.arrival_s);
+  line_ += ' ';
+  put_int(line_, r.sampling.max_tokens);
+  line_ += r.sampling.ignore_eos ? " 1 " : " 0 ";
+  put_list<token_id>(line_, r.sampling.stop_token_ids);
+  line_ += ' ';
+  put_list<token_id>(line_, r.prompt);
+  line_ += ' ';
+  put_list<block_id>(line_, r.matched_blocks);
+  line_ += '\n';
+  std::fputs(line_.c_str(), f_.get());
+}
+
+void writer::abort(double t, request_id id) {
+  line_ = "abort ";
+  put_real(line_, t);
+  line_ += ' ';
+  put_int(line_, static_cast<std::int64_t>(id));
+  line_ += '\n';
+  std::fputs(line_.c_str(), f_.get());
+}
+
+void writer::schedule(double t, double now_s, const scheduler_output& out) {
+  line_ = "schedule ";
+  put_real(line_, t);
+  line_ += ' ';
+  put_real(line_, now_s);
+  line_ += ' ';
+  line_ += plan_of(out);
+  line_ += '\n';
+  std::fputs(line_.c_str(), f_.get());
+}
+
+void writer::step(double start, double duration, const scheduler_output& out, const step_result& result) {
+  line_ = "step ";
+  put_real(line_, start);
+  line_ += ' ';
+  put_real(line_, duration);
+  line_ += ' ';
+  put_int(line_, static_cast<std::int64_t>(out.swap_out.size() + out.swap_in.size()));
+  for (const auto& c : out.scheduled) {
+    line_ += ' ';
+    put_int(line_, static_cast<std::int64_t>(c.id));
+    line_ += '/';
+    put_int(line_, c.num_computed_tokens);
+    line_ += '/';
+    put_int(line_, c.num_tokens);
+    line_ += c.sample ? "/1" : "/0";
+  }
+  line_ += "\nsampled";
+  for (const auto& s : result.sampled) {
+    line_ += ' ';
+    put_int(line_, static_cast<std::int64_t>(s.id));
+    line_ += ':';
+    put_int(line_, s.result.token);
+  }
+  line_ += '\n';
+  std::fputs(line_.c_str(), f_.get());
+}
+
+void writer::flush() { std::fflush(f_.get()); }
+
+reader::reader(const std::filesystem::path& file) : file_(file), f_(std::fopen(file.c_str(), "r"), &std::fclose) {
+  if (!f_) throw std::runtime_error(file.string() + ": cannot read the step log");
+  // The config line: the first that is not a comment.
+  char buf[1 << 12];
+  std::string line;
+  while (std::fgets(buf, sizeof buf, f_.get())) {
+    ++line_no_;
+    line = buf;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    break;
+  }
+  const auto w = split(line);
+  if (w.empty() || w[0] != "config") fail("expected the config line of a `troupe serve --step-log` file");
+  auto& l = setup_.limits;
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    const auto eq = w[i].find('=');
+    if (eq == std::string::npos) fail("config: \"" + w[i] + "\" is not key=value");
+    const auto k = w[i].substr(0, eq), v = w[i].substr(eq + 1);
+    std::int64_t n = 0;
+    if (k == "policy") setup_.policy = v;
+    else if (k == "eos") {
+      if (!parse_list(v, setup_.eos_ids)) fail("config: bad eos list");
+    } else if (!parse_num(v, n)) fail("config: " + k + " is not an integer");
+    else if (k == "block_size") setup_.kv.block_size = static_cast<std::int32_t>(n);
+    else if (k == "watermark_blocks") setup_.kv.watermark_blocks = static_cast<std::int32_t>(n);
+    else if (k == "prefix_caching") setup_.kv.enable_prefix_caching = n != 0;
+    else if (k == "max_num_seqs") l.max_num_seqs = static_cast<std::int32_t>(n);
+    else if (k == "max_num_batched_tokens") l.max_num_batched_tokens = static_cast<std::int32_t>(n);
+    else if (k == "max_model_len") l.max_model_len = static_cast<std::int32_t>(n);
+    else if (k == "max_waiting_requests") l.max_waiting_requests = static_cast<std::int32_t>(n);
+    else if (k == "max_waiting_tokens") l.max_waiting_tokens = n;
+    else if (k == "max_input_tokens") l.max_input_tokens = static_cast<std::int32_t>(n);
+    else if (k == "max_output_tokens") l.max_output_tokens = static_cast<std::int32_t>(n);
+    else if (k == "swap") l.preemption = n ? preemption_mode::swap : preemption_mode::recompute;
+    else if (k == "host_blocks") l.num_host_blocks = static_cast<std::int32_t>(n);
+    else if (k == "first_host_block") l.first_host_block = static_cast<block_id>(n);
+    else if (k == "share") setup_.share = n;
+    else fail("config: unknown key " + k);
+  }
+}
+
+void reader::fail(const std::string& what) const {
+  throw std::runtime_error(file_.string() + ":" + std::to_string(line_no_) + ": " + what);
+}
+
+auto reader::next() -> std::optional<event> {
+  std::string line;
+  for (;;) {
+    line.clear();
+    char buf[1 << 14];
+    bool got = false;
+    while (std::fgets(buf, sizeof buf, f_.get())) {
+      got = true;
+      line += buf;
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    if (!got) return std::nullopt;
+    ++line_no_;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    if (line.empty() || line[0] == '#' || line.starts_with("step ")) continue;
+    break;
+  }
+  const auto w = split(line);
+  event e;
+  const auto need = [&](std::size_t n) {
+    if (w.size() < n) fail(w[0] + ": expected " + std::to_string(n - 1) + " fields");
+  };
+  const auto time = [&] {
+    need(2);
+    if (!parse_num(w[1], e.t)) fail(w[0] + ": bad time \"" + w[1] + "\"");
+  };
+  if (w[0] == "lease") {
+    e.type = event::kind::lease;
+    time();
+    need(3);
+    if (!parse_list(w[2], e.blocks)) fail("lease: bad block list");
+  } else if (w[0] == "shrink") {
+    e.type = event::kind::shrink;
+    time();
+    need(3);
+    if (!parse_num(w[2], e.keep)) fail("shrink: bad count");
+  } else if (w[0] == "submit") {
+    e.type = event::kind::submit;
+    time();
+    need(12);
+    auto& r = e.req;
+    int ignore_eos = 0;
+    if (!parse_num(w[2], e.status) || !parse_num(w[3], r.id) || !parse_num(w[4], r.tenant) ||
+        !parse_num(w[5], r.priority) || !parse_num(w[6], r.arrival_s) || !parse_num(w[7], r.sampling.max_tokens) ||
+        !parse_num(w[8], ignore_eos) || !parse_list(w[9], r.sampling.stop_token_ids) || !parse_list(w[10], r.prompt) ||
+        !parse_list(w[11], r.matched_blocks))
+      fail("submit: malformed");
+    r.sampling.ignore_eos = ignore_eos != 0;
+  } else if (w[0] == "abort") {
+    e.type = event::kind::abort;
+    time();
+    need(3);
+    if (!parse_num(w[2], e.req.id)) fail("abort: bad id");
+  } else if (w[0] == "schedule") {
+    e.type = event::kind::schedule;
+    time();
+    need(4);
+    if (!parse_num(w[2], e.now_s)) fail("schedule: bad clock");
+    for (std::size_t i = 3; i < w.size(); ++i) e.plan += (i > 3 ? " " : "") + w[i];
+  } else if (w[0] == "sampled") {
+    e.type = event::kind::sampled;
+    for (std::size_t i = 1; i < w.size(); ++i) {
+      const auto colon = w[i].find(':');
+      sampled_token s;
+      if (colon == std::string::npos || !parse_num(w[i].substr(0, colon), s.id) ||
+          !parse_num(w[i].substr(colon + 1), s.result.token))
+        fail("sampled: \"" + w[i] + "\" is not <id>:<token>");
+      e.result.sampled.push_back(s);
+    }
+  } else {
+    fail("unknown event \"" + w[0] + "\"");
+  }
+  return e;
+}
+
+} // namespace troupe::step_log
