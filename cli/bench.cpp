@@ -8,12 +8,14 @@
 #include "cli/stats.hpp"
 #include "engine/model/json_text.hpp"
 #include "engine/sampling/rng.hpp"
+#include "sim/workload.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -105,7 +107,7 @@ void print_summary(const char* title, const char* unit, const summary& s) {
 auto run_bench(std::span<char* const> argv) -> int {
   const args a(argv, {"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
                       "random-input-len", "random-output-len", "seed", "model", "endpoint", "tenant-weights",
-                      "shared-prefix-len"},
+                      "shared-prefix-len", "trace"},
                {});
   const std::string url = a.str("url", "http://127.0.0.1:8080");
   const std::string prefix = "http://";
@@ -115,7 +117,9 @@ auto run_bench(std::span<char* const> argv) -> int {
   const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
   const auto port = static_cast<std::uint16_t>(colon == std::string::npos ? 80 : std::stoi(hostport.substr(colon + 1)));
   const std::string dataset = a.str("dataset", "random");
-  if (dataset != "random" && dataset != "sharegpt-like") throw usage_error("--dataset is random or sharegpt-like");
+  if (dataset != "random" && dataset != "sharegpt-like" && dataset != "trace")
+    throw usage_error("--dataset is random, sharegpt-like or trace");
+  if ((dataset == "trace") != a.has("trace")) throw usage_error("--dataset trace goes with --trace FILE");
   const std::string rate_s = a.str("request-rate", "inf");
   const double rate = rate_s == "inf" ? std::numeric_limits<double>::infinity() : a.real("request-rate", 1.0);
   const double burstiness = a.real("burstiness", 1.0);
@@ -147,7 +151,40 @@ auto run_bench(std::span<char* const> argv) -> int {
   std::vector<http::load_request> reqs;
   std::vector<int> tenant_of;
   double t = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
+  // A trace (the simulator's CSV): each request at its time, its prompt as
+  // token ids of exactly its length (a group's first --shared-prefix-len
+  // shared), its output exactly its length; its tenant as `user`. With
+  // logprobs 0 every token is an event, so each is timed, even one whose
+  // text is not complete yet (ITL per token, as the simulator counts it).
+  std::optional<sim::workload> trace;
+  sim::scenario trace_scenario;
+  if (dataset == "trace") {
+    trace_scenario.process = "trace";
+    trace_scenario.trace = a.str("trace", "");
+    trace_scenario.prefix_tokens = static_cast<std::int32_t>(shared_words);
+    trace_scenario.cost.model.vocab = 1000; // ids every preset's tokenizer has
+    trace_scenario.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+    try {
+      trace.emplace(trace_scenario);
+    } catch (const sim::scenario_error& e) {
+      throw std::runtime_error(e.what());
+    }
+    std::vector<token_id> ids;
+    while (auto q = trace->next()) {
+      trace->prompt_of(*q, ids);
+      std::string body = "{\"prompt\":[";
+      for (std::size_t i = 0; i < ids.size(); ++i) body += (i ? "," : "") + std::to_string(ids[i]);
+      body += "],\"max_tokens\":" + std::to_string(q->output_tokens) + ",\"priority\":" + std::to_string(q->priority);
+      if (q->tenant > 0) {
+        body += ",\"user\":";
+        json_text::append_string(body, trace->tenant_names()[static_cast<std::size_t>(q->tenant)]);
+      }
+      body += ",\"logprobs\":0,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+      reqs.push_back({"/v1/completions", std::move(body), q->arrival_s});
+      tenant_of.push_back(-1);
+    }
+  }
+  for (std::int64_t i = 0; i < (trace ? 0 : n); ++i) {
     const auto words = dataset == "random" ? in_len : lognormal(g, 5.3, 1.0, 4, 500);
     const auto max_tokens = dataset == "random" ? out_len : lognormal(g, 5.0, 0.8, 4, 500);
     std::string body = "{";
@@ -187,7 +224,8 @@ auto run_bench(std::span<char* const> argv) -> int {
   }
 
   std::printf("troupe bench: %lld %s prompts to %s%s, request rate %s, burstiness %.2f, max concurrency %s\n",
-              static_cast<long long>(n), dataset.c_str(), url.c_str(), endpoint.c_str(), rate_s.c_str(), burstiness,
+              static_cast<long long>(reqs.size()), dataset.c_str(), url.c_str(), endpoint.c_str(),
+              trace ? "from the trace" : rate_s.c_str(), burstiness,
               concurrency > 0 ? std::to_string(concurrency).c_str() : "unlimited");
   std::fflush(stdout);
   const auto results = http::run_load(host, port, reqs, concurrency);
@@ -218,7 +256,7 @@ auto run_bench(std::span<char* const> argv) -> int {
   }
   std::printf("============ Serving Benchmark Result ============\n");
   std::printf("%-34s %10lld\n", "Successful requests:", static_cast<long long>(ok));
-  std::printf("%-34s %10lld\n", "Failed requests:", static_cast<long long>(n - ok));
+  std::printf("%-34s %10lld\n", "Failed requests:", static_cast<long long>(static_cast<std::int64_t>(reqs.size()) - ok));
   std::printf("%-34s %10.2f\n", "Benchmark duration (s):", end);
   std::printf("%-34s %10lld\n", "Total input tokens:", static_cast<long long>(in_tokens));
   std::printf("%-34s %10lld\n", "Total generated tokens:", static_cast<long long>(out_tokens));
@@ -252,7 +290,7 @@ auto run_bench(std::span<char* const> argv) -> int {
   }
   std::printf("==================================================\n");
   if (!first_error.empty()) std::printf("first failure: %s\n", first_error.substr(0, 300).c_str());
-  return ok == n ? 0 : 1;
+  return ok == static_cast<std::int64_t>(reqs.size()) ? 0 : 1;
 }
 
 } // namespace troupe::cli

@@ -5,7 +5,8 @@
 // and its bytes (weights once, plus the KV it reads and writes) at the
 // memory bandwidth, plus a fixed overhead. calibrated: a non-negative
 // linear model over the step's features, fitted by least squares to the
-// steps a real server logged (`troupe serve --step-log`).
+// steps a real server logged (`troupe serve --step-log`), plus the mean gap
+// the server left between back-to-back steps.
 
 #include "engine/core/scheduler_output.hpp"
 #include "sim/scenario.hpp"
@@ -55,6 +56,7 @@ private:
 /// One logged step: its features and measured duration.
 struct logged_step {
   step_features features;
+  double start = 0; ///< seconds since the replica started
   double seconds = 0;
 };
 
@@ -67,9 +69,13 @@ public:
   /// The fit's mean absolute error over its own steps, relative to their mean duration.
   auto relative_error() const -> double { return relative_error_; }
 
-  static constexpr std::size_t k_terms = 5; ///< 1, tokens, seqs, decode_context, prefill_pairs
+  /// 1, tokens, seqs, decode_context, prefill_pairs, and whether the step
+  /// has more than one token (a CPU backend's matrix-vector path makes a
+  /// one-token step markedly cheaper than a two-token one).
+  static constexpr std::size_t k_terms = 6;
 private:
   std::array<double, k_terms> coef_{};
+  double gap_ = 0; ///< between steps
   double relative_error_ = 0;
 };
 

@@ -150,9 +150,12 @@ private:
     simdjson::dom::array choices;
     if (!doc["choices"].get(choices)) {
       for (auto ch : choices) {
+        // A token arrived: visible text, or (logprobs asked for) a token
+        // whose text is still incomplete.
         std::string_view text;
-        if (!ch["text"].get(text) || !ch["delta"]["content"].get(text))
-          if (!text.empty()) result().content_s.push_back(t);
+        simdjson::dom::array tokens;
+        const bool has_text = (!ch["text"].get(text) || !ch["delta"]["content"].get(text)) && !text.empty();
+        if (has_text || (!ch["logprobs"]["tokens"].get(tokens) && tokens.size() > 0)) result().content_s.push_back(t);
       }
     }
     simdjson::dom::object usage;

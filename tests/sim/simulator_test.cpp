@@ -326,6 +326,7 @@ TEST_CASE("the calibrated cost: a fit recovers the coefficients a step log was m
   {
     std::ofstream log(dir / "steps.log");
     log << "# troupe step log\n";
+    double start = 0;
     for (int i = 0; i < 200; ++i) {
       const int seqs = 1 + i % 16, prefill = (i % 5) * 100;
       step_features f;
@@ -339,14 +340,15 @@ TEST_CASE("the calibrated cost: a fit recovers the coefficients a step log was m
         chunks += " 99/0/" + std::to_string(prefill) + "/1";
       }
       const double t = 0.002 + 20e-6 * f.tokens + 50e-6 * f.seqs + 1e-7 * f.decode_context + 1e-9 * f.prefill_pairs;
-      log << "step " << i * 0.01 << " " << t << " 0" << chunks << "\n";
+      log << "step " << start << " " << t << " 0" << chunks << "\n";
+      start += t + 0.0005; // half a millisecond between steps
     }
   }
   const calibrated_cost c(read_step_log(dir / "steps.log"));
   CHECK(c.relative_error() < 0.001);
   step_features f;
   add_chunk(f, 300, 1, true);
-  CHECK(c.step_seconds(f) == doctest::Approx(0.002 + 20e-6 + 50e-6 + 301e-7).epsilon(0.01));
+  CHECK(c.step_seconds(f) == doctest::Approx(0.0005 + 0.002 + 20e-6 + 50e-6 + 301e-7).epsilon(0.01));
   std::ofstream(dir / "bad.log") << "step 0 0.01 0\nstep 1 0.02 0 3/4\n";
   try {
     (void)read_step_log(dir / "bad.log");
