@@ -51,6 +51,7 @@ auto batch_scheduler::submit(request r) -> submit_result {
     // Matched by the memory manager: the references are this request's now.
     owned->num_cached_tokens = kv_.begin_matched(owned->id, owned->tenant, owned->priority, owned->prompt,
                                                  owned->matched_blocks);
+    owned->kv = kv_.entry_of(owned->id);
     owned->num_computed_tokens = owned->num_cached_tokens;
     owned->matched_blocks.clear();
   }
@@ -116,8 +117,9 @@ auto batch_scheduler::reclaim_waiting(const request* keep) -> bool {
   for (auto it = waiting_.rbegin(); it != waiting_.rend(); ++it) {
     request& w = **it;
     // (admit() drops the requests it admitted from waiting_ only at its end.)
-    if (&w == keep || w.state == request_state::running || !kv_.tracks(w.id) || !w.host_blocks.empty()) continue;
+    if (&w == keep || w.state == request_state::running || w.kv == nullptr || !w.host_blocks.empty()) continue;
     kv_.end(w.id);
+    w.kv = nullptr;
     w.num_computed_tokens = w.num_cached_tokens = 0;
     return true;
   }
@@ -142,6 +144,7 @@ void batch_scheduler::preempt(request& r, scheduler_output& out) {
     ++num_swapped_;
   } else {
     kv_.end(r.id);
+    r.kv = nullptr;
     r.num_computed_tokens = 0;
     r.num_cached_tokens = 0;
   }
@@ -160,7 +163,7 @@ void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_outp
   c.first_token = static_cast<std::int32_t>(out.token_ids.size());
   c.num_tokens = num_new;
   for (std::int32_t i = 0; i < num_new; ++i) out.token_ids.push_back(r.token(r.num_computed_tokens + i));
-  const auto& blocks = kv_.blocks(r.id);
+  const auto& blocks = r.kv->blocks;
   c.reset_blocks = r.num_blocks_sent == 0;
   c.new_blocks.assign(blocks.begin() + r.num_blocks_sent, blocks.end());
   r.num_blocks_sent = static_cast<std::int32_t>(blocks.size());
@@ -184,7 +187,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     if (budget <= 0 || num_running() >= limits_.max_num_seqs) break;
     TROUPE_CHECK(idx < waiting_.size() && !admitted[idx], "the policy named a request twice or out of range");
     request& r = *waiting_[idx];
-    if (!kv_.tracks(r.id)) {
+    if (r.kv == nullptr) {
       if (r.output.empty()) {
         r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, r.prompt);
       } else { // readmitted after preemption: its output is prompt now
@@ -192,6 +195,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
         all.insert(all.end(), r.output.begin(), r.output.end());
         r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, all);
       }
+      r.kv = kv_.entry_of(r.id);
       r.num_computed_tokens = r.num_cached_tokens;
     }
     const auto num_new =
@@ -202,9 +206,9 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     // come back here (a cache), or when nothing runs (a lease: the manager
     // gets them back, and nothing else would ever free blocks).
     const bool reclaim = kv_.source().releases_locally() || running_.empty();
-    bool grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
+    bool grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
     if (!grown && reclaim && reclaim_waiting(&r))
-      grown = kv_.grow(r.id, r.num_computed_tokens + num_new, !running_.empty());
+      grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
     const bool swapped = !r.host_blocks.empty();
     if (!grown) {
       // A waiting request holds no blocks while it cannot run, where that
@@ -212,6 +216,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
       // looked up again at admission. (A swapped one holds none.)
       if (reclaim && !swapped) {
         kv_.end(r.id);
+        r.kv = nullptr;
         r.num_computed_tokens = r.num_cached_tokens = 0;
       }
       blocked_available_ = kv_.source().num_available();
@@ -245,7 +250,10 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
 
 auto batch_scheduler::schedule(double now_s) -> scheduler_output {
   scheduler_output out;
-  out.token_ids.reserve(static_cast<std::size_t>(limits_.max_num_batched_tokens));
+  // Room for a token per running request and a prefill chunk's worth: the
+  // whole budget would be a large allocation on every step.
+  out.token_ids.reserve(std::min<std::size_t>(static_cast<std::size_t>(limits_.max_num_batched_tokens),
+                                              running_.size() + 512));
   out.scheduled.reserve(running_.size() + 8);
   out.finished = std::move(finished_);
   finished_.clear();
@@ -266,7 +274,7 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
       }
       const auto num_new =
           static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
-      if (!kv_.grow(r.id, r.num_computed_tokens + num_new, false)) {
+      if (!kv_.grow(*r.kv, r.num_computed_tokens + num_new, false)) {
         // Prefix hits held by waiting requests go before running work does
         // (where released blocks come back here).
         if (kv_.source().releases_locally() && reclaim_waiting(nullptr)) continue;
@@ -316,7 +324,7 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     // Only a step that filled a block has anything to publish.
     const std::int32_t bs = kv_.options().block_size;
     if (r->num_computed_tokens / bs > (r->num_computed_tokens - n) / bs)
-      kv_.commit(r->id, r->prompt, r->output, r->num_computed_tokens);
+      kv_.commit(*r->kv, r->prompt, r->output, r->num_computed_tokens);
   }
   for (std::size_t k = 0; k < result.sampled.size(); ++k) {
     const auto& s = result.sampled[k];
@@ -351,6 +359,7 @@ void batch_scheduler::check_invariants() const {
   TROUPE_CHECK(waiting_.size() + running_.size() == requests_.size(), "a request is in no queue");
   std::int64_t host_blocks = 0, swapped = 0;
   for (const auto& [id, r] : requests_) {
+    TROUPE_CHECK(r->kv == const_cast<kv_cache_manager&>(kv_).entry_of(id), "a request's KV entry is stale");
     if (r->host_blocks.empty()) continue;
     TROUPE_CHECK(r->state == request_state::preempted, "a request holds host blocks but is not preempted");
     TROUPE_CHECK(kv_.blocks(id).empty(), "a swapped request holds device blocks");

@@ -40,8 +40,7 @@ auto kv_cache_manager::track(request_id id, std::uint64_t tenant, std::int32_t p
   return e.num_published * options_.block_size;
 }
 
-auto kv_cache_manager::grow(request_id id, std::int32_t num_tokens, bool admission) -> bool {
-  auto& e = requests_.at(id);
+auto kv_cache_manager::grow(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool {
   const std::int64_t need = blocks_for(num_tokens, options_.block_size) - static_cast<std::int64_t>(e.blocks.size());
   if (need <= 0) return true;
   const std::int64_t reserve = admission ? options_.watermark_blocks : 0;
@@ -54,10 +53,9 @@ auto kv_cache_manager::grow(request_id id, std::int32_t num_tokens, bool admissi
   return true;
 }
 
-void kv_cache_manager::commit(request_id id, std::span<const token_id> prompt, std::span<const token_id> output,
+void kv_cache_manager::commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output,
                               std::int32_t num_computed) {
   if (!options_.enable_prefix_caching) return;
-  auto& e = requests_.at(id);
   const auto bs = static_cast<std::size_t>(options_.block_size);
   const auto full = static_cast<std::int32_t>(static_cast<std::size_t>(num_computed) / bs);
   TROUPE_CHECK(full <= static_cast<std::int32_t>(e.blocks.size()), "computed tokens beyond the block table");

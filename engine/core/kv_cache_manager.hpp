@@ -22,6 +22,16 @@ struct kv_cache_options {
   bool enable_prefix_caching = true;
 };
 
+/// One request's blocks; its address is stable while it is tracked, so a
+/// scheduler keeps it with the request instead of looking it up each step.
+struct kv_entry {
+  std::uint64_t tenant = 0;
+  std::int32_t priority = 0;
+  std::vector<block_id> blocks;
+  std::int32_t num_published = 0; ///< leading full blocks already in the cache
+  block_hash last_hash = 0;       ///< chain hash of block num_published - 1
+};
+
 class kv_cache_manager {
 public:
   /// `source` (a prefix_cache, or a lease of one) must outlive the manager.
@@ -40,10 +50,17 @@ public:
   /// Ensures blocks for positions [0, num_tokens). False, with nothing
   /// taken, when the pool cannot supply them (admission: also when it would
   /// dip under the watermark).
-  [[nodiscard]] auto grow(request_id id, std::int32_t num_tokens, bool admission) -> bool;
+  [[nodiscard]] auto grow(request_id id, std::int32_t num_tokens, bool admission) -> bool {
+    return grow(requests_.at(id), num_tokens, admission);
+  }
+  [[nodiscard]] auto grow(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool;
   /// After a step: the request's tokens are prompt ++ output, of which the
   /// first num_computed have KV. Publishes every newly full block to the cache.
   void commit(request_id id, std::span<const token_id> prompt, std::span<const token_id> output,
+              std::int32_t num_computed) {
+    commit(requests_.at(id), prompt, output, num_computed);
+  }
+  void commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output,
               std::int32_t num_computed);
   /// Drops every reference the request holds (it ends, or is preempted and
   /// will start again from begin()).
@@ -56,6 +73,11 @@ public:
 
   auto blocks(request_id id) const -> const std::vector<block_id>&;
   auto tracks(request_id id) const -> bool { return requests_.contains(id); }
+  /// The request's entry, or nullptr when it is not tracked.
+  auto entry_of(request_id id) -> kv_entry* {
+    const auto it = requests_.find(id);
+    return it == requests_.end() ? nullptr : &it->second;
+  }
   auto source() const -> const block_source& { return cache_; }
   auto options() const -> const kv_cache_options& { return options_; }
 
@@ -63,17 +85,9 @@ private:
   auto track(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const block_id> matched,
              block_hash last_hash) -> std::int32_t;
 
-  struct entry {
-    std::uint64_t tenant = 0;
-    std::int32_t priority = 0;
-    std::vector<block_id> blocks;
-    std::int32_t num_published = 0; ///< leading full blocks already in the cache
-    block_hash last_hash = 0;       ///< chain hash of block num_published - 1
-  };
-
   block_source& cache_;
   kv_cache_options options_;
-  std::unordered_map<request_id, entry> requests_;
+  std::unordered_map<request_id, kv_entry> requests_;
   block_key scratch_key_;
 };
 

@@ -9,6 +9,8 @@
 
 namespace troupe {
 
+struct kv_entry; // engine/core/kv_cache_manager.hpp
+
 ///   waiting ──admit──▶ running ──EOS / stop id / length──▶ finished
 ///                       │   ▲
 ///              preempt  ▼   │ admit: recomputes (prefix cache permitting),
@@ -37,6 +39,9 @@ struct request {
   /// While preempted by swap: the host blocks holding the KV of its first
   /// num_computed_tokens tokens, in table order. Empty otherwise.
   std::vector<block_id> host_blocks;
+  /// Its blocks at the KV cache manager while tracked there (set and
+  /// cleared by the scheduler), else nullptr.
+  kv_entry* kv = nullptr;
 
   auto num_tokens() const -> std::int32_t {
     return static_cast<std::int32_t>(prompt.size() + output.size());
