@@ -207,6 +207,13 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     if (sc.prefix_fraction > 1) fail("prefix.fraction", "must be <= 1, got " + show(sc.prefix_fraction));
     r->finish();
   }
+  if (auto r = top.table("chat")) {
+    read_length(*r, "turns", sc.turns);
+    r->number("think_s", sc.think_s, 0);
+    r->finish();
+  }
+  if (sc.process == "trace" && !(sc.turns.type == length_dist::kind::fixed && sc.turns.value == 1))
+    fail("chat.turns", "a trace gives every request itself; conversations come from the generated processes");
   std::vector<replica_spec> replicas;
   auto scheduling = policy::scheduling_policy_names();
   auto eviction = policy::eviction_policy_names();

@@ -91,6 +91,12 @@ struct scenario {
   std::int32_t prefix_groups = 0;
   std::int32_t prefix_tokens = 0;
   double prefix_fraction = 1; ///< of the requests, that start with a group's prefix
+  // [chat]: multi-turn conversations. Each arrival starts one; every later
+  // turn comes a think time after the previous answer, its prompt the whole
+  // conversation so far plus a new message (drawn from lengths.prompt), so
+  // the prefix cache finds the earlier turns.
+  length_dist turns{length_dist::kind::fixed, 1}; ///< turns per conversation
+  double think_s = 0;                             ///< mean (exponential) think time
   std::vector<replica_spec> replicas{replica_spec{}};
   std::string routing = "round_robin";
   cost_spec cost;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <queue>
+#include <unordered_map>
 #include <stdexcept>
 
 namespace troupe::sim {
@@ -116,7 +117,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   std::priority_queue<step_event, std::vector<step_event>, std::greater<>> steps;
   std::uint64_t seq = 0;
   std::size_t next_replica = 0; // round robin
-  std::int64_t done = 0;
   const auto vocab = sc.cost.model.vocab;
   const auto progress_every = std::max<std::int64_t>(1, traffic.size() / 200);
 
@@ -153,33 +153,71 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     }
   };
 
+  // Conversations ([chat]): a turn's prompt, kept until its answer is in,
+  // and the next turns waiting for their think time to pass.
+  struct turn_state {
+    sim_request spec;
+    std::vector<token_id> prompt;
+  };
+  std::unordered_map<std::int64_t, turn_state> live_turns; ///< by request index
+  struct due {
+    double t;
+    std::int64_t index;
+    auto operator>(const due& o) const -> bool { return t != o.t ? t > o.t : index > o.index; }
+  };
+  std::priority_queue<due, std::vector<due>, std::greater<>> follow_ups;
+  std::unordered_map<std::int64_t, turn_state> pending_turns; ///< by index, until due
+
+  const auto submit = [&](const sim_request& q, std::vector<token_id> prompt) {
+    if (static_cast<std::size_t>(q.index) >= out.requests.size()) {
+      out.requests.resize(static_cast<std::size_t>(q.index) + 1);
+      last_token.resize(out.requests.size(), 0.0);
+    }
+    auto& rec = out.requests[static_cast<std::size_t>(q.index)];
+    rec.arrival_s = q.arrival_s;
+    rec.prompt_tokens = q.prompt_tokens;
+    rec.tenant = q.tenant;
+    const std::size_t ri = next_replica++ % replicas.size();
+    rec.replica = static_cast<std::int32_t>(ri);
+    request r;
+    r.id = q.index + 1;
+    r.prompt = std::move(prompt);
+    if (q.turn + 1 < q.turns) live_turns[q.index] = {q, r.prompt};
+    r.sampling.max_tokens = q.output_tokens;
+    r.sampling.ignore_eos = true;
+    r.tenant = static_cast<std::uint64_t>(q.tenant) + 1;
+    r.priority = q.priority;
+    r.arrival_s = q.arrival_s;
+    const auto result = replicas[ri]->core.submit(std::move(r));
+    out.end_s = std::max(out.end_s, q.arrival_s);
+    if (result.status != 0) {
+      rec.status = result.status;
+      live_turns.erase(q.index); // the conversation ends here
+    } else if (!replicas[ri]->busy) {
+      start_step(ri, q.arrival_s);
+    }
+  };
+
   auto pending = traffic.next();
-  while (pending || !steps.empty()) {
+  std::int64_t issued = 0, next_index = traffic.size();
+  while (pending || !follow_ups.empty() || !steps.empty()) {
+    const double t_arrival = pending ? pending->arrival_s : INFINITY;
+    const double t_turn = follow_ups.empty() ? INFINITY : follow_ups.top().t;
+    const double t_step = steps.empty() ? INFINITY : steps.top().t;
     // Arrivals first at equal times: a request arriving as a step ends joins the next.
-    if (pending && (steps.empty() || pending->arrival_s <= steps.top().t)) {
-      const sim_request q = *pending;
-      pending = traffic.next();
-      auto& rec = out.requests[static_cast<std::size_t>(q.index)];
-      rec.arrival_s = q.arrival_s;
-      rec.prompt_tokens = q.prompt_tokens;
-      rec.tenant = q.tenant;
-      const std::size_t ri = next_replica++ % replicas.size();
-      rec.replica = static_cast<std::int32_t>(ri);
-      request r;
-      r.id = q.index + 1;
-      traffic.prompt_of(q, r.prompt);
-      r.sampling.max_tokens = q.output_tokens;
-      r.sampling.ignore_eos = true;
-      r.tenant = static_cast<std::uint64_t>(q.tenant) + 1;
-      r.priority = q.priority;
-      r.arrival_s = q.arrival_s;
-      const auto result = replicas[ri]->core.submit(std::move(r));
-      out.end_s = std::max(out.end_s, q.arrival_s);
-      if (result.status != 0) {
-        rec.status = result.status;
-        ++done;
-      } else if (!replicas[ri]->busy) {
-        start_step(ri, q.arrival_s);
+    if (std::min(t_arrival, t_turn) <= t_step) {
+      if (t_arrival <= t_turn) {
+        const sim_request q = *pending;
+        pending = traffic.next();
+        std::vector<token_id> prompt;
+        traffic.prompt_of(q, prompt);
+        submit(q, std::move(prompt));
+        if (++issued % progress_every == 0 && options.progress) options.progress(issued, traffic.size());
+      } else {
+        const auto index = follow_ups.top().index;
+        follow_ups.pop();
+        auto node = pending_turns.extract(index);
+        submit(node.mapped().spec, std::move(node.mapped().prompt));
       }
       continue;
     }
@@ -198,9 +236,17 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
         last_token[i] = ev.t;
         ++rec.output_tokens;
       }
-      if (u.finished != finish_reason::none) {
-        rec.finish_s = ev.t;
-        if (++done % progress_every == 0 && options.progress) options.progress(done, traffic.size());
+      if (u.finished == finish_reason::none) continue;
+      rec.finish_s = ev.t;
+      // The conversation's next turn: all of this one, its answer, a new message.
+      if (auto node = live_turns.extract(static_cast<std::int64_t>(i)); !node.empty()) {
+        auto& st = node.mapped();
+        auto history = std::move(st.prompt);
+        const auto prompt_len = static_cast<std::int32_t>(history.size());
+        for (std::int32_t j = 0; j < rec.output_tokens; ++j) history.push_back(sampled_token(u.id, prompt_len + j, vocab));
+        const auto next = traffic.follow_up(st.spec, ev.t, next_index++, history);
+        follow_ups.push({next.arrival_s, next.index});
+        pending_turns.emplace(next.index, turn_state{next, std::move(history)});
       }
     }
     out.end_s = std::max(out.end_s, ev.t);

@@ -66,7 +66,8 @@ auto length_sampler::operator()(rng& g) const -> std::int64_t {
   return 1;
 }
 
-workload::workload(const scenario& sc) : sc_(sc), g_(sc.seed), prompt_(sc.prompt), output_(sc.output) {
+workload::workload(const scenario& sc)
+  : sc_(sc), g_(sc.seed), prompt_(sc.prompt), output_(sc.output), turns_(sc.turns) {
   double sum = 0;
   for (const auto& t : sc.tenants) {
     tenant_cdf_.push_back(sum += t.share);
@@ -182,6 +183,28 @@ auto workload::draw(std::int64_t index) -> sim_request {
     r.prefix_tokens = sc_.prefix_tokens;
     r.prompt_tokens += sc_.prefix_tokens;
   }
+  r.turns = static_cast<std::int32_t>(turns_(g_));
+  if (r.turns > 1) r.conversation = index;
+  return r;
+}
+
+auto workload::follow_up(const sim_request& prev, double finish_s, std::int64_t index,
+                         std::vector<token_id>& history) const -> sim_request {
+  rng g(sc_.seed ^ (0x9e3779b97f4a7c15ull * (static_cast<std::uint64_t>(prev.conversation) + 1)) ^
+        (static_cast<std::uint64_t>(prev.turn) << 48));
+  sim_request r = prev;
+  r.index = index;
+  r.turn = prev.turn + 1;
+  r.arrival_s = finish_s + (sc_.think_s > 0 ? -std::log(1.0 - g.uniform()) * sc_.think_s : 0.0);
+  const auto message = static_cast<std::int32_t>(prompt_(g));
+  r.output_tokens = static_cast<std::int32_t>(output_(g));
+  const auto base = history.size();
+  history.resize(base + static_cast<std::size_t>(message));
+  for (std::int32_t i = 0; i < message; ++i)
+    history[base + static_cast<std::size_t>(i)] =
+        token_at(sc_.seed, (std::uint64_t{1} << 41) + static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(i),
+                 sc_.cost.model.vocab);
+  r.prompt_tokens = static_cast<std::int32_t>(history.size());
   return r;
 }
 

@@ -29,6 +29,9 @@ struct sim_request {
   std::int32_t priority = 0;
   std::int32_t prefix_group = -1; ///< -1: none
   std::int32_t prefix_tokens = 0; ///< leading prompt tokens shared with the group
+  std::int64_t conversation = -1; ///< its conversation ([chat]); -1: a lone request
+  std::int32_t turn = 0;          ///< 0, 1, ... within it
+  std::int32_t turns = 1;         ///< turns the conversation has
 };
 
 /// Draws token counts from a length_dist; deterministic given the rng.
@@ -54,6 +57,12 @@ public:
 
   /// The prompt's token ids: its group's shared prefix, then its own.
   void prompt_of(const sim_request& r, std::vector<token_id>& out) const;
+  /// The next turn of `prev`'s conversation, `prev` having ended at
+  /// finish_s: its index is `index`, its prompt prev's prompt and answer
+  /// (`history`, replaced by the new prompt) and a new message. Drawn from
+  /// the conversation's own stream: the same whatever else happens meanwhile.
+  auto follow_up(const sim_request& prev, double finish_s, std::int64_t index, std::vector<token_id>& history) const
+      -> sim_request;
 
 private:
   auto draw(std::int64_t index) -> sim_request;
@@ -61,7 +70,7 @@ private:
 
   const scenario& sc_;
   rng g_;
-  length_sampler prompt_, output_;
+  length_sampler prompt_, output_, turns_;
   std::vector<double> tenant_cdf_;
   std::vector<std::string> tenant_names_;
   std::vector<std::int32_t> tenant_priority_;

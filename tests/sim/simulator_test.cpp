@@ -357,3 +357,28 @@ TEST_CASE("the calibrated cost: a fit recovers the coefficients a step log was m
     CHECK(std::string(e.what()).ends_with("bad.log:2: chunk \"3/4\" is not <id>/<computed>/<tokens>/<sample 0|1>"));
   }
 }
+
+TEST_CASE("conversations: each later turn carries the whole conversation, and the prefix cache finds it") {
+  const std::vector<scenario_override> o = {{"chat.turns", "3"}, {"chat.think_s", "2.0"}, {"arrival.rate", "5"},
+                                            {"sim.num_requests", "100"}};
+  const auto r = simulate(one(k_base, o));
+  REQUIRE(r.requests.size() == 300);
+  // Turn k + 1 of a conversation: its prompt is turn k's prompt and answer plus a new message.
+  const auto& first = r.requests[0];
+  std::size_t second = 0;
+  for (std::size_t i = 100; i < r.requests.size(); ++i)
+    if (r.requests[i].arrival_s > first.finish_s && r.requests[i].prompt_tokens > first.prompt_tokens + first.output_tokens &&
+        second == 0)
+      second = i;
+  CHECK(second != 0);
+  for (const auto& q : r.requests) CHECK(q.finish_s > 0);
+  const auto with_cache = summarize(r);
+  CHECK(with_cache.prefix_hit_rate > 0.5);
+  auto off = o;
+  off.emplace_back("replicas.enable_prefix_caching", "false");
+  const auto without = summarize(simulate(one(k_base, off)));
+  CHECK(without.prefix_hit_rate == 0);
+  CHECK(with_cache.ttft.mean < without.ttft.mean);
+  CHECK(summary_json(r) == summary_json(simulate(one(k_base, o))));
+  CHECK(error_of(k_base, {{"chat.turns", "0"}}) == "chat.turns: must be >= 1, got 0");
+}
