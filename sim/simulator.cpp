@@ -1,9 +1,11 @@
 #include "sim/simulator.hpp"
 
+#include "engine/check.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/kv_cache_manager.hpp"
 #include "engine/core/prefix_cache.hpp"
 #include "policies/registry.hpp"
+#include "sim/router.hpp"
 #include "sim/workload.hpp"
 
 #include <algorithm>
@@ -116,7 +118,8 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
 
   std::priority_queue<step_event, std::vector<step_event>, std::greater<>> steps;
   std::uint64_t seq = 0;
-  std::size_t next_replica = 0; // round robin
+  const auto routing = make_router(sc.routing);
+  std::vector<replica_load> loads(replicas.size());
   const auto vocab = sc.cost.model.vocab;
   const auto progress_every = std::max<std::int64_t>(1, traffic.size() / 200);
 
@@ -177,7 +180,13 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     rec.arrival_s = q.arrival_s;
     rec.prompt_tokens = q.prompt_tokens;
     rec.tenant = q.tenant;
-    const std::size_t ri = next_replica++ % replicas.size();
+    for (std::size_t i = 0; i < replicas.size(); ++i) {
+      const auto& rep = *replicas[i];
+      loads[i] = {rep.core.num_running(), rep.core.num_waiting(),
+                  static_cast<double>(rep.cache.num_referenced()) / rep.cache.num_blocks()};
+    }
+    const std::size_t ri = routing->route(q, loads);
+    TROUPE_CHECK(ri < replicas.size(), "the router named no replica");
     rec.replica = static_cast<std::int32_t>(ri);
     request r;
     r.id = q.index + 1;

@@ -382,3 +382,12 @@ TEST_CASE("conversations: each later turn carries the whole conversation, and th
   CHECK(summary_json(r) == summary_json(simulate(one(k_base, o))));
   CHECK(error_of(k_base, {{"chat.turns", "0"}}) == "chat.turns: must be >= 1, got 0");
 }
+
+TEST_CASE("replicas: requests reach them round robin, each runs its own core and policies") {
+  const auto r = simulate(one(std::string(k_base) + "[[replicas]]\ncount = 2\npolicy = \"sjf\"\nkv_blocks = 512\n"));
+  // [[replicas]] in the base text plus this one: 1 + 2 replicas.
+  std::vector<int> per(3, 0);
+  for (const auto& q : r.requests) ++per.at(static_cast<std::size_t>(q.replica));
+  CHECK(per == std::vector<int>{134, 133, 133});
+  CHECK(summarize(r).completed == 400);
+}
