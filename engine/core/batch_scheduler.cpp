@@ -47,6 +47,9 @@ auto batch_scheduler::submit(request r) -> submit_result {
     return {429, "the server's queue is full; retry later"};
   auto owned = std::make_unique<request>(std::move(r));
   owned->state = request_state::waiting;
+  // Room for its output up front (up to a bound): growing token by token
+  // reallocated it some eight times per request.
+  owned->output.reserve(static_cast<std::size_t>(std::min(owned->sampling.max_tokens, 1024)));
   if (!owned->matched_blocks.empty()) {
     // Matched by the memory manager: the references are this request's now.
     owned->num_cached_tokens = kv_.begin_matched(owned->id, owned->tenant, owned->priority, owned->prompt,

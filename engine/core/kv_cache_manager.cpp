@@ -34,6 +34,7 @@ auto kv_cache_manager::track(request_id id, std::uint64_t tenant, std::int32_t p
   auto& e = requests_[id];
   e.tenant = tenant;
   e.priority = priority;
+  e.blocks.reserve(16);
   e.blocks.assign(matched.begin(), matched.end());
   e.num_published = static_cast<std::int32_t>(matched.size());
   e.last_hash = last_hash;
