@@ -174,7 +174,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   reader top(t, "");
   if (auto r = top.table("sim")) {
     r->integer("seed", sc.seed, 0);
-    r->integer("num_requests", sc.num_requests, 1);
+    r->integer("num_requests", sc.num_requests, 1, 50'000'000); // a record each: ~3 GB at most
     r->finish();
   }
   if (auto r = top.table("arrival")) {
