@@ -173,7 +173,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
         .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
                  [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
     ro.replica = r;
-    if (!cfg.step_log.empty()) ro.step_log = r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r);
+    if (!cfg.step_log.empty()) {
+      ro.step_log = r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r);
+      // Here, where a failure stops start-up with its reason (the replica opens it again).
+      if (!std::ofstream(ro.step_log)) throw std::runtime_error(ro.step_log.string() + ": cannot write the step log");
+    }
     ro.limits.first_host_block = r * ro.limits.num_host_blocks;
     ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));

@@ -90,48 +90,74 @@ auto roofline_cost::describe() const -> std::string {
 namespace {
 
 auto terms(const step_features& f) -> std::array<double, calibrated_cost::k_terms> {
-  return {1.0, f.tokens, f.seqs, f.decode_context, f.prefill_pairs, f.tokens > 1 ? 1.0 : 0.0};
+  return {1.0, f.tokens, f.seqs, f.decode_context, f.prefill_pairs, f.tokens > 1 ? 1.0 : 0.0, f.swapped_blocks};
 }
 
-// Least squares over the terms in `active`, by the normal equations
-// (Gaussian elimination with partial pivoting; columns scaled to unit size).
-auto solve(const std::vector<logged_step>& steps, const std::array<bool, calibrated_cost::k_terms>& active)
-    -> std::array<double, calibrated_cost::k_terms> {
-  constexpr auto k = calibrated_cost::k_terms;
+// The normal equations of the fit, columns scaled to unit size: G = X'X,
+// v = X'y, yy = y'y over every logged step.
+struct normal_equations {
+  static constexpr auto k = calibrated_cost::k_terms;
   std::array<double, k> scale{};
-  for (const auto& s : steps) {
-    const auto x = terms(s.features);
-    for (std::size_t i = 0; i < k; ++i) scale[i] = std::max(scale[i], std::abs(x[i]));
-  }
-  std::vector<std::size_t> idx;
-  for (std::size_t i = 0; i < k; ++i)
-    if (active[i] && scale[i] > 0) idx.push_back(i);
-  const auto n = idx.size();
-  std::vector<double> a(n * (n + 1), 0.0);
-  for (const auto& s : steps) {
-    const auto x = terms(s.features);
-    for (std::size_t r = 0; r < n; ++r) {
-      const double xr = x[idx[r]] / scale[idx[r]];
-      for (std::size_t c = 0; c < n; ++c) a[r * (n + 1) + c] += xr * x[idx[c]] / scale[idx[c]];
-      a[r * (n + 1) + n] += xr * s.seconds;
+  std::array<std::array<double, k>, k> g{};
+  std::array<double, k> v{};
+  double yy = 0;
+
+  explicit normal_equations(const std::vector<logged_step>& steps) {
+    for (const auto& s : steps) {
+      const auto x = terms(s.features);
+      for (std::size_t i = 0; i < k; ++i) scale[i] = std::max(scale[i], std::abs(x[i]));
+    }
+    for (auto& sc : scale) sc = sc > 0 ? sc : 1;
+    for (const auto& s : steps) {
+      auto x = terms(s.features);
+      for (std::size_t i = 0; i < k; ++i) x[i] /= scale[i];
+      for (std::size_t i = 0; i < k; ++i) {
+        for (std::size_t j = 0; j < k; ++j) g[i][j] += x[i] * x[j];
+        v[i] += x[i] * s.seconds;
+      }
+      yy += s.seconds * s.seconds;
     }
   }
-  for (std::size_t r = 0; r < n; ++r) a[r * (n + 1) + r] += 1e-12; // keeps a degenerate column solvable
-  for (std::size_t col = 0; col < n; ++col) {
-    std::size_t piv = col;
-    for (std::size_t r = col + 1; r < n; ++r)
-      if (std::abs(a[r * (n + 1) + col]) > std::abs(a[piv * (n + 1) + col])) piv = r;
-    for (std::size_t c = 0; c <= n; ++c) std::swap(a[col * (n + 1) + c], a[piv * (n + 1) + c]);
+
+  // Least squares over the terms in `mask` (Gaussian elimination with
+  // partial pivoting). Returns false for a singular subsystem.
+  auto solve(unsigned mask, std::array<double, k>& coef) const -> bool {
+    std::vector<std::size_t> idx;
+    for (std::size_t i = 0; i < k; ++i)
+      if (mask & (1u << i)) idx.push_back(i);
+    const auto n = idx.size();
+    std::vector<double> a(n * (n + 1));
     for (std::size_t r = 0; r < n; ++r) {
-      if (r == col) continue;
-      const double f = a[r * (n + 1) + col] / a[col * (n + 1) + col];
-      for (std::size_t c = col; c <= n; ++c) a[r * (n + 1) + c] -= f * a[col * (n + 1) + c];
+      for (std::size_t c = 0; c < n; ++c) a[r * (n + 1) + c] = g[idx[r]][idx[c]];
+      a[r * (n + 1) + n] = v[idx[r]];
     }
+    for (std::size_t col = 0; col < n; ++col) {
+      std::size_t piv = col;
+      for (std::size_t r = col + 1; r < n; ++r)
+        if (std::abs(a[r * (n + 1) + col]) > std::abs(a[piv * (n + 1) + col])) piv = r;
+      if (std::abs(a[piv * (n + 1) + col]) < 1e-12 * (1 + std::abs(g[idx[col]][idx[col]]))) return false;
+      for (std::size_t c = 0; c <= n; ++c) std::swap(a[col * (n + 1) + c], a[piv * (n + 1) + c]);
+      for (std::size_t r = 0; r < n; ++r) {
+        if (r == col) continue;
+        const double f = a[r * (n + 1) + col] / a[col * (n + 1) + col];
+        for (std::size_t c = col; c <= n; ++c) a[r * (n + 1) + c] -= f * a[col * (n + 1) + c];
+      }
+    }
+    coef.fill(0);
+    for (std::size_t r = 0; r < n; ++r) coef[idx[r]] = a[r * (n + 1) + n] / a[r * (n + 1) + r];
+    return true;
   }
-  std::array<double, k> coef{};
-  for (std::size_t r = 0; r < n; ++r) coef[idx[r]] = a[r * (n + 1) + n] / a[r * (n + 1) + r] / scale[idx[r]];
-  return coef;
-}
+
+  /// The sum of squared residuals of scaled coefficients c.
+  auto sse(const std::array<double, k>& c) const -> double {
+    double e = yy;
+    for (std::size_t i = 0; i < k; ++i) {
+      e -= 2 * c[i] * v[i];
+      for (std::size_t j = 0; j < k; ++j) e += c[i] * g[i][j] * c[j];
+    }
+    return e;
+  }
+};
 
 } // namespace
 
@@ -139,18 +165,18 @@ calibrated_cost::calibrated_cost(const std::vector<logged_step>& steps) {
   if (steps.size() < k_terms)
     throw scenario_error("the step log holds " + std::to_string(steps.size()) + " steps; a fit needs at least " +
                          std::to_string(k_terms));
-  // Non-negative least squares the simple way: drop the most negative
-  // coefficient's term and refit until none is negative (a step cannot get
-  // cheaper with more work).
-  std::array<bool, k_terms> active;
-  active.fill(true);
-  for (;;) {
-    coef_ = solve(steps, active);
-    std::size_t worst = k_terms;
-    for (std::size_t i = 0; i < k_terms; ++i)
-      if (active[i] && coef_[i] < 0 && (worst == k_terms || coef_[i] < coef_[worst])) worst = i;
-    if (worst == k_terms) break;
-    active[worst] = false;
+  // Non-negative least squares, exactly: the optimum is the plain least
+  // squares fit of some subset of the terms with every coefficient >= 0 (a
+  // step cannot get cheaper with more work), so try every subset (2^7).
+  const normal_equations eq(steps);
+  double best = INFINITY;
+  for (unsigned mask = 1; mask < (1u << k_terms); ++mask) {
+    std::array<double, k_terms> c{};
+    if (!eq.solve(mask, c) || std::any_of(c.begin(), c.end(), [](double x) { return x < 0; })) continue;
+    if (const double e = eq.sse(c); e < best) {
+      best = e;
+      for (std::size_t i = 0; i < k_terms; ++i) coef_[i] = c[i] / eq.scale[i];
+    }
   }
   // The server's idle time between back-to-back steps (its actors' turn
   // around; the simulator's steps follow each other at once). Gaps over
@@ -184,9 +210,9 @@ auto calibrated_cost::describe() const -> std::string {
   char buf[400];
   std::snprintf(buf, sizeof buf,
                 "calibrated: %.1f us + %.1f us if over one token + %.2f us/token + %.2f us/seq + %.4f us/decode-context"
-                " + %.6f us/prefill-pair, %.1f us between steps (mean abs error %.1f%%)",
+                " + %.6f us/prefill-pair + %.1f us/swapped block, %.1f us between steps (mean abs error %.1f%%)",
                 coef_[0] * 1e6, coef_[5] * 1e6, coef_[1] * 1e6, coef_[2] * 1e6, coef_[3] * 1e6, coef_[4] * 1e6,
-                gap_ * 1e6, 100 * relative_error_);
+                coef_[6] * 1e6, gap_ * 1e6, 100 * relative_error_);
   return buf;
 }
 

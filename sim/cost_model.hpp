@@ -69,10 +69,11 @@ public:
   /// The fit's mean absolute error over its own steps, relative to their mean duration.
   auto relative_error() const -> double { return relative_error_; }
 
-  /// 1, tokens, seqs, decode_context, prefill_pairs, and whether the step
-  /// has more than one token (a CPU backend's matrix-vector path makes a
-  /// one-token step markedly cheaper than a two-token one).
-  static constexpr std::size_t k_terms = 6;
+  /// 1, tokens, seqs, decode_context, prefill_pairs, whether the step has
+  /// more than one token (a CPU backend's matrix-vector path makes a
+  /// one-token step markedly cheaper than a two-token one), swapped blocks.
+  /// A term constant over the log (besides the first) is left out.
+  static constexpr std::size_t k_terms = 7;
 private:
   std::array<double, k_terms> coef_{};
   double gap_ = 0; ///< between steps

@@ -50,6 +50,17 @@ auto open(const std::filesystem::path& p) -> std::ofstream {
   return f;
 }
 
+auto xml_text(std::string_view s) -> std::string {
+  std::string out;
+  for (const char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
 // A plot: polylines in a box, x and y linear (or x log10), with ticks.
 struct plot {
   std::string title, x_label, y_label;
@@ -72,7 +83,7 @@ struct plot {
     std::string s = fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                         "font-family=\"sans-serif\" font-size=\"12\">\n", w, h);
     s += fmt("<rect width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", w, h);
-    s += fmt("<text x=\"%.0f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">", w / 2) + title + "</text>\n";
+    s += fmt("<text x=\"%.0f\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">", w / 2) + xml_text(title) + "</text>\n";
     s += fmt("<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", left, top,
              w - left - right, h - top - bottom);
     for (int i = 0; i <= 4; ++i) {

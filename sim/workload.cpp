@@ -149,7 +149,6 @@ void workload::read_trace(const std::filesystem::path& file) {
         r.priority = integer(-1'000'000);
       } else if (col == "prefix_group" && !c.empty()) {
         r.prefix_group = integer(0);
-        r.prefix_tokens = std::min(sc_.prefix_tokens, r.prompt_tokens - 1);
       } else if (col == "tenant" && !c.empty()) {
         const auto it = std::find(tenant_names_.begin(), tenant_names_.end(), c);
         if (it == tenant_names_.end()) {
@@ -159,6 +158,7 @@ void workload::read_trace(const std::filesystem::path& file) {
         r.tenant = static_cast<std::int32_t>(std::find(tenant_names_.begin(), tenant_names_.end(), c) - tenant_names_.begin());
       }
     }
+    if (r.prefix_group >= 0) r.prefix_tokens = std::min(sc_.prefix_tokens, r.prompt_tokens - 1); // once the row is read
     trace_.push_back(r);
   }
   if (trace_.empty()) throw scenario_error(file.string() + ": the trace holds no request");

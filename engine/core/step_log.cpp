@@ -7,7 +7,8 @@
 namespace troupe::step_log {
 namespace {
 
-void put_int(std::string& s, std::int64_t v) {
+template <class Int>
+void put_int(std::string& s, Int v) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   s.append(buf, r.ptr);
@@ -145,7 +146,7 @@ void writer::lease(double t, std::span<const block_id> blocks) {
   line_ += ' ';
   put_list<block_id>(line_, blocks);
   line_ += '\n';
-  std::fputs(line_.c_str(), f_.get());
+  put();
 }
 
 void writer::shrink(double t, std::int64_t keep) {
@@ -154,17 +155,20 @@ void writer::shrink(double t, std::int64_t keep) {
   line_ += ' ';
   put_int(line_, keep);
   line_ += '\n';
-  std::fputs(line_.c_str(), f_.get());
+  put();
 }
 
 void writer::submit(double t, const request& r, int status) {
   line_ = "submit ";
   put_real(line_, t);
-  for (const std::int64_t v : {std::int64_t{status}, static_cast<std::int64_t>(r.id), static_cast<std::int64_t>(r.tenant),
-                               std::int64_t{r.priority}}) {
-    line_ += ' ';
-    put_int(line_, v);
-  }
+  line_ += ' ';
+  put_int(line_, status);
+  line_ += ' ';
+  put_int(line_, r.id);
+  line_ += ' ';
+  put_int(line_, r.tenant); // unsigned: a hash of the user's name
+  line_ += ' ';
+  put_int(line_, r.priority);
   line_ += ' ';
   put_real(line_, r.arrival_s);
   line_ += ' ';
@@ -176,7 +180,7 @@ void writer::submit(double t, const request& r, int status) {
   line_ += ' ';
   put_list<block_id>(line_, r.matched_blocks);
   line_ += '\n';
-  std::fputs(line_.c_str(), f_.get());
+  put();
 }
 
 void writer::abort(double t, request_id id) {
@@ -185,7 +189,7 @@ void writer::abort(double t, request_id id) {
   line_ += ' ';
   put_int(line_, static_cast<std::int64_t>(id));
   line_ += '\n';
-  std::fputs(line_.c_str(), f_.get());
+  put();
 }
 
 void writer::schedule(double t, double now_s, const scheduler_output& out) {
@@ -196,7 +200,7 @@ void writer::schedule(double t, double now_s, const scheduler_output& out) {
   line_ += ' ';
   line_ += plan_of(out);
   line_ += '\n';
-  std::fputs(line_.c_str(), f_.get());
+  put();
 }
 
 void writer::step(double start, double duration, const scheduler_output& out, const step_result& result) {
@@ -223,23 +227,24 @@ void writer::step(double start, double duration, const scheduler_output& out, co
     put_int(line_, s.result.token);
   }
   line_ += '\n';
-  std::fputs(line_.c_str(), f_.get());
+  put();
 }
 
-void writer::flush() { std::fflush(f_.get()); }
+void writer::put() {
+  std::fputs(line_.c_str(), f_.get());
+  if (++unflushed_ >= 256) flush();
+}
+
+void writer::flush() {
+  std::fflush(f_.get());
+  unflushed_ = 0;
+}
 
 reader::reader(const std::filesystem::path& file) : file_(file), f_(std::fopen(file.c_str(), "r"), &std::fclose) {
   if (!f_) throw std::runtime_error(file.string() + ": cannot read the step log");
   // The config line: the first that is not a comment.
-  char buf[1 << 12];
   std::string line;
-  while (std::fgets(buf, sizeof buf, f_.get())) {
-    ++line_no_;
-    line = buf;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    break;
-  }
+  (void)read_line(line);
   const auto w = split(line);
   if (w.empty() || w[0] != "config") fail("expected the config line of a `troupe serve --step-log` file");
   auto& l = setup_.limits;
@@ -274,8 +279,7 @@ void reader::fail(const std::string& what) const {
   throw std::runtime_error(file_.string() + ":" + std::to_string(line_no_) + ": " + what);
 }
 
-auto reader::next() -> std::optional<event> {
-  std::string line;
+auto reader::read_line(std::string& line) -> bool {
   for (;;) {
     line.clear();
     char buf[1 << 14];
@@ -283,14 +287,21 @@ auto reader::next() -> std::optional<event> {
     while (std::fgets(buf, sizeof buf, f_.get())) {
       got = true;
       line += buf;
-      if (!line.empty() && line.back() == '\n') break;
+      if (line.back() == '\n') break;
     }
-    if (!got) return std::nullopt;
+    if (!got) return false;
     ++line_no_;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    if (line.empty() || line[0] == '#' || line.starts_with("step ")) continue;
-    break;
+    if (line.back() == '\n') line.pop_back();
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
+    return true;
   }
+}
+
+auto reader::next() -> std::optional<event> {
+  std::string line;
+  do {
+    if (!read_line(line)) return std::nullopt;
+  } while (line.starts_with("step "));
   const auto w = split(line);
   event e;
   const auto need = [&](std::size_t n) {

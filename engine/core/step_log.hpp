@@ -65,8 +65,10 @@ private:
   struct closer {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
+  void put(); ///< writes line_; flushes every few hundred lines, so a crash loses little
   std::unique_ptr<std::FILE, closer> f_;
   std::string line_;
+  std::int64_t unflushed_ = 0;
 };
 
 /// One line of a step log.
@@ -95,6 +97,9 @@ public:
 
 private:
   [[noreturn]] void fail(const std::string& what) const;
+  /// The next line that is neither empty, blank nor a comment, of any
+  /// length, without its newline; false at the end.
+  auto read_line(std::string& line) -> bool;
   std::filesystem::path file_;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f_;
   std::int64_t line_no_ = 0;

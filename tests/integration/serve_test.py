@@ -342,6 +342,11 @@ def test_config_errors(model):
     out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", "/nonexistent"],
                          capture_output=True, text=True, timeout=60)
     check(out.returncode == 1 and "/nonexistent" in out.stderr, "a missing model directory is named")
+    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", model,
+                          "--step-log", "/nonexistent/dir/steps.log"], capture_output=True, text=True, timeout=60)
+    lines = out.stderr.strip().splitlines()
+    check(out.returncode == 1 and len(lines) == 1 and "/nonexistent/dir/steps.log: cannot write the step log" in lines[0],
+          "an unwritable step log stops start-up with one line: " + out.stderr.strip())
 
 
 def test_stall(model):
@@ -529,6 +534,8 @@ def main():
             test_disconnect(srv)
             test_idle_client(srv)
             test_prefix_cache(srv)
+            for user in ("alice", "bob", "carol", "dave", "erin", "frank"):  # tenants: 64-bit hashes in the step log
+                srv.request("POST", "/v1/completions", {"prompt": "Hello", "max_tokens": 2, "user": user})
             test_metrics(srv)
         finally:
             rc = srv.stop()

@@ -121,6 +121,7 @@ TEST_CASE("a bad scenario names the key and the problem") {
         "lengths.output.median: must be > 0, got 0");
   CHECK(error_of(k_base, {{"lengths.output", "{ dist = \"uniform\", min = 9, max = 3 }"}}) ==
         "lengths.output: min (9) is over max (3)");
+  CHECK(error_of(k_base, {{"model.vocab", "1"}}) == "model.vocab: must be in [2, 9223372036854775807], got 1");
   CHECK(error_of(k_base, {{"replicas.kv_blocks", "\"many\""}}) ==
         "replicas[0].kv_blocks: expected an integer, got a string");
   CHECK(error_of(k_base, {{"arrival.process", "trace"}}) ==
@@ -169,6 +170,11 @@ TEST_CASE("a trace: read in order; a malformed line is named") {
   CHECK(bad("arrival_s,prompt_tokens,output_tokens\n1,1,1\n0.5,1,1\n") == "3: arrival_s goes back in time (0.5 after 1.000000)");
   CHECK(bad("arrival_s,prompt_tokens,output_tokens\n1,1\n") == "2: 2 cells, the header has 3");
   CHECK(bad("arrival_s,prompt_tokens,output_tokens,colour\n") == "1: unknown column \"colour\"");
+  // Columns in any order: a group's prefix length is set once the row is read.
+  auto reordered = trace_scenario("prefix_group,output_tokens,prompt_tokens,arrival_s\n1,5,40,0\n1,5,40,0.1\n");
+  reordered.prefix_tokens = 16;
+  workload w2(reordered);
+  CHECK(w2.next()->prefix_tokens == 16);
 }
 
 TEST_CASE("traffic: arrival processes and length distributions have their stated statistics") {
