@@ -1,7 +1,5 @@
 #include "engine/core/block_index.hpp"
 
-#include "engine/check.hpp"
-
 #include <bit>
 
 namespace troupe {
@@ -11,45 +9,29 @@ block_index::block_index(std::int64_t capacity)
     mask_(slots_.size() - 1) {}
 
 void block_index::insert(std::uint64_t hash, block_id b) {
-  TROUPE_CHECK(b >= 0 && 2 * (size_ + 1) <= static_cast<std::int64_t>(slots_.size()), "block index over capacity");
-  // Probes end at empty slots only: too many tombstones make every miss long.
-  if (4 * (size_ + tombstones_ + 1) > 3 * static_cast<std::int64_t>(slots_.size())) rebuild();
-  for (std::size_t i = slot_of(hash);; i = (i + 1) & mask_) {
-    auto& s = slots_[i];
-    if (s.block < 0) {
-      if (s.block == tombstone) --tombstones_;
-      s = {hash, b};
-      ++size_;
-      return;
-    }
-  }
+  (void)insert_unless(hash, b, [](block_id) { return false; });
 }
 
 void block_index::erase(std::uint64_t hash, block_id b) {
-  for (std::size_t i = slot_of(hash);; i = (i + 1) & mask_) {
-    auto& s = slots_[i];
-    TROUPE_CHECK(s.block != empty, "erasing a block the index does not hold");
-    if (s.block == b && s.hash == hash) {
-      s.block = tombstone;
-      --size_;
-      ++tombstones_;
-      return;
+  std::size_t i = slot_of(hash);
+  for (;; i = (i + 1) & mask_) {
+    TROUPE_CHECK(slots_[i].block != empty, "erasing a block the index does not hold");
+    if (slots_[i].block == b && slots_[i].hash == hash) break;
+  }
+  // Backward shift: an entry further along the chain moves into the hole
+  // unless its home slot lies after the hole (it would become unreachable).
+  for (std::size_t j = i;;) {
+    j = (j + 1) & mask_;
+    if (slots_[j].block == empty) break;
+    const std::size_t home = slot_of(slots_[j].hash);
+    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (!stays) {
+      slots_[i] = slots_[j];
+      i = j;
     }
   }
-}
-
-void block_index::rebuild() {
-  std::vector<slot> old(slots_.size());
-  old.swap(slots_);
-  size_ = 0;
-  tombstones_ = 0;
-  for (const auto& s : old)
-    if (s.block >= 0) {
-      std::size_t i = slot_of(s.hash);
-      while (slots_[i].block != empty) i = (i + 1) & mask_;
-      slots_[i] = s;
-      ++size_;
-    }
+  slots_[i] = {0, empty};
+  --size_;
 }
 
 } // namespace troupe

@@ -99,14 +99,13 @@ auto prefix_cache::publish(block_id b, const block_key& k, block_hash h, std::in
   }
   TROUPE_CHECK(k.tokens.size() == key_size_, "block keys of different sizes");
   if (blk.published) return holds(b, k);
-  if (index_.find(h, [&](block_id c) { return holds(c, k); }) >= 0) return false;
+  if (!index_.insert_unless(h, b, [&](block_id c) { return holds(c, k); })) return false;
   blk.published = true;
   blk.tenant = k.tenant;
   blk.parent = k.parent;
   std::copy(k.tokens.begin(), k.tokens.end(), key_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(b - first_id_) * key_size_));
   blk.hash = h;
   blk.depth = depth;
-  index_.insert(h, b);
   return true;
 }
 
