@@ -5,9 +5,9 @@
 #include "actors/http/load_client.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "cli/stats.hpp"
 #include "engine/model/json_text.hpp"
 #include "engine/sampling/rng.hpp"
+#include "engine/stats.hpp"
 #include "sim/workload.hpp"
 
 #include <algorithm>

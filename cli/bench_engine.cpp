@@ -3,7 +3,6 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "cli/stats.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/huge_pages.hpp"
@@ -11,6 +10,7 @@
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
+#include "engine/stats.hpp"
 
 #include <cblas.h>
 

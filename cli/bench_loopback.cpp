@@ -5,7 +5,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "cli/stats.hpp"
+#include "engine/stats.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -5,8 +5,8 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "cli/stats.hpp"
 #include "engine/core/batch_scheduler.hpp"
+#include "engine/stats.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/registry.hpp"
 

@@ -1,10 +1,11 @@
 #include "sim/cost_model.hpp"
 
+#include "engine/core/step_log.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 namespace troupe::sim {
 
@@ -29,51 +30,42 @@ auto read_step_log(const std::filesystem::path& file) -> std::vector<logged_step
   std::vector<logged_step> steps;
   std::string line;
   std::int64_t line_no = 0;
+  step_log::step_timing t;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.starts_with("step ")) continue;
-    std::istringstream is(line.substr(5));
+    if (const auto why = step_log::parse_step(line, t); !why.empty())
+      throw scenario_error(file.string() + ":" + std::to_string(line_no) + ": " + why);
     logged_step s;
-    is >> s.start >> s.seconds >> s.features.swapped_blocks;
-    if (!is || s.seconds < 0)
-      throw scenario_error(file.string() + ":" + std::to_string(line_no) +
-                           ": expected step <start s> <duration s> <swapped blocks> <chunk>...");
-    std::string chunk;
-    while (is >> chunk) {
-      std::int64_t id = 0, computed = 0, tokens = 0;
-      int sample = 0;
-      char a = 0, b = 0, c = 0;
-      std::istringstream cs(chunk);
-      if (!(cs >> id >> a >> computed >> b >> tokens >> c >> sample) || a != '/' || b != '/' || c != '/' || tokens < 1 ||
-          computed < 0)
-        throw scenario_error(file.string() + ":" + std::to_string(line_no) + ": chunk \"" + chunk +
-                             "\" is not <id>/<computed>/<tokens>/<sample 0|1>");
-      add_chunk(s.features, computed, tokens, sample != 0);
-    }
+    s.start = t.start;
+    s.seconds = t.duration;
+    s.features.swapped_blocks = static_cast<double>(t.swapped_blocks);
+    for (const auto& c : t.chunks) add_chunk(s.features, c.computed, c.tokens, c.sample);
     steps.push_back(s);
   }
   return steps;
 }
 
-roofline_cost::roofline_cost(const model_shape& m, const hardware_spec& h, std::int32_t block_size) : m_(m), h_(h) {
+roofline_cost::roofline_cost(const model_shape& m, const hardware_spec& h, std::int32_t block_size) : h_(h) {
   const double head_dim = static_cast<double>(m.hidden) / static_cast<double>(m.heads);
   const double q = static_cast<double>(m.hidden) * m.hidden, kv = 2.0 * m.hidden * m.kv_heads * head_dim;
   const double mlp = 3.0 * m.hidden * m.intermediate;
   params_ = static_cast<double>(m.layers) * (2 * q + kv + mlp) + static_cast<double>(m.vocab) * m.hidden;
+  weight_bytes_ = params_ * m.weight_bytes;
+  // Attention: QK and PV, 4 FLOPs per (query, key) pair per head dimension per layer.
+  pair_flops_ = 4.0 * m.layers * m.heads * head_dim;
   kv_per_token_ = 2.0 * m.layers * m.kv_heads * head_dim * m.kv_bytes;
   block_bytes_ = kv_per_token_ * block_size;
 }
 
 auto roofline_cost::step_seconds(const step_features& f) const -> double {
-  const double head_dim = static_cast<double>(m_.hidden) / static_cast<double>(m_.heads);
   // Matmuls: 2 FLOPs per weight per token (every token's logits: an upper
-  // bound, the lm_head being a small share). Attention: QK and PV, 4 FLOPs
-  // per (query, key) pair per head dimension per layer.
+  // bound, the lm_head being a small share); then attention.
   const double pairs = f.decode_context + f.prefill_pairs;
-  const double flops = 2 * params_ * f.tokens + 4.0 * m_.layers * m_.heads * head_dim * pairs;
+  const double flops = 2 * params_ * f.tokens + pair_flops_ * pairs;
   // Bytes: the weights once, the KV read by decodes, written by every token;
   // a prefill chunk reads its sequence's KV about once.
-  const double bytes = params_ * m_.weight_bytes + kv_per_token_ * (f.decode_context + f.tokens) +
+  const double bytes = weight_bytes_ + kv_per_token_ * (f.decode_context + f.tokens) +
                        block_bytes_ * f.swapped_blocks;
   const double compute = flops / (h_.peak_tflops * 1e12);
   const double memory = bytes / (h_.memory_bandwidth_gbs * 1e9);
@@ -203,7 +195,7 @@ auto calibrated_cost::step_seconds(const step_features& f) const -> double {
   const auto x = terms(f);
   double t = 0;
   for (std::size_t i = 0; i < k_terms; ++i) t += coef_[i] * x[i];
-  return std::max(t, 1e-9) + gap_;
+  return std::max(t, 0.0) + gap_; // the simulator keeps every step above zero
 }
 
 auto calibrated_cost::describe() const -> std::string {

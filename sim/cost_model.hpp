@@ -46,9 +46,10 @@ public:
   auto describe() const -> std::string override;
 
 private:
-  model_shape m_;
   hardware_spec h_;
   double params_ = 0;        ///< per token: the matmuls' weights (lm_head included)
+  double weight_bytes_ = 0;  ///< read once per step
+  double pair_flops_ = 0;    ///< attention FLOPs per (query, key) pair over every layer
   double kv_per_token_ = 0;  ///< bytes of K and V over every layer
   double block_bytes_ = 0;
 };

@@ -1,5 +1,8 @@
 #include "sim/report.hpp"
 
+#include "engine/model/json_text.hpp"
+#include "engine/stats.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -8,21 +11,37 @@
 namespace troupe::sim {
 namespace {
 
-auto quantile(const std::vector<double>& sorted, double q) -> double {
-  return sorted.empty() ? 0.0 : sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))];
+auto summary_of(const std::vector<double>& sorted) -> latency_summary {
+  latency_summary s;
+  if (sorted.empty()) return s;
+  double sum = 0;
+  for (const double x : sorted) sum += x;
+  s.mean = sum / static_cast<double>(sorted.size());
+  s.p50 = nearest_rank(sorted, 0.5);
+  s.p90 = nearest_rank(sorted, 0.9);
+  s.p99 = nearest_rank(sorted, 0.99);
+  return s;
 }
 
-auto summary_of(std::vector<double> v) -> latency_summary {
-  std::sort(v.begin(), v.end());
-  latency_summary s;
-  if (v.empty()) return s;
-  double sum = 0;
-  for (const double x : v) sum += x;
-  s.mean = sum / static_cast<double>(v.size());
-  s.p50 = quantile(v, 0.5);
-  s.p90 = quantile(v, 0.9);
-  s.p99 = quantile(v, 0.99);
-  return s;
+auto served(const request_record& q) -> bool { return q.status == 0 && q.finish_s >= 0; }
+auto tpot_of(const request_record& q) -> double {
+  return q.output_tokens > 1 ? (q.finish_s - q.first_token_s) / (q.output_tokens - 1) : 0;
+}
+
+// The served requests' latencies, each list sorted (TPOT: of those with two tokens or more).
+struct latencies {
+  std::vector<double> ttft, tpot, e2e;
+};
+auto latencies_of(const run_result& r) -> latencies {
+  latencies l;
+  for (const auto& q : r.requests) {
+    if (!served(q)) continue;
+    l.ttft.push_back(q.first_token_s - q.arrival_s);
+    l.e2e.push_back(q.finish_s - q.arrival_s);
+    if (q.output_tokens > 1) l.tpot.push_back(tpot_of(q));
+  }
+  for (auto* v : {&l.ttft, &l.tpot, &l.e2e}) std::sort(v->begin(), v->end());
+  return l;
 }
 
 auto fmt(const char* format, auto... args) -> std::string {
@@ -32,16 +51,9 @@ auto fmt(const char* format, auto... args) -> std::string {
 }
 
 auto json_string(std::string_view s) -> std::string {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt("\\u%04x", c);
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
+  std::string out;
+  json_text::append_string(out, s);
+  return out;
 }
 
 auto open(const std::filesystem::path& p) -> std::ofstream {
@@ -121,14 +133,7 @@ auto cdf_points(const std::vector<double>& sorted, std::size_t n) -> std::vector
 }
 
 void write_plots(const std::filesystem::path& dir, const run_result& r) {
-  std::vector<double> ttft, tpot, e2e;
-  for (const auto& q : r.requests) {
-    if (q.status != 0 || q.finish_s < 0) continue;
-    ttft.push_back(q.first_token_s - q.arrival_s);
-    e2e.push_back(q.finish_s - q.arrival_s);
-    if (q.output_tokens > 1) tpot.push_back((q.finish_s - q.first_token_s) / (q.output_tokens - 1));
-  }
-  for (auto* v : {&ttft, &tpot, &e2e}) std::sort(v->begin(), v->end());
+  const auto [ttft, tpot, e2e] = latencies_of(r);
   plot cdf;
   cdf.title = "Latency CDFs: " + r.sc.name;
   cdf.x_label = "seconds (log scale)";
@@ -184,7 +189,6 @@ auto summarize(const run_result& r) -> run_summary {
   run_summary s;
   s.name = r.sc.name;
   s.requests = static_cast<std::int64_t>(r.requests.size());
-  std::vector<double> ttft, tpot, e2e;
   std::vector<std::vector<double>> tenant_ttft(r.tenant_names.size());
   double first = r.requests.empty() ? 0 : r.requests.front().arrival_s;
   std::int64_t out_tokens = 0, in_tokens = 0, good = 0;
@@ -193,15 +197,11 @@ auto summarize(const run_result& r) -> run_summary {
       ++s.refused;
       continue;
     }
-    if (q.finish_s < 0) continue;
+    if (!served(q)) continue;
     ++s.completed;
     out_tokens += q.output_tokens;
     in_tokens += q.prompt_tokens;
-    const double t = q.first_token_s - q.arrival_s, e = q.finish_s - q.arrival_s;
-    const double tp = q.output_tokens > 1 ? (q.finish_s - q.first_token_s) / (q.output_tokens - 1) : 0;
-    ttft.push_back(t);
-    e2e.push_back(e);
-    if (q.output_tokens > 1) tpot.push_back(tp);
+    const double t = q.first_token_s - q.arrival_s, e = q.finish_s - q.arrival_s, tp = tpot_of(q);
     tenant_ttft[static_cast<std::size_t>(q.tenant)].push_back(t);
     const auto& slo = r.sc.slo;
     if ((slo.ttft_ms <= 0 || t * 1e3 <= slo.ttft_ms) && (slo.tpot_ms <= 0 || tp * 1e3 <= slo.tpot_ms) &&
@@ -213,9 +213,10 @@ auto summarize(const run_result& r) -> run_summary {
   s.output_throughput = static_cast<double>(out_tokens) / s.duration_s;
   s.total_throughput = static_cast<double>(out_tokens + in_tokens) / s.duration_s;
   s.goodput = static_cast<double>(good) / s.duration_s;
-  s.ttft = summary_of(ttft);
-  s.tpot = summary_of(tpot);
-  s.e2e = summary_of(e2e);
+  const auto l = latencies_of(r);
+  s.ttft = summary_of(l.ttft);
+  s.tpot = summary_of(l.tpot);
+  s.e2e = summary_of(l.e2e);
   s.itl = {r.itl.mean(), r.itl.quantile(0.5), r.itl.quantile(0.9), r.itl.quantile(0.99)};
   s.preemptions = r.preemptions;
   s.swap_outs = r.swap_outs;
@@ -225,7 +226,7 @@ auto summarize(const run_result& r) -> run_summary {
   for (std::size_t i = 0; i < r.tenant_names.size(); ++i) {
     auto& v = tenant_ttft[i];
     std::sort(v.begin(), v.end());
-    s.tenants.push_back({r.tenant_names[i], static_cast<std::int64_t>(v.size()), quantile(v, 0.5), quantile(v, 0.95)});
+    s.tenants.push_back({r.tenant_names[i], static_cast<std::int64_t>(v.size()), nearest_rank(v, 0.5), nearest_rank(v, 0.95)});
   }
   return s;
 }
@@ -300,7 +301,7 @@ void write_results(const std::filesystem::path& dir, const std::vector<run_resul
       f << "id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n";
       for (std::size_t i = 0; i < r.requests.size(); ++i) {
         const auto& q = r.requests[i];
-        const bool ok = q.status == 0 && q.finish_s >= 0;
+        const bool ok = served(q);
         f << fmt("%zu,", i) << r.tenant_names[static_cast<std::size_t>(q.tenant)]
           << fmt(",%d,%d,%.6f,%.6f,%.6f,%d,%d,%.6f,%.6f\n", q.replica, q.status, q.arrival_s, q.first_token_s,
                  q.finish_s, q.prompt_tokens, q.output_tokens, ok ? q.first_token_s - q.arrival_s : -1.0,

@@ -50,20 +50,21 @@ struct replica {
   prefix_cache cache;
   kv_cache_manager kv;
   batch_scheduler core;
-  bool busy = false;
-  scheduler_output step;
-  step_features features;
-  double step_start = 0;
+  scheduler_output step; ///< the step under way; empty: the replica is idle
+  step_result result;    ///< reused from step to step
 
   replica(const replica_spec& r, std::unique_ptr<policy::eviction_policy> ev,
-          std::unique_ptr<policy::scheduling_policy> pol, std::int32_t index)
+          std::unique_ptr<policy::scheduling_policy> pol)
     : eviction(std::move(ev)),
       policy(std::move(pol)),
       cache(r.kv_blocks, *eviction),
       kv(cache, {r.block_size, r.watermark_blocks, r.enable_prefix_caching}),
-      core(limits_of(r, index), kv, *policy, {}) {}
+      core(limits_of(r), kv, *policy, {}) {}
 
-  static auto limits_of(const replica_spec& r, std::int32_t) -> scheduler_limits {
+  auto kv_use() const -> double { return static_cast<double>(cache.num_referenced()) / cache.num_blocks(); }
+  auto load() const -> replica_load { return {core.num_running(), core.num_waiting(), kv_use()}; }
+
+  static auto limits_of(const replica_spec& r) -> scheduler_limits {
     scheduler_limits l;
     l.max_num_seqs = r.max_num_seqs;
     l.max_num_batched_tokens = r.max_num_batched_tokens;
@@ -109,8 +110,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     for (std::int32_t i = 0; i < spec.count; ++i) {
       try {
         replicas.push_back(std::make_unique<replica>(spec, policy::make_eviction_policy(spec.eviction),
-                                                     policy::make_scheduling_policy(spec.policy),
-                                                     static_cast<std::int32_t>(replicas.size())));
+                                                     policy::make_scheduling_policy(spec.policy)));
       } catch (const std::invalid_argument& e) {
         throw scenario_error(std::string("replicas: ") + e.what());
       }
@@ -126,16 +126,11 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   const auto start_step = [&](std::size_t ri, double now) {
     replica& r = *replicas[ri];
     r.step = r.core.schedule(now);
-    if (r.step.empty()) {
-      r.busy = false;
-      return;
-    }
-    r.busy = true;
-    r.step_start = now;
-    r.features = features_of(r.step);
-    const double dur = std::max(cost->step_seconds(r.features), 1e-9);
+    loads[ri] = r.load();
+    if (r.step.empty()) return;
+    const double dur = std::max(cost->step_seconds(features_of(r.step)), 1e-9);
     steps.push({now + dur, seq++, ri});
-    const double kv_use = static_cast<double>(r.cache.num_referenced()) / r.cache.num_blocks();
+    const double kv_use = loads[ri].kv_use;
     out.kv_use_time += kv_use * dur;
     out.busy_time += dur;
     out.kv_use_peak = std::max(out.kv_use_peak, kv_use);
@@ -180,11 +175,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     rec.arrival_s = q.arrival_s;
     rec.prompt_tokens = q.prompt_tokens;
     rec.tenant = q.tenant;
-    for (std::size_t i = 0; i < replicas.size(); ++i) {
-      const auto& rep = *replicas[i];
-      loads[i] = {rep.core.num_running(), rep.core.num_waiting(),
-                  static_cast<double>(rep.cache.num_referenced()) / rep.cache.num_blocks()};
-    }
     const std::size_t ri = routing->route(q, loads);
     TROUPE_CHECK(ri < replicas.size(), "the router named no replica");
     rec.replica = static_cast<std::int32_t>(ri);
@@ -202,8 +192,10 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     if (result.status != 0) {
       rec.status = result.status;
       live_turns.erase(q.index); // the conversation ends here
-    } else if (!replicas[ri]->busy) {
+    } else if (replicas[ri]->step.empty()) {
       start_step(ri, q.arrival_s);
+    } else {
+      loads[ri] = replicas[ri]->load(); // queued behind the step under way
     }
   };
 
@@ -233,7 +225,8 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     const step_event ev = steps.top();
     steps.pop();
     replica& r = *replicas[ev.replica];
-    step_result result;
+    auto& result = r.result;
+    result.sampled.clear();
     for (const auto& c : r.step.scheduled)
       if (c.sample) result.sampled.push_back({c.id, {sampled_token(c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}}});
     for (const auto& u : r.core.update(r.step, result)) {

@@ -150,12 +150,12 @@ void workload::read_trace(const std::filesystem::path& file) {
       } else if (col == "prefix_group" && !c.empty()) {
         r.prefix_group = integer(0);
       } else if (col == "tenant" && !c.empty()) {
-        const auto it = std::find(tenant_names_.begin(), tenant_names_.end(), c);
-        if (it == tenant_names_.end()) {
+        const auto at = std::find(tenant_names_.begin(), tenant_names_.end(), c) - tenant_names_.begin();
+        if (at == static_cast<std::ptrdiff_t>(tenant_names_.size())) {
           tenant_names_.push_back(c);
           tenant_priority_.push_back(0);
         }
-        r.tenant = static_cast<std::int32_t>(std::find(tenant_names_.begin(), tenant_names_.end(), c) - tenant_names_.begin());
+        r.tenant = static_cast<std::int32_t>(at);
       }
     }
     if (r.prefix_group >= 0) r.prefix_tokens = std::min(sc_.prefix_tokens, r.prompt_tokens - 1); // once the row is read
@@ -167,7 +167,7 @@ void workload::read_trace(const std::filesystem::path& file) {
 auto workload::draw(std::int64_t index) -> sim_request {
   sim_request r;
   r.index = index;
-  if (sc_.process == "poisson") t_ += -std::log(1.0 - g_.uniform()) / sc_.rate;
+  if (sc_.process == "poisson") t_ += g_.exponential() / sc_.rate;
   else if (sc_.process == "gamma") t_ += g_.gamma(1.0 / (sc_.cv * sc_.cv)) * sc_.cv * sc_.cv / sc_.rate;
   else if (sc_.process == "constant") t_ += 1.0 / sc_.rate;
   r.arrival_s = t_;
@@ -195,7 +195,7 @@ auto workload::follow_up(const sim_request& prev, double finish_s, std::int64_t 
   sim_request r = prev;
   r.index = index;
   r.turn = prev.turn + 1;
-  r.arrival_s = finish_s + (sc_.think_s > 0 ? -std::log(1.0 - g.uniform()) * sc_.think_s : 0.0);
+  r.arrival_s = finish_s + (sc_.think_s > 0 ? g.exponential() * sc_.think_s : 0.0);
   const auto message = static_cast<std::int32_t>(prompt_(g));
   r.output_tokens = static_cast<std::int32_t>(output_(g));
   const auto base = history.size();

@@ -203,6 +203,31 @@ void writer::schedule(double t, double now_s, const scheduler_output& out) {
   put();
 }
 
+auto parse_step(const std::string& line, step_timing& out) -> std::string {
+  const auto w = split(line);
+  out = {};
+  if (w.size() < 4 || w[0] != "step" || !parse_num(w[1], out.start) || !parse_num(w[2], out.duration) ||
+      !parse_num(w[3], out.swapped_blocks) || out.duration < 0)
+    return "expected step <start s> <duration s> <swapped blocks> <chunk>...";
+  for (std::size_t i = 4; i < w.size(); ++i) {
+    // <id>/<computed>/<tokens>/<sample 0|1>
+    std::vector<std::int64_t> f;
+    std::size_t p = 0;
+    bool ok = true;
+    while (ok && p <= w[i].size() && f.size() < 5) {
+      const auto q = std::min(w[i].find('/', p), w[i].size());
+      std::int64_t v = 0;
+      ok = parse_num(w[i].substr(p, q - p), v);
+      f.push_back(v);
+      p = q + 1;
+    }
+    if (!ok || f.size() != 4 || f[1] < 0 || f[2] < 1 || (f[3] != 0 && f[3] != 1))
+      return "chunk \"" + w[i] + "\" is not <id>/<computed>/<tokens>/<sample 0|1>";
+    out.chunks.push_back({f[1], f[2], f[3] == 1});
+  }
+  return "";
+}
+
 void writer::step(double start, double duration, const scheduler_output& out, const step_result& result) {
   line_ = "step ";
   put_real(line_, start);

@@ -45,6 +45,20 @@ struct setup {
 /// A scheduler_output as one line of text: equal outputs, equal text.
 auto plan_of(const scheduler_output& out) -> std::string;
 
+/// A `step` line: when the step started, how long it took, the blocks it
+/// swapped, and each chunk's (computed, tokens, sample).
+struct step_timing {
+  struct chunk {
+    std::int64_t computed = 0, tokens = 0;
+    bool sample = false;
+  };
+  double start = 0, duration = 0;
+  std::int64_t swapped_blocks = 0;
+  std::vector<chunk> chunks;
+};
+/// Parses a line starting with "step "; "" when it is well formed, else what is wrong.
+auto parse_step(const std::string& line, step_timing& out) -> std::string;
+
 class writer {
 public:
   /// Creates (truncates) the file; throws std::runtime_error naming it.

@@ -35,6 +35,9 @@ public:
   /// Uniform in [0, 1) with 53 random bits.
   auto uniform() -> double { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
+  /// Exponential with mean 1 (by inversion): Poisson gaps, think times.
+  auto exponential() -> double { return -std::log(1.0 - uniform()); }
+
   /// Standard normal (Box-Muller); for weight initialisation and tests.
   auto normal() -> double;
 

@@ -1,11 +1,11 @@
 #pragma once
-// The statistics the benchmarks print.
+// The statistics the benchmarks and the simulator print.
 
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
-namespace troupe::cli {
+namespace troupe {
 
 /// The middle element (the upper one of an even count); v non-empty.
 inline auto median(std::vector<double> v) -> double {
@@ -18,4 +18,4 @@ inline auto nearest_rank(const std::vector<double>& sorted, double q) -> double 
   return sorted.empty() ? 0.0 : sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))];
 }
 
-} // namespace troupe::cli
+} // namespace troupe
