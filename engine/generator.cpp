@@ -1,5 +1,7 @@
 #include "engine/generator.hpp"
 
+#include "engine/core/block_source.hpp"
+
 #include <chrono>
 #include <numeric>
 #include <stdexcept>
@@ -29,7 +31,7 @@ auto generator::check(std::span<const token_id> prompt, const sampling_params& p
                                 std::to_string(params.max_tokens) + ") exceeds the model's " +
                                 std::to_string(max_model_len_) + "-token context");
   const std::int64_t bs = ex_.block_size();
-  const std::int64_t blocks = (total + bs - 1) / bs;
+  const std::int64_t blocks = blocks_for(total, bs);
   if (blocks > ex_.num_kv_blocks())
     throw std::invalid_argument("prompt + max_tokens needs " + std::to_string(blocks) +
                                 " KV blocks, the cache has " + std::to_string(ex_.num_kv_blocks()));

@@ -113,6 +113,14 @@ auto batch_scheduler::abort(request_id id) -> bool {
   return true;
 }
 
+// Drops every block the request holds; it starts again from nothing (or
+// from what the prefix cache still has).
+void batch_scheduler::drop_kv(request& r) {
+  kv_.end(r.id);
+  r.kv = nullptr;
+  r.num_computed_tokens = r.num_cached_tokens = 0;
+}
+
 // Releases the prefix hits that waiting requests (but `keep`) hold, newest
 // first, until one was released; false when none held any. They match again
 // at admission (where the cache still has the blocks).
@@ -121,9 +129,7 @@ auto batch_scheduler::reclaim_waiting(const request* keep) -> bool {
     request& w = **it;
     // (admit() drops the requests it admitted from waiting_ only at its end.)
     if (&w == keep || w.state == request_state::running || w.kv == nullptr || !w.host_blocks.empty()) continue;
-    kv_.end(w.id);
-    w.kv = nullptr;
-    w.num_computed_tokens = w.num_cached_tokens = 0;
+    drop_kv(w);
     return true;
   }
   return false;
@@ -139,17 +145,14 @@ void batch_scheduler::preempt(request& r, scheduler_output& out) {
   std::optional<std::vector<block_id>> host;
   if (limits_.preemption == preemption_mode::swap && n > 0) host = host_.allocate(n);
   if (host) {
-    const auto& device = kv_.blocks(r.id);
+    const auto& device = r.kv->blocks;
     for (std::size_t i = 0; i < host->size(); ++i) out.swap_out.push_back({device[i], (*host)[i]});
     kv_.drop_blocks(r.id);
     r.host_blocks = std::move(*host);
     ++num_swap_outs_;
     ++num_swapped_;
   } else {
-    kv_.end(r.id);
-    r.kv = nullptr;
-    r.num_computed_tokens = 0;
-    r.num_cached_tokens = 0;
+    drop_kv(r);
   }
   r.num_blocks_sent = 0; // the next admission sends a fresh table
   r.state = request_state::preempted;
@@ -165,7 +168,14 @@ void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_outp
   c.num_computed_tokens = r.num_computed_tokens;
   c.first_token = static_cast<std::int32_t>(out.token_ids.size());
   c.num_tokens = num_new;
-  for (std::int32_t i = 0; i < num_new; ++i) out.token_ids.push_back(r.token(r.num_computed_tokens + i));
+  // The chunk's tokens: the rest of the prompt, then output (a prefill
+  // after preemption recomputes both).
+  const auto from = static_cast<std::size_t>(r.num_computed_tokens), to = from + static_cast<std::size_t>(num_new);
+  const auto p = r.prompt.size();
+  if (from < p) out.token_ids.insert(out.token_ids.end(), r.prompt.begin() + static_cast<std::ptrdiff_t>(from),
+                                     r.prompt.begin() + static_cast<std::ptrdiff_t>(std::min(to, p)));
+  if (to > p) out.token_ids.insert(out.token_ids.end(), r.output.begin() + static_cast<std::ptrdiff_t>(std::max(from, p) - p),
+                                   r.output.begin() + static_cast<std::ptrdiff_t>(to - p));
   const auto& blocks = r.kv->blocks;
   c.reset_blocks = r.num_blocks_sent == 0;
   c.new_blocks.assign(blocks.begin() + r.num_blocks_sent, blocks.end());
@@ -217,17 +227,13 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
       // A waiting request holds no blocks while it cannot run, where that
       // helps: its prefix hits go too (grow took nothing else) and are
       // looked up again at admission. (A swapped one holds none.)
-      if (reclaim && !swapped) {
-        kv_.end(r.id);
-        r.kv = nullptr;
-        r.num_computed_tokens = r.num_cached_tokens = 0;
-      }
+      if (reclaim && !swapped) drop_kv(r);
       blocked_available_ = kv_.source().num_available();
       blocked_version_ = queue_version_;
       break; // in the policy's order: nobody overtakes the head
     }
     if (swapped) { // its KV comes back into the first of its fresh blocks
-      const auto& device = kv_.blocks(r.id);
+      const auto& device = r.kv->blocks;
       for (std::size_t i = 0; i < r.host_blocks.size(); ++i) out.swap_in.push_back({r.host_blocks[i], device[i]});
       host_.release(r.host_blocks);
       r.host_blocks.clear();

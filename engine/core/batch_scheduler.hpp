@@ -106,6 +106,7 @@ private:
   auto find_mut(request_id id) -> request*;
   auto view_of(const request& r) const -> policy::request_view;
   void preempt(request& r, scheduler_output& out);
+  void drop_kv(request& r);
   auto reclaim_waiting(const request* keep) -> bool;
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);

@@ -72,7 +72,6 @@ public:
   void drop_blocks(request_id id);
 
   auto blocks(request_id id) const -> const std::vector<block_id>&;
-  auto tracks(request_id id) const -> bool { return requests_.contains(id); }
   /// The request's entry, or nullptr when it is not tracked.
   auto entry_of(request_id id) -> kv_entry* {
     const auto it = requests_.find(id);

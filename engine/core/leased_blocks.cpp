@@ -6,12 +6,10 @@ namespace troupe {
 
 void leased_blocks::add(std::span<const block_id> blocks) {
   free_.insert(free_.end(), blocks.begin(), blocks.end());
-  num_held_ += static_cast<std::int64_t>(blocks.size());
 }
 
 void leased_blocks::adopt(block_id b) {
   ++remote_refs_[b];
-  ++num_held_;
 }
 
 auto leased_blocks::allocate(std::int32_t) -> std::optional<block_id> {
@@ -42,7 +40,6 @@ void leased_blocks::release(block_id b) {
   const auto it = remote_refs_.find(b);
   TROUPE_CHECK(it != remote_refs_.end(), "releasing a block the lease does not hold");
   if (--it->second == 0) remote_refs_.erase(it);
-  --num_held_;
   outbox_.push_back({block_op::kind::release, b, {}, 0, 0});
 }
 
@@ -56,19 +53,19 @@ void leased_blocks::shrink_to(std::int64_t keep) {
   while (num_free() > keep) {
     const block_id b = free_.back();
     free_.pop_back();
-    --num_held_;
     outbox_.push_back({block_op::kind::release, b, {}, 0, 0});
   }
 }
 
+auto leased_blocks::num_held() const -> std::int64_t {
+  std::int64_t n = num_free() + static_cast<std::int64_t>(in_use_.size());
+  for (const auto& [b, refs] : remote_refs_) n += refs;
+  return n;
+}
+
 void leased_blocks::check_invariants() const {
-  std::int64_t remote = 0;
-  for (const auto& [b, n] : remote_refs_) {
-    TROUPE_CHECK(n > 0, "a non-positive remote reference count");
-    remote += n;
-  }
-  TROUPE_CHECK(num_held_ == num_free() + static_cast<std::int64_t>(in_use_.size()) + remote,
-               "the lease's block count drifted");
+  for (const auto& [b, n] : remote_refs_) TROUPE_CHECK(n > 0, "a non-positive remote reference count");
+  for (const block_id b : free_) TROUPE_CHECK(!in_use_.contains(b), "a leased block is both free and in use");
 }
 
 } // namespace troupe

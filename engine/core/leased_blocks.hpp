@@ -33,7 +33,7 @@ public:
   auto num_free() const -> std::int64_t { return static_cast<std::int64_t>(free_.size()); }
   /// References held: free blocks, ones in use unpublished, and references
   /// at the manager (a block matched by k requests counts k times).
-  auto num_held() const -> std::int64_t { return num_held_; }
+  auto num_held() const -> std::int64_t;
   /// Distinct blocks held: what the replica's share limits.
   auto num_blocks_held() const -> std::int64_t { return num_free() + num_in_use(); }
 
@@ -58,7 +58,6 @@ private:
   std::unordered_set<block_id> in_use_;           ///< leased, allocated, not published
   std::unordered_map<block_id, std::int32_t> remote_refs_; ///< published or matched: references at the manager
   std::vector<block_op> outbox_;
-  std::int64_t num_held_ = 0;
 };
 
 } // namespace troupe

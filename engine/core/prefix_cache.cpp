@@ -46,10 +46,8 @@ void prefix_cache::touch(block& blk, std::int32_t priority) {
 }
 
 void prefix_cache::unpublish(block_id b) {
-  auto& blk = at(b);
-  if (!blk.published) return;
-  index_.erase(blk.hash, b);
-  blk = block{};
+  const auto& blk = at(b);
+  if (blk.published) index_.erase(blk.hash, b); // allocate() clears the rest
 }
 
 auto prefix_cache::allocate(std::int32_t priority) -> std::optional<block_id> {
@@ -119,14 +117,18 @@ void prefix_cache::release(block_id b) {
     free_.push_back(b);
     return;
   }
+  evictable_.insert(static_cast<std::size_t>(b - first_id_), eviction_.key(view_of(b)));
+}
+
+auto prefix_cache::view_of(block_id b) const -> policy::block_view {
+  const auto& blk = at(b);
   policy::block_view v;
   v.id = b;
   v.last_used_tick = blk.last_used;
   v.num_hits = blk.hits;
   v.priority = blk.priority;
   v.depth = blk.depth;
-  blk.evict_key = eviction_.key(v);
-  evictable_.insert(static_cast<std::size_t>(b - first_id_), blk.evict_key);
+  return v;
 }
 
 void prefix_cache::check_invariants() const {
@@ -143,7 +145,9 @@ void prefix_cache::check_invariants() const {
     TROUPE_CHECK(where[s] == 0, "an evictable block is also free");
     where[s] = 2;
     const auto& blk = blocks_[s];
-    TROUPE_CHECK(blk.refs == 0 && blk.published && blk.evict_key == key, "evictable block in a wrong state");
+    // (An evictable block's recency, hits and priority do not change: its key is the one it was given.)
+    TROUPE_CHECK(blk.refs == 0 && blk.published && eviction_.key(view_of(first_id_ + static_cast<block_id>(s))) == key,
+                 "evictable block in a wrong state");
   });
   for (std::size_t s = 0; s < blocks_.size(); ++s)
     TROUPE_CHECK(evictable_.contains(s) == (where[s] == 2), "a block is evictable in one place only");

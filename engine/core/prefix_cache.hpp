@@ -86,10 +86,10 @@ private:
     std::int32_t priority = 0;
     std::uint64_t last_used = 0;
     std::uint64_t hits = 0;
-    policy::eviction_key evict_key; ///< valid while evictable
   };
 
   void unpublish(block_id b);
+  auto view_of(block_id b) const -> policy::block_view; ///< what the eviction policy sees
   auto tokens_of(block_id b) const -> std::span<const token_id> {
     return std::span(key_tokens_).subspan(static_cast<std::size_t>(b - first_id_) * key_size_, key_size_);
   }

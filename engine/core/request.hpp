@@ -46,11 +46,6 @@ struct request {
   auto num_tokens() const -> std::int32_t {
     return static_cast<std::int32_t>(prompt.size() + output.size());
   }
-  /// Token i of prompt ++ output.
-  auto token(std::int32_t i) const -> token_id {
-    const auto p = static_cast<std::int32_t>(prompt.size());
-    return i < p ? prompt[static_cast<std::size_t>(i)] : output[static_cast<std::size_t>(i - p)];
-  }
 };
 
 } // namespace troupe

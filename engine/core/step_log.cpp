@@ -7,15 +7,10 @@
 namespace troupe::step_log {
 namespace {
 
-template <class Int>
-void put_int(std::string& s, Int v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  s.append(buf, r.ptr);
-}
-
-// Shortest text that reads back as exactly v: a replay's clock equals the server's.
-void put_real(std::string& s, double v) {
+// An integer, or the shortest text that reads back as exactly the double
+// (a replay's clock equals the server's).
+template <class Number>
+void put_number(std::string& s, Number v) {
   char buf[32];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   s.append(buf, r.ptr);
@@ -29,7 +24,7 @@ void put_list(std::string& s, std::span<const Int> v) {
   }
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i) s += ',';
-    put_int(s, v[i]);
+    put_number(s, v[i]);
   }
 }
 
@@ -40,9 +35,9 @@ void put_copies(std::string& s, const std::vector<block_copy>& v) {
   }
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i) s += ',';
-    put_int(s, v[i].from);
+    put_number(s, v[i].from);
     s += '>';
-    put_int(s, v[i].to);
+    put_number(s, v[i].to);
   }
 }
 
@@ -98,11 +93,11 @@ auto plan_of(const scheduler_output& out) -> std::string {
   for (std::size_t i = 0; i < out.scheduled.size(); ++i) {
     const auto& c = out.scheduled[i];
     if (i) s += ';';
-    put_int(s, c.id);
+    put_number(s, c.id);
     s += '/';
-    put_int(s, c.num_computed_tokens);
+    put_number(s, c.num_computed_tokens);
     s += '/';
-    put_int(s, c.num_tokens);
+    put_number(s, c.num_tokens);
     s += c.sample ? "/1/" : "/0/";
     s += c.reset_blocks ? 'r' : 'a';
     put_list<block_id>(s, c.new_blocks);
@@ -118,7 +113,7 @@ writer::writer(const std::filesystem::path& file, const setup& st) : f_(std::fop
     s += ' ';
     s += k;
     s += '=';
-    put_int(s, v);
+    put_number(s, v);
   };
   kv("block_size", st.kv.block_size);
   kv("watermark_blocks", st.kv.watermark_blocks);
@@ -142,7 +137,7 @@ writer::writer(const std::filesystem::path& file, const setup& st) : f_(std::fop
 
 void writer::lease(double t, std::span<const block_id> blocks) {
   line_ = "lease ";
-  put_real(line_, t);
+  put_number(line_, t);
   line_ += ' ';
   put_list<block_id>(line_, blocks);
   line_ += '\n';
@@ -151,28 +146,28 @@ void writer::lease(double t, std::span<const block_id> blocks) {
 
 void writer::shrink(double t, std::int64_t keep) {
   line_ = "shrink ";
-  put_real(line_, t);
+  put_number(line_, t);
   line_ += ' ';
-  put_int(line_, keep);
+  put_number(line_, keep);
   line_ += '\n';
   put();
 }
 
 void writer::submit(double t, const request& r, int status) {
   line_ = "submit ";
-  put_real(line_, t);
+  put_number(line_, t);
   line_ += ' ';
-  put_int(line_, status);
+  put_number(line_, status);
   line_ += ' ';
-  put_int(line_, r.id);
+  put_number(line_, r.id);
   line_ += ' ';
-  put_int(line_, r.tenant); // unsigned: a hash of the user's name
+  put_number(line_, r.tenant); // unsigned: a hash of the user's name
   line_ += ' ';
-  put_int(line_, r.priority);
+  put_number(line_, r.priority);
   line_ += ' ';
-  put_real(line_, r.arrival_s);
+  put_number(line_, r.arrival_s);
   line_ += ' ';
-  put_int(line_, r.sampling.max_tokens);
+  put_number(line_, r.sampling.max_tokens);
   line_ += r.sampling.ignore_eos ? " 1 " : " 0 ";
   put_list<token_id>(line_, r.sampling.stop_token_ids);
   line_ += ' ';
@@ -185,18 +180,18 @@ void writer::submit(double t, const request& r, int status) {
 
 void writer::abort(double t, request_id id) {
   line_ = "abort ";
-  put_real(line_, t);
+  put_number(line_, t);
   line_ += ' ';
-  put_int(line_, static_cast<std::int64_t>(id));
+  put_number(line_, static_cast<std::int64_t>(id));
   line_ += '\n';
   put();
 }
 
 void writer::schedule(double t, double now_s, const scheduler_output& out) {
   line_ = "schedule ";
-  put_real(line_, t);
+  put_number(line_, t);
   line_ += ' ';
-  put_real(line_, now_s);
+  put_number(line_, now_s);
   line_ += ' ';
   line_ += plan_of(out);
   line_ += '\n';
@@ -230,26 +225,26 @@ auto parse_step(const std::string& line, step_timing& out) -> std::string {
 
 void writer::step(double start, double duration, const scheduler_output& out, const step_result& result) {
   line_ = "step ";
-  put_real(line_, start);
+  put_number(line_, start);
   line_ += ' ';
-  put_real(line_, duration);
+  put_number(line_, duration);
   line_ += ' ';
-  put_int(line_, static_cast<std::int64_t>(out.swap_out.size() + out.swap_in.size()));
+  put_number(line_, static_cast<std::int64_t>(out.swap_out.size() + out.swap_in.size()));
   for (const auto& c : out.scheduled) {
     line_ += ' ';
-    put_int(line_, static_cast<std::int64_t>(c.id));
+    put_number(line_, static_cast<std::int64_t>(c.id));
     line_ += '/';
-    put_int(line_, c.num_computed_tokens);
+    put_number(line_, c.num_computed_tokens);
     line_ += '/';
-    put_int(line_, c.num_tokens);
+    put_number(line_, c.num_tokens);
     line_ += c.sample ? "/1" : "/0";
   }
   line_ += "\nsampled";
   for (const auto& s : result.sampled) {
     line_ += ' ';
-    put_int(line_, static_cast<std::int64_t>(s.id));
+    put_number(line_, static_cast<std::int64_t>(s.id));
     line_ += ':';
-    put_int(line_, s.result.token);
+    put_number(line_, s.result.token);
   }
   line_ += '\n';
   put();

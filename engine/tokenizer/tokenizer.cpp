@@ -218,7 +218,7 @@ auto tokenizer::decode(std::span<const token_id> ids) const -> std::string {
   return text;
 }
 
-auto tokenizer::vocab_size() const -> int { return impl_->sp.GetPieceSize(); }
+auto tokenizer::vocab_size() const -> int { return static_cast<int>(impl_->types.size()); } // load checked: one type per piece
 auto tokenizer::bos_id() const -> token_id { return impl_->sp.bos_id(); }
 auto tokenizer::eos_id() const -> token_id { return impl_->sp.eos_id(); }
 

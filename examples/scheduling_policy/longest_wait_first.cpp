@@ -9,7 +9,6 @@
 #include "policies/api/plugin.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 #ifndef EXAMPLE_ABI_VERSION // the tests build one copy with a wrong version
 #define EXAMPLE_ABI_VERSION troupe::policy::abi_version
@@ -24,14 +23,10 @@ public:
   auto name() const -> std::string_view override { return "longest_wait_first"; }
 
   auto admission_order(const schedule_view& v) -> std::vector<std::size_t> override {
-    std::vector<std::size_t> order(v.waiting.size());
-    std::iota(order.begin(), order.end(), 0);
-    const auto ratio = [&](std::size_t i) {
-      const auto& r = v.waiting[i];
-      return (v.now_s - r.arrival_s + 1.0) / (1.0 + r.num_prompt_tokens);
-    };
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ratio(a) > ratio(b); });
-    return order;
+    // Highest ratio first (order_by sorts ascending, stably).
+    return order_by(v.waiting, [&](const request_view& r) {
+      return -((v.now_s - r.arrival_s + 1.0) / (1.0 + r.num_prompt_tokens));
+    });
   }
 
   auto preemption_victim(const schedule_view& v) -> std::size_t override {
