@@ -27,7 +27,7 @@ struct scheduler_state {
   std::unique_ptr<leased_blocks> lease; ///< blocks of the device's memory manager
   std::unique_ptr<kv_cache_manager> kv;
   std::unique_ptr<batch_scheduler> core;
-  std::unique_ptr<step_log::writer> log; ///< when asked for
+  std::shared_ptr<step_log::writer> log; ///< when asked for
   memory_manager_actor memory;
   std::int64_t low_water = 0;  ///< free leased blocks below which to refill
   std::int32_t refill_batch = 0;
@@ -200,9 +200,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
       std::fprintf(stderr, "troupe: replica scheduler stopped: %s\n", self->system().render(reason).c_str());
   });
   st.lease = std::make_unique<leased_blocks>(options.share);
-  if (!options.step_log.empty())
-    st.log = std::make_unique<step_log::writer>(
-        options.step_log, step_log::setup{options.scheduling, options.limits, options.kv, options.share, options.eos_ids});
+  st.log = options.step_log;
   if (st.log) st.log->lease(0, lease);
   st.lease->add(lease);
   st.memory = std::move(memory);

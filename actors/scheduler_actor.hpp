@@ -2,8 +2,11 @@
 #include "actors/interfaces.hpp"
 #include "actors/serving_context.hpp"
 #include "engine/core/batch_scheduler.hpp"
+#include "engine/core/step_log.hpp"
 
 #include <caf/actor_system.hpp>
+
+#include <memory>
 
 namespace troupe {
 
@@ -14,7 +17,9 @@ struct replica_options {
   std::string scheduling = "fcfs";        ///< a policy name (policies/registry.hpp), checked at start-up
   std::int64_t share = 0;                 ///< the device blocks this replica may lease, at most (> 0)
   std::vector<token_id> eos_ids;
-  std::filesystem::path step_log; ///< "": none; else every event and step, for `troupe sim` (engine/core/step_log.hpp)
+  /// null: none; else where every event and step goes, for `troupe sim`
+  /// (opened by the caller, so a bad path stops start-up with its reason).
+  std::shared_ptr<step_log::writer> step_log;
 };
 
 /// One replica's scheduler: the batch_scheduler core and its policy over

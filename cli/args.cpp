@@ -31,7 +31,6 @@ args::args(std::span<char* const> argv, const std::set<std::string>& options,
         if (i + 1 >= argv.size()) throw usage_error("--" + name + " needs a value");
         value = argv[++i];
       }
-      values_[name] = value;
       all_[name].push_back(value);
     } else {
       throw usage_error("unknown option --" + name);
@@ -42,6 +41,11 @@ args::args(std::span<char* const> argv, const std::set<std::string>& options,
 auto args::all(const std::string& name) const -> std::vector<std::string> {
   const auto it = all_.find(name);
   return it == all_.end() ? std::vector<std::string>{} : it->second;
+}
+
+auto args::last(const std::string& name) const -> const std::string* {
+  const auto it = all_.find(name);
+  return it == all_.end() ? nullptr : &it->second.back();
 }
 
 auto args::key_values(const std::string& name) const -> std::vector<std::pair<std::string, std::string>> {
@@ -55,25 +59,25 @@ auto args::key_values(const std::string& name) const -> std::vector<std::pair<st
 }
 
 auto args::has(const std::string& name) const -> bool {
-  return flags_.contains(name) || values_.contains(name);
+  return flags_.contains(name) || all_.contains(name);
 }
 
 auto args::str(const std::string& name, const std::string& fallback) const -> std::string {
-  auto it = values_.find(name);
-  return it == values_.end() ? fallback : it->second;
+  const auto* v = last(name);
+  return v == nullptr ? fallback : *v;
 }
 
 auto args::required(const std::string& name) const -> std::string {
-  auto it = values_.find(name);
-  if (it == values_.end()) throw usage_error("--" + name + " is required");
-  return it->second;
+  const auto* v = last(name);
+  if (v == nullptr) throw usage_error("--" + name + " is required");
+  return *v;
 }
 
 auto args::integer(const std::string& name, std::int64_t fallback) const -> std::int64_t {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
+  const auto* value = last(name);
+  if (value == nullptr) return fallback;
   std::int64_t v = 0;
-  const auto& s = it->second;
+  const auto& s = *value;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size())
     throw usage_error("--" + name + " expects an integer, got '" + s + "'");
@@ -81,9 +85,9 @@ auto args::integer(const std::string& name, std::int64_t fallback) const -> std:
 }
 
 auto args::maybe_real(const std::string& name) const -> std::optional<double> {
-  auto it = values_.find(name);
-  if (it == values_.end()) return std::nullopt;
-  const auto& s = it->second;
+  const auto* value = last(name);
+  if (value == nullptr) return std::nullopt;
+  const auto& s = *value;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size())

@@ -43,8 +43,8 @@ public:
   auto key_values(const std::string& name) const -> std::vector<std::pair<std::string, std::string>>;
 
 private:
-  std::map<std::string, std::string> values_;
-  std::map<std::string, std::vector<std::string>> all_;
+  auto last(const std::string& name) const -> const std::string*; ///< the option's last value, or nullptr
+  std::map<std::string, std::vector<std::string>> all_; ///< every value of each option, in order
   std::vector<std::string> positional_;
   std::set<std::string> flags_;
 };

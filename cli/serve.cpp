@@ -129,9 +129,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     ex = std::make_shared<cpu_executor>(parts.weights, eo);
   }
 
-  if (cfg.watermark_blocks >= num_blocks / replicas)
+  const std::int32_t share = num_blocks / replicas; // of the device's blocks, per replica
+  if (cfg.watermark_blocks >= share)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
-                             " leaves no block of a replica's " + std::to_string(num_blocks / replicas) + " for admissions");
+                             " leaves no block of a replica's " + std::to_string(share) + " for admissions");
   parts.metrics = std::make_unique<server_metrics>(name, replicas, cfg.devices);
   server_metrics* const metrics = parts.metrics.get();
   auto ctx = std::make_shared<serving_context>();
@@ -164,20 +165,18 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ro.limits.num_host_blocks = num_host_blocks / replicas;
   ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
   ro.scheduling = cfg.policy;
-  ro.share = num_blocks / replicas;
+  ro.share = share;
   ro.eos_ids = eos;
   for (int r = 0; r < replicas; ++r) {
     std::vector<block_id> lease;
     // Half a replica's share to start; the rest it leases as it needs.
-    self->request(mm, caf::infinite, lease_atom_v, std::max(1, num_blocks / replicas / 2))
+    self->request(mm, caf::infinite, lease_atom_v, std::max(1, share / 2))
         .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
                  [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
     ro.replica = r;
-    if (!cfg.step_log.empty()) {
-      ro.step_log = r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r);
-      // Here, where a failure stops start-up with its reason (the replica opens it again).
-      if (!std::ofstream(ro.step_log)) throw std::runtime_error(ro.step_log.string() + ": cannot write the step log");
-    }
+    if (!cfg.step_log.empty())
+      ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r),
+                                                      step_log::setup{ro.scheduling, ro.limits, ro.kv, ro.share, ro.eos_ids});
     ro.limits.first_host_block = r * ro.limits.num_host_blocks;
     ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));

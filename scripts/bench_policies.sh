@@ -9,7 +9,7 @@ troupe=${TROUPE:-build/troupe}
 work=${BENCH_DIR:-/tmp/troupe-bench-serve}
 mkdir -p "$work"
 source "$(dirname "$0")/serve_lib.sh"
-[ -f "$work/stories110m/tokenizer.model" ] || "$troupe" make-model --preset stories110m --out "$work/stories110m" >/dev/null
+ensure_model stories110m "$work/stories110m"
 
 run() { # label, server --set options, bench options; the bench's output also in $work/last.out
   start_server --model "$work/stories110m" --set scheduler.kv_memory=1GiB $2
@@ -17,7 +17,7 @@ run() { # label, server --set options, bench options; the bench's output also in
   "$troupe" bench --url "http://127.0.0.1:$port" $3 >"$work/last.out" || true
   grep -E "Successful|Failed|duration|Total input|Total generated|Output token|Median TTFT|P99 TTFT|Mean TPOT|tenant-" \
     "$work/last.out" || true
-  kill -TERM $pid; wait $pid || true
+  stop_server
 }
 field() { sed -n "s|^$1 *\([0-9.]*\)\$|\1|p" "$work/last.out"; }
 

@@ -14,7 +14,7 @@ mkdir -p "$work"
 source "$(dirname "$0")/serve_lib.sh"
 cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
 
-[ -f models/tiny/model.safetensors ] || "$troupe" make-model --preset tiny --out models/tiny >/dev/null
+ensure_model tiny models/tiny
 echo "== serving overhead: zero-cost executor, 1000 concurrent streams (tiny model's tokenizer)"
 start_server --model models/tiny --set engine.executor=zero --set scheduler.max_num_seqs=1024
 "$troupe" bench --url "http://127.0.0.1:$port" --num-prompts 200 --max-concurrency 200 \
@@ -23,7 +23,7 @@ t0=$(cpu_ticks $pid)
 "$troupe" bench --url "http://127.0.0.1:$port" --num-prompts 3000 --max-concurrency 1000 \
   --random-input-len 32 --random-output-len 256 | tee "$work/zero.txt"
 t1=$(cpu_ticks $pid)
-kill -TERM $pid; wait $pid || true
+stop_server
 tokens=$(awk -F: '/Total generated tokens/ {print $2+0}' "$work/zero.txt")
 tps=$(awk -F: '/Output token throughput/ {print $2+0}' "$work/zero.txt")
 itl=$(awk -F: '/P99 ITL/ {print $2+0}' "$work/zero.txt")
@@ -40,7 +40,7 @@ awk -v t="$tps" -v i="$itl" -v r="$raw" -v g="$rawgap" 'BEGIN {
   printf "target p99 ITL < 5 ms: %s (%.2f ms; raw loopback p99 gap %.2f ms)\n", (i < 5 ? "met" : "NOT met"), i, g }'
 
 echo "== stories110m (F32, random weights, CPU executor, all cores)"
-[ -f "$work/stories110m/tokenizer.model" ] || "$troupe" make-model --preset stories110m --out "$work/stories110m" >/dev/null
+ensure_model stories110m "$work/stories110m"
 start_server --model "$work/stories110m" --set scheduler.max_num_seqs=64 --set scheduler.kv_memory=1GiB
 for rate in ${RATES:-1 4 16}; do
   echo "-- request rate $rate/s (Poisson), 32 prompts of 128 words, 64 tokens each"
@@ -48,4 +48,4 @@ for rate in ${RATES:-1 4 16}; do
     --random-input-len 128 --random-output-len 64 --goodput ttft:2000,tpot:200 |
     grep -E "duration|throughput|goodput|Median|P99"
 done
-kill -TERM $pid; wait $pid || true
+stop_server

@@ -13,3 +13,14 @@ start_server() {
   done
   port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$work/server.log")
 }
+
+# stop_server: SIGTERM to the server start_server began; waits for it.
+stop_server() {
+  kill -TERM $pid
+  wait $pid || true
+}
+
+# ensure_model PRESET DIR: writes the preset's model directory unless it is there.
+ensure_model() {
+  [ -f "$2/tokenizer.model" ] || "$troupe" make-model --preset "$1" --out "$2" >/dev/null
+}
