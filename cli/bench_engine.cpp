@@ -80,10 +80,9 @@ auto prepare_group(cpu_executor& ex, int batch, request_id first_id, block_id fi
     for (int i = 0; i < s.prompt_tokens; ++i)
       prompt.push_back(static_cast<token_id>((7 * i + b) % (ex.vocab_size() - 3) + 3));
     const request_id id = first_id + static_cast<request_id>(b);
-    auto& c = g.step.add_chunk(id, prompt, 0);
-    c.new_blocks.resize(static_cast<std::size_t>(per_seq));
-    std::iota(c.new_blocks.begin(), c.new_blocks.end(), first_block + b * per_seq);
-    c.reset_blocks = true; // the same whole table every step
+    std::vector<block_id> table(static_cast<std::size_t>(per_seq));
+    std::iota(table.begin(), table.end(), first_block + b * per_seq);
+    auto& c = g.step.add_chunk(id, prompt, 0, table, true); // the same whole table every step
     c.sample = true;
     g.step.new_requests.push_back({id, prompt, greedy});
   }
@@ -121,10 +120,9 @@ auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
   scheduler_output step;
   std::vector<token_id> ids;
   for (int i = 0; i < tokens; ++i) ids.push_back(static_cast<token_id>(i % (ex.vocab_size() - 3) + 3));
-  auto& c = step.add_chunk(999'999, ids, 0);
-  c.new_blocks.resize(static_cast<std::size_t>((tokens + ex.block_size() - 1) / ex.block_size()));
-  std::iota(c.new_blocks.begin(), c.new_blocks.end(), 0);
-  c.reset_blocks = true;
+  std::vector<block_id> table(static_cast<std::size_t>((tokens + ex.block_size() - 1) / ex.block_size()));
+  std::iota(table.begin(), table.end(), 0);
+  auto& c = step.add_chunk(999'999, ids, 0, table, true);
   c.sample = false;
   std::vector<double> rates;
   for (int r = 0; r <= runs; ++r) {

@@ -61,7 +61,8 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
   auto& c = step.scheduled.emplace_back();
   c.id = id;
   c.first_token = 0;
-  c.new_blocks = std::move(table);
+  step.block_ids = std::move(table);
+  c.num_new_blocks = static_cast<std::int32_t>(step.block_ids.size());
   c.reset_blocks = true; // the same whole table every step
   std::int64_t done = 0;
   token_id next = -1;

@@ -51,7 +51,8 @@ struct replica {
   kv_cache_manager kv;
   batch_scheduler core;
   scheduler_output step; ///< the step under way; empty: the replica is idle
-  step_result result;    ///< reused from step to step
+  step_result result;    ///< reused from step to step, as are the step and these
+  std::vector<request_update> updates;
 
   replica(const replica_spec& r, std::unique_ptr<policy::eviction_policy> ev,
           std::unique_ptr<policy::scheduling_policy> pol)
@@ -125,7 +126,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
 
   const auto start_step = [&](std::size_t ri, double now) {
     replica& r = *replicas[ri];
-    r.step = r.core.schedule(now);
+    r.core.schedule(now, r.step);
     loads[ri] = r.load();
     if (r.step.empty()) return;
     const double dur = std::max(cost->step_seconds(features_of(r.step)), 1e-9);
@@ -229,7 +230,8 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     result.sampled.clear();
     for (const auto& c : r.step.scheduled)
       if (c.sample) result.sampled.push_back({c.id, {sampled_token(c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}}});
-    for (const auto& u : r.core.update(r.step, result)) {
+    r.core.update(r.step, result, r.updates);
+    for (const auto& u : r.updates) {
       const auto i = static_cast<std::size_t>(u.id - 1);
       auto& rec = out.requests[i];
       if (u.token) {

@@ -12,6 +12,7 @@ batch_scheduler::batch_scheduler(const scheduler_limits& limits, kv_cache_manage
   : limits_(limits),
     kv_(kv),
     policy_(policy),
+    reports_service_(policy.wants_service_reports()),
     eos_ids_(std::move(eos_ids)),
     host_(limits.preemption == preemption_mode::swap ? limits.num_host_blocks : 0, limits.first_host_block) {
   TROUPE_CHECK(limits.max_num_seqs >= 1 && limits.max_num_batched_tokens >= 1 && limits.max_model_len >= 1,
@@ -103,7 +104,9 @@ void batch_scheduler::end(request& r, request_state state) {
   }
   r.state = state;
   if (r.known_to_executor) finished_.push_back(r.id);
-  requests_.erase(r.id);
+  // Kept until the next schedule(): the step under way may still name it.
+  auto node = requests_.extract(r.id);
+  ended_.push_back(std::move(node.mapped()));
 }
 
 auto batch_scheduler::abort(request_id id) -> bool {
@@ -169,18 +172,25 @@ void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_outp
   c.first_token = static_cast<std::int32_t>(out.token_ids.size());
   c.num_tokens = num_new;
   // The chunk's tokens: the rest of the prompt, then output (a prefill
-  // after preemption recomputes both).
+  // after preemption recomputes both). A decode's one token is appended alone.
   const auto from = static_cast<std::size_t>(r.num_computed_tokens), to = from + static_cast<std::size_t>(num_new);
   const auto p = r.prompt.size();
-  if (from < p) out.token_ids.insert(out.token_ids.end(), r.prompt.begin() + static_cast<std::ptrdiff_t>(from),
-                                     r.prompt.begin() + static_cast<std::ptrdiff_t>(std::min(to, p)));
-  if (to > p) out.token_ids.insert(out.token_ids.end(), r.output.begin() + static_cast<std::ptrdiff_t>(std::max(from, p) - p),
-                                   r.output.begin() + static_cast<std::ptrdiff_t>(to - p));
+  if (num_new == 1) {
+    out.token_ids.push_back(from < p ? r.prompt[from] : r.output[from - p]);
+  } else {
+    if (from < p) out.token_ids.insert(out.token_ids.end(), r.prompt.begin() + static_cast<std::ptrdiff_t>(from),
+                                       r.prompt.begin() + static_cast<std::ptrdiff_t>(std::min(to, p)));
+    if (to > p) out.token_ids.insert(out.token_ids.end(), r.output.begin() + static_cast<std::ptrdiff_t>(std::max(from, p) - p),
+                                     r.output.begin() + static_cast<std::ptrdiff_t>(to - p));
+  }
   const auto& blocks = r.kv->blocks;
   c.reset_blocks = r.num_blocks_sent == 0;
-  c.new_blocks.assign(blocks.begin() + r.num_blocks_sent, blocks.end());
+  c.first_block = static_cast<std::int32_t>(out.block_ids.size());
+  c.num_new_blocks = static_cast<std::int32_t>(blocks.size()) - r.num_blocks_sent;
+  if (c.num_new_blocks > 0) out.block_ids.insert(out.block_ids.end(), blocks.begin() + r.num_blocks_sent, blocks.end());
   r.num_blocks_sent = static_cast<std::int32_t>(blocks.size());
   c.sample = r.num_computed_tokens + num_new == r.num_tokens();
+  step_requests_.push_back(&r);
 }
 
 void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output& out) {
@@ -264,8 +274,15 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
   out.token_ids.reserve(std::min<std::size_t>(static_cast<std::size_t>(limits_.max_num_batched_tokens),
                                               running_.size() + 512));
   out.scheduled.reserve(running_.size() + 8);
-  out.finished = std::move(finished_);
-  finished_.clear();
+  schedule(now_s, out);
+  return out;
+}
+
+void batch_scheduler::schedule(double now_s, scheduler_output& out) {
+  out.clear();
+  out.finished.swap(finished_);
+  ended_.clear(); // the last step's update() is done with them
+  step_requests_.clear();
   ++out_step_;
   std::int64_t budget = limits_.max_num_batched_tokens;
   bool preempted = false;
@@ -311,25 +328,35 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
   // step swaps both ways, and host blocks freed by a swap-in are not
   // written by a swap-out before they are read.)
   if (!preempted) admit(now_s, budget, out);
-  return out;
 }
 
 auto batch_scheduler::update(const scheduler_output& step, const step_result& result)
     -> std::vector<request_update> {
   std::vector<request_update> updates;
   updates.reserve(result.sampled.size());
+  update(step, result, updates);
+  return updates;
+}
+
+void batch_scheduler::update(const scheduler_output& step, const step_result& result,
+                             std::vector<request_update>& updates) {
+  updates.clear();
+  // The chunks' requests as schedule() recorded them (ended ones are kept
+  // alive until the next schedule()), else looked up by id.
+  const bool recorded = step_requests_.size() == step.scheduled.size();
   // The requests of the chunks that sampled, in order: the results come in
   // that order, so each request is looked up once.
   auto& sampling = sampling_scratch_;
   sampling.clear();
-  for (const auto& c : step.scheduled) {
-    request* r = find_mut(c.id);
+  for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
+    const auto& c = step.scheduled[i];
+    request* r = recorded && step_requests_[i]->id == c.id ? step_requests_[i] : find_mut(c.id);
     if (c.sample) sampling.push_back(r);
     if (r == nullptr || r->state != request_state::running) continue; // aborted or preempted meanwhile
     const bool decode = c.num_computed_tokens >= static_cast<std::int32_t>(r->prompt.size());
     const auto n = c.num_tokens;
     r->num_computed_tokens += n;
-    policy_.on_served(view_of(*r), decode ? 0 : n, decode ? n : 0);
+    if (reports_service_) policy_.on_served(view_of(*r), decode ? 0 : n, decode ? n : 0);
     // Only a step that filled a block has anything to publish.
     const std::int32_t bs = kv_.options().block_size;
     if (r->num_computed_tokens / bs > (r->num_computed_tokens - n) / bs)
@@ -341,6 +368,9 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     if (r == nullptr || r->state != request_state::running) continue;
     const token_id t = s.result.token;
     r->output.push_back(t);
+    // A token that fills a block: its KV comes next step, then the block is published.
+    if (r->num_tokens() % kv_.options().block_size == 0 && r->kv != nullptr)
+      kv_.prepare_commit(*r->kv, r->prompt, r->output);
     request_update u{r->id, s.result, finish_reason::none};
     const auto& p = r->sampling;
     const bool is_stop_id = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), t) != p.stop_token_ids.end();
@@ -352,7 +382,6 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
     if (u.finished != finish_reason::none) end(*r, request_state::finished);
     updates.push_back(std::move(u));
   }
-  return updates;
 }
 
 void batch_scheduler::check_invariants() const {

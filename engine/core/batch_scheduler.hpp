@@ -79,10 +79,14 @@ public:
   /// can run. Each call must be followed by update() with the executor's
   /// result before the next schedule().
   auto schedule(double now_s) -> scheduler_output;
+  /// The same into `out` (emptied first), reusing its buffers.
+  void schedule(double now_s, scheduler_output& out);
   /// Applies a step's result: advances computed tokens, publishes full
   /// blocks to the prefix cache, appends samples, and finishes requests on
   /// EOS / stop token ids / max_tokens / max_model_len.
   auto update(const scheduler_output& step, const step_result& result) -> std::vector<request_update>;
+  /// The same into `updates` (emptied first), reusing its buffer.
+  void update(const scheduler_output& step, const step_result& result, std::vector<request_update>& updates);
 
   auto num_waiting() const -> std::int64_t { return static_cast<std::int64_t>(waiting_.size()); }
   auto num_running() const -> std::int64_t { return static_cast<std::int64_t>(running_.size()); }
@@ -115,8 +119,12 @@ private:
   scheduler_limits limits_;
   kv_cache_manager& kv_;
   policy::scheduling_policy& policy_;
+  bool reports_service_; ///< the policy wants on_served()
   std::vector<token_id> eos_ids_;
   std::unordered_map<request_id, std::unique_ptr<request>> requests_;
+  /// Ended since the last schedule(): alive until then, as step_requests_ may name them.
+  std::vector<std::unique_ptr<request>> ended_;
+  std::vector<request*> step_requests_; ///< the last schedule()'s chunks' requests, in order
   std::vector<request*> waiting_;    ///< waiting or preempted, in arrival order (preempted ones first)
   std::vector<request*> running_;    ///< in admission order
   std::vector<request_id> finished_; ///< for the next step's executor

@@ -49,6 +49,8 @@ public:
     }
   }
   auto size() const -> std::int64_t { return size_; }
+  /// A hint: fetch the slot where a probe for `hash` starts.
+  void prefetch(std::uint64_t hash) const { __builtin_prefetch(&slots_[slot_of(hash)]); }
   /// Every live (hash, block), for invariant checks.
   template <class F>
   void for_each(F&& f) const {

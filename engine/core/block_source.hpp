@@ -54,6 +54,14 @@ public:
   virtual auto publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool = 0;
   /// Drops one reference.
   virtual void release(block_id b) = 0;
+  /// A hint that b will soon be published with hash h: fetch what that
+  /// touches. Default: nothing.
+  virtual void prefetch_publish(block_id b, block_hash h) const { (void)b, (void)h; }
+  /// Drops one reference on each, the last first (a chain's tail goes
+  /// before its head at equal recency).
+  virtual void release_all(std::span<const block_id> blocks) {
+    for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) release(*b);
+  }
   /// Takes charge of a reference made elsewhere for one of this source's
   /// requests (a prefix match at the memory manager). Default: nothing, for
   /// sources that made it themselves.

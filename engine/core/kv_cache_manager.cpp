@@ -62,17 +62,35 @@ void kv_cache_manager::commit(kv_entry& e, std::span<const token_id> prompt, std
   TROUPE_CHECK(full <= static_cast<std::int32_t>(e.blocks.size()), "computed tokens beyond the block table");
   for (; e.num_published < full; ++e.num_published) {
     const auto i = static_cast<std::size_t>(e.num_published);
-    auto& k = scratch_key_; // reused: publishing allocates nothing
-    k.tenant = e.tenant;
-    k.parent = e.last_hash;
-    k.tokens.clear();
-    for (std::size_t j = i * bs; j < (i + 1) * bs; ++j)
-      k.tokens.push_back(j < prompt.size() ? prompt[j] : output[j - prompt.size()]);
-    e.last_hash = hash_block(k);
+    fill_key(e, prompt, output, i);
+    e.last_hash = e.next_index == e.num_published ? e.next_hash : hash_block(scratch_key_);
     // Another request may have published the same content meanwhile: this
     // block then stays private and is freed with the request.
-    (void)cache_.publish(e.blocks[i], k, e.last_hash, e.num_published);
+    (void)cache_.publish(e.blocks[i], scratch_key_, e.last_hash, e.num_published);
   }
+}
+
+void kv_cache_manager::fill_key(const kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output,
+                                std::size_t i) {
+  const auto bs = static_cast<std::size_t>(options_.block_size);
+  auto& k = scratch_key_; // reused: publishing allocates nothing
+  k.tenant = e.tenant;
+  k.parent = e.last_hash;
+  k.tokens.resize(bs);
+  const std::size_t first = i * bs, p = prompt.size();
+  for (std::size_t j = 0; j < bs; ++j) k.tokens[j] = first + j < p ? prompt[first + j] : output[first + j - p];
+}
+
+void kv_cache_manager::prepare_commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output) {
+  if (!options_.enable_prefix_caching) return;
+  const auto bs = static_cast<std::size_t>(options_.block_size);
+  const auto i = static_cast<std::size_t>(e.num_published);
+  // Only the block right after the published ones, once the tokens fill it, and not twice.
+  if (e.next_index == e.num_published || (i + 1) * bs > prompt.size() + output.size() || i >= e.blocks.size()) return;
+  fill_key(e, prompt, output, i);
+  e.next_hash = hash_block(scratch_key_);
+  e.next_index = e.num_published;
+  cache_.prefetch_publish(e.blocks[i], e.next_hash);
 }
 
 void kv_cache_manager::end(request_id id) {
@@ -84,8 +102,7 @@ void kv_cache_manager::end(request_id id) {
 
 void kv_cache_manager::drop_blocks(request_id id) {
   auto& blocks = requests_.at(id).blocks;
-  // Tail first: with equal recency, the chain's head outlives its tail.
-  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) cache_.release(*b);
+  cache_.release_all(blocks); // tail first: with equal recency, the chain's head outlives its tail
   blocks.clear();
 }
 

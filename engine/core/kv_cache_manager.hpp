@@ -30,6 +30,11 @@ struct kv_entry {
   std::vector<block_id> blocks;
   std::int32_t num_published = 0; ///< leading full blocks already in the cache
   block_hash last_hash = 0;       ///< chain hash of block num_published - 1
+  /// The chain hash of block num_published, computed ahead (prepare_commit);
+  /// valid while next_index == num_published (a block's hash is a function
+  /// of the request's tokens, which never change).
+  block_hash next_hash = 0;
+  std::int32_t next_index = -1;
 };
 
 class kv_cache_manager {
@@ -62,6 +67,11 @@ public:
   }
   void commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output,
               std::int32_t num_computed);
+  /// A hint, when a sampled token fills the request's next block to publish
+  /// (its KV comes with the next step): hashes the block now and has the
+  /// cache fetch what publishing it will touch, so that commit() does not
+  /// wait for memory. Changes nothing that can be observed.
+  void prepare_commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output);
   /// Drops every reference the request holds (it ends, or is preempted and
   /// will start again from begin()).
   void end(request_id id);
@@ -81,6 +91,7 @@ public:
   auto options() const -> const kv_cache_options& { return options_; }
 
 private:
+  void fill_key(const kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output, std::size_t i);
   auto track(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const block_id> matched,
              block_hash last_hash) -> std::int32_t;
 

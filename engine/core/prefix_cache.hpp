@@ -14,6 +14,7 @@
 #include "policies/api/eviction.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -52,6 +53,14 @@ public:
   /// Drops one reference; at zero a published block becomes evictable, an
   /// unpublished one free. O(log n).
   void release(block_id b) override;
+  void prefetch_publish(block_id b, block_hash h) const override {
+    index_.prefetch(h);
+    if (key_size_ == 0) return;
+    __builtin_prefetch(key_record(b), 1);
+    __builtin_prefetch(key_record(b) + key_head + key_size_ - 1, 1); // a record may span two lines
+  }
+  /// The same for each, the last first, fetching blocks ahead from memory.
+  void release_all(std::span<const block_id> blocks) override;
 
   auto num_blocks() const -> std::int32_t { return static_cast<std::int32_t>(blocks_.size()); }
   auto num_free() const -> std::int64_t { return static_cast<std::int64_t>(free_.size()); }
@@ -61,8 +70,8 @@ public:
   auto capacity() const -> std::int64_t override { return num_blocks(); }
   auto num_referenced() const -> std::int64_t { return num_blocks() - num_available(); }
   auto ref_count(block_id b) const -> std::int32_t { return at(b).refs; }
-  auto is_published(block_id b) const -> bool { return at(b).published; }
-  auto tenant_of(block_id b) const -> std::uint64_t { return at(b).tenant; }
+  auto is_published(block_id b) const -> bool { return at(b).hash != 0; }
+  auto tenant_of(block_id b) const -> std::uint64_t { return is_published(b) ? key_word(b, 0) : 0; }
   auto num_queries() const -> std::uint64_t { return num_queries_; }
   auto num_hits() const -> std::uint64_t { return num_hits_; }
   auto num_evictions() const -> std::uint64_t { return num_evictions_; }
@@ -73,29 +82,37 @@ public:
   void check_invariants() const override;
 
 private:
-  // A published block's key is its tenant, its parent's hash and its tokens,
-  // the tokens kept in one flat array (key_tokens_) rather than a vector
-  // per block: publishing and evicting then allocate nothing.
-  struct block {
+  // What every operation touches, two blocks to a cache line; a published
+  // block's key lives apart (keys_), read by lookups and written once.
+  struct alignas(32) block {
     std::int32_t refs = 0;
-    bool published = false;
-    std::uint64_t tenant = 0;
-    block_hash parent = 0;
-    block_hash hash = 0;
     std::int32_t depth = 0;
     std::int32_t priority = 0;
+    std::uint32_t hits = 0;       ///< saturates
     std::uint64_t last_used = 0;
-    std::uint64_t hits = 0;
+    block_hash hash = 0;          ///< 0: not published (hash_block never gives 0)
   };
+  static_assert(sizeof(block) == 32);
 
   void unpublish(block_id b);
+  void prefetch_victims() const;
   auto view_of(block_id b) const -> policy::block_view; ///< what the eviction policy sees
-  auto tokens_of(block_id b) const -> std::span<const token_id> {
-    return std::span(key_tokens_).subspan(static_cast<std::size_t>(b - first_id_) * key_size_, key_size_);
+  // A published block's key, one record per block (no allocation when
+  // publishing or evicting): tenant and parent hash as two token-sized
+  // halves each, then the tokens.
+  static constexpr std::size_t key_head = 4;
+  auto key_record(block_id b) const -> const token_id* {
+    return key_words_.data() + static_cast<std::size_t>(b - first_id_) * (key_head + key_size_);
   }
+  auto key_word(block_id b, std::size_t i) const -> std::uint64_t {
+    if (key_size_ == 0) return 0;
+    std::uint64_t w;
+    std::memcpy(&w, key_record(b) + 2 * i, sizeof w);
+    return w;
+  }
+  auto tokens_of(block_id b) const -> std::span<const token_id> { return {key_record(b) + key_head, key_size_}; }
   auto holds(block_id b, const block_key& k) const -> bool {
-    const auto& blk = at(b);
-    return blk.tenant == k.tenant && blk.parent == k.parent && k.tokens.size() == key_size_ &&
+    return k.tokens.size() == key_size_ && key_word(b, 0) == k.tenant && key_word(b, 1) == k.parent &&
            std::equal(k.tokens.begin(), k.tokens.end(), tokens_of(b).begin());
   }
   void touch(block& blk, std::int32_t priority);
@@ -106,7 +123,7 @@ private:
   block_id first_id_;
   std::vector<block> blocks_; ///< block b at b - first_id_
   std::size_t key_size_ = 0;  ///< tokens per key, set by the first publish
-  std::vector<token_id> key_tokens_; ///< block b's key tokens at (b - first_id_) * key_size_
+  std::vector<token_id> key_words_; ///< block b's key record at (b - first_id_) * (key_head + key_size_)
   std::vector<block_id> free_; ///< a stack
   evictable_set evictable_; ///< by slot (b - first_id_)
   block_index index_; ///< published blocks by hash

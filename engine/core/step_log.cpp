@@ -100,7 +100,7 @@ auto plan_of(const scheduler_output& out) -> std::string {
     put_number(s, c.num_tokens);
     s += c.sample ? "/1/" : "/0/";
     s += c.reset_blocks ? 'r' : 'a';
-    put_list<block_id>(s, c.new_blocks);
+    put_list<block_id>(s, out.new_blocks_of(c));
   }
   return s;
 }

@@ -36,8 +36,9 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   chunks_.clear();
   for (const auto& s : step.scheduled) {
     auto& table = tables_[s.id];
-    if (s.reset_blocks) table.assign(s.new_blocks.begin(), s.new_blocks.end());
-    else table.insert(table.end(), s.new_blocks.begin(), s.new_blocks.end());
+    const auto fresh = step.new_blocks_of(s);
+    if (s.reset_blocks) table.assign(fresh.begin(), fresh.end());
+    else table.insert(table.end(), fresh.begin(), fresh.end());
     chunks_.push_back({step.tokens_of(s), s.num_computed_tokens, table});
   }
   model_.forward(chunks_, false, logits_);

@@ -74,6 +74,9 @@ public:
   virtual void on_served(const request_view& r, std::int32_t num_prefill_tokens, std::int32_t num_decode_tokens) {
     (void)r, (void)num_prefill_tokens, (void)num_decode_tokens;
   }
+  /// Whether on_served() does anything (the scheduler calls it for every
+  /// chunk of every step only then). Asked once, at construction.
+  virtual auto wants_service_reports() const -> bool { return false; }
 };
 
 } // namespace troupe::policy

@@ -62,7 +62,8 @@ struct tables {
     for (const auto& c : s.scheduled) {
       auto& t = of[c.id];
       if (c.reset_blocks) t.clear();
-      t.insert(t.end(), c.new_blocks.begin(), c.new_blocks.end());
+      const auto fresh = s.new_blocks_of(c);
+      t.insert(t.end(), fresh.begin(), fresh.end());
     }
   }
 };
@@ -325,7 +326,7 @@ TEST_CASE("batch_scheduler: preemption by swap copies the victim's KV out and ba
     CHECK(st.swap_in[i].from == out.swap_out[i].to);
     CHECK(st.swap_in[i].to == t.of[2][i]);
   }
-  CHECK(st.scheduled[0].new_blocks.size() == 3);
+  CHECK(st.scheduled[0].num_new_blocks == 3);
   CHECK(st.scheduled[0].num_computed_tokens == 4);
   CHECK(tokens_of(st, 0) == std::vector<token_id>{13});
   CHECK(g.s.num_swapped() == 0);
@@ -386,7 +387,7 @@ TEST_CASE("batch_scheduler: a shared prompt prefix is computed once") {
   CHECK(st.scheduled[1].num_tokens == 4);
   CHECK(s.find(2)->num_cached_tokens == 96);
   CHECK(st.scheduled[2].num_computed_tokens == 0);
-  CHECK(st.scheduled[0].new_blocks.empty()); // a decode in its last block: no new block
+  CHECK(st.scheduled[0].num_new_blocks == 0); // a decode in its last block: no new block
   CHECK(st.scheduled[1].reset_blocks);
   CHECK(std::equal(t.of[1].begin(), t.of[1].begin() + 6, t.of[2].begin()));
   CHECK(g.cache.num_hits() == 6);
@@ -415,6 +416,24 @@ TEST_CASE("batch_scheduler: abort in every state frees everything and tells the 
   s.check_invariants();
 }
 
+TEST_CASE("batch_scheduler: a request aborted while its step runs, its id reused, is not advanced by that step") {
+  rig g({4, 100, 256}, 10, {4, 0, false});
+  auto& s = g.s;
+  REQUIRE(submit(s, make_request(1, 8, 4)));
+  const auto st = s.schedule(0);
+  CHECK(s.abort(1));
+  REQUIRE(submit(s, make_request(1, 6, 4))); // a new request under the same id
+  CHECK(s.update(st, sampled({{1, 10}})).empty()); // the old one's step and token go nowhere
+  REQUIRE(s.find(1) != nullptr);
+  CHECK(s.find(1)->num_computed_tokens == 0);
+  CHECK(s.find(1)->output.empty());
+  const auto next = s.schedule(0);
+  REQUIRE(next.scheduled.size() == 1);
+  CHECK(next.scheduled[0].num_computed_tokens == 0);
+  CHECK(next.scheduled[0].num_tokens == 6);
+  s.check_invariants();
+}
+
 TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, under every policy") {
   std::int64_t preemptions = 0, swap_outs = 0; // under swap, over the policies
   std::vector<std::pair<preemption_mode, std::string>> runs;
@@ -438,6 +457,8 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
     tables t;
     request_id next = 1;
     int ops = 0;
+    scheduler_output st;
+    std::vector<request_update> ups;
     for (int step = 0; step < 9000; ++step) {
       if (g.next() % 2 == 0 && next < 900) {
         // Prompts from a few shared prefixes, three tenants.
@@ -456,18 +477,23 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
         }
         ++next;
       }
-      if (g.next() % 25 == 0 && next > 1) {
+      // Aborts before a step is scheduled, and while it runs.
+      const auto maybe_abort = [&] {
+        if (g.next() % 25 != 0 || next == 1) return;
         const request_id victim = 1 + g.next() % (next - 1);
         if (r.s.abort(victim)) ended_early.insert(victim);
         ++ops;
-      }
-      auto st = r.s.schedule(step * 0.01);
+      };
+      maybe_abort();
+      r.s.schedule(step * 0.01, st); // the simulator's way: buffers reused from step to step
       check_step(st, lim, 4, t);
       kv.apply(st, t);
       for (const auto& c : st.scheduled)
         for (const block_id b : t.of[c.id])
           if (r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
-      const auto ups = r.s.update(st, ex.execute(st));
+      const auto result = ex.execute(st);
+      maybe_abort();
+      r.s.update(st, result, ups);
       kv.record(ups);
       for (const auto& u : ups) {
         got[u.id] += u.token.has_value();

@@ -32,7 +32,8 @@ TEST_CASE("step log: written events read back field for field") {
   for (int i = 0; i < 5000; ++i) r.prompt.push_back(1000 + i); // a line of ~25 KB
   r.matched_blocks = {3, 4};
   scheduler_output out;
-  out.add_chunk(42, std::span(r.prompt).first(3), 8).new_blocks = {5, 6};
+  const std::vector<block_id> table{5, 6};
+  out.add_chunk(42, std::span(r.prompt).first(3), 8, table);
   out.scheduled.back().sample = true;
   out.swap_out.push_back({1, 2});
   out.finished = {17};
