@@ -9,14 +9,6 @@
 
 namespace troupe::sim {
 
-void add_chunk(step_features& f, std::int64_t num_computed, std::int64_t num_tokens, bool sample) {
-  const auto n = static_cast<double>(num_tokens), p = static_cast<double>(num_computed);
-  f.tokens += n;
-  f.seqs += 1;
-  if (num_tokens == 1 && sample) f.decode_context += p + 1;
-  else f.prefill_pairs += n * p + n * (n + 1) / 2;
-}
-
 auto features_of(const scheduler_output& step) -> step_features {
   step_features f;
   for (const auto& c : step.scheduled) add_chunk(f, c.num_computed_tokens, c.num_tokens, c.sample);

@@ -256,7 +256,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->integer("intermediate", m.intermediate, 1);
     r->integer("heads", m.heads, 1);
     r->integer("kv_heads", m.kv_heads, 1);
-    r->integer("vocab", m.vocab, 2);
+    r->integer("vocab", m.vocab, 2, std::numeric_limits<std::int32_t>::max()); // token ids are 32-bit
     r->number("weight_bytes", m.weight_bytes, 0, true);
     r->number("kv_bytes", m.kv_bytes, 0, true);
     if (m.hidden % m.heads != 0) fail("model.heads", "must divide model.hidden");

@@ -87,11 +87,8 @@ struct step_event {
 };
 
 // The token a "model" samples: any id but 0, never an EOS (there is none).
-auto sampled_token(request_id id, std::int32_t position, std::int64_t vocab) -> token_id {
-  std::uint64_t z = (static_cast<std::uint64_t>(id) << 32) ^ static_cast<std::uint64_t>(position);
-  z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdull;
-  z ^= z >> 33;
-  return static_cast<token_id>(1 + z % static_cast<std::uint64_t>(vocab - 1));
+auto sampled_token(std::uint64_t seed, request_id id, std::int32_t position, std::int64_t vocab) -> token_id {
+  return token_at(seed, output_stream + static_cast<std::uint64_t>(id), static_cast<std::uint64_t>(position), vocab);
 }
 
 } // namespace
@@ -229,7 +226,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     auto& result = r.result;
     result.sampled.clear();
     for (const auto& c : r.step.scheduled)
-      if (c.sample) result.sampled.push_back({c.id, {sampled_token(c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}}});
+      if (c.sample) result.sampled.push_back({c.id, {sampled_token(sc.seed, c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}}});
     r.core.update(r.step, result, r.updates);
     for (const auto& u : r.updates) {
       const auto i = static_cast<std::size_t>(u.id - 1);
@@ -247,7 +244,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
         auto& st = node.mapped();
         auto history = std::move(st.prompt);
         const auto prompt_len = static_cast<std::int32_t>(history.size());
-        for (std::int32_t j = 0; j < rec.output_tokens; ++j) history.push_back(sampled_token(u.id, prompt_len + j, vocab));
+        for (std::int32_t j = 0; j < rec.output_tokens; ++j) history.push_back(sampled_token(sc.seed, u.id, prompt_len + j, vocab));
         const auto next = traffic.follow_up(st.spec, ev.t, next_index++, history);
         follow_ups.push({next.arrival_s, next.index});
         pending_turns.emplace(next.index, turn_state{next, std::move(history)});

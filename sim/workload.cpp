@@ -27,15 +27,6 @@ auto from_quantiles(const std::array<std::pair<double, double>, N>& q, double u)
   return q[N - 1].second;
 }
 
-// A token id in [1, vocab) from a seed and two coordinates (splitmix64).
-auto token_at(std::uint64_t seed, std::uint64_t a, std::uint64_t b, std::int64_t vocab) -> token_id {
-  std::uint64_t z = seed ^ (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return static_cast<token_id>(1 + z % static_cast<std::uint64_t>(vocab - 1));
-}
-
 auto clamp_len(double x, const length_dist& d) -> std::int64_t {
   const auto n = static_cast<std::int64_t>(std::llround(std::min(x, 1e15)));
   return std::clamp(n, d.min, d.max);
@@ -202,7 +193,7 @@ auto workload::follow_up(const sim_request& prev, double finish_s, std::int64_t 
   history.resize(base + static_cast<std::size_t>(message));
   for (std::int32_t i = 0; i < message; ++i)
     history[base + static_cast<std::size_t>(i)] =
-        token_at(sc_.seed, (std::uint64_t{1} << 41) + static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(i),
+        token_at(sc_.seed, message_stream + static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(i),
                  sc_.cost.model.vocab);
   r.prompt_tokens = static_cast<std::int32_t>(history.size());
   return r;
@@ -221,7 +212,7 @@ void workload::prompt_of(const sim_request& r, std::vector<token_id>& out) const
   for (std::int32_t i = 0; i < r.prompt_tokens; ++i) {
     out[static_cast<std::size_t>(i)] =
         i < r.prefix_tokens ? token_at(sc_.seed, 1 + static_cast<std::uint64_t>(r.prefix_group), static_cast<std::uint64_t>(i), vocab)
-                            : token_at(sc_.seed, (std::uint64_t{1} << 40) + static_cast<std::uint64_t>(r.index),
+                            : token_at(sc_.seed, prompt_stream + static_cast<std::uint64_t>(r.index),
                                        static_cast<std::uint64_t>(i), vocab);
   }
 }

@@ -20,6 +20,22 @@
 
 namespace troupe::sim {
 
+/// The simulator's one token function: an id in [1, vocab) from a seed and
+/// two coordinates (a stream: a prefix group, a request's own prompt, a
+/// request's output; and a position), by splitmix64, scaled by a multiply
+/// (a 64-bit division per token was a twentieth of a simulated request).
+inline auto token_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t position, std::int64_t vocab) -> token_id {
+  std::uint64_t z = seed ^ (stream * 0x9e3779b97f4a7c15ull) ^ (position * 0xc2b2ae3d27d4eb4full);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<token_id>(1 + (((z >> 32) * static_cast<std::uint64_t>(vocab - 1)) >> 32)); // vocab < 2^32
+}
+/// Streams of token_at: a request's own prompt tokens, a later turn's new
+/// message, a request's sampled output (prefix group g is stream 1 + g).
+inline constexpr std::uint64_t prompt_stream = std::uint64_t{1} << 40, message_stream = std::uint64_t{1} << 41,
+                               output_stream = std::uint64_t{1} << 42;
+
 struct sim_request {
   std::int64_t index = 0; ///< 0, 1, ... in arrival order
   double arrival_s = 0;

@@ -48,6 +48,9 @@ auto batch_scheduler::submit(request r) -> submit_result {
     return {429, "the server's queue is full; retry later"};
   auto owned = std::make_unique<request>(std::move(r));
   owned->state = request_state::waiting;
+  const auto& sp = owned->sampling;
+  owned->may_stop = !sp.stop_token_ids.empty() || (!sp.ignore_eos && !eos_ids_.empty());
+  owned->output_limit = std::min(sp.max_tokens, limits_.max_model_len - static_cast<std::int32_t>(owned->prompt.size()));
   // Room for its output up front (up to a bound): growing token by token
   // reallocated it some eight times per request.
   owned->output.reserve(static_cast<std::size_t>(std::min(owned->sampling.max_tokens, 1024)));
@@ -64,6 +67,12 @@ auto batch_scheduler::submit(request r) -> submit_result {
   waiting_tokens_ += n;
   requests_.emplace(owned->id, std::move(owned));
   return {};
+}
+
+auto batch_scheduler::stops_at(const request& r, token_id t) const -> bool {
+  const auto& p = r.sampling;
+  const bool is_stop_id = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), t) != p.stop_token_ids.end();
+  return is_stop_id || (!p.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), t) != eos_ids_.end());
 }
 
 auto batch_scheduler::find_mut(request_id id) -> request* {
@@ -357,10 +366,8 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     const auto n = c.num_tokens;
     r->num_computed_tokens += n;
     if (reports_service_) policy_.on_served(view_of(*r), decode ? 0 : n, decode ? n : 0);
-    // Only a step that filled a block has anything to publish.
-    const std::int32_t bs = kv_.options().block_size;
-    if (r->num_computed_tokens / bs > (r->num_computed_tokens - n) / bs)
-      kv_.commit(*r->kv, r->prompt, r->output, r->num_computed_tokens);
+    // Only once a block is full is there anything to publish.
+    if (kv_.has_commit(*r->kv, r->num_computed_tokens)) kv_.commit(*r->kv, r->prompt, r->output, r->num_computed_tokens);
   }
   for (std::size_t k = 0; k < result.sampled.size(); ++k) {
     const auto& s = result.sampled[k];
@@ -369,15 +376,11 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     const token_id t = s.result.token;
     r->output.push_back(t);
     // A token that fills a block: its KV comes next step, then the block is published.
-    if (r->num_tokens() % kv_.options().block_size == 0 && r->kv != nullptr)
-      kv_.prepare_commit(*r->kv, r->prompt, r->output);
+    if (r->kv != nullptr) kv_.prepare_commit(*r->kv, r->prompt, r->output);
     request_update u{r->id, s.result, finish_reason::none};
-    const auto& p = r->sampling;
-    const bool is_stop_id = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), t) != p.stop_token_ids.end();
-    const bool is_eos = !p.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), t) != eos_ids_.end();
-    if (is_stop_id || is_eos)
+    if (r->may_stop && stops_at(*r, t))
       u.finished = finish_reason::stop;
-    else if (static_cast<std::int32_t>(r->output.size()) >= p.max_tokens || r->num_tokens() >= limits_.max_model_len)
+    else if (static_cast<std::int32_t>(r->output.size()) >= r->output_limit)
       u.finished = finish_reason::length;
     if (u.finished != finish_reason::none) end(*r, request_state::finished);
     updates.push_back(std::move(u));

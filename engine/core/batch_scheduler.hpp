@@ -108,6 +108,7 @@ public:
 
 private:
   auto find_mut(request_id id) -> request*;
+  auto stops_at(const request& r, token_id t) const -> bool; ///< t is a stop token id, or an EOS it heeds
   auto view_of(const request& r) const -> policy::request_view;
   void preempt(request& r, scheduler_output& out);
   void drop_kv(request& r);

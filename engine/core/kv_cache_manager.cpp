@@ -41,7 +41,7 @@ auto kv_cache_manager::track(request_id id, std::uint64_t tenant, std::int32_t p
   return e.num_published * options_.block_size;
 }
 
-auto kv_cache_manager::grow(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool {
+auto kv_cache_manager::grow_blocks(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool {
   const std::int64_t need = blocks_for(num_tokens, options_.block_size) - static_cast<std::int64_t>(e.blocks.size());
   if (need <= 0) return true;
   const std::int64_t reserve = admission ? options_.watermark_blocks : 0;
@@ -60,34 +60,49 @@ void kv_cache_manager::commit(kv_entry& e, std::span<const token_id> prompt, std
   const auto bs = static_cast<std::size_t>(options_.block_size);
   const auto full = static_cast<std::int32_t>(static_cast<std::size_t>(num_computed) / bs);
   TROUPE_CHECK(full <= static_cast<std::int32_t>(e.blocks.size()), "computed tokens beyond the block table");
-  for (; e.num_published < full; ++e.num_published) {
+  if (e.num_published >= full) return;
+  // The chain's hashes first, fetching what each publish touches, so that
+  // a prefill's many blocks wait for memory together rather than in turn.
+  auto& hashes = scratch_hashes_;
+  hashes.clear();
+  block_hash h = e.last_hash;
+  for (std::int32_t i = e.num_published; i < full; ++i) {
+    if (i == e.next_index) {
+      h = e.next_hash;
+    } else {
+      fill_key(e.tenant, h, prompt, output, static_cast<std::size_t>(i));
+      h = hash_block(scratch_key_);
+      if (full - e.num_published > 1) cache_.prefetch_publish(e.blocks[static_cast<std::size_t>(i)], h);
+    }
+    hashes.push_back(h);
+  }
+  for (const block_hash hi : hashes) {
     const auto i = static_cast<std::size_t>(e.num_published);
-    fill_key(e, prompt, output, i);
-    e.last_hash = e.next_index == e.num_published ? e.next_hash : hash_block(scratch_key_);
+    fill_key(e.tenant, e.last_hash, prompt, output, i);
+    e.last_hash = hi;
     // Another request may have published the same content meanwhile: this
     // block then stays private and is freed with the request.
-    (void)cache_.publish(e.blocks[i], scratch_key_, e.last_hash, e.num_published);
+    (void)cache_.publish(e.blocks[i], scratch_key_, hi, e.num_published);
+    ++e.num_published;
   }
 }
 
-void kv_cache_manager::fill_key(const kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output,
-                                std::size_t i) {
+void kv_cache_manager::fill_key(std::uint64_t tenant, block_hash parent, std::span<const token_id> prompt,
+                                std::span<const token_id> output, std::size_t i) {
   const auto bs = static_cast<std::size_t>(options_.block_size);
   auto& k = scratch_key_; // reused: publishing allocates nothing
-  k.tenant = e.tenant;
-  k.parent = e.last_hash;
+  k.tenant = tenant;
+  k.parent = parent;
   k.tokens.resize(bs);
   const std::size_t first = i * bs, p = prompt.size();
   for (std::size_t j = 0; j < bs; ++j) k.tokens[j] = first + j < p ? prompt[first + j] : output[first + j - p];
 }
 
-void kv_cache_manager::prepare_commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output) {
-  if (!options_.enable_prefix_caching) return;
-  const auto bs = static_cast<std::size_t>(options_.block_size);
+void kv_cache_manager::prepare_commit_now(kv_entry& e, std::span<const token_id> prompt,
+                                          std::span<const token_id> output) {
   const auto i = static_cast<std::size_t>(e.num_published);
-  // Only the block right after the published ones, once the tokens fill it, and not twice.
-  if (e.next_index == e.num_published || (i + 1) * bs > prompt.size() + output.size() || i >= e.blocks.size()) return;
-  fill_key(e, prompt, output, i);
+  if (i >= e.blocks.size()) return;
+  fill_key(e.tenant, e.last_hash, prompt, output, i);
   e.next_hash = hash_block(scratch_key_);
   e.next_index = e.num_published;
   cache_.prefetch_publish(e.blocks[i], e.next_hash);

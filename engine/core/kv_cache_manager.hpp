@@ -58,7 +58,12 @@ public:
   [[nodiscard]] auto grow(request_id id, std::int32_t num_tokens, bool admission) -> bool {
     return grow(requests_.at(id), num_tokens, admission);
   }
-  [[nodiscard]] auto grow(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool;
+  [[nodiscard]] auto grow(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool {
+    // Mostly the blocks it has suffice: a multiplication tells (a division
+    // per running request per step was a twentieth of a simulated step).
+    return num_tokens <= static_cast<std::int64_t>(e.blocks.size()) * options_.block_size ||
+           grow_blocks(e, num_tokens, admission);
+  }
   /// After a step: the request's tokens are prompt ++ output, of which the
   /// first num_computed have KV. Publishes every newly full block to the cache.
   void commit(request_id id, std::span<const token_id> prompt, std::span<const token_id> output,
@@ -71,7 +76,18 @@ public:
   /// (its KV comes with the next step): hashes the block now and has the
   /// cache fetch what publishing it will touch, so that commit() does not
   /// wait for memory. Changes nothing that can be observed.
-  void prepare_commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output);
+  void prepare_commit(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output) {
+    // Only the block right after the published ones, once the tokens fill it, and not twice.
+    if (options_.enable_prefix_caching && e.next_index != e.num_published &&
+        static_cast<std::int64_t>(e.num_published + 1) * options_.block_size <=
+            static_cast<std::int64_t>(prompt.size() + output.size()))
+      prepare_commit_now(e, prompt, output);
+  }
+  /// Whether commit() with num_computed tokens has blocks to publish.
+  auto has_commit(const kv_entry& e, std::int32_t num_computed) const -> bool {
+    return options_.enable_prefix_caching &&
+           num_computed >= static_cast<std::int64_t>(e.num_published + 1) * options_.block_size;
+  }
   /// Drops every reference the request holds (it ends, or is preempted and
   /// will start again from begin()).
   void end(request_id id);
@@ -91,7 +107,11 @@ public:
   auto options() const -> const kv_cache_options& { return options_; }
 
 private:
-  void fill_key(const kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output, std::size_t i);
+  auto grow_blocks(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool;
+  void prepare_commit_now(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output);
+  /// scratch_key_ := the key of the request's block i, chained to `parent`.
+  void fill_key(std::uint64_t tenant, block_hash parent, std::span<const token_id> prompt,
+                std::span<const token_id> output, std::size_t i);
   auto track(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const block_id> matched,
              block_hash last_hash) -> std::int32_t;
 
@@ -99,6 +119,7 @@ private:
   kv_cache_options options_;
   std::unordered_map<request_id, kv_entry> requests_;
   block_key scratch_key_;
+  std::vector<block_hash> scratch_hashes_;
 };
 
 } // namespace troupe

@@ -56,7 +56,7 @@ void prefix_cache::unpublish(block_id b) {
 // otherwise a cache miss, and two for its index entry: half a simulated
 // request's time.
 void prefix_cache::prefetch_victims() const {
-  constexpr std::size_t block_ahead = 16, slot_ahead = 8;
+  constexpr std::size_t block_ahead = 32, slot_ahead = 16;
   if (const auto s = evictable_.upcoming(block_ahead); s != evictable_set::none) __builtin_prefetch(&blocks_[s]);
   if (const auto s = evictable_.upcoming(slot_ahead); s != evictable_set::none && blocks_[s].hash != 0)
     index_.prefetch(blocks_[s].hash);
@@ -134,7 +134,7 @@ void prefix_cache::release(block_id b) {
 }
 
 void prefix_cache::release_all(std::span<const block_id> blocks) {
-  constexpr std::size_t ahead = 6;
+  constexpr std::size_t ahead = 16;
   for (std::size_t i = blocks.size(); i-- > 0;) {
     if (i >= ahead) __builtin_prefetch(&at(blocks[i - ahead]));
     release(blocks[i]);

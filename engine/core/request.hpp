@@ -19,8 +19,27 @@ struct kv_entry; // engine/core/kv_cache_manager.hpp
 enum class request_state : std::uint8_t { waiting, running, preempted, finished, aborted };
 
 struct request {
+  // What every step reads and writes comes first: two cache lines (the
+  // sampling parameters, read once a request ends, come after).
   request_id id = 0;
+  request_state state = request_state::waiting;
+  bool known_to_executor = false; ///< sent once as new_request_data
+  /// Set by submit(): a sampled token can end it early (stop token ids, or
+  /// EOS ids it does not ignore); else only the length limit does.
+  bool may_stop = true;
+  std::int32_t num_computed_tokens = 0; ///< of prompt ++ output, in the KV cache
+  std::int32_t num_cached_tokens = 0;   ///< of those, found in the prefix cache at admission
+  std::int32_t num_blocks_sent = 0;    ///< of its block table, already sent to the executor
+  std::uint64_t scheduled_in_step = 0; ///< the scheduler's step counter when last scheduled
+  /// Its blocks at the KV cache manager while tracked there (set and
+  /// cleared by the scheduler), else nullptr.
+  kv_entry* kv = nullptr;
   std::vector<token_id> prompt;  ///< non-empty
+  std::vector<token_id> output;  ///< sampled so far
+  /// Set by submit(): output tokens at which it ends for length (max_tokens,
+  /// or what the context leaves).
+  std::int32_t output_limit = 0;
+
   sampling_params sampling;      ///< max_tokens already resolved and valid
   std::uint64_t tenant = 0;      ///< prefix-cache namespace and fairness unit
   std::int32_t priority = 0;     ///< larger is more important
@@ -29,19 +48,9 @@ struct request {
   /// Its prompt's cached blocks when the match was made before submission
   /// (by the memory manager, referenced for it); adopted by submit().
   std::vector<block_id> matched_blocks;
-  std::vector<token_id> output;  ///< sampled so far
-  std::int32_t num_computed_tokens = 0; ///< of prompt ++ output, in the KV cache
-  std::int32_t num_cached_tokens = 0;   ///< of those, found in the prefix cache at admission
-  request_state state = request_state::waiting;
-  bool known_to_executor = false; ///< sent once as new_request_data
-  std::uint64_t scheduled_in_step = 0; ///< the scheduler's step counter when last scheduled
-  std::int32_t num_blocks_sent = 0;    ///< of its block table, already sent to the executor
   /// While preempted by swap: the host blocks holding the KV of its first
   /// num_computed_tokens tokens, in table order. Empty otherwise.
   std::vector<block_id> host_blocks;
-  /// Its blocks at the KV cache manager while tracked there (set and
-  /// cleared by the scheduler), else nullptr.
-  kv_entry* kv = nullptr;
 
   auto num_tokens() const -> std::int32_t {
     return static_cast<std::int32_t>(prompt.size() + output.size());

@@ -121,7 +121,7 @@ TEST_CASE("a bad scenario names the key and the problem") {
         "lengths.output.median: must be > 0, got 0");
   CHECK(error_of(k_base, {{"lengths.output", "{ dist = \"uniform\", min = 9, max = 3 }"}}) ==
         "lengths.output: min (9) is over max (3)");
-  CHECK(error_of(k_base, {{"model.vocab", "1"}}) == "model.vocab: must be in [2, 9223372036854775807], got 1");
+  CHECK(error_of(k_base, {{"model.vocab", "1"}}) == "model.vocab: must be in [2, 2147483647], got 1");
   CHECK(error_of(k_base, {{"replicas.kv_blocks", "\"many\""}}) ==
         "replicas[0].kv_blocks: expected an integer, got a string");
   CHECK(error_of(k_base, {{"arrival.process", "trace"}}) ==
