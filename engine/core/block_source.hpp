@@ -21,19 +21,28 @@ constexpr auto blocks_for(std::int64_t num_tokens, std::int64_t block_size) -> s
 }
 
 /// What names a full block's content: its tenant, its parent's hash (0 for a
-/// prompt's first block) and its tokens. Equal keys mean equal KV.
+/// prompt's first block) and its tokens. Equal keys mean equal KV. A view
+/// of tokens held elsewhere (a request's prompt or output), so that looking
+/// up or publishing a block copies nothing.
+struct block_key_view {
+  std::uint64_t tenant = 0;
+  block_hash parent = 0;
+  std::span<const token_id> tokens;
+};
+
+/// The same, owning its tokens (queued for the memory manager).
 struct block_key {
   std::uint64_t tenant = 0;
   block_hash parent = 0;
   std::vector<token_id> tokens;
   friend auto operator==(const block_key&, const block_key&) -> bool = default;
+  operator block_key_view() const { return {tenant, parent, tokens}; } // NOLINT: a view of it
 };
 
 /// The key of block i of a contiguous token run, `block_size` tokens per block.
 inline auto key_of(std::uint64_t tenant, block_hash parent, std::span<const token_id> tokens, std::size_t i,
-                   std::size_t block_size) -> block_key {
-  const auto first = tokens.subspan(i * block_size, block_size);
-  return {tenant, parent, {first.begin(), first.end()}};
+                   std::size_t block_size) -> block_key_view {
+  return {tenant, parent, tokens.subspan(i * block_size, block_size)};
 }
 
 class block_source {
@@ -48,10 +57,10 @@ public:
   /// The cached block holding `k` (whose hash_block() the caller has, as it
   /// chains the next key), referenced once more; nullopt on a miss (always,
   /// where matching happens elsewhere).
-  [[nodiscard]] virtual auto acquire_cached(const block_key& k, block_hash h, std::int32_t priority)
+  [[nodiscard]] virtual auto acquire_cached(block_key_view k, block_hash h, std::int32_t priority)
       -> std::optional<block_id> = 0;
   /// Makes a referenced, fully computed block findable by `k` (hash h).
-  virtual auto publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool = 0;
+  virtual auto publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool = 0;
   /// Drops one reference.
   virtual void release(block_id b) = 0;
   /// A hint that b will soon be published with hash h: fetch what that

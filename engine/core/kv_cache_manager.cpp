@@ -70,40 +70,39 @@ void kv_cache_manager::commit(kv_entry& e, std::span<const token_id> prompt, std
     if (i == e.next_index) {
       h = e.next_hash;
     } else {
-      fill_key(e.tenant, h, prompt, output, static_cast<std::size_t>(i));
-      h = hash_block(scratch_key_);
+      h = hash_block(key_at(e.tenant, h, prompt, output, static_cast<std::size_t>(i)));
       if (full - e.num_published > 1) cache_.prefetch_publish(e.blocks[static_cast<std::size_t>(i)], h);
     }
     hashes.push_back(h);
   }
   for (const block_hash hi : hashes) {
     const auto i = static_cast<std::size_t>(e.num_published);
-    fill_key(e.tenant, e.last_hash, prompt, output, i);
+    const auto k = key_at(e.tenant, e.last_hash, prompt, output, i);
     e.last_hash = hi;
     // Another request may have published the same content meanwhile: this
     // block then stays private and is freed with the request.
-    (void)cache_.publish(e.blocks[i], scratch_key_, hi, e.num_published);
+    (void)cache_.publish(e.blocks[i], k, hi, e.num_published);
     ++e.num_published;
   }
 }
 
-void kv_cache_manager::fill_key(std::uint64_t tenant, block_hash parent, std::span<const token_id> prompt,
-                                std::span<const token_id> output, std::size_t i) {
+auto kv_cache_manager::key_at(std::uint64_t tenant, block_hash parent, std::span<const token_id> prompt,
+                              std::span<const token_id> output, std::size_t i) -> block_key_view {
   const auto bs = static_cast<std::size_t>(options_.block_size);
-  auto& k = scratch_key_; // reused: publishing allocates nothing
-  k.tenant = tenant;
-  k.parent = parent;
-  k.tokens.resize(bs);
   const std::size_t first = i * bs, p = prompt.size();
-  for (std::size_t j = 0; j < bs; ++j) k.tokens[j] = first + j < p ? prompt[first + j] : output[first + j - p];
+  if (first + bs <= p) return {tenant, parent, prompt.subspan(first, bs)};
+  if (first >= p) return {tenant, parent, output.subspan(first - p, bs)};
+  // The one block where the prompt ends and the output begins: copied.
+  scratch_tokens_.assign(prompt.begin() + static_cast<std::ptrdiff_t>(first), prompt.end());
+  scratch_tokens_.insert(scratch_tokens_.end(), output.begin(), output.begin() + static_cast<std::ptrdiff_t>(first + bs - p));
+  return {tenant, parent, scratch_tokens_};
 }
 
 void kv_cache_manager::prepare_commit_now(kv_entry& e, std::span<const token_id> prompt,
                                           std::span<const token_id> output) {
   const auto i = static_cast<std::size_t>(e.num_published);
   if (i >= e.blocks.size()) return;
-  fill_key(e.tenant, e.last_hash, prompt, output, i);
-  e.next_hash = hash_block(scratch_key_);
+  e.next_hash = hash_block(key_at(e.tenant, e.last_hash, prompt, output, i));
   e.next_index = e.num_published;
   cache_.prefetch_publish(e.blocks[i], e.next_hash);
 }

@@ -109,16 +109,17 @@ public:
 private:
   auto grow_blocks(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool;
   void prepare_commit_now(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output);
-  /// scratch_key_ := the key of the request's block i, chained to `parent`.
-  void fill_key(std::uint64_t tenant, block_hash parent, std::span<const token_id> prompt,
-                std::span<const token_id> output, std::size_t i);
+  /// The key of the request's block i (of prompt ++ output), chained to
+  /// `parent`; valid until the next call.
+  auto key_at(std::uint64_t tenant, block_hash parent, std::span<const token_id> prompt,
+              std::span<const token_id> output, std::size_t i) -> block_key_view;
   auto track(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const block_id> matched,
              block_hash last_hash) -> std::int32_t;
 
   block_source& cache_;
   kv_cache_options options_;
   std::unordered_map<request_id, kv_entry> requests_;
-  block_key scratch_key_;
+  std::vector<token_id> scratch_tokens_; ///< key_at's straddling block
   std::vector<block_hash> scratch_hashes_;
 };
 

@@ -20,14 +20,14 @@ auto leased_blocks::allocate(std::int32_t) -> std::optional<block_id> {
   return b;
 }
 
-auto leased_blocks::publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool {
+auto leased_blocks::publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool {
   const auto it = in_use_.find(b);
   TROUPE_CHECK(it != in_use_.end(), "publishing a block not in use");
   // From now on the manager's reference is what keeps it: the lease's one
   // becomes the request's (released through the outbox).
   in_use_.erase(it);
   ++remote_refs_[b];
-  outbox_.push_back({block_op::kind::publish, b, k, h, depth});
+  outbox_.push_back({block_op::kind::publish, b, {k.tenant, k.parent, {k.tokens.begin(), k.tokens.end()}}, h, depth});
   return true;
 }
 

@@ -45,10 +45,10 @@ public:
   auto capacity() const -> std::int64_t override { return capacity_; }
   auto num_available() const -> std::int64_t override { return num_free(); }
   [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id> override;
-  [[nodiscard]] auto acquire_cached(const block_key&, block_hash, std::int32_t) -> std::optional<block_id> override {
+  [[nodiscard]] auto acquire_cached(block_key_view, block_hash, std::int32_t) -> std::optional<block_id> override {
     return std::nullopt; // matching happens at the memory manager
   }
-  auto publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool override;
+  auto publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool override;
   void release(block_id b) override;
   void check_invariants() const override;
 

@@ -6,7 +6,7 @@
 
 namespace troupe {
 
-auto hash_block(const block_key& k) -> block_hash {
+auto hash_block(block_key_view k) -> block_hash {
   // A word at a time (two token ids per word): multiply, rotate, then a
   // splitmix finaliser so that nearby keys spread over the table. (Byte-wise
   // FNV-1a cost a sixth of a simulated request.)
@@ -83,7 +83,7 @@ auto prefix_cache::allocate(std::int32_t priority) -> std::optional<block_id> {
   return b;
 }
 
-auto prefix_cache::acquire_cached(const block_key& k, block_hash h, std::int32_t priority)
+auto prefix_cache::acquire_cached(block_key_view k, block_hash h, std::int32_t priority)
     -> std::optional<block_id> {
   ++num_queries_;
   // Equal hashes with another key are collisions: keep looking.
@@ -100,7 +100,7 @@ auto prefix_cache::acquire_cached(const block_key& k, block_hash h, std::int32_t
   return std::nullopt;
 }
 
-auto prefix_cache::publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool {
+auto prefix_cache::publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool {
   auto& blk = at(b);
   TROUPE_CHECK(blk.refs > 0, "publishing a block nobody holds");
   if (key_size_ == 0) {
@@ -181,7 +181,7 @@ void prefix_cache::check_invariants() const {
       ++published;
       const auto id = static_cast<block_id>(b) + first_id_;
       const auto t = tokens_of(id);
-      TROUPE_CHECK(blk.hash == hash_block({key_word(id, 0), key_word(id, 1), {t.begin(), t.end()}}),
+      TROUPE_CHECK(blk.hash == hash_block({key_word(id, 0), key_word(id, 1), t}),
                    "a published block's hash is stale");
     }
   }

@@ -25,7 +25,7 @@ namespace troupe {
 
 /// The chained hash of a block's key (64-bit; lookups compare whole keys, so
 /// a collision costs a cache miss, never wrong KV).
-auto hash_block(const block_key& k) -> block_hash;
+auto hash_block(block_key_view k) -> block_hash;
 
 class prefix_cache final : public block_source {
 public:
@@ -39,17 +39,17 @@ public:
   [[nodiscard]] auto allocate(std::int32_t priority) -> std::optional<block_id> override;
   /// The cached block whose key is `k`, with one more reference (a hit), or
   /// nullopt (a miss). O(log n + block size).
-  [[nodiscard]] auto acquire_cached(const block_key& k, block_hash h, std::int32_t priority)
+  [[nodiscard]] auto acquire_cached(block_key_view k, block_hash h, std::int32_t priority)
       -> std::optional<block_id> override;
-  [[nodiscard]] auto acquire_cached(const block_key& k, std::int32_t priority) -> std::optional<block_id> {
+  [[nodiscard]] auto acquire_cached(block_key_view k, std::int32_t priority) -> std::optional<block_id> {
     return acquire_cached(k, hash_block(k), priority);
   }
   /// Makes a referenced, fully computed block findable by `k`, whose hash
   /// the caller computed (hash_block(k): it chains the next block's key).
   /// False (and nothing changes) when the cache already holds that key in
   /// another block: the caller keeps its private copy.
-  auto publish(block_id b, const block_key& k, block_hash h, std::int32_t depth) -> bool override;
-  auto publish(block_id b, const block_key& k, std::int32_t depth) -> bool { return publish(b, k, hash_block(k), depth); }
+  auto publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool override;
+  auto publish(block_id b, block_key_view k, std::int32_t depth) -> bool { return publish(b, k, hash_block(k), depth); }
   /// Drops one reference; at zero a published block becomes evictable, an
   /// unpublished one free. O(log n).
   void release(block_id b) override;
@@ -111,7 +111,7 @@ private:
     return w;
   }
   auto tokens_of(block_id b) const -> std::span<const token_id> { return {key_record(b) + key_head, key_size_}; }
-  auto holds(block_id b, const block_key& k) const -> bool {
+  auto holds(block_id b, block_key_view k) const -> bool {
     return k.tokens.size() == key_size_ && key_word(b, 0) == k.tenant && key_word(b, 1) == k.parent &&
            std::equal(k.tokens.begin(), k.tokens.end(), tokens_of(b).begin());
   }
