@@ -23,6 +23,8 @@ public:
   auto size() const -> std::size_t { return heap_.size() + fifo_live_; }
   auto empty() const -> bool { return size() == 0; }
   auto contains(std::size_t slot) const -> bool { return pos_[slot] != absent; }
+  /// Entries held, live, stale or consumed: stays within a constant of size().
+  auto footprint() const -> std::size_t { return heap_.size() + fifo_.size(); }
 
   void insert(std::size_t slot, policy::eviction_key key);
   void erase(std::size_t slot);
@@ -64,6 +66,7 @@ private:
   void up(std::size_t i);
   void down(std::size_t i);
   void drop_stale_front();
+  void compact();
 
   std::vector<entry> heap_;
   std::vector<entry> fifo_; ///< sorted; [head_, end) not yet consumed
@@ -102,6 +105,9 @@ inline void evictable_set::insert(std::size_t slot, policy::eviction_key key) {
     head_ = 0;
   }
   if (fifo_.size() == head_ || !(e < fifo_.back())) {
+    // Evictions consume the FIFO from its head: the consumed part goes once
+    // it is half of it (else the FIFO grew by an entry per block ever freed).
+    if (head_ > 1024 && 2 * head_ > fifo_.size()) compact();
     TROUPE_CHECK(fifo_.size() < (std::size_t{1} << 30), "eviction FIFO too long");
     pos_[slot] = fifo_pos(fifo_.size());
     fifo_.push_back(e);
@@ -118,17 +124,8 @@ inline void evictable_set::erase(std::size_t slot) {
   pos_[slot] = absent;
   if (p < absent) {
     --fifo_live_;
-    // Mostly stale: keep the live entries only (in order, renumbered), so it cannot grow without bound.
-    if (fifo_.size() - head_ > 2 * fifo_live_ + 64) {
-      std::size_t keep = 0;
-      for (std::size_t i = head_; i < fifo_.size(); ++i)
-        if (live(i)) {
-          pos_[fifo_[i].slot] = fifo_pos(keep);
-          fifo_[keep++] = fifo_[i];
-        }
-      fifo_.resize(keep);
-      head_ = 0;
-    }
+    // Mostly stale: keep the live entries only, so it cannot grow without bound.
+    if (fifo_.size() - head_ > 2 * fifo_live_ + 64) compact();
     return;
   }
   const auto i = static_cast<std::size_t>(p);
@@ -138,6 +135,18 @@ inline void evictable_set::erase(std::size_t slot) {
   place(i, last);
   up(i);
   down(static_cast<std::size_t>(pos_[last.slot]));
+}
+
+// The live FIFO entries moved to its front, in order, renumbered.
+inline void evictable_set::compact() {
+  std::size_t keep = 0;
+  for (std::size_t i = head_; i < fifo_.size(); ++i)
+    if (live(i)) {
+      pos_[fifo_[i].slot] = fifo_pos(keep);
+      fifo_[keep++] = fifo_[i];
+    }
+  fifo_.resize(keep);
+  head_ = 0;
 }
 
 inline void evictable_set::drop_stale_front() {
