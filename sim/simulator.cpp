@@ -101,7 +101,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   workload traffic(sc);
   out.tenant_names = traffic.tenant_names();
   out.requests.resize(static_cast<std::size_t>(traffic.size()));
-  std::vector<double> last_token(out.requests.size(), 0.0);
 
   std::vector<std::unique_ptr<replica>> replicas;
   for (const auto& spec : sc.replicas)
@@ -167,7 +166,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   const auto submit = [&](const sim_request& q, std::vector<token_id> prompt) {
     if (static_cast<std::size_t>(q.index) >= out.requests.size()) {
       out.requests.resize(static_cast<std::size_t>(q.index) + 1);
-      last_token.resize(out.requests.size(), 0.0);
     }
     auto& rec = out.requests[static_cast<std::size_t>(q.index)];
     rec.arrival_s = q.arrival_s;
@@ -233,8 +231,8 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
       auto& rec = out.requests[i];
       if (u.token) {
         if (rec.first_token_s < 0) rec.first_token_s = ev.t;
-        else out.itl.add(ev.t - last_token[i]);
-        last_token[i] = ev.t;
+        else out.itl.add(ev.t - rec.last_token_s);
+        rec.last_token_s = ev.t;
         ++rec.output_tokens;
       }
       if (u.finished == finish_reason::none) continue;

@@ -18,6 +18,7 @@ struct request_record {
   double arrival_s = 0;
   double first_token_s = -1; ///< -1: never (refused)
   double finish_s = -1;
+  double last_token_s = -1; ///< its latest token so far (the last one, once finished)
   std::int32_t prompt_tokens = 0;
   std::int32_t output_tokens = 0; ///< generated
   std::int32_t tenant = 0;

@@ -209,12 +209,12 @@ auto workload::next() -> std::optional<sim_request> {
 void workload::prompt_of(const sim_request& r, std::vector<token_id>& out) const {
   out.resize(static_cast<std::size_t>(r.prompt_tokens));
   const auto vocab = sc_.cost.model.vocab;
-  for (std::int32_t i = 0; i < r.prompt_tokens; ++i) {
-    out[static_cast<std::size_t>(i)] =
-        i < r.prefix_tokens ? token_at(sc_.seed, 1 + static_cast<std::uint64_t>(r.prefix_group), static_cast<std::uint64_t>(i), vocab)
-                            : token_at(sc_.seed, prompt_stream + static_cast<std::uint64_t>(r.index),
-                                       static_cast<std::uint64_t>(i), vocab);
-  }
+  const auto shared = static_cast<std::size_t>(std::clamp(r.prefix_tokens, 0, r.prompt_tokens));
+  // Two plain loops (the group's prefix, then its own tokens): they vectorise.
+  const std::uint64_t group = 1 + static_cast<std::uint64_t>(r.prefix_group);
+  for (std::size_t i = 0; i < shared; ++i) out[i] = token_at(sc_.seed, group, i, vocab);
+  const std::uint64_t own = prompt_stream + static_cast<std::uint64_t>(r.index);
+  for (std::size_t i = shared; i < out.size(); ++i) out[i] = token_at(sc_.seed, own, i, vocab);
 }
 
 } // namespace troupe::sim
