@@ -17,16 +17,19 @@
 
 namespace troupe::sim {
 
-void latency_histogram::add(double seconds) {
-  ++count_;
-  sum_ += seconds;
+void latency_histogram::add_run(double seconds, std::int64_t n) {
+  if (n <= 0) return;
+  count_ += n;
+  double s = sum_;
+  for (std::int64_t i = 0; i < n; ++i) s += seconds;
+  sum_ = s;
   // The gaps of one step's decodes are mostly equal: one logarithm for them all.
   if (seconds != last_value_) {
     const double x = std::max(seconds, 1e-6);
     last_bucket_ = std::min(static_cast<std::size_t>(std::log10(x / 1e-6) * k_per_decade), buckets_.size() - 1);
     last_value_ = seconds;
   }
-  ++buckets_[last_bucket_];
+  buckets_[last_bucket_] += n;
 }
 
 auto latency_histogram::quantile(double q) const -> double {
@@ -226,12 +229,21 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     for (const auto& c : r.step.scheduled)
       if (c.sample) result.sampled.push_back({c.id, {sampled_token(sc.seed, c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}}});
     r.core.update(r.step, result, r.updates);
+    double gap = 0; // a run of equal inter-token gaps, added at once
+    std::int64_t gaps = 0;
     for (const auto& u : r.updates) {
       const auto i = static_cast<std::size_t>(u.id - 1);
       auto& rec = out.requests[i];
       if (u.token) {
-        if (rec.first_token_s < 0) rec.first_token_s = ev.t;
-        else out.itl.add(ev.t - rec.last_token_s);
+        if (rec.first_token_s < 0) {
+          rec.first_token_s = ev.t;
+        } else if (const double g = ev.t - rec.last_token_s; g == gap) {
+          ++gaps;
+        } else {
+          out.itl.add_run(gap, gaps);
+          gap = g;
+          gaps = 1;
+        }
         rec.last_token_s = ev.t;
         ++rec.output_tokens;
       }
@@ -248,6 +260,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
         pending_turns.emplace(next.index, turn_state{next, std::move(history)});
       }
     }
+    out.itl.add_run(gap, gaps);
     out.end_s = std::max(out.end_s, ev.t);
     start_step(ev.replica, ev.t);
   }

@@ -38,7 +38,10 @@ struct step_record {
 /// without keeping every inter-token gap of a million requests.
 class latency_histogram {
 public:
-  void add(double seconds);
+  void add(double seconds) { add_run(seconds, 1); }
+  /// add(seconds) n times (a step's decodes mostly share one gap); the
+  /// same sum, in the same order, without a memory round trip per value.
+  void add_run(double seconds, std::int64_t n);
   auto count() const -> std::int64_t { return count_; }
   auto mean() const -> double { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
   auto quantile(double q) const -> double;
