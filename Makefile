@@ -47,7 +47,7 @@ bench-policies: build
 # The simulator: its speed on a one-replica chat workload (1,000,000
 # requests), and its fidelity against the real CPU server at three loads.
 bench-sim: build
-	$(BUILD)/troupe sim config/sim/chat.toml --set sim.num_requests=1000000 --set arrival.rate=30
+	TROUPE=$(BUILD)/troupe scripts/bench_sim.sh
 
 sim-fidelity: build
 	TROUPE=$(BUILD)/troupe python3 scripts/sim_fidelity.py
