@@ -85,14 +85,8 @@ auto summarize(std::vector<double> v) -> summary {
   std::sort(v.begin(), v.end());
   summary s;
   s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  const auto at = [&](double q) {
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(pos);
-    const auto hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-  };
-  s.median = at(0.5);
-  s.p99 = at(0.99);
+  s.median = percentile(v, 0.5);
+  s.p99 = percentile(v, 0.99);
   return s;
 }
 
@@ -283,7 +277,7 @@ auto run_bench(std::span<char* const> argv) -> int {
         v.push_back(((r.content_s.empty() ? r.end_s : r.content_s.front()) - r.start_s) * 1e3);
       }
       std::sort(v.begin(), v.end());
-      const auto p95 = nearest_rank(v, 0.95);
+      const auto p95 = percentile(v, 0.95);
       std::printf("tenant-%d (weight %g, %zu requests): median TTFT %.2f ms, P95 TTFT %.2f ms\n", t,
                   weights[static_cast<std::size_t>(t)], v.size(), summarize(v).median, p95);
     }

@@ -122,7 +122,7 @@ auto run_bench_loopback(std::span<char* const> argv) -> int {
   }
   ::close(listener);
   std::sort(gaps.begin(), gaps.end());
-  const auto pct = [&](double q) { return nearest_rank(gaps, q); };
+  const auto pct = [&](double q) { return percentile(gaps, q); };
   std::printf("loopback ceiling: %d streams x %d events of %d bytes, one writer and one reader thread\n", streams, events,
               bytes);
   std::printf("%-34s %10.0f\n", "Events/s:", static_cast<double>(streams) * events / t_end);

@@ -13,9 +13,16 @@ inline auto median(std::vector<double> v) -> double {
   return v[v.size() / 2];
 }
 
-/// Nearest-rank quantile q in [0, 1] of sorted values; 0 when empty.
-inline auto nearest_rank(const std::vector<double>& sorted, double q) -> double {
-  return sorted.empty() ? 0.0 : sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))];
+/// Quantile q in [0, 1] of sorted values, interpolated linearly between the
+/// two nearest ranks (numpy's default, which vLLM's and SGLang's benchmarks
+/// report); 0 when empty. The one definition every troupe figure uses, so
+/// that the simulator's percentiles compare with `troupe bench`'s.
+inline auto percentile(const std::vector<double>& sorted, double q) -> double {
+  if (sorted.empty()) return 0.0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const auto hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
 } // namespace troupe

@@ -17,9 +17,9 @@ auto summary_of(const std::vector<double>& sorted) -> latency_summary {
   double sum = 0;
   for (const double x : sorted) sum += x;
   s.mean = sum / static_cast<double>(sorted.size());
-  s.p50 = nearest_rank(sorted, 0.5);
-  s.p90 = nearest_rank(sorted, 0.9);
-  s.p99 = nearest_rank(sorted, 0.99);
+  s.p50 = percentile(sorted, 0.5);
+  s.p90 = percentile(sorted, 0.9);
+  s.p99 = percentile(sorted, 0.99);
   return s;
 }
 
@@ -226,7 +226,7 @@ auto summarize(const run_result& r) -> run_summary {
   for (std::size_t i = 0; i < r.tenant_names.size(); ++i) {
     auto& v = tenant_ttft[i];
     std::sort(v.begin(), v.end());
-    s.tenants.push_back({r.tenant_names[i], static_cast<std::int64_t>(v.size()), nearest_rank(v, 0.5), nearest_rank(v, 0.95)});
+    s.tenants.push_back({r.tenant_names[i], static_cast<std::int64_t>(v.size()), percentile(v, 0.5), percentile(v, 0.95)});
   }
   return s;
 }
