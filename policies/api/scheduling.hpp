@@ -74,9 +74,10 @@ public:
   virtual void on_served(const request_view& r, std::int32_t num_prefill_tokens, std::int32_t num_decode_tokens) {
     (void)r, (void)num_prefill_tokens, (void)num_decode_tokens;
   }
-  /// Whether on_served() does anything (the scheduler calls it for every
-  /// chunk of every step only then). Asked once, at construction.
-  virtual auto wants_service_reports() const -> bool { return false; }
+  /// Whether on_served() is wanted: the scheduler calls it for every chunk
+  /// of every step only then. Asked once, at construction. Policies that
+  /// keep no account say false (a simulated step is then a tenth cheaper).
+  virtual auto wants_service_reports() const -> bool { return true; }
 };
 
 } // namespace troupe::policy

@@ -13,6 +13,7 @@ public:
   auto name() const -> std::string_view override { return "priority"; }
   auto admission_order(const schedule_view& v) -> std::vector<std::size_t> override;
   auto preemption_victim(const schedule_view& v) -> std::size_t override;
+  auto wants_service_reports() const -> bool override { return false; }
 
 private:
   auto effective(const request_view& r, double now_s) const -> double;

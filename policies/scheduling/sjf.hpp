@@ -11,6 +11,7 @@ public:
   auto name() const -> std::string_view override { return "sjf"; }
   auto admission_order(const schedule_view& v) -> std::vector<std::size_t> override;
   auto preemption_victim(const schedule_view& v) -> std::size_t override;
+  auto wants_service_reports() const -> bool override { return false; }
 };
 
 } // namespace troupe::policy

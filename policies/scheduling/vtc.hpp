@@ -21,7 +21,6 @@ public:
   auto admission_order(const schedule_view& v) -> std::vector<std::size_t> override;
   auto preemption_victim(const schedule_view& v) -> std::size_t override;
   void on_served(const request_view& r, std::int32_t num_prefill_tokens, std::int32_t num_decode_tokens) override;
-  auto wants_service_reports() const -> bool override { return true; }
 
   /// A tenant's counter (0 for one never seen); for tests and reports.
   auto counter(std::uint64_t tenant) const -> double;
