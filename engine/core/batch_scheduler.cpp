@@ -113,9 +113,10 @@ void batch_scheduler::end(request& r, request_state state) {
   }
   r.state = state;
   if (r.known_to_executor) finished_.push_back(r.id);
-  // Kept until the next schedule(): the step under way may still name it.
+  // One in the step under way is kept until update() is done with it;
+  // any other goes now.
   auto node = requests_.extract(r.id);
-  ended_.push_back(std::move(node.mapped()));
+  if (r.scheduled_in_step == out_step_ && !step_requests_.empty()) ended_.push_back(std::move(node.mapped()));
 }
 
 auto batch_scheduler::abort(request_id id) -> bool {
@@ -385,6 +386,8 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     if (u.finished != finish_reason::none) end(*r, request_state::finished);
     updates.push_back(std::move(u));
   }
+  step_requests_.clear(); // the step is done: its ended requests can go
+  ended_.clear();
 }
 
 void batch_scheduler::check_invariants() const {

@@ -123,9 +123,9 @@ private:
   bool reports_service_; ///< the policy wants on_served()
   std::vector<token_id> eos_ids_;
   std::unordered_map<request_id, std::unique_ptr<request>> requests_;
-  /// Ended since the last schedule(): alive until then, as step_requests_ may name them.
+  /// Ended while their step was under way: alive until its update(), as step_requests_ names them.
   std::vector<std::unique_ptr<request>> ended_;
-  std::vector<request*> step_requests_; ///< the last schedule()'s chunks' requests, in order
+  std::vector<request*> step_requests_; ///< the step under way's chunks' requests, in order (until its update())
   std::vector<request*> waiting_;    ///< waiting or preempted, in arrival order (preempted ones first)
   std::vector<request*> running_;    ///< in admission order
   std::vector<request_id> finished_; ///< for the next step's executor
