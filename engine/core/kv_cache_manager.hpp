@@ -25,16 +25,18 @@ struct kv_cache_options {
 /// One request's blocks; its address is stable while it is tracked, so a
 /// scheduler keeps it with the request instead of looking it up each step.
 struct kv_entry {
-  std::uint64_t tenant = 0;
-  std::int32_t priority = 0;
+  // What every step reads first (grow, has_commit, prepare_commit): with
+  // the map node's header, one cache line.
   std::vector<block_id> blocks;
   std::int32_t num_published = 0; ///< leading full blocks already in the cache
-  block_hash last_hash = 0;       ///< chain hash of block num_published - 1
   /// The chain hash of block num_published, computed ahead (prepare_commit);
   /// valid while next_index == num_published (a block's hash is a function
   /// of the request's tokens, which never change).
-  block_hash next_hash = 0;
   std::int32_t next_index = -1;
+  block_hash next_hash = 0;
+  block_hash last_hash = 0;       ///< chain hash of block num_published - 1
+  std::uint64_t tenant = 0;
+  std::int32_t priority = 0;
 };
 
 class kv_cache_manager {
