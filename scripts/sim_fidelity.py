@@ -14,6 +14,11 @@
 4. The drift itself: per run, its decode-only steps' median duration at
    each batch size against the calibration runs' at the same batch size.
 Targets (issue 5): E2E and ITL p50/p99 within 10%, TTFT within 15%.
+
+The server runs on core 0 with one compute thread and the benchmark client
+on core 1 (taskset), so that the two do not take turns on one core: on this
+2-core machine that was most of the noise (FIDELITY_PIN=0: all cores for
+the server, shared with the client).
 """
 import json
 import math
@@ -30,6 +35,9 @@ WORK = os.environ.get("BENCH_DIR", "/tmp/troupe-sim-fidelity")
 N = int(os.environ.get("FIDELITY_REQUESTS", "160"))
 SERVER = ["--set", "scheduler.kv_memory=1GiB", "--set", "scheduler.max_num_seqs=32",
           "--set", "scheduler.max_model_len=1024"]
+PIN = os.environ.get("FIDELITY_PIN", "1") == "1"
+if PIN:
+    SERVER += ["--set", "engine.threads=1"]
 
 
 def write_trace(path, n, rate, seed):
@@ -47,7 +55,7 @@ def write_trace(path, n, rate, seed):
 
 
 def serve(step_log=None):
-    args = [TROUPE, "serve", "--config", "config/default.toml", "--port", "0",
+    args = (["taskset", "-c", "0"] if PIN else []) + [TROUPE, "serve", "--config", "config/default.toml", "--port", "0",
             "--model", os.path.join(WORK, "stories110m")] + SERVER
     if step_log:
         args += ["--step-log", step_log]
@@ -68,7 +76,7 @@ def stop(p):
 
 
 def bench(port, trace):
-    out = subprocess.run([TROUPE, "bench", "--url", f"http://127.0.0.1:{port}", "--dataset", "trace",
+    out = subprocess.run((["taskset", "-c", "1"] if PIN else []) + [TROUPE, "bench", "--url", f"http://127.0.0.1:{port}", "--dataset", "trace",
                           "--trace", trace], capture_output=True, text=True, check=True).stdout
     def field(name):
         m = re.search(re.escape(name) + r"\s+([0-9.]+)", out)
