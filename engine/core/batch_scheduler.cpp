@@ -101,10 +101,7 @@ auto batch_scheduler::view_of(const request& r) const -> policy::request_view {
 
 void batch_scheduler::end(request& r, request_state state) {
   kv_.end(r.id);
-  if (!r.host_blocks.empty()) {
-    host_.release(r.host_blocks);
-    --num_swapped_;
-  }
+  return_host_blocks(r);
   if (r.state == request_state::running) {
     running_.erase(std::find(running_.begin(), running_.end(), &r));
   } else if (r.state == request_state::waiting || r.state == request_state::preempted) {
@@ -124,6 +121,15 @@ auto batch_scheduler::abort(request_id id) -> bool {
   if (r == nullptr) return false;
   end(*r, request_state::aborted);
   return true;
+}
+
+// A swapped request's host blocks go back to the pool (it ends, or its KV
+// was copied back in).
+void batch_scheduler::return_host_blocks(request& r) {
+  if (r.host_blocks.empty()) return;
+  host_.release(r.host_blocks);
+  r.host_blocks.clear();
+  --num_swapped_;
 }
 
 // Drops every block the request holds; it starts again from nothing (or
@@ -160,7 +166,7 @@ void batch_scheduler::preempt(request& r, scheduler_output& out) {
   if (host) {
     const auto& device = r.kv->blocks;
     for (std::size_t i = 0; i < host->size(); ++i) out.swap_out.push_back({device[i], (*host)[i]});
-    kv_.drop_blocks(r.id);
+    kv_.drop_blocks(*r.kv);
     r.host_blocks = std::move(*host);
     ++num_swap_outs_;
     ++num_swapped_;
@@ -200,6 +206,7 @@ void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_outp
   if (c.num_new_blocks > 0) out.block_ids.insert(out.block_ids.end(), blocks.begin() + r.num_blocks_sent, blocks.end());
   r.num_blocks_sent = static_cast<std::int32_t>(blocks.size());
   c.sample = r.num_computed_tokens + num_new == r.num_tokens();
+  r.scheduled_in_step = out_step_;
   step_requests_.push_back(&r);
 }
 
@@ -255,9 +262,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     if (swapped) { // its KV comes back into the first of its fresh blocks
       const auto& device = r.kv->blocks;
       for (std::size_t i = 0; i < r.host_blocks.size(); ++i) out.swap_in.push_back({r.host_blocks[i], device[i]});
-      host_.release(r.host_blocks);
-      r.host_blocks.clear();
-      --num_swapped_;
+      return_host_blocks(r);
     }
     admitted[idx] = true;
     waiting_tokens_ -= r.num_tokens();
@@ -268,7 +273,6 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
       r.known_to_executor = true;
     }
     add_chunk(r, num_new, out);
-    r.scheduled_in_step = out_step_;
     budget -= num_new;
   }
   std::size_t keep = 0;
@@ -291,7 +295,7 @@ auto batch_scheduler::schedule(double now_s) -> scheduler_output {
 void batch_scheduler::schedule(double now_s, scheduler_output& out) {
   out.clear();
   out.finished.swap(finished_);
-  ended_.clear(); // the last step's update() is done with them
+  ended_.clear(); // (already, unless the last step's update() was skipped)
   step_requests_.clear();
   ++out_step_;
   std::int64_t budget = limits_.max_num_batched_tokens;
@@ -329,7 +333,6 @@ void batch_scheduler::schedule(double now_s, scheduler_output& out) {
         continue;
       }
       add_chunk(r, num_new, out);
-      r.scheduled_in_step = out_step_;
       budget -= num_new;
       ++i;
     }
@@ -351,8 +354,8 @@ auto batch_scheduler::update(const scheduler_output& step, const step_result& re
 void batch_scheduler::update(const scheduler_output& step, const step_result& result,
                              std::vector<request_update>& updates) {
   updates.clear();
-  // The chunks' requests as schedule() recorded them (ended ones are kept
-  // alive until the next schedule()), else looked up by id.
+  // The chunks' requests as schedule() recorded them (those ended meanwhile
+  // are kept alive until this update() returns), else looked up by id.
   const bool recorded = step_requests_.size() == step.scheduled.size();
   // The requests of the chunks that sampled, in order: the results come in
   // that order, so each request is looked up once.
@@ -377,7 +380,7 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     const token_id t = s.result.token;
     r->output.push_back(t);
     // A token that fills a block: its KV comes next step, then the block is published.
-    if (r->kv != nullptr) kv_.prepare_commit(*r->kv, r->prompt, r->output);
+    kv_.prepare_commit(*r->kv, r->prompt, r->output);
     request_update u{r->id, s.result, finish_reason::none};
     if (r->may_stop && stops_at(*r, t))
       u.finished = finish_reason::stop;
@@ -403,7 +406,7 @@ void batch_scheduler::check_invariants() const {
   TROUPE_CHECK(waiting_.size() + running_.size() == requests_.size(), "a request is in no queue");
   std::int64_t host_blocks = 0, swapped = 0;
   for (const auto& [id, r] : requests_) {
-    TROUPE_CHECK(r->kv == const_cast<kv_cache_manager&>(kv_).entry_of(id), "a request's KV entry is stale");
+    TROUPE_CHECK(r->kv == kv_.entry_of(id), "a request's KV entry is stale");
     if (r->host_blocks.empty()) continue;
     TROUPE_CHECK(r->state == request_state::preempted, "a request holds host blocks but is not preempted");
     TROUPE_CHECK(kv_.blocks(id).empty(), "a swapped request holds device blocks");

@@ -112,6 +112,7 @@ private:
   auto view_of(const request& r) const -> policy::request_view;
   void preempt(request& r, scheduler_output& out);
   void drop_kv(request& r);
+  void return_host_blocks(request& r);
   auto reclaim_waiting(const request* keep) -> bool;
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);

@@ -110,12 +110,12 @@ void kv_cache_manager::prepare_commit_now(kv_entry& e, std::span<const token_id>
 void kv_cache_manager::end(request_id id) {
   const auto it = requests_.find(id);
   if (it == requests_.end()) return;
-  drop_blocks(id);
+  drop_blocks(it->second);
   requests_.erase(it);
 }
 
-void kv_cache_manager::drop_blocks(request_id id) {
-  auto& blocks = requests_.at(id).blocks;
+void kv_cache_manager::drop_blocks(kv_entry& e) {
+  auto& blocks = e.blocks;
   cache_.release_all(blocks); // tail first: with equal recency, the chain's head outlives its tail
   blocks.clear();
 }

@@ -97,11 +97,15 @@ public:
   /// was swapped out to host memory): a later grow() gives it fresh blocks
   /// for the swapped KV to be copied into. What it published stays
   /// published; its fresh copies of those blocks stay private.
-  void drop_blocks(request_id id);
+  void drop_blocks(kv_entry& e);
 
   auto blocks(request_id id) const -> const std::vector<block_id>&;
   /// The request's entry, or nullptr when it is not tracked.
   auto entry_of(request_id id) -> kv_entry* {
+    const auto it = requests_.find(id);
+    return it == requests_.end() ? nullptr : &it->second;
+  }
+  auto entry_of(request_id id) const -> const kv_entry* {
     const auto it = requests_.find(id);
     return it == requests_.end() ? nullptr : &it->second;
   }

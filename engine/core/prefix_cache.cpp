@@ -131,8 +131,7 @@ void prefix_cache::release(block_id b) {
   TROUPE_CHECK(blk.refs > 0, "releasing a block nobody holds");
   if (--blk.refs > 0) return;
   blk.last_used = ++tick_;
-  if (blk.hash == 0) {
-    blk = block{};
+  if (blk.hash == 0) { // allocate() resets it
     free_.push_back(b);
     return;
   }
