@@ -21,7 +21,6 @@ struct sink_state {
   scheduler_actor replica;
   std::optional<output_processor> out;
   delivery_count undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
-  bool submitted = false; ///< the replica has (or will have) it: abort it there when gone
   bool admitted = false;
   bool done = false;
   std::int64_t prompt_tokens = 0;
@@ -171,7 +170,6 @@ void submit(self_ptr self, encoded& e) {
   st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
   st.replica = st.ctx->pick_replica();
   self->monitor(st.replica);
-  st.submitted = true;
   // However this sink ends (even by an exception), its request must not
   // run on for nobody: an abort of a request already ended is a no-op.
   self->attach_functor([replica = st.replica, id = st.id] { caf::anon_send(replica, abort_atom_v, id); });

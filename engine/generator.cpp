@@ -58,12 +58,7 @@ auto generator::generate(std::span<const token_id> prompt, const sampling_params
   scheduler_output step;
   step.new_requests.push_back({id, {prompt.begin(), prompt.end()}, params});
   // The request's one chunk, updated in place each step.
-  auto& c = step.scheduled.emplace_back();
-  c.id = id;
-  c.first_token = 0;
-  step.block_ids = std::move(table);
-  c.num_new_blocks = static_cast<std::int32_t>(step.block_ids.size());
-  c.reset_blocks = true; // the same whole table every step
+  auto& c = step.add_chunk(id, {}, 0, table, true); // the same whole table every step
   std::int64_t done = 0;
   token_id next = -1;
   while (stats.reason == finish_reason::none) {
