@@ -6,7 +6,7 @@ MODEL ?= models/tiny
 JOBS ?= 2
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all bootstrap build serve test bench bench-serve bench-policies bench-sim sim-fidelity clean
+.PHONY: all bootstrap build serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-gpu clean
 
 all: build
 
@@ -51,6 +51,13 @@ bench-sim: build
 
 sim-fidelity: build
 	TROUPE=$(BUILD)/troupe python3 scripts/sim_fidelity.py
+
+# The CUDA backend on a GPU: read bandwidth and bf16 GEMM rate measured in
+# the same run; decode step time and tokens/s at batch 1, 16, 64 and 256, and
+# prefill tokens/s, for llama-3.2-1b and llama-3-8b with random weights.
+bench-gpu: build
+	@test -x $(BUILD)/troupe-gpu-bench || { echo "make bench-gpu: no $(BUILD)/troupe-gpu-bench (built only where the CUDA toolkit is)"; exit 1; }
+	$(BUILD)/troupe-gpu-bench
 
 clean:
 	rm -rf $(BUILD)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "engine/cuda_backend.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 
 #include <toml++/toml.h>
@@ -158,10 +159,22 @@ void apply_devices(const toml::node& n, const std::string& path, server_config& 
   auto devices = std::vector<std::string>{};
   for (std::size_t i = 0; i < list.size(); ++i) {
     const auto& name = as_string(list[i], path + "[" + std::to_string(i) + "]");
-    if (name != "cpu") fail(path, "unsupported device \"" + name + "\"; only \"cpu\" for now");
+    try {
+      (void)parse_device(name);
+    } catch (const std::invalid_argument& e) {
+      fail(path, e.what());
+    }
     devices.push_back(name);
   }
+  if (devices.size() > 1 && devices != std::vector<std::string>(devices.size(), "cpu"))
+    fail(path, "one CUDA device per server for now, not " + std::to_string(devices.size()) + " devices");
   c.devices = std::move(devices);
+}
+
+void apply_dtype(const toml::node& n, const std::string& path, server_config& c) {
+  const auto& s = as_string(n, path);
+  if (s != "bfloat16" && s != "float32") fail(path, "unknown dtype \"" + s + "\"; known: bfloat16, float32");
+  c.dtype = s;
 }
 
 /// One of the built-in policies of a kind, by name.
@@ -230,6 +243,8 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"engine", "threads", integer(&c::threads, 0)},
       {"engine", "huge_pages", boolean(&c::huge_pages)},
       {"engine", "step_log", text(&c::step_log, true), true},
+      {"engine", "dtype", apply_dtype, true},
+      {"engine", "cuda_graphs", boolean(&c::cuda_graphs)},
       {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
       {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
       {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},

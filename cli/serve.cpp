@@ -10,6 +10,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "engine/cpu/cpu_executor.hpp"
+#include "engine/cuda_backend.hpp"
 #include "engine/cpu/huge_pages.hpp"
 #include "engine/cpu/threads.hpp"
 #include "engine/model/model_config.hpp"
@@ -85,8 +86,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
 
   const auto eos = eos_token_ids(mc, *tok);
-  const std::int64_t block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim *
-                                   static_cast<std::int64_t>(sizeof(float)) * cfg.block_size;
+  const auto cuda_device = parse_device(cfg.devices.front());
+  // A KV element: float32 on the CPU, the configured dtype on a CUDA device.
+  const std::int64_t kv_elem = cuda_device && cfg.dtype == "bfloat16" ? 2 : 4;
+  const std::int64_t block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim * kv_elem *
+                                   cfg.block_size;
   const auto num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / block_bytes, 1 << 30));
   if (num_blocks < 1)
     throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
@@ -118,6 +122,19 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
       if (tok->is_control(t) || tok->is_unknown(t)) zo.avoid.push_back(t);
     zo.step_time = std::chrono::microseconds(cfg.zero_step_us);
     ex = std::make_shared<zero_executor>(std::move(zo));
+  } else if (cuda_device) {
+    parts.weights = model_weights::load(dir);
+    cuda::cuda_executor_options co;
+    co.device = *cuda_device;
+    co.block_size = cfg.block_size;
+    co.num_kv_blocks = num_blocks;
+    co.act = cfg.dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
+    co.cuda_graphs = cfg.cuda_graphs;
+    co.max_num_seqs = cfg.max_num_seqs;
+    co.max_num_batched_tokens = cfg.max_num_batched_tokens;
+    co.max_model_len = max_model_len;
+    co.num_host_blocks = num_host_blocks;
+    ex = load_cuda_executor(parts.weights, co);
   } else {
     parts.weights = model_weights::load(dir);
     if (cfg.huge_pages) place_in_huge_pages(parts.weights);
@@ -151,10 +168,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, format));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
   }
-  // One device ("cpu"), its executor and memory manager; replicas lease an
+  // One device ("cpu" or "cuda:N"), its executor and memory manager; replicas lease an
   // equal share of its blocks.
   auto exec = spawn_executor(sys, ex);
-  auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, "cpu");
+  auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, cfg.devices.front());
   parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
   parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
   caf::scoped_actor self{sys};

@@ -33,14 +33,9 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   for (const auto& r : step.new_requests)
     samplers_.insert_or_assign(r.id, request_sampler(r.sampling, r.prompt_tokens, seed_source_.next()));
 
+  tables_.apply(step);
   chunks_.clear();
-  for (const auto& s : step.scheduled) {
-    auto& table = tables_[s.id];
-    const auto fresh = step.new_blocks_of(s);
-    if (s.reset_blocks) table.assign(fresh.begin(), fresh.end());
-    else table.insert(table.end(), fresh.begin(), fresh.end());
-    chunks_.push_back({step.tokens_of(s), s.num_computed_tokens, table});
-  }
+  for (const auto& s : step.scheduled) chunks_.push_back({step.tokens_of(s), s.num_computed_tokens, tables_.table(s.id)});
   model_.forward(chunks_, false, logits_);
 
   // Samplers are independent: at batch 32 sampling serially would cost as
@@ -63,10 +58,8 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
     const auto [row, sampler] = todo[static_cast<std::size_t>(j)];
     out.sampled[static_cast<std::size_t>(j)].result = sampler->sample(std::span(logits_).subspan(row * vocab, vocab));
   }
-  for (auto id : step.finished) {
-    samplers_.erase(id);
-    tables_.erase(id);
-  }
+  for (auto id : step.finished) samplers_.erase(id);
+  tables_.forget_finished(step);
   return out;
 }
 

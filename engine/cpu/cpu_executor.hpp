@@ -4,6 +4,7 @@
 
 #include "engine/cpu/cpu_model.hpp"
 #include "engine/executor.hpp"
+#include "engine/request_tables.hpp"
 #include "engine/sampling/rng.hpp"
 #include "engine/sampling/sampler.hpp"
 
@@ -39,7 +40,7 @@ private:
   std::unique_ptr<float[]> host_; ///< num_host_blocks × the KV cache's block_floats()
   rng seed_source_;
   std::unordered_map<request_id, request_sampler> samplers_;
-  std::unordered_map<request_id, std::vector<block_id>> tables_; ///< built from the steps' block diffs
+  request_tables tables_;
   std::vector<cpu_model::chunk> chunks_;
   std::vector<float> logits_;
   std::vector<std::pair<std::size_t, request_sampler*>> to_sample_; ///< (logits row, sampler)

@@ -17,8 +17,9 @@ auto resize(std::vector<float>& v, std::int64_t n) -> float* {
 } // namespace
 
 cpu_model::cpu_model(const model_weights& weights, std::int32_t block_size,
-                     std::int32_t num_kv_blocks)
+                     std::int32_t num_kv_blocks, all_reduce* reduce)
   : w_(weights),
+    reduce_(reduce),
     cache_(weights.config.num_hidden_layers, num_kv_blocks, block_size,
            weights.config.num_key_value_heads, weights.config.head_dim),
     inv_freq_(rope_inv_freq(weights.config)) {}
@@ -74,12 +75,14 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
     write_kv(cache_, li, rows_, k, v);
     paged_attention(cache_, li, rows_, q, nh, nkv, hd, att);
     linear(att, t_rows, lw.wo, proj);
+    if (reduce_ != nullptr) reduce_->sum(proj, t_rows * d); // each rank's heads' share
     add_in_place(x, proj, t_rows * d);
 
     rms_norm(x, static_cast<const float*>(lw.mlp_norm.data), t_rows, d, c.rms_norm_eps, xn);
     linear_multi(xn, t_rows, {{&lw.w_gate, gate}, {&lw.w_up, up}});
     silu_mul(gate, up, t_rows * inter);
     linear(gate, t_rows, lw.w_down, proj);
+    if (reduce_ != nullptr) reduce_->sum(proj, t_rows * d);
     add_in_place(x, proj, t_rows * d);
   }
 

@@ -5,6 +5,7 @@
 
 #include "engine/cpu/paged_attention.hpp"
 #include "engine/model/model_weights.hpp"
+#include "engine/model/tensor_parallel.hpp"
 #include "engine/types.hpp"
 
 #include <cstdint>
@@ -23,8 +24,11 @@ public:
   };
 
   /// `weights` must outlive the model. The KV cache holds num_kv_blocks blocks
-  /// of block_size tokens (F32).
-  cpu_model(const model_weights& weights, std::int32_t block_size, std::int32_t num_kv_blocks);
+  /// of block_size tokens (F32). With tensor parallelism, `weights` is this
+  /// rank's shard (shard_weights) and `reduce` its end of the group's
+  /// all-reduce (both must outlive the model); else reduce is nullptr.
+  cpu_model(const model_weights& weights, std::int32_t block_size, std::int32_t num_kv_blocks,
+            all_reduce* reduce = nullptr);
 
   /// Runs the chunks as one batch, writing their keys and values into the
   /// cache. logits receives [rows, vocab]: one row per token of every chunk
@@ -36,6 +40,7 @@ public:
 
 private:
   const model_weights& w_;
+  all_reduce* reduce_;
   paged_kv_cache cache_;
   std::vector<double> inv_freq_;
   // Scratch reused across steps; resizing within capacity allocates nothing.

@@ -90,7 +90,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 34);
+  CHECK(num_keys == 36);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -243,7 +243,16 @@ TEST_CASE("out-of-range values say the range and the value") {
   CHECK(error_of("[engine]\nthreads = -1\n") == "engine.threads: must be >= 0, got -1");
   CHECK(error_of("[engine]\ndevices = []\n") == "engine.devices: must not be empty");
   CHECK(error_of("[engine]\ndevices = [\"cpu\", \"cuda:0\"]\n") ==
-        "engine.devices: unsupported device \"cuda:0\"; only \"cpu\" for now");
+        "engine.devices: one CUDA device per server for now, not 2 devices");
+  CHECK(error_of("[engine]\ndevices = [\"gpu0\"]\n") ==
+        "engine.devices: unknown device \"gpu0\"; known: \"cpu\", \"cuda:N\" (N >= 0)");
+  CHECK(error_of("[engine]\ndevices = [\"cuda:x\"]\n") ==
+        "engine.devices: unknown device \"cuda:x\"; known: \"cpu\", \"cuda:N\" (N >= 0)");
+  CHECK(with("engine.devices", "[\"cuda:1\"]").devices == std::vector<std::string>{"cuda:1"});
+  CHECK(with("engine.devices", "[\"cpu\", \"cpu\"]").devices.size() == 2);
+  CHECK(error_of("[engine]\ndtype = \"fp8\"\n") == "engine.dtype: unknown dtype \"fp8\"; known: bfloat16, float32");
+  CHECK(with("engine.dtype", "float32").dtype == "float32");
+  CHECK_FALSE(with("engine.cuda_graphs", "false").cuda_graphs);
   CHECK(error_of("[scheduler]\nmax_num_batched_tokens = 0\n") ==
         "scheduler.max_num_batched_tokens: must be >= 1, got 0");
   CHECK(with("scheduler.max_num_batched_tokens", "1").max_num_batched_tokens == 1);

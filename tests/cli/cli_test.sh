@@ -95,5 +95,17 @@ head -c 100 "$tmp/tiny/model.safetensors" >"$tmp/broken/model.safetensors"
 check "truncated weights: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/broken" --prompt hi)" = 1
 check "truncated weights named" grep -q "model.safetensors" "$tmp/err"
 
+# A CUDA device named where there is none (or no backend library): one line, exit 1.
+serve_cuda() { timeout 120 "$troupe" serve --config "$src/config/default.toml" --model "$tmp/tiny" --port 0 --set 'engine.devices=["cuda:0"]' "$@"; }
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  check "cuda:0 without a device: exit 1" test "$(exit_code serve_cuda)" = 1
+  check "cuda:0 without a device: why, in one line" test "$(grep -c "troupe serve: " "$tmp/err")" = 1
+  check "cuda:0 without a device: names it" grep -qE "troupe serve: (cuda:0|the CUDA backend)" "$tmp/err"
+fi
+check "no backend library: exit 1" test "$(TROUPE_CUDA_LIB=$tmp/none.so exit_code serve_cuda)" = 1
+check "no backend library: named" grep -q "TROUPE_CUDA_LIB=$tmp/none.so cannot be loaded" "$tmp/err"
+check "unknown device: exit 1" test "$(exit_code "$troupe" serve --config "$src/config/default.toml" --model "$tmp/tiny" --set 'engine.devices=["gpu"]')" = 1
+check "unknown device: named" grep -q 'unknown device "gpu"' "$tmp/err"
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]

@@ -1,0 +1,84 @@
+#include "engine/model/tensor_parallel.hpp"
+
+#include "engine/model/model_error.hpp"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace troupe {
+namespace {
+
+// Rows [first, first + count) of w: a view.
+auto row_slice(const weight_tensor& w, std::int64_t first, std::int64_t count) -> weight_tensor {
+  weight_tensor s = w;
+  s.data = w.row(first);
+  s.rows = count;
+  return s;
+}
+
+// Columns [first, first + count) of w: a copy, owned by `storage`.
+auto column_slice(const weight_tensor& w, std::int64_t first, std::int64_t count,
+                  std::vector<std::shared_ptr<const void>>& storage) -> weight_tensor {
+  const auto elem = static_cast<std::int64_t>(dtype_size(w.type));
+  auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(w.rows * count * elem)]);
+  for (std::int64_t r = 0; r < w.rows; ++r)
+    std::memcpy(bytes.get() + r * count * elem, static_cast<const std::byte*>(w.row(r)) + first * elem,
+                static_cast<std::size_t>(count * elem));
+  weight_tensor s;
+  s.type = w.type;
+  s.data = bytes.get();
+  s.rows = w.rows;
+  s.cols = count;
+  storage.push_back(std::move(bytes));
+  return s;
+}
+
+} // namespace
+
+void check_shardable(const model_config& c, int world) {
+  const auto fail_with = [&](const std::string& what, std::int64_t n) {
+    throw model_error("tensor parallelism over " + std::to_string(world) + " ranks: " + what + " (" +
+                      std::to_string(n) + ") does not divide by " + std::to_string(world));
+  };
+  if (world < 1) throw model_error("tensor parallelism needs at least one rank, not " + std::to_string(world));
+  if (c.num_attention_heads % world != 0) fail_with("num_attention_heads", c.num_attention_heads);
+  if (c.num_key_value_heads % world != 0) fail_with("num_key_value_heads", c.num_key_value_heads);
+  if (c.intermediate_size % world != 0) fail_with("intermediate_size", c.intermediate_size);
+}
+
+auto shard_weights(const model_weights& full, tp_rank r) -> model_weights {
+  check_shardable(full.config, r.world);
+  if (r.rank < 0 || r.rank >= r.world)
+    throw model_error("tensor parallelism: rank " + std::to_string(r.rank) + " is not in [0, " +
+                      std::to_string(r.world) + ")");
+  const auto& c = full.config;
+  const std::int64_t hd = c.head_dim;
+  const std::int64_t heads = c.num_attention_heads / r.world, kv_heads = c.num_key_value_heads / r.world;
+  const std::int64_t inter = c.intermediate_size / r.world;
+  model_weights s;
+  s.config = c;
+  s.config.num_attention_heads = heads;
+  s.config.num_key_value_heads = kv_heads;
+  s.config.intermediate_size = inter;
+  s.embed = full.embed;
+  s.final_norm = full.final_norm;
+  s.lm_head = full.lm_head;
+  s.layers.reserve(full.layers.size());
+  for (const auto& l : full.layers) {
+    layer_weights x;
+    x.attn_norm = l.attn_norm;
+    x.mlp_norm = l.mlp_norm;
+    x.wq = row_slice(l.wq, r.rank * heads * hd, heads * hd);
+    x.wk = row_slice(l.wk, r.rank * kv_heads * hd, kv_heads * hd);
+    x.wv = row_slice(l.wv, r.rank * kv_heads * hd, kv_heads * hd);
+    x.wo = column_slice(l.wo, r.rank * heads * hd, heads * hd, s.storage);
+    x.w_gate = row_slice(l.w_gate, r.rank * inter, inter);
+    x.w_up = row_slice(l.w_up, r.rank * inter, inter);
+    x.w_down = column_slice(l.w_down, r.rank * inter, inter, s.storage);
+    s.layers.push_back(x);
+  }
+  return s;
+}
+
+} // namespace troupe

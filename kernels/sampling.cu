@@ -1,0 +1,261 @@
+// Sampling on the device: a CTA per row; thresholds for top-k and top-p are
+// found by bisection on the probabilities' bit patterns (non-negative floats
+// order as their bits), so nothing is sorted. Launcher in sampling.hpp.
+
+#include "kernels/common.cuh"
+#include "kernels/sampling.hpp"
+
+#include <cfloat>
+
+namespace troupe::kernels {
+namespace {
+
+constexpr int k_threads = 1024;
+
+struct sample_smem {
+  float scratch[32];
+  int iscratch[32];
+};
+
+__device__ auto block_count(int v, int* scratch) -> int {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < static_cast<int>(blockDim.x >> 5) ? scratch[lane] : 0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// The lowest id holding the largest value (every thread gets it).
+__device__ auto block_argmax(const float* v, int n, float* fs, int* is) -> int {
+  float best = -INFINITY;
+  int id = n; // none yet
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    if (v[i] > best || (v[i] == best && i < id)) best = v[i], id = i;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float b = __shfl_xor_sync(0xffffffffu, best, o);
+    const int j = __shfl_xor_sync(0xffffffffu, id, o);
+    if (b > best || (b == best && j < id)) best = b, id = j;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) fs[warp] = best, is[warp] = id;
+  __syncthreads();
+  best = lane < warps ? fs[lane] : -INFINITY;
+  id = lane < warps ? is[lane] : n;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float b = __shfl_xor_sync(0xffffffffu, best, o);
+    const int j = __shfl_xor_sync(0xffffffffu, id, o);
+    if (b > best || (b == best && j < id)) best = b, id = j;
+  }
+  return id < n ? id : 0;
+}
+
+// In id order, the k-th (1-based) token among those with prob == value: its
+// id (tokens at ids up to it are the first k). A block scan over contiguous
+// per-thread ranges.
+__device__ auto kth_equal(const float* prob, int n, float value, int k, int* is) -> int {
+  const int per = (n + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+  const int lo = min(n, static_cast<int>(threadIdx.x) * per), hi = min(n, lo + per);
+  int mine = 0;
+  for (int i = lo; i < hi; ++i) mine += prob[i] == value;
+  // Exclusive scan of the per-thread counts.
+  __shared__ int counts[k_threads];
+  __syncthreads();
+  counts[threadIdx.x] = mine;
+  __syncthreads();
+  for (int o = 1; o < static_cast<int>(blockDim.x); o <<= 1) {
+    const int add = threadIdx.x >= static_cast<unsigned>(o) ? counts[threadIdx.x - o] : 0;
+    __syncthreads();
+    counts[threadIdx.x] += add;
+    __syncthreads();
+  }
+  const int before = counts[threadIdx.x] - mine;
+  __syncthreads();
+  if (threadIdx.x == 0) is[0] = n - 1;
+  __syncthreads();
+  if (before < k && before + mine >= k) {
+    int seen = before;
+    for (int i = lo; i < hi; ++i)
+      if (prob[i] == value && ++seen == k) {
+        is[0] = i;
+        break;
+      }
+  }
+  __syncthreads();
+  return is[0];
+}
+
+__global__ void __launch_bounds__(k_threads) sample_kernel(sampling_params p) {
+  __shared__ sample_smem sm;
+  const int row = blockIdx.x;
+  const int n = static_cast<int>(p.vocab);
+  const sampling_row prm = p.row_params[row];
+  float* l = p.logits + static_cast<std::int64_t>(row) * p.vocab;
+  float* raw = p.raw + static_cast<std::int64_t>(row) * p.vocab;
+
+  // Sanitise, keep the raw logits, log-sum-exp for the logprob.
+  float mx = -INFINITY;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float x = l[i];
+    x = x != x ? -INFINITY : fminf(x, FLT_MAX);
+    l[i] = x;
+    raw[i] = x;
+    mx = fmaxf(mx, x);
+  }
+  mx = block_max(mx, sm.scratch);
+  if (mx == -INFINITY) {
+    if (threadIdx.x == 0) p.tokens[row] = 0, p.logprobs[row] = -INFINITY;
+    return;
+  }
+  float se = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) se += __expf(l[i] - mx);
+  const float log_sum_exp = mx + logf(block_sum(se, sm.scratch));
+
+  // Penalties: each listed token once (distinct), by one thread.
+  __syncthreads();
+  for (int j = threadIdx.x; j < prm.penalty_count; j += blockDim.x) {
+    const int t = p.penalty_tokens[prm.penalty_first + j];
+    if (t < 0 || t >= n) continue;
+    const int count = p.penalty_counts[prm.penalty_first + j];
+    float x = l[t];
+    if (prm.repetition_penalty != 1.0f) x = x > 0.0f ? x / prm.repetition_penalty : x * prm.repetition_penalty;
+    if (count > 0) x -= prm.presence_penalty + prm.frequency_penalty * static_cast<float>(count);
+    l[t] = x;
+  }
+  __syncthreads();
+
+  int token;
+  if (prm.temperature < 1e-5f) {
+    token = block_argmax(l, n, sm.scratch, sm.iscratch);
+  } else {
+    float m2 = -INFINITY;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) m2 = fmaxf(m2, l[i]);
+    m2 = block_max(m2, sm.scratch);
+    if (!(m2 > -INFINITY)) {
+      token = block_argmax(l, n, sm.scratch, sm.iscratch);
+    } else {
+      // Probabilities relative to the best (which has 1), in place.
+      const float inv_t = 1.0f / prm.temperature;
+      __syncthreads();
+      for (int i = threadIdx.x; i < n; i += blockDim.x) l[i] = __expf((l[i] - m2) * inv_t);
+      __syncthreads();
+      float* prob = l;
+      // The kept set: prob > cut, plus ties at cut with id <= tie_last.
+      float cut = -1.0f; // everything
+      int tie_last = -1;
+      const bool top_k_on = prm.top_k > 0 && prm.top_k < n;
+      if (top_k_on) {
+        // The largest value v with at least k tokens >= v (bisect on bits).
+        unsigned lo = 0, hi = 0x3f800000u; // [0, 1]
+        while (lo < hi) {
+          const unsigned mid = lo + (hi - lo + 1) / 2;
+          const float v = __uint_as_float(mid);
+          int c = 0;
+          for (int i = threadIdx.x; i < n; i += blockDim.x) c += prob[i] >= v;
+          if (block_count(c, sm.iscratch) >= prm.top_k) lo = mid; else hi = mid - 1;
+        }
+        const float v = __uint_as_float(lo);
+        int above = 0;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) above += prob[i] > v;
+        above = block_count(above, sm.iscratch);
+        cut = v;
+        tie_last = kth_equal(prob, n, v, prm.top_k - above, sm.iscratch);
+      }
+      const auto kept = [&](int i) { return prob[i] > cut || (prob[i] == cut && i <= tie_last); };
+      if (prm.top_p < 1.0f) {
+        // Of the kept mass, the best-first prefix holding top_p of it: the
+        // largest v with mass(kept, >= v) >= target, then ties by id.
+        float total = 0.0f;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) total += kept(i) ? prob[i] : 0.0f;
+        total = block_sum(total, sm.scratch);
+        const float target = prm.top_p * total;
+        unsigned lo = 0, hi = 0x3f800000u;
+        while (lo < hi) {
+          const unsigned mid = lo + (hi - lo + 1) / 2;
+          const float v = __uint_as_float(mid);
+          float m = 0.0f;
+          for (int i = threadIdx.x; i < n; i += blockDim.x) m += kept(i) && prob[i] >= v ? prob[i] : 0.0f;
+          if (block_sum(m, sm.scratch) >= target) lo = mid; else hi = mid - 1;
+        }
+        const float v = __uint_as_float(lo);
+        if (v >= cut) { // (at cut: only the ties top-k kept count, the lowest ids)
+          float above = 0.0f;
+          int equal = 0;
+          for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            above += kept(i) && prob[i] > v ? prob[i] : 0.0f;
+            equal += kept(i) && prob[i] == v;
+          }
+          above = block_sum(above, sm.scratch);
+          equal = block_count(equal, sm.iscratch);
+          // Ties at v in id order until the mass is reached.
+          int need = v > 0.0f ? static_cast<int>(ceilf((target - above) / v)) : equal;
+          need = max(1, min(need, equal));
+          tie_last = kth_equal(prob, n, v, need, sm.iscratch);
+          cut = v;
+        }
+      }
+      // Inverse CDF in id order over the kept tokens with prob >= min_p:
+      // contiguous ranges per thread, a scan of their masses.
+      const int per = (n + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+      const int lo = min(n, static_cast<int>(threadIdx.x) * per), hi = min(n, lo + per);
+      const auto weight = [&](int i) { return kept(i) && prob[i] >= prm.min_p && prob[i] > 0.0f ? prob[i] : 0.0f; };
+      float mine = 0.0f;
+      for (int i = lo; i < hi; ++i) mine += weight(i);
+      __shared__ float masses[k_threads];
+      __syncthreads();
+      masses[threadIdx.x] = mine;
+      __syncthreads();
+      for (int o = 1; o < static_cast<int>(blockDim.x); o <<= 1) {
+        const float add = threadIdx.x >= static_cast<unsigned>(o) ? masses[threadIdx.x - o] : 0.0f;
+        __syncthreads();
+        masses[threadIdx.x] += add;
+        __syncthreads();
+      }
+      const float total = masses[blockDim.x - 1];
+      const float target = prm.uniform * total;
+      // The owner of the target: the range whose inclusive sum passes it and
+      // whose exclusive sum does not (sums as the scan made them, so the
+      // ranges tile [0, total) exactly). Its walk stops at the target, or at
+      // its last kept id where its own rounding falls short.
+      const float before = threadIdx.x == 0 ? 0.0f : masses[threadIdx.x - 1];
+      if (threadIdx.x == 0) sm.iscratch[0] = -1, sm.iscratch[1] = -1;
+      __syncthreads();
+      if (mine > 0.0f) {
+        int hit = -1, last = -1;
+        float mass = before;
+        const bool owner = before <= target && target < masses[threadIdx.x];
+        for (int i = lo; i < hi; ++i) {
+          const float w = weight(i);
+          if (w <= 0.0f) continue;
+          last = i;
+          mass += w;
+          if (owner && mass > target) {
+            hit = i;
+            break;
+          }
+        }
+        if (owner) atomicMax(&sm.iscratch[0], hit >= 0 ? hit : last);
+        atomicMax(&sm.iscratch[1], last); // the last kept id: for a target at the total
+      }
+      __syncthreads();
+      token = sm.iscratch[0] >= 0 ? sm.iscratch[0] : sm.iscratch[1];
+      if (token < 0) token = block_argmax(raw, n, sm.scratch, sm.iscratch); // rounding left nothing
+    }
+  }
+  if (threadIdx.x == 0) {
+    p.tokens[row] = token;
+    p.logprobs[row] = raw[token] - log_sum_exp;
+  }
+}
+
+} // namespace
+
+void sample(const sampling_params& p, cudaStream_t stream) {
+  if (p.rows == 0) return;
+  sample_kernel<<<static_cast<unsigned>(p.rows), k_threads, 0, stream>>>(p);
+}
+
+} // namespace troupe::kernels

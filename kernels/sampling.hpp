@@ -1,0 +1,46 @@
+#pragma once
+// Sampling on the device (sampling.cu), one row of logits per request, with
+// the CPU sampler's semantics (engine/sampling/sampler.hpp): repetition, then
+// presence and frequency penalties; greedy below temperature 1e-5 (lowest id
+// on ties); else temperature, top-k (exactly k, lower id first on equal
+// logits), top-p over what top-k kept (the smallest best-first prefix holding
+// top_p of its mass), min-p, and an inverse-CDF draw in id order over the
+// kept tokens with a uniform number the host draws from the request's seeded
+// stream. NaN logits count as impossible, +inf as the largest float.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace troupe::kernels {
+
+struct sampling_row {
+  float temperature = 1.0f;
+  std::int32_t top_k = 0;  ///< <= 0 or >= vocab: off
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float uniform = 0.0f;    ///< in [0, 1)
+  std::int32_t penalty_first = 0; ///< the row's entries in the penalty lists
+  std::int32_t penalty_count = 0;
+};
+
+struct sampling_params {
+  float* logits = nullptr;       ///< [rows, vocab] F32, overwritten (scratch)
+  std::int64_t rows = 0, vocab = 0;
+  const sampling_row* row_params = nullptr; ///< [rows]
+  /// Per row, distinct tokens seen: id, and its count in the output (0: only
+  /// in the prompt). Repetition applies to every entry, presence and
+  /// frequency to those with a count.
+  const std::int32_t* penalty_tokens = nullptr;
+  const std::int32_t* penalty_counts = nullptr;
+  float* raw = nullptr;          ///< [rows, vocab] scratch: the logits as given
+  std::int32_t* tokens = nullptr; ///< [rows] out
+  float* logprobs = nullptr;     ///< [rows] out: the token's log_softmax of the raw logits
+};
+
+void sample(const sampling_params& p, cudaStream_t stream);
+
+} // namespace troupe::kernels
