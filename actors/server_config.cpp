@@ -166,8 +166,9 @@ void apply_devices(const toml::node& n, const std::string& path, server_config& 
     }
     devices.push_back(name);
   }
-  if (devices.size() > 1 && devices != std::vector<std::string>(devices.size(), "cpu"))
-    fail(path, "one CUDA device per server for now, not " + std::to_string(devices.size()) + " devices");
+  const auto cpus = std::count(devices.begin(), devices.end(), "cpu");
+  if (cpus != 0 && cpus != static_cast<std::ptrdiff_t>(devices.size()))
+    fail(path, "\"cpu\" and CUDA devices cannot be mixed");
   c.devices = std::move(devices);
 }
 
@@ -245,6 +246,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"engine", "step_log", text(&c::step_log, true), true},
       {"engine", "dtype", apply_dtype, true},
       {"engine", "cuda_graphs", boolean(&c::cuda_graphs)},
+      {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1)},
       {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
       {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
       {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},

@@ -39,13 +39,14 @@ struct server_config {
   // [engine]
   std::string executor = "cpu";            ///< "cpu" | "zero" (returns tokens without running a model)
   std::int32_t zero_step_us = 0;           ///< >= 0: the zero executor's simulated step time, µs
-  std::vector<std::string> devices = {"cpu"}; ///< non-empty: "cpu"s, or one "cuda:N"
+  std::vector<std::string> devices = {"cpu"}; ///< non-empty: "cpu"s, or "cuda:N"s (as many as tensor_parallel_size)
   std::int32_t replicas = 1;               ///< >= 1, per device
   std::int32_t threads = 0;                ///< >= 0 compute threads; 0: all cores
   bool huge_pages = true;                  ///< copy weights into 2 MiB pages
   std::string step_log;                    ///< "": none; else a file per replica (FILE, FILE.1, ...)
   std::string dtype = "bfloat16";          ///< on a CUDA device: "bfloat16" | "float32" (the CPU computes in float32)
   bool cuda_graphs = true;                 ///< on a CUDA device: decode steps replay captured graphs
+  std::int32_t tensor_parallel_size = 1;   ///< >= 1: CUDA devices one executor spans (NCCL)
   // [scheduler]
   std::int32_t max_num_seqs = 256;         ///< >= 1
   std::int32_t max_num_batched_tokens = 2048; ///< >= 1 (may be below block_size)

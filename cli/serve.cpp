@@ -95,7 +95,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   if (num_blocks < 1)
     throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
                              " bytes hold no KV block of " + std::to_string(block_bytes) + " bytes");
-  const int replicas = cfg.replicas * static_cast<int>(cfg.devices.size());
+  // CPU devices each get replicas; a CUDA group is one device to the scheduler.
+  const int replicas = cfg.replicas * (cuda_device ? 1 : static_cast<int>(cfg.devices.size()));
   // Swap space: each replica gets an equal share of the host blocks.
   const bool swap = cfg.preemption_mode == "swap";
   const auto num_host_blocks =
@@ -123,9 +124,14 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     zo.step_time = std::chrono::microseconds(cfg.zero_step_us);
     ex = std::make_shared<zero_executor>(std::move(zo));
   } else if (cuda_device) {
+    if (static_cast<std::int32_t>(cfg.devices.size()) != cfg.tensor_parallel_size)
+      throw std::runtime_error("engine.devices: " + std::to_string(cfg.devices.size()) +
+                               " CUDA devices, but engine.tensor_parallel_size is " +
+                               std::to_string(cfg.tensor_parallel_size) + " (the devices of one tensor-parallel executor)");
     parts.weights = model_weights::load(dir);
     cuda::cuda_executor_options co;
     co.device = *cuda_device;
+    for (const auto& d : cfg.devices) co.devices.push_back(*parse_device(d));
     co.block_size = cfg.block_size;
     co.num_kv_blocks = num_blocks;
     co.act = cfg.dtype == "bfloat16" ? dtype::bf16 : dtype::f32;

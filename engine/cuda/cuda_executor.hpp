@@ -15,11 +15,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace troupe::cuda {
 
 struct cuda_executor_options {
   int device = 0;
+  /// Tensor parallelism over these devices (one rank each, rank i on
+  /// devices[i]), behind one executor; empty or one device: none.
+  std::vector<int> devices;
   std::int32_t block_size = 16;
   /// Of the device memory free at start, the share for weights, activations
   /// and the KV pool (the rest stays for cuBLAS, NCCL and other processes).
@@ -40,8 +44,13 @@ struct cuda_executor_options {
   bool all_reduce_single_rank = false;
 };
 
-/// Creates the executor; throws std::runtime_error naming what failed (no
-/// device, out of memory, a CUDA or cuBLAS error) in one line.
+/// Creates the executor, or with several `devices` a tensor-parallel group:
+/// its ranks, made at once on their own threads (NCCL's communicator needs
+/// them all), each run its share of every step on its own thread; all
+/// compute the same logits after the all-reduce and draw the same tokens
+/// from the same seeds, and rank 0's result is returned. Throws
+/// std::runtime_error naming what failed (no device, out of memory, a CUDA,
+/// cuBLAS or NCCL error) in one line.
 auto make_cuda_executor(const model_weights& weights, const cuda_executor_options& options)
     -> std::unique_ptr<executor>;
 

@@ -90,7 +90,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 36);
+  CHECK(num_keys == 37);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -243,7 +243,10 @@ TEST_CASE("out-of-range values say the range and the value") {
   CHECK(error_of("[engine]\nthreads = -1\n") == "engine.threads: must be >= 0, got -1");
   CHECK(error_of("[engine]\ndevices = []\n") == "engine.devices: must not be empty");
   CHECK(error_of("[engine]\ndevices = [\"cpu\", \"cuda:0\"]\n") ==
-        "engine.devices: one CUDA device per server for now, not 2 devices");
+        "engine.devices: \"cpu\" and CUDA devices cannot be mixed");
+  CHECK(with("engine.devices", "[\"cuda:0\", \"cuda:1\"]").devices.size() == 2);
+  CHECK(with("engine.tensor_parallel_size", "2").tensor_parallel_size == 2);
+  CHECK(error_of("[engine]\ntensor_parallel_size = 0\n") == "engine.tensor_parallel_size: must be >= 1, got 0");
   CHECK(error_of("[engine]\ndevices = [\"gpu0\"]\n") ==
         "engine.devices: unknown device \"gpu0\"; known: \"cpu\", \"cuda:N\" (N >= 0)");
   CHECK(error_of("[engine]\ndevices = [\"cuda:x\"]\n") ==

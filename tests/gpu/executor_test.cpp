@@ -2,7 +2,8 @@
 // by the server's own scheduler core (chunked prefill, mixed steps, decode
 // batches that replay CUDA graphs): the same greedy text in fp32 mode, the
 // same logits (top logprobs) within fp32 / bf16 bounds, and the same text
-// with and without graphs and through NCCL with one rank. (A greedy tie
+// with and without graphs, through NCCL with one rank, over a group of two
+// devices where there are two, and after swaps to host memory. (A greedy tie
 // between the two best logits could part the texts: float against the CPU's
 // rounding; look there first if the fp32 test fails.)
 // Skips (77) where no CUDA device can be used.
@@ -15,6 +16,7 @@
 #include "engine/cuda/cuda_executor.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
+#include "engine/model/tiny_model.hpp"
 #include "policies/registry.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -29,7 +31,7 @@ namespace {
 
 // Every request's sampled results, by request, running them all at once.
 auto run(executor& ex, const std::vector<std::vector<token_id>>& prompts, const sampling_params& sp,
-         std::int32_t max_batched) -> std::map<request_id, std::vector<sample_result>> {
+         std::int32_t max_batched, std::int32_t host_blocks = 0) -> std::map<request_id, std::vector<sample_result>> {
   auto eviction = policy::make_eviction_policy("lru");
   auto policy = policy::make_scheduling_policy("fcfs");
   prefix_cache cache(ex.num_kv_blocks(), *eviction);
@@ -38,6 +40,10 @@ auto run(executor& ex, const std::vector<std::vector<token_id>>& prompts, const 
   limits.max_num_seqs = 64;
   limits.max_num_batched_tokens = max_batched;
   limits.max_model_len = 512;
+  if (host_blocks > 0) { // preempted requests keep their KV in host memory
+    limits.preemption = preemption_mode::swap;
+    limits.num_host_blocks = host_blocks;
+  }
   batch_scheduler core(limits, kv, *policy, {});
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     request r;
@@ -100,11 +106,11 @@ auto cuda_options(dtype act) -> cuda::cuda_executor_options {
 
 } // namespace
 
-TEST_CASE("fp32 mode: the same greedy text as the CPU backend over 64 tokens, graphs or not, through NCCL or not") {
+TEST_CASE("fp32 mode: the tiny model's greedy text is the CPU backend's over 64 tokens, graphs or not, through NCCL or not") {
   testing::temp_dir tmp;
-  write_random_model(tmp.path(), make_config(), {31, dtype::f32, 1.0, {}});
+  make_model("tiny", tmp.path(), 1); // the built-in tiny model, as `troupe make-model` writes it
   const auto w = model_weights::load(tmp.path());
-  const auto prompts = prompts_for(512, 5);
+  const auto prompts = prompts_for(w.config.vocab_size, 5);
   sampling_params greedy;
   greedy.temperature = 0.0f;
   greedy.max_tokens = 64;
@@ -121,6 +127,28 @@ TEST_CASE("fp32 mode: the same greedy text as the CPU backend over 64 tokens, gr
       const auto gpu = cuda::make_cuda_executor(w, o);
       CHECK(tokens_of(run(*gpu, prompts, greedy, 64)) == want);
     }
+}
+
+TEST_CASE("a tensor-parallel group over every device gives the single device's text") {
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  if (n < 2) {
+    MESSAGE("one device: the group of two ranks awaits a machine with two");
+    return;
+  }
+  testing::temp_dir tmp;
+  write_random_model(tmp.path(), make_config(), {34, dtype::f32, 1.0, {}});
+  const auto w = model_weights::load(tmp.path());
+  const auto prompts = prompts_for(512, 8);
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 32;
+  const auto one = cuda::make_cuda_executor(w, cuda_options(dtype::f32));
+  const auto want = tokens_of(run(*one, prompts, greedy, 64));
+  auto o = cuda_options(dtype::f32);
+  o.devices = {0, 1};
+  const auto group = cuda::make_cuda_executor(w, o);
+  CHECK(tokens_of(run(*group, prompts, greedy, 64)) == want);
 }
 
 TEST_CASE("the logits match the CPU backend's: fp32 closely, bf16 within its precision") {
@@ -171,6 +199,24 @@ TEST_CASE("seeded sampling on the device is reproducible") {
   const auto first = tokens_of(run(*a, prompts, sp, 64));
   const auto b = cuda::make_cuda_executor(w, cuda_options(dtype::bf16));
   CHECK(tokens_of(run(*b, prompts, sp, 64)) == first);
+}
+
+TEST_CASE("swapped out and back in, a request's KV survives: the CPU backend's text on a pool too small for all") {
+  testing::temp_dir tmp;
+  write_random_model(tmp.path(), make_config(), {35, dtype::f32, 1.0, {}});
+  const auto w = model_weights::load(tmp.path());
+  const auto prompts = prompts_for(512, 9);
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 64;
+  // 20 blocks of 16 tokens for six requests of up to 154 tokens: preemptions by swap.
+  cpu_executor cpu(w, {16, 20, 2, 0, 64});
+  const auto want = tokens_of(run(cpu, prompts, greedy, 64, 64));
+  auto o = cuda_options(dtype::f32);
+  o.num_kv_blocks = 20;
+  o.num_host_blocks = 64;
+  const auto gpu = cuda::make_cuda_executor(w, o);
+  CHECK(tokens_of(run(*gpu, prompts, greedy, 64, 64)) == want);
 }
 
 auto main(int argc, char** argv) -> int {
