@@ -7,15 +7,17 @@
    (--step-log) on that trace and on two Poisson traces at 50% and 90% of
    capacity; the simulator fits its cost model to those steps.
 3. For loads of 30%, 60% and 85% of capacity: one Poisson trace each, run by
-   `troupe bench --dataset trace` against the server (logging its steps too)
-   and by `troupe sim` twice: with the model calibrated on the three
-   calibration runs ("other runs"), and with the model calibrated on that
-   run's own step log ("this run": the machine's speed during the run, which on a shared
-   machine drifts from run to run). TTFT, ITL and E2E p50/p99 side by side.
-4. The noise floor: each load's trace runs on the server a second time;
-   the second run's figures against the first's say how far the server
-   itself strays from one run to the next (p99s of a few hundred requests
-   rest on a handful of them).
+   `troupe bench --dataset trace` against the server twice, a minute apart,
+   logging its steps, and by `troupe sim` three times, predicting the first
+   run: with the model calibrated on the three calibration runs ("other
+   runs", up to half an hour earlier), on the repeat run's step log ("the
+   repeat": the same trace, the machine's speed of that minute), and on the
+   first run's own step log ("this run"). On a shared machine the speed
+   drifts by several percent over minutes, which queueing amplifies at 60%
+   load. TTFT, ITL and E2E p50/p99 side by side.
+4. The noise floor: the repeat run's figures against the first's say how far
+   the server itself strays from one run to the next (p99s of a few hundred
+   requests rest on a handful of them).
 5. The drift itself: per run, its decode-only steps' median duration at
    each batch size against the calibration runs' at the same batch size.
 Targets (issue 5): E2E and ITL p50/p99 within 10%, TTFT within 15%.
@@ -176,34 +178,39 @@ def main():
             real = bench(port, trace)
         finally:
             stop(p)
-        # The noise floor: the same trace on the server again.
-        p, port = serve()
+        # The noise floor: the same trace on the server again, a minute later.
+        again_steps = os.path.join(WORK, tag + "-again.steps")
+        p, port = serve(again_steps)
         try:
             again = bench(port, trace)
         finally:
             stop(p)
         other = simulate(trace, steps, tag)
+        near = simulate(trace, again_steps, tag + "-near")
         own = simulate(trace, own_steps, tag + "-own")
-        rows.append((load, real, again, other, own, speed_ratio(decode_medians(own_steps), reference)))
+        rows.append((load, real, again, other, near, own, speed_ratio(decode_medians(own_steps), reference)))
     print("other runs: " + other["cost"])
     keys = ["TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p50", "E2E p99"]
     targets = {"TTFT": 15, "ITL": 10, "E2E": 10}
     print(f"{'load':>5} {'metric':>9} {'server ms':>10} {'server again':>16} {'sim: other runs':>16} "
-          f"{'sim: this run':>16} {'target':>7}")
-    met = {"again": 0, "other": 0, "own": 0}
+          f"{'sim: the repeat':>16} {'sim: this run':>16} {'target':>7}")
+    names = ["again", "other", "near", "own"]
+    met = {n: 0 for n in names}
     err = lambda sim, real: 100 * (sim - real) / real if real else float("nan")
-    for load, real, again, other, own, _ in rows:
+    for load, real, *cols, _ in rows:
         for k in keys:
             target = targets[k.split()[0]]
-            errs = {"again": err(again[k], real[k]), "other": err(other[k], real[k]), "own": err(own[k], real[k])}
-            for name, e in errs.items():
+            line = f"{int(load * 100):>4}% {k:>9} {real[k]:>10.1f}"
+            for name, col in zip(names, cols):
+                e = err(col[k], real[k])
                 met[name] += abs(e) <= target
-            print(f"{int(load * 100):>4}% {k:>9} {real[k]:>10.1f} {again[k]:>8.1f} {errs['again']:>+6.1f}% "
-                  f"{other[k]:>8.1f} {errs['other']:>+6.1f}% {own[k]:>8.1f} {errs['own']:>+6.1f}% {target:>6}%")
+                line += f" {col[k]:>8.1f} {e:>+6.1f}%"
+            print(line + f" {target:>6}%")
     n = len(rows) * len(keys)
-    print(f"within target: {met['other']} of {n} calibrated on other runs, {met['own']} of {n} on the run's own steps; "
+    print(f"within target: the simulator calibrated on the calibration runs {met['other']} of {n}, on the repeat run's "
+          f"steps (the same trace, a minute apart) {met['near']} of {n}, on the run's own steps {met['own']} of {n}; "
           f"the server itself, running each trace again: {met['again']} of {n}")
-    for load, _, _, _, _, ratio in rows:
+    for load, *_, ratio in rows:
         print(f"machine speed: the {int(load * 100)}% run's decode steps took {ratio:.2f}x the calibration runs' "
               f"at equal batch sizes")
 
