@@ -5,6 +5,8 @@
 #include "policies/eviction/lfu.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/eviction/priority.hpp"
+#include "policies/routing/affinity.hpp"
+#include "policies/routing/basic.hpp"
 #include "policies/scheduling/fcfs.hpp"
 #include "policies/scheduling/priority.hpp"
 #include "policies/scheduling/sjf.hpp"
@@ -41,6 +43,18 @@ auto scheduling_policies() -> const std::vector<factory<scheduling_policy>>& {
   return all;
 }
 
+auto routing_policies() -> const std::vector<factory<routing_policy>>& {
+  static const std::vector<factory<routing_policy>> all{
+      {"round_robin", [] { return std::make_unique<round_robin_routing>(); }},
+      {"least_requests", [] { return std::make_unique<least_requests_routing>(); }},
+      {"least_tokens", [] { return std::make_unique<least_tokens_routing>(); }},
+      {"consistent_hash", [] { return std::make_unique<consistent_hash_routing>(); }},
+      {"prefix_affinity", [] { return std::make_unique<prefix_affinity_routing>(); }},
+      {"weighted", [] { return std::make_unique<weighted_routing>(); }},
+  };
+  return all;
+}
+
 template <class Base>
 auto names_of(const std::vector<factory<Base>>& all) -> std::vector<std::string> {
   std::vector<std::string> out;
@@ -72,6 +86,12 @@ auto eviction_policy_names() -> std::vector<std::string> { return names_of(evict
 auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_policy> {
   if (names_a_library(std::string(name))) return load_eviction_policy(std::string(name));
   return make(eviction_policies(), "eviction", name);
+}
+
+auto routing_policy_names() -> std::vector<std::string> { return names_of(routing_policies()); }
+
+auto make_routing_policy(std::string_view name) -> std::unique_ptr<routing_policy> {
+  return make(routing_policies(), "routing", name);
 }
 
 } // namespace troupe::policy

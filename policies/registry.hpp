@@ -3,6 +3,7 @@
 // static self-registration: linkers drop it).
 
 #include "policies/api/eviction.hpp"
+#include "policies/api/routing.hpp"
 #include "policies/api/scheduling.hpp"
 
 #include <memory>
@@ -27,5 +28,14 @@ auto eviction_policy_names() -> std::vector<std::string>;
 /// The built-in eviction policy `name`, or a library's by path; throws
 /// std::invalid_argument with one line otherwise.
 auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_policy>;
+
+/// "round_robin", "least_requests", "least_tokens", "consistent_hash",
+/// "prefix_affinity", "weighted".
+auto routing_policy_names() -> std::vector<std::string>;
+
+/// A fresh instance of the built-in routing policy `name` (policies keep
+/// state: one per router); throws std::invalid_argument with one line
+/// listing the known names.
+auto make_routing_policy(std::string_view name) -> std::unique_ptr<routing_policy>;
 
 } // namespace troupe::policy
