@@ -221,8 +221,13 @@ auto summarize(const run_result& r) -> run_summary {
   s.preemptions = r.preemptions;
   s.swap_outs = r.swap_outs;
   s.prefix_hit_rate = r.prefix_queries ? static_cast<double>(r.prefix_hits) / static_cast<double>(r.prefix_queries) : 0;
+  s.cached_prompt_share = r.prompt_blocks ? static_cast<double>(r.prefix_hits) / static_cast<double>(r.prompt_blocks) : 0;
   s.kv_use_mean = r.busy_time > 0 ? r.kv_use_time / r.busy_time : 0;
   s.kv_use_peak = r.kv_use_peak;
+  s.replicas = static_cast<std::int64_t>(r.replica_busy.size());
+  if (!r.replica_busy.empty() && r.busy_time > 0)
+    s.replica_load_max_over_mean = *std::max_element(r.replica_busy.begin(), r.replica_busy.end()) /
+                                   (r.busy_time / static_cast<double>(r.replica_busy.size()));
   for (std::size_t i = 0; i < r.tenant_names.size(); ++i) {
     auto& v = tenant_ttft[i];
     std::sort(v.begin(), v.end());
@@ -246,6 +251,11 @@ void print_summaries(std::FILE* out, const std::vector<run_summary>& runs) {
                  r.itl.p99 * 1e3, r.e2e.mean * 1e3, r.e2e.p50 * 1e3, r.e2e.p99 * 1e3, r.goodput, static_cast<long long>(r.preemptions),
                  100 * r.prefix_hit_rate, 100 * r.kv_use_mean);
   }
+  for (const auto& r : runs)
+    if (r.replicas > 1)
+      std::fprintf(out, "%s: %lld replicas, %.1f%% of prompt blocks found cached, busiest replica at %.2fx the mean busy time\n",
+                   r.name.c_str(), static_cast<long long>(r.replicas), 100 * r.cached_prompt_share,
+                   r.replica_load_max_over_mean);
   for (const auto& r : runs) {
     if (r.tenants.size() < 2) continue;
     std::fprintf(out, "%s:", r.name.c_str());
@@ -280,9 +290,11 @@ void write_results(const std::filesystem::path& dir, const std::vector<run_resul
             "\n   \"ttft_s\": " + lat(s.ttft) + ", \"tpot_s\": " + lat(s.tpot) + ",\n   \"itl_s\": " + lat(s.itl) +
             ", \"e2e_s\": " + lat(s.e2e) +
             fmt(",\n   \"preemptions\": %lld, \"swap_outs\": %lld, \"prefix_hit_rate\": %.6f, \"kv_use_mean\": %.6f,"
-                " \"kv_use_peak\": %.6f, \"tenants\": [",
+                " \"kv_use_peak\": %.6f, \"cached_prompt_share\": %.6f, \"replicas\": %lld,"
+                " \"replica_load_max_over_mean\": %.6f, \"tenants\": [",
                 static_cast<long long>(s.preemptions), static_cast<long long>(s.swap_outs), s.prefix_hit_rate,
-                s.kv_use_mean, s.kv_use_peak);
+                s.kv_use_mean, s.kv_use_peak, s.cached_prompt_share, static_cast<long long>(s.replicas),
+                s.replica_load_max_over_mean);
     for (std::size_t t = 0; t < s.tenants.size(); ++t)
       json += (t ? ", " : "") + std::string("{\"name\": ") + json_string(s.tenants[t].name) +
               fmt(", \"requests\": %lld, \"ttft_p50_s\": %.6f, \"ttft_p95_s\": %.6f}",

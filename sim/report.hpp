@@ -31,7 +31,10 @@ struct run_summary {
   latency_summary ttft, tpot, itl, e2e;
   std::int64_t preemptions = 0, swap_outs = 0;
   double prefix_hit_rate = 0; ///< of the blocks looked up
+  double cached_prompt_share = 0; ///< prompt blocks found cached, of all full prompt blocks submitted
   double kv_use_mean = 0, kv_use_peak = 0;
+  std::int64_t replicas = 1;
+  double replica_load_max_over_mean = 1; ///< busy time of the busiest replica over the mean
   std::vector<tenant_summary> tenants;
 };
 

@@ -1,44 +1,30 @@
 #pragma once
-// The routing seam: which replica a request goes to. Round robin for now;
-// the router issue brings the routing policies (policies/routing/), which
-// will plug in here, given each replica's load.
+// The routing seam: the server's routing policies (policies/routing/) pick
+// each request's replica from a view of the replicas the simulator builds
+// (their load, and how much of the request's prompt each caches).
 
+#include "policies/api/routing.hpp"
 #include "sim/workload.hpp"
 
 #include <cstddef>
-#include <memory>
-#include <span>
-#include <string_view>
 
 namespace troupe::sim {
 
-/// A replica's load when a request is routed.
+/// A replica's load when a request is routed (also what the report keeps).
 struct replica_load {
   std::int64_t running = 0, waiting = 0;
   double kv_use = 0; ///< referenced blocks / blocks
 };
 
-class router {
-public:
-  virtual ~router() = default;
-  /// The replica for `r`, an index into `replicas` (never empty).
-  virtual auto route(const sim_request& r, std::span<const replica_load> replicas) -> std::size_t = 0;
-};
-
-class round_robin_router final : public router {
-public:
-  auto route(const sim_request&, std::span<const replica_load> replicas) -> std::size_t override {
-    return next_++ % replicas.size();
-  }
-
-private:
-  std::size_t next_ = 0;
-};
-
-/// The router a scenario names (scenario.routing); known: round_robin.
-inline auto make_router(std::string_view name) -> std::unique_ptr<router> {
-  (void)name; // the scenario reader admits round_robin only, for now
-  return std::make_unique<round_robin_router>();
+/// The session key of a request: its conversation's, as the server hashes
+/// x-session-id (a lone request has none).
+inline auto session_of(const sim_request& r) -> policy::route_request {
+  policy::route_request q;
+  q.has_session = r.conversation >= 0;
+  q.session = static_cast<std::uint64_t>(r.conversation);
+  q.prompt_tokens = r.prompt_tokens;
+  q.max_tokens = r.output_tokens;
+  return q;
 }
 
 } // namespace troupe::sim

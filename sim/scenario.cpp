@@ -234,12 +234,13 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r.boolean("enable_prefix_caching", s.enable_prefix_caching);
     r.text("preemption_mode", s.preemption_mode, {"recompute", "swap"});
     r.integer("host_blocks", s.host_blocks, 0);
+    r.number("weight", s.weight, 0, true);
     if (s.watermark_blocks >= s.kv_blocks) fail(r.path("watermark_blocks"), "leaves no KV block for admissions");
     replicas.push_back(s);
   });
   if (!replicas.empty()) sc.replicas = replicas;
   if (auto r = top.table("routing")) {
-    r->text("policy", sc.routing, {"round_robin"});
+    r->text("policy", sc.routing, policy::routing_policy_names());
     r->finish();
   }
   if (auto r = top.table("cost")) {

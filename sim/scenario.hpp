@@ -48,6 +48,7 @@ struct replica_spec {
   bool enable_prefix_caching = true;
   std::string preemption_mode = "recompute";
   std::int32_t host_blocks = 0;
+  double weight = 1.0; ///< capacity weight, for the `weighted` routing policy; > 0
 };
 
 /// The model's shape, for the roofline cost model.
@@ -98,7 +99,7 @@ struct scenario {
   length_dist turns{length_dist::kind::fixed, 1}; ///< turns per conversation
   double think_s = 0;                             ///< mean (exponential) think time
   std::vector<replica_spec> replicas{replica_spec{}};
-  std::string routing = "round_robin";
+  std::string routing = "round_robin"; ///< a routing policy's name (policies/registry.hpp)
   cost_spec cost;
   slo_spec slo;
 };

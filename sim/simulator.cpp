@@ -3,6 +3,7 @@
 #include "engine/check.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/kv_cache_manager.hpp"
+#include "engine/core/memory_manager.hpp"
 #include "engine/core/prefix_cache.hpp"
 #include "policies/registry.hpp"
 #include "sim/router.hpp"
@@ -118,8 +119,14 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
 
   std::priority_queue<step_event, std::vector<step_event>, std::greater<>> steps;
   std::uint64_t seq = 0;
-  const auto routing = make_router(sc.routing);
+  const auto routing = policy::make_routing_policy(sc.routing);
+  const bool by_prefix = sc.routing == "prefix_affinity"; // the only one that reads cached_blocks
+  std::vector<double> weights;
+  for (const auto& spec : sc.replicas)
+    for (std::int32_t i = 0; i < spec.count; ++i) weights.push_back(spec.weight);
   std::vector<replica_load> loads(replicas.size());
+  std::vector<policy::replica_view> views(replicas.size());
+  out.replica_busy.assign(replicas.size(), 0.0);
   const auto vocab = sc.cost.model.vocab;
   const auto progress_every = std::max<std::int64_t>(1, traffic.size() / 200);
 
@@ -133,6 +140,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     const double kv_use = loads[ri].kv_use;
     out.kv_use_time += kv_use * dur;
     out.busy_time += dur;
+    out.replica_busy[ri] += dur;
     out.kv_use_peak = std::max(out.kv_use_peak, kv_use);
     if (options.keep_steps) {
       step_record s;
@@ -174,8 +182,26 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     rec.arrival_s = q.arrival_s;
     rec.prompt_tokens = q.prompt_tokens;
     rec.tenant = q.tenant;
-    const std::size_t ri = routing->route(q, loads);
-    TROUPE_CHECK(ri < replicas.size(), "the router named no replica");
+    // The cluster as a router sees it: every replica ready, its load now.
+    for (std::size_t i = 0; i < replicas.size(); ++i) {
+      auto& v = views[i];
+      const auto& core = replicas[i]->core;
+      v.id = i;
+      v.weight = weights[i];
+      v.running = core.num_running();
+      v.waiting = core.num_waiting();
+      v.prefill_tokens = core.prefill_tokens();
+      v.decode_tokens = core.decode_tokens();
+      v.kv_use = loads[i].kv_use;
+      v.cached_blocks = by_prefix ? cached_prefix_blocks(replicas[i]->cache, static_cast<std::uint64_t>(q.tenant) + 1,
+                                                         prompt, replicas[i]->kv.options().block_size)
+                                  : 0;
+    }
+    auto rq = session_of(q);
+    rq.prompt_blocks = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(replicas.front()->kv.options().block_size));
+    out.prompt_blocks += static_cast<std::uint64_t>(rq.prompt_blocks);
+    const std::size_t ri = routing->route({q.arrival_s, rq, views});
+    TROUPE_CHECK(ri < replicas.size(), "the router declined a request though every replica is ready");
     rec.replica = static_cast<std::int32_t>(ri);
     request r;
     r.id = q.index + 1;

@@ -66,6 +66,8 @@ struct run_result {
   std::uint64_t prefix_queries = 0, prefix_hits = 0; ///< blocks looked up, found
   double kv_use_time = 0;  ///< ∫ kv use dt, summed over replicas
   double busy_time = 0;    ///< ∫ dt over steps, summed over replicas
+  std::vector<double> replica_busy; ///< the same per replica
+  std::uint64_t prompt_blocks = 0; ///< full prompt blocks submitted (the most the prefix cache could serve)
   double kv_use_peak = 0;
   double end_s = 0;        ///< the last event
 };

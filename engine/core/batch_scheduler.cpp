@@ -393,6 +393,19 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
   ended_.clear();
 }
 
+auto batch_scheduler::prefill_tokens() const -> std::int64_t {
+  std::int64_t n = waiting_tokens_;
+  for (const request* r : running_)
+    n += std::max<std::int64_t>(0, static_cast<std::int64_t>(r->prompt.size()) - r->num_computed_tokens);
+  return n;
+}
+
+auto batch_scheduler::decode_tokens() const -> std::int64_t {
+  std::int64_t n = 0;
+  for (const request* r : running_) n += std::max<std::int64_t>(0, r->output_limit - static_cast<std::int64_t>(r->output.size()));
+  return n;
+}
+
 void batch_scheduler::check_invariants() const {
   TROUPE_CHECK(num_running() <= limits_.max_num_seqs, "more running requests than max_num_seqs");
   std::int64_t tokens = 0;

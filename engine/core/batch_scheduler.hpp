@@ -90,6 +90,11 @@ public:
 
   auto num_waiting() const -> std::int64_t { return static_cast<std::int64_t>(waiting_.size()); }
   auto num_running() const -> std::int64_t { return static_cast<std::int64_t>(running_.size()); }
+  /// Prompt tokens still to prefill: the waiting requests' and the running
+  /// ones' uncomputed prompt (what a token-aware router counts).
+  auto prefill_tokens() const -> std::int64_t;
+  /// Tokens the running requests may still generate (to their length limits).
+  auto decode_tokens() const -> std::int64_t;
   /// Something to schedule, or ended requests the executor has not heard of.
   auto has_work() const -> bool { return !waiting_.empty() || !running_.empty() || !finished_.empty(); }
   auto num_preemptions() const -> std::int64_t { return num_preemptions_; }

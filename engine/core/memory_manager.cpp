@@ -18,6 +18,20 @@ auto match_prefix(block_source& source, std::uint64_t tenant, std::span<const to
   return out;
 }
 
+auto cached_prefix_blocks(const prefix_cache& cache, std::uint64_t tenant, std::span<const token_id> tokens,
+                          std::int32_t block_size) -> std::int32_t {
+  const auto bs = static_cast<std::size_t>(block_size);
+  const std::size_t usable = tokens.empty() ? 0 : (tokens.size() - 1) / bs;
+  block_hash last = 0;
+  std::int32_t n = 0;
+  for (std::size_t i = 0; i < usable; ++i, ++n) {
+    const auto k = key_of(tenant, last, tokens, i, bs);
+    last = hash_block(k);
+    if (!cache.holds_key(k, last)) break;
+  }
+  return n;
+}
+
 memory_manager::memory_manager(std::int32_t num_blocks, const policy::eviction_policy& eviction)
   : cache_(num_blocks, eviction) {}
 

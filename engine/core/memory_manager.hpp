@@ -36,6 +36,11 @@ struct prefix_match {
 auto match_prefix(block_source& source, std::uint64_t tenant, std::span<const token_id> tokens,
                   std::int32_t block_size, std::int32_t priority) -> prefix_match;
 
+/// How many of match_prefix()'s blocks `cache` holds now, taking nothing:
+/// what a router weighs when it routes by cached prefix.
+auto cached_prefix_blocks(const prefix_cache& cache, std::uint64_t tenant, std::span<const token_id> tokens,
+                          std::int32_t block_size) -> std::int32_t;
+
 class memory_manager {
 public:
   /// Blocks [0, num_blocks). `eviction` must outlive the manager.

@@ -69,6 +69,11 @@ public:
   auto num_available() const -> std::int64_t override { return num_free() + num_evictable(); }
   auto capacity() const -> std::int64_t override { return num_blocks(); }
   auto num_referenced() const -> std::int64_t { return num_blocks() - num_available(); }
+  /// Whether a block with key k (hash h) is cached; takes nothing, counts
+  /// no query (what a router asks of a replica's cache).
+  auto holds_key(block_key_view k, block_hash h) const -> bool {
+    return index_.find(h, [&](block_id c) { return holds(c, k); }) >= 0;
+  }
   auto ref_count(block_id b) const -> std::int32_t { return at(b).refs; }
   auto is_published(block_id b) const -> bool { return at(b).hash != 0; }
   auto tenant_of(block_id b) const -> std::uint64_t { return is_published(b) ? key_word(b, 0) : 0; }

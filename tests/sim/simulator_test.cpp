@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace troupe;
@@ -130,6 +131,10 @@ TEST_CASE("a bad scenario names the key and the problem") {
   CHECK(error_of("[sim\nseed = 1\n").starts_with("test.toml:1: "));
   CHECK(error_of(std::string(k_base) + "[sweep]\nkey = \"arrival.rate\"\nvalues = []\n") ==
         "sweep.values: expected a non-empty array");
+  CHECK(error_of(k_base, {{"routing.policy", "random"}}) ==
+        "routing.policy: unknown value \"random\"; known: round_robin, least_requests, least_tokens, "
+        "consistent_hash, prefix_affinity, weighted");
+  CHECK(error_of(k_base, {{"replicas.weight", "0"}}) == "replicas[0].weight: must be > 0, got 0");
 }
 
 TEST_CASE("a trace: read in order; a malformed line is named") {
@@ -396,4 +401,40 @@ TEST_CASE("replicas: requests reach them round robin, each runs its own core and
   for (const auto& q : r.requests) ++per.at(static_cast<std::size_t>(q.replica));
   CHECK(per == std::vector<int>{134, 133, 133});
   CHECK(summarize(r).completed == 400);
+}
+
+TEST_CASE("routing: the server's routing policies pick the replicas; affinity finds more of the prompt cached") {
+  // Four replicas, multi-turn chats behind 4 shared system prompts, KV for
+  // part of what is live.
+  const std::string text = std::string(k_base) + R"(
+[chat]
+turns = 4
+think_s = 1.0
+[prefix]
+groups = 4
+tokens = 256
+fraction = 1.0
+)";
+  const std::vector<scenario_override> base = {{"replicas.count", "4"}, {"replicas.kv_blocks", "160"},
+                                               {"sim.num_requests", "150"}, {"arrival.rate", "20"}};
+  std::map<std::string, run_summary> s;
+  for (const auto* name : {"round_robin", "least_tokens", "consistent_hash", "prefix_affinity", "weighted"}) {
+    auto o = base;
+    o.emplace_back("routing.policy", name);
+    const auto r = simulate(one(text, o));
+    s[name] = summarize(r);
+    CHECK(s[name].completed == 600);
+    CHECK(s[name].replicas == 4);
+    CHECK(summary_json(r) == summary_json(simulate(one(text, o)))); // deterministic
+  }
+  CHECK(s["prefix_affinity"].cached_prompt_share > s["round_robin"].cached_prompt_share + 0.05);
+  CHECK(s["consistent_hash"].cached_prompt_share > s["round_robin"].cached_prompt_share);
+  CHECK(s["prefix_affinity"].replica_load_max_over_mean <= 1.5);
+  CHECK(s["round_robin"].replica_load_max_over_mean <= 1.5);
+  // weighted: a replica of weight 3 beside one of weight 1 gets three requests in four.
+  const auto w = simulate(one(std::string(k_base) + "[[replicas]]\nweight = 3\nkv_blocks = 512\n",
+                              {{"routing.policy", "weighted"}}));
+  std::vector<int> per(2, 0);
+  for (const auto& q : w.requests) ++per.at(static_cast<std::size_t>(q.replica));
+  CHECK(per == std::vector<int>{100, 300});
 }
