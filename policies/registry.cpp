@@ -2,6 +2,7 @@
 
 #include "policies/loader.hpp"
 
+#include "policies/autoscaling/builtin.hpp"
 #include "policies/eviction/lfu.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/eviction/priority.hpp"
@@ -55,6 +56,15 @@ auto routing_policies() -> const std::vector<factory<routing_policy>>& {
   return all;
 }
 
+auto autoscaling_policies() -> const std::vector<factory<autoscaling_policy>>& {
+  static const std::vector<factory<autoscaling_policy>> all{
+      {"queue_depth", [] { return std::make_unique<queue_depth_autoscaling>(); }},
+      {"ttft_slo", [] { return std::make_unique<ttft_slo_autoscaling>(); }},
+      {"tokens_per_second", [] { return std::make_unique<tokens_per_second_autoscaling>(); }},
+  };
+  return all;
+}
+
 template <class Base>
 auto names_of(const std::vector<factory<Base>>& all) -> std::vector<std::string> {
   std::vector<std::string> out;
@@ -92,6 +102,16 @@ auto routing_policy_names() -> std::vector<std::string> { return names_of(routin
 
 auto make_routing_policy(std::string_view name) -> std::unique_ptr<routing_policy> {
   return make(routing_policies(), "routing", name);
+}
+
+auto autoscaling_policy_names() -> std::vector<std::string> { return names_of(autoscaling_policies()); }
+
+auto make_autoscaling_policy(std::string_view name, double target) -> std::unique_ptr<autoscaling_policy> {
+  if (target <= 0) return make(autoscaling_policies(), "autoscaling", name);
+  if (name == "queue_depth") return std::make_unique<queue_depth_autoscaling>(target);
+  if (name == "ttft_slo") return std::make_unique<ttft_slo_autoscaling>(target);
+  if (name == "tokens_per_second") return std::make_unique<tokens_per_second_autoscaling>(target);
+  return make(autoscaling_policies(), "autoscaling", name);
 }
 
 } // namespace troupe::policy

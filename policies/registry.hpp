@@ -2,6 +2,7 @@
 // Every built-in policy, registered by name in one function per kind (no
 // static self-registration: linkers drop it).
 
+#include "policies/api/autoscaling.hpp"
 #include "policies/api/eviction.hpp"
 #include "policies/api/routing.hpp"
 #include "policies/api/scheduling.hpp"
@@ -37,5 +38,14 @@ auto routing_policy_names() -> std::vector<std::string>;
 /// state: one per router); throws std::invalid_argument with one line
 /// listing the known names.
 auto make_routing_policy(std::string_view name) -> std::unique_ptr<routing_policy>;
+
+/// "queue_depth", "ttft_slo", "tokens_per_second".
+auto autoscaling_policy_names() -> std::vector<std::string>;
+
+/// The built-in autoscaling policy `name` with its target (requests per
+/// replica, TTFT seconds, or tokens per second per replica; <= 0: the
+/// policy's default); throws std::invalid_argument with one line listing the
+/// known names.
+auto make_autoscaling_policy(std::string_view name, double target = 0) -> std::unique_ptr<autoscaling_policy>;
 
 } // namespace troupe::policy

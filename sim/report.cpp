@@ -225,6 +225,13 @@ auto summarize(const run_result& r) -> run_summary {
   s.kv_use_mean = r.busy_time > 0 ? r.kv_use_time / r.busy_time : 0;
   s.kv_use_peak = r.kv_use_peak;
   s.replicas = static_cast<std::int64_t>(r.replica_busy.size());
+  s.replica_seconds = r.replica_seconds;
+  s.ttft_p95 = percentile(l.ttft, 0.95);
+  if (r.sc.autoscaler.enabled()) {
+    s.autoscaler = r.sc.autoscaler.policy;
+    s.scale_decisions = static_cast<std::int64_t>(r.scale_events.size());
+    for (const auto& e : r.scale_events) s.scale_outs += e.desired > e.serving + e.starting;
+  }
   if (!r.replica_busy.empty() && r.busy_time > 0)
     s.replica_load_max_over_mean = *std::max_element(r.replica_busy.begin(), r.replica_busy.end()) /
                                    (r.busy_time / static_cast<double>(r.replica_busy.size()));
@@ -251,11 +258,17 @@ void print_summaries(std::FILE* out, const std::vector<run_summary>& runs) {
                  r.itl.p99 * 1e3, r.e2e.mean * 1e3, r.e2e.p50 * 1e3, r.e2e.p99 * 1e3, r.goodput, static_cast<long long>(r.preemptions),
                  100 * r.prefix_hit_rate, 100 * r.kv_use_mean);
   }
-  for (const auto& r : runs)
-    if (r.replicas > 1)
-      std::fprintf(out, "%s: %lld replicas, %.1f%% of prompt blocks found cached, busiest replica at %.2fx the mean busy time\n",
-                   r.name.c_str(), static_cast<long long>(r.replicas), 100 * r.cached_prompt_share,
-                   r.replica_load_max_over_mean);
+  for (const auto& r : runs) {
+    if (r.replicas <= 1) continue;
+    std::fprintf(out, "%s: %lld replicas, %.1f%% of prompt blocks found cached, busiest replica at %.2fx the mean busy time",
+                 r.name.c_str(), static_cast<long long>(r.replicas), 100 * r.cached_prompt_share,
+                 r.replica_load_max_over_mean);
+    std::fprintf(out, "; %.0f replica-seconds, TTFT p95 %.1f ms", r.replica_seconds, r.ttft_p95 * 1e3);
+    if (!r.autoscaler.empty())
+      std::fprintf(out, "; autoscaler %s: %lld decisions, %lld asking for more", r.autoscaler.c_str(),
+                   static_cast<long long>(r.scale_decisions), static_cast<long long>(r.scale_outs));
+    std::fprintf(out, "\n");
+  }
   for (const auto& r : runs) {
     if (r.tenants.size() < 2) continue;
     std::fprintf(out, "%s:", r.name.c_str());
@@ -291,10 +304,12 @@ void write_results(const std::filesystem::path& dir, const std::vector<run_resul
             ", \"e2e_s\": " + lat(s.e2e) +
             fmt(",\n   \"preemptions\": %lld, \"swap_outs\": %lld, \"prefix_hit_rate\": %.6f, \"kv_use_mean\": %.6f,"
                 " \"kv_use_peak\": %.6f, \"cached_prompt_share\": %.6f, \"replicas\": %lld,"
-                " \"replica_load_max_over_mean\": %.6f, \"tenants\": [",
+                " \"replica_load_max_over_mean\": %.6f, \"replica_seconds\": %.6f, \"ttft_p95_s\": %.6f,"
+                " \"scale_decisions\": %lld, \"scale_outs\": %lld, \"tenants\": [",
                 static_cast<long long>(s.preemptions), static_cast<long long>(s.swap_outs), s.prefix_hit_rate,
                 s.kv_use_mean, s.kv_use_peak, s.cached_prompt_share, static_cast<long long>(s.replicas),
-                s.replica_load_max_over_mean);
+                s.replica_load_max_over_mean, s.replica_seconds, s.ttft_p95, static_cast<long long>(s.scale_decisions),
+                static_cast<long long>(s.scale_outs));
     for (std::size_t t = 0; t < s.tenants.size(); ++t)
       json += (t ? ", " : "") + std::string("{\"name\": ") + json_string(s.tenants[t].name) +
               fmt(", \"requests\": %lld, \"ttft_p50_s\": %.6f, \"ttft_p95_s\": %.6f}",
@@ -326,6 +341,12 @@ void write_results(const std::filesystem::path& dir, const std::vector<run_resul
       for (const auto& s : r.steps)
         f << fmt("%.6f,%.6f,%d,%d,%d,%d,%d,%d,%.4f\n", s.start_s, s.duration_s, s.replica, s.seqs, s.prefill_tokens,
                  s.decode_tokens, s.running, s.waiting, s.kv_use);
+    }
+    if (!r.scale_events.empty()) {
+      auto f = open(sub / "autoscaler.csv");
+      f << "t_s,serving,starting,desired,reason\n";
+      for (const auto& e : r.scale_events)
+        f << fmt("%.6f,%d,%d,%d,", e.t, e.serving, e.starting, e.desired) << e.reason << "\n";
     }
     write_plots(sub, r);
   }

@@ -34,6 +34,10 @@ struct run_summary {
   double cached_prompt_share = 0; ///< prompt blocks found cached, of all full prompt blocks submitted
   double kv_use_mean = 0, kv_use_peak = 0;
   std::int64_t replicas = 1;
+  double replica_seconds = 0;     ///< replicas loaded, integrated over the run
+  double ttft_p95 = 0;
+  std::string autoscaler;         ///< its policy, "" for a fixed fleet
+  std::int64_t scale_decisions = 0, scale_outs = 0; ///< decisions taken, those asking for more
   double replica_load_max_over_mean = 1; ///< busy time of the busiest replica over the mean
   std::vector<tenant_summary> tenants;
 };

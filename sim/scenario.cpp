@@ -243,6 +243,23 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->text("policy", sc.routing, policy::routing_policy_names());
     r->finish();
   }
+  if (auto r = top.table("autoscaler")) {
+    auto& a = sc.autoscaler;
+    auto names = policy::autoscaling_policy_names();
+    names.insert(names.begin(), "none");
+    r->text("policy", a.policy, names);
+    r->number("target", a.target, 0);
+    r->integer("min_replicas", a.min_replicas, 1);
+    r->integer("max_replicas", a.max_replicas, 1);
+    r->number("interval_s", a.interval_s, 0, true);
+    r->number("cold_start_s", a.cold_start_s, 0);
+    r->number("scale_in_delay_s", a.scale_in_delay_s, 0);
+    r->integer("warm_pool", a.warm_pool, 0);
+    if (a.min_replicas > a.max_replicas)
+      fail(r->path("min_replicas"), "(" + std::to_string(a.min_replicas) + ") is over max_replicas (" +
+                                        std::to_string(a.max_replicas) + ")");
+    r->finish();
+  }
   if (auto r = top.table("cost")) {
     r->text("kind", sc.cost.kind, {"roofline", "calibrated"});
     r->file("step_log", sc.cost.step_log, dir);

@@ -51,6 +51,18 @@ struct replica_spec {
   double weight = 1.0; ///< capacity weight, for the `weighted` routing policy; > 0
 };
 
+/// [autoscaler]: a fleet of replicas[0]'s spec that grows and shrinks.
+struct autoscaler_spec {
+  std::string policy = "none";    ///< "none" (a fixed fleet) or an autoscaling policy's name
+  double target = 0;              ///< the policy's target; 0: its default
+  std::int32_t min_replicas = 1, max_replicas = 8;
+  double interval_s = 10;         ///< between decisions
+  double cold_start_s = 30;       ///< a started replica takes traffic this much later
+  double scale_in_delay_s = 60;   ///< one replica drained per this long of lower desired counts
+  std::int32_t warm_pool = 0;     ///< replicas kept loaded and idle, ready at once
+  auto enabled() const -> bool { return policy != "none"; }
+};
+
 /// The model's shape, for the roofline cost model.
 struct model_shape {
   std::int64_t layers = 32, hidden = 4096, intermediate = 14336, heads = 32, kv_heads = 8, vocab = 128256;
@@ -100,6 +112,7 @@ struct scenario {
   double think_s = 0;                             ///< mean (exponential) think time
   std::vector<replica_spec> replicas{replica_spec{}};
   std::string routing = "round_robin"; ///< a routing policy's name (policies/registry.hpp)
+  autoscaler_spec autoscaler;
   cost_spec cost;
   slo_spec slo;
 };

@@ -67,6 +67,13 @@ struct run_result {
   double kv_use_time = 0;  ///< ∫ kv use dt, summed over replicas
   double busy_time = 0;    ///< ∫ dt over steps, summed over replicas
   std::vector<double> replica_busy; ///< the same per replica
+  double replica_seconds = 0;      ///< ∫ replicas loaded (starting, serving, draining or warm) dt
+  struct scale_event {
+    double t = 0;
+    std::int32_t serving = 0, starting = 0, desired = 0;
+    std::string reason;
+  };
+  std::vector<scale_event> scale_events; ///< the autoscaler's decisions, one per interval
   std::uint64_t prompt_blocks = 0; ///< full prompt blocks submitted (the most the prefix cache could serve)
   double kv_use_peak = 0;
   double end_s = 0;        ///< the last event

@@ -3,6 +3,7 @@
 #include "engine/check.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 namespace troupe {
@@ -404,6 +405,12 @@ auto batch_scheduler::decode_tokens() const -> std::int64_t {
   std::int64_t n = 0;
   for (const request* r : running_) n += std::max<std::int64_t>(0, r->output_limit - static_cast<std::int64_t>(r->output.size()));
   return n;
+}
+
+auto batch_scheduler::oldest_waiting_arrival() const -> double {
+  double t = std::numeric_limits<double>::infinity();
+  for (const request* r : waiting_) t = std::min(t, r->arrival_s);
+  return t;
 }
 
 void batch_scheduler::check_invariants() const {

@@ -95,6 +95,8 @@ public:
   auto prefill_tokens() const -> std::int64_t;
   /// Tokens the running requests may still generate (to their length limits).
   auto decode_tokens() const -> std::int64_t;
+  /// The earliest arrival_s of the waiting requests; +infinity when none wait.
+  auto oldest_waiting_arrival() const -> double;
   /// Something to schedule, or ended requests the executor has not heard of.
   auto has_work() const -> bool { return !waiting_.empty() || !running_.empty() || !finished_.empty(); }
   auto num_preemptions() const -> std::int64_t { return num_preemptions_; }

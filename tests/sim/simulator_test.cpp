@@ -438,3 +438,51 @@ fraction = 1.0
   for (const auto& q : w.requests) ++per.at(static_cast<std::size_t>(q.replica));
   CHECK(per == std::vector<int>{100, 300});
 }
+
+TEST_CASE("autoscaling: a burst scales the fleet out (once replicas have started), the quiet after scales it in, "
+          "draining, and no request is lost") {
+  // Quiet (2/s), a burst (60/s) for 20 s, quiet again: a trace.
+  testing::temp_dir dir;
+  {
+    std::ofstream f(dir / "burst.csv");
+    f << "arrival_s,prompt_tokens,output_tokens\n";
+    double t = 0;
+    for (int i = 0; i < 60; ++i) f << (t += 0.5) << ",200,100\n";
+    for (int i = 0; i < 1200; ++i) f << (t += 1.0 / 60) << ",200,100\n";
+    for (int i = 0; i < 300; ++i) f << (t += 0.5) << ",200,100\n";
+  }
+  const std::vector<scenario_override> o = {
+      {"arrival.process", "trace"}, {"arrival.trace", (dir / "burst.csv").string()}, {"autoscaler.policy", "queue_depth"},
+      {"autoscaler.target", "8"}, {"autoscaler.max_replicas", "6"}, {"autoscaler.interval_s", "2"},
+      {"autoscaler.cold_start_s", "10"}, {"autoscaler.scale_in_delay_s", "10"}, {"replicas.max_num_seqs", "16"}};
+  const auto r = simulate(one(k_base, o));
+  const auto s = summarize(r);
+  CHECK(s.completed == 1560); // every request served, drains included
+  CHECK(s.refused == 0);
+  std::int32_t peak = 0;
+  double first_up = -1;
+  for (const auto& e : r.scale_events) {
+    peak = std::max(peak, e.serving);
+    if (e.desired > e.serving + e.starting && first_up < 0) first_up = e.t;
+  }
+  CHECK(peak >= 4);
+  CHECK(first_up >= 30.0); // the burst starts at 30 s
+  // Started replicas serve only after their cold start.
+  bool seen_starting = false;
+  for (const auto& e : r.scale_events) seen_starting |= e.starting > 0;
+  CHECK(seen_starting);
+  // After the burst the fleet comes back down, one replica per delay.
+  CHECK(r.scale_events.back().serving < peak);
+  CHECK(r.scale_events.back().serving <= 2);
+  // The fixed fleet of 6 costs more replica-seconds.
+  auto fixed = o;
+  fixed.emplace_back("autoscaler.policy", "none");
+  fixed.emplace_back("replicas.count", "6");
+  const auto f = summarize(simulate(one(k_base, fixed)));
+  CHECK(f.replica_seconds > 1.5 * s.replica_seconds);
+  CHECK(summary_json(r) == summary_json(simulate(one(k_base, o)))); // deterministic
+  CHECK(error_of(k_base, {{"autoscaler.policy", "cpu"}}) ==
+        "autoscaler.policy: unknown value \"cpu\"; known: none, queue_depth, ttft_slo, tokens_per_second");
+  CHECK(error_of(k_base, {{"autoscaler.min_replicas", "5"}, {"autoscaler.max_replicas", "2"}}) ==
+        "autoscaler.min_replicas: (5) is over max_replicas (2)");
+}
