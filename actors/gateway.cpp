@@ -89,7 +89,23 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
   if (!body.model.empty() && body.model != ctx->model_name)
     return error(400, "the model '" + body.model + "' does not exist; this server serves '" + ctx->model_name + "'",
                  "invalid_request_error", "model", "model_not_found");
-  spawn_sink(sys_, ctx, &status_, std::move(client), sink_request{std::move(body), request_id, headers, arrival});
+  // The session key: x-session-id, else the OpenAI user, else the
+  // conversation's opening (its first two messages, or the prompt's start).
+  sink_request sr{std::move(body), request_id, headers, arrival};
+  std::string key = req.header("x-session-id");
+  if (!key.empty()) key = "s:" + key;
+  else if (!sr.body.user.empty()) key = "u:" + sr.body.user;
+  else if (!sr.body.messages.empty())
+    for (std::size_t i = 0; i < std::min<std::size_t>(2, sr.body.messages.size()); ++i)
+      key += "m:" + sr.body.messages[i].role + "\n" + sr.body.messages[i].content + "\n";
+  else if (!sr.body.prompt.empty())
+    key = "p:" + sr.body.prompt.substr(0, 256);
+  else
+    for (std::size_t i = 0; i < std::min<std::size_t>(64, sr.body.prompt_tokens.size()); ++i)
+      key += (i ? "," : "t:") + std::to_string(sr.body.prompt_tokens[i]);
+  sr.has_session = true;
+  sr.session = std::hash<std::string>{}(key);
+  spawn_sink(sys_, ctx, &status_, std::move(client), std::move(sr));
 }
 
 } // namespace troupe

@@ -41,6 +41,14 @@ using memory_manager_actor = caf::typed_actor<
     /// A lease holder's publishes and releases since its last report.
     caf::reacts_to<apply_atom, std::vector<block_op>>>;
 
+/// Chooses each request's replica with the configured routing policy, from
+/// the replicas' load reports and what it routed since (engine/router_core).
+using router_actor = caf::typed_actor<
+    /// The replica's index for a request, or -1: no replica can take it (503).
+    caf::replies_to<route_atom, policy::route_request>::with<std::int32_t>,
+    /// A replica's load after its step.
+    caf::reacts_to<load_atom, std::int32_t, replica_report>>;
+
 /// One replica's continuous-batching loop over its executor.
 using scheduler_actor = caf::typed_actor<
     /// Queues a request whose tokens go to the sink; arrival is when the

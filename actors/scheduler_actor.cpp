@@ -45,6 +45,7 @@ struct scheduler_state {
   };
   std::unordered_map<request_id, client> sinks;
   bool stepping = false; ///< a step is queued or in flight
+  std::uint64_t submitted = 0, submitted_tokens = 0; ///< submissions received, ever (the router's in-flight count)
 
   void forget(request_id id) {
     if (sinks.erase(id) > 0) status->num_queued.fetch_sub(1, std::memory_order_relaxed);
@@ -63,6 +64,17 @@ struct scheduler_state {
     m.kv_cache_usage->Set(static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity()));
     catch_up(*m.num_preemptions, core->num_preemptions());
     catch_up(*m.num_swap_outs, core->num_swap_outs());
+    if (options.router) {
+      replica_report r;
+      r.running = core->num_running();
+      r.waiting = core->num_waiting();
+      r.prefill_tokens = core->prefill_tokens();
+      r.decode_tokens = core->decode_tokens();
+      r.kv_use = static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity());
+      r.submitted = submitted;
+      r.submitted_tokens = submitted_tokens;
+      caf::anon_send(options.router, load_atom_v, static_cast<std::int32_t>(options.replica), r);
+    }
   }
 };
 
@@ -222,6 +234,8 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
         auto& st = self->state;
         auto rp = self->make_response_promise<admission>();
         r.arrival_s = st.seconds_since_start(arrival);
+        ++st.submitted;
+        st.submitted_tokens += r.prompt.size();
         auto queue = [self, rp, sink = std::move(sink), undelivered = std::move(undelivered)](
                          request& r) mutable {
           auto& st = self->state;

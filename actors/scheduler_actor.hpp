@@ -20,6 +20,8 @@ struct replica_options {
   /// null: none; else where every event and step goes, for `troupe sim`
   /// (opened by the caller, so a bad path stops start-up with its reason).
   std::shared_ptr<step_log::writer> step_log;
+  /// Where its load goes after each step (an invalid handle: nowhere).
+  router_actor router;
 };
 
 /// One replica's scheduler: the batch_scheduler core and its policy over

@@ -262,6 +262,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0)},
       {"scheduler", "preemption_mode", apply_preemption_mode, true},
       {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0)},
+      {"router", "policy", policy_name(&c::router_policy, "routing", policy::routing_policy_names()), true},
       {"actors", "tokenizers", integer(&c::tokenizers, 0)},
       {"actors", "caf_threads", integer(&c::caf_threads, 0)},
   };

@@ -63,6 +63,8 @@ struct server_config {
   std::int32_t watermark_blocks = 0;       ///< >= 0 KV blocks admissions leave free
   std::string preemption_mode = "recompute"; ///< "recompute" | "swap" (KV to host memory while preempted)
   std::int64_t swap_space_bytes = std::int64_t{4} << 30; ///< key "swap_space"; >= 0; host memory for swap, per device
+  // [router]
+  std::string router_policy = "round_robin"; ///< key "policy": a routing policy's name (policies/registry.hpp)
   // [actors]
   std::int32_t tokenizers = 0;             ///< >= 0 tokenizer pool size; 0: cores
   std::int32_t caf_threads = 0;            ///< >= 0 CAF scheduler.max-threads; 0: cores

@@ -24,18 +24,15 @@ struct serving_context {
   sampling_params defaults;  ///< the model's generation_config
   std::vector<tokenizer_actor> tokenizers;
   std::vector<scheduler_actor> schedulers; ///< one per replica
+  router_actor router;                     ///< picks each request's replica
   server_metrics* metrics = nullptr;
 
   std::atomic<std::uint64_t> next_tokenizer{0};
-  std::atomic<std::uint64_t> next_replica{0};
   std::atomic<request_id> next_request{1};
 
-  /// Round-robin picks (the router of issue 7 replaces the replica one).
+  /// Tokenizers in turn (replicas: the router).
   auto pick_tokenizer() -> const tokenizer_actor& {
     return tokenizers[next_tokenizer.fetch_add(1, std::memory_order_relaxed) % tokenizers.size()];
-  }
-  auto pick_replica() -> const scheduler_actor& {
-    return schedulers[next_replica.fetch_add(1, std::memory_order_relaxed) % schedulers.size()];
   }
 };
 

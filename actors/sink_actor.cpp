@@ -48,6 +48,7 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   e.message = message;
   e.param = param;
   if (status == 429) e.type = "rate_limit_error";
+  if (status == 503) e.type = "service_unavailable";
   auto headers = st.req.headers;
   headers.emplace_back("Content-Type", "application/json");
   if (status == 429) headers.emplace_back("Retry-After", "1");
@@ -147,6 +148,8 @@ void on_tokens(self_ptr self, request_update& u) {
     st.client->write(std::move(batch), st.undelivered);
 }
 
+void submit_to(self_ptr self, request r, std::int32_t replica);
+
 void submit(self_ptr self, encoded& e) {
   auto& st = self->state;
   if (!e.error.empty()) return fail(self, 400, e.error, st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
@@ -168,7 +171,25 @@ void submit(self_ptr self, encoded& e) {
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
   st.prompt_tokens = n;
   st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
-  st.replica = st.ctx->pick_replica();
+  // The router picks the replica (routing policy over the replicas' loads).
+  policy::route_request q;
+  q.has_session = st.req.has_session;
+  q.session = st.req.session;
+  q.prompt_tokens = n;
+  q.max_tokens = r.sampling.max_tokens;
+  self->request(st.ctx->router, caf::infinite, route_atom_v, q)
+      .then(
+          [self, r = std::move(r)](std::int32_t replica) mutable {
+            if (replica < 0) return fail(self, 503, "no replica of the model is ready");
+            submit_to(self, std::move(r), replica);
+          },
+          [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+}
+
+void submit_to(self_ptr self, request r, std::int32_t replica) {
+  auto& st = self->state;
+  st.replica = st.ctx->schedulers.at(static_cast<std::size_t>(replica));
+  st.req.headers.emplace_back("x-troupe-replica", std::to_string(replica));
   self->monitor(st.replica);
   // However this sink ends (even by an exception), its request must not
   // run on for nobody: an abort of a request already ended is a no-op.

@@ -16,6 +16,10 @@ struct sink_request {
   std::string request_id;       ///< the x-request-id echoed on the response
   http::header_list headers;    ///< sent with every response
   steady_time arrival;
+  /// The session key's hash (x-session-id, else the OpenAI `user`, else the
+  /// conversation's first messages), for session-affine routing.
+  bool has_session = false;
+  std::uint64_t session = 0;
 };
 
 /// The actor that carries one request from its prompt to its last byte:

@@ -6,6 +6,8 @@
 #include "actors/messages.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/memory_manager.hpp"
+#include "engine/router_core.hpp"
+#include "policies/api/routing.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
@@ -22,6 +24,8 @@ CAF_ADD_ATOM(troupe, troupe, abort_atom, "abort")
 CAF_ADD_ATOM(troupe, troupe, tokens_atom, "tokens")
 CAF_ADD_ATOM(troupe, troupe, gone_atom, "gone")
 CAF_ADD_ATOM(troupe, troupe, step_atom, "step")
+CAF_ADD_ATOM(troupe, troupe, route_atom, "route")
+CAF_ADD_ATOM(troupe, troupe, load_atom, "load")
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encode_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encoded)
@@ -34,3 +38,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::steady_time)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::delivery_count)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::block_id>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::block_op>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::policy::route_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::replica_report)

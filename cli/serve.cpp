@@ -4,6 +4,7 @@
 #include "actors/gateway.hpp"
 #include "actors/http/openai_api.hpp"
 #include "actors/memory_manager_actor.hpp"
+#include "actors/router_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/server_config.hpp"
 #include "actors/tokenizer_actor.hpp"
@@ -190,6 +191,9 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ro.scheduling = cfg.policy;
   ro.share = share;
   ro.eos_ids = eos;
+  ctx->router = spawn_router(sys, cfg.router_policy, static_cast<std::size_t>(replicas));
+  parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->router));
+  ro.router = ctx->router;
   for (int r = 0; r < replicas; ++r) {
     std::vector<block_id> lease;
     // Half a replica's share to start; the rest it leases as it needs.
@@ -209,7 +213,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   info << "model " << name << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
        << cfg.block_size << " tokens, ";
   if (swap) info << num_host_blocks << " in host swap space, ";
-  info << replicas << " replica" << (replicas == 1 ? "" : "s")
+  info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router_policy << ")"
        << ", context " << max_model_len;
   return info.str();
 }

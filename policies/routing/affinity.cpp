@@ -34,8 +34,11 @@ auto consistent_hash_routing::route(const route_view& v) -> std::size_t {
   std::int64_t total = 0;
   for (const auto& r : v.replicas)
     if (r.ready) total += r.requests();
+  // (+1: at low load one request in flight would otherwise fill a replica
+  // and break its sessions' affinity.)
   const auto bound = static_cast<std::int64_t>(
-      std::ceil(load_factor * static_cast<double>(total + 1) / static_cast<double>(members_.size())));
+                         std::ceil(load_factor * static_cast<double>(total + 1) / static_cast<double>(members_.size()))) +
+                     1;
   const auto index_of = [&](std::uint64_t id) {
     for (std::size_t i = 0; i < v.replicas.size(); ++i)
       if (v.replicas[i].id == id && v.replicas[i].ready) return i;

@@ -14,7 +14,7 @@ namespace troupe::policy {
 /// Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam
 /// 2018): a session's requests go to the first replica clockwise from the
 /// session's hash on a ring of virtual nodes whose load (requests) is under
-/// ceil(c · (total + 1) / ready replicas); when replicas come and go only the
+/// ceil(c · (total + 1) / ready replicas) + 1; when replicas come and go only the
 /// sessions of the ring arcs that changed move. Requests with no session go
 /// to the replica with the least token work.
 class consistent_hash_routing final : public routing_policy {

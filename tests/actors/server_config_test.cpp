@@ -90,7 +90,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 37);
+  CHECK(num_keys == 38);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -188,10 +188,10 @@ TEST_CASE("preemption by swap: a mode and a swap space size") {
 }
 
 TEST_CASE("unknown sections and keys are named, in the file and in overrides alike") {
-  const auto section = std::string("serverr: unknown section; known: server, model, engine, scheduler, actors");
+  const auto section = std::string("serverr: unknown section; known: server, model, engine, scheduler, router, actors");
   CHECK(error_of("[serverr]\nport = 1\n") == section);
   CHECK(error_of("", {{"serverr.port", "1"}}) == section);
-  CHECK(error_of("port = 1\n") == "port: unknown section; known: server, model, engine, scheduler, actors");
+  CHECK(error_of("port = 1\n") == "port: unknown section; known: server, model, engine, scheduler, router, actors");
 
   const auto key = std::string(
       "server.prot: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
@@ -247,6 +247,10 @@ TEST_CASE("out-of-range values say the range and the value") {
   CHECK(with("engine.devices", "[\"cuda:0\", \"cuda:1\"]").devices.size() == 2);
   CHECK(with("engine.tensor_parallel_size", "2").tensor_parallel_size == 2);
   CHECK(error_of("[engine]\ntensor_parallel_size = 0\n") == "engine.tensor_parallel_size: must be >= 1, got 0");
+  CHECK(with("router.policy", "consistent_hash").router_policy == "consistent_hash");
+  CHECK(error_of("[router]\npolicy = \"random\"\n") ==
+        "router.policy: unknown routing policy \"random\"; known: round_robin, least_requests, least_tokens, "
+        "consistent_hash, prefix_affinity, weighted");
   CHECK(error_of("[engine]\ndevices = [\"gpu0\"]\n") ==
         "engine.devices: unknown device \"gpu0\"; known: \"cpu\", \"cuda:N\" (N >= 0)");
   CHECK(error_of("[engine]\ndevices = [\"cuda:x\"]\n") ==

@@ -396,6 +396,45 @@ def test_policies(model):
             srv.stop()
 
 
+def test_routing(model):
+    """Four replicas behind the router: consistent_hash keeps a session on
+    one replica (x-session-id, else user, else the conversation's opening)
+    and spreads sessions; round_robin takes the replicas in turn; every
+    response names its replica."""
+    def replica_of(srv, body, headers=None):
+        r, text = srv.request("POST", "/v1/chat/completions", body, headers)
+        check(r.status == 200, f"routed request served ({r.status}: {text[:80]})")
+        return r.getheader("x-troupe-replica")
+
+    srv = server(model, "engine.replicas=4", "router.policy=consistent_hash", "engine.threads=1")
+    try:
+        check("routing: consistent_hash" in "".join(srv.log), "the start-up line names the routing policy")
+        homes = set()
+        for s in range(12):
+            seen = {replica_of(srv, {"messages": [{"role": "user", "content": f"turn {t}"}], "max_tokens": 1},
+                               {"x-session-id": f"session-{s}"}) for t in range(4)}
+            check(len(seen) == 1, f"session-{s}: every turn on one replica ({sorted(seen)})")
+            homes |= seen
+        check(len(homes) >= 3, f"12 sessions spread over the replicas ({sorted(homes)})")
+        users = {replica_of(srv, {"messages": [{"role": "user", "content": f"q{t}"}], "max_tokens": 1, "user": "alice"})
+                 for t in range(4)}
+        check(len(users) == 1, "without x-session-id, the user keeps the session")
+        opening = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Tell me of licences."}]
+        turns = {replica_of(srv, {"messages": opening + [{"role": "assistant", "content": "Sure."},
+                                                         {"role": "user", "content": f"more {t}"}][:2 * (t > 0)],
+                                  "max_tokens": 1}) for t in range(3)}
+        check(len(turns) == 1, "without either, the conversation's opening keeps it")
+    finally:
+        srv.stop()
+    srv = server(model, "engine.replicas=4", "engine.threads=1")
+    try:
+        got = [replica_of(srv, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1},
+                          {"x-session-id": "same"}) for _ in range(8)]
+        check(sorted(set(got)) == ["0", "1", "2", "3"], f"round_robin (the default) spreads even one session ({got})")
+    finally:
+        srv.stop()
+
+
 def test_kv_pressure(model):
     """Far more streams than KV blocks, sharing a prefix: leases run dry and
     refill, requests preempt each other, and every one still finishes."""
@@ -547,6 +586,7 @@ def main():
         test_kv_pressure(model)
         test_swap(model)
         test_policies(model)
+        test_routing(model)
         test_stall(model)
         test_drain(model)
     finally:

@@ -1,0 +1,51 @@
+#include "engine/router_core.hpp"
+
+#include "engine/check.hpp"
+
+#include <algorithm>
+
+namespace troupe {
+
+router_core::router_core(std::unique_ptr<policy::routing_policy> policy, std::size_t replicas,
+                         std::vector<double> weights)
+  : policy_(std::move(policy)), views_(replicas), routed_(replicas, 0), routed_tokens_(replicas, 0), reports_(replicas) {
+  TROUPE_CHECK(policy_ != nullptr, "a router without a policy");
+  for (std::size_t i = 0; i < replicas; ++i) {
+    views_[i].id = i;
+    views_[i].weight = i < weights.size() ? weights[i] : 1.0;
+  }
+}
+
+auto router_core::route(const policy::route_request& q, double now) -> std::size_t {
+  const auto i = policy_->route({now, q, views_});
+  if (i == policy::no_replica) return i;
+  TROUPE_CHECK(i < views_.size() && views_[i].ready, "the routing policy chose a replica out of rotation");
+  ++routed_[i];
+  routed_tokens_[i] += static_cast<std::uint64_t>(std::max<std::int64_t>(q.prompt_tokens, 0));
+  auto& v = views_[i];
+  v.in_flight = static_cast<std::int64_t>(routed_[i] - std::min(routed_[i], reports_[i].submitted));
+  v.in_flight_tokens =
+      static_cast<std::int64_t>(routed_tokens_[i] - std::min(routed_tokens_[i], reports_[i].submitted_tokens));
+  return i;
+}
+
+void router_core::report(std::size_t replica, const replica_report& r) {
+  auto& v = views_.at(replica);
+  reports_[replica] = r;
+  v.running = r.running;
+  v.waiting = r.waiting;
+  v.prefill_tokens = r.prefill_tokens;
+  v.decode_tokens = r.decode_tokens;
+  v.kv_use = r.kv_use;
+  v.in_flight = static_cast<std::int64_t>(routed_[replica] - std::min(routed_[replica], r.submitted));
+  v.in_flight_tokens =
+      static_cast<std::int64_t>(routed_tokens_[replica] - std::min(routed_tokens_[replica], r.submitted_tokens));
+}
+
+void router_core::set_ready(std::size_t replica, bool ready) { views_.at(replica).ready = ready; }
+
+auto router_core::num_ready() const -> std::size_t {
+  return static_cast<std::size_t>(std::count_if(views_.begin(), views_.end(), [](const auto& v) { return v.ready; }));
+}
+
+} // namespace troupe

@@ -1,0 +1,50 @@
+// The router's bookkeeping: load reports, what is in flight, readiness.
+
+#include "engine/router_core.hpp"
+#include "policies/registry.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace troupe;
+
+TEST_CASE("what was routed counts as in flight until a report covers it") {
+  router_core r(policy::make_routing_policy("least_requests"), 3);
+  policy::route_request q;
+  q.prompt_tokens = 100;
+  CHECK(r.route(q, 0) == 0);
+  CHECK(r.view(0).in_flight == 1);
+  CHECK(r.view(0).in_flight_tokens == 100);
+  CHECK(r.route(q, 0) == 1); // replica 0 has one in flight now
+  CHECK(r.route(q, 0) == 2);
+  CHECK(r.route(q, 0) == 0);
+  CHECK(r.view(0).in_flight == 2);
+  // Replica 0 reports: it received one of the two, which runs.
+  replica_report rep;
+  rep.running = 1;
+  rep.submitted = 1;
+  rep.submitted_tokens = 100;
+  r.report(0, rep);
+  CHECK(r.view(0).in_flight == 1);
+  CHECK(r.view(0).in_flight_tokens == 100);
+  CHECK(r.view(0).requests() == 2);
+  // A report that counts more than was routed (another router's) never goes negative.
+  rep.submitted = 9;
+  rep.submitted_tokens = 900;
+  r.report(0, rep);
+  CHECK(r.view(0).in_flight == 0);
+  CHECK(r.view(0).in_flight_tokens == 0);
+}
+
+TEST_CASE("replicas out of rotation get nothing; with none ready the router declines") {
+  router_core r(policy::make_routing_policy("round_robin"), 2, {2.0, 1.0});
+  CHECK(r.view(0).weight == 2.0);
+  CHECK(r.num_ready() == 2);
+  r.set_ready(0, false);
+  CHECK(r.num_ready() == 1);
+  policy::route_request q;
+  for (int i = 0; i < 4; ++i) CHECK(r.route(q, 0) == 1);
+  r.set_ready(1, false);
+  CHECK(r.route(q, 0) == policy::no_replica);
+  r.set_ready(0, true);
+  CHECK(r.route(q, 0) == 0);
+}
