@@ -96,13 +96,15 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   if (num_blocks < 1)
     throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
                              " bytes hold no KV block of " + std::to_string(block_bytes) + " bytes");
-  // CPU devices each get replicas; a CUDA group is one device to the scheduler.
-  const int replicas = cfg.replicas * (cuda_device ? 1 : static_cast<int>(cfg.devices.size()));
-  // Swap space: each replica gets an equal share of the host blocks.
+  // Each CPU device has its own executor, KV cache (kv_memory) and memory
+  // manager, with engine.replicas replicas; a CUDA group is one device.
+  const int num_devices = cuda_device ? 1 : static_cast<int>(cfg.devices.size());
+  const int replicas = cfg.replicas * num_devices;
+  // Swap space, per device: each of its replicas gets an equal share of the host blocks.
   const bool swap = cfg.preemption_mode == "swap";
   const auto num_host_blocks =
       swap ? static_cast<std::int32_t>(std::min<std::int64_t>(cfg.swap_space_bytes / block_bytes, 1 << 30)) : 0;
-  if (swap && num_host_blocks < replicas)
+  if (swap && num_host_blocks < cfg.replicas)
     throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.swap_space_bytes) + " bytes hold " +
                              std::to_string(num_host_blocks) + " KV blocks of " + std::to_string(block_bytes) +
                              " bytes, fewer than one per replica");
@@ -113,7 +115,12 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   const std::int32_t max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len
                                                            : static_cast<std::int32_t>(mc.max_position_embeddings);
 
-  std::shared_ptr<executor> ex;
+  // The devices' names, distinct for the metrics and the log ("cpu:0", "cpu:1"... when several).
+  std::vector<std::string> device_names;
+  for (int d = 0; d < num_devices; ++d)
+    device_names.push_back(num_devices > 1 ? cfg.devices[static_cast<std::size_t>(d)] + ":" + std::to_string(d)
+                                           : cfg.devices.front());
+  std::vector<std::shared_ptr<executor>> executors;
   if (cfg.executor == "zero") {
     zero_executor_options zo;
     zo.block_size = cfg.block_size;
@@ -123,7 +130,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     for (token_id t = 0; t < std::min<std::int64_t>(mc.vocab_size, tok->vocab_size()); ++t)
       if (tok->is_control(t) || tok->is_unknown(t)) zo.avoid.push_back(t);
     zo.step_time = std::chrono::microseconds(cfg.zero_step_us);
-    ex = std::make_shared<zero_executor>(std::move(zo));
+    for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<zero_executor>(zo));
   } else if (cuda_device) {
     if (static_cast<std::int32_t>(cfg.devices.size()) != cfg.tensor_parallel_size)
       throw std::runtime_error("engine.devices: " + std::to_string(cfg.devices.size()) +
@@ -141,7 +148,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     co.max_num_batched_tokens = cfg.max_num_batched_tokens;
     co.max_model_len = max_model_len;
     co.num_host_blocks = num_host_blocks;
-    ex = load_cuda_executor(parts.weights, co);
+    executors.push_back(load_cuda_executor(parts.weights, co));
   } else {
     parts.weights = model_weights::load(dir);
     if (cfg.huge_pages) place_in_huge_pages(parts.weights);
@@ -150,14 +157,14 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     eo.num_kv_blocks = num_blocks;
     eo.num_host_blocks = num_host_blocks;
     eo.num_threads = cfg.threads;
-    ex = std::make_shared<cpu_executor>(parts.weights, eo);
+    for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<cpu_executor>(parts.weights, eo));
   }
 
-  const std::int32_t share = num_blocks / replicas; // of the device's blocks, per replica
+  const std::int32_t share = num_blocks / cfg.replicas; // of the device's blocks, per replica
   if (cfg.watermark_blocks >= share)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(share) + " for admissions");
-  parts.metrics = std::make_unique<server_metrics>(name, replicas, cfg.devices);
+  parts.metrics = std::make_unique<server_metrics>(name, replicas, device_names);
   server_metrics* const metrics = parts.metrics.get();
   auto ctx = std::make_shared<serving_context>();
   ctx->tok = tok;
@@ -175,18 +182,14 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, format));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
   }
-  // One device ("cpu" or "cuda:N"), its executor and memory manager; replicas lease an
+  // Per device, its executor and memory manager; its replicas lease an
   // equal share of its blocks.
-  auto exec = spawn_executor(sys, ex);
-  auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, cfg.devices.front());
-  parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
-  parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
   caf::scoped_actor self{sys};
   replica_options ro;
   ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len, cfg.max_waiting_requests,
                cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
   ro.limits.preemption = swap ? preemption_mode::swap : preemption_mode::recompute;
-  ro.limits.num_host_blocks = num_host_blocks / replicas;
+  ro.limits.num_host_blocks = num_host_blocks / cfg.replicas;
   ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
   ro.scheduling = cfg.policy;
   ro.share = share;
@@ -194,24 +197,32 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->router = spawn_router(sys, cfg.router_policy, static_cast<std::size_t>(replicas));
   parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->router));
   ro.router = ctx->router;
-  for (int r = 0; r < replicas; ++r) {
-    std::vector<block_id> lease;
-    // Half a replica's share to start; the rest it leases as it needs.
-    self->request(mm, caf::infinite, lease_atom_v, std::max(1, share / 2))
-        .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
-                 [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
-    ro.replica = r;
-    if (!cfg.step_log.empty())
-      ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r),
-                                                      step_log::setup{ro.scheduling, ro.limits, ro.kv, ro.share, ro.eos_ids});
-    ro.limits.first_host_block = r * ro.limits.num_host_blocks;
-    ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
-    parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
+  for (int d = 0; d < num_devices; ++d) {
+    auto exec = spawn_executor(sys, executors[static_cast<std::size_t>(d)]);
+    auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, device_names[static_cast<std::size_t>(d)]);
+    parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
+    parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
+    for (int k = 0; k < cfg.replicas; ++k) {
+      const int r = d * cfg.replicas + k;
+      std::vector<block_id> lease;
+      // Half a replica's share to start; the rest it leases as it needs.
+      self->request(mm, caf::infinite, lease_atom_v, std::max(1, share / 2))
+          .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
+                   [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
+      ro.replica = r;
+      if (!cfg.step_log.empty())
+        ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r),
+                                                        step_log::setup{ro.scheduling, ro.limits, ro.kv, ro.share, ro.eos_ids});
+      ro.limits.first_host_block = k * ro.limits.num_host_blocks;
+      ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
+      parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
+    }
   }
   parts.ctx = ctx;
   std::ostringstream info;
   info << "model " << name << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
        << cfg.block_size << " tokens, ";
+  if (num_devices > 1) info << "per device on " << num_devices << " devices, ";
   if (swap) info << num_host_blocks << " in host swap space, ";
   info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router_policy << ")"
        << ", context " << max_model_len;

@@ -433,6 +433,16 @@ def test_routing(model):
         check(sorted(set(got)) == ["0", "1", "2", "3"], f"round_robin (the default) spreads even one session ({got})")
     finally:
         srv.stop()
+    # Two CPU devices: each its own executor, KV cache and memory manager.
+    srv = server(model, 'engine.devices=["cpu", "cpu"]', "engine.threads=1")
+    try:
+        check("per device on 2 devices, 2 replicas" in "".join(srv.log), "two CPU devices, a replica each")
+        got = {replica_of(srv, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}) for _ in range(4)}
+        check(got == {"0", "1"}, f"both devices serve ({sorted(got)})")
+        _, text = srv.request("GET", "/metrics")
+        check('device="cpu:0"' in text and 'device="cpu:1"' in text, "each device has its own metrics")
+    finally:
+        srv.stop()
 
 
 def test_kv_pressure(model):
