@@ -39,13 +39,18 @@ using memory_manager_actor = caf::typed_actor<
     caf::replies_to<match_atom, std::uint64_t, std::vector<token_id>, std::int32_t, std::int32_t>::with<
         std::vector<block_id>>,
     /// A lease holder's publishes and releases since its last report.
-    caf::reacts_to<apply_atom, std::vector<block_op>>>;
+    caf::reacts_to<apply_atom, std::vector<block_op>>,
+    /// How many of a prompt's leading blocks the cache holds (tenant, tokens,
+    /// block size), taking nothing: what prefix-affine routing weighs.
+    caf::replies_to<probe_atom, std::uint64_t, std::vector<token_id>, std::int32_t>::with<std::int32_t>>;
 
 /// Chooses each request's replica with the configured routing policy, from
 /// the replicas' load reports and what it routed since (engine/router_core).
 using router_actor = caf::typed_actor<
-    /// The replica's index for a request, or -1: no replica can take it (503).
-    caf::replies_to<route_atom, policy::route_request>::with<std::int32_t>,
+    /// The replica's index for a request, or -1: no replica can take it
+    /// (503). The vector: per replica, the prompt's blocks its device caches
+    /// (empty when the policy does not weigh them).
+    caf::replies_to<route_atom, policy::route_request, std::vector<std::int32_t>>::with<std::int32_t>,
     /// A replica's load after its step.
     caf::reacts_to<load_atom, std::int32_t, replica_report>>;
 

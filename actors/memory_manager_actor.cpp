@@ -41,6 +41,9 @@ auto memory_manager_behavior(memory_manager_actor::stateful_pointer<memory_manag
         return m;
       },
       [self](apply_atom, const std::vector<block_op>& ops) { self->state.core->apply(ops); },
+      [self](probe_atom, std::uint64_t tenant, const std::vector<token_id>& tokens, std::int32_t block_size) {
+        return cached_prefix_blocks(self->state.core->cache(), tenant, tokens, block_size);
+      },
   };
 }
 

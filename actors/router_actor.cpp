@@ -20,10 +20,10 @@ auto router(router_actor::stateful_pointer<router_state> self, std::string polic
             std::vector<double> weights) -> router_actor::behavior_type {
   self->state.core = std::make_unique<router_core>(policy::make_routing_policy(policy), replicas, std::move(weights));
   return {
-      [self](route_atom, const policy::route_request& q) -> std::int32_t {
+      [self](route_atom, const policy::route_request& q, const std::vector<std::int32_t>& cached) -> std::int32_t {
         auto& st = self->state;
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
-        const auto i = st.core->route(q, now);
+        const auto i = st.core->route(q, now, cached);
         return i == policy::no_replica ? -1 : static_cast<std::int32_t>(i);
       },
       [self](load_atom, std::int32_t replica, const replica_report& r) {

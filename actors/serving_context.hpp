@@ -25,6 +25,11 @@ struct serving_context {
   std::vector<tokenizer_actor> tokenizers;
   std::vector<scheduler_actor> schedulers; ///< one per replica
   router_actor router;                     ///< picks each request's replica
+  /// For prefix-affine routing (else empty): each device's memory manager,
+  /// and each replica's device.
+  std::vector<memory_manager_actor> memories;
+  std::vector<std::size_t> replica_device;
+  std::int32_t block_size = 16;
   server_metrics* metrics = nullptr;
 
   std::atomic<std::uint64_t> next_tokenizer{0};

@@ -149,6 +149,7 @@ void on_tokens(self_ptr self, request_update& u) {
 }
 
 void submit_to(self_ptr self, request r, std::int32_t replica);
+void route(self_ptr self, request r, const policy::route_request& q, std::vector<std::int32_t> cached);
 
 void submit(self_ptr self, encoded& e) {
   auto& st = self->state;
@@ -177,7 +178,33 @@ void submit(self_ptr self, encoded& e) {
   q.session = st.req.session;
   q.prompt_tokens = n;
   q.max_tokens = r.sampling.max_tokens;
-  self->request(st.ctx->router, caf::infinite, route_atom_v, q)
+  q.prompt_blocks = n > 0 ? static_cast<std::int32_t>((n - 1) / st.ctx->block_size) : 0;
+  if (st.ctx->memories.empty()) return route(self, std::move(r), q, {});
+  // Prefix-affine routing: each device's cache says how much of the prompt it holds.
+  struct probes {
+    std::vector<std::int32_t> per_device;
+    std::size_t left;
+  };
+  auto gathered = std::make_shared<probes>(probes{std::vector<std::int32_t>(st.ctx->memories.size(), 0),
+                                                  st.ctx->memories.size()});
+  auto shared_r = std::make_shared<request>(std::move(r));
+  for (std::size_t d = 0; d < st.ctx->memories.size(); ++d) {
+    const auto done = [self, gathered, shared_r, q, d](std::int32_t blocks) {
+      gathered->per_device[d] = blocks;
+      if (--gathered->left > 0) return;
+      const auto& ctx = *self->state.ctx;
+      std::vector<std::int32_t> cached(ctx.replica_device.size());
+      for (std::size_t i = 0; i < cached.size(); ++i) cached[i] = gathered->per_device[ctx.replica_device[i]];
+      route(self, std::move(*shared_r), q, std::move(cached));
+    };
+    self->request(st.ctx->memories[d], caf::infinite, probe_atom_v, shared_r->tenant, shared_r->prompt,
+                  st.ctx->block_size)
+        .then(done, [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+  }
+}
+
+void route(self_ptr self, request r, const policy::route_request& q, std::vector<std::int32_t> cached) {
+  self->request(self->state.ctx->router, caf::infinite, route_atom_v, q, std::move(cached))
       .then(
           [self, r = std::move(r)](std::int32_t replica) mutable {
             if (replica < 0) return fail(self, 503, "no replica of the model is ready");

@@ -195,6 +195,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ro.share = share;
   ro.eos_ids = eos;
   ctx->router = spawn_router(sys, cfg.router_policy, static_cast<std::size_t>(replicas));
+  ctx->block_size = cfg.block_size;
   parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->router));
   ro.router = ctx->router;
   for (int d = 0; d < num_devices; ++d) {
@@ -202,7 +203,9 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, device_names[static_cast<std::size_t>(d)]);
     parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
     parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
+    if (cfg.router_policy == "prefix_affinity" && cfg.enable_prefix_caching) ctx->memories.push_back(mm);
     for (int k = 0; k < cfg.replicas; ++k) {
+      ctx->replica_device.push_back(static_cast<std::size_t>(d));
       const int r = d * cfg.replicas + k;
       std::vector<block_id> lease;
       // Half a replica's share to start; the rest it leases as it needs.

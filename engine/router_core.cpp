@@ -16,7 +16,9 @@ router_core::router_core(std::unique_ptr<policy::routing_policy> policy, std::si
   }
 }
 
-auto router_core::route(const policy::route_request& q, double now) -> std::size_t {
+auto router_core::route(const policy::route_request& q, double now, std::span<const std::int32_t> cached)
+    -> std::size_t {
+  for (std::size_t k = 0; k < views_.size(); ++k) views_[k].cached_blocks = k < cached.size() ? cached[k] : 0;
   const auto i = policy_->route({now, q, views_});
   if (i == policy::no_replica) return i;
   TROUPE_CHECK(i < views_.size() && views_[i].ready, "the routing policy chose a replica out of rotation");

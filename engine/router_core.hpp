@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace troupe {
@@ -26,8 +27,9 @@ public:
   router_core(std::unique_ptr<policy::routing_policy> policy, std::size_t replicas, std::vector<double> weights = {});
 
   /// The policy's replica for the request (counted as in flight to it), or
-  /// policy::no_replica when none can take it.
-  auto route(const policy::route_request& q, double now) -> std::size_t;
+  /// policy::no_replica when none can take it. `cached`: per replica, the
+  /// prompt's leading blocks its cache holds (empty: unknown, 0 for all).
+  auto route(const policy::route_request& q, double now, std::span<const std::int32_t> cached = {}) -> std::size_t;
   void report(std::size_t replica, const replica_report& r);
   /// In or out of rotation (a replica that died, hangs or drains is out).
   void set_ready(std::size_t replica, bool ready);
