@@ -6,7 +6,7 @@ MODEL ?= models/tiny
 JOBS ?= 2
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all bootstrap build serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-gpu clean
+.PHONY: all bootstrap build serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-gpu clean
 
 all: build
 
@@ -51,6 +51,11 @@ bench-sim: build
 
 sim-fidelity: build
 	TROUPE=$(BUILD)/troupe python3 scripts/sim_fidelity.py
+
+# Routing policies on 4 real replicas (4 CPU devices, the tiny model) on a
+# multi-turn chat workload: prefix-cache hit rate and TTFT per policy.
+bench-routing: build
+	TROUPE=$(BUILD)/troupe python3 scripts/bench_routing.py
 
 # The CUDA backend on a GPU: read bandwidth and bf16 GEMM rate measured in
 # the same run; decode step time and tokens/s at batch 1, 16, 64 and 256, and

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""make bench-routing: routing policies on 4 real replicas (the tiny model,
+4 CPU devices, each its own KV cache), on a multi-turn chat workload.
+
+48 conversations, 6 turns each, 8 in flight at a time; every conversation
+starts with one of 4 system prompts, and each turn resends the whole
+conversation with a new user message (x-session-id names the conversation).
+Per policy: the share of looked-up prompt blocks found in the prefix cache
+(the server's own counters, summed over devices) and TTFT p50/p90 (streamed,
+measured by this client). One seeded workload, the same for every policy.
+"""
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TROUPE = os.environ.get("TROUPE", "build/troupe")
+POLICIES = ["round_robin", "least_tokens", "consistent_hash", "prefix_affinity"]
+CONVERSATIONS, TURNS, CONCURRENCY = 48, 6, 8
+
+
+def serve(model, policy):
+    args = [TROUPE, "serve", "--config", "config/default.toml", "--port", "0", "--model", model,
+            "--set", 'engine.devices=["cpu", "cpu", "cpu", "cpu"]', "--set", "engine.threads=1",
+            "--set", "scheduler.kv_memory=24MiB", "--set", "router.policy=" + policy]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = None
+    for line in p.stdout:
+        m = re.search(r"listening on http://[^:]+:(\d+)", line)
+        if m:
+            port = int(m.group(1))
+        if "ready:" in line:
+            return p, port
+    raise RuntimeError("troupe serve exited")
+
+
+def metric(port, name):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith(name + "{"))
+
+
+def ttft_of(port, session, messages):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    body = json.dumps({"messages": messages, "max_tokens": 24, "stream": True, "ignore_eos": True})
+    t0 = time.perf_counter()
+    c.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json", "x-session-id": session})
+    r = c.getresponse()
+    first, text = None, ""
+    while True:
+        line = r.fp.readline()
+        if not line:
+            break
+        line = line.decode().strip()
+        if line == "data: [DONE]":
+            break
+        if not line.startswith("data: "):
+            continue
+        delta = json.loads(line[6:])["choices"][0].get("delta", {}).get("content")
+        if delta:
+            if first is None:
+                first = time.perf_counter() - t0
+            text += delta
+    c.close()
+    return first, text
+
+
+def run(model, policy):
+    p, port = serve(model, policy)
+    rng = random.Random(7)
+    systems = [" ".join(rng.choice(["licence", "program", "copy", "work", "notice", "terms", "source", "modify"])
+                        for _ in range(160)) for _ in range(4)]
+    plans = [(f"conv-{i}", systems[i % 4], [" ".join(rng.choice(["what", "may", "I", "do", "with", "the", "code",
+                                                                  "and", "its", "copies"]) for _ in range(12))
+                                             for _ in range(TURNS)]) for i in range(CONVERSATIONS)]
+    ttfts, lock = [], threading.Lock()
+    todo = list(plans)
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                session, system, questions = todo.pop(0)
+            messages = [{"role": "system", "content": system}]
+            for q in questions:
+                messages.append({"role": "user", "content": q})
+                t, answer = ttft_of(port, session, messages)
+                with lock:
+                    ttfts.append(t)
+                messages.append({"role": "assistant", "content": answer})
+
+    try:
+        q0, h0 = metric(port, "troupe_prefix_cache_queries_total"), metric(port, "troupe_prefix_cache_hits_total")
+        threads = [threading.Thread(target=worker) for _ in range(CONCURRENCY)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        q1, h1 = metric(port, "troupe_prefix_cache_queries_total"), metric(port, "troupe_prefix_cache_hits_total")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=120)
+    ttfts = sorted(t for t in ttfts if t is not None)
+    return (h1 - h0) / max(q1 - q0, 1), statistics.median(ttfts), ttfts[int(0.9 * (len(ttfts) - 1))], len(ttfts)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="troupe-bench-routing-")
+    model = os.path.join(tmp, "tiny")
+    subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True, stdout=subprocess.DEVNULL)
+    print(f"{CONVERSATIONS} conversations x {TURNS} turns, {CONCURRENCY} at a time, 4 system prompts; "
+          f"4 replicas on 4 CPU devices (tiny model, 24 MiB of KV each)")
+    print(f"{'policy':>16} {'hit rate':>9} {'TTFT p50 ms':>12} {'TTFT p90 ms':>12} {'requests':>9}")
+    for policy in POLICIES:
+        hit, p50, p90, n = run(model, policy)
+        print(f"{policy:>16} {100 * hit:>8.1f}% {1e3 * p50:>12.1f} {1e3 * p90:>12.1f} {n:>9}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
