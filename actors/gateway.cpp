@@ -90,14 +90,17 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
     return error(400, "the model '" + body.model + "' does not exist; this server serves '" + ctx->model_name + "'",
                  "invalid_request_error", "model", "model_not_found");
   // The session key: x-session-id, else the OpenAI user, else the
-  // conversation's opening (its first two messages, or the prompt's start).
+  // conversation's opening (its messages up to the first user message, which
+  // every later turn repeats; or the prompt's start).
   sink_request sr{std::move(body), request_id, headers, arrival};
   std::string key = req.header("x-session-id");
   if (!key.empty()) key = "s:" + key;
   else if (!sr.body.user.empty()) key = "u:" + sr.body.user;
   else if (!sr.body.messages.empty())
-    for (std::size_t i = 0; i < std::min<std::size_t>(2, sr.body.messages.size()); ++i)
-      key += "m:" + sr.body.messages[i].role + "\n" + sr.body.messages[i].content + "\n";
+    for (const auto& m : sr.body.messages) {
+      key += "m:" + m.role + "\n" + m.content + "\n";
+      if (m.role == "user") break;
+    }
   else if (!sr.body.prompt.empty())
     key = "p:" + sr.body.prompt.substr(0, 256);
   else

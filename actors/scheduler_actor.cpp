@@ -234,11 +234,12 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
         auto& st = self->state;
         auto rp = self->make_response_promise<admission>();
         r.arrival_s = st.seconds_since_start(arrival);
-        ++st.submitted;
-        st.submitted_tokens += r.prompt.size();
         auto queue = [self, rp, sink = std::move(sink), undelivered = std::move(undelivered)](
                          request& r) mutable {
           auto& st = self->state;
+          // Received, whatever comes of it: no longer in flight for the router.
+          ++st.submitted;
+          st.submitted_tokens += r.prompt.size();
           const request_id id = r.id;
           const auto matched = r.matched_blocks;
           st.matching.erase(id);
@@ -253,6 +254,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
             for (const block_id b : matched) ops.push_back({block_op::kind::release, b, {}, 0, 0});
             if (!ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
             rp.deliver(admission{result.status, std::move(result.reason)});
+            st.publish(); // (the router learns it arrived)
             return;
           }
           st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});

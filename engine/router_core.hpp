@@ -31,7 +31,8 @@ public:
   /// prompt's leading blocks its cache holds (empty: unknown, 0 for all).
   auto route(const policy::route_request& q, double now, std::span<const std::int32_t> cached = {}) -> std::size_t;
   void report(std::size_t replica, const replica_report& r);
-  /// In or out of rotation (a replica that died, hangs or drains is out).
+  /// In or out of rotation (a replica that died, hangs or drains is out;
+  /// the server's health checks, still to come, will call it).
   void set_ready(std::size_t replica, bool ready);
   auto view(std::size_t replica) const -> const policy::replica_view& { return views_.at(replica); }
   auto num_replicas() const -> std::size_t { return views_.size(); }

@@ -271,7 +271,8 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
       if (states[i] == state::draining && replicas[i]->step.empty() && replicas[i]->core.num_running() == 0 &&
           replicas[i]->core.num_waiting() == 0) {
         advance(now);
-        const auto warm = std::count(states.begin(), states.end(), state::warm);
+        const auto warm = std::count(states.begin(), states.end(), state::warm) +
+                          std::count(to_warm.begin(), to_warm.end(), true);
         states[i] = warm < as.warm_pool ? state::warm : state::off;
       }
   };
@@ -308,6 +309,9 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     std::int32_t have = v.serving + v.starting;
     if (desired > have) {
       below_since = -1;
+      // Draining replicas serve again first (still loaded), then warm ones.
+      for (std::size_t i = 0; i < replicas.size() && have < desired; ++i)
+        if (states[i] == state::draining) states[i] = state::serving, ++have;
       for (std::size_t i = 0; i < replicas.size() && have < desired; ++i)
         if (states[i] == state::warm) states[i] = state::serving, ++have;
       for (std::size_t i = 0; i < replicas.size() && have < desired; ++i)

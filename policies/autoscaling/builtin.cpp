@@ -23,6 +23,9 @@ auto ttft_slo_autoscaling::decide(const fleet_view& v) -> scale_decision {
   const auto have = v.serving + v.starting;
   const double worst = std::max(v.ttft_p95_s, v.queue_age_s);
   if (worst > target_) {
+    // Replicas on their way answer it first: asking again every interval
+    // while they load would climb to the maximum.
+    if (v.starting > 0) return {clamp_replicas(v, have), "TTFT p95 over the objective, replicas starting"};
     // Far over: in proportion (a queue grows while replicas start).
     const double factor = std::min(worst / target_, 2.0);
     return {clamp_replicas(v, std::max(have + 1.0, v.serving * factor)), "TTFT p95 over the objective"};

@@ -20,8 +20,8 @@ private:
 };
 
 /// A TTFT objective: over it (or requests queued longer than it), one
-/// replica more per interval, more when far over; well under it (a third)
-/// with nothing queued, one fewer.
+/// replica more per interval, more when far over, unless replicas are still
+/// starting; well under it (a third) with nothing queued, one fewer.
 class ttft_slo_autoscaling final : public autoscaling_policy {
 public:
   explicit ttft_slo_autoscaling(double target_s = 0.5) : target_(target_s) {}

@@ -424,6 +424,11 @@ def test_routing(model):
                                                          {"role": "user", "content": f"more {t}"}][:2 * (t > 0)],
                                   "max_tokens": 1}) for t in range(3)}
         check(len(turns) == 1, "without either, the conversation's opening keeps it")
+        bare = [{"role": "user", "content": "Who may copy it?"}]
+        turns = {replica_of(srv, {"messages": bare + [{"role": "assistant", "content": "Anyone."},
+                                                      {"role": "user", "content": f"and {t}?"}][:2 * (t > 0)],
+                                  "max_tokens": 1}) for t in range(3)}
+        check(len(turns) == 1, "with no system message too (the opening is up to the first user message)")
     finally:
         srv.stop()
     srv = server(model, "engine.replicas=4", "engine.threads=1")

@@ -66,9 +66,10 @@ TEST_CASE("ttft_slo: over the objective adds replicas, well under it with no que
   CHECK(p.decide(v).desired == 3); // within
   auto one = fleet(1);
   CHECK(p.decide(one).desired == 1); // never under min
-  v.starting = 2; // replicas already starting count as had
+  v.starting = 2; // replicas already starting: hold until they take traffic
   v.ttft_p95_s = 0.6;
-  CHECK(p.decide(v).desired == 6);
+  CHECK(p.decide(v).desired == 5);
+  CHECK(p.decide(v).reason == "TTFT p95 over the objective, replicas starting");
 }
 
 TEST_CASE("tokens_per_second: the fleet's rate over each replica's share of capacity") {
