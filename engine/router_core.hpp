@@ -6,6 +6,8 @@
 #include "policies/api/routing.hpp"
 
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <memory>
 #include <span>
 #include <vector>
@@ -23,6 +25,10 @@ struct replica_report {
 
 class router_core {
 public:
+  /// A route not covered by a report within this long is taken as abandoned
+  /// (its client left before the submission): no longer in flight.
+  static constexpr double in_flight_ttl_s = 10.0;
+
   /// `weights`: capacity per replica (empty: all 1).
   router_core(std::unique_ptr<policy::routing_policy> policy, std::size_t replicas, std::vector<double> weights = {});
 
@@ -43,6 +49,9 @@ private:
   std::vector<policy::replica_view> views_;
   std::vector<std::uint64_t> routed_, routed_tokens_; ///< ever, per replica
   std::vector<replica_report> reports_;
+  /// Per replica, the routes of the last in_flight_ttl_s: (time, prompt tokens).
+  std::vector<std::deque<std::pair<double, std::uint64_t>>> recent_;
+  void update_in_flight(std::size_t replica);
 };
 
 } // namespace troupe

@@ -48,3 +48,20 @@ TEST_CASE("replicas out of rotation get nothing; with none ready the router decl
   r.set_ready(0, true);
   CHECK(r.route(q, 0) == 0);
 }
+
+TEST_CASE("a route no report covers within the TTL is taken as abandoned") {
+  router_core r(policy::make_routing_policy("least_requests"), 2);
+  policy::route_request q;
+  q.prompt_tokens = 50;
+  CHECK(r.route(q, 0.0) == 0); // its client then leaves before the submission: never reported
+  CHECK(r.view(0).in_flight == 1);
+  CHECK(r.route(q, 1.0) == 1);
+  // Past the TTL the first no longer counts; the second (routed later) is still in flight.
+  CHECK(r.route(q, 10.5) == 0);
+  CHECK(r.view(0).in_flight == 1);
+  CHECK(r.view(0).in_flight_tokens == 50);
+  CHECK(r.view(1).in_flight == 1);
+  CHECK(r.route(q, 11.5) == 1); // replica 1's route expired: none in flight there, one at replica 0
+  CHECK(r.view(1).in_flight == 1);
+  CHECK(r.view(1).in_flight_tokens == 50);
+}
