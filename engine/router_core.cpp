@@ -9,7 +9,7 @@ namespace troupe {
 router_core::router_core(std::unique_ptr<policy::routing_policy> policy, std::size_t replicas,
                          std::vector<double> weights)
   : policy_(std::move(policy)), views_(replicas), routed_(replicas, 0), routed_tokens_(replicas, 0), reports_(replicas),
-    recent_(replicas) {
+    recent_(replicas), recent_tokens_(replicas, 0) {
   TROUPE_CHECK(policy_ != nullptr, "a router without a policy");
   for (std::size_t i = 0; i < replicas; ++i) {
     views_[i].id = i;
@@ -24,7 +24,10 @@ auto router_core::route(const policy::route_request& q, double now, std::span<co
     // Routes older than the TTL that no report covered were abandoned.
     auto& r = recent_[k];
     const auto before = r.size();
-    while (!r.empty() && r.front().first < now - in_flight_ttl_s) r.pop_front();
+    while (!r.empty() && r.front().first < now - in_flight_ttl_s) {
+      recent_tokens_[k] -= r.front().second;
+      r.pop_front();
+    }
     if (r.size() != before) update_in_flight(k);
   }
   const auto i = policy_->route({now, q, views_});
@@ -34,6 +37,7 @@ auto router_core::route(const policy::route_request& q, double now, std::span<co
   ++routed_[i];
   routed_tokens_[i] += tokens;
   recent_[i].emplace_back(now, tokens);
+  recent_tokens_[i] += tokens;
   update_in_flight(i);
   return i;
 }
@@ -42,12 +46,10 @@ auto router_core::route(const policy::route_request& q, double now, std::span<co
 // counts them, and at most what was routed within the TTL.
 void router_core::update_in_flight(std::size_t i) {
   auto& v = views_[i];
-  std::uint64_t recent_tokens = 0;
-  for (const auto& [t, n] : recent_[i]) recent_tokens += n;
   v.in_flight = static_cast<std::int64_t>(
       std::min<std::uint64_t>(routed_[i] - std::min(routed_[i], reports_[i].submitted), recent_[i].size()));
   v.in_flight_tokens = static_cast<std::int64_t>(std::min<std::uint64_t>(
-      routed_tokens_[i] - std::min(routed_tokens_[i], reports_[i].submitted_tokens), recent_tokens));
+      routed_tokens_[i] - std::min(routed_tokens_[i], reports_[i].submitted_tokens), recent_tokens_[i]));
 }
 
 void router_core::report(std::size_t replica, const replica_report& r) {

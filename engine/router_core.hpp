@@ -51,6 +51,7 @@ private:
   std::vector<replica_report> reports_;
   /// Per replica, the routes of the last in_flight_ttl_s: (time, prompt tokens).
   std::vector<std::deque<std::pair<double, std::uint64_t>>> recent_;
+  std::vector<std::uint64_t> recent_tokens_; ///< the sum of each recent_'s tokens
   void update_in_flight(std::size_t replica);
 };
 

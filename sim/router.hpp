@@ -10,12 +10,6 @@
 
 namespace troupe::sim {
 
-/// A replica's load when a request is routed (also what the report keeps).
-struct replica_load {
-  std::int64_t running = 0, waiting = 0;
-  double kv_use = 0; ///< referenced blocks / blocks
-};
-
 /// The session key of a request: its conversation's, as the server hashes
 /// x-session-id or the conversation's opening; a lone request is a session
 /// of its own (as its unique opening makes it in the server).

@@ -67,7 +67,6 @@ struct replica {
       core(limits_of(r), kv, *policy, {}) {}
 
   auto kv_use() const -> double { return static_cast<double>(cache.num_referenced()) / cache.num_blocks(); }
-  auto load() const -> replica_load { return {core.num_running(), core.num_waiting(), kv_use()}; }
 
   static auto limits_of(const replica_spec& r) -> scheduler_limits {
     scheduler_limits l;
@@ -155,7 +154,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   std::uint64_t seq = 0;
   const auto routing = policy::make_routing_policy(sc.routing);
   const bool by_prefix = sc.routing == "prefix_affinity"; // the only one that reads cached_blocks
-  std::vector<replica_load> loads(replicas.size());
   std::vector<policy::replica_view> views(replicas.size());
   out.replica_busy.assign(replicas.size(), 0.0);
   const auto vocab = sc.cost.model.vocab;
@@ -164,13 +162,12 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   const auto start_step = [&](std::size_t ri, double now) {
     replica& r = *replicas[ri];
     r.core.schedule(now, r.step);
-    loads[ri] = r.load();
     if (r.step.empty()) return;
     const auto features = features_of(r.step);
     window_tokens += features.tokens;
     const double dur = std::max(cost->step_seconds(features), 1e-9);
     steps.push({now + dur, seq++, ri});
-    const double kv_use = loads[ri].kv_use;
+    const double kv_use = r.kv_use();
     out.kv_use_time += kv_use * dur;
     out.busy_time += dur;
     out.replica_busy[ri] += dur;
@@ -215,26 +212,30 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     rec.arrival_s = q.arrival_s;
     rec.prompt_tokens = q.prompt_tokens;
     rec.tenant = q.tenant;
-    // The cluster as a router sees it: every replica ready, its load now.
-    for (std::size_t i = 0; i < replicas.size(); ++i) {
-      auto& v = views[i];
-      const auto& core = replicas[i]->core;
-      v.id = i;
-      v.ready = states[i] == state::serving;
-      v.weight = weights[i];
-      v.running = core.num_running();
-      v.waiting = core.num_waiting();
-      v.prefill_tokens = core.prefill_tokens();
-      v.decode_tokens = core.decode_tokens();
-      v.kv_use = loads[i].kv_use;
-      v.cached_blocks = by_prefix ? cached_prefix_blocks(replicas[i]->cache, static_cast<std::uint64_t>(q.tenant) + 1,
-                                                         prompt, replicas[i]->kv.options().block_size)
-                                  : 0;
-    }
     auto rq = session_of(q);
     rq.prompt_blocks = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(replicas.front()->kv.options().block_size));
     out.prompt_blocks += static_cast<std::uint64_t>(rq.prompt_blocks);
-    const std::size_t ri = routing->route({q.arrival_s, rq, views});
+    // One replica always serving: every policy picks it (no view to build).
+    std::size_t ri = 0;
+    if (replicas.size() > 1 || as.enabled()) {
+      // The cluster as a router sees it: readiness, load now, the prompt's cached blocks.
+      for (std::size_t i = 0; i < replicas.size(); ++i) {
+        auto& v = views[i];
+        const auto& core = replicas[i]->core;
+        v.id = i;
+        v.ready = states[i] == state::serving;
+        v.weight = weights[i];
+        v.running = core.num_running();
+        v.waiting = core.num_waiting();
+        v.prefill_tokens = core.prefill_tokens();
+        v.decode_tokens = core.decode_tokens();
+        v.kv_use = replicas[i]->kv_use();
+        v.cached_blocks = by_prefix ? cached_prefix_blocks(replicas[i]->cache, static_cast<std::uint64_t>(q.tenant) + 1,
+                                                           prompt, replicas[i]->kv.options().block_size)
+                                    : 0;
+      }
+      ri = routing->route({q.arrival_s, rq, views});
+    }
     if (ri == policy::no_replica) { // no replica serving: refused, as the server's 503
       rec.status = 503;
       out.end_s = std::max(out.end_s, q.arrival_s);
@@ -258,8 +259,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
       live_turns.erase(q.index); // the conversation ends here
     } else if (replicas[ri]->step.empty()) {
       start_step(ri, q.arrival_s);
-    } else {
-      loads[ri] = replicas[ri]->load(); // queued behind the step under way
     }
   };
 

@@ -2,33 +2,47 @@
 
 namespace troupe {
 
+namespace {
+
+// Walks the chained keys of `tokens`' full blocks, never the last token's
+// block (it must be computed to sample), while found(key, hash) holds.
+// Returns the hash of the last block found (0: none).
+template <class Found>
+auto walk_prefix(std::uint64_t tenant, std::span<const token_id> tokens, std::int32_t block_size, Found found)
+    -> block_hash {
+  const auto bs = static_cast<std::size_t>(block_size);
+  const std::size_t usable = tokens.empty() ? 0 : (tokens.size() - 1) / bs;
+  block_hash last = 0;
+  for (std::size_t i = 0; i < usable; ++i) {
+    const auto k = key_of(tenant, last, tokens, i, bs);
+    const block_hash h = hash_block(k);
+    if (!found(k, h)) break;
+    last = h;
+  }
+  return last;
+}
+
+} // namespace
+
 auto match_prefix(block_source& source, std::uint64_t tenant, std::span<const token_id> tokens,
                   std::int32_t block_size, std::int32_t priority) -> prefix_match {
   prefix_match out;
-  const auto bs = static_cast<std::size_t>(block_size);
-  const std::size_t usable = tokens.empty() ? 0 : (tokens.size() - 1) / bs;
-  for (std::size_t i = 0; i < usable; ++i) {
-    const auto k = key_of(tenant, out.last_hash, tokens, i, bs);
-    const block_hash h = hash_block(k);
+  out.last_hash = walk_prefix(tenant, tokens, block_size, [&](block_key_view k, block_hash h) {
     const auto b = source.acquire_cached(k, h, priority);
-    if (!b) break;
-    out.blocks.push_back(*b);
-    out.last_hash = h;
-  }
+    if (b) out.blocks.push_back(*b);
+    return b.has_value();
+  });
   return out;
 }
 
 auto cached_prefix_blocks(const prefix_cache& cache, std::uint64_t tenant, std::span<const token_id> tokens,
                           std::int32_t block_size) -> std::int32_t {
-  const auto bs = static_cast<std::size_t>(block_size);
-  const std::size_t usable = tokens.empty() ? 0 : (tokens.size() - 1) / bs;
-  block_hash last = 0;
   std::int32_t n = 0;
-  for (std::size_t i = 0; i < usable; ++i, ++n) {
-    const auto k = key_of(tenant, last, tokens, i, bs);
-    last = hash_block(k);
-    if (!cache.holds_key(k, last)) break;
-  }
+  walk_prefix(tenant, tokens, block_size, [&](block_key_view k, block_hash h) {
+    const bool held = cache.holds_key(k, h);
+    n += held;
+    return held;
+  });
   return n;
 }
 
