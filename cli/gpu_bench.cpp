@@ -7,6 +7,7 @@
 //                    [--batches 1,16,64,256] [--prompt 32] [--decode 128]
 
 #include "engine/cuda/cuda_executor.hpp"
+#include "engine/cuda/cuda_memory.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/stats.hpp"
 #include "kernels/probe.hpp"
@@ -28,10 +29,6 @@ using namespace troupe;
 
 namespace {
 
-void ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
 auto split(const std::string& s) -> std::vector<std::string> {
   std::vector<std::string> out;
   std::size_t at = 0;
@@ -48,17 +45,17 @@ auto split(const std::string& s) -> std::vector<std::string> {
 template <class F>
 auto device_ms(cudaStream_t s, int warmup, int runs, F&& f) -> double {
   cudaEvent_t a, b;
-  ok(cudaEventCreate(&a), "event");
-  ok(cudaEventCreate(&b), "event");
+  cuda::cuda_ok(cudaEventCreate(&a), "event");
+  cuda::cuda_ok(cudaEventCreate(&b), "event");
   for (int i = 0; i < warmup; ++i) f(i);
   std::vector<double> t;
   for (int i = 0; i < runs; ++i) {
-    ok(cudaEventRecord(a, s), "record");
+    cuda::cuda_ok(cudaEventRecord(a, s), "record");
     f(i);
-    ok(cudaEventRecord(b, s), "record");
-    ok(cudaEventSynchronize(b), "sync");
+    cuda::cuda_ok(cudaEventRecord(b, s), "record");
+    cuda::cuda_ok(cudaEventSynchronize(b), "sync");
     float ms = 0;
-    ok(cudaEventElapsedTime(&ms, a, b), "elapsed");
+    cuda::cuda_ok(cudaEventElapsedTime(&ms, a, b), "elapsed");
     t.push_back(ms);
   }
   cudaEventDestroy(a);
@@ -70,11 +67,11 @@ auto read_bandwidth_gbs(cudaStream_t s, int sms) -> double {
   const std::int64_t bytes = std::int64_t{4} << 30; // far past the 50 MB L2
   void* buf = nullptr;
   void* sink = nullptr;
-  ok(cudaMalloc(&buf, static_cast<std::size_t>(bytes)), "cudaMalloc");
-  ok(cudaMalloc(&sink, static_cast<std::size_t>(kernels::read_probe_grid(sms)) * 4), "cudaMalloc");
+  cuda::cuda_ok(cudaMalloc(&buf, static_cast<std::size_t>(bytes)), "cudaMalloc");
+  cuda::cuda_ok(cudaMalloc(&sink, static_cast<std::size_t>(kernels::read_probe_grid(sms)) * 4), "cudaMalloc");
   kernels::fill_random_bf16(buf, bytes / 2, 1, 1.0f, s);
   const double ms = device_ms(s, 3, 20, [&](int) { kernels::read_probe(buf, bytes, static_cast<float*>(sink), s); });
-  ok(cudaGetLastError(), "read_probe");
+  cuda::cuda_ok(cudaGetLastError(), "read_probe");
   cudaFree(buf);
   cudaFree(sink);
   return static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
@@ -87,12 +84,12 @@ auto gemm_tflops(cudaStream_t s) -> double {
   std::vector<void*> a(3), b(3);
   void* c = nullptr;
   for (int i = 0; i < 3; ++i) {
-    ok(cudaMalloc(&a[static_cast<std::size_t>(i)], static_cast<std::size_t>(elems) * 2), "cudaMalloc");
-    ok(cudaMalloc(&b[static_cast<std::size_t>(i)], static_cast<std::size_t>(elems) * 2), "cudaMalloc");
+    cuda::cuda_ok(cudaMalloc(&a[static_cast<std::size_t>(i)], static_cast<std::size_t>(elems) * 2), "cudaMalloc");
+    cuda::cuda_ok(cudaMalloc(&b[static_cast<std::size_t>(i)], static_cast<std::size_t>(elems) * 2), "cudaMalloc");
     kernels::fill_random_bf16(a[static_cast<std::size_t>(i)], elems, 10 + static_cast<std::uint64_t>(i), 1.0f, s);
     kernels::fill_random_bf16(b[static_cast<std::size_t>(i)], elems, 20 + static_cast<std::uint64_t>(i), 1.0f, s);
   }
-  ok(cudaMalloc(&c, static_cast<std::size_t>(elems) * 2), "cudaMalloc");
+  cuda::cuda_ok(cudaMalloc(&c, static_cast<std::size_t>(elems) * 2), "cudaMalloc");
   cublasHandle_t h;
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
   cublasSetStream(h, s);
@@ -258,11 +255,11 @@ auto main(int argc, char** argv) -> int {
     }
   }
   try {
-    ok(cudaSetDevice(device), "cudaSetDevice");
+    cuda::cuda_ok(cudaSetDevice(device), "cudaSetDevice");
     cudaDeviceProp prop{};
-    ok(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    cuda::cuda_ok(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     cudaStream_t s;
-    ok(cudaStreamCreate(&s), "stream");
+    cuda::cuda_ok(cudaStreamCreate(&s), "stream");
     const double bw = read_bandwidth_gbs(s, prop.multiProcessorCount);
     const double tflops = gemm_tflops(s);
     std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);

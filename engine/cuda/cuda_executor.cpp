@@ -2,10 +2,10 @@
 
 #include "engine/check.hpp"
 #include "engine/cpu/ops.hpp"
+#include "engine/cuda/cuda_memory.hpp"
+#include "engine/cuda/device_samplers.hpp"
 #include "engine/cuda/step_plan.hpp"
 #include "engine/model/tensor_parallel.hpp"
-#include "engine/sampling/rng.hpp"
-#include "engine/sampling/sampler.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/sampling.hpp"
@@ -22,67 +22,10 @@
 #include <numeric>
 #include <stdexcept>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 
 namespace troupe::cuda {
 namespace {
-
-void cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
-}
-void cublas_ok(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuBLAS: ") + what + ": status " + std::to_string(static_cast<int>(s)));
-}
-void nccl_ok(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) throw std::runtime_error(std::string("NCCL: ") + what + ": " + ncclGetErrorString(r));
-}
-
-// Device memory, freed with its owner.
-class device_memory {
-public:
-  device_memory() = default;
-  explicit device_memory(std::size_t bytes) { cuda_ok(cudaMalloc(&p_, std::max<std::size_t>(bytes, 1)), "cudaMalloc"); }
-  device_memory(device_memory&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  auto operator=(device_memory&& o) noexcept -> device_memory& {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  ~device_memory() {
-    if (p_ != nullptr) cudaFree(p_);
-  }
-  auto get() const -> void* { return p_; }
-  template <class T>
-  auto as() const -> T* {
-    return static_cast<T*>(p_);
-  }
-
-private:
-  void* p_ = nullptr;
-};
-
-// Pinned host memory for the step's inputs and outputs (asynchronous copies).
-class pinned_memory {
-public:
-  pinned_memory() = default;
-  explicit pinned_memory(std::size_t bytes) { cuda_ok(cudaMallocHost(&p_, std::max<std::size_t>(bytes, 1)), "cudaMallocHost"); }
-  pinned_memory(pinned_memory&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  auto operator=(pinned_memory&& o) noexcept -> pinned_memory& {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  ~pinned_memory() {
-    if (p_ != nullptr) cudaFreeHost(p_);
-  }
-  template <class T>
-  auto as() const -> T* {
-    return static_cast<T*>(p_);
-  }
-
-private:
-  void* p_ = nullptr;
-};
 
 struct device_layer {
   device_memory attn_norm, mlp_norm; // F32 [hidden]
@@ -91,17 +34,6 @@ struct device_layer {
   device_memory w_gate_up;           // [2 * inter, hidden]
   device_memory w_down;              // [hidden, inter]
   device_memory k_cache, v_cache;    // [blocks, kv_heads, block_size, head_dim]
-};
-
-// A request's sampling state: the CPU sampler's parameters, random stream and
-// counts; the device does the O(vocab) work with the uniform drawn here.
-struct request_state {
-  sampling_params params;
-  rng stream;
-  std::vector<token_id> prompt_set; ///< sorted, distinct (repetition penalty)
-  std::map<token_id, std::int32_t> output_counts;
-  /// Requests asking for top logprobs are sampled on the host, by the CPU sampler.
-  std::unique_ptr<request_sampler> host;
 };
 
 // The fixed-address inputs a step (and a captured graph) reads.
@@ -162,14 +94,13 @@ private:
 
   request_tables tables_;
   step_plan plan_;
-  rng seed_source_;
-  std::unordered_map<request_id, request_state> requests_;
+  device_samplers samplers_;
   std::map<std::int32_t, cudaGraphExec_t> graphs_; ///< by padded decode batch size
   std::vector<float> host_logits_; ///< rows sampled on the host
 };
 
 cuda_executor::cuda_executor(const model_weights& weights, const cuda_executor_options& options)
-  : o_(options), c_(weights.config), seed_source_(options.seed) {
+  : o_(options), c_(weights.config), samplers_(options.seed) {
   if (o_.act != dtype::bf16 && o_.act != dtype::f32) throw std::runtime_error("the CUDA backend computes in bf16 or f32");
   check_shardable(weights.config, o_.tp_world);
   const model_weights shard = shard_weights(weights, {o_.tp_rank, o_.tp_world});
@@ -447,18 +378,7 @@ void cuda_executor::swap(const scheduler_output& step) {
 auto cuda_executor::execute(const scheduler_output& step) -> step_result {
   cuda_ok(cudaSetDevice(o_.device), "cudaSetDevice"); // the current device is per thread
   swap(step);
-  for (const auto& r : step.new_requests) {
-    // Seeds as the CPU executor draws them, so that both backends agree.
-    const auto fallback = seed_source_.next();
-    request_state st{r.sampling, rng(r.sampling.seed.value_or(fallback)), {}, {}, nullptr};
-    if (r.sampling.logprobs > 0) st.host = std::make_unique<request_sampler>(r.sampling, r.prompt_tokens, fallback);
-    if (r.sampling.repetition_penalty != 1.0f) {
-      st.prompt_set = r.prompt_tokens;
-      std::sort(st.prompt_set.begin(), st.prompt_set.end());
-      st.prompt_set.erase(std::unique(st.prompt_set.begin(), st.prompt_set.end()), st.prompt_set.end());
-    }
-    requests_.insert_or_assign(r.id, std::move(st));
-  }
+  samplers_.add(step.new_requests);
   tables_.apply(step);
   step_result out;
   if (!step.scheduled.empty()) {
@@ -520,39 +440,9 @@ auto cuda_executor::execute(const scheduler_output& step) -> step_result {
     cuda_ok(cudaGetLastError(), "forward");
 
     // Sampling: the device for most rows; requests asking for logprobs on the host.
-    auto* prm = host_params_.as<kernels::sampling_row>();
-    std::vector<std::int32_t> ptok, pcnt;
-    for (std::int32_t j = 0; j < samples; ++j) {
-      const auto& c = step.scheduled[static_cast<std::size_t>(plan_.sample_chunks[static_cast<std::size_t>(j)])];
-      auto it = requests_.find(c.id);
-      TROUPE_CHECK(it != requests_.end(), "sampling a request the executor was never given");
-      auto& st = it->second;
-      kernels::sampling_row r;
-      const auto& sp = st.params;
-      r.temperature = sp.temperature;
-      r.top_k = sp.top_k;
-      r.top_p = sp.top_p;
-      r.min_p = sp.min_p;
-      r.repetition_penalty = sp.repetition_penalty;
-      r.presence_penalty = sp.presence_penalty;
-      r.frequency_penalty = sp.frequency_penalty;
-      // (A double just under 1 may round to 1.0f: kept below it.)
-      r.uniform = !st.host && sp.temperature >= 1e-5f
-                      ? std::min(static_cast<float>(st.stream.uniform()), std::nextafter(1.0f, 0.0f))
-                      : 0.0f;
-      r.penalty_first = static_cast<std::int32_t>(ptok.size());
-      if (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f) {
-        for (const auto t : st.prompt_set) {
-          const auto f = st.output_counts.find(t);
-          ptok.push_back(t);
-          pcnt.push_back(f == st.output_counts.end() ? 0 : f->second);
-        }
-        for (const auto& [t, n] : st.output_counts)
-          if (!std::binary_search(st.prompt_set.begin(), st.prompt_set.end(), t)) ptok.push_back(t), pcnt.push_back(n);
-      }
-      r.penalty_count = static_cast<std::int32_t>(ptok.size()) - r.penalty_first;
-      prm[j] = r;
-    }
+    samplers_.prepare(step, plan_.sample_chunks);
+    std::copy(samplers_.rows().begin(), samplers_.rows().end(), host_params_.as<kernels::sampling_row>());
+    const auto ptok = samplers_.penalty_tokens(), pcnt = samplers_.penalty_counts();
     if (static_cast<std::int64_t>(ptok.size()) > penalty_capacity_) {
       penalty_capacity_ = std::max<std::int64_t>(2 * penalty_capacity_, static_cast<std::int64_t>(ptok.size()));
       penalty_tokens_ = device_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
@@ -567,11 +457,8 @@ auto cuda_executor::execute(const scheduler_output& step) -> step_result {
       cuda_ok(cudaMemcpyAsync(penalty_counts_.get(), host_penalty_counts_.as<void>(), pcnt.size() * 4, cudaMemcpyHostToDevice, stream_), "penalties");
     }
     // Host-sampled rows need their raw logits before the kernel overwrites them.
-    bool any_host = false;
-    for (std::int32_t j = 0; j < samples; ++j)
-      any_host |= static_cast<bool>(requests_.at(step.scheduled[static_cast<std::size_t>(plan_.sample_chunks[static_cast<std::size_t>(j)])].id).host);
     const auto vocab = static_cast<std::size_t>(c_.vocab_size);
-    if (any_host) {
+    if (samplers_.any_on_host()) {
       host_logits_.resize(static_cast<std::size_t>(samples) * vocab);
       cuda_ok(cudaMemcpyAsync(host_logits_.data(), logits_.get(), host_logits_.size() * 4, cudaMemcpyDeviceToHost, stream_), "logits");
     }
@@ -594,23 +481,16 @@ auto cuda_executor::execute(const scheduler_output& step) -> step_result {
     cuda_ok(cudaStreamSynchronize(stream_), "step");
     for (std::int32_t j = 0; j < samples; ++j) {
       const auto& c = step.scheduled[static_cast<std::size_t>(plan_.sample_chunks[static_cast<std::size_t>(j)])];
-      auto& st = requests_.at(c.id);
-      sample_result res;
-      if (st.host) {
-        res = st.host->sample(std::span(host_logits_).subspan(static_cast<std::size_t>(j) * vocab, vocab));
-      } else {
-        res.token = host_out_tokens_.as<std::int32_t>()[j];
-        res.logprob = host_out_logprobs_.as<float>()[j];
-      }
-      if (st.params.repetition_penalty != 1.0f || st.params.presence_penalty != 0.0f || st.params.frequency_penalty != 0.0f)
-        ++st.output_counts[res.token];
-      out.sampled.push_back({c.id, std::move(res)});
+      const auto row = samplers_.any_on_host() ? std::span(host_logits_).subspan(static_cast<std::size_t>(j) * vocab, vocab)
+                                              : std::span<float>();
+      out.sampled.push_back({c.id, samplers_.result(static_cast<std::size_t>(j), host_out_tokens_.as<std::int32_t>()[j],
+                                                    host_out_logprobs_.as<float>()[j], row)});
     }
   } else {
     cuda_ok(cudaStreamSynchronize(stream_), "swap");
   }
   tables_.forget_finished(step);
-  for (const auto id : step.finished) requests_.erase(id);
+  samplers_.forget(step.finished);
   return out;
 }
 
