@@ -13,14 +13,14 @@ import http.client
 import json
 import os
 import random
-import re
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+import troupe_server
 
 TROUPE = os.environ.get("TROUPE", "build/troupe")
 POLICIES = ["round_robin", "least_tokens", "consistent_hash", "prefix_affinity"]
@@ -31,15 +31,7 @@ def serve(model, policy):
     args = [TROUPE, "serve", "--config", "config/default.toml", "--port", "0", "--model", model,
             "--set", 'engine.devices=["cpu", "cpu", "cpu", "cpu"]', "--set", "engine.threads=1",
             "--set", "scheduler.kv_memory=24MiB", "--set", "router.policy=" + policy]
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    port = None
-    for line in p.stdout:
-        m = re.search(r"listening on http://[^:]+:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-        if "ready:" in line:
-            return p, port
-    raise RuntimeError("troupe serve exited")
+    return troupe_server.start(args)
 
 
 def metric(port, name):
@@ -108,8 +100,7 @@ def run(model, policy):
             t.join()
         q1, h1 = metric(port, "troupe_prefix_cache_queries_total"), metric(port, "troupe_prefix_cache_hits_total")
     finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=120)
+        troupe_server.stop(p)
     ttfts = sorted(t for t in ttfts if t is not None)
     return (h1 - h0) / max(q1 - q0, 1), statistics.median(ttfts), ttfts[int(0.9 * (len(ttfts) - 1))], len(ttfts)
 

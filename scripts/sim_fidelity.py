@@ -32,10 +32,10 @@ import math
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
-import time
+
+import troupe_server
 
 TROUPE = os.environ.get("TROUPE", "build/troupe")
 WORK = os.environ.get("BENCH_DIR", "/tmp/troupe-sim-fidelity")
@@ -66,20 +66,7 @@ def serve(step_log=None):
             "--model", os.path.join(WORK, "stories110m")] + SERVER
     if step_log:
         args += ["--step-log", step_log]
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    port = None
-    for line in p.stdout:
-        m = re.search(r"listening on http://[^:]+:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-        if "ready:" in line:
-            return p, port
-    raise RuntimeError("troupe serve exited")
-
-
-def stop(p):
-    p.send_signal(signal.SIGTERM)
-    p.wait(timeout=120)
+    return troupe_server.start(args)
 
 
 def bench(port, trace):
@@ -144,7 +131,7 @@ def main():
     try:
         capacity = bench(port, burst)["req/s"]
     finally:
-        stop(p)
+        troupe_server.stop(p)
     print(f"capacity (all {N} requests at once): {capacity:.2f} requests/s")
     # Two more calibration runs, at half and at nine tenths of capacity, so
     # that the fit sees every batch size the test loads reach (on the CPU a
@@ -159,7 +146,7 @@ def main():
         try:
             bench(port, trace)
         finally:
-            stop(p)
+            troupe_server.stop(p)
         logs.append(name + ".steps")
     steps = os.path.join(WORK, "all.steps")
     with open(steps, "w") as out:
@@ -177,14 +164,14 @@ def main():
         try:
             real = bench(port, trace)
         finally:
-            stop(p)
+            troupe_server.stop(p)
         # The noise floor: the same trace on the server again, a minute later.
         again_steps = os.path.join(WORK, tag + "-again.steps")
         p, port = serve(again_steps)
         try:
             again = bench(port, trace)
         finally:
-            stop(p)
+            troupe_server.stop(p)
         other = simulate(trace, steps, tag)
         near = simulate(trace, again_steps, tag + "-near")
         own = simulate(trace, own_steps, tag + "-own")
