@@ -164,7 +164,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     r.core.schedule(now, r.step);
     if (r.step.empty()) return;
     const auto features = features_of(r.step);
-    window_tokens += features.tokens;
+    if (scaler) window_tokens += features.tokens;
     const double dur = std::max(cost->step_seconds(features), 1e-9);
     steps.push({now + dur, seq++, ri});
     const double kv_use = r.kv_use();
@@ -397,7 +397,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
       if (u.token) {
         if (rec.first_token_s < 0) {
           rec.first_token_s = ev.t;
-          window_ttft.push_back(ev.t - rec.arrival_s);
+          if (scaler) window_ttft.push_back(ev.t - rec.arrival_s); // (cleared by each decision)
         } else if (const double g = ev.t - rec.last_token_s; g == gap) {
           ++gaps;
         } else {
