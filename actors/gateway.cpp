@@ -7,8 +7,9 @@
 
 namespace troupe {
 
-gateway::gateway(caf::actor_system& sys, server_status& status, std::chrono::nanoseconds stall_timeout)
-  : sys_(sys), status_(status), stall_timeout_(stall_timeout) {}
+gateway::gateway(caf::actor_system& sys, server_status& status, std::chrono::nanoseconds stall_timeout,
+                 bool admin_api)
+  : sys_(sys), status_(status), stall_timeout_(stall_timeout), admin_api_(admin_api) {}
 
 void gateway::set_context(std::shared_ptr<serving_context> ctx) {
   std::lock_guard lock(mutex_);
@@ -20,9 +21,10 @@ auto gateway::context() -> std::shared_ptr<serving_context> {
   return ctx_;
 }
 
-auto gateway::readiness() const -> std::string {
+auto gateway::readiness(const serving_context* ctx) const -> std::string {
   if (status_.draining.load()) return "draining";
-  if (!status_.ready.load()) return "loading";
+  if (!status_.ready.load() || !ctx) return "loading";
+  if (ctx->num_ready->load(std::memory_order_relaxed) <= 0) return "no replica ready";
   if (status_.num_queued.load() > 0) {
     const auto last = std::chrono::nanoseconds(status_.last_progress_ns.load());
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
@@ -61,7 +63,12 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
   if (path == "/health/live") return get ? reply(200, "application/json", R"({"status":"live"})") : wrong_method("GET");
   if (path == "/health/ready") {
     if (!get) return wrong_method("GET");
-    const auto why = readiness();
+    // ?model=NAME: that model's readiness (404 for a model not served).
+    const auto q = req.target.find("?model=");
+    if (q != std::string::npos && ctx && req.target.substr(q + 7) != ctx->model_name)
+      return error(404, "the model '" + req.target.substr(q + 7) + "' is not served here", "invalid_request_error",
+                   "model", "model_not_found");
+    const auto why = readiness(ctx.get());
     if (why.empty()) return reply(200, "application/json", R"({"status":"ready"})");
     return reply(503, "application/json", R"({"status":")" + why + R"("})");
   }
@@ -74,6 +81,11 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
     if (!get) return wrong_method("GET");
     if (!ctx) return error(503, "the model is loading", "service_unavailable");
     return reply(200, "application/json", api::models_list(ctx->model_name, 0, ctx->max_model_len));
+  }
+  if (path.starts_with("/admin/")) {
+    if (!admin_api_) return error(404, "no route for " + path, "invalid_request_error", "", "not_found");
+    if (!ctx) return error(503, "the model is loading", "service_unavailable");
+    return admin(path, req, *ctx, client, headers);
   }
   const bool completions = path == "/v1/completions";
   if (!completions && path != "/v1/chat/completions")
@@ -109,6 +121,56 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
   sr.has_session = true;
   sr.session = std::hash<std::string>{}(key);
   spawn_sink(sys_, ctx, &status_, std::move(client), std::move(sr));
+}
+
+// /admin/replicas (GET: each replica's health and load) and
+// /admin/replicas/N/ACTION (POST): drain, resume (the router), hang,
+// recover, crash (faults injected into its scheduler, for tests).
+void gateway::admin(const std::string& path, const http::request& req, serving_context& ctx,
+                    const std::shared_ptr<http::exchange>& client, const http::header_list& headers) {
+  const auto reply = [&](int status, std::string body) {
+    auto h = headers;
+    h.emplace_back("Content-Type", "application/json");
+    client->respond(status, std::move(h), std::move(body));
+  };
+  const auto error = [&](int status, std::string message, std::string code) {
+    api::api_error e{status, std::move(message), "invalid_request_error", "", std::move(code)};
+    reply(status, api::error_body(e));
+  };
+  const std::string base = "/admin/replicas";
+  if (path == base) {
+    if (req.method != "GET") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
+    // (An admin call: blocking this HTTP thread for the router's answer is fine.)
+    caf::scoped_actor self{sys_};
+    std::string body;
+    self->request(ctx.router, std::chrono::seconds(5), status_atom_v)
+        .receive([&](std::string& s) { body = std::move(s); }, [&](caf::error&) {});
+    if (body.empty()) return error(503, "the router did not answer", "router_unavailable");
+    return reply(200, R"({"object":"list","data":)" + body + "}");
+  }
+  if (!path.starts_with(base + "/")) return error(404, "no route for " + path, "not_found");
+  const auto rest = path.substr(base.size() + 1);
+  const auto slash = rest.find('/');
+  std::int32_t replica = -1;
+  try {
+    std::size_t used = 0;
+    replica = std::stoi(rest.substr(0, slash), &used);
+    if (used != slash && slash != std::string::npos) replica = -1;
+  } catch (...) {
+  }
+  if (replica < 0 || static_cast<std::size_t>(replica) >= ctx.schedulers.size() || slash == std::string::npos)
+    return error(404, "no replica '" + rest.substr(0, slash) + "': replicas are 0 to " +
+                          std::to_string(ctx.schedulers.size() - 1),
+                 "not_found");
+  if (req.method != "POST") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
+  const auto action = rest.substr(slash + 1);
+  if (action == "drain" || action == "resume")
+    caf::anon_send(ctx.router, drain_atom_v, replica, action == "drain");
+  else if (action == "hang" || action == "recover" || action == "crash")
+    caf::anon_send(ctx.schedulers[static_cast<std::size_t>(replica)], fault_atom_v, action);
+  else
+    return error(400, "unknown action '" + action + "'; known: drain, resume, hang, recover, crash", "invalid_value");
+  reply(200, R"({"replica":)" + std::to_string(replica) + R"(,"action":")" + action + R"("})");
 }
 
 } // namespace troupe

@@ -16,7 +16,9 @@ class gateway {
 public:
   /// stall_timeout: /health/ready is 503 when requests are queued and no
   /// step has finished for this long.
-  gateway(caf::actor_system& sys, server_status& status, std::chrono::nanoseconds stall_timeout);
+  /// admin_api: serve /admin/replicas (list, drain, resume, inject faults).
+  gateway(caf::actor_system& sys, server_status& status, std::chrono::nanoseconds stall_timeout,
+          bool admin_api = false);
 
   /// Until set, completions get 503 "loading" (the model is still loading).
   void set_context(std::shared_ptr<serving_context> ctx);
@@ -25,11 +27,15 @@ public:
 
 private:
   auto context() -> std::shared_ptr<serving_context>;
-  auto readiness() const -> std::string; ///< "" when ready, else why not
+  /// "" when ready, else why not (ctx: the model's replicas, may be null).
+  auto readiness(const serving_context* ctx) const -> std::string;
+  void admin(const std::string& path, const http::request& req, serving_context& ctx,
+             const std::shared_ptr<http::exchange>& client, const http::header_list& headers);
 
   caf::actor_system& sys_;
   server_status& status_;
   std::chrono::nanoseconds stall_timeout_;
+  bool admin_api_ = false;
   std::mutex mutex_;
   std::shared_ptr<serving_context> ctx_;
   std::atomic<std::uint64_t> next_id_{1};

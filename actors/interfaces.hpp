@@ -44,16 +44,6 @@ using memory_manager_actor = caf::typed_actor<
     /// block size), taking nothing: what prefix-affine routing weighs.
     caf::replies_to<probe_atom, std::uint64_t, std::vector<token_id>, std::int32_t>::with<std::int32_t>>;
 
-/// Chooses each request's replica with the configured routing policy, from
-/// the replicas' load reports and what it routed since (engine/router_core).
-using router_actor = caf::typed_actor<
-    /// The replica's index for a request, or -1: no replica can take it
-    /// (503). The vector: per replica, the prompt's blocks its device caches
-    /// (empty when the policy does not weigh them).
-    caf::replies_to<route_atom, policy::route_request, std::vector<std::int32_t>>::with<std::int32_t>,
-    /// A replica's load after its step.
-    caf::reacts_to<load_atom, std::int32_t, replica_report>>;
-
 /// One replica's continuous-batching loop over its executor.
 using scheduler_actor = caf::typed_actor<
     /// Queues a request whose tokens go to the sink; arrival is when the
@@ -66,6 +56,35 @@ using scheduler_actor = caf::typed_actor<
     /// Internal: runs the next step.
     caf::reacts_to<step_atom>,
     /// Internal: asks for more leased blocks when few are left.
-    caf::reacts_to<refill_atom>>;
+    caf::reacts_to<refill_atom>,
+    /// Out of rotation (failed health checks): ends every request it holds
+    /// with finish_reason::error, so that their sinks retry them elsewhere.
+    caf::reacts_to<evacuate_atom>,
+    /// Fault injection (the admin API, for tests): "hang" stops stepping as
+    /// a stuck device would, "recover" resumes, "crash" ends the actor.
+    caf::reacts_to<fault_atom, std::string>>;
+
+/// Chooses each request's replica with the configured routing policy, from
+/// the replicas' load reports and what it routed since (engine/router_core).
+using router_actor = caf::typed_actor<
+    /// The replica's index for a request, or -1: no replica can take it
+    /// (503). The vector: per replica, the prompt's blocks its device caches
+    /// (empty when the policy does not weigh them).
+    /// The second vector: replicas not to use (where the request just failed).
+    caf::replies_to<route_atom, policy::route_request, std::vector<std::int32_t>, std::vector<std::int32_t>>::with<
+        std::int32_t>,
+    /// A replica's load after its step.
+    caf::reacts_to<load_atom, std::int32_t, replica_report>,
+    /// Replica i is loaded and is this scheduler: into rotation; the router
+    /// monitors it (death: out) and checks it every interval.
+    caf::reacts_to<join_atom, std::int32_t, scheduler_actor>,
+    /// Replica i drains (true: no new requests) or resumes (false).
+    caf::reacts_to<drain_atom, std::int32_t, bool>,
+    /// Every replica's health and load, as a JSON array (the admin API).
+    caf::replies_to<status_atom>::with<std::string>,
+    /// Internal: starts the interval's deep checks.
+    caf::reacts_to<tick_atom>,
+    /// Internal: a check's outcome (replica, check number, passed).
+    caf::reacts_to<checked_atom, std::int32_t, std::uint64_t, bool>>;
 
 } // namespace troupe

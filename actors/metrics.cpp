@@ -53,7 +53,13 @@ server_metrics::server_metrics(const std::string& model_name, int num_replicas,
     prompt_tokens(counter(*registry_, "prompt_tokens_total", "Prefill tokens processed.")
                       .Add({{"model_name", model_name}, {"tenant", "default"}})),
     generation_tokens(counter(*registry_, "generation_tokens_total", "Generation tokens processed.")
-                          .Add({{"model_name", model_name}, {"tenant", "default"}})) {
+                          .Add({{"model_name", model_name}, {"tenant", "default"}})),
+    request_retries(counter(*registry_, "request_retries_total",
+                            "Requests retried on another replica after theirs failed before their first token.")
+                        .Add({{"model_name", model_name}})),
+    request_failures(counter(*registry_, "request_failures_total",
+                             "Requests ended by their replica's failure (an error event, or a 503).")
+                         .Add({{"model_name", model_name}})) {
   auto& success = counter(*registry_, "request_success_total", "Finished requests, by finish reason.");
   for (const auto r : {finish_reason::stop, finish_reason::length, finish_reason::abort})
     success_[static_cast<std::size_t>(r)] = &success.Add(
@@ -64,10 +70,12 @@ server_metrics::server_metrics(const std::string& model_name, int num_replicas,
   auto& preempt = counter(*registry_, "num_preemptions_total", "Requests preempted for KV blocks.");
   auto& swapped = gauge(*registry_, "num_requests_swapped", "Preempted requests whose KV is in host swap space.");
   auto& swap_outs = counter(*registry_, "num_swap_outs_total", "Preemptions that swapped the KV out to host memory.");
+  auto& ready = gauge(*registry_, "replica_ready", "1 while the replica is in the router's rotation (alive, healthy, not draining).");
+  auto& failed_checks = counter(*registry_, "health_checks_failed_total", "Deep health checks that failed or timed out.");
   for (int i = 0; i < num_replicas; ++i) {
     const prometheus::Labels l{{"model_name", model_name}, {"replica", std::to_string(i)}};
     replicas_.push_back({&running.Add(l), &waiting.Add(l), &kv.Add(l), &preempt.Add(l), &swapped.Add(l),
-                         &swap_outs.Add(l)});
+                         &swap_outs.Add(l), &ready.Add(l), &failed_checks.Add(l)});
   }
   auto& queries = counter(*registry_, "prefix_cache_queries_total", "KV blocks looked up in the prefix cache.");
   auto& hits = counter(*registry_, "prefix_cache_hits_total", "KV blocks found in the prefix cache.");

@@ -32,6 +32,8 @@ public:
     prometheus::Counter* num_preemptions;
     prometheus::Gauge* num_requests_swapped; ///< preempted by swap, their KV in host memory
     prometheus::Counter* num_swap_outs;       ///< preemptions that swapped (of num_preemptions)
+    prometheus::Gauge* ready;                 ///< 1 while in the router's rotation (set by the router)
+    prometheus::Counter* health_checks_failed; ///< deep checks that failed or timed out
   };
   /// A device's prefix-cache series, counted by its memory manager.
   struct device_series {
@@ -50,11 +52,16 @@ public:
   prometheus::Histogram& queue_time; ///< recorded by the scheduler
   prometheus::Counter& prompt_tokens;
   prometheus::Counter& generation_tokens;
+  /// Requests moved to another replica after theirs failed before their first token.
+  prometheus::Counter& request_retries;
+  /// Requests ended by their replica's failure (an error event or a 503).
+  prometheus::Counter& request_failures;
   /// request_success_total{finished_reason="stop"|"length"|"abort"}.
   auto request_success(finish_reason r) -> prometheus::Counter& {
     return *success_[static_cast<std::size_t>(r)];
   }
   auto replica(int i) const -> const replica_series& { return replicas_.at(static_cast<std::size_t>(i)); }
+  auto num_replicas() const -> std::size_t { return replicas_.size(); }
   /// The series of a device named at construction.
   auto device(const std::string& name) const -> const device_series&;
 
@@ -62,7 +69,7 @@ public:
   auto serialize() const -> std::string;
 
 private:
-  std::array<prometheus::Counter*, 4> success_{}; ///< by finish_reason (none unused)
+  std::array<prometheus::Counter*, 5> success_{}; ///< by finish_reason (none and error unused)
   std::vector<replica_series> replicas_;
   std::vector<std::pair<std::string, device_series>> devices_;
 };

@@ -1,29 +1,171 @@
 #include "actors/router_actor.hpp"
 
-#include "engine/router_core.hpp"
+#include "engine/check.hpp"
 #include "policies/registry.hpp"
 
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <limits>
 #include <memory>
+#include <sstream>
 
 namespace troupe {
 namespace {
 
-struct router_state {
-  std::unique_ptr<router_core> core;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+/// Health checks' request ids: far above the gateway's.
+constexpr request_id check_id_base = request_id{1} << 62;
+
+struct replica_slot {
+  scheduler_actor scheduler; ///< invalid until it joins
+  std::uint64_t check = 0;   ///< the number of its check in flight, 0: none
+  request_id check_id = 0;
 };
 
-auto router(router_actor::stateful_pointer<router_state> self, std::string policy, std::size_t replicas,
-            std::vector<double> weights) -> router_actor::behavior_type {
-  self->state.core = std::make_unique<router_core>(policy::make_routing_policy(policy), replicas, std::move(weights));
+struct router_state {
+  router_options options;
+  std::unique_ptr<router_core> core;
+  std::vector<replica_slot> slots;
+  std::uint64_t next_check = 1;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  auto slot(std::size_t i) -> replica_slot& {
+    if (i >= slots.size()) slots.resize(i + 1);
+    return slots[i];
+  }
+  // The gauges and the count /health/ready reads, after any change.
+  void publish_ready() {
+    std::int32_t n = 0;
+    for (std::size_t i = 0; i < core->num_replicas(); ++i) {
+      const bool ready = core->view(i).ready;
+      n += ready ? 1 : 0;
+      if (options.metrics && i < options.metrics->num_replicas())
+        options.metrics->replica(static_cast<int>(i)).ready->Set(ready ? 1.0 : 0.0);
+    }
+    if (options.num_ready) options.num_ready->store(n, std::memory_order_relaxed);
+  }
+};
+
+using self_ptr = router_actor::stateful_pointer<router_state>;
+
+auto seconds(double s) -> std::chrono::microseconds {
+  return std::chrono::microseconds(static_cast<std::int64_t>(s * 1e6));
+}
+
+// A deep check's sink: passes when its one token arrives.
+auto check_sink(sink_actor::pointer self, router_actor router, std::int32_t replica, std::uint64_t check)
+    -> sink_actor::behavior_type {
+  auto got_token = std::make_shared<bool>(false);
   return {
-      [self](route_atom, const policy::route_request& q, const std::vector<std::int32_t>& cached) -> std::int32_t {
+      [=](tokens_atom, const request_update& u) {
+        if (u.token) *got_token = true;
+        if (u.finished == finish_reason::none) return;
+        const bool passed = *got_token && u.finished != finish_reason::error && u.finished != finish_reason::abort;
+        self->send(router, checked_atom_v, replica, check, passed);
+        self->quit();
+      },
+      [self](gone_atom) { self->quit(); },
+  };
+}
+
+void record(self_ptr self, std::size_t i, bool passed) {
+  auto& st = self->state;
+  if (!passed && st.options.metrics && i < st.options.metrics->num_replicas())
+    st.options.metrics->replica(static_cast<int>(i)).health_checks_failed->Increment();
+  const auto change = st.core->record_check(i, passed);
+  if (change == health_change::out) {
+    std::fprintf(stderr, "troupe: replica %zu: out of rotation after %d failed health checks\n", i,
+                 st.core->health(i).failures);
+    // Its requests move elsewhere (those that have streamed nothing).
+    caf::anon_send(st.slot(i).scheduler, evacuate_atom_v);
+  } else if (change == health_change::back) {
+    std::fprintf(stderr, "troupe: replica %zu: back in rotation after %d passed health checks\n", i,
+                 st.core->health(i).successes);
+  }
+  if (change != health_change::none) st.publish_ready();
+}
+
+void start_check(self_ptr self, std::size_t i) {
+  auto& st = self->state;
+  auto& slot = st.slot(i);
+  if (!slot.scheduler || slot.check != 0 || !st.core->health(i).alive) return;
+  slot.check = st.next_check++;
+  slot.check_id = check_id_base + slot.check;
+  request r;
+  r.id = slot.check_id;
+  r.prompt = st.options.check_prompt;
+  r.sampling.max_tokens = 1;
+  r.sampling.temperature = 0;
+  r.priority = std::numeric_limits<std::int32_t>::max();
+  r.tenant = 0x6865616c7468ull; // its own prefix-cache namespace
+  st.core->count_submission(i, static_cast<std::int64_t>(r.prompt.size()));
+  const auto replica = static_cast<std::int32_t>(i);
+  const auto check = slot.check;
+  auto sink = self->spawn(check_sink, caf::actor_cast<router_actor>(self), replica, check);
+  auto undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
+  self->request(slot.scheduler, caf::infinite, submit_atom_v, std::move(r), sink, std::chrono::steady_clock::now(),
+                undelivered)
+      .then(
+          [self, replica, check, sink](const admission& a) {
+            // A full queue says nothing of health: no verdict.
+            if (a.status == 429) {
+              auto& sl = self->state.slot(static_cast<std::size_t>(replica));
+              if (sl.check == check) sl.check = 0;
+              caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+            } else if (a.status != 0) {
+              caf::anon_send(caf::actor_cast<router_actor>(self), checked_atom_v, replica, check, false);
+              caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+            }
+          },
+          [sink](caf::error&) { caf::anon_send_exit(sink, caf::exit_reason::user_shutdown); });
+  // Unanswered by the timeout: failed (and the check's request is dropped).
+  self->delayed_send(self, seconds(st.options.check_timeout_s), checked_atom_v, replica, check,
+                     false);
+}
+
+auto status_json(const router_state& st) -> std::string {
+  std::ostringstream o;
+  o << '[';
+  for (std::size_t i = 0; i < st.core->num_replicas(); ++i) {
+    const auto& h = st.core->health(i);
+    const auto& v = st.core->view(i);
+    o << (i ? "," : "") << R"({"replica":)" << i << R"(,"ready":)" << (v.ready ? "true" : "false")
+      << R"(,"joined":)" << (h.joined ? "true" : "false") << R"(,"alive":)" << (h.alive ? "true" : "false")
+      << R"(,"draining":)" << (h.draining ? "true" : "false") << R"(,"healthy":)" << (h.healthy ? "true" : "false")
+      << R"(,"checks":)" << h.checks << R"(,"failed_checks":)" << h.failed_checks << R"(,"running":)" << v.running
+      << R"(,"waiting":)" << v.waiting << R"(,"in_flight":)" << v.in_flight << R"(,"kv_use":)" << v.kv_use << '}';
+  }
+  o << ']';
+  return o.str();
+}
+
+auto router(self_ptr self, router_options options) -> router_actor::behavior_type {
+  auto& st = self->state;
+  // Replicas exist once they join (router_core::join grows to fit).
+  st.core = std::make_unique<router_core>(policy::make_routing_policy(options.policy), 0, std::vector<double>{},
+                                          options.health);
+  st.options = std::move(options);
+  st.publish_ready();
+  self->set_down_handler([self](caf::down_msg& m) {
+    auto& st = self->state;
+    for (std::size_t i = 0; i < st.slots.size(); ++i) {
+      if (!st.slots[i].scheduler || st.slots[i].scheduler.address() != m.source) continue;
+      std::fprintf(stderr, "troupe: replica %zu: its scheduler stopped (%s); out of rotation\n", i,
+                   self->system().render(m.reason).c_str());
+      st.core->set_dead(i);
+      st.slots[i].scheduler = nullptr;
+      st.slots[i].check = 0;
+      st.publish_ready();
+    }
+  });
+  self->delayed_send(self, seconds(st.options.check_interval_s), tick_atom_v);
+  return {
+      [self](route_atom, const policy::route_request& q, const std::vector<std::int32_t>& cached,
+             const std::vector<std::int32_t>& avoid) -> std::int32_t {
         auto& st = self->state;
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
-        const auto i = st.core->route(q, now, cached);
+        const auto i = st.core->route(q, now, cached, avoid);
         return i == policy::no_replica ? -1 : static_cast<std::int32_t>(i);
       },
       [self](load_atom, std::int32_t replica, const replica_report& r) {
@@ -31,14 +173,47 @@ auto router(router_actor::stateful_pointer<router_state> self, std::string polic
         if (replica >= 0 && static_cast<std::size_t>(replica) < core.num_replicas())
           core.report(static_cast<std::size_t>(replica), r);
       },
+      [self](join_atom, std::int32_t replica, const scheduler_actor& scheduler) {
+        auto& st = self->state;
+        if (replica < 0 || !scheduler) return;
+        const auto i = static_cast<std::size_t>(replica);
+        while (st.core->num_replicas() <= i)
+          st.core->add_replica(i < st.options.weights.size() ? st.options.weights[st.core->num_replicas()] : 1.0);
+        st.slot(i).scheduler = scheduler;
+        st.slot(i).check = 0;
+        self->monitor(scheduler);
+        st.core->join(i);
+        st.publish_ready();
+      },
+      [self](drain_atom, std::int32_t replica, bool draining) {
+        auto& st = self->state;
+        if (replica < 0 || static_cast<std::size_t>(replica) >= st.core->num_replicas()) return;
+        st.core->set_draining(static_cast<std::size_t>(replica), draining);
+        st.publish_ready();
+      },
+      [self](status_atom) { return status_json(self->state); },
+      [self](tick_atom) {
+        auto& st = self->state;
+        for (std::size_t i = 0; i < st.slots.size(); ++i) start_check(self, i);
+        self->delayed_send(self, seconds(st.options.check_interval_s), tick_atom_v);
+      },
+      [self](checked_atom, std::int32_t replica, std::uint64_t check, bool passed) {
+        auto& st = self->state;
+        if (replica < 0 || static_cast<std::size_t>(replica) >= st.slots.size()) return;
+        auto& slot = st.slots[static_cast<std::size_t>(replica)];
+        if (slot.check != check) return; // already decided (answered, or timed out)
+        slot.check = 0;
+        if (!passed && slot.scheduler) caf::anon_send(slot.scheduler, abort_atom_v, slot.check_id);
+        record(self, static_cast<std::size_t>(replica), passed);
+      },
   };
 }
 
 } // namespace
 
-auto spawn_router(caf::actor_system& sys, const std::string& policy, std::size_t replicas,
-                  std::vector<double> weights) -> router_actor {
-  return sys.spawn(router, policy, replicas, std::move(weights));
+auto spawn_router(caf::actor_system& sys, router_options options) -> router_actor {
+  TROUPE_CHECK(!options.check_prompt.empty(), "the router's health check needs a prompt");
+  return sys.spawn(router, std::move(options));
 }
 
 } // namespace troupe

@@ -45,6 +45,7 @@ struct scheduler_state {
   };
   std::unordered_map<request_id, client> sinks;
   bool stepping = false; ///< a step is queued or in flight
+  bool hung = false;     ///< fault injection: steps stop as on a stuck device
   std::uint64_t submitted = 0, submitted_tokens = 0; ///< submissions received, ever (the router's in-flight count)
 
   void forget(request_id id) {
@@ -127,14 +128,17 @@ void kick(self_ptr self) {
   self->send(self, step_atom_v);
 }
 
+// Ends every request with finish_reason::error: their sinks retry the ones
+// that have streamed nothing on another replica.
 void fail_everything(self_ptr self, const std::string& why) {
   auto& st = self->state;
-  std::fprintf(stderr, "troupe: replica %d: the executor failed (%s); aborting its requests\n",
-               st.options.replica, why.c_str());
+  std::fprintf(stderr, "troupe: replica %d: %s; ending its %zu request(s)\n", st.options.replica, why.c_str(),
+               st.sinks.size());
   for (auto& [id, c] : st.sinks) {
     if (st.log) st.log->abort(st.now_s(), id);
     st.core->abort(id);
-    self->send(c.sink, tokens_atom_v, request_update{id, {}, finish_reason::abort});
+    c.undelivered->fetch_add(1, std::memory_order_relaxed);
+    self->send(c.sink, tokens_atom_v, request_update{id, {}, finish_reason::error});
   }
   while (!st.sinks.empty()) st.forget(st.sinks.begin()->first);
   report(self);
@@ -153,6 +157,7 @@ auto backlog(const scheduler_state& st) -> std::int64_t {
 
 void step(self_ptr self) {
   auto& st = self->state;
+  if (st.hung) return; // stays "stepping": nothing runs until it recovers
   // Up to two steps' tokens may be on their way (measured, zero-cost
   // executor, 1000 streams: one step lockstep gave 53k tokens/s, two 116k,
   // unbounded 260k with gaps twice as long at p99).
@@ -196,7 +201,7 @@ void step(self_ptr self) {
             kick(self);
           },
           [self](caf::error& e) {
-            fail_everything(self, self->system().render(e));
+            fail_everything(self, "the executor failed (" + self->system().render(e) + ")");
             self->state.stepping = false;
           });
 }
@@ -296,6 +301,21 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
       },
       [self](step_atom) { step(self); },
       [self](refill_atom) { refill(self); },
+      [self](evacuate_atom) { fail_everything(self, "out of rotation (failed health checks)"); },
+      [self](fault_atom, const std::string& fault) {
+        auto& st = self->state;
+        std::fprintf(stderr, "troupe: replica %d: injected fault \"%s\"\n", st.options.replica, fault.c_str());
+        if (fault == "hang") {
+          st.hung = true;
+        } else if (fault == "recover") {
+          if (!st.hung) return;
+          st.hung = false;
+          st.stepping = false;
+          kick(self);
+        } else if (fault == "crash") {
+          self->quit(caf::make_error(caf::sec::runtime_error, "crashed (injected fault)"));
+        }
+      },
   };
 }
 

@@ -32,6 +32,7 @@ struct server_config {
   double idle_timeout_s = 30.0;            ///< > 0: keep-alive idle / slow request read
   double drain_timeout_s = 30.0;           ///< >= 0: SIGTERM grace for in-flight streams
   double stall_timeout_s = 60.0;           ///< > 0: /health/ready 503 when queued work saw no step this long
+  bool admin_api = false;                  ///< /admin/replicas: list, drain, resume, and inject faults (tests)
   // [model]
   std::string model_dir = "models/tiny";   ///< key "dir"; non-empty
   std::string served_model_name;           ///< "": the model dir's last path component (resolved by the caller)
@@ -65,6 +66,11 @@ struct server_config {
   std::int64_t swap_space_bytes = std::int64_t{4} << 30; ///< key "swap_space"; >= 0; host memory for swap, per device
   // [router]
   std::string router_policy = "round_robin"; ///< key "policy": a routing policy's name (policies/registry.hpp)
+  double health_check_interval_s = 5.0;    ///< > 0: a deep check (a one-token inference) per replica this often
+  double health_check_timeout_s = 30.0;    ///< > 0: a check not answered within this fails
+  std::int32_t unhealthy_after = 3;        ///< >= 1 consecutive failed checks take a replica out of rotation
+  std::int32_t healthy_after = 2;          ///< >= 1 consecutive passed checks bring it back
+  std::int32_t max_retries = 2;            ///< >= 0: a request whose replica fails before its first token is retried elsewhere
   // [actors]
   std::int32_t tokenizers = 0;             ///< >= 0 tokenizer pool size; 0: cores
   std::int32_t caf_threads = 0;            ///< >= 0 CAF scheduler.max-threads; 0: cores

@@ -30,6 +30,9 @@ struct serving_context {
   std::vector<memory_manager_actor> memories;
   std::vector<std::size_t> replica_device;
   std::int32_t block_size = 16;
+  std::int32_t max_retries = 2; ///< on other replicas, for a request whose replica failed before its first token
+  /// Replicas in the router's rotation (kept by the router).
+  std::shared_ptr<std::atomic<std::int32_t>> num_ready = std::make_shared<std::atomic<std::int32_t>>(0);
   server_metrics* metrics = nullptr;
 
   std::atomic<std::uint64_t> next_tokenizer{0};

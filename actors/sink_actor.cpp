@@ -5,12 +5,20 @@
 
 #include <caf/all.hpp>
 
+#include <cstdio>
 #include <optional>
 
 namespace troupe {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+
+/// The submission to abort when the sink quits (shared with its attached
+/// functor, which outlives the state).
+struct current_submission {
+  scheduler_actor replica;
+  request_id id = 0;
+};
 
 struct sink_state {
   std::shared_ptr<serving_context> ctx;
@@ -19,10 +27,20 @@ struct sink_state {
   api::response_head head;
   request_id id = 0;
   scheduler_actor replica;
+  std::int32_t replica_index = -1;
+  std::shared_ptr<current_submission> current;
+  /// The request as first built (before submission moves it) and its route
+  /// request: what a retry submits again.
+  request original;
+  policy::route_request route;
+  std::vector<std::int32_t> failed; ///< replicas that failed it (avoided on retry)
+  std::int32_t retries = 0;
   std::optional<output_processor> out;
   delivery_count undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
   bool admitted = false;
+  bool stream_started = false; ///< the 200 and its headers went out
   bool done = false;
+  caf::strong_actor_ptr keep_alive; ///< itself, until it quits
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
   std::int64_t text_offset = 0;
@@ -41,14 +59,28 @@ void add_event(std::string& out, std::string_view json) {
   out += "\n\n";
 }
 
-void fail(self_ptr self, int status, const std::string& message, const std::string& param = {}) {
+// Ends the request with an error: its status and an OpenAI-style body, or,
+// once the stream has started, an error event and [DONE].
+void fail(self_ptr self, int status, const std::string& message, const std::string& param = {},
+          const std::string& code = {}) {
   auto& st = self->state;
   api::api_error e;
   e.status = status;
   e.message = message;
   e.param = param;
+  e.code = code;
   if (status == 429) e.type = "rate_limit_error";
   if (status == 503) e.type = "service_unavailable";
+  if (st.stream_started) {
+    std::string batch;
+    add_event(batch, api::error_body(e));
+    batch += "data: [DONE]\n\n";
+    st.client->write(std::move(batch));
+    st.client->end_stream();
+    st.done = true;
+    self->quit();
+    return;
+  }
   auto headers = st.req.headers;
   headers.emplace_back("Content-Type", "application/json");
   if (status == 429) headers.emplace_back("Retry-After", "1");
@@ -101,11 +133,17 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
 
 // One step's tokens (zero or one, as a rule): their text goes out in one
 // write, which carries this message's delivery credit.
+void replica_failed(self_ptr self);
+
 void on_tokens(self_ptr self, request_update& u) {
   auto& st = self->state;
-  if (st.done) {
+  if (st.done || u.id != st.id) { // (u.id: a replica this request has left)
     st.undelivered->fetch_sub(1, std::memory_order_relaxed);
     return;
+  }
+  if (u.finished == finish_reason::error) {
+    st.undelivered->fetch_sub(1, std::memory_order_relaxed);
+    return replica_failed(self);
   }
   const auto& tok = *st.ctx->tok;
   std::string batch;
@@ -173,12 +211,13 @@ void submit(self_ptr self, encoded& e) {
   st.prompt_tokens = n;
   st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
   // The router picks the replica (routing policy over the replicas' loads).
-  policy::route_request q;
+  auto& q = st.route;
   q.has_session = st.req.has_session;
   q.session = st.req.session;
   q.prompt_tokens = n;
   q.max_tokens = r.sampling.max_tokens;
   q.prompt_blocks = n > 0 ? static_cast<std::int32_t>((n - 1) / st.ctx->block_size) : 0;
+  st.original = r;
   if (st.ctx->memories.empty()) return route(self, std::move(r), q, {});
   // Prefix-affine routing: each device's cache says how much of the prompt it holds.
   struct probes {
@@ -204,31 +243,80 @@ void submit(self_ptr self, encoded& e) {
 }
 
 void route(self_ptr self, request r, const policy::route_request& q, std::vector<std::int32_t> cached) {
-  self->request(self->state.ctx->router, caf::infinite, route_atom_v, q, std::move(cached))
+  self->request(self->state.ctx->router, caf::infinite, route_atom_v, q, std::move(cached), self->state.failed)
       .then(
           [self, r = std::move(r)](std::int32_t replica) mutable {
-            if (replica < 0) return fail(self, 503, "no replica of the model is ready");
+            if (self->state.done) return; // (the client left meanwhile)
+            if (replica < 0)
+              return fail(self, 503,
+                          self->state.failed.empty() ? "no replica of the model is ready"
+                                                     : "the replica serving the request failed, and no other is ready",
+                          "", self->state.failed.empty() ? "" : "replica_failed");
             submit_to(self, std::move(r), replica);
           },
           [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
 }
 
+// Its replica died, hangs or failed: a request that has streamed nothing
+// (every non-streaming one) goes to another replica, up to max_retries
+// times; a streaming one ends with an error event.
+void replica_failed(self_ptr self) {
+  auto& st = self->state;
+  if (st.done) return;
+  auto& m = *st.ctx->metrics;
+  const bool streamed = st.req.body.stream && st.completion_tokens > 0;
+  if (streamed || st.retries >= st.ctx->max_retries) {
+    m.request_failures.Increment();
+    return fail(self, 503,
+                streamed ? "the replica serving the request failed mid-stream"
+                         : "the replica serving the request failed, " + std::to_string(st.retries + 1) + " time(s)",
+                "", "replica_failed");
+  }
+  ++st.retries;
+  m.request_retries.Increment();
+  st.failed.push_back(st.replica_index);
+  if (st.replica) self->demonitor(st.replica.address());
+  st.replica = nullptr;
+  st.admitted = false;
+  // A new id, so that late tokens from the failed replica are told apart.
+  st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
+  st.current->replica = nullptr;
+  st.completion_tokens = 0;
+  st.text_offset = 0;
+  st.text.clear();
+  st.logprobs.clear();
+  st.out.emplace(*st.ctx->tok, st.original.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
+  auto r = st.original;
+  r.id = st.id;
+  route(self, std::move(r), st.route, {});
+}
+
 void submit_to(self_ptr self, request r, std::int32_t replica) {
   auto& st = self->state;
+  st.replica_index = replica;
   st.replica = st.ctx->schedulers.at(static_cast<std::size_t>(replica));
-  st.req.headers.emplace_back("x-troupe-replica", std::to_string(replica));
+  if (!st.current) {
+    st.current = std::make_shared<current_submission>();
+    st.req.headers.emplace_back("x-troupe-replica", std::to_string(replica));
+    // However this sink ends (even by an exception), its request must not
+    // run on for nobody: an abort of a request already ended is a no-op.
+    self->attach_functor([cur = st.current] {
+      if (cur->replica) caf::anon_send(cur->replica, abort_atom_v, cur->id);
+    });
+  }
+  st.current->replica = st.replica;
+  st.current->id = st.id;
   self->monitor(st.replica);
-  // However this sink ends (even by an exception), its request must not
-  // run on for nobody: an abort of a request already ended is a no-op.
-  self->attach_functor([replica = st.replica, id = st.id] { caf::anon_send(replica, abort_atom_v, id); });
   self->request(st.replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
                 st.req.arrival, st.undelivered)
       .then(
           [self](admission& a) {
             auto& st = self->state;
+            if (st.done) return;
             if (a.status != 0) return fail(self, a.status, a.message, a.status == 400 ? "max_tokens" : "");
             st.admitted = true;
-            if (!st.req.body.stream) return;
+            if (!st.req.body.stream || st.stream_started) return;
+            st.stream_started = true;
             auto headers = st.req.headers;
             headers.emplace_back("Content-Type", "text/event-stream");
             headers.emplace_back("Cache-Control", "no-cache");
@@ -240,12 +328,17 @@ void submit_to(self_ptr self, request r, std::int32_t replica) {
               st.client->write(std::move(first));
             }
           },
-          [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+          // The replica died before it answered.
+          [self](caf::error&) { replica_failed(self); });
 }
 
 auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* status,
           std::shared_ptr<http::exchange> client, sink_request req) -> sink_actor::behavior_type {
   auto& st = self->state;
+  // A sink must outlive its replica (to retry elsewhere when it dies), but
+  // the replica holds the only other strong reference: the sink keeps one
+  // to itself until it quits (the state, and this, go on exit).
+  st.keep_alive = caf::actor_cast<caf::strong_actor_ptr>(self);
   st.ctx = std::move(ctx);
   st.client = std::move(client);
   st.req = std::move(req);
@@ -259,21 +352,11 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   st.client->on_disconnect([addr = self->address()] {
     if (auto h = caf::actor_cast<sink_actor>(addr)) caf::anon_send(h, gone_atom_v);
   });
-  // The replica died (shutdown): end the response rather than wait forever.
-  self->set_down_handler([self](caf::down_msg&) {
+  // The replica died: retry elsewhere, or end with an error.
+  self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
-    if (st.done) return;
-    if (st.admitted) {
-      if (st.req.body.stream) {
-        st.client->end_stream();
-        st.done = true;
-        self->quit();
-      } else {
-        finish(self, finish_reason::abort);
-      }
-    } else {
-      fail(self, 503, "the server is shutting down");
-    }
+    if (st.done || !st.replica || m.source != st.replica.address()) return;
+    replica_failed(self);
   });
   encode_job job;
   job.chat = st.req.body.kind == api::endpoint::chat;

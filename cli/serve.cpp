@@ -194,8 +194,18 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ro.scheduling = cfg.policy;
   ro.share = share;
   ro.eos_ids = eos;
-  ctx->router = spawn_router(sys, cfg.router_policy, static_cast<std::size_t>(replicas));
+  router_options rto;
+  rto.policy = cfg.router_policy;
+  rto.health = {cfg.unhealthy_after, cfg.healthy_after};
+  rto.check_interval_s = cfg.health_check_interval_s;
+  rto.check_timeout_s = cfg.health_check_timeout_s;
+  rto.check_prompt = tok->encode("ping", true);
+  if (rto.check_prompt.empty()) rto.check_prompt.push_back(0);
+  rto.metrics = metrics;
+  rto.num_ready = ctx->num_ready;
+  ctx->router = spawn_router(sys, std::move(rto));
   ctx->block_size = cfg.block_size;
+  ctx->max_retries = cfg.max_retries;
   parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->router));
   ro.router = ctx->router;
   for (int d = 0; d < num_devices; ++d) {
@@ -219,6 +229,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
       ro.limits.first_host_block = k * ro.limits.num_host_blocks;
       ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
       parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
+      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), ctx->schedulers.back());
     }
   }
   parts.ctx = ctx;
@@ -251,7 +262,8 @@ auto run_serve(std::span<char* const> argv) -> int {
   caf::actor_system sys{caf_cfg};
   server_status status;
   gateway gw(sys, status, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              std::chrono::duration<double>(cfg.stall_timeout_s)));
+                              std::chrono::duration<double>(cfg.stall_timeout_s)),
+             cfg.admin_api);
   http::server_options so;
   so.host = cfg.host;
   so.port = cfg.port;

@@ -7,18 +7,73 @@
 namespace troupe {
 
 router_core::router_core(std::unique_ptr<policy::routing_policy> policy, std::size_t replicas,
-                         std::vector<double> weights)
-  : policy_(std::move(policy)), views_(replicas), routed_(replicas, 0), routed_tokens_(replicas, 0), reports_(replicas),
-    recent_(replicas), recent_tokens_(replicas, 0) {
+                         std::vector<double> weights, health_options health)
+  : policy_(std::move(policy)), health_options_(health) {
   TROUPE_CHECK(policy_ != nullptr, "a router without a policy");
-  for (std::size_t i = 0; i < replicas; ++i) {
-    views_[i].id = i;
-    views_[i].weight = i < weights.size() ? weights[i] : 1.0;
-  }
+  TROUPE_CHECK(health.unhealthy_after >= 1 && health.healthy_after >= 1, "health thresholds must be >= 1");
+  for (std::size_t i = 0; i < replicas; ++i) join(add_replica(i < weights.size() ? weights[i] : 1.0));
 }
 
-auto router_core::route(const policy::route_request& q, double now, std::span<const std::int32_t> cached)
-    -> std::size_t {
+auto router_core::add_replica(double weight) -> std::size_t {
+  const auto i = views_.size();
+  views_.emplace_back();
+  views_[i].id = i;
+  views_[i].weight = weight;
+  views_[i].ready = false;
+  health_.emplace_back();
+  routed_.push_back(0);
+  routed_tokens_.push_back(0);
+  reports_.emplace_back();
+  recent_.emplace_back();
+  recent_tokens_.push_back(0);
+  return i;
+}
+
+void router_core::join(std::size_t replica) {
+  while (replica >= views_.size()) add_replica();
+  auto& h = health_[replica];
+  h.joined = h.alive = h.healthy = true;
+  h.draining = false;
+  h.failures = h.successes = 0;
+  update_ready(replica);
+}
+
+void router_core::set_dead(std::size_t replica) {
+  health_.at(replica).alive = false;
+  update_ready(replica);
+}
+
+void router_core::set_draining(std::size_t replica, bool draining) {
+  health_.at(replica).draining = draining;
+  update_ready(replica);
+}
+
+auto router_core::record_check(std::size_t replica, bool passed) -> health_change {
+  auto& h = health_.at(replica);
+  ++h.checks;
+  const bool was = h.healthy;
+  if (passed) {
+    h.failures = 0;
+    ++h.successes;
+    if (!h.healthy && h.successes >= health_options_.healthy_after) h.healthy = true;
+  } else {
+    ++h.failed_checks;
+    h.successes = 0;
+    ++h.failures;
+    if (h.healthy && h.failures >= health_options_.unhealthy_after) h.healthy = false;
+  }
+  update_ready(replica);
+  if (was == h.healthy) return health_change::none;
+  return h.healthy ? health_change::back : health_change::out;
+}
+
+void router_core::update_ready(std::size_t replica) {
+  const auto& h = health_[replica];
+  views_[replica].ready = h.joined && h.alive && !h.draining && h.healthy;
+}
+
+auto router_core::route(const policy::route_request& q, double now, std::span<const std::int32_t> cached,
+                        std::span<const std::int32_t> avoid) -> std::size_t {
   for (std::size_t k = 0; k < views_.size(); ++k) {
     views_[k].cached_blocks = k < cached.size() ? cached[k] : 0;
     // Routes older than the TTL that no report covered were abandoned.
@@ -30,7 +85,11 @@ auto router_core::route(const policy::route_request& q, double now, std::span<co
     }
     if (r.size() != before) update_in_flight(k);
   }
+  for (const auto a : avoid)
+    if (a >= 0 && static_cast<std::size_t>(a) < views_.size()) views_[static_cast<std::size_t>(a)].ready = false;
   const auto i = policy_->route({now, q, views_});
+  for (const auto a : avoid)
+    if (a >= 0 && static_cast<std::size_t>(a) < views_.size()) update_ready(static_cast<std::size_t>(a));
   if (i == policy::no_replica) return i;
   TROUPE_CHECK(i < views_.size() && views_[i].ready, "the routing policy chose a replica out of rotation");
   const auto tokens = static_cast<std::uint64_t>(std::max<std::int64_t>(q.prompt_tokens, 0));
@@ -52,6 +111,12 @@ void router_core::update_in_flight(std::size_t i) {
       routed_tokens_[i] - std::min(routed_tokens_[i], reports_[i].submitted_tokens), recent_tokens_[i]));
 }
 
+void router_core::count_submission(std::size_t replica, std::int64_t prompt_tokens) {
+  ++routed_.at(replica);
+  routed_tokens_[replica] += static_cast<std::uint64_t>(std::max<std::int64_t>(prompt_tokens, 0));
+  update_in_flight(replica);
+}
+
 void router_core::report(std::size_t replica, const replica_report& r) {
   auto& v = views_.at(replica);
   reports_[replica] = r;
@@ -62,8 +127,6 @@ void router_core::report(std::size_t replica, const replica_report& r) {
   v.kv_use = r.kv_use;
   update_in_flight(replica);
 }
-
-void router_core::set_ready(std::size_t replica, bool ready) { views_.at(replica).ready = ready; }
 
 auto router_core::num_ready() const -> std::size_t {
   return static_cast<std::size_t>(std::count_if(views_.begin(), views_.end(), [](const auto& v) { return v.ready; }));

@@ -23,29 +23,69 @@ struct replica_report {
   std::uint64_t submitted_tokens = 0; ///< their prompt tokens
 };
 
+/// When a replica leaves and rejoins rotation on its health checks.
+struct health_options {
+  std::int32_t unhealthy_after = 3; ///< consecutive failed checks take it out
+  std::int32_t healthy_after = 2;   ///< consecutive passed checks bring it back
+};
+
+/// A replica's health as the router sees it: in rotation when joined,
+/// alive, not draining and healthy.
+struct replica_health {
+  bool joined = false;   ///< loaded and known to the router
+  bool alive = false;    ///< its actor runs (false once it died)
+  bool draining = false; ///< takes no new requests; the ones it has finish
+  bool healthy = true;   ///< its checks pass (false after unhealthy_after failures)
+  std::int32_t failures = 0, successes = 0; ///< consecutive, the current run
+  std::uint64_t checks = 0, failed_checks = 0; ///< ever
+};
+
+/// What a check's result did to a replica's place in rotation.
+enum class health_change : std::uint8_t { none, out, back };
+
 class router_core {
 public:
   /// A route not covered by a report within this long is taken as abandoned
   /// (its client left before the submission): no longer in flight.
   static constexpr double in_flight_ttl_s = 10.0;
 
-  /// `weights`: capacity per replica (empty: all 1).
-  router_core(std::unique_ptr<policy::routing_policy> policy, std::size_t replicas, std::vector<double> weights = {});
+  /// `weights`: capacity per replica (empty: all 1). The `replicas` are
+  /// joined and alive from the start (loaded before the router runs).
+  router_core(std::unique_ptr<policy::routing_policy> policy, std::size_t replicas, std::vector<double> weights = {},
+              health_options health = {});
 
   /// The policy's replica for the request (counted as in flight to it), or
   /// policy::no_replica when none can take it. `cached`: per replica, the
   /// prompt's leading blocks its cache holds (empty: unknown, 0 for all).
-  auto route(const policy::route_request& q, double now, std::span<const std::int32_t> cached = {}) -> std::size_t;
+  /// `avoid`: replicas not to use this time (where the request just failed).
+  auto route(const policy::route_request& q, double now, std::span<const std::int32_t> cached = {},
+             std::span<const std::int32_t> avoid = {}) -> std::size_t;
   void report(std::size_t replica, const replica_report& r);
-  /// In or out of rotation (a replica that died, hangs or drains is out;
-  /// the server's health checks, still to come, will call it).
-  void set_ready(std::size_t replica, bool ready);
+  /// A submission the router itself made (a health check), which the
+  /// replica's reports will count: so that it is not taken for a route.
+  void count_submission(std::size_t replica, std::int64_t prompt_tokens);
+  /// A new replica slot (not in rotation until join), e.g. one the
+  /// autoscaler starts or a remote worker's; returns its index.
+  auto add_replica(double weight = 1.0) -> std::size_t;
+  /// The replica is loaded: in rotation, healthy, its counts reset. Grows
+  /// the replicas to fit `replica` when it is new.
+  void join(std::size_t replica);
+  /// Its actor died (or its worker left): out for good, until a new join.
+  void set_dead(std::size_t replica);
+  /// Draining replicas take no new requests.
+  void set_draining(std::size_t replica, bool draining);
+  /// One health check's outcome; out after unhealthy_after consecutive
+  /// failures, back after healthy_after consecutive passes.
+  auto record_check(std::size_t replica, bool passed) -> health_change;
+  auto health(std::size_t replica) const -> const replica_health& { return health_.at(replica); }
   auto view(std::size_t replica) const -> const policy::replica_view& { return views_.at(replica); }
   auto num_replicas() const -> std::size_t { return views_.size(); }
   auto num_ready() const -> std::size_t;
 
 private:
   std::unique_ptr<policy::routing_policy> policy_;
+  health_options health_options_;
+  std::vector<replica_health> health_;
   std::vector<policy::replica_view> views_;
   std::vector<std::uint64_t> routed_, routed_tokens_; ///< ever, per replica
   std::vector<replica_report> reports_;
@@ -53,6 +93,7 @@ private:
   std::vector<std::deque<std::pair<double, std::uint64_t>>> recent_;
   std::vector<std::uint64_t> recent_tokens_; ///< the sum of each recent_'s tokens
   void update_in_flight(std::size_t replica);
+  void update_ready(std::size_t replica);
 };
 
 } // namespace troupe

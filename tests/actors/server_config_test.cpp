@@ -77,20 +77,22 @@ TEST_CASE("config/default.toml spells out every key") {
   const auto doc = toml::parse_file(default_toml.string());
   for (const auto* key :
        {"server.host", "server.port", "server.http_threads", "server.max_body_bytes", "server.idle_timeout_s",
-        "server.drain_timeout_s", "server.stall_timeout_s", "model.dir", "model.served_model_name",
+        "server.drain_timeout_s", "server.stall_timeout_s", "server.admin_api", "model.dir", "model.served_model_name",
         "model.chat_template", "engine.executor", "engine.zero_step_us", "engine.devices", "engine.replicas",
         "engine.threads", "engine.huge_pages", "engine.step_log", "scheduler.max_num_seqs", "scheduler.max_num_batched_tokens",
         "scheduler.block_size", "scheduler.kv_memory", "scheduler.max_waiting_requests",
         "scheduler.max_waiting_tokens", "scheduler.max_model_len", "scheduler.max_input_tokens",
         "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
-        "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "actors.tokenizers",
+        "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "router.policy",
+        "router.health_check_interval_s", "router.health_check_timeout_s", "router.unhealthy_after",
+        "router.healthy_after", "router.max_retries", "actors.tokenizers",
         "actors.caf_threads"}) {
     CAPTURE(key);
     CHECK(doc.at_path(key).node() != nullptr);
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 38);
+  CHECK(num_keys == 44);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -195,14 +197,14 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
 
   const auto key = std::string(
       "server.prot: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
-      "drain_timeout_s, stall_timeout_s");
+      "drain_timeout_s, stall_timeout_s, admin_api");
   CHECK(error_of("[server]\nprot = 1\n") == key);
   CHECK(error_of("", {{"server.prot", "1"}}) == key);
   CHECK(error_of("[model]\nmodel_dir = \"x\"\n") ==
         "model.model_dir: unknown key; known: dir, served_model_name, chat_template");
   CHECK(error_of("[server.tls]\ncert = \"x\"\n") ==
         "server.tls: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
-        "drain_timeout_s, stall_timeout_s");
+        "drain_timeout_s, stall_timeout_s, admin_api");
   CHECK(error_of("", {{"port", "1"}}) == "port: an override names section.key");
   CHECK(error_of("server = 1\n") == "server: expected a table, got integer");
 }

@@ -39,14 +39,62 @@ TEST_CASE("replicas out of rotation get nothing; with none ready the router decl
   router_core r(policy::make_routing_policy("round_robin"), 2, {2.0, 1.0});
   CHECK(r.view(0).weight == 2.0);
   CHECK(r.num_ready() == 2);
-  r.set_ready(0, false);
+  r.set_draining(0, true);
   CHECK(r.num_ready() == 1);
   policy::route_request q;
   for (int i = 0; i < 4; ++i) CHECK(r.route(q, 0) == 1);
-  r.set_ready(1, false);
+  r.set_dead(1);
   CHECK(r.route(q, 0) == policy::no_replica);
-  r.set_ready(0, true);
+  r.set_draining(0, false);
   CHECK(r.route(q, 0) == 0);
+  // A replica to avoid (where the request just failed) is skipped this once.
+  r.join(1);
+  const std::int32_t avoid[] = {0};
+  CHECK(r.route(q, 0, {}, avoid) == 1);
+  CHECK(r.route(q, 0, {}, avoid) == 1);
+  CHECK(r.view(0).ready);
+  const std::int32_t both[] = {0, 1};
+  CHECK(r.route(q, 0, {}, both) == policy::no_replica);
+}
+
+TEST_CASE("health: out after N consecutive failed checks, back after M passes") {
+  router_core r(policy::make_routing_policy("round_robin"), 2, {}, {3, 2});
+  CHECK(r.record_check(0, false) == health_change::none);
+  CHECK(r.record_check(0, false) == health_change::none);
+  CHECK(r.record_check(0, true) == health_change::none); // a pass resets the run
+  CHECK(r.record_check(0, false) == health_change::none);
+  CHECK(r.record_check(0, false) == health_change::none);
+  CHECK(r.view(0).ready);
+  CHECK(r.record_check(0, false) == health_change::out);
+  CHECK_FALSE(r.view(0).ready);
+  CHECK(r.health(0).failed_checks == 5);
+  policy::route_request q;
+  for (int i = 0; i < 3; ++i) CHECK(r.route(q, 0) == 1);
+  CHECK(r.record_check(0, false) == health_change::none);
+  CHECK(r.record_check(0, true) == health_change::none);
+  CHECK(r.record_check(0, true) == health_change::back);
+  CHECK(r.view(0).ready);
+  // A dead replica stays out whatever its checks say, until it joins again.
+  r.set_dead(1);
+  CHECK(r.record_check(1, true) == health_change::none);
+  CHECK_FALSE(r.view(1).ready);
+  r.join(1);
+  CHECK(r.view(1).ready);
+}
+
+TEST_CASE("replicas added later are out of rotation until they join") {
+  router_core r(policy::make_routing_policy("least_requests"), 1);
+  const auto i = r.add_replica(2.0);
+  CHECK(i == 1);
+  CHECK_FALSE(r.view(1).ready);
+  CHECK(r.num_ready() == 1);
+  r.join(1);
+  CHECK(r.view(1).weight == 2.0);
+  CHECK(r.num_ready() == 2);
+  r.join(3); // a join past the end grows the replicas
+  CHECK(r.num_replicas() == 4);
+  CHECK_FALSE(r.view(2).ready);
+  CHECK(r.view(3).ready);
 }
 
 TEST_CASE("a route no report covers within the TTL is taken as abandoned") {
