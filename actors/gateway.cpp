@@ -11,20 +11,21 @@ gateway::gateway(caf::actor_system& sys, server_status& status, std::chrono::nan
                  bool admin_api)
   : sys_(sys), status_(status), stall_timeout_(stall_timeout), admin_api_(admin_api) {}
 
-void gateway::set_context(std::shared_ptr<serving_context> ctx) {
+void gateway::set_fleet(std::shared_ptr<const fleet> f) {
   std::lock_guard lock(mutex_);
-  ctx_ = std::move(ctx);
+  fleet_ = std::move(f);
 }
 
-auto gateway::context() -> std::shared_ptr<serving_context> {
+auto gateway::served() -> std::shared_ptr<const fleet> {
   std::lock_guard lock(mutex_);
-  return ctx_;
+  return fleet_;
 }
 
-auto gateway::readiness(const serving_context* ctx) const -> std::string {
+auto gateway::readiness(const fleet* f, const served_model* model) const -> std::string {
   if (status_.draining.load()) return "draining";
-  if (!status_.ready.load() || !ctx) return "loading";
-  if (ctx->num_ready->load(std::memory_order_relaxed) <= 0) return "no replica ready";
+  if (!status_.ready.load() || !f) return "loading";
+  if (model ? !model->ready() : !std::all_of(f->models.begin(), f->models.end(), [](const auto& m) { return m.ready(); }))
+    return "no replica ready";
   if (status_.num_queued.load() > 0) {
     const auto last = std::chrono::nanoseconds(status_.last_progress_ns.load());
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
@@ -35,11 +36,14 @@ auto gateway::readiness(const serving_context* ctx) const -> std::string {
 
 void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) {
   const auto arrival = std::chrono::steady_clock::now();
-  const auto ctx = context();
+  const auto fl = served();
+  // The default model (for requests that name none, and /admin).
+  const serving_context* const dflt = fl ? fl->models.front().stable.get() : nullptr;
   std::string request_id = req.header("x-request-id");
   if (request_id.empty()) request_id = "troupe-" + std::to_string(next_id_.fetch_add(1));
   http::header_list headers{{"x-request-id", request_id}};
-  if (ctx) headers.emplace_back("x-model-version", ctx->model_version);
+  // The default model's version (a completion's is its own model's, below).
+  if (dflt) headers.emplace_back("x-model-version", dflt->model_version);
   const auto reply = [&](int status, std::string content_type, std::string body, http::header_list extra = {}) {
     auto h = headers;
     h.emplace_back("Content-Type", std::move(content_type));
@@ -53,6 +57,15 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
   };
 
   std::string path = req.target.substr(0, req.target.find('?'));
+  // ?model=NAME (/health/ready, /admin): a model served here, else 404.
+  const served_model* named = nullptr;
+  if (const auto q = req.target.find("?model="); q != std::string::npos && fl) {
+    const auto name = req.target.substr(q + 7);
+    named = fl->find(name);
+    if (!named)
+      return error(404, "the model '" + name + "' is not served here", "invalid_request_error", "model",
+                   "model_not_found");
+  }
   const bool get = req.method == "GET" || req.method == "HEAD";
   const bool post = req.method == "POST";
   const auto wrong_method = [&](const char* allow) {
@@ -63,48 +76,67 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
   if (path == "/health/live") return get ? reply(200, "application/json", R"({"status":"live"})") : wrong_method("GET");
   if (path == "/health/ready") {
     if (!get) return wrong_method("GET");
-    // ?model=NAME: that model's readiness (404 for a model not served).
-    const auto q = req.target.find("?model=");
-    if (q != std::string::npos && ctx && req.target.substr(q + 7) != ctx->model_name)
-      return error(404, "the model '" + req.target.substr(q + 7) + "' is not served here", "invalid_request_error",
-                   "model", "model_not_found");
-    const auto why = readiness(ctx.get());
+    // Every model has a replica ready (?model=NAME: that model).
+    const auto why = readiness(fl.get(), named);
     if (why.empty()) return reply(200, "application/json", R"({"status":"ready"})");
     return reply(503, "application/json", R"({"status":")" + why + R"("})");
   }
   if (path == "/metrics") {
     if (!get) return wrong_method("GET");
-    if (!ctx) return reply(200, "text/plain; version=0.0.4", "");
-    return reply(200, "text/plain; version=0.0.4", ctx->metrics->serialize());
+    if (!dflt) return reply(200, "text/plain; version=0.0.4", "");
+    return reply(200, "text/plain; version=0.0.4", dflt->metrics->serialize()); // (every model's: one registry)
   }
   if (path == "/v1/models") {
     if (!get) return wrong_method("GET");
-    if (!ctx) return error(503, "the model is loading", "service_unavailable");
-    return reply(200, "application/json", api::models_list(ctx->model_name, 0, ctx->max_model_len));
+    if (!fl) return error(503, "the model is loading", "service_unavailable");
+    std::vector<api::model_card> cards;
+    for (const auto& m : fl->models) cards.push_back({m.name, m.stable->max_model_len});
+    for (const auto& r : fl->routes) cards.push_back({r.name, r.large->stable->max_model_len});
+    return reply(200, "application/json", api::models_list(cards, 0));
   }
   if (path.starts_with("/admin/")) {
     if (!admin_api_) return error(404, "no route for " + path, "invalid_request_error", "", "not_found");
-    if (!ctx) return error(503, "the model is loading", "service_unavailable");
-    return admin(path, req, *ctx, client, headers);
+    if (!fl) return error(503, "the model is loading", "service_unavailable");
+    return admin(path, req, named ? *named->stable : *fl->models.front().stable, client, headers);
   }
   const bool completions = path == "/v1/completions";
   if (!completions && path != "/v1/chat/completions")
     return error(404, "no route for " + path, "invalid_request_error", "", "not_found");
   if (!post) return wrong_method("POST");
   if (status_.draining.load()) return error(503, "the server is shutting down", "service_unavailable");
-  if (!ctx || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
+  if (!fl || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
 
-  auto parsed = api::parse_request(completions ? api::endpoint::completions : api::endpoint::chat, req.body,
-                                   ctx->defaults);
+  const auto kind = completions ? api::endpoint::completions : api::endpoint::chat;
+  auto parsed = api::parse_request(kind, req.body, dflt->defaults);
   if (auto* e = std::get_if<api::api_error>(&parsed)) return reply(e->status, "application/json", api::error_body(*e));
+  // The model: named (a served one, or a capability route), else the default.
+  const served_model* model = &fl->models.front();
+  const capability_route* route = nullptr;
+  if (const auto& name = std::get<api::completion_request>(parsed).model; !name.empty()) {
+    model = fl->find(name);
+    if (!model && (route = fl->find_route(name))) model = route->small; // (decided once the prompt is encoded)
+    if (!model) {
+      std::string known;
+      for (const auto& m : fl->models) known += (known.empty() ? "'" : ", '") + m.name + "'";
+      for (const auto& r : fl->routes) known += ", '" + r.name + "'";
+      return error(400, "the model '" + name + "' does not exist; this server serves " + known,
+                   "invalid_request_error", "model", "model_not_found");
+    }
+  }
+  // Parsed again with its own generation defaults when they differ.
+  if (model->stable.get() != dflt && !(model->stable->defaults == dflt->defaults)) {
+    parsed = api::parse_request(kind, req.body, model->stable->defaults);
+    if (auto* e = std::get_if<api::api_error>(&parsed)) return reply(e->status, "application/json", api::error_body(*e));
+  }
   auto& body = std::get<api::completion_request>(parsed);
-  if (!body.model.empty() && body.model != ctx->model_name)
-    return error(400, "the model '" + body.model + "' does not exist; this server serves '" + ctx->model_name + "'",
-                 "invalid_request_error", "model", "model_not_found");
   // The session key: x-session-id, else the OpenAI user, else the
   // conversation's opening (its messages up to the first user message, which
   // every later turn repeats; or the prompt's start).
-  sink_request sr{std::move(body), request_id, headers, arrival};
+  sink_request sr;
+  sr.body = std::move(body);
+  sr.request_id = request_id;
+  sr.headers = headers;
+  sr.arrival = arrival;
   std::string key = req.header("x-session-id");
   if (!key.empty()) key = "s:" + key;
   else if (!sr.body.user.empty()) key = "u:" + sr.body.user;
@@ -120,7 +152,17 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
       key += (i ? "," : "t:") + std::to_string(sr.body.prompt_tokens[i]);
   sr.has_session = true;
   sr.session = std::hash<std::string>{}(key);
-  spawn_sink(sys_, ctx, &status_, std::move(client), std::move(sr));
+  // The version: sticky per session (a canary takes its share of sessions).
+  auto ctx = model->pick(sr.session);
+  std::erase_if(sr.headers, [](const auto& h) { return h.first == "x-model-version"; });
+  if (route) {
+    sr.route = route;
+    sr.served = fl;
+    sr.tier = req.header("x-troupe-tier");
+  } else {
+    sr.headers.emplace_back("x-model-version", ctx->model_version);
+  }
+  spawn_sink(sys_, std::move(ctx), &status_, std::move(client), std::move(sr));
 }
 
 // /admin/replicas (GET: each replica's health and load) and

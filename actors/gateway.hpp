@@ -20,15 +20,15 @@ public:
   gateway(caf::actor_system& sys, server_status& status, std::chrono::nanoseconds stall_timeout,
           bool admin_api = false);
 
-  /// Until set, completions get 503 "loading" (the model is still loading).
-  void set_context(std::shared_ptr<serving_context> ctx);
+  /// Until set, completions get 503 "loading" (the models are still loading).
+  void set_fleet(std::shared_ptr<const fleet> f);
   /// Handles one request (the http::server's handler).
   void handle(http::request req, std::shared_ptr<http::exchange> client);
 
 private:
-  auto context() -> std::shared_ptr<serving_context>;
-  /// "" when ready, else why not (ctx: the model's replicas, may be null).
-  auto readiness(const serving_context* ctx) const -> std::string;
+  auto served() -> std::shared_ptr<const fleet>;
+  /// "" when ready, else why not: every model (or `model`) has a replica ready.
+  auto readiness(const fleet* f, const served_model* model) const -> std::string;
   void admin(const std::string& path, const http::request& req, serving_context& ctx,
              const std::shared_ptr<http::exchange>& client, const http::header_list& headers);
 
@@ -37,7 +37,7 @@ private:
   std::chrono::nanoseconds stall_timeout_;
   bool admin_api_ = false;
   std::mutex mutex_;
-  std::shared_ptr<serving_context> ctx_;
+  std::shared_ptr<const fleet> fleet_;
   std::atomic<std::uint64_t> next_id_{1};
 };
 

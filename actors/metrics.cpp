@@ -14,13 +14,18 @@ auto latency_buckets() -> Histogram::BucketBoundaries {
           0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
 }
 
+auto with(prometheus::Labels l, const prometheus::Labels& more) -> prometheus::Labels {
+  for (const auto& [k, v] : more) l.emplace(k, v);
+  return l;
+}
+
 auto histogram(prometheus::Registry& r, const std::string& name, const std::string& help,
-               const std::string& model) -> Histogram& {
+               const prometheus::Labels& model) -> Histogram& {
   return prometheus::BuildHistogram()
       .Name("troupe_" + name)
       .Help(help)
       .Register(r)
-      .Add({{"model_name", model}, {"tenant", "default"}}, latency_buckets());
+      .Add(with(model, {{"tenant", "default"}}), latency_buckets());
 }
 
 auto counter(prometheus::Registry& r, const std::string& name, const std::string& help)
@@ -35,35 +40,37 @@ auto gauge(prometheus::Registry& r, const std::string& name, const std::string& 
 
 } // namespace
 
-server_metrics::server_metrics(const std::string& model_name, int num_replicas,
-                               const std::vector<std::string>& devices)
-  : registry_(std::make_shared<prometheus::Registry>()),
+server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, const std::string& model_name,
+                               const std::string& version, int num_replicas, const std::vector<std::string>& devices)
+  : registry_(registry ? std::move(registry) : std::make_shared<prometheus::Registry>()),
+    model_(version.empty() ? prometheus::Labels{{"model_name", model_name}}
+                           : prometheus::Labels{{"model_name", model_name}, {"version", version}}),
     time_to_first_token(histogram(*registry_,
                                   "time_to_first_token_seconds", "Time to first token in seconds.",
-                                  model_name)),
+                                  model_)),
     inter_token_latency(histogram(*registry_, "inter_token_latency_seconds",
-                                  "Time between successive output tokens in seconds.", model_name)),
+                                  "Time between successive output tokens in seconds.", model_)),
     time_per_output_token(histogram(*registry_, "request_time_per_output_token_seconds",
                                     "Mean time per output token after the first, per request, in seconds.",
-                                    model_name)),
+                                    model_)),
     e2e_latency(histogram(*registry_, "e2e_request_latency_seconds",
-                          "End-to-end request latency in seconds.", model_name)),
+                          "End-to-end request latency in seconds.", model_)),
     queue_time(histogram(*registry_, "request_queue_time_seconds",
-                         "Time a request waited before its first step, in seconds.", model_name)),
+                         "Time a request waited before its first step, in seconds.", model_)),
     prompt_tokens(counter(*registry_, "prompt_tokens_total", "Prefill tokens processed.")
-                      .Add({{"model_name", model_name}, {"tenant", "default"}})),
+                      .Add(with(model_, {{"tenant", "default"}}))),
     generation_tokens(counter(*registry_, "generation_tokens_total", "Generation tokens processed.")
-                          .Add({{"model_name", model_name}, {"tenant", "default"}})),
+                          .Add(with(model_, {{"tenant", "default"}}))),
     request_retries(counter(*registry_, "request_retries_total",
                             "Requests retried on another replica after theirs failed before their first token.")
-                        .Add({{"model_name", model_name}})),
+                        .Add(model_)),
     request_failures(counter(*registry_, "request_failures_total",
                              "Requests ended by their replica's failure (an error event, or a 503).")
-                         .Add({{"model_name", model_name}})) {
+                         .Add(model_)) {
   auto& success = counter(*registry_, "request_success_total", "Finished requests, by finish reason.");
   for (const auto r : {finish_reason::stop, finish_reason::length, finish_reason::abort})
     success_[static_cast<std::size_t>(r)] = &success.Add(
-        {{"model_name", model_name}, {"tenant", "default"}, {"finished_reason", std::string(finish_reason_name(r))}});
+        with(model_, {{"tenant", "default"}, {"finished_reason", std::string(finish_reason_name(r))}}));
   auto& running = gauge(*registry_, "num_requests_running", "Requests in the running batch.");
   auto& waiting = gauge(*registry_, "num_requests_waiting", "Requests waiting to be scheduled.");
   auto& kv = gauge(*registry_, "kv_cache_usage_perc", "Fraction of the leased KV blocks in use (0 to 1).");
@@ -73,14 +80,14 @@ server_metrics::server_metrics(const std::string& model_name, int num_replicas,
   auto& ready = gauge(*registry_, "replica_ready", "1 while the replica is in the router's rotation (alive, healthy, not draining).");
   auto& failed_checks = counter(*registry_, "health_checks_failed_total", "Deep health checks that failed or timed out.");
   for (int i = 0; i < num_replicas; ++i) {
-    const prometheus::Labels l{{"model_name", model_name}, {"replica", std::to_string(i)}};
+    const auto l = with(model_, {{"replica", std::to_string(i)}});
     replicas_.push_back({&running.Add(l), &waiting.Add(l), &kv.Add(l), &preempt.Add(l), &swapped.Add(l),
                          &swap_outs.Add(l), &ready.Add(l), &failed_checks.Add(l)});
   }
   auto& queries = counter(*registry_, "prefix_cache_queries_total", "KV blocks looked up in the prefix cache.");
   auto& hits = counter(*registry_, "prefix_cache_hits_total", "KV blocks found in the prefix cache.");
   for (const auto& d : devices) {
-    const prometheus::Labels l{{"model_name", model_name}, {"device", d}};
+    const auto l = with(model_, {{"device", d}});
     devices_.push_back({d, {&queries.Add(l), &hits.Add(l)}});
   }
 }

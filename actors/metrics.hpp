@@ -22,6 +22,7 @@ namespace troupe {
 class server_metrics {
   // First: the members below are built into it.
   std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Labels model_; ///< on every series
 
 public:
   /// A replica scheduler's series, set after every step.
@@ -41,8 +42,11 @@ public:
     prometheus::Counter* prefix_cache_hits;    ///< blocks found
   };
 
-  /// model_name labels every series; tenant is "default" until tenants land.
-  server_metrics(const std::string& model_name, int num_replicas, const std::vector<std::string>& devices);
+  /// Series of one model (labels model_name, and version when not empty) in
+  /// `registry`, shared by the models a server serves (null: its own);
+  /// tenant is "default" until tenants land.
+  server_metrics(std::shared_ptr<prometheus::Registry> registry, const std::string& model_name,
+                 const std::string& version, int num_replicas, const std::vector<std::string>& devices);
 
   // Per request, recorded by its sink.
   prometheus::Histogram& time_to_first_token;
@@ -65,7 +69,8 @@ public:
   /// The series of a device named at construction.
   auto device(const std::string& name) const -> const device_series&;
 
-  /// The text exposition format (what GET /metrics returns).
+  auto registry() const -> const std::shared_ptr<prometheus::Registry>& { return registry_; }
+  /// The text exposition format (what GET /metrics returns): every model's series.
   auto serialize() const -> std::string;
 
 private:

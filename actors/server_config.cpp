@@ -210,6 +210,71 @@ auto byte_size(std::int64_t server_config::*field, std::int64_t min) -> apply_fn
   };
 }
 
+// An array of inline tables, each with these keys only; `each` reads one.
+template <class T>
+auto table_array(std::vector<T> server_config::*field, std::vector<std::string_view> keys,
+                 void (*each)(const toml::table&, const std::string&, T&)) -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_array()) wrong_type(path, "an array of tables", n);
+    std::vector<T> out;
+    std::size_t i = 0;
+    for (const auto& e : *n.as_array()) {
+      const auto at = path + "[" + std::to_string(i++) + "]";
+      if (!e.is_table()) wrong_type(at, "a table", e);
+      for (const auto& [k, v] : *e.as_table())
+        if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
+          std::string known;
+          for (const auto key : keys) known += (known.empty() ? "" : ", ") + std::string(key);
+          fail(at + "." + std::string(k.str()), "unknown key; known: " + known);
+        }
+      T t{};
+      each(*e.as_table(), at, t);
+      out.push_back(std::move(t));
+    }
+    c.*field = std::move(out);
+  };
+}
+
+auto string_at(const toml::table& t, const std::string& at, std::string_view key, bool required) -> std::string {
+  const auto* n = t.get(key);
+  const auto path = at + "." + std::string(key);
+  if (n == nullptr) {
+    if (required) fail(path, "missing");
+    return {};
+  }
+  const auto& s = as_string(*n, path);
+  if (required && s.empty()) fail(path, "must not be empty");
+  return s;
+}
+
+auto int_at(const toml::table& t, const std::string& at, std::string_view key, std::int32_t fallback,
+            std::int64_t lo, std::optional<std::int64_t> hi) -> std::int32_t {
+  const auto* n = t.get(key);
+  if (n == nullptr) return fallback;
+  const auto path = at + "." + std::string(key);
+  return in_range<std::int32_t>(as_integer(*n, path), path, lo, hi);
+}
+
+void read_model_entry(const toml::table& t, const std::string& at, model_entry& m) {
+  m.dir = string_at(t, at, "dir", true);
+  m.name = string_at(t, at, "name", false);
+  m.version = string_at(t, at, "version", false);
+  m.canary_percent = int_at(t, at, "canary_percent", 0, 0, 100);
+  m.replicas = int_at(t, at, "replicas", 1, 1, std::nullopt);
+}
+
+void read_capability_rule(const toml::table& t, const std::string& at, capability_rule& r) {
+  r.model = string_at(t, at, "model", true);
+  r.small = string_at(t, at, "small", true);
+  r.large = string_at(t, at, "large", true);
+  r.max_prompt_tokens = int_at(t, at, "max_prompt_tokens", 0, 0, std::nullopt);
+  r.max_tokens = int_at(t, at, "max_tokens", 0, 0, std::nullopt);
+  if (const auto* n = t.get("tiers")) {
+    if (!n->is_array()) wrong_type(at + ".tiers", "an array of strings", *n);
+    for (const auto& e : *n->as_array()) r.tiers.push_back(as_string(e, at + ".tiers"));
+  }
+}
+
 void apply_preemption_mode(const toml::node& n, const std::string& path, server_config& c) {
   const auto& s = as_string(n, path);
   if (s != "recompute" && s != "swap") fail(path, "unknown preemption mode \"" + s + "\"; known: recompute, swap");
@@ -238,6 +303,9 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"model", "dir", text(&c::model_dir, false), true},
       {"model", "served_model_name", text(&c::served_model_name, true), true},
       {"model", "chat_template", apply_chat_template, true},
+      {"model", "version", text(&c::model_version, true), true},
+      {"model", "more", table_array<model_entry>(&c::more_models, {"dir", "name", "version", "canary_percent", "replicas"},
+                                                  read_model_entry)},
       {"engine", "executor", apply_executor, true},
       {"engine", "zero_step_us", integer(&c::zero_step_us, 0)},
       {"engine", "devices", apply_devices},
@@ -269,6 +337,10 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"router", "unhealthy_after", integer(&c::unhealthy_after, 1)},
       {"router", "healthy_after", integer(&c::healthy_after, 1)},
       {"router", "max_retries", integer(&c::max_retries, 0)},
+      {"router", "capability_rules",
+       table_array<capability_rule>(&c::capability_rules,
+                                    {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},
+                                    read_capability_rule)},
       {"actors", "tokenizers", integer(&c::tokenizers, 0)},
       {"actors", "caf_threads", integer(&c::caf_threads, 0)},
   };

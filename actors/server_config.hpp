@@ -20,6 +20,30 @@ struct config_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// One more model served beside [model] (key model.more): its own replicas,
+/// executors, KV cache and router. One whose name is already served is a new
+/// version of it that takes canary_percent of its traffic (sticky per session).
+struct model_entry {
+  std::string dir;                ///< non-empty
+  std::string name;               ///< "": the dir's last path component
+  std::string version;            ///< the x-model-version tag; "": name@content hash
+  std::int32_t canary_percent = 0; ///< [0, 100]; > 0 only for a new version of a served name
+  std::int32_t replicas = 1;      ///< >= 1, per device
+  friend auto operator==(const model_entry&, const model_entry&) -> bool = default;
+};
+
+/// Capability routing (key router.capability_rules): requests for `model` (a
+/// name of its own) go to `small` when the prompt has at most
+/// max_prompt_tokens tokens and max_tokens is given and at most max_tokens,
+/// or when their tier (x-troupe-tier) is one of `tiers`; else to `large`.
+struct capability_rule {
+  std::string model, small, large;      ///< non-empty; small and large are served models (checked at start-up)
+  std::int32_t max_prompt_tokens = 0;   ///< >= 0 (0: the length test never passes)
+  std::int32_t max_tokens = 0;          ///< >= 0
+  std::vector<std::string> tiers;
+  friend auto operator==(const capability_rule&, const capability_rule&) -> bool = default;
+};
+
 /// Every field holds a valid value after loading; the TOML key is named where
 /// it differs from the field. Relative paths stay as written (relative to the
 /// working directory), and nothing on disk is checked here.
@@ -37,6 +61,8 @@ struct server_config {
   std::string model_dir = "models/tiny";   ///< key "dir"; non-empty
   std::string served_model_name;           ///< "": the model dir's last path component (resolved by the caller)
   std::string chat_template;               ///< "": from the model; else a parse_chat_format name
+  std::string model_version;               ///< key "version": the x-model-version tag; "": name@content hash
+  std::vector<model_entry> more_models;    ///< key "more": models served beside this one (array of tables)
   // [engine]
   std::string executor = "cpu";            ///< "cpu" | "zero" (returns tokens without running a model)
   std::int32_t zero_step_us = 0;           ///< >= 0: the zero executor's simulated step time, µs
@@ -71,6 +97,7 @@ struct server_config {
   std::int32_t unhealthy_after = 3;        ///< >= 1 consecutive failed checks take a replica out of rotation
   std::int32_t healthy_after = 2;          ///< >= 1 consecutive passed checks bring it back
   std::int32_t max_retries = 2;            ///< >= 0: a request whose replica fails before its first token is retried elsewhere
+  std::vector<capability_rule> capability_rules; ///< (array of tables)
   // [actors]
   std::int32_t tokenizers = 0;             ///< >= 0 tokenizer pool size; 0: cores
   std::int32_t caf_threads = 0;            ///< >= 0 CAF scheduler.max-threads; 0: cores

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,7 @@ namespace troupe {
 struct serving_context {
   std::shared_ptr<const tokenizer> tok;
   std::string model_name;    ///< what clients pass as "model"
-  std::string model_version; ///< the x-model-version header
+  std::string model_version; ///< the x-model-version header: the configured tag, or name@content hash
   std::int32_t max_model_len = 0;
   std::vector<token_id> eos_ids;
   sampling_params defaults;  ///< the model's generation_config
@@ -41,6 +43,63 @@ struct serving_context {
   /// Tokenizers in turn (replicas: the router).
   auto pick_tokenizer() -> const tokenizer_actor& {
     return tokenizers[next_tokenizer.fetch_add(1, std::memory_order_relaxed) % tokenizers.size()];
+  }
+};
+
+/// A model name clients use: its stable version and, when configured, a new
+/// version taking canary_percent of its sessions.
+struct served_model {
+  std::string name;
+  std::shared_ptr<serving_context> stable, canary;
+  std::int32_t canary_percent = 0;
+
+  /// The version for a session: the same every time for one session (a
+  /// hash of it picks), the canary only while it has a replica ready.
+  auto pick(std::uint64_t session) const -> const std::shared_ptr<serving_context>& {
+    if (!canary || canary->num_ready->load(std::memory_order_relaxed) <= 0) return stable;
+    const auto h = (session ^ (session >> 31)) * 0x9e3779b97f4a7c15ull;
+    return (h >> 32) % 100 < static_cast<std::uint64_t>(canary_percent) ? canary : stable;
+  }
+  auto ready() const -> bool {
+    return stable->num_ready->load(std::memory_order_relaxed) > 0 ||
+           (canary && canary->num_ready->load(std::memory_order_relaxed) > 0);
+  }
+};
+
+/// Capability routing: a name of its own whose requests go to a small or a
+/// large served model by their prompt length, max_tokens or tier.
+struct capability_route {
+  std::string name;
+  const served_model* small = nullptr;
+  const served_model* large = nullptr;
+  std::int32_t max_prompt_tokens = 0, max_tokens = 0;
+  std::vector<std::string> tiers;
+
+  /// Small when the tier is listed, or the prompt and the asked-for
+  /// max_tokens (none asked: unbounded) are within the thresholds.
+  auto fits_small(std::int64_t prompt_tokens, std::optional<std::int32_t> asked, const std::string& tier) const
+      -> bool {
+    for (const auto& t : tiers)
+      if (!tier.empty() && t == tier) return true;
+    return prompt_tokens <= max_prompt_tokens && asked && *asked <= max_tokens;
+  }
+};
+
+/// Every model a server serves ([0]: the default, for requests that name
+/// none) and its capability routes.
+struct fleet {
+  std::vector<served_model> models;
+  std::vector<capability_route> routes;
+
+  auto find(std::string_view name) const -> const served_model* {
+    for (const auto& m : models)
+      if (m.name == name) return &m;
+    return nullptr;
+  }
+  auto find_route(std::string_view name) const -> const capability_route* {
+    for (const auto& r : routes)
+      if (r.name == name) return &r;
+    return nullptr;
   }
 };
 

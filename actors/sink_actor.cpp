@@ -40,6 +40,8 @@ struct sink_state {
   bool admitted = false;
   bool stream_started = false; ///< the 200 and its headers went out
   bool done = false;
+  encode_job job;              ///< kept for a capability route, which may encode again
+  bool route_decided = false;  ///< the capability route chose small or large
   caf::strong_actor_ptr keep_alive; ///< itself, until it quits
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
@@ -189,9 +191,33 @@ void on_tokens(self_ptr self, request_update& u) {
 void submit_to(self_ptr self, request r, std::int32_t replica);
 void route(self_ptr self, request r, const policy::route_request& q, std::vector<std::int32_t> cached);
 
+void submit(self_ptr self, encoded& e);
+
+// A capability route, once the small model has encoded the prompt: small or
+// large by its length, max_tokens and tier. Returns false when the prompt
+// is to be encoded again by the large model (submit comes back then).
+auto decide_route(self_ptr self, encoded& e) -> bool {
+  auto& st = self->state;
+  st.route_decided = true;
+  const auto& rt = *st.req.route;
+  const bool small = rt.fits_small(static_cast<std::int64_t>(e.tokens.size()), st.req.body.max_tokens, st.req.tier);
+  auto ctx = (small ? rt.small : rt.large)->pick(st.req.session);
+  st.req.headers.emplace_back("x-model-version", ctx->model_version);
+  if (ctx == st.ctx) return true;
+  st.ctx = std::move(ctx);
+  st.head.model = st.ctx->model_name;
+  st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
+  if (!st.req.body.prompt_tokens.empty()) return true; // (token ids go as they are)
+  self->request(st.ctx->pick_tokenizer(), caf::infinite, encode_atom_v, st.job)
+      .then([self](encoded& again) { submit(self, again); },
+            [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+  return false;
+}
+
 void submit(self_ptr self, encoded& e) {
   auto& st = self->state;
   if (!e.error.empty()) return fail(self, 400, e.error, st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
+  if (st.req.route && !st.route_decided && !decide_route(self, e)) return;
   request r;
   r.id = st.id;
   r.prompt = std::move(e.tokens);
@@ -364,6 +390,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     job.messages = std::move(st.req.body.messages);
   else
     job.text = std::move(st.req.body.prompt);
+  if (st.req.route) st.job = job;
   if (!job.chat && !st.req.body.prompt_tokens.empty()) {
     encoded e{st.req.body.prompt_tokens, {}};
     for (auto t : e.tokens)

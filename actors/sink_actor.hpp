@@ -20,6 +20,12 @@ struct sink_request {
   /// conversation's first messages), for session-affine routing.
   bool has_session = false;
   std::uint64_t session = 0;
+  /// A capability route: the small model's context comes first; the sink
+  /// moves the request to the large one when the encoded prompt (or the
+  /// tier) says so. `served` keeps the route alive.
+  const capability_route* route = nullptr;
+  std::shared_ptr<const fleet> served;
+  std::string tier; ///< x-troupe-tier
 };
 
 /// The actor that carries one request from its prompt to its last byte:

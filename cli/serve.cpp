@@ -69,7 +69,7 @@ auto model_version(const std::filesystem::path& dir, const std::string& name) ->
   return name + "@" + std::string(hex, 12);
 }
 
-// Everything that exists only once the model is loaded.
+// Everything of one model that exists only once it is loaded.
 struct engine_parts {
   std::shared_ptr<serving_context> ctx;
   std::unique_ptr<server_metrics> metrics; // recorded into by the actors
@@ -77,14 +77,22 @@ struct engine_parts {
   std::vector<caf::actor> actors; // to stop at shutdown
 };
 
-auto start_engine(caf::actor_system& sys, const server_config& cfg, server_status& status, engine_parts& parts)
-    -> std::string {
+// The name clients use for a model: the configured one, else its dir's last component.
+auto served_name(const std::string& configured, const std::filesystem::path& dir) -> std::string {
+  std::string name = configured;
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  return name;
+}
+
+// Loads one model (cfg's [model], [engine], [scheduler], [router]) with its
+// replicas, executors, memory managers and router; its metrics go to `registry`.
+auto start_engine(caf::actor_system& sys, const server_config& cfg, server_status& status, engine_parts& parts,
+                  std::shared_ptr<prometheus::Registry> registry) -> std::string {
   const std::filesystem::path dir = cfg.model_dir;
   const auto mc = model_config::load(dir);
   auto tok = std::make_shared<const tokenizer>(tokenizer::load(dir / "tokenizer.model"));
-  std::string name = cfg.served_model_name;
-  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().filename().string();
-  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  const std::string name = served_name(cfg.served_model_name, dir);
 
   const auto eos = eos_token_ids(mc, *tok);
   const auto cuda_device = parse_device(cfg.devices.front());
@@ -164,12 +172,14 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   if (cfg.watermark_blocks >= share)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(share) + " for admissions");
-  parts.metrics = std::make_unique<server_metrics>(name, replicas, device_names);
+  const std::string version = cfg.model_version.empty() ? model_version(dir, name) : cfg.model_version;
+  parts.metrics = std::make_unique<server_metrics>(std::move(registry), name, cfg.model_version, replicas,
+                                                   device_names);
   server_metrics* const metrics = parts.metrics.get();
   auto ctx = std::make_shared<serving_context>();
   ctx->tok = tok;
   ctx->model_name = name;
-  ctx->model_version = model_version(dir, name);
+  ctx->model_version = version;
   ctx->max_model_len = max_model_len;
   ctx->eos_ids = eos;
   ctx->defaults = default_sampling_params(mc);
@@ -234,13 +244,85 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   }
   parts.ctx = ctx;
   std::ostringstream info;
-  info << "model " << name << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
+  info << "model " << name;
+  if (!cfg.model_version.empty()) info << " version " << cfg.model_version;
+  info << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
        << cfg.block_size << " tokens, ";
   if (num_devices > 1) info << "per device on " << num_devices << " devices, ";
   if (swap) info << num_host_blocks << " in host swap space, ";
   info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router_policy << ")"
        << ", context " << max_model_len;
   return info.str();
+}
+
+// Every model: [model] first, then model.more (a name served already is its
+// canary version), and the capability routes over them.
+auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status& status,
+                 std::vector<std::unique_ptr<engine_parts>>& parts, std::vector<std::string>& info)
+    -> std::shared_ptr<fleet> {
+  auto out = std::make_shared<fleet>();
+  auto registry = std::make_shared<prometheus::Registry>();
+  // Checked before any model loads.
+  std::vector<std::string> names{served_name(cfg.served_model_name, cfg.model_dir)};
+  for (std::size_t i = 0; i < cfg.more_models.size(); ++i) {
+    const auto& e = cfg.more_models[i];
+    const auto where = "model.more[" + std::to_string(i) + "]";
+    const auto name = served_name(e.name, e.dir);
+    const bool served = std::find(names.begin(), names.end(), name) != names.end();
+    if (served && e.canary_percent == 0)
+      throw config_error(where + ": the model '" + name +
+                         "' is served already; a new version of it needs a canary_percent");
+    if (!served && e.canary_percent > 0)
+      throw config_error(where + ": a canary_percent makes a new version of a served model, but no model '" + name +
+                         "' comes before it");
+    if (served && e.version.empty())
+      throw config_error(where + ": a new version of '" + name + "' needs a version tag");
+    for (std::size_t j = 0; j < i; ++j)
+      if (cfg.more_models[j].canary_percent > 0 && served_name(cfg.more_models[j].name, cfg.more_models[j].dir) == name &&
+          e.canary_percent > 0)
+        throw config_error(where + ": '" + name + "' has a canary version already");
+    names.push_back(name);
+  }
+  for (std::size_t i = 0; i < cfg.capability_rules.size(); ++i) {
+    const auto& r = cfg.capability_rules[i];
+    const auto where = "router.capability_rules[" + std::to_string(i) + "]";
+    if (std::find(names.begin(), names.end(), r.model) != names.end())
+      throw config_error(where + ".model: '" + r.model + "' is a served model's name; a rule needs a name of its own");
+    for (const auto& [key, m] : {std::pair{"small", r.small}, {"large", r.large}})
+      if (std::find(names.begin(), names.end(), m) == names.end())
+        throw config_error(where + "." + key + ": no served model '" + m + "'");
+  }
+
+  auto load = [&](const server_config& c) {
+    parts.push_back(std::make_unique<engine_parts>());
+    info.push_back(start_engine(sys, c, status, *parts.back(), registry));
+    return parts.back()->ctx;
+  };
+  out->models.reserve(1 + cfg.more_models.size());
+  out->models.push_back({names[0], load(cfg), nullptr, 0});
+  for (std::size_t i = 0; i < cfg.more_models.size(); ++i) {
+    const auto& e = cfg.more_models[i];
+    auto c = cfg;
+    c.model_dir = e.dir;
+    c.served_model_name = names[i + 1];
+    c.model_version = e.version;
+    c.replicas = e.replicas;
+    c.step_log.clear(); // (the step log is [model]'s)
+    c.more_models.clear();
+    auto ctx = load(c);
+    if (e.canary_percent > 0) {
+      for (auto& m : out->models)
+        if (m.name == names[i + 1]) {
+          m.canary = ctx;
+          m.canary_percent = e.canary_percent;
+        }
+    } else {
+      out->models.push_back({names[i + 1], ctx, nullptr, 0});
+    }
+  }
+  for (const auto& r : cfg.capability_rules)
+    out->routes.push_back({r.model, out->find(r.small), out->find(r.large), r.max_prompt_tokens, r.max_tokens, r.tiers});
+  return out;
 }
 
 } // namespace
@@ -281,19 +363,23 @@ auto run_serve(std::span<char* const> argv) -> int {
   std::printf("troupe: listening on http://%s:%u\n", cfg.host.c_str(), static_cast<unsigned>(srv.port()));
   std::fflush(stdout);
 
-  engine_parts parts;
+  std::vector<std::unique_ptr<engine_parts>> parts;
   const auto stop_actors = [&] {
-    for (auto& h : parts.actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    gw.set_context(nullptr);
-    parts.ctx.reset();
-    parts.actors.clear();
+    for (auto& p : parts)
+      for (auto& h : p->actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    gw.set_fleet(nullptr);
+    for (auto& p : parts) {
+      p->ctx.reset();
+      p->actors.clear();
+    }
   };
   try {
-    const auto info = start_engine(sys, cfg, status, parts);
-    gw.set_context(parts.ctx);
+    std::vector<std::string> info;
+    auto served = start_fleet(sys, cfg, status, parts, info);
+    gw.set_fleet(std::move(served));
     status.last_progress_ns = std::chrono::steady_clock::now().time_since_epoch().count();
     status.ready = true;
-    std::printf("troupe: ready: %s\n", info.c_str());
+    for (const auto& line : info) std::printf("troupe: ready: %s\n", line.c_str());
     std::fflush(stdout);
   } catch (...) {
     srv.stop();

@@ -115,9 +115,15 @@ auto full_response(endpoint kind, const response_head& h, std::string_view text,
                    std::string_view finish_reason, const std::vector<token_logprob>* logprobs,
                    const usage& u) -> std::string;
 
+/// One entry of GET /v1/models.
+struct model_card {
+  std::string id;
+  std::int64_t max_model_len = 0;
+};
+
 /// GET /v1/models: {"object":"list","data":[{"id":model,"object":"model",
-/// "created":created,"owned_by":"troupe","max_model_len":n}]}.
-auto models_list(std::string_view model, std::int64_t created, std::int64_t max_model_len) -> std::string;
+/// "created":created,"owned_by":"troupe","max_model_len":n}, ...]}.
+auto models_list(const std::vector<model_card>& models, std::int64_t created) -> std::string;
 
 /// {"error":{"message","type","param","code"}}; param and code are null when empty.
 auto error_body(const api_error& e) -> std::string;

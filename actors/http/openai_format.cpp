@@ -190,14 +190,18 @@ auto full_response(endpoint kind, const response_head& h, std::string_view text,
   return out;
 }
 
-auto models_list(std::string_view model, std::int64_t created, std::int64_t max_model_len) -> std::string {
-  std::string out = "{\"object\":\"list\",\"data\":[{\"id\":";
-  add_string(out, model);
-  out += ",\"object\":\"model\",\"created\":";
-  add_int(out, created);
-  out += ",\"owned_by\":\"troupe\",\"max_model_len\":";
-  add_int(out, max_model_len);
-  out += "}]}";
+auto models_list(const std::vector<model_card>& models, std::int64_t created) -> std::string {
+  std::string out = "{\"object\":\"list\",\"data\":[";
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    out += i ? ",{\"id\":" : "{\"id\":";
+    add_string(out, models[i].id);
+    out += ",\"object\":\"model\",\"created\":";
+    add_int(out, created);
+    out += ",\"owned_by\":\"troupe\",\"max_model_len\":";
+    add_int(out, models[i].max_model_len);
+    out += '}';
+  }
+  out += "]}";
   return out;
 }
 

@@ -31,6 +31,7 @@ struct sampling_params {
   /// Empty when valid, else one line naming the bad field, e.g.
   /// "top_p must be in (0, 1], got 1.5".
   [[nodiscard]] auto validate() const -> std::string;
+  friend auto operator==(const sampling_params&, const sampling_params&) -> bool = default;
 };
 
 /// A request's settings before it says anything: sampling_params{} with the

@@ -519,7 +519,7 @@ TEST_CASE("chat logprobs: content entries with bytes and top_logprobs") {
 
 TEST_CASE("models list and error bodies") {
   {
-    json_doc d(models_list("tiny\"llama", 123, 2048));
+    json_doc d(models_list({{"tiny\"llama", 2048}}, 123));
     CHECK(str(d.root["object"]) == "list");
     REQUIRE(d.root["data"].get_array().value().size() == 1);
     const auto m = d.root["data"].at(0);
@@ -528,6 +528,9 @@ TEST_CASE("models list and error bodies") {
     CHECK(integer(m["created"]) == 123);
     CHECK(str(m["owned_by"]) == "troupe");
     CHECK(integer(m["max_model_len"]) == 2048);
+    json_doc two(models_list({{"a", 1}, {"b", 2}}, 5));
+    REQUIRE(two.root["data"].get_array().value().size() == 2);
+    CHECK(str(two.root["data"].at(1)["id"]) == "b");
   }
   {
     json_doc d(error_body(api_error{404, "The model `x` does not exist.", "NotFoundError", "model", "model_not_found"}));

@@ -78,21 +78,21 @@ TEST_CASE("config/default.toml spells out every key") {
   for (const auto* key :
        {"server.host", "server.port", "server.http_threads", "server.max_body_bytes", "server.idle_timeout_s",
         "server.drain_timeout_s", "server.stall_timeout_s", "server.admin_api", "model.dir", "model.served_model_name",
-        "model.chat_template", "engine.executor", "engine.zero_step_us", "engine.devices", "engine.replicas",
+        "model.chat_template", "model.version", "model.more", "engine.executor", "engine.zero_step_us", "engine.devices", "engine.replicas",
         "engine.threads", "engine.huge_pages", "engine.step_log", "scheduler.max_num_seqs", "scheduler.max_num_batched_tokens",
         "scheduler.block_size", "scheduler.kv_memory", "scheduler.max_waiting_requests",
         "scheduler.max_waiting_tokens", "scheduler.max_model_len", "scheduler.max_input_tokens",
         "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
         "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "router.policy",
         "router.health_check_interval_s", "router.health_check_timeout_s", "router.unhealthy_after",
-        "router.healthy_after", "router.max_retries", "actors.tokenizers",
+        "router.healthy_after", "router.max_retries", "router.capability_rules", "actors.tokenizers",
         "actors.caf_threads"}) {
     CAPTURE(key);
     CHECK(doc.at_path(key).node() != nullptr);
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 44);
+  CHECK(num_keys == 47);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -201,7 +201,7 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
   CHECK(error_of("[server]\nprot = 1\n") == key);
   CHECK(error_of("", {{"server.prot", "1"}}) == key);
   CHECK(error_of("[model]\nmodel_dir = \"x\"\n") ==
-        "model.model_dir: unknown key; known: dir, served_model_name, chat_template");
+        "model.model_dir: unknown key; known: dir, served_model_name, chat_template, version, more");
   CHECK(error_of("[server.tls]\ncert = \"x\"\n") ==
         "server.tls: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
         "drain_timeout_s, stall_timeout_s, admin_api");
@@ -336,4 +336,34 @@ TEST_CASE("files: a missing or unreadable one cannot be read; a real one loads w
   const auto empty = dir / "empty.toml";
   std::ofstream(empty) << "";
   CHECK(load_server_config(empty) == server_config{});
+}
+
+TEST_CASE("more models and capability rules: arrays of tables, each key checked") {
+  const auto c = parse_server_config(R"([model]
+more = [{ dir = "models/small", name = "small" },
+        { dir = "models/v2", name = "tiny", version = "v2", canary_percent = 10, replicas = 2 }]
+[router]
+capability_rules = [{ model = "auto", small = "small", large = "tiny", max_prompt_tokens = 64, tiers = ["free"] }]
+)",
+                                     "test");
+  REQUIRE(c.more_models.size() == 2);
+  CHECK(c.more_models[0] == model_entry{"models/small", "small", "", 0, 1});
+  CHECK(c.more_models[1] == model_entry{"models/v2", "tiny", "v2", 10, 2});
+  REQUIRE(c.capability_rules.size() == 1);
+  CHECK(c.capability_rules[0] == capability_rule{"auto", "small", "tiny", 64, 0, {"free"}});
+  // An override sets the whole array.
+  const auto o = parse_server_config("", "test", {{"model.more", R"([{ dir = "x" }])"}});
+  REQUIRE(o.more_models.size() == 1);
+  CHECK(o.more_models[0].dir == "x");
+
+  CHECK(error_of("[model]\nmore = [{ name = \"x\" }]\n") == "model.more[0].dir: missing");
+  CHECK(error_of("[model]\nmore = [{ dir = \"x\", canary_percent = 101 }]\n") ==
+        "model.more[0].canary_percent: must be in [0, 100], got 101");
+  CHECK(error_of("[model]\nmore = [{ dir = \"x\", gpu = 1 }]\n") ==
+        "model.more[0].gpu: unknown key; known: dir, name, version, canary_percent, replicas");
+  CHECK(error_of("[model]\nmore = \"x\"\n") == "model.more: expected an array of tables, got string");
+  CHECK(error_of("[router]\ncapability_rules = [{ model = \"auto\", small = \"s\" }]\n") ==
+        "router.capability_rules[0].large: missing");
+  CHECK(error_of("[router]\ncapability_rules = [{ model = \"a\", small = \"s\", large = \"l\", tiers = \"free\" }]\n") ==
+        "router.capability_rules[0].tiers: expected an array of strings, got string");
 }

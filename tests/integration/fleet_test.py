@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_test import TROUPE, check, failures, server, sse_events  # noqa: E402
+from serve_test import CONFIG, TROUPE, check, failures, server, sse_events  # noqa: E402
 
 
 def replicas(srv):
@@ -129,7 +129,7 @@ def test_crash(model):
         check(rb.status == 200 and body["usage"]["completion_tokens"] == 6,
               f"B (not streamed yet) is retried on replica 0 and completes ({rb.status}: {tb[:100]})")
         check(rc.status == 200 and finished_normally(sse_events(tc)),
-              f"C (streaming, no token yet) is retried and streams to its end ({rc.status}: {tc[-120:]})")
+              f"C (streaming, no token yet) is retried and streams to its end ({rc.status}: {tc[-120:]!r})")
         err = error_event(a.rest())
         check(err is not None and err.get("code") == "replica_failed",
               f"A (mid-stream) ends with an error event and [DONE] ({err})")
@@ -206,6 +206,83 @@ def test_admin_off(model):
         srv.stop()
 
 
+def test_models(tmp, model):
+    """Several models at once, routed by `model`; a canary version taking its
+    share of sessions, sticky per session, its tag on every response; a
+    capability route sending small requests to a small model."""
+    small = os.path.join(tmp, "small")
+    v2 = os.path.join(tmp, "tiny-v2")
+    for d, seed in ((small, "2"), (v2, "3")):
+        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", d, "--seed", seed], check=True,
+                       stdout=subprocess.DEVNULL)
+    more = (f'[{{ dir = "{small}", name = "small" }}, '
+            f'{{ dir = "{v2}", name = "tiny", version = "v2", canary_percent = 50 }}]')
+    rules = ('[{ model = "auto", small = "small", large = "tiny", max_prompt_tokens = 24, max_tokens = 8, '
+             'tiers = ["free"] }]')
+    srv = server(model, "engine.threads=1", "model.version=v1", "model.more=" + more,
+                 "router.capability_rules=" + rules)
+    try:
+        _, text = srv.request("GET", "/v1/models")
+        ids = [m["id"] for m in json.loads(text)["data"]]
+        check(ids == ["tiny", "small", "auto"], f"/v1/models lists the models and the route ({ids})")
+
+        def ask(name, content, headers=None, **extra):
+            body = {"messages": [{"role": "user", "content": content}], "max_tokens": 4}
+            if name:
+                body["model"] = name
+            body.update(extra)
+            r, text = srv.request("POST", "/v1/chat/completions", body, headers)
+            obj = json.loads(text)
+            return r.status, obj.get("model"), r.getheader("x-model-version")
+
+        status, name, version = ask("small", "hi")
+        check(status == 200 and name == "small" and version.startswith("small@"),
+              f"model=small goes to the small model, with its version tag ({status}, {name}, {version})")
+        versions = {}
+        for i in range(40):
+            seen = {ask("tiny", f"turn {t}", {"x-session-id": f"s{i}"})[2] for t in range(3)}
+            if len(seen) != 1:
+                check(False, f"session s{i} keeps one version ({sorted(seen)})")
+            versions[i] = seen.pop() if len(seen) == 1 else None
+        got = sorted(set(versions.values()))
+        v2_share = sum(v == "v2" for v in versions.values()) / len(versions)
+        check(got == ["v1", "v2"] and 0.2 <= v2_share <= 0.8,
+              f"a 50% canary: sessions split between v1 and v2, each sticky ({v2_share:.0%} on v2)")
+        check(ask(None, "hi")[1] == "tiny", "a request naming no model gets the default")
+        check(ask("auto", "hi", max_tokens=4)[1] == "small", "auto: a short prompt with a small max_tokens -> small")
+        check(ask("auto", "hi", max_tokens=64)[1] == "tiny", "auto: a large max_tokens -> large")
+        long_prompt = "This License applies to any program or other work. " * 8
+        check(ask("auto", long_prompt, max_tokens=4)[1] == "tiny", "auto: a long prompt -> large")
+        check(ask("auto", long_prompt, {"x-troupe-tier": "free"}, max_tokens=4)[1] == "small",
+              "auto: the free tier -> small whatever the prompt")
+        r, text = srv.request("POST", "/v1/chat/completions",
+                              {"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]})
+        check(r.status == 400 and json.loads(text)["error"]["code"] == "model_not_found" and "'small'" in text,
+              f"an unknown model is a 400 naming the served ones ({text[:120]})")
+        for name in ("tiny", "small"):
+            r, _ = srv.request("GET", f"/health/ready?model={name}")
+            check(r.status == 200, f"/health/ready?model={name} is 200")
+        _, text = srv.request("GET", "/metrics")
+        check('model_name="small"' in text and 'version="v2"' in text,
+              "/metrics has each model's series (the versions labelled)")
+        if shutil.which("promtool"):
+            p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+            check(p.returncode == 0, f"promtool accepts the metrics of several models ({p.stdout}{p.stderr})")
+    finally:
+        srv.stop()
+    for sets, what, expect in (
+            (["model.more=" + f'[{{ dir = "{v2}", name = "tiny" }}]'], "a second model with a served name",
+             "needs a canary_percent"),
+            (["model.more=" + f'[{{ dir = "{v2}", name = "tiny", canary_percent = 10 }}]'], "a canary without a tag",
+             "needs a version tag"),
+            (["router.capability_rules=" + '[{ model = "auto", small = "nope", large = "tiny" }]'],
+             "a rule naming no served model", "router.capability_rules[0].small: no served model 'nope'")):
+        out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0"] +
+                             sum([["--set", x] for x in sets], []), capture_output=True, text=True, timeout=60)
+        lines = out.stderr.strip().splitlines()
+        check(out.returncode == 1 and len(lines) == 1 and expect in lines[0], f"{what} stops start-up: {out.stderr.strip()}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
     try:
@@ -213,6 +290,7 @@ def main():
         subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True,
                        stdout=subprocess.DEVNULL)
         test_admin_off(model)
+        test_models(tmp, model)
         test_crash(model)
         test_hang(model)
     finally:
