@@ -179,6 +179,16 @@ void gateway::admin(const std::string& path, const http::request& req, serving_c
     api::api_error e{status, std::move(message), "invalid_request_error", "", std::move(code)};
     reply(status, api::error_body(e));
   };
+  if (path == "/admin/autoscaler") {
+    if (req.method != "GET") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
+    if (!ctx.autoscaler) return error(404, "the model has no autoscaler (autoscaler.policy is \"none\")", "not_found");
+    caf::scoped_actor self{sys_};
+    std::string body;
+    self->request(ctx.autoscaler, std::chrono::seconds(5), status_atom_v)
+        .receive([&](std::string& s) { body = std::move(s); }, [&](caf::error&) {});
+    if (body.empty()) return error(503, "the autoscaler did not answer", "autoscaler_unavailable");
+    return reply(200, body);
+  }
   const std::string base = "/admin/replicas";
   if (path == base) {
     if (req.method != "GET") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
@@ -200,16 +210,14 @@ void gateway::admin(const std::string& path, const http::request& req, serving_c
     if (used != slash && slash != std::string::npos) replica = -1;
   } catch (...) {
   }
-  if (replica < 0 || static_cast<std::size_t>(replica) >= ctx.schedulers.size() || slash == std::string::npos)
-    return error(404, "no replica '" + rest.substr(0, slash) + "': replicas are 0 to " +
-                          std::to_string(ctx.schedulers.size() - 1),
-                 "not_found");
+  if (replica < 0 || slash == std::string::npos)
+    return error(404, "no replica '" + rest.substr(0, slash) + "' (see GET /admin/replicas)", "not_found");
   if (req.method != "POST") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
   const auto action = rest.substr(slash + 1);
   if (action == "drain" || action == "resume")
     caf::anon_send(ctx.router, drain_atom_v, replica, action == "drain");
   else if (action == "hang" || action == "recover" || action == "crash")
-    caf::anon_send(ctx.schedulers[static_cast<std::size_t>(replica)], fault_atom_v, action);
+    caf::anon_send(ctx.router, fault_atom_v, replica, action);
   else
     return error(400, "unknown action '" + action + "'; known: drain, resume, hang, recover, crash", "invalid_value");
   reply(200, R"({"replica":)" + std::to_string(replica) + R"(,"action":")" + action + R"("})");

@@ -71,8 +71,9 @@ using router_actor = caf::typed_actor<
     /// (503). The vector: per replica, the prompt's blocks its device caches
     /// (empty when the policy does not weigh them).
     /// The second vector: replicas not to use (where the request just failed).
+    /// The replica's scheduler comes with its index (invalid with -1).
     caf::replies_to<route_atom, policy::route_request, std::vector<std::int32_t>, std::vector<std::int32_t>>::with<
-        std::int32_t>,
+        std::int32_t, scheduler_actor>,
     /// A replica's load after its step.
     caf::reacts_to<load_atom, std::int32_t, replica_report>,
     /// Replica i is loaded and is this scheduler: into rotation; the router
@@ -82,9 +83,22 @@ using router_actor = caf::typed_actor<
     caf::reacts_to<drain_atom, std::int32_t, bool>,
     /// Every replica's health and load, as a JSON array (the admin API).
     caf::replies_to<status_atom>::with<std::string>,
+    /// Every replica's health and load (the autoscaler).
+    caf::replies_to<fleet_atom>::with<fleet_snapshot>,
+    /// Passes a fault to replica i's scheduler (the admin API).
+    caf::reacts_to<fault_atom, std::int32_t, std::string>,
     /// Internal: starts the interval's deep checks.
     caf::reacts_to<tick_atom>,
     /// Internal: a check's outcome (replica, check number, passed).
     caf::reacts_to<checked_atom, std::int32_t, std::uint64_t, bool>>;
+
+/// Sizes one model's fleet (actors/autoscaler_actor.hpp).
+using autoscaler_actor = caf::typed_actor<
+    /// Internal: the interval's decision.
+    caf::reacts_to<tick_atom>,
+    /// Internal: a cold start finished (or failed).
+    caf::reacts_to<started_atom, started_replica>,
+    /// Its last decision and every replica's state, as JSON (the admin API).
+    caf::replies_to<status_atom>::with<std::string>>;
 
 } // namespace troupe

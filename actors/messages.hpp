@@ -7,6 +7,8 @@
 #include "engine/core/scheduler_output.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 
+#include <caf/actor.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -46,6 +48,24 @@ using delivery_count = http::exchange::delivery_count;
 struct admission {
   int status = 0;
   std::string message;
+};
+
+/// One replica as the router sees it (for the autoscaler and /admin).
+struct replica_snapshot {
+  bool ready = false, alive = false, draining = false, healthy = false;
+  std::int64_t running = 0, waiting = 0, in_flight = 0;
+  double kv_use = 0, queue_age_s = 0;
+};
+using fleet_snapshot = std::vector<replica_snapshot>;
+
+/// A replica the autoscaler had started (actors/autoscaler_actor.hpp): its
+/// scheduler (a scheduler_actor), the actors to stop when it is retired, or
+/// why it could not start.
+struct started_replica {
+  std::int32_t index = -1;
+  caf::actor scheduler;
+  std::vector<caf::actor> actors;
+  std::string error;
 };
 
 } // namespace troupe

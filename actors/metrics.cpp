@@ -66,7 +66,13 @@ server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, c
                         .Add(model_)),
     request_failures(counter(*registry_, "request_failures_total",
                              "Requests ended by their replica's failure (an error event, or a 503).")
-                         .Add(model_)) {
+                         .Add(model_)),
+    autoscaler_desired(gauge(*registry_, "autoscaler_desired_replicas",
+                             "Replicas the autoscaler wants (for an external orchestrator: HPA, KEDA).")
+                           .Add(model_)) {
+  autoscaler_reason_ = &gauge(*registry_, "autoscaler_decision",
+                              "1 for the reason of the autoscaler's last decision, 0 for earlier ones.");
+  autoscaler_replicas_ = &gauge(*registry_, "autoscaler_replicas", "The autoscaler's replicas, by state.");
   auto& success = counter(*registry_, "request_success_total", "Finished requests, by finish reason.");
   for (const auto r : {finish_reason::stop, finish_reason::length, finish_reason::abort})
     success_[static_cast<std::size_t>(r)] = &success.Add(
@@ -96,6 +102,21 @@ auto server_metrics::device(const std::string& name) const -> const device_serie
   for (const auto& [n, s] : devices_)
     if (n == name) return s;
   throw std::invalid_argument("no metrics for device '" + name + "'");
+}
+
+void server_metrics::set_autoscaler_reason(const std::string& reason) {
+  bool found = false;
+  for (auto& [r, g] : reasons_) {
+    g->Set(r == reason ? 1.0 : 0.0);
+    found = found || r == reason;
+  }
+  if (found) return;
+  reasons_.emplace_back(reason, &autoscaler_reason_->Add(with(model_, {{"reason", reason}})));
+  reasons_.back().second->Set(1.0);
+}
+
+auto server_metrics::autoscaler_replicas(const std::string& state) -> prometheus::Gauge& {
+  return autoscaler_replicas_->Add(with(model_, {{"state", state}}));
 }
 
 auto server_metrics::serialize() const -> std::string {

@@ -69,6 +69,12 @@ public:
   /// The series of a device named at construction.
   auto device(const std::string& name) const -> const device_series&;
 
+  /// The autoscaler's series: the replica count it wants, why (one series
+  /// per reason phrase, 1 for the current one), its replicas by state.
+  prometheus::Gauge& autoscaler_desired;
+  void set_autoscaler_reason(const std::string& reason);
+  auto autoscaler_replicas(const std::string& state) -> prometheus::Gauge&;
+
   auto registry() const -> const std::shared_ptr<prometheus::Registry>& { return registry_; }
   /// The text exposition format (what GET /metrics returns): every model's series.
   auto serialize() const -> std::string;
@@ -77,6 +83,9 @@ private:
   std::array<prometheus::Counter*, 5> success_{}; ///< by finish_reason (none and error unused)
   std::vector<replica_series> replicas_;
   std::vector<std::pair<std::string, device_series>> devices_;
+  prometheus::Family<prometheus::Gauge>* autoscaler_reason_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* autoscaler_replicas_ = nullptr;
+  std::vector<std::pair<std::string, prometheus::Gauge*>> reasons_; ///< (only the autoscaler writes)
 };
 
 } // namespace troupe

@@ -162,11 +162,12 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
   self->delayed_send(self, seconds(st.options.check_interval_s), tick_atom_v);
   return {
       [self](route_atom, const policy::route_request& q, const std::vector<std::int32_t>& cached,
-             const std::vector<std::int32_t>& avoid) -> std::int32_t {
+             const std::vector<std::int32_t>& avoid) -> caf::result<std::int32_t, scheduler_actor> {
         auto& st = self->state;
         const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
         const auto i = st.core->route(q, now, cached, avoid);
-        return i == policy::no_replica ? -1 : static_cast<std::int32_t>(i);
+        if (i == policy::no_replica) return {-1, scheduler_actor{}};
+        return {static_cast<std::int32_t>(i), st.slot(i).scheduler};
       },
       [self](load_atom, std::int32_t replica, const replica_report& r) {
         auto& core = *self->state.core;
@@ -192,6 +193,22 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         st.publish_ready();
       },
       [self](status_atom) { return status_json(self->state); },
+      [self](fleet_atom) {
+        const auto& core = *self->state.core;
+        fleet_snapshot out(core.num_replicas());
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          const auto& h = core.health(i);
+          const auto& v = core.view(i);
+          out[i] = {v.ready, h.alive && h.joined, h.draining, h.healthy, v.running, v.waiting, v.in_flight, v.kv_use,
+                    core.report_of(i).queue_age_s};
+        }
+        return out;
+      },
+      [self](fault_atom, std::int32_t replica, const std::string& fault) {
+        auto& st = self->state;
+        if (replica >= 0 && static_cast<std::size_t>(replica) < st.slots.size() && st.slots[replica].scheduler)
+          caf::anon_send(st.slots[static_cast<std::size_t>(replica)].scheduler, fault_atom_v, fault);
+      },
       [self](tick_atom) {
         auto& st = self->state;
         for (std::size_t i = 0; i < st.slots.size(); ++i) start_check(self, i);

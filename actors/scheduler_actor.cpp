@@ -74,6 +74,7 @@ struct scheduler_state {
       r.kv_use = static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity());
       r.submitted = submitted;
       r.submitted_tokens = submitted_tokens;
+      if (core->num_waiting() > 0) r.queue_age_s = std::max(0.0, now_s() - core->oldest_waiting_arrival());
       caf::anon_send(options.router, load_atom_v, static_cast<std::int32_t>(options.replica), r);
     }
   }

@@ -275,6 +275,28 @@ void read_capability_rule(const toml::table& t, const std::string& at, capabilit
   }
 }
 
+void apply_autoscaler_policy(const toml::node& n, const std::string& path, server_config& c) {
+  const auto& s = as_string(n, path);
+  auto known = policy::autoscaling_policy_names();
+  known.insert(known.begin(), "none");
+  if (std::find(known.begin(), known.end(), s) == known.end()) {
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    fail(path, "unknown autoscaling policy \"" + s + "\"; known: " + list);
+  }
+  c.autoscaler_policy = s;
+}
+
+// A plain number >= lo (an integer is taken too).
+auto number(double server_config::*field, double lo) -> apply_fn {
+  return [=](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_number()) wrong_type(path, "a number", n);
+    const auto v = n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
+    if (!(v >= lo)) fail(path, "must be >= " + show(lo) + ", got " + show(v));
+    c.*field = v;
+  };
+}
+
 void apply_preemption_mode(const toml::node& n, const std::string& path, server_config& c) {
   const auto& s = as_string(n, path);
   if (s != "recompute" && s != "swap") fail(path, "unknown preemption mode \"" + s + "\"; known: recompute, swap");
@@ -341,6 +363,13 @@ auto key_specs() -> const std::vector<key_spec>& {
        table_array<capability_rule>(&c::capability_rules,
                                     {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},
                                     read_capability_rule)},
+      {"autoscaler", "policy", apply_autoscaler_policy, true},
+      {"autoscaler", "target", number(&c::autoscaler_target, 0)},
+      {"autoscaler", "min_replicas", integer(&c::min_replicas, 1)},
+      {"autoscaler", "max_replicas", integer(&c::max_replicas, 1)},
+      {"autoscaler", "interval_s", seconds(&c::autoscaler_interval_s, false)},
+      {"autoscaler", "scale_in_delay_s", seconds(&c::scale_in_delay_s, true)},
+      {"autoscaler", "warm_pool", integer(&c::warm_pool, 0)},
       {"actors", "tokenizers", integer(&c::tokenizers, 0)},
       {"actors", "caf_threads", integer(&c::caf_threads, 0)},
   };
@@ -411,6 +440,9 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
       find_key(section_name, key.str()).apply(value, section_name + "." + std::string(key.str()), config);
   }
   for (const auto& o : overrides) apply_override(o, config);
+  if (config.min_replicas > config.max_replicas)
+    fail("autoscaler.min_replicas", "(" + std::to_string(config.min_replicas) + ") is over max_replicas (" +
+                                        std::to_string(config.max_replicas) + ")");
   return config;
 }
 

@@ -98,6 +98,14 @@ struct server_config {
   std::int32_t healthy_after = 2;          ///< >= 1 consecutive passed checks bring it back
   std::int32_t max_retries = 2;            ///< >= 0: a request whose replica fails before its first token is retried elsewhere
   std::vector<capability_rule> capability_rules; ///< (array of tables)
+  // [autoscaler] (the [model]'s replicas; CPU and zero executors)
+  std::string autoscaler_policy = "none";  ///< key "policy": "none", or an autoscaling policy's name
+  double autoscaler_target = 0;            ///< key "target": >= 0; the policy's (0: its default)
+  std::int32_t min_replicas = 1;           ///< >= 1
+  std::int32_t max_replicas = 4;           ///< >= min_replicas
+  double autoscaler_interval_s = 5.0;      ///< key "interval_s": > 0
+  double scale_in_delay_s = 60.0;          ///< >= 0: after any change, this long before a scale-in
+  std::int32_t warm_pool = 0;              ///< >= 0 loaded idle replicas kept for bursts
   // [actors]
   std::int32_t tokenizers = 0;             ///< >= 0 tokenizer pool size; 0: cores
   std::int32_t caf_threads = 0;            ///< >= 0 CAF scheduler.max-threads; 0: cores

@@ -25,8 +25,8 @@ struct serving_context {
   std::vector<token_id> eos_ids;
   sampling_params defaults;  ///< the model's generation_config
   std::vector<tokenizer_actor> tokenizers;
-  std::vector<scheduler_actor> schedulers; ///< one per replica
-  router_actor router;                     ///< picks each request's replica
+  router_actor router; ///< picks each request's replica (and knows their schedulers)
+  autoscaler_actor autoscaler; ///< invalid without one
   /// For prefix-affine routing (else empty): each device's memory manager,
   /// and each replica's device.
   std::vector<memory_manager_actor> memories;

@@ -188,7 +188,7 @@ void on_tokens(self_ptr self, request_update& u) {
     st.client->write(std::move(batch), st.undelivered);
 }
 
-void submit_to(self_ptr self, request r, std::int32_t replica);
+void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor scheduler);
 void route(self_ptr self, request r, const policy::route_request& q, std::vector<std::int32_t> cached);
 
 void submit(self_ptr self, encoded& e);
@@ -271,14 +271,14 @@ void submit(self_ptr self, encoded& e) {
 void route(self_ptr self, request r, const policy::route_request& q, std::vector<std::int32_t> cached) {
   self->request(self->state.ctx->router, caf::infinite, route_atom_v, q, std::move(cached), self->state.failed)
       .then(
-          [self, r = std::move(r)](std::int32_t replica) mutable {
+          [self, r = std::move(r)](std::int32_t replica, scheduler_actor& scheduler) mutable {
             if (self->state.done) return; // (the client left meanwhile)
-            if (replica < 0)
+            if (replica < 0 || !scheduler)
               return fail(self, 503,
                           self->state.failed.empty() ? "no replica of the model is ready"
                                                      : "the replica serving the request failed, and no other is ready",
                           "", self->state.failed.empty() ? "" : "replica_failed");
-            submit_to(self, std::move(r), replica);
+            submit_to(self, std::move(r), replica, std::move(scheduler));
           },
           [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
 }
@@ -317,10 +317,10 @@ void replica_failed(self_ptr self) {
   route(self, std::move(r), st.route, {});
 }
 
-void submit_to(self_ptr self, request r, std::int32_t replica) {
+void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor scheduler) {
   auto& st = self->state;
   st.replica_index = replica;
-  st.replica = st.ctx->schedulers.at(static_cast<std::size_t>(replica));
+  st.replica = std::move(scheduler);
   if (!st.current) {
     st.current = std::make_shared<current_submission>();
     st.req.headers.emplace_back("x-troupe-replica", std::to_string(replica));

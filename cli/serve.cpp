@@ -1,5 +1,6 @@
 // troupe serve: the OpenAI-compatible server over the actor system.
 
+#include "actors/autoscaler_actor.hpp"
 #include "actors/executor_actor.hpp"
 #include "actors/gateway.hpp"
 #include "actors/http/openai_api.hpp"
@@ -129,8 +130,9 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     device_names.push_back(num_devices > 1 ? cfg.devices[static_cast<std::size_t>(d)] + ":" + std::to_string(d)
                                            : cfg.devices.front());
   std::vector<std::shared_ptr<executor>> executors;
+  zero_executor_options zo;
+  cpu_executor_options eo;
   if (cfg.executor == "zero") {
-    zero_executor_options zo;
     zo.block_size = cfg.block_size;
     zo.num_kv_blocks = num_blocks;
     zo.vocab_size = mc.vocab_size;
@@ -160,7 +162,6 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   } else {
     parts.weights = model_weights::load(dir);
     if (cfg.huge_pages) place_in_huge_pages(parts.weights);
-    cpu_executor_options eo;
     eo.block_size = cfg.block_size;
     eo.num_kv_blocks = num_blocks;
     eo.num_host_blocks = num_host_blocks;
@@ -173,8 +174,21 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(share) + " for admissions");
   const std::string version = cfg.model_version.empty() ? model_version(dir, name) : cfg.model_version;
-  parts.metrics = std::make_unique<server_metrics>(std::move(registry), name, cfg.model_version, replicas,
-                                                   device_names);
+  // The autoscaler's replicas (each on a device of its own, named
+  // "scaled:N") get their series up front: max_replicas + warm_pool at most.
+  const bool autoscaled = cfg.autoscaler_policy != "none";
+  if (autoscaled && cuda_device)
+    throw std::runtime_error("autoscaler.policy: the autoscaler starts CPU replicas; engine.devices names CUDA ones");
+  if (autoscaled && (replicas < cfg.min_replicas || replicas > cfg.max_replicas))
+    throw std::runtime_error("engine.replicas: the " + std::to_string(replicas) +
+                             " replica(s) to start with are outside the autoscaler's [" +
+                             std::to_string(cfg.min_replicas) + ", " + std::to_string(cfg.max_replicas) + "]");
+  const int metric_replicas = autoscaled ? std::max(replicas, cfg.max_replicas + cfg.warm_pool) : replicas;
+  auto metric_devices = device_names;
+  if (autoscaled)
+    for (int r = 0; r < metric_replicas; ++r) metric_devices.push_back("scaled:" + std::to_string(r));
+  parts.metrics = std::make_unique<server_metrics>(std::move(registry), name, cfg.model_version, metric_replicas,
+                                                   metric_devices);
   server_metrics* const metrics = parts.metrics.get();
   auto ctx = std::make_shared<serving_context>();
   ctx->tok = tok;
@@ -237,10 +251,58 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
         ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r),
                                                         step_log::setup{ro.scheduling, ro.limits, ro.kv, ro.share, ro.eos_ids});
       ro.limits.first_host_block = k * ro.limits.num_host_blocks;
-      ctx->schedulers.push_back(spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status));
-      parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->schedulers.back()));
-      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), ctx->schedulers.back());
+      auto scheduler = spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status);
+      parts.actors.push_back(caf::actor_cast<caf::actor>(scheduler));
+      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), scheduler);
     }
+  }
+  if (autoscaled) {
+    // A cold start: the weights loaded again, its own executor, KV cache
+    // (kv_memory), memory manager and scheduler; it joins the router once
+    // the autoscaler has it back.
+    auto start = [&sys, cfg, dir, zo, eo, num_blocks, ro, metrics, status = &status](std::int32_t index) {
+      started_replica out;
+      std::shared_ptr<executor> ex;
+      if (cfg.executor == "zero") {
+        ex = std::make_shared<zero_executor>(zo);
+      } else {
+        auto w = std::make_shared<model_weights>(model_weights::load(dir));
+        if (cfg.huge_pages) place_in_huge_pages(*w);
+        ex = std::shared_ptr<executor>(new cpu_executor(*w, eo), [w](executor* e) { delete e; });
+      }
+      auto exec = spawn_executor(sys, std::move(ex));
+      auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, "scaled:" + std::to_string(index));
+      out.actors = {caf::actor_cast<caf::actor>(exec), caf::actor_cast<caf::actor>(mm)};
+      std::vector<block_id> lease;
+      caf::scoped_actor self{sys};
+      self->request(mm, caf::infinite, lease_atom_v, std::max(1, num_blocks / 2))
+          .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
+                   [&](caf::error& e) { out.error = "KV lease failed: " + sys.render(e); });
+      auto options = ro;
+      options.replica = index;
+      options.share = num_blocks;
+      options.step_log = nullptr;
+      options.limits.num_host_blocks = 0;
+      options.limits.preemption = preemption_mode::recompute;
+      auto scheduler = spawn_scheduler(sys, options, std::move(lease), exec, mm, metrics, status);
+      out.scheduler = caf::actor_cast<caf::actor>(scheduler);
+      out.actors.push_back(out.scheduler);
+      return out;
+    };
+    autoscaler_options ao;
+    ao.policy = cfg.autoscaler_policy;
+    ao.target = cfg.autoscaler_target;
+    ao.min_replicas = cfg.min_replicas;
+    ao.max_replicas = cfg.max_replicas;
+    ao.interval_s = cfg.autoscaler_interval_s;
+    ao.scale_in_delay_s = cfg.scale_in_delay_s;
+    ao.warm_pool = cfg.warm_pool;
+    ao.initial = replicas;
+    ao.start = std::move(start);
+    ao.metrics = metrics;
+    ao.router = ctx->router;
+    ctx->autoscaler = spawn_autoscaler(sys, std::move(ao));
+    parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->autoscaler));
   }
   parts.ctx = ctx;
   std::ostringstream info;
@@ -250,7 +312,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
        << cfg.block_size << " tokens, ";
   if (num_devices > 1) info << "per device on " << num_devices << " devices, ";
   if (swap) info << num_host_blocks << " in host swap space, ";
-  info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router_policy << ")"
+  info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router_policy;
+  if (autoscaled)
+    info << "; autoscaler: " << cfg.autoscaler_policy << ", " << cfg.min_replicas << " to " << cfg.max_replicas
+         << ", warm pool " << cfg.warm_pool;
+  info << ")"
        << ", context " << max_model_len;
   return info.str();
 }

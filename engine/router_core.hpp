@@ -21,6 +21,7 @@ struct replica_report {
   double kv_use = 0;
   std::uint64_t submitted = 0;        ///< submissions it has received, ever
   std::uint64_t submitted_tokens = 0; ///< their prompt tokens
+  double queue_age_s = 0;             ///< the oldest waiting request's wait (0: none waits)
 };
 
 /// When a replica leaves and rejoins rotation on its health checks.
@@ -79,6 +80,7 @@ public:
   auto record_check(std::size_t replica, bool passed) -> health_change;
   auto health(std::size_t replica) const -> const replica_health& { return health_.at(replica); }
   auto view(std::size_t replica) const -> const policy::replica_view& { return views_.at(replica); }
+  auto report_of(std::size_t replica) const -> const replica_report& { return reports_.at(replica); }
   auto num_replicas() const -> std::size_t { return views_.size(); }
   auto num_ready() const -> std::size_t;
 

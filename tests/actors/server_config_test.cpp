@@ -85,14 +85,16 @@ TEST_CASE("config/default.toml spells out every key") {
         "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
         "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "router.policy",
         "router.health_check_interval_s", "router.health_check_timeout_s", "router.unhealthy_after",
-        "router.healthy_after", "router.max_retries", "router.capability_rules", "actors.tokenizers",
+        "router.healthy_after", "router.max_retries", "router.capability_rules", "autoscaler.policy", "autoscaler.target", "autoscaler.min_replicas",
+        "autoscaler.max_replicas", "autoscaler.interval_s", "autoscaler.scale_in_delay_s", "autoscaler.warm_pool",
+        "actors.tokenizers",
         "actors.caf_threads"}) {
     CAPTURE(key);
     CHECK(doc.at_path(key).node() != nullptr);
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 47);
+  CHECK(num_keys == 54);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -190,10 +192,10 @@ TEST_CASE("preemption by swap: a mode and a swap space size") {
 }
 
 TEST_CASE("unknown sections and keys are named, in the file and in overrides alike") {
-  const auto section = std::string("serverr: unknown section; known: server, model, engine, scheduler, router, actors");
+  const auto section = std::string("serverr: unknown section; known: server, model, engine, scheduler, router, autoscaler, actors");
   CHECK(error_of("[serverr]\nport = 1\n") == section);
   CHECK(error_of("", {{"serverr.port", "1"}}) == section);
-  CHECK(error_of("port = 1\n") == "port: unknown section; known: server, model, engine, scheduler, router, actors");
+  CHECK(error_of("port = 1\n") == "port: unknown section; known: server, model, engine, scheduler, router, autoscaler, actors");
 
   const auto key = std::string(
       "server.prot: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
@@ -361,6 +363,11 @@ capability_rules = [{ model = "auto", small = "small", large = "tiny", max_promp
         "model.more[0].canary_percent: must be in [0, 100], got 101");
   CHECK(error_of("[model]\nmore = [{ dir = \"x\", gpu = 1 }]\n") ==
         "model.more[0].gpu: unknown key; known: dir, name, version, canary_percent, replicas");
+  CHECK(error_of("[autoscaler]\npolicy = \"magic\"\n") ==
+        "autoscaler.policy: unknown autoscaling policy \"magic\"; known: none, queue_depth, ttft_slo, tokens_per_second");
+  CHECK(error_of("[autoscaler]\nmin_replicas = 5\nmax_replicas = 2\n") ==
+        "autoscaler.min_replicas: (5) is over max_replicas (2)");
+  CHECK(error_of("[autoscaler]\ntarget = -1\n") == "autoscaler.target: must be >= 0, got -1");
   CHECK(error_of("[model]\nmore = \"x\"\n") == "model.more: expected an array of tables, got string");
   CHECK(error_of("[router]\ncapability_rules = [{ model = \"auto\", small = \"s\" }]\n") ==
         "router.capability_rules[0].large: missing");

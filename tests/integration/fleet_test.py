@@ -283,6 +283,70 @@ def test_models(tmp, model):
         check(out.returncode == 1 and len(lines) == 1 and expect in lines[0], f"{what} stops start-up: {out.stderr.strip()}")
 
 
+def test_autoscaler(model):
+    """The autoscaler (queue_depth, 2 requests per replica, 1 to 3 replicas,
+    a warm pool of 1) scales out under a burst, from the pool at once and
+    then by a cold start, and back in after it, draining replicas whose
+    requests finish: no request is dropped."""
+    srv = server(model, "engine.threads=1", "scheduler.max_num_seqs=4", "router.policy=least_requests",
+                 "server.admin_api=true", "autoscaler.policy=queue_depth", "autoscaler.target=2",
+                 "autoscaler.max_replicas=3", "autoscaler.interval_s=0.2", "autoscaler.scale_in_delay_s=1",
+                 "autoscaler.warm_pool=1")
+    try:
+        def scaler():
+            return json.loads(srv.request("GET", "/admin/autoscaler")[1])
+
+        wait_for("the warm pool fills", lambda: scaler()["replicas"] == ["serving", "warm"])
+        check(srv.metric("troupe_autoscaler_desired_replicas") == 1, "one replica wanted while idle")
+        results, seen = [], []
+        stop = time.monotonic() + 4
+
+        def client(i):
+            while time.monotonic() < stop:
+                r, text = chat(srv, f"client {i}", 40)
+                results.append((r.status, json.loads(text).get("usage", {}).get("completion_tokens")))
+                seen.append(r.getheader("x-troupe-replica"))
+
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            clients = [pool.submit(client, i) for i in range(12)]
+            peak = None
+            while not all(c.done() for c in clients):
+                s = scaler()
+                if s["desired"] == 3 and peak is None:
+                    peak = s
+                time.sleep(0.1)
+            for c in clients:
+                c.result()
+        check(peak is not None and peak["reason"] == "requests per replica over target",
+              f"under the burst the autoscaler wants 3 replicas ({peak})")
+        check(len(set(seen)) == 3, f"the new replicas take traffic ({sorted(set(seen))})")
+        check(all(r == (200, 40) for r in results) and len(results) > 12,
+              f"every request of the burst completes ({len(results)} requests)")
+        check(srv.metric("troupe_autoscaler_decision", 'reason="requests per replica over target"') in (0, 1),
+              "the decision's reason is a metric")
+        # Long requests while it scales in: the drained replica finishes its own.
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            longs = [pool.submit(chat, srv, f"long {i}", 600) for i in range(3)]
+            drained_while_busy = False
+            while not all(f.done() for f in longs):
+                if "draining" in scaler()["replicas"]:
+                    drained_while_busy = True
+                time.sleep(0.05)
+            done = [f.result() for f in longs]
+        check(all(r.status == 200 and json.loads(t)["usage"]["completion_tokens"] == 600 for r, t in done),
+              "requests on a draining replica run to their end")
+        check(drained_while_busy, "a replica drained while requests were running")
+        wait_for("back to one serving replica after the burst",
+                 lambda: scaler()["replicas"].count("serving") == 1 and "draining" not in scaler()["replicas"], 20)
+        s = scaler()
+        check(s["scale_ins"] >= 2 and s["replicas"].count("warm") == 1,
+              f"scaled in one drained replica at a time, the pool kept ({s})")
+        r, _ = chat(srv, "still there?", 2)
+        check(r.status == 200, "the fleet serves after scaling in")
+    finally:
+        srv.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
     try:
@@ -293,6 +357,7 @@ def main():
         test_models(tmp, model)
         test_crash(model)
         test_hang(model)
+        test_autoscaler(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(failures)} failure(s)")
