@@ -1,9 +1,10 @@
 #pragma once
 // The autoscaling policy kind: how many replicas a model should have, from
 // the fleet's load reports. The policy only proposes a count within [min,
-// max] and says why; the autoscaler (the simulator's, for now; the server's
-// actor is still to come) starts replicas at once (they take traffic once loaded) and retires them
-// slowly, draining. Plain C++: time comes in the view, no randomness.
+// max] and says why; the autoscaler (the simulator's, and the server's
+// actor, actors/autoscaler_actor) starts replicas at once (they take traffic
+// once loaded) and retires them slowly, draining. Plain C++: time comes in
+// the view, no randomness.
 
 #include "policies/api/abi.hpp"
 
