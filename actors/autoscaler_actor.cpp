@@ -109,6 +109,11 @@ void cold_start(self_ptr self, bool to_pool) {
   auto& st = self->state;
   std::size_t i = 0;
   while (i < st.replicas.size() && st.replicas[i].state != replica_state::off) ++i;
+  if (i >= static_cast<std::size_t>(st.options.capacity)) {
+    std::fprintf(stderr, "troupe: autoscaler: no replica slot left (%d in use); not starting one\n",
+                 st.options.capacity);
+    return;
+  }
   if (i == st.replicas.size()) st.replicas.emplace_back();
   st.replicas[i].state = replica_state::starting;
   st.replicas[i].to_pool = to_pool;
@@ -269,10 +274,11 @@ auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::
     st.tokens = st.options.metrics->prompt_tokens.Value() + st.options.metrics->generation_tokens.Value();
     st.options.metrics->autoscaler_desired.Set(st.options.initial);
   }
-  // Its own replicas stop with it.
-  self->attach_functor([self] {
+  // Its own replicas stop with it (on exit, before the state goes).
+  self->set_exit_handler([self](caf::exit_msg& m) {
     for (auto& r : self->state.replicas)
       for (auto& a : r.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    self->quit(m.reason);
   });
   for (auto n = st.options.warm_pool; n > 0; --n) cold_start(self, true);
   st.publish();

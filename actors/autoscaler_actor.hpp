@@ -23,6 +23,7 @@ struct autoscaler_options {
   double scale_in_delay_s = 60; ///< after any change, this long before a scale-in
   std::int32_t warm_pool = 0;   ///< loaded idle replicas kept out of rotation, for bursts
   std::int32_t initial = 1;     ///< replicas 0..initial-1 serve from the start (never stopped: parked warm)
+  std::int32_t capacity = 1;    ///< its replicas' indices are below this (the router's slots for it)
   replica_factory start;
   server_metrics* metrics = nullptr; ///< its series: desired replicas, reason, replicas by state
   router_actor router;

@@ -79,6 +79,8 @@ using router_actor = caf::typed_actor<
     /// Replica i is loaded and is this scheduler: into rotation; the router
     /// monitors it (death: out) and checks it every interval.
     caf::reacts_to<join_atom, std::int32_t, scheduler_actor>,
+    /// A new replica slot (a remote worker's): its index, in rotation once it joins.
+    caf::replies_to<join_atom>::with<std::int32_t>,
     /// Replica i drains (true: no new requests) or resumes (false).
     caf::reacts_to<drain_atom, std::int32_t, bool>,
     /// Every replica's health and load, as a JSON array (the admin API).

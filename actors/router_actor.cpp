@@ -146,6 +146,8 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
   st.core = std::make_unique<router_core>(policy::make_routing_policy(options.policy), 0, std::vector<double>{},
                                           options.health);
   st.options = std::move(options);
+  for (std::size_t i = 0; i < st.options.slots; ++i)
+    st.core->add_replica(i < st.options.weights.size() ? st.options.weights[i] : 1.0);
   st.publish_ready();
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
@@ -186,6 +188,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         st.core->join(i);
         st.publish_ready();
       },
+      [self](join_atom) { return static_cast<std::int32_t>(self->state.core->add_replica()); },
       [self](drain_atom, std::int32_t replica, bool draining) {
         auto& st = self->state;
         if (replica < 0 || static_cast<std::size_t>(replica) >= st.core->num_replicas()) return;

@@ -15,6 +15,9 @@ namespace troupe {
 struct router_options {
   std::string policy = "round_robin"; ///< a routing policy (policies/registry.hpp), checked at start-up
   std::vector<double> weights;        ///< the replicas' capacities (empty: equal)
+  /// Replica slots kept for the autoscaler (indices below it): remote
+  /// workers' replicas get indices from here up.
+  std::size_t slots = 0;
   health_options health;
   double check_interval_s = 5.0; ///< a deep check per replica this often
   double check_timeout_s = 30.0; ///< a check not answered within this fails

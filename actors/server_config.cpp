@@ -359,6 +359,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"router", "unhealthy_after", integer(&c::unhealthy_after, 1)},
       {"router", "healthy_after", integer(&c::healthy_after, 1)},
       {"router", "max_retries", integer(&c::max_retries, 0)},
+      {"router", "worker_port", integer(&c::worker_port, -1, 65535)},
       {"router", "capability_rules",
        table_array<capability_rule>(&c::capability_rules,
                                     {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},

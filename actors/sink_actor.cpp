@@ -321,7 +321,10 @@ void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor s
   auto& st = self->state;
   st.replica_index = replica;
   st.replica = std::move(scheduler);
-  if (!st.current) {
+  if (st.current) { // a retry: the header names where it runs now (unless the stream began)
+    for (auto& [k, v] : st.req.headers)
+      if (k == "x-troupe-replica") v = std::to_string(replica);
+  } else {
     st.current = std::make_shared<current_submission>();
     st.req.headers.emplace_back("x-troupe-replica", std::to_string(replica));
     // However this sink ends (even by an exception), its request must not

@@ -1,8 +1,9 @@
 #pragma once
-// Atoms, and the message types CAF may carry. troupe's messages never leave
-// the process (no remote actors), so they are whitelisted as local-only
-// rather than given serializers.
+// Atoms, and the message types CAF may carry. Those a remote replica
+// exchanges have serializers (actors/inspect.hpp); the rest never leave the
+// process and are whitelisted as local-only.
 
+#include "actors/inspect.hpp"
 #include "actors/messages.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/memory_manager.hpp"
@@ -38,19 +39,15 @@ CAF_ADD_ATOM(troupe, troupe, fault_atom, "fault")
 CAF_ADD_ATOM(troupe, troupe, fleet_atom, "fleet")
 CAF_ADD_ATOM(troupe, troupe, scale_atom, "scale")
 CAF_ADD_ATOM(troupe, troupe, started_atom, "started")
+CAF_ADD_ATOM(troupe, troupe, rsubmit_atom, "rsubmit")
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encode_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encoded)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::step_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::step_result)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::admission)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::request_update)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::steady_time)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::delivery_count)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::block_id>) // (also std::vector<std::int32_t>: the same type)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<troupe::block_op>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::policy::route_request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::replica_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::fleet_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::started_replica)

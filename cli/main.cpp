@@ -18,6 +18,9 @@ constexpr const char* k_usage =
     "                [--step-log FILE] [--set KEY=VALUE]...\n"
     "                (defaults: config/default.toml; keys as in that file, e.g.\n"
     "                --set scheduler.max_num_seqs=512 --set engine.executor=zero)\n"
+    "  worker        --join HOST:PORT [--config FILE] [--model DIR] [--set KEY=VALUE]...\n"
+    "                replicas of the model here, serving the router node whose\n"
+    "                router.worker_port is PORT (engine.replicas of them)\n"
     "  bench         [--url http://HOST:PORT] [--dataset random|sharegpt-like]\n"
     "                [--request-rate R|inf] [--burstiness B] [--max-concurrency C]\n"
     "                [--num-prompts N] [--random-input-len N] [--random-output-len N]\n"
@@ -54,6 +57,7 @@ auto main(int argc, char** argv) -> int {
   const std::span<char* const> rest(argv + 2, static_cast<std::size_t>(argc - 2));
   try {
     if (cmd == "serve") return cli::run_serve(rest);
+    if (cmd == "worker") return cli::run_worker(rest);
     if (cmd == "bench") return cli::run_bench(rest);
     if (cmd == "bench-loopback") return cli::run_bench_loopback(rest);
     if (cmd == "bench-scheduler") return cli::run_bench_scheduler(rest);

@@ -9,8 +9,10 @@
 #include "actors/scheduler_actor.hpp"
 #include "actors/server_config.hpp"
 #include "actors/tokenizer_actor.hpp"
+#include "actors/wire.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/replicas.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/cpu/huge_pages.hpp"
@@ -22,6 +24,7 @@
 #include "policies/registry.hpp"
 
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -78,33 +81,20 @@ struct engine_parts {
   std::vector<caf::actor> actors; // to stop at shutdown
 };
 
-// The name clients use for a model: the configured one, else its dir's last component.
-auto served_name(const std::string& configured, const std::filesystem::path& dir) -> std::string {
-  std::string name = configured;
-  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().filename().string();
-  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
-  return name;
-}
-
 // Loads one model (cfg's [model], [engine], [scheduler], [router]) with its
 // replicas, executors, memory managers and router; its metrics go to `registry`.
 auto start_engine(caf::actor_system& sys, const server_config& cfg, server_status& status, engine_parts& parts,
                   std::shared_ptr<prometheus::Registry> registry) -> std::string {
-  const std::filesystem::path dir = cfg.model_dir;
-  const auto mc = model_config::load(dir);
-  auto tok = std::make_shared<const tokenizer>(tokenizer::load(dir / "tokenizer.model"));
-  const std::string name = served_name(cfg.served_model_name, dir);
-
-  const auto eos = eos_token_ids(mc, *tok);
   const auto cuda_device = parse_device(cfg.devices.front());
   // A KV element: float32 on the CPU, the configured dtype on a CUDA device.
-  const std::int64_t kv_elem = cuda_device && cfg.dtype == "bfloat16" ? 2 : 4;
-  const std::int64_t block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim * kv_elem *
-                                   cfg.block_size;
-  const auto num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / block_bytes, 1 << 30));
-  if (num_blocks < 1)
-    throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
-                             " bytes hold no KV block of " + std::to_string(block_bytes) + " bytes");
+  const auto setup = prepare_model(cfg, cuda_device && cfg.dtype == "bfloat16" ? 2 : 4);
+  const auto& dir = setup.dir;
+  const auto& mc = setup.mc;
+  const auto& tok = setup.tok;
+  const auto& name = setup.name;
+  const auto& eos = setup.eos;
+  const auto block_bytes = setup.block_bytes;
+  const auto num_blocks = setup.num_blocks;
   // Each CPU device has its own executor, KV cache (kv_memory) and memory
   // manager, with engine.replicas replicas; a CUDA group is one device.
   const int num_devices = cuda_device ? 1 : static_cast<int>(cfg.devices.size());
@@ -117,12 +107,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.swap_space_bytes) + " bytes hold " +
                              std::to_string(num_host_blocks) + " KV blocks of " + std::to_string(block_bytes) +
                              " bytes, fewer than one per replica");
-  // Policies named by path are loaded here, so a bad one stops start-up with
-  // its reason (each replica then makes its own instance).
-  (void)policy::make_scheduling_policy(cfg.policy);
-  (void)policy::make_eviction_policy(cfg.eviction);
-  const std::int32_t max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len
-                                                           : static_cast<std::int32_t>(mc.max_position_embeddings);
+  const auto max_model_len = setup.max_model_len;
 
   // The devices' names, distinct for the metrics and the log ("cpu:0", "cpu:1"... when several).
   std::vector<std::string> device_names;
@@ -130,17 +115,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     device_names.push_back(num_devices > 1 ? cfg.devices[static_cast<std::size_t>(d)] + ":" + std::to_string(d)
                                            : cfg.devices.front());
   std::vector<std::shared_ptr<executor>> executors;
-  zero_executor_options zo;
-  cpu_executor_options eo;
   if (cfg.executor == "zero") {
-    zo.block_size = cfg.block_size;
-    zo.num_kv_blocks = num_blocks;
-    zo.vocab_size = mc.vocab_size;
-    zo.avoid = eos;
-    for (token_id t = 0; t < std::min<std::int64_t>(mc.vocab_size, tok->vocab_size()); ++t)
-      if (tok->is_control(t) || tok->is_unknown(t)) zo.avoid.push_back(t);
-    zo.step_time = std::chrono::microseconds(cfg.zero_step_us);
-    for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<zero_executor>(zo));
+    for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<zero_executor>(setup.zero));
   } else if (cuda_device) {
     if (static_cast<std::int32_t>(cfg.devices.size()) != cfg.tensor_parallel_size)
       throw std::runtime_error("engine.devices: " + std::to_string(cfg.devices.size()) +
@@ -162,10 +138,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   } else {
     parts.weights = model_weights::load(dir);
     if (cfg.huge_pages) place_in_huge_pages(parts.weights);
-    eo.block_size = cfg.block_size;
-    eo.num_kv_blocks = num_blocks;
+    auto eo = setup.cpu;
     eo.num_host_blocks = num_host_blocks;
-    eo.num_threads = cfg.threads;
     for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<cpu_executor>(parts.weights, eo));
   }
 
@@ -183,7 +157,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     throw std::runtime_error("engine.replicas: the " + std::to_string(replicas) +
                              " replica(s) to start with are outside the autoscaler's [" +
                              std::to_string(cfg.min_replicas) + ", " + std::to_string(cfg.max_replicas) + "]");
-  const int metric_replicas = autoscaled ? std::max(replicas, cfg.max_replicas + cfg.warm_pool) : replicas;
+  // (Draining ones are on top of max_replicas and the pool: twice the maximum.)
+  const int metric_replicas = autoscaled ? std::max(replicas, 2 * cfg.max_replicas + cfg.warm_pool) : replicas;
   auto metric_devices = device_names;
   if (autoscaled)
     for (int r = 0; r < metric_replicas; ++r) metric_devices.push_back("scaled:" + std::to_string(r));
@@ -209,15 +184,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   // Per device, its executor and memory manager; its replicas lease an
   // equal share of its blocks.
   caf::scoped_actor self{sys};
-  replica_options ro;
-  ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, max_model_len, cfg.max_waiting_requests,
-               cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
+  auto ro = setup.replica;
   ro.limits.preemption = swap ? preemption_mode::swap : preemption_mode::recompute;
   ro.limits.num_host_blocks = num_host_blocks / cfg.replicas;
-  ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
-  ro.scheduling = cfg.policy;
   ro.share = share;
-  ro.eos_ids = eos;
   router_options rto;
   rto.policy = cfg.router_policy;
   rto.health = {cfg.unhealthy_after, cfg.healthy_after};
@@ -227,6 +197,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   if (rto.check_prompt.empty()) rto.check_prompt.push_back(0);
   rto.metrics = metrics;
   rto.num_ready = ctx->num_ready;
+  rto.slots = static_cast<std::size_t>(metric_replicas);
   ctx->router = spawn_router(sys, std::move(rto));
   ctx->block_size = cfg.block_size;
   ctx->max_retries = cfg.max_retries;
@@ -260,34 +231,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     // A cold start: the weights loaded again, its own executor, KV cache
     // (kv_memory), memory manager and scheduler; it joins the router once
     // the autoscaler has it back.
-    auto start = [&sys, cfg, dir, zo, eo, num_blocks, ro, metrics, status = &status](std::int32_t index) {
-      started_replica out;
-      std::shared_ptr<executor> ex;
-      if (cfg.executor == "zero") {
-        ex = std::make_shared<zero_executor>(zo);
-      } else {
-        auto w = std::make_shared<model_weights>(model_weights::load(dir));
-        if (cfg.huge_pages) place_in_huge_pages(*w);
-        ex = std::shared_ptr<executor>(new cpu_executor(*w, eo), [w](executor* e) { delete e; });
-      }
-      auto exec = spawn_executor(sys, std::move(ex));
-      auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, "scaled:" + std::to_string(index));
-      out.actors = {caf::actor_cast<caf::actor>(exec), caf::actor_cast<caf::actor>(mm)};
-      std::vector<block_id> lease;
-      caf::scoped_actor self{sys};
-      self->request(mm, caf::infinite, lease_atom_v, std::max(1, num_blocks / 2))
-          .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
-                   [&](caf::error& e) { out.error = "KV lease failed: " + sys.render(e); });
-      auto options = ro;
-      options.replica = index;
-      options.share = num_blocks;
-      options.step_log = nullptr;
-      options.limits.num_host_blocks = 0;
-      options.limits.preemption = preemption_mode::recompute;
-      auto scheduler = spawn_scheduler(sys, options, std::move(lease), exec, mm, metrics, status);
-      out.scheduler = caf::actor_cast<caf::actor>(scheduler);
-      out.actors.push_back(out.scheduler);
-      return out;
+    auto start = [&sys, cfg, setup, router = ctx->router, metrics, status = &status](std::int32_t index) {
+      return start_own_replica(sys, cfg, setup, index, router, metrics, status, "scaled:" + std::to_string(index));
     };
     autoscaler_options ao;
     ao.policy = cfg.autoscaler_policy;
@@ -298,6 +243,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     ao.scale_in_delay_s = cfg.scale_in_delay_s;
     ao.warm_pool = cfg.warm_pool;
     ao.initial = replicas;
+    ao.capacity = metric_replicas;
     ao.start = std::move(start);
     ao.metrics = metrics;
     ao.router = ctx->router;
@@ -399,14 +345,10 @@ auto run_serve(std::span<char* const> argv) -> int {
 
   // SIGTERM and SIGINT are taken by sigwait below: blocked here, before any
   // thread starts, so that every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto signals = block_stop_signals();
 
   caf::actor_system_config caf_cfg;
-  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(resolve_threads(cfg.caf_threads)));
+  configure_actors(caf_cfg, cfg, cfg.worker_port >= 0);
   caf::actor_system sys{caf_cfg};
   server_status status;
   gateway gw(sys, status, std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -442,6 +384,16 @@ auto run_serve(std::span<char* const> argv) -> int {
   try {
     std::vector<std::string> info;
     auto served = start_fleet(sys, cfg, status, parts, info);
+    if (cfg.worker_port >= 0) {
+      // Workers join at the door (their replicas then serve like local ones).
+      auto door = spawn_door(sys, served);
+      parts.front()->actors.push_back(caf::actor_cast<caf::actor>(door));
+      auto port = sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.worker_port), cfg.host.c_str(), true);
+      if (!port)
+        throw std::runtime_error("router.worker_port: cannot listen on " + cfg.host + ":" +
+                                 std::to_string(cfg.worker_port) + ": " + sys.render(port.error()));
+      std::printf("troupe: workers join at %s:%u\n", cfg.host.c_str(), static_cast<unsigned>(*port));
+    }
     gw.set_fleet(std::move(served));
     status.last_progress_ns = std::chrono::steady_clock::now().time_since_epoch().count();
     status.ready = true;

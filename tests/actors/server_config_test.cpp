@@ -85,7 +85,7 @@ TEST_CASE("config/default.toml spells out every key") {
         "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
         "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "router.policy",
         "router.health_check_interval_s", "router.health_check_timeout_s", "router.unhealthy_after",
-        "router.healthy_after", "router.max_retries", "router.capability_rules", "autoscaler.policy", "autoscaler.target", "autoscaler.min_replicas",
+        "router.healthy_after", "router.max_retries", "router.worker_port", "router.capability_rules", "autoscaler.policy", "autoscaler.target", "autoscaler.min_replicas",
         "autoscaler.max_replicas", "autoscaler.interval_s", "autoscaler.scale_in_delay_s", "autoscaler.warm_pool",
         "actors.tokenizers",
         "actors.caf_threads"}) {
@@ -94,7 +94,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 54);
+  CHECK(num_keys == 55);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {

@@ -7,6 +7,8 @@ import concurrent.futures
 import http.client
 import json
 import os
+import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -347,6 +349,88 @@ def test_autoscaler(model):
         srv.stop()
 
 
+class worker:
+    """A `troupe worker --join` process; its replica indices from its first line."""
+
+    def __init__(self, join, model, *sets):
+        args = [TROUPE, "worker", "--join", join, "--config", CONFIG, "--model", model, "--set", "engine.threads=1"]
+        for x in sets:
+            args += ["--set", x]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.line = self.proc.stdout.readline()
+        m = re.search(r"replicas? ([0-9, ]+) of", self.line)
+        self.replicas = [int(x) for x in m.group(1).split(",")] if m else []
+
+
+def test_remote(model):
+    """Replicas in another process (troupe worker --join) over CAF's network
+    layer: they serve like local ones (the same greedy tokens and logprobs);
+    killing the worker mid-stream ends its stream with an error event and
+    moves its not-yet-streamed requests to the local replica; the router
+    takes it out and a new worker joins."""
+    srv = server(model, "engine.threads=1", "server.admin_api=true", "router.worker_port=0",
+                 "router.health_check_interval_s=0.2", "router.health_check_timeout_s=2")
+    w = None
+    try:
+        join = re.search(r"workers join at ([0-9.]+:\d+)", "".join(srv.log)).group(1)
+        w = worker(join, model)
+        check(w.replicas == [1], f"a worker joins as replica 1 ({w.line.strip()})")
+        wait_for("the remote replica is in rotation", lambda: [x["ready"] for x in replicas(srv)] == [True, True])
+        answers = {}
+        for i in range(4):
+            r, text = srv.request("POST", "/v1/completions",
+                                  {"prompt": "Hello there", "max_tokens": 8, "temperature": 0, "logprobs": 2})
+            choice = json.loads(text)["choices"][0]
+            answers.setdefault(r.getheader("x-troupe-replica"), []).append(
+                (choice["text"], choice["logprobs"]["token_logprobs"]))
+        check(sorted(answers) == ["0", "1"] and answers["0"][0] == answers["1"][0],
+              "local and remote replicas give the same greedy tokens and logprobs")
+        check(wait_for("deep checks pass on the remote replica", lambda: replicas(srv)[1]["checks"] >= 1) and
+              replicas(srv)[1]["failed_checks"] == 0, "deep checks reach the remote replica")
+        admin(srv, 0, "drain")
+        a = open_stream(srv, "a long story", 1500)
+        check(a.r.status == 200 and a.replica == "1" and a.first_token(), "stream A streams from the remote replica")
+        admin(srv, 1, "hang")  # (through the proxy and the endpoint to the worker's scheduler)
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            b = pool.submit(chat, srv, "request B", 6)
+            wait_for("B is routed to the remote replica", lambda: replicas(srv)[1]["in_flight"] >= 1, 10)
+            admin(srv, 0, "resume")
+            w.proc.kill()
+            w.proc.wait()
+            rb, tb = b.result(timeout=60)
+        check(rb.status == 200 and json.loads(tb)["usage"]["completion_tokens"] == 6 and
+              rb.getheader("x-troupe-replica") == "0",
+              f"B (not streamed) moves to the local replica when the worker is killed ({rb.status}: {tb[:80]})")
+        err = error_event(a.rest())
+        check(err is not None and err.get("code") == "replica_failed", f"stream A ends with an error event ({err})")
+        wait_for("the router takes the dead worker's replica out", lambda: not replicas(srv)[1]["alive"], 10)
+        got = {chat(srv, f"after {i}", 2)[0].getheader("x-troupe-replica") for i in range(4)}
+        check(got == {"0"}, f"new requests go to the local replica ({sorted(got)})")
+        w = worker(join, model)
+        check(w.replicas == [2], f"a new worker joins as replica 2 ({w.line.strip()})")
+        wait_for("the new worker's replica is in rotation", lambda: replicas(srv)[2]["ready"])
+        got = {chat(srv, f"again {i}", 2)[0].getheader("x-troupe-replica") for i in range(4)}
+        check(got == {"0", "2"}, f"the router uses it ({sorted(got)})")
+        w.proc.send_signal(signal.SIGTERM)
+        out = w.proc.communicate(timeout=30)[0]
+        check(w.proc.returncode == 0 and "stopped" in out, f"a worker stops on SIGTERM with exit 0 ({out.strip()})")
+        wait_for("its replica leaves rotation", lambda: not replicas(srv)[2]["alive"], 10)
+        other = worker(join, model, "model.served_model_name=other")
+        out = other.line + other.proc.communicate(timeout=30)[0]
+        lines = out.strip().splitlines()
+        check(other.proc.returncode == 1 and len(lines) == 1 and "no model 'other' is served here" in lines[0],
+              f"a worker of a model not served is refused with one line ({out.strip()})")
+    finally:
+        if w and w.proc.poll() is None:
+            w.proc.kill()
+        srv.stop()
+    for join, code, expect in (("127.0.0.1:1", 1, "cannot reach 127.0.0.1:1"), ("nowhere", 2, "--join wants HOST:PORT")):
+        out = subprocess.run([TROUPE, "worker", "--join", join, "--config", CONFIG, "--model", model],
+                             capture_output=True, text=True, timeout=60)
+        check(out.returncode == code and expect in out.stderr.splitlines()[0],
+              f"troupe worker --join {join}: exit {code}, one line ({out.stderr.strip().splitlines()[0]})")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
     try:
@@ -358,6 +442,7 @@ def main():
         test_crash(model)
         test_hang(model)
         test_autoscaler(model)
+        test_remote(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(failures)} failure(s)")

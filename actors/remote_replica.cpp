@@ -1,0 +1,186 @@
+#include "actors/wire.hpp"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <unordered_map>
+
+namespace troupe {
+namespace {
+
+// ---- the router node's side ------------------------------------------------
+
+// (A constructor of its own: CAF 0.17 would build an aggregate state from
+// the actor's pointer, C++20 parenthesized aggregate init allowing it.)
+struct proxy_state {
+  proxy_state() = default;
+  endpoint_actor endpoint;
+  struct client {
+    sink_actor sink;
+    delivery_count undelivered;
+  };
+  std::unordered_map<request_id, client> sinks;
+};
+
+auto proxy(proxy_actor::stateful_pointer<proxy_state> self, endpoint_actor endpoint) -> proxy_actor::behavior_type {
+  self->state.endpoint = endpoint;
+  // The worker died or its connection dropped: this replica goes with it,
+  // and the router and the sinks (which monitor it) learn of it.
+  self->monitor(endpoint);
+  self->set_down_handler([self](caf::down_msg& m) { self->quit(m.reason); });
+  return {
+      [self](submit_atom, request& r, sink_actor& sink, steady_time arrival,
+             delivery_count& undelivered) -> caf::typed_response_promise<admission> {
+        auto rp = self->make_response_promise<admission>();
+        const auto id = r.id;
+        self->state.sinks[id] = {std::move(sink), std::move(undelivered)};
+        const auto age = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - arrival);
+        self->request(self->state.endpoint, caf::infinite, rsubmit_atom_v, std::move(r),
+                      static_cast<std::int64_t>(age.count()))
+            .then(
+                [self, rp, id](admission& a) mutable {
+                  if (a.status != 0) self->state.sinks.erase(id);
+                  rp.deliver(std::move(a));
+                },
+                [self, rp, id](caf::error& e) mutable {
+                  self->state.sinks.erase(id);
+                  rp.deliver(std::move(e));
+                });
+        return rp;
+      },
+      [self](abort_atom, request_id id) { self->send(self->state.endpoint, abort_atom_v, id); },
+      [](step_atom) {},
+      [](refill_atom) {},
+      [self](evacuate_atom) { self->send(self->state.endpoint, evacuate_atom_v); },
+      [self](fault_atom, const std::string& f) { self->send(self->state.endpoint, fault_atom_v, f); },
+      [self](tokens_atom, request_update& u) {
+        auto& st = self->state;
+        const auto it = st.sinks.find(u.id);
+        if (it == st.sinks.end()) return;
+        it->second.undelivered->fetch_add(1, std::memory_order_relaxed);
+        const bool last = u.finished != finish_reason::none;
+        self->send(it->second.sink, tokens_atom_v, std::move(u));
+        if (last) st.sinks.erase(it);
+      },
+  };
+}
+
+struct door_state {
+  door_state() = default;
+  /// Stopped with the door, at shutdown (shared with the functor that
+  /// does it, which runs after the state is gone).
+  std::shared_ptr<std::vector<proxy_actor>> proxies = std::make_shared<std::vector<proxy_actor>>();
+};
+
+auto door(door_actor::stateful_pointer<door_state> self, std::shared_ptr<const fleet> models)
+    -> door_actor::behavior_type {
+  self->attach_functor([proxies = self->state.proxies] {
+    for (auto& p : *proxies) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+  });
+  return {
+      [self, models](join_atom, const std::string& model) -> caf::result<std::int32_t, router_actor> {
+        const auto* m = models->find(model);
+        if (!m) {
+          std::string known;
+          for (const auto& x : models->models) known += (known.empty() ? "'" : ", '") + x.name + "'";
+          return caf::make_error(caf::sec::runtime_error, "no model '" + model + "' is served here; served: " + known);
+        }
+        auto rp = self->make_response_promise<std::int32_t, router_actor>();
+        const auto router = m->stable->router;
+        self->request(router, std::chrono::seconds(10), join_atom_v)
+            .then([rp, router](std::int32_t index) mutable { rp.deliver(index, router); },
+                  [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
+      },
+      [self, models](join_atom, std::int32_t index, const std::string& model, const endpoint_actor& endpoint) {
+        const auto* m = models->find(model);
+        if (!m || index < 0 || !endpoint) return;
+        auto p = self->spawn(proxy, endpoint);
+        self->state.proxies->push_back(p);
+        std::fprintf(stderr, "troupe: replica %d of %s joined from a worker\n", index, model.c_str());
+        self->send(m->stable->router, join_atom_v, index, caf::actor_cast<scheduler_actor>(p));
+      },
+  };
+}
+
+// ---- the worker's side -----------------------------------------------------
+
+struct endpoint_state {
+  endpoint_state() = default;
+  scheduler_actor scheduler;
+  struct origin {
+    caf::strong_actor_ptr proxy;
+    delivery_count undelivered;
+  };
+  std::unordered_map<request_id, origin> origins;
+};
+
+auto endpoint(endpoint_actor::stateful_pointer<endpoint_state> self, scheduler_actor scheduler)
+    -> endpoint_actor::behavior_type {
+  self->state.scheduler = scheduler;
+  self->monitor(scheduler);
+  self->set_down_handler([self](caf::down_msg& m) { self->quit(m.reason); });
+  return {
+      [self](rsubmit_atom, request& r, std::int64_t age_ns) -> caf::typed_response_promise<admission> {
+        auto& st = self->state;
+        // (The sender first: making the promise takes it from the message.)
+        auto origin = self->current_sender();
+        auto rp = self->make_response_promise<admission>();
+        const auto id = r.id;
+        auto undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
+        st.origins[id] = {std::move(origin), undelivered};
+        const auto arrival = std::chrono::steady_clock::now() - std::chrono::nanoseconds(age_ns);
+        self->request(st.scheduler, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
+                      arrival, std::move(undelivered))
+            .then(
+                [self, rp, id](admission& a) mutable {
+                  if (a.status != 0) self->state.origins.erase(id);
+                  rp.deliver(std::move(a));
+                },
+                [self, rp, id](caf::error&) mutable {
+                  self->state.origins.erase(id);
+                  rp.deliver(admission{503, "the worker's replica stopped"});
+                });
+        return rp;
+      },
+      [self](abort_atom, request_id id) { self->send(self->state.scheduler, abort_atom_v, id); },
+      [self](evacuate_atom) { self->send(self->state.scheduler, evacuate_atom_v); },
+      [self](fault_atom, const std::string& f) { self->send(self->state.scheduler, fault_atom_v, f); },
+      // Its scheduler's tokens go to the proxy that submitted them: counted
+      // delivered once on the wire (backpressure covers this process's mailboxes).
+      [self](tokens_atom, request_update& u) {
+        auto& st = self->state;
+        const auto it = st.origins.find(u.id);
+        if (it == st.origins.end()) return;
+        it->second.undelivered->fetch_sub(1, std::memory_order_relaxed);
+        const bool last = u.finished != finish_reason::none;
+        self->send(caf::actor_cast<proxy_actor>(it->second.proxy), tokens_atom_v, std::move(u));
+        if (last) st.origins.erase(it);
+      },
+      [](gone_atom) {},
+  };
+}
+
+} // namespace
+
+void add_wire_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<request>("troupe::request");
+  cfg.add_message_type<request_update>("troupe::request_update");
+  cfg.add_message_type<admission>("troupe::admission");
+  cfg.add_message_type<replica_report>("troupe::replica_report");
+  cfg.add_message_type<router_actor>("troupe::router_actor");
+  cfg.add_message_type<endpoint_actor>("troupe::endpoint_actor");
+  cfg.add_message_type<door_actor>("troupe::door_actor");
+  cfg.add_message_type<proxy_actor>("troupe::proxy_actor");
+}
+
+auto spawn_door(caf::actor_system& sys, std::shared_ptr<const fleet> models) -> door_actor {
+  return sys.spawn(door, std::move(models));
+}
+
+auto spawn_endpoint(caf::actor_system& sys, scheduler_actor scheduler) -> endpoint_actor {
+  return sys.spawn(endpoint, std::move(scheduler));
+}
+
+} // namespace troupe

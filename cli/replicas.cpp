@@ -1,0 +1,118 @@
+#include "cli/replicas.hpp"
+
+#include "actors/executor_actor.hpp"
+#include "actors/wire.hpp"
+#include "engine/cpu/threads.hpp"
+#include "actors/memory_manager_actor.hpp"
+#include "engine/cpu/huge_pages.hpp"
+#include "engine/model/model_weights.hpp"
+#include "engine/output_processor.hpp"
+#include "policies/registry.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+
+#include <stdexcept>
+
+namespace troupe::cli {
+
+auto served_name(const std::string& configured, const std::filesystem::path& dir) -> std::string {
+  std::string name = configured;
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  return name;
+}
+
+auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setup {
+  model_setup m;
+  m.dir = cfg.model_dir;
+  m.name = served_name(cfg.served_model_name, m.dir);
+  m.mc = model_config::load(m.dir);
+  m.tok = std::make_shared<const tokenizer>(tokenizer::load(m.dir / "tokenizer.model"));
+  m.eos = eos_token_ids(m.mc, *m.tok);
+  const auto& mc = m.mc;
+  m.block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim * kv_elem * cfg.block_size;
+  m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / m.block_bytes, 1 << 30));
+  if (m.num_blocks < 1)
+    throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
+                             " bytes hold no KV block of " + std::to_string(m.block_bytes) + " bytes");
+  // Policies named by path are loaded here, so a bad one stops start-up with
+  // its reason (each replica then makes its own instance).
+  (void)policy::make_scheduling_policy(cfg.policy);
+  (void)policy::make_eviction_policy(cfg.eviction);
+  m.max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len : static_cast<std::int32_t>(mc.max_position_embeddings);
+
+  m.zero.block_size = cfg.block_size;
+  m.zero.num_kv_blocks = m.num_blocks;
+  m.zero.vocab_size = mc.vocab_size;
+  m.zero.avoid = m.eos;
+  for (token_id t = 0; t < std::min<std::int64_t>(mc.vocab_size, m.tok->vocab_size()); ++t)
+    if (m.tok->is_control(t) || m.tok->is_unknown(t)) m.zero.avoid.push_back(t);
+  m.zero.step_time = std::chrono::microseconds(cfg.zero_step_us);
+  m.cpu.block_size = cfg.block_size;
+  m.cpu.num_kv_blocks = m.num_blocks;
+  m.cpu.num_threads = cfg.threads;
+
+  auto& ro = m.replica;
+  ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, m.max_model_len, cfg.max_waiting_requests,
+               cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
+  ro.limits.preemption = preemption_mode::recompute;
+  ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
+  ro.scheduling = cfg.policy;
+  ro.share = m.num_blocks;
+  ro.eos_ids = m.eos;
+  if (cfg.watermark_blocks >= m.num_blocks)
+    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
+                             " leaves no block of a replica's " + std::to_string(m.num_blocks) + " for admissions");
+  return m;
+}
+
+auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const model_setup& m, std::int32_t index,
+                       router_actor router, server_metrics* metrics, server_status* status,
+                       const std::string& device) -> started_replica {
+  started_replica out;
+  out.index = index;
+  std::shared_ptr<executor> ex;
+  if (cfg.executor == "zero") {
+    ex = std::make_shared<zero_executor>(m.zero);
+  } else {
+    // The executor refers to its weights: they go when it does.
+    auto w = std::make_shared<model_weights>(model_weights::load(m.dir));
+    if (cfg.huge_pages) place_in_huge_pages(*w);
+    ex = std::shared_ptr<executor>(new cpu_executor(*w, m.cpu), [w](executor* e) { delete e; });
+  }
+  auto exec = spawn_executor(sys, std::move(ex));
+  auto mm = spawn_memory_manager(sys, m.num_blocks, cfg.eviction, metrics, device);
+  out.actors = {caf::actor_cast<caf::actor>(exec), caf::actor_cast<caf::actor>(mm)};
+  std::vector<block_id> lease;
+  caf::scoped_actor self{sys};
+  // Half its blocks to start; the rest it leases as it needs.
+  self->request(mm, caf::infinite, lease_atom_v, std::max(1, m.num_blocks / 2))
+      .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
+               [&](caf::error& e) { out.error = "KV lease failed: " + sys.render(e); });
+  if (!out.error.empty()) return out;
+  auto options = m.replica;
+  options.replica = index;
+  options.router = std::move(router);
+  auto scheduler = spawn_scheduler(sys, options, std::move(lease), exec, mm, metrics, status);
+  out.scheduler = caf::actor_cast<caf::actor>(scheduler);
+  out.actors.push_back(out.scheduler);
+  return out;
+}
+
+auto block_stop_signals() -> sigset_t {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cfg, bool network) {
+  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(resolve_threads(cfg.caf_threads)));
+  add_wire_types(caf_cfg);
+  if (network) caf_cfg.load<caf::io::middleman>();
+}
+
+} // namespace troupe::cli

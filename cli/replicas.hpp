@@ -1,0 +1,65 @@
+#pragma once
+// What `troupe serve` and `troupe worker` both do with a model: its facts
+// from the config (KV blocks, context, the executors' options), and a
+// replica on a device of its own (the autoscaler's cold starts, a worker's
+// replicas).
+
+#include "actors/interfaces.hpp"
+#include "actors/metrics.hpp"
+#include "actors/scheduler_actor.hpp"
+#include "actors/server_config.hpp"
+#include "engine/cpu/cpu_executor.hpp"
+#include "engine/model/model_config.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+#include "engine/zero_executor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include <csignal>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace troupe::cli {
+
+struct model_setup {
+  std::filesystem::path dir;
+  std::string name; ///< what clients call it
+  model_config mc;
+  std::shared_ptr<const tokenizer> tok;
+  std::vector<token_id> eos;
+  std::int64_t block_bytes = 0;
+  std::int32_t num_blocks = 0;     ///< per device (kv_memory)
+  std::int32_t max_model_len = 0;
+  zero_executor_options zero;      ///< for engine.executor = "zero"
+  cpu_executor_options cpu;        ///< without swap space
+  /// A replica's scheduler options on a device of its own (share: every
+  /// block, no swap, no step log, no router yet).
+  replica_options replica;
+};
+
+/// The model of cfg's [model]; kv_elem: a KV element's bytes (4 on the CPU).
+/// Throws with one line for a config the model cannot serve.
+auto prepare_model(const server_config& cfg, std::int64_t kv_elem = 4) -> model_setup;
+
+/// The name clients use for a model: the configured one, else its dir's last component.
+auto served_name(const std::string& configured, const std::filesystem::path& dir) -> std::string;
+
+/// A replica with a device of its own (CPU or zero executor): the weights
+/// loaded again, its executor, KV cache and memory manager (named `device`
+/// in the metrics), and its scheduler reporting to `router`. Blocking.
+auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const model_setup& m, std::int32_t index,
+                       router_actor router, server_metrics* metrics, server_status* status,
+                       const std::string& device) -> started_replica;
+
+/// SIGTERM and SIGINT blocked (for sigwait): call before any thread starts,
+/// so that every thread inherits the mask. Returns the set.
+auto block_stop_signals() -> sigset_t;
+
+/// CAF's settings from [actors], the wire types, and the network layer when
+/// replicas cross machines.
+void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cfg, bool network);
+
+} // namespace troupe::cli

@@ -1,0 +1,104 @@
+// troupe worker --join HOST:PORT: replicas of a model on this machine that
+// serve a router node's traffic (its router.worker_port) through CAF's
+// network layer. The model and the engine come from the same config file as
+// `troupe serve` ([model], [engine], [scheduler]); each of engine.replicas
+// replicas gets a device of its own.
+
+#include "actors/wire.hpp"
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/replicas.hpp"
+#include "engine/cpu/threads.hpp"
+#include "engine/cuda_backend.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+
+namespace troupe::cli {
+
+auto run_worker(std::span<char* const> argv) -> int {
+  const args a(argv, {"join", "config", "model", "set"}, {});
+  const auto join = a.required("join");
+  const auto colon = join.rfind(':');
+  std::int64_t port = -1;
+  try {
+    if (colon != std::string::npos) port = std::stoll(join.substr(colon + 1));
+  } catch (...) {
+  }
+  if (colon == std::string::npos || colon == 0 || port < 1 || port > 65535)
+    throw usage_error("--join wants HOST:PORT (the router node's router.worker_port), got '" + join + "'");
+  const auto host = join.substr(0, colon);
+  std::vector<config_override> overrides;
+  if (a.has("model")) overrides.emplace_back("model.dir", a.str("model", ""));
+  for (auto& kv : a.key_values("set")) overrides.push_back(std::move(kv));
+  const auto cfg = load_server_config(a.str("config", "config/default.toml"), overrides);
+  if (cfg.executor != "zero" && parse_device(cfg.devices.front()))
+    throw std::runtime_error("engine.devices: a worker's replicas run on the CPU (or the zero executor)");
+
+  auto signals = block_stop_signals();
+
+  caf::actor_system_config caf_cfg;
+  configure_actors(caf_cfg, cfg, true);
+  caf::actor_system sys{caf_cfg};
+
+  auto door = sys.middleman().remote_actor<door_actor>(host, static_cast<std::uint16_t>(port));
+  if (!door) throw std::runtime_error("cannot reach " + join + ": " + sys.render(door.error()));
+  const auto setup = prepare_model(cfg);
+
+  // The replica indices (and the router) first: the metrics need the count.
+  caf::scoped_actor self{sys};
+  std::vector<std::int32_t> indices;
+  router_actor router;
+  for (int k = 0; k < cfg.replicas; ++k)
+    self->request(*door, std::chrono::seconds(30), join_atom_v, setup.name)
+        .receive(
+            [&](std::int32_t index, router_actor& r) {
+              indices.push_back(index);
+              router = std::move(r);
+            },
+            [&](caf::error& e) {
+              // The door's reason when it gave one, else CAF's rendering.
+              const auto& why = e.context();
+              throw std::runtime_error(join + " refused the worker: " +
+                                       (why.match_elements<std::string>() ? why.get_as<std::string>(0)
+                                                                          : sys.render(e)));
+            });
+  std::vector<std::string> devices;
+  for (const auto i : indices) devices.push_back("worker:" + std::to_string(i));
+  server_metrics metrics(nullptr, setup.name, "", *std::max_element(indices.begin(), indices.end()) + 1, devices);
+  server_status status;
+  std::vector<caf::actor> actors;
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    auto r = start_own_replica(sys, cfg, setup, indices[k], router, &metrics, &status, devices[k]);
+    if (!r.error.empty()) throw std::runtime_error(r.error);
+    auto endpoint = spawn_endpoint(sys, caf::actor_cast<scheduler_actor>(r.scheduler));
+    actors.insert(actors.end(), r.actors.begin(), r.actors.end());
+    actors.push_back(caf::actor_cast<caf::actor>(endpoint));
+    self->send(*door, join_atom_v, indices[k], setup.name, endpoint);
+  }
+  std::string list;
+  for (const auto i : indices) list += (list.empty() ? "" : ", ") + std::to_string(i);
+  std::printf("troupe worker: joined %s: replica%s %s of %s\n", join.c_str(), indices.size() == 1 ? "" : "s",
+              list.c_str(), setup.name.c_str());
+  std::fflush(stdout);
+
+  // Until a signal, or the router node goes away.
+  self->monitor(*door);
+  bool router_gone = false;
+  while (!router_gone) {
+    const timespec tick{0, 200'000'000};
+    if (sigtimedwait(&signals, nullptr, &tick) > 0) break;
+    self->receive([&](caf::down_msg&) { router_gone = true; }, caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  for (auto& h : actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  actors.clear();
+  std::printf("troupe worker: %s\n", router_gone ? "the router node went away; stopped" : "stopped");
+  std::fflush(stdout);
+  return router_gone ? 1 : 0;
+}
+
+} // namespace troupe::cli
