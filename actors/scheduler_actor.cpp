@@ -186,7 +186,12 @@ void step(self_ptr self) {
           [self, out, now_s](step_result& result) {
             auto& st = self->state;
             if (st.log) st.log->step(now_s, st.now_s() - now_s, *out, result);
-            for (auto& u : st.core->update(*out, result)) {
+            auto updates = st.core->update(*out, result);
+            // The memory manager gets this step's publishes before any
+            // client its tokens: a request sent once a response arrived
+            // finds the blocks it left (prefix-affine routing probes them).
+            report(self);
+            for (auto& u : updates) {
               const auto it = st.sinks.find(u.id);
               if (it == st.sinks.end()) continue;
               const bool last = u.finished != finish_reason::none;
@@ -196,7 +201,6 @@ void step(self_ptr self) {
             }
             st.status->last_progress_ns.store(
                 std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-            report(self);
             st.publish();
             st.stepping = false;
             kick(self);
