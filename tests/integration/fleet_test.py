@@ -24,6 +24,12 @@ def replicas(srv):
     return json.loads(text)["data"] if r.status == 200 else None
 
 
+def queued(srv, replica):
+    """Requests routed to a replica and not yet running there."""
+    r = replicas(srv)[replica]
+    return r["in_flight"] + r["waiting"]
+
+
 def admin(srv, replica, action):
     r, text = srv.request("POST", f"/admin/replicas/{replica}/{action}")
     check(r.status == 200, f"admin: replica {replica} {action} ({r.status}: {text[:80]})")
@@ -121,8 +127,9 @@ def test_crash(model):
             c = pool.submit(lambda: srv.request("POST", "/v1/chat/completions", {
                 "messages": [{"role": "user", "content": "request C"}], "max_tokens": 5, "ignore_eos": True,
                 "stream": True}))
-            # (A hung replica sends no load reports: they are in flight to it.)
-            wait_for("B and C are routed to the hung replica", lambda: replicas(srv)[1]["in_flight"] >= 2, 10)
+            # (A hung replica sends no more load reports: they are in flight to
+            # it, or waiting in its last report when its last step saw them.)
+            wait_for("B and C are routed to the hung replica", lambda: queued(srv, 1) >= 2, 10)
             admin(srv, 0, "resume")
             admin(srv, 1, "crash")
             rb, tb = b.result(timeout=60)
@@ -171,7 +178,7 @@ def test_hang(model):
         admin(srv, 1, "hang")
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             e = pool.submit(chat, srv, "request E", 4)
-            wait_for("E is routed to the hung replica", lambda: replicas(srv)[1]["in_flight"] >= 1, 10)
+            wait_for("E is routed to the hung replica", lambda: queued(srv, 1) >= 1, 10)
             admin(srv, 0, "resume")
             t0 = time.monotonic()
             re_, te = e.result(timeout=60)
@@ -393,7 +400,7 @@ def test_remote(model):
         admin(srv, 1, "hang")  # (through the proxy and the endpoint to the worker's scheduler)
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             b = pool.submit(chat, srv, "request B", 6)
-            wait_for("B is routed to the remote replica", lambda: replicas(srv)[1]["in_flight"] >= 1, 10)
+            wait_for("B is routed to the remote replica", lambda: queued(srv, 1) >= 1, 10)
             admin(srv, 0, "resume")
             w.proc.kill()
             w.proc.wait()
