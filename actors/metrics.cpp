@@ -90,8 +90,9 @@ server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, c
     replicas_.push_back({&running.Add(l), &waiting.Add(l), &kv.Add(l), &preempt.Add(l), &swapped.Add(l),
                          &swap_outs.Add(l), &ready.Add(l), &failed_checks.Add(l)});
   }
-  auto& queries = counter(*registry_, "prefix_cache_queries_total", "KV blocks looked up in the prefix cache.");
-  auto& hits = counter(*registry_, "prefix_cache_hits_total", "KV blocks found in the prefix cache.");
+  auto& queries = counter(*registry_, "prefix_cache_queries_total",
+                          "Full prompt blocks matched against the prefix cache (hits over queries: the share found).");
+  auto& hits = counter(*registry_, "prefix_cache_hits_total", "Full prompt blocks found in the prefix cache.");
   for (const auto& d : devices) {
     const auto l = with(model_, {{"device", d}});
     devices_.push_back({d, {&queries.Add(l), &hits.Add(l)}});

@@ -59,6 +59,10 @@ public:
   /// where matching happens elsewhere).
   [[nodiscard]] virtual auto acquire_cached(block_key_view k, block_hash h, std::int32_t priority)
       -> std::optional<block_id> = 0;
+  /// A match looked up this many blocks no further (past its first miss):
+  /// counted as queries, so that hits over queries is the share of prompt
+  /// blocks found cached. Default: nothing.
+  virtual void count_unlooked(std::uint64_t n) { (void)n; }
   /// Makes a referenced, fully computed block findable by `k` (hash h).
   virtual auto publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool = 0;
   /// Drops one reference.

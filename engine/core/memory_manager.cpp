@@ -27,11 +27,15 @@ auto walk_prefix(std::uint64_t tenant, std::span<const token_id> tokens, std::in
 auto match_prefix(block_source& source, std::uint64_t tenant, std::span<const token_id> tokens,
                   std::int32_t block_size, std::int32_t priority) -> prefix_match {
   prefix_match out;
+  std::size_t looked = 0;
   out.last_hash = walk_prefix(tenant, tokens, block_size, [&](block_key_view k, block_hash h) {
+    ++looked;
     const auto b = source.acquire_cached(k, h, priority);
     if (b) out.blocks.push_back(*b);
     return b.has_value();
   });
+  const std::size_t usable = tokens.empty() ? 0 : (tokens.size() - 1) / static_cast<std::size_t>(block_size);
+  source.count_unlooked(usable - looked);
   return out;
 }
 

@@ -77,6 +77,9 @@ public:
   auto ref_count(block_id b) const -> std::int32_t { return at(b).refs; }
   auto is_published(block_id b) const -> bool { return at(b).hash != 0; }
   auto tenant_of(block_id b) const -> std::uint64_t { return is_published(b) ? key_word(b, 0) : 0; }
+  void count_unlooked(std::uint64_t n) override { num_queries_ += n; }
+  /// Full prompt blocks matched against the cache (each a query, looked up
+  /// or past the first miss), and of those, found.
   auto num_queries() const -> std::uint64_t { return num_queries_; }
   auto num_hits() const -> std::uint64_t { return num_hits_; }
   auto num_evictions() const -> std::uint64_t { return num_evictions_; }

@@ -37,9 +37,16 @@ TEST_CASE("memory_manager: leases, publishes through a lease, matches for anothe
   CHECK(a.num_held() == 5); // the 5 unpublished stay in the lease
 
   // Replica b's request shares the prefix: matched once at the manager.
+  const auto q0 = mm.cache().num_queries(), h0 = mm.cache().num_hits();
   auto m = mm.match(7, p, 4, 0);
   CHECK(m.size() == 3);
+  CHECK(mm.cache().num_queries() - q0 == 3); // 13 tokens: 3 full blocks, all found
+  CHECK(mm.cache().num_hits() - h0 == 3);
   CHECK(mm.match(8, p, 4, 0).empty()); // another tenant
+  // Every full block counts as a query, past the first miss too: hits over
+  // queries is the share of prompt blocks found.
+  CHECK(mm.cache().num_queries() - q0 == 6);
+  CHECK(mm.cache().num_hits() - h0 == 3);
   kv_cache_manager kvb(b, {4, 0, true});
   CHECK(kvb.begin_matched(2, 7, 0, p, m) == 12);
   REQUIRE(kvb.grow(2, 14, true));
