@@ -277,8 +277,8 @@ void print_summaries(std::FILE* out, const std::vector<run_summary>& runs) {
                    static_cast<long long>(t.requests), t.ttft_p50 * 1e3, t.ttft_p95 * 1e3);
     std::fprintf(out, "\n");
   }
-  std::fprintf(out, "(times in ms; goodput: requests/s meeting every SLO; hit%%: prefix-cache blocks found of those "
-                    "looked up; KV%%: mean KV blocks in use while busy)\n");
+  std::fprintf(out, "(times in ms; goodput: requests/s meeting every SLO; hit%%: full prompt blocks found in the "
+                    "prefix cache, at every admission; KV%%: mean KV blocks in use while busy)\n");
 }
 
 void write_results(const std::filesystem::path& dir, const std::vector<run_result>& runs,

@@ -30,7 +30,7 @@ struct run_summary {
   double goodput = 0; ///< completed requests per second that met every SLO
   latency_summary ttft, tpot, itl, e2e;
   std::int64_t preemptions = 0, swap_outs = 0;
-  double prefix_hit_rate = 0; ///< of the blocks looked up
+  double prefix_hit_rate = 0; ///< of the full prompt blocks matched
   double cached_prompt_share = 0; ///< prompt blocks found cached, of all full prompt blocks submitted
   double kv_use_mean = 0, kv_use_peak = 0;
   std::int64_t replicas = 1;

@@ -63,7 +63,7 @@ struct run_result {
   std::vector<step_record> steps;
   latency_histogram itl;
   std::int64_t preemptions = 0, swap_outs = 0;
-  std::uint64_t prefix_queries = 0, prefix_hits = 0; ///< blocks looked up, found
+  std::uint64_t prefix_queries = 0, prefix_hits = 0; ///< full prompt blocks matched (at every admission), found
   double kv_use_time = 0;  ///< ∫ kv use dt, summed over replicas
   double busy_time = 0;    ///< ∫ dt over steps, summed over replicas
   std::vector<double> replica_busy; ///< the same per replica
