@@ -232,9 +232,20 @@ auto summarize(const run_result& r) -> run_summary {
     s.scale_decisions = static_cast<std::int64_t>(r.scale_events.size());
     for (const auto& e : r.scale_events) s.scale_outs += e.desired > e.serving + e.starting;
   }
-  if (!r.replica_busy.empty() && r.busy_time > 0)
-    s.replica_load_max_over_mean = *std::max_element(r.replica_busy.begin(), r.replica_busy.end()) /
-                                   (r.busy_time / static_cast<double>(r.replica_busy.size()));
+  // Each replica's busy share of the time it was loaded (a replica the
+  // autoscaler never started counts for nothing): the busiest over the mean.
+  {
+    double sum = 0, most = 0;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < r.replica_busy.size() && i < r.replica_loaded.size(); ++i) {
+      if (r.replica_loaded[i] <= 0) continue;
+      const double u = r.replica_busy[i] / r.replica_loaded[i];
+      sum += u;
+      most = std::max(most, u);
+      ++n;
+    }
+    if (n > 0 && sum > 0) s.replica_load_max_over_mean = most / (sum / static_cast<double>(n));
+  }
   for (std::size_t i = 0; i < r.tenant_names.size(); ++i) {
     auto& v = tenant_ttft[i];
     std::sort(v.begin(), v.end());
@@ -260,7 +271,7 @@ void print_summaries(std::FILE* out, const std::vector<run_summary>& runs) {
   }
   for (const auto& r : runs) {
     if (r.replicas <= 1) continue;
-    std::fprintf(out, "%s: %lld replicas, %.1f%% of prompt blocks found cached, busiest replica at %.2fx the mean busy time",
+    std::fprintf(out, "%s: %lld replicas, %.1f%% of prompt blocks found cached, busiest replica at %.2fx the mean busy share of its loaded time",
                  r.name.c_str(), static_cast<long long>(r.replicas), 100 * r.cached_prompt_share,
                  r.replica_load_max_over_mean);
     std::fprintf(out, "; %.0f replica-seconds, TTFT p95 %.1f ms", r.replica_seconds, r.ttft_p95 * 1e3);

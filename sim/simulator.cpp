@@ -142,8 +142,13 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   const auto loaded = [&] {
     return std::count_if(states.begin(), states.end(), [](state s) { return s != state::off; });
   };
+  out.replica_loaded.assign(replicas.size(), 0.0);
   const auto advance = [&](double t) {
-    if (t > seconds_at) out.replica_seconds += static_cast<double>(loaded()) * (t - seconds_at), seconds_at = t;
+    if (t <= seconds_at) return;
+    out.replica_seconds += static_cast<double>(loaded()) * (t - seconds_at);
+    for (std::size_t i = 0; i < replicas.size(); ++i)
+      if (states[i] != state::off) out.replica_loaded[i] += t - seconds_at;
+    seconds_at = t;
   };
   std::vector<double> window_ttft; ///< TTFTs of first tokens since the last decision
   double window_tokens = 0;        ///< tokens computed since the last decision
@@ -273,6 +278,8 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
         const auto warm = std::count(states.begin(), states.end(), state::warm) +
                           std::count(to_warm.begin(), to_warm.end(), true);
         states[i] = warm < as.warm_pool ? state::warm : state::off;
+        // Shut down: its KV cache goes with it (a cold start begins empty).
+        if (states[i] == state::off) replicas[i]->cache.drop_cached();
       }
   };
   // One autoscaler decision: out at once (warm replicas first, then cold

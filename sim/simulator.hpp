@@ -68,6 +68,7 @@ struct run_result {
   double busy_time = 0;    ///< ∫ dt over steps, summed over replicas
   std::vector<double> replica_busy; ///< the same per replica
   double replica_seconds = 0;      ///< ∫ replicas loaded (starting, serving, draining or warm) dt
+  std::vector<double> replica_loaded; ///< the same per replica (its seconds loaded)
   struct scale_event {
     double t = 0;
     std::int32_t serving = 0, starting = 0, desired = 0;

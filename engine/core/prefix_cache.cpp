@@ -68,6 +68,16 @@ void prefix_cache::prefetch_victims() const {
     index_.prefetch(blocks_[s].hash);
 }
 
+void prefix_cache::drop_cached() {
+  while (!evictable_.empty()) {
+    const block_id b = first_id_ + static_cast<block_id>(evictable_.min());
+    evictable_.erase(static_cast<std::size_t>(b - first_id_));
+    unpublish(b);
+    at(b) = block{};
+    free_.push_back(b);
+  }
+}
+
 auto prefix_cache::allocate(std::int32_t priority) -> std::optional<block_id> {
   block_id b;
   if (!free_.empty()) {

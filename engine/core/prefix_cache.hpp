@@ -78,6 +78,9 @@ public:
   auto is_published(block_id b) const -> bool { return at(b).hash != 0; }
   auto tenant_of(block_id b) const -> std::uint64_t { return is_published(b) ? key_word(b, 0) : 0; }
   void count_unlooked(std::uint64_t n) override { num_queries_ += n; }
+  /// Forgets every cached block nobody references (a device that was shut
+  /// down and starts cold): they become free, found by no key.
+  void drop_cached();
   /// Full prompt blocks matched against the cache (each a query, looked up
   /// or past the first miss), and of those, found.
   auto num_queries() const -> std::uint64_t { return num_queries_; }

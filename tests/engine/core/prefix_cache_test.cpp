@@ -64,6 +64,24 @@ TEST_CASE("prefix_cache: free, referenced, cached, evicted") {
   c.check_invariants();
 }
 
+TEST_CASE("prefix_cache: a cold start drops what is cached, not what is referenced") {
+  policy::lru_eviction lru;
+  prefix_cache c(3, lru);
+  auto a = c.allocate(0), b = c.allocate(0);
+  REQUIRE((a && b));
+  CHECK(c.publish(*a, key(1, 0, {5, 6}), 0));
+  CHECK(c.publish(*b, key(1, 0, {7, 8}), 0));
+  c.release(*a); // cached, unreferenced
+  c.drop_cached();
+  CHECK(c.num_evictable() == 0);
+  CHECK(c.num_free() == 2);
+  CHECK(!c.acquire_cached(key(1, 0, {5, 6}), 0));
+  auto still = c.acquire_cached(key(1, 0, {7, 8}), 0); // referenced: kept
+  REQUIRE(still);
+  CHECK(*still == *b);
+  c.check_invariants();
+}
+
 TEST_CASE("eviction policies: exact keys and victims") {
   policy::block_view v{3, 10, 4, 2, 5};
   CHECK(policy::lru_eviction().key(v) == policy::eviction_key{10, -5});
