@@ -271,7 +271,9 @@ void print_summaries(std::FILE* out, const std::vector<run_summary>& runs) {
   }
   for (const auto& r : runs) {
     if (r.replicas <= 1) continue;
-    std::fprintf(out, "%s: %lld replicas, %.1f%% of prompt blocks found cached, busiest replica at %.2fx the mean busy share of its loaded time",
+    std::fprintf(out,
+                 "%s: %lld replicas, %.1f%% of prompt blocks found cached, busiest replica at %.2fx the mean "
+                 "busy share of its loaded time",
                  r.name.c_str(), static_cast<long long>(r.replicas), 100 * r.cached_prompt_share,
                  r.replica_load_max_over_mean);
     std::fprintf(out, "; %.0f replica-seconds, TTFT p95 %.1f ms", r.replica_seconds, r.ttft_p95 * 1e3);
