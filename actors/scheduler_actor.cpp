@@ -47,6 +47,9 @@ struct scheduler_state {
   bool stepping = false; ///< a step is queued or in flight
   bool hung = false;     ///< fault injection: steps stop as on a stuck device
   std::uint64_t submitted = 0, submitted_tokens = 0; ///< submissions received, ever (the router's in-flight count)
+  static constexpr auto report_interval = std::chrono::milliseconds(5);
+  replica_report last_report;  ///< the last sent to the router
+  steady_time last_report_at{};
 
   void forget(request_id id) {
     if (sinks.erase(id) > 0) status->num_queued.fetch_sub(1, std::memory_order_relaxed);
@@ -66,6 +69,12 @@ struct scheduler_state {
     catch_up(*m.num_preemptions, core->num_preemptions());
     catch_up(*m.num_swap_outs, core->num_swap_outs());
     if (options.router) {
+      // Coalesced: counts the router acts on go at once, the rest (token
+      // sums, KV use, queue age) at most every report_interval.
+      const auto now = std::chrono::steady_clock::now();
+      if (core->num_running() == last_report.running && core->num_waiting() == last_report.waiting &&
+          submitted == last_report.submitted && now - last_report_at < report_interval)
+        return;
       replica_report r;
       r.running = core->num_running();
       r.waiting = core->num_waiting();
@@ -75,6 +84,8 @@ struct scheduler_state {
       r.submitted = submitted;
       r.submitted_tokens = submitted_tokens;
       if (core->num_waiting() > 0) r.queue_age_s = std::max(0.0, now_s() - core->oldest_waiting_arrival());
+      last_report = r;
+      last_report_at = now;
       caf::anon_send(options.router, load_atom_v, static_cast<std::int32_t>(options.replica), r);
     }
   }
