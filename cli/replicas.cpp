@@ -112,7 +112,13 @@ auto block_stop_signals() -> sigset_t {
 void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cfg, bool network) {
   caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(resolve_threads(cfg.caf_threads)));
   add_wire_types(caf_cfg);
-  if (network) caf_cfg.load<caf::io::middleman>();
+  if (!network) return;
+  caf_cfg.load<caf::io::middleman>();
+  // A peer that stops answering (a frozen process, a partition that leaves
+  // the TCP connection open) is dropped after a few missed heartbeats: its
+  // replicas go down as if it died.
+  caf_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
+  caf_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(3)});
 }
 
 } // namespace troupe::cli

@@ -86,7 +86,8 @@ auto run_worker(std::span<char* const> argv) -> int {
               list.c_str(), setup.name.c_str());
   std::fflush(stdout);
 
-  // Until a signal, or the router node goes away.
+  // Until a signal, or the connection to the router node closes (it stopped,
+  // or dropped this worker after missed heartbeats).
   self->monitor(*door);
   bool router_gone = false;
   while (!router_gone) {
@@ -96,7 +97,7 @@ auto run_worker(std::span<char* const> argv) -> int {
   }
   for (auto& h : actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
   actors.clear();
-  std::printf("troupe worker: %s\n", router_gone ? "the router node went away; stopped" : "stopped");
+  std::printf("troupe worker: %s\n", router_gone ? "the connection to the router node closed; stopped" : "stopped");
   std::fflush(stdout);
   return router_gone ? 1 : 0;
 }

@@ -422,6 +422,18 @@ def test_remote(model):
         out = w.proc.communicate(timeout=30)[0]
         check(w.proc.returncode == 0 and "stopped" in out, f"a worker stops on SIGTERM with exit 0 ({out.strip()})")
         wait_for("its replica leaves rotation", lambda: not replicas(srv)[2]["alive"], 10)
+        # A frozen worker (its connection open, nothing answering) is dropped
+        # after missed heartbeats, as if it died.
+        w = worker(join, model)
+        wait_for("the third worker's replica is in rotation", lambda: replicas(srv)[w.replicas[0]]["ready"])
+        t0 = time.monotonic()
+        w.proc.send_signal(signal.SIGSTOP)
+        dropped = wait_for("a frozen worker is dropped", lambda: not replicas(srv)[w.replicas[0]]["alive"], 20)
+        check(dropped, f"a frozen worker's replica is taken out after missed heartbeats ({time.monotonic() - t0:.1f} s)")
+        w.proc.send_signal(signal.SIGCONT)
+        out = w.proc.communicate(timeout=30)[0]
+        check(w.proc.returncode == 1 and "connection to the router node closed" in out,
+              f"the thawed worker finds itself dropped and stops ({out.strip()})")
         other = worker(join, model, "model.served_model_name=other")
         out = other.line + other.proc.communicate(timeout=30)[0]
         lines = out.strip().splitlines()
