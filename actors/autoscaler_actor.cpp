@@ -69,6 +69,7 @@ struct replica_record {
   replica_state state = replica_state::off;
   bool to_pool = false; ///< starting: joins the warm pool rather than the rotation
   std::vector<caf::actor> actors; ///< what to stop on retirement (none for the initial replicas)
+  bool seen_alive = false;        ///< the router has shown it alive (so a later "not alive" means it died)
 };
 
 struct autoscaler_state {
@@ -128,8 +129,21 @@ void cold_start(self_ptr self, bool to_pool) {
       r.error = e.what();
     }
     r.index = index;
-    worker->send(back, started_atom_v, std::move(r));
-    worker->quit();
+    // Handed over, or stopped here: a start that failed, or that finished
+    // after the autoscaler quit, leaves nothing running.
+    auto actors = r.actors;
+    const auto stop = [actors] {
+      for (const auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    };
+    worker->request(back, caf::infinite, started_atom_v, std::move(r))
+        .then([worker, stop](bool taken) {
+                if (!taken) stop();
+                worker->quit();
+              },
+              [worker, stop](caf::error&) {
+                stop();
+                worker->quit();
+              });
   });
 }
 
@@ -146,6 +160,7 @@ void retire(self_ptr self, std::size_t i) {
   for (auto& a : r.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   r.actors.clear();
   r.state = replica_state::off;
+  r.seen_alive = false;
 }
 
 void decide(self_ptr self, const fleet_snapshot& fleet) {
@@ -156,10 +171,26 @@ void decide(self_ptr self, const fleet_snapshot& fleet) {
   v.now = now;
   v.min_replicas = o.min_replicas;
   v.max_replicas = o.max_replicas;
-  v.serving = st.count(replica_state::serving);
   v.starting = static_cast<std::int32_t>(std::count_if(st.replicas.begin(), st.replicas.end(), [](const auto& r) {
     return r.state == replica_state::starting && !r.to_pool;
   }));
+  // A replica that died (its scheduler crashed) is off: stopped, its slot
+  // free. (Only once seen alive: one that just joined may not show yet.)
+  for (std::size_t i = 0; i < fleet.size() && i < st.replicas.size(); ++i) {
+    auto& r = st.replicas[i];
+    if (r.state == replica_state::off || r.state == replica_state::starting) continue;
+    if (fleet[i].alive) {
+      r.seen_alive = true;
+      continue;
+    }
+    if (!r.seen_alive) continue;
+    std::fprintf(stderr, "troupe: autoscaler: replica %zu died; its slot is free\n", i);
+    for (auto& a : r.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    r.actors.clear();
+    r.state = replica_state::off;
+    r.seen_alive = false;
+  }
+  v.serving = st.count(replica_state::serving);
   double kv = 0;
   for (std::size_t i = 0; i < fleet.size() && i < st.replicas.size(); ++i) {
     const auto& f = fleet[i];
@@ -289,15 +320,15 @@ auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::
             .then([self](const fleet_snapshot& f) { decide(self, f); }, [](caf::error&) {});
         self->delayed_send(self, seconds(self->state.options.interval_s), tick_atom_v);
       },
-      [self](started_atom, started_replica& r) {
+      [self](started_atom, started_replica& r) -> bool {
         auto& st = self->state;
-        if (r.index < 0 || static_cast<std::size_t>(r.index) >= st.replicas.size()) return;
+        if (r.index < 0 || static_cast<std::size_t>(r.index) >= st.replicas.size()) return false;
         auto& rec = st.replicas[static_cast<std::size_t>(r.index)];
         if (!r.error.empty() || !r.scheduler) {
           std::fprintf(stderr, "troupe: autoscaler: replica %d failed to start: %s\n", r.index, r.error.c_str());
           rec.state = replica_state::off;
           st.publish();
-          return;
+          return false;
         }
         rec.actors = std::move(r.actors);
         rec.state = rec.to_pool ? replica_state::warm : replica_state::serving;
@@ -307,6 +338,7 @@ auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::
         self->send(st.options.router, join_atom_v, r.index, caf::actor_cast<scheduler_actor>(r.scheduler));
         if (rec.to_pool) self->send(st.options.router, drain_atom_v, r.index, true);
         st.publish();
+        return true;
       },
       [self](status_atom) { return status_json(self->state); },
   };

@@ -98,8 +98,9 @@ using router_actor = caf::typed_actor<
 using autoscaler_actor = caf::typed_actor<
     /// Internal: the interval's decision.
     caf::reacts_to<tick_atom>,
-    /// Internal: a cold start finished (or failed).
-    caf::reacts_to<started_atom, started_replica>,
+    /// Internal: a cold start finished (or failed); true when taken (an
+    /// error or false: the starter stops what it started).
+    caf::replies_to<started_atom, started_replica>::with<bool>,
     /// Its last decision and every replica's state, as JSON (the admin API).
     caf::replies_to<status_atom>::with<std::string>>;
 

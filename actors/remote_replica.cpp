@@ -49,7 +49,10 @@ auto proxy(proxy_actor::stateful_pointer<proxy_state> self, endpoint_actor endpo
                 });
         return rp;
       },
-      [self](abort_atom, request_id id) { self->send(self->state.endpoint, abort_atom_v, id); },
+      [self](abort_atom, request_id id) {
+        self->state.sinks.erase(id); // (its sink is gone or done: late tokens go nowhere)
+        self->send(self->state.endpoint, abort_atom_v, id);
+      },
       [](step_atom) {},
       [](refill_atom) {},
       [self](evacuate_atom) { self->send(self->state.endpoint, evacuate_atom_v); },
@@ -138,13 +141,18 @@ auto endpoint(endpoint_actor::stateful_pointer<endpoint_state> self, scheduler_a
                   if (a.status != 0) self->state.origins.erase(id);
                   rp.deliver(std::move(a));
                 },
-                [self, rp, id](caf::error&) mutable {
+                // Its scheduler is gone: an error (not a refusal), so that
+                // the request is retried on another replica.
+                [self, rp, id](caf::error& e) mutable {
                   self->state.origins.erase(id);
-                  rp.deliver(admission{503, "the worker's replica stopped"});
+                  rp.deliver(std::move(e));
                 });
         return rp;
       },
-      [self](abort_atom, request_id id) { self->send(self->state.scheduler, abort_atom_v, id); },
+      [self](abort_atom, request_id id) {
+        self->state.origins.erase(id);
+        self->send(self->state.scheduler, abort_atom_v, id);
+      },
       [self](evacuate_atom) { self->send(self->state.scheduler, evacuate_atom_v); },
       [self](fault_atom, const std::string& f) { self->send(self->state.scheduler, fault_atom_v, f); },
       // Its scheduler's tokens go to the proxy that submitted them: counted

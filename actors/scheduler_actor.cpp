@@ -46,6 +46,11 @@ struct scheduler_state {
   std::unordered_map<request_id, client> sinks;
   bool stepping = false; ///< a step is queued or in flight
   bool hung = false;     ///< fault injection: steps stop as on a stuck device
+  bool executor_busy = false; ///< a step is at the executor
+  /// Out of rotation and emptied: submissions (routed before, or matching
+  /// then) are refused with an error, so that their sinks retry elsewhere,
+  /// until a step completes again (or it recovers).
+  bool evacuated = false;
   std::uint64_t submitted = 0, submitted_tokens = 0; ///< submissions received, ever (the router's in-flight count)
   static constexpr auto report_interval = std::chrono::milliseconds(5);
   replica_report last_report;  ///< the last sent to the router
@@ -192,10 +197,13 @@ void step(self_ptr self) {
     st.publish();
     return;
   }
+  st.executor_busy = true;
   self->request(st.executor, caf::infinite, execute_atom_v, step_ptr(out))
       .then(
           [self, out, now_s](step_result& result) {
             auto& st = self->state;
+            st.executor_busy = false;
+            st.evacuated = false; // it steps: whatever took it out has passed
             if (st.log) st.log->step(now_s, st.now_s() - now_s, *out, result);
             auto updates = st.core->update(*out, result);
             // The memory manager gets this step's publishes before any
@@ -217,6 +225,7 @@ void step(self_ptr self) {
             kick(self);
           },
           [self](caf::error& e) {
+            self->state.executor_busy = false;
             fail_everything(self, "the executor failed (" + self->system().render(e) + ")");
             self->state.stepping = false;
           });
@@ -265,6 +274,15 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           const auto matched = r.matched_blocks;
           st.matching.erase(id);
           const bool cancelled = st.cancelled.erase(id) > 0; // its client left during the match
+          if (st.evacuated && !cancelled) {
+            // Out of rotation: the sink retries it elsewhere.
+            std::vector<block_op> ops;
+            for (const block_id b : matched) ops.push_back({block_op::kind::release, b, {}, 0, 0});
+            if (!ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
+            rp.deliver(caf::make_error(caf::sec::runtime_error, "the replica is out of rotation"));
+            st.publish();
+            return;
+          }
           std::optional<request> logged;
           if (st.log && !cancelled) logged = r;
           auto result = cancelled ? submit_result{499, "cancelled"} : st.core->submit(std::move(r));
@@ -317,7 +335,10 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
       },
       [self](step_atom) { step(self); },
       [self](refill_atom) { refill(self); },
-      [self](evacuate_atom) { fail_everything(self, "out of rotation (failed health checks)"); },
+      [self](evacuate_atom) {
+        self->state.evacuated = true;
+        fail_everything(self, "out of rotation (failed health checks)");
+      },
       [self](fault_atom, const std::string& fault) {
         auto& st = self->state;
         std::fprintf(stderr, "troupe: replica %d: injected fault \"%s\"\n", st.options.replica, fault.c_str());
@@ -326,6 +347,9 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
         } else if (fault == "recover") {
           if (!st.hung) return;
           st.hung = false;
+          st.evacuated = false;
+          // (A step still at the executor kicks the next when it returns.)
+          if (st.executor_busy) return;
           st.stepping = false;
           kick(self);
         } else if (fault == "crash") {

@@ -357,8 +357,11 @@ void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor s
               st.client->write(std::move(first));
             }
           },
-          // The replica died before it answered.
-          [self](caf::error&) { replica_failed(self); });
+          // The replica died before it answered, or refused it (out of
+          // rotation): elsewhere. (Only while it is still this one's.)
+          [self, replica](caf::error&) {
+            if (self->state.replica_index == replica) replica_failed(self);
+          });
 }
 
 auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* status,

@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 namespace troupe::cli {
 
@@ -43,60 +44,72 @@ auto run_worker(std::span<char* const> argv) -> int {
 
   caf::actor_system_config caf_cfg;
   configure_actors(caf_cfg, cfg, true);
-  caf::actor_system sys{caf_cfg};
-
-  auto door = sys.middleman().remote_actor<door_actor>(host, static_cast<std::uint16_t>(port));
-  if (!door) throw std::runtime_error("cannot reach " + join + ": " + sys.render(door.error()));
-  const auto setup = prepare_model(cfg);
-
-  // The replica indices (and the router) first: the metrics need the count.
-  caf::scoped_actor self{sys};
-  std::vector<std::int32_t> indices;
-  router_actor router;
-  for (int k = 0; k < cfg.replicas; ++k)
-    self->request(*door, std::chrono::seconds(30), join_atom_v, setup.name)
-        .receive(
-            [&](std::int32_t index, router_actor& r) {
-              indices.push_back(index);
-              router = std::move(r);
-            },
-            [&](caf::error& e) {
-              // The door's reason when it gave one, else CAF's rendering.
-              const auto& why = e.context();
-              throw std::runtime_error(join + " refused the worker: " +
-                                       (why.match_elements<std::string>() ? why.get_as<std::string>(0)
-                                                                          : sys.render(e)));
-            });
-  std::vector<std::string> devices;
-  for (const auto i : indices) devices.push_back("worker:" + std::to_string(i));
-  server_metrics metrics(nullptr, setup.name, "", *std::max_element(indices.begin(), indices.end()) + 1, devices);
+  // What the actors use outlives them: declared before the system, which
+  // waits for its actors as it goes.
   server_status status;
-  std::vector<caf::actor> actors;
-  for (std::size_t k = 0; k < indices.size(); ++k) {
-    auto r = start_own_replica(sys, cfg, setup, indices[k], router, &metrics, &status, devices[k]);
-    if (!r.error.empty()) throw std::runtime_error(r.error);
-    auto endpoint = spawn_endpoint(sys, caf::actor_cast<scheduler_actor>(r.scheduler));
-    actors.insert(actors.end(), r.actors.begin(), r.actors.end());
-    actors.push_back(caf::actor_cast<caf::actor>(endpoint));
-    self->send(*door, join_atom_v, indices[k], setup.name, endpoint);
-  }
-  std::string list;
-  for (const auto i : indices) list += (list.empty() ? "" : ", ") + std::to_string(i);
-  std::printf("troupe worker: joined %s: replica%s %s of %s\n", join.c_str(), indices.size() == 1 ? "" : "s",
-              list.c_str(), setup.name.c_str());
-  std::fflush(stdout);
-
-  // Until a signal, or the connection to the router node closes (it stopped,
-  // or dropped this worker after missed heartbeats).
-  self->monitor(*door);
+  std::optional<server_metrics> metrics;
+  caf::actor_system sys{caf_cfg};
+  std::vector<caf::actor> actors; // the replicas' and their endpoints
+  const auto stop_all = [&] {
+    for (auto& h : actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    actors.clear();
+  };
   bool router_gone = false;
-  while (!router_gone) {
-    const timespec tick{0, 200'000'000};
-    if (sigtimedwait(&signals, nullptr, &tick) > 0) break;
-    self->receive([&](caf::down_msg&) { router_gone = true; }, caf::after(std::chrono::seconds(0)) >> [] {});
+  try {
+    auto door = sys.middleman().remote_actor<door_actor>(host, static_cast<std::uint16_t>(port));
+    if (!door) throw std::runtime_error("cannot reach " + join + ": " + sys.render(door.error()));
+    const auto setup = prepare_model(cfg);
+
+    // The replica indices (and the router) first: the metrics need the count.
+    caf::scoped_actor self{sys};
+    std::vector<std::int32_t> indices;
+    router_actor router;
+    for (int k = 0; k < cfg.replicas; ++k)
+      self->request(*door, std::chrono::seconds(30), join_atom_v, setup.name)
+          .receive(
+              [&](std::int32_t index, router_actor& r) {
+                indices.push_back(index);
+                router = std::move(r);
+              },
+              [&](caf::error& e) {
+                // The door's reason when it gave one, else CAF's rendering.
+                const auto& why = e.context();
+                throw std::runtime_error(join + " refused the worker: " +
+                                         (why.match_elements<std::string>() ? why.get_as<std::string>(0)
+                                                                            : sys.render(e)));
+              });
+    std::vector<std::string> devices;
+    for (const auto i : indices) devices.push_back("worker:" + std::to_string(i));
+    metrics.emplace(nullptr, setup.name, "", *std::max_element(indices.begin(), indices.end()) + 1, devices);
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      auto r = start_own_replica(sys, cfg, setup, indices[k], router, &*metrics, &status, devices[k]);
+      actors.insert(actors.end(), r.actors.begin(), r.actors.end());
+      if (!r.error.empty()) throw std::runtime_error(r.error);
+      auto endpoint = spawn_endpoint(sys, caf::actor_cast<scheduler_actor>(r.scheduler));
+      actors.push_back(caf::actor_cast<caf::actor>(endpoint));
+      self->send(*door, join_atom_v, indices[k], setup.name, endpoint);
+    }
+    std::string list;
+    for (const auto i : indices) list += (list.empty() ? "" : ", ") + std::to_string(i);
+    std::printf("troupe worker: joined %s: replica%s %s of %s\n", join.c_str(), indices.size() == 1 ? "" : "s",
+                list.c_str(), setup.name.c_str());
+    std::fflush(stdout);
+
+    // Until a signal, or the connection to the router node closes (it
+    // stopped, or dropped this worker after missed heartbeats).
+    self->monitor(*door);
+    while (!router_gone) {
+      const timespec tick{0, 200'000'000};
+      if (sigtimedwait(&signals, nullptr, &tick) > 0) break;
+      self->receive([&](caf::down_msg&) { router_gone = true; }, caf::after(std::chrono::seconds(0)) >> [] {});
+    }
+  } catch (...) {
+    stop_all();
+    sys.await_all_actors_done();
+    throw;
   }
-  for (auto& h : actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-  actors.clear();
+  stop_all();
+  sys.await_all_actors_done();
   std::printf("troupe worker: %s\n", router_gone ? "the connection to the router node closed; stopped" : "stopped");
   std::fflush(stdout);
   return router_gone ? 1 : 0;

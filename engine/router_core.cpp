@@ -31,6 +31,16 @@ auto router_core::add_replica(double weight) -> std::size_t {
 
 void router_core::join(std::size_t replica) {
   while (replica >= views_.size()) add_replica();
+  // A slot used before (a replica stopped, then started again) starts
+  // afresh: its new scheduler counts submissions from 0.
+  const auto weight = views_[replica].weight;
+  views_[replica] = {};
+  views_[replica].id = replica;
+  views_[replica].weight = weight;
+  routed_[replica] = routed_tokens_[replica] = 0;
+  reports_[replica] = {};
+  recent_[replica].clear();
+  recent_tokens_[replica] = 0;
   auto& h = health_[replica];
   h.joined = h.alive = h.healthy = true;
   h.draining = false;

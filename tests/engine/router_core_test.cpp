@@ -82,6 +82,24 @@ TEST_CASE("health: out after N consecutive failed checks, back after M passes") 
   CHECK(r.view(1).ready);
 }
 
+TEST_CASE("a slot joined again starts afresh: nothing in flight from its last life") {
+  router_core r(policy::make_routing_policy("least_requests"), 2);
+  policy::route_request q;
+  q.prompt_tokens = 10;
+  for (int i = 0; i < 4; ++i) (void)r.route(q, 0);
+  CHECK(r.view(0).in_flight == 2);
+  r.set_dead(0);
+  r.join(0); // a new replica in the old slot: its reports count from 0
+  CHECK(r.view(0).in_flight == 0);
+  CHECK(r.view(0).in_flight_tokens == 0);
+  replica_report rep;
+  rep.submitted = 1;
+  rep.submitted_tokens = 10;
+  CHECK(r.route(q, 1) == 0);
+  r.report(0, rep);
+  CHECK(r.view(0).in_flight == 0);
+}
+
 TEST_CASE("replicas added later are out of rotation until they join") {
   router_core r(policy::make_routing_policy("least_requests"), 1);
   const auto i = r.add_replica(2.0);
