@@ -30,6 +30,8 @@ struct router_state {
   std::uint64_t next_check = 1;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
+  /// Replica i's configured capacity (1 when none is).
+  auto weight_of(std::size_t i) const -> double { return i < options.weights.size() ? options.weights[i] : 1.0; }
   auto slot(std::size_t i) -> replica_slot& {
     if (i >= slots.size()) slots.resize(i + 1);
     return slots[i];
@@ -147,7 +149,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
                                           options.health);
   st.options = std::move(options);
   for (std::size_t i = 0; i < st.options.slots; ++i)
-    st.core->add_replica(i < st.options.weights.size() ? st.options.weights[i] : 1.0);
+    st.core->add_replica(st.weight_of(i));
   st.publish_ready();
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
@@ -181,14 +183,17 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         if (replica < 0 || !scheduler) return;
         const auto i = static_cast<std::size_t>(replica);
         while (st.core->num_replicas() <= i)
-          st.core->add_replica(i < st.options.weights.size() ? st.options.weights[st.core->num_replicas()] : 1.0);
+          st.core->add_replica(st.weight_of(st.core->num_replicas()));
         st.slot(i).scheduler = scheduler;
         st.slot(i).check = 0;
         self->monitor(scheduler);
         st.core->join(i);
         st.publish_ready();
       },
-      [self](join_atom) { return static_cast<std::int32_t>(self->state.core->add_replica()); },
+      [self](join_atom) {
+        auto& st = self->state;
+        return static_cast<std::int32_t>(st.core->add_replica(st.weight_of(st.core->num_replicas())));
+      },
       [self](drain_atom, std::int32_t replica, bool draining) {
         auto& st = self->state;
         if (replica < 0 || static_cast<std::size_t>(replica) >= st.core->num_replicas()) return;

@@ -172,6 +172,20 @@ void apply_devices(const toml::node& n, const std::string& path, server_config& 
   c.devices = std::move(devices);
 }
 
+void apply_weights(const toml::node& n, const std::string& path, server_config& c) {
+  if (!n.is_array()) wrong_type(path, "an array of numbers", n);
+  std::vector<double> out;
+  std::size_t i = 0;
+  for (const auto& e : *n.as_array()) {
+    const auto at = path + "[" + std::to_string(i++) + "]";
+    if (!e.is_number()) wrong_type(at, "a number", e);
+    const auto v = e.is_integer() ? static_cast<double>(e.as_integer()->get()) : e.as_floating_point()->get();
+    if (!(v > 0) || !std::isfinite(v)) fail(at, "must be > 0, got " + show(v));
+    out.push_back(v);
+  }
+  c.router_weights = std::move(out);
+}
+
 void apply_dtype(const toml::node& n, const std::string& path, server_config& c) {
   const auto& s = as_string(n, path);
   if (s != "bfloat16" && s != "float32") fail(path, "unknown dtype \"" + s + "\"; known: bfloat16, float32");
@@ -354,6 +368,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "preemption_mode", apply_preemption_mode, true},
       {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0)},
       {"router", "policy", policy_name(&c::router_policy, "routing", policy::routing_policy_names()), true},
+      {"router", "weights", apply_weights},
       {"router", "health_check_interval_s", seconds(&c::health_check_interval_s, false)},
       {"router", "health_check_timeout_s", seconds(&c::health_check_timeout_s, false)},
       {"router", "unhealthy_after", integer(&c::unhealthy_after, 1)},

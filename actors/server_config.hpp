@@ -92,6 +92,7 @@ struct server_config {
   std::int64_t swap_space_bytes = std::int64_t{4} << 30; ///< key "swap_space"; >= 0; host memory for swap, per device
   // [router]
   std::string router_policy = "round_robin"; ///< key "policy": a routing policy's name (policies/registry.hpp)
+  std::vector<double> router_weights;      ///< key "weights": > 0 each, by replica index (the rest 1): `weighted`'s capacities
   double health_check_interval_s = 5.0;    ///< > 0: a deep check (a one-token inference) per replica this often
   double health_check_timeout_s = 30.0;    ///< > 0: a check not answered within this fails
   std::int32_t unhealthy_after = 3;        ///< >= 1 consecutive failed checks take a replica out of rotation

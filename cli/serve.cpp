@@ -190,6 +190,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ro.share = share;
   router_options rto;
   rto.policy = cfg.router_policy;
+  rto.weights = cfg.router_weights;
   rto.health = {cfg.unhealthy_after, cfg.healthy_after};
   rto.check_interval_s = cfg.health_check_interval_s;
   rto.check_timeout_s = cfg.health_check_timeout_s;

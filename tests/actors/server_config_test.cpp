@@ -85,7 +85,7 @@ TEST_CASE("config/default.toml spells out every key") {
         "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
         "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "router.policy",
         "router.health_check_interval_s", "router.health_check_timeout_s", "router.unhealthy_after",
-        "router.healthy_after", "router.max_retries", "router.worker_port", "router.capability_rules", "autoscaler.policy", "autoscaler.target", "autoscaler.min_replicas",
+        "router.healthy_after", "router.max_retries", "router.weights", "router.worker_port", "router.capability_rules", "autoscaler.policy", "autoscaler.target", "autoscaler.min_replicas",
         "autoscaler.max_replicas", "autoscaler.interval_s", "autoscaler.scale_in_delay_s", "autoscaler.warm_pool",
         "actors.tokenizers",
         "actors.caf_threads"}) {
@@ -94,7 +94,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 55);
+  CHECK(num_keys == 56);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -363,6 +363,9 @@ capability_rules = [{ model = "auto", small = "small", large = "tiny", max_promp
         "model.more[0].canary_percent: must be in [0, 100], got 101");
   CHECK(error_of("[model]\nmore = [{ dir = \"x\", gpu = 1 }]\n") ==
         "model.more[0].gpu: unknown key; known: dir, name, version, canary_percent, replicas");
+  CHECK(with("router.weights", "[2, 0.5]").router_weights == std::vector<double>{2.0, 0.5});
+  CHECK(error_of("[router]\nweights = [1, 0]\n") == "router.weights[1]: must be > 0, got 0");
+  CHECK(error_of("[router]\nweights = [\"x\"]\n") == "router.weights[0]: expected a number, got string");
   CHECK(error_of("[autoscaler]\npolicy = \"magic\"\n") ==
         "autoscaler.policy: unknown autoscaling policy \"magic\"; known: none, queue_depth, ttft_slo, tokens_per_second");
   CHECK(error_of("[autoscaler]\nmin_replicas = 5\nmax_replicas = 2\n") ==

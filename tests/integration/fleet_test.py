@@ -201,6 +201,16 @@ def test_hang(model):
         srv.stop()
 
 
+def test_weighted(model):
+    """router.weights: the weighted policy gives each replica its share."""
+    srv = server(model, "engine.threads=1", "engine.replicas=2", "router.policy=weighted", "router.weights=[3, 1]")
+    try:
+        got = [chat(srv, f"w {i}", 1)[0].getheader("x-troupe-replica") for i in range(8)]
+        check(got.count("0") == 6 and got.count("1") == 2, f"weights 3:1 give replica 0 three requests in four ({got})")
+    finally:
+        srv.stop()
+
+
 def test_admin_off(model):
     srv = server(model, "engine.threads=1")
     try:
@@ -457,6 +467,7 @@ def main():
         subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True,
                        stdout=subprocess.DEVNULL)
         test_admin_off(model)
+        test_weighted(model)
         test_models(tmp, model)
         test_crash(model)
         test_hang(model)
