@@ -6,6 +6,7 @@
 #include "engine/core/memory_manager.hpp"
 #include "engine/core/prefix_cache.hpp"
 #include "policies/registry.hpp"
+#include "sim/autoscaled_fleet.hpp"
 #include "sim/router.hpp"
 #include "sim/workload.hpp"
 
@@ -126,34 +127,17 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     weights.push_back(spec->weight);
   }
   // Replica states under the autoscaler; a fixed fleet serves throughout.
-  enum class state { off, starting, serving, draining, warm };
-  std::vector<state> states(replicas.size(), state::serving);
-  std::vector<double> ready_at(replicas.size(), INFINITY);
-  std::vector<bool> to_warm(replicas.size(), false); ///< starting to refill the warm pool
-  std::unique_ptr<policy::autoscaling_policy> scaler;
-  if (as.enabled()) {
-    scaler = policy::make_autoscaling_policy(as.policy, as.target);
-    for (std::size_t i = 0; i < replicas.size(); ++i)
-      states[i] = static_cast<std::int32_t>(i) < as.min_replicas ? state::serving
-                  : static_cast<std::int32_t>(i) < as.min_replicas + as.warm_pool ? state::warm
-                                                                                : state::off;
-  }
-  double seconds_at = 0; // replica_seconds is integrated up to here
-  const auto loaded = [&] {
-    return std::count_if(states.begin(), states.end(), [](state s) { return s != state::off; });
+  autoscaled_fleet scaled(as, replicas.size(), out);
+  const auto load_of = [&](std::size_t i) {
+    const auto& r = *replicas[i];
+    return autoscaled_fleet::replica_load{r.core.num_running(), r.core.num_waiting(), r.core.oldest_waiting_arrival(),
+                                          r.kv_use(), !r.step.empty()};
   };
-  out.replica_loaded.assign(replicas.size(), 0.0);
-  const auto advance = [&](double t) {
-    if (t <= seconds_at) return;
-    out.replica_seconds += static_cast<double>(loaded()) * (t - seconds_at);
-    for (std::size_t i = 0; i < replicas.size(); ++i)
-      if (states[i] != state::off) out.replica_loaded[i] += t - seconds_at;
-    seconds_at = t;
+  std::vector<std::size_t> stopped; // replicas the autoscaler shut down: their caches go
+  const auto forget_stopped = [&] {
+    for (const auto i : stopped) replicas[i]->cache.drop_cached();
+    stopped.clear();
   };
-  std::vector<double> window_ttft; ///< TTFTs of first tokens since the last decision
-  double window_tokens = 0;        ///< tokens computed since the last decision
-  double next_tick = as.enabled() ? as.interval_s : INFINITY;
-  double below_since = -1; ///< desired has been under the fleet since then; -1: it is not
 
   std::priority_queue<step_event, std::vector<step_event>, std::greater<>> steps;
   std::uint64_t seq = 0;
@@ -169,7 +153,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     r.core.schedule(now, r.step);
     if (r.step.empty()) return;
     const auto features = features_of(r.step);
-    if (scaler) window_tokens += features.tokens;
+    if (scaled.enabled()) scaled.note_tokens(features.tokens);
     const double dur = std::max(cost->step_seconds(features), 1e-9);
     steps.push({now + dur, seq++, ri});
     const double kv_use = r.kv_use();
@@ -228,7 +212,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
         auto& v = views[i];
         const auto& core = replicas[i]->core;
         v.id = i;
-        v.ready = states[i] == state::serving;
+        v.ready = scaled.serving(i);
         v.weight = weights[i];
         v.running = core.num_running();
         v.waiting = core.num_waiting();
@@ -269,106 +253,19 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
 
   auto pending = traffic.next();
   std::int64_t issued = 0, next_index = traffic.size();
-  // A drained replica with nothing left stops (or rejoins the warm pool).
-  const auto retire_idle = [&](double now) {
-    for (std::size_t i = 0; i < replicas.size(); ++i)
-      if (states[i] == state::draining && replicas[i]->step.empty() && replicas[i]->core.num_running() == 0 &&
-          replicas[i]->core.num_waiting() == 0) {
-        advance(now);
-        const auto warm = std::count(states.begin(), states.end(), state::warm) +
-                          std::count(to_warm.begin(), to_warm.end(), true);
-        states[i] = warm < as.warm_pool ? state::warm : state::off;
-        // Shut down: its KV cache goes with it (a cold start begins empty).
-        if (states[i] == state::off) replicas[i]->cache.drop_cached();
-      }
-  };
-  // One autoscaler decision: out at once (warm replicas first, then cold
-  // starts), in one drained replica per scale_in_delay_s of lower counts.
-  const auto tick = [&](double now) {
-    policy::fleet_view v;
-    v.now = now;
-    v.min_replicas = as.min_replicas;
-    v.max_replicas = as.max_replicas;
-    double oldest = INFINITY, kv = 0;
-    for (std::size_t i = 0; i < replicas.size(); ++i) {
-      if (states[i] == state::serving) ++v.serving, kv += replicas[i]->kv_use();
-      if (states[i] == state::starting && !to_warm[i]) ++v.starting;
-      if (states[i] == state::serving || states[i] == state::draining) {
-        v.queue_depth += replicas[i]->core.num_waiting();
-        v.active_seqs += replicas[i]->core.num_running();
-        oldest = std::min(oldest, replicas[i]->core.oldest_waiting_arrival());
-      }
-    }
-    v.queue_age_s = std::isfinite(oldest) ? now - oldest : 0.0;
-    v.kv_use = v.serving > 0 ? kv / v.serving : 0.0;
-    if (!window_ttft.empty()) {
-      std::sort(window_ttft.begin(), window_ttft.end());
-      v.ttft_p95_s = window_ttft[static_cast<std::size_t>(0.95 * static_cast<double>(window_ttft.size() - 1))];
-    }
-    v.tokens_per_s = window_tokens / as.interval_s;
-    window_ttft.clear();
-    window_tokens = 0;
-    const auto d = scaler->decide(v);
-    const auto desired = std::clamp(d.desired, as.min_replicas, as.max_replicas);
-    out.scale_events.push_back({now, v.serving, v.starting, desired, std::string(d.reason)});
-    advance(now);
-    std::int32_t have = v.serving + v.starting;
-    if (desired > have) {
-      below_since = -1;
-      // Draining replicas serve again first (still loaded), then warm ones.
-      for (std::size_t i = 0; i < replicas.size() && have < desired; ++i)
-        if (states[i] == state::draining) states[i] = state::serving, ++have;
-      for (std::size_t i = 0; i < replicas.size() && have < desired; ++i)
-        if (states[i] == state::warm) states[i] = state::serving, ++have;
-      for (std::size_t i = 0; i < replicas.size() && have < desired; ++i)
-        if (states[i] == state::starting && to_warm[i]) to_warm[i] = false, ++have; // already on its way
-      for (std::size_t i = 0; i < replicas.size() && have < desired; ++i)
-        if (states[i] == state::off) states[i] = state::starting, ready_at[i] = now + as.cold_start_s, ++have;
-      // Refill the warm pool behind them.
-      auto warm = std::count(states.begin(), states.end(), state::warm) +
-                  std::count_if(to_warm.begin(), to_warm.end(), [](bool b) { return b; });
-      for (std::size_t i = 0; i < replicas.size() && warm < as.warm_pool; ++i)
-        if (states[i] == state::off)
-          states[i] = state::starting, ready_at[i] = now + as.cold_start_s, to_warm[i] = true, ++warm;
-    } else if (desired < have) {
-      if (below_since < 0) below_since = now;
-      if (now - below_since >= as.scale_in_delay_s && v.serving > as.min_replicas) {
-        // The serving replica with the least work drains: no new requests, its own finish.
-        std::size_t pick = replicas.size();
-        for (std::size_t i = 0; i < replicas.size(); ++i)
-          if (states[i] == state::serving &&
-              (pick == replicas.size() || replicas[i]->core.num_running() + replicas[i]->core.num_waiting() <
-                                              replicas[pick]->core.num_running() + replicas[pick]->core.num_waiting()))
-            pick = i;
-        if (pick < replicas.size()) states[pick] = state::draining;
-        below_since = now; // the next one only after another delay
-      }
-    } else {
-      below_since = -1;
-    }
-    retire_idle(now);
-  };
-
   while (pending || !follow_ups.empty() || !steps.empty()) {
     const double t_arrival = pending ? pending->arrival_s : INFINITY;
     const double t_turn = follow_ups.empty() ? INFINITY : follow_ups.top().t;
     const double t_step = steps.empty() ? INFINITY : steps.top().t;
-    double t_ready = INFINITY;
-    std::size_t readying = replicas.size();
-    if (as.enabled())
-      for (std::size_t i = 0; i < replicas.size(); ++i)
-        if (states[i] == state::starting && ready_at[i] < t_ready) t_ready = ready_at[i], readying = i;
+    const auto [t_ready, readying] = scaled.next_ready();
     // The autoscaler's clock: decisions, then replicas coming up, before the traffic of that instant.
-    if (next_tick <= std::min({t_arrival, t_turn, t_step, t_ready})) {
-      tick(next_tick);
-      next_tick += as.interval_s;
+    if (scaled.next_tick() <= std::min({t_arrival, t_turn, t_step, t_ready})) {
+      scaled.tick(load_of, stopped);
+      forget_stopped();
       continue;
     }
     if (t_ready <= std::min({t_arrival, t_turn, t_step})) {
-      advance(t_ready);
-      states[readying] = to_warm[readying] ? state::warm : state::serving;
-      to_warm[readying] = false;
-      ready_at[readying] = INFINITY;
+      scaled.ready(readying, t_ready);
       continue;
     }
     // Arrivals first at equal times: a request arriving as a step ends joins the next.
@@ -404,7 +301,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
       if (u.token) {
         if (rec.first_token_s < 0) {
           rec.first_token_s = ev.t;
-          if (scaler) window_ttft.push_back(ev.t - rec.arrival_s); // (cleared by each decision)
+          if (scaled.enabled()) scaled.note_first_token(ev.t - rec.arrival_s);
         } else if (const double g = ev.t - rec.last_token_s; g == gap) {
           ++gaps;
         } else {
@@ -431,9 +328,12 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     out.itl.add_run(gap, gaps);
     out.end_s = std::max(out.end_s, ev.t);
     start_step(ev.replica, ev.t);
-    if (as.enabled()) retire_idle(ev.t);
+    if (scaled.enabled()) {
+      scaled.retire_idle(ev.t, load_of, stopped);
+      forget_stopped();
+    }
   }
-  advance(out.end_s);
+  scaled.advance(out.end_s);
   for (const auto& r : replicas) {
     out.preemptions += r->core.num_preemptions();
     out.swap_outs += r->core.num_swap_outs();
