@@ -179,24 +179,29 @@ void gateway::admin(const std::string& path, const http::request& req, serving_c
     api::api_error e{status, std::move(message), "invalid_request_error", "", std::move(code)};
     reply(status, api::error_body(e));
   };
-  if (path == "/admin/autoscaler") {
-    if (req.method != "GET") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
-    if (!ctx.autoscaler) return error(404, "the model has no autoscaler (autoscaler.policy is \"none\")", "not_found");
+  const auto wrong_method = [&] {
+    error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
+  };
+  // An actor's status JSON, "" when it does not answer. (An admin call:
+  // blocking this HTTP thread for the answer is fine.)
+  const auto status_of = [&](const auto& handle) {
     caf::scoped_actor self{sys_};
     std::string body;
-    self->request(ctx.autoscaler, std::chrono::seconds(5), status_atom_v)
+    self->request(handle, std::chrono::seconds(5), status_atom_v)
         .receive([&](std::string& s) { body = std::move(s); }, [&](caf::error&) {});
+    return body;
+  };
+  if (path == "/admin/autoscaler") {
+    if (req.method != "GET") return wrong_method();
+    if (!ctx.autoscaler) return error(404, "the model has no autoscaler (autoscaler.policy is \"none\")", "not_found");
+    const auto body = status_of(ctx.autoscaler);
     if (body.empty()) return error(503, "the autoscaler did not answer", "autoscaler_unavailable");
     return reply(200, body);
   }
   const std::string base = "/admin/replicas";
   if (path == base) {
-    if (req.method != "GET") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
-    // (An admin call: blocking this HTTP thread for the router's answer is fine.)
-    caf::scoped_actor self{sys_};
-    std::string body;
-    self->request(ctx.router, std::chrono::seconds(5), status_atom_v)
-        .receive([&](std::string& s) { body = std::move(s); }, [&](caf::error&) {});
+    if (req.method != "GET") return wrong_method();
+    const auto body = status_of(ctx.router);
     if (body.empty()) return error(503, "the router did not answer", "router_unavailable");
     return reply(200, R"({"object":"list","data":)" + body + "}");
   }
@@ -212,7 +217,7 @@ void gateway::admin(const std::string& path, const http::request& req, serving_c
   }
   if (replica < 0 || slash == std::string::npos)
     return error(404, "no replica '" + rest.substr(0, slash) + "' (see GET /admin/replicas)", "not_found");
-  if (req.method != "POST") return error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
+  if (req.method != "POST") return wrong_method();
   const auto action = rest.substr(slash + 1);
   if (action == "drain" || action == "resume")
     caf::anon_send(ctx.router, drain_atom_v, replica, action == "drain");

@@ -274,11 +274,15 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           const auto matched = r.matched_blocks;
           st.matching.erase(id);
           const bool cancelled = st.cancelled.erase(id) > 0; // its client left during the match
-          if (st.evacuated && !cancelled) {
-            // Out of rotation: the sink retries it elsewhere.
+          // Refused: the references the match took go back.
+          const auto release_matched = [&] {
             std::vector<block_op> ops;
             for (const block_id b : matched) ops.push_back({block_op::kind::release, b, {}, 0, 0});
             if (!ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
+          };
+          if (st.evacuated && !cancelled) {
+            // Out of rotation: the sink retries it elsewhere.
+            release_matched();
             rp.deliver(caf::make_error(caf::sec::runtime_error, "the replica is out of rotation"));
             st.publish();
             return;
@@ -288,10 +292,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           auto result = cancelled ? submit_result{499, "cancelled"} : st.core->submit(std::move(r));
           if (logged) st.log->submit(st.now_s(), *logged, result.status);
           if (result.status != 0) {
-            // Refused: the references the match took go back.
-            std::vector<block_op> ops;
-            for (const block_id b : matched) ops.push_back({block_op::kind::release, b, {}, 0, 0});
-            if (!ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
+            release_matched();
             rp.deliver(admission{result.status, std::move(result.reason)});
             st.publish(); // (the router learns it arrived)
             return;

@@ -58,6 +58,21 @@ auto as_integer(const toml::node& n, const std::string& path) -> std::int64_t {
   return n.as_integer()->get();
 }
 
+/// A number (an integer is taken too). Not node::value<double>(), which
+/// refuses integers a double cannot hold exactly.
+auto as_number(const toml::node& n, const std::string& path) -> double {
+  if (!n.is_number()) wrong_type(path, "a number", n);
+  return n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
+}
+
+/// "a, b, c".
+template <class Range>
+auto joined(const Range& names) -> std::string {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
 auto as_string(const toml::node& n, const std::string& path) -> const std::string& {
   if (!n.is_string()) wrong_type(path, "a string", n);
   return n.as_string()->get();
@@ -122,9 +137,7 @@ auto integer(Int server_config::*field, std::int64_t lo, std::optional<std::int6
 /// A duration in seconds: > 0, or >= 0 where zero_ok; finite either way.
 auto seconds(double server_config::*field, bool zero_ok) -> apply_fn {
   return [=](const toml::node& n, const std::string& path, server_config& c) {
-    if (!n.is_number()) wrong_type(path, "a number", n);
-    // Not node::value<double>(), which refuses integers a double cannot hold exactly.
-    const auto v = n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
+    const auto v = as_number(n, path);
     if (zero_ok ? !(v >= 0) : !(v > 0)) fail(path, (zero_ok ? "must be >= 0, got " : "must be > 0, got ") + show(v));
     if (!std::isfinite(v)) fail(path, "must be finite, got " + show(v));
     c.*field = v;
@@ -178,8 +191,7 @@ void apply_weights(const toml::node& n, const std::string& path, server_config& 
   std::size_t i = 0;
   for (const auto& e : *n.as_array()) {
     const auto at = path + "[" + std::to_string(i++) + "]";
-    if (!e.is_number()) wrong_type(at, "a number", e);
-    const auto v = e.is_integer() ? static_cast<double>(e.as_integer()->get()) : e.as_floating_point()->get();
+    const auto v = as_number(e, at);
     if (!(v > 0) || !std::isfinite(v)) fail(at, "must be > 0, got " + show(v));
     out.push_back(v);
   }
@@ -192,16 +204,14 @@ void apply_dtype(const toml::node& n, const std::string& path, server_config& c)
   c.dtype = s;
 }
 
-/// One of the built-in policies of a kind, by name.
-auto policy_name(std::string server_config::*field, const char* kind, std::vector<std::string> known) -> apply_fn {
+/// One of the built-in policies of a kind, by name; where `paths`, a path
+/// names an out-of-tree policy instead, loaded (and checked) at start-up.
+auto policy_name(std::string server_config::*field, const char* kind, std::vector<std::string> known,
+                 bool paths = true) -> apply_fn {
   return [=](const toml::node& n, const std::string& path, server_config& c) {
     const auto& s = as_string(n, path);
-    // A path names an out-of-tree policy, loaded (and checked) at start-up.
-    if (s.find('/') == std::string::npos && std::find(known.begin(), known.end(), s) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      fail(path, "unknown " + std::string(kind) + " policy \"" + s + "\"; known: " + list);
-    }
+    if (!(paths && s.find('/') != std::string::npos) && std::find(known.begin(), known.end(), s) == known.end())
+      fail(path, "unknown " + std::string(kind) + " policy \"" + s + "\"; known: " + joined(known));
     c.*field = s;
   };
 }
@@ -236,11 +246,8 @@ auto table_array(std::vector<T> server_config::*field, std::vector<std::string_v
       const auto at = path + "[" + std::to_string(i++) + "]";
       if (!e.is_table()) wrong_type(at, "a table", e);
       for (const auto& [k, v] : *e.as_table())
-        if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
-          std::string known;
-          for (const auto key : keys) known += (known.empty() ? "" : ", ") + std::string(key);
-          fail(at + "." + std::string(k.str()), "unknown key; known: " + known);
-        }
+        if (std::find(keys.begin(), keys.end(), k.str()) == keys.end())
+          fail(at + "." + std::string(k.str()), "unknown key; known: " + joined(keys));
       T t{};
       each(*e.as_table(), at, t);
       out.push_back(std::move(t));
@@ -289,23 +296,17 @@ void read_capability_rule(const toml::table& t, const std::string& at, capabilit
   }
 }
 
-void apply_autoscaler_policy(const toml::node& n, const std::string& path, server_config& c) {
-  const auto& s = as_string(n, path);
+/// "none" (a fixed fleet), or a built-in autoscaling policy.
+auto autoscaling_names() -> std::vector<std::string> {
   auto known = policy::autoscaling_policy_names();
   known.insert(known.begin(), "none");
-  if (std::find(known.begin(), known.end(), s) == known.end()) {
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    fail(path, "unknown autoscaling policy \"" + s + "\"; known: " + list);
-  }
-  c.autoscaler_policy = s;
+  return known;
 }
 
 // A plain number >= lo (an integer is taken too).
 auto number(double server_config::*field, double lo) -> apply_fn {
   return [=](const toml::node& n, const std::string& path, server_config& c) {
-    if (!n.is_number()) wrong_type(path, "a number", n);
-    const auto v = n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
+    const auto v = as_number(n, path);
     if (!(v >= lo)) fail(path, "must be >= " + show(lo) + ", got " + show(v));
     c.*field = v;
   };
@@ -379,7 +380,7 @@ auto key_specs() -> const std::vector<key_spec>& {
        table_array<capability_rule>(&c::capability_rules,
                                     {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},
                                     read_capability_rule)},
-      {"autoscaler", "policy", apply_autoscaler_policy, true},
+      {"autoscaler", "policy", policy_name(&c::autoscaler_policy, "autoscaling", autoscaling_names(), false), true},
       {"autoscaler", "target", number(&c::autoscaler_target, 0)},
       {"autoscaler", "min_replicas", integer(&c::min_replicas, 1)},
       {"autoscaler", "max_replicas", integer(&c::max_replicas, 1)},

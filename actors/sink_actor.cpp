@@ -26,9 +26,10 @@ struct sink_state {
   sink_request req;
   api::response_head head;
   request_id id = 0;
-  scheduler_actor replica;
   std::int32_t replica_index = -1;
-  std::shared_ptr<current_submission> current;
+  /// Its replica now (none before routing, or after it failed) and the id it
+  /// runs there; shared with the functor that aborts it when the sink goes.
+  std::shared_ptr<current_submission> current = std::make_shared<current_submission>();
   /// The request as first built (before submission moves it) and its route
   /// request: what a retry submits again.
   request original;
@@ -61,6 +62,13 @@ void add_event(std::string& out, std::string_view json) {
   out += "\n\n";
 }
 
+// The stream's last write: `batch`, then [DONE].
+void close_stream(sink_state& st, std::string batch, delivery_count credit = nullptr) {
+  batch += "data: [DONE]\n\n";
+  st.client->write(std::move(batch), std::move(credit));
+  st.client->end_stream();
+}
+
 // Ends the request with an error: its status and an OpenAI-style body, or,
 // once the stream has started, an error event and [DONE].
 void fail(self_ptr self, int status, const std::string& message, const std::string& param = {},
@@ -76,9 +84,7 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   if (st.stream_started) {
     std::string batch;
     add_event(batch, api::error_body(e));
-    batch += "data: [DONE]\n\n";
-    st.client->write(std::move(batch));
-    st.client->end_stream();
+    close_stream(st, std::move(batch));
     st.done = true;
     self->quit();
     return;
@@ -111,9 +117,7 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
     add_event(batch, api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset, false,
                                    st.req.body.include_usage));
     if (st.req.body.include_usage) add_event(batch, api::usage_chunk(st.req.body.kind, st.head, u));
-    batch += "data: [DONE]\n\n";
-    st.client->write(std::move(batch), std::move(credit));
-    st.client->end_stream();
+    close_stream(st, std::move(batch), std::move(credit));
   } else {
     if (credit) credit->fetch_sub(1, std::memory_order_relaxed);
     auto headers = st.req.headers;
@@ -301,12 +305,11 @@ void replica_failed(self_ptr self) {
   ++st.retries;
   m.request_retries.Increment();
   st.failed.push_back(st.replica_index);
-  if (st.replica) self->demonitor(st.replica.address());
-  st.replica = nullptr;
+  if (st.current->replica) self->demonitor(st.current->replica.address());
+  st.current->replica = nullptr;
   st.admitted = false;
   // A new id, so that late tokens from the failed replica are told apart.
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
-  st.current->replica = nullptr;
   st.completion_tokens = 0;
   st.text_offset = 0;
   st.text.clear();
@@ -319,24 +322,17 @@ void replica_failed(self_ptr self) {
 
 void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor scheduler) {
   auto& st = self->state;
-  st.replica_index = replica;
-  st.replica = std::move(scheduler);
-  if (st.current) { // a retry: the header names where it runs now (unless the stream began)
+  if (st.replica_index >= 0) { // a retry: the header names where it runs now (unless the stream began)
     for (auto& [k, v] : st.req.headers)
       if (k == "x-troupe-replica") v = std::to_string(replica);
   } else {
-    st.current = std::make_shared<current_submission>();
     st.req.headers.emplace_back("x-troupe-replica", std::to_string(replica));
-    // However this sink ends (even by an exception), its request must not
-    // run on for nobody: an abort of a request already ended is a no-op.
-    self->attach_functor([cur = st.current] {
-      if (cur->replica) caf::anon_send(cur->replica, abort_atom_v, cur->id);
-    });
   }
-  st.current->replica = st.replica;
+  st.replica_index = replica;
+  st.current->replica = std::move(scheduler);
   st.current->id = st.id;
-  self->monitor(st.replica);
-  self->request(st.replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
+  self->monitor(st.current->replica);
+  self->request(st.current->replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
                 st.req.arrival, st.undelivered)
       .then(
           [self](admission& a) {
@@ -371,6 +367,11 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   // the replica holds the only other strong reference: the sink keeps one
   // to itself until it quits (the state, and this, go on exit).
   st.keep_alive = caf::actor_cast<caf::strong_actor_ptr>(self);
+  // However this sink ends (even by an exception), its request must not run
+  // on for nobody: an abort of a request already ended is a no-op.
+  self->attach_functor([cur = st.current] {
+    if (cur->replica) caf::anon_send(cur->replica, abort_atom_v, cur->id);
+  });
   st.ctx = std::move(ctx);
   st.client = std::move(client);
   st.req = std::move(req);
@@ -387,7 +388,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   // The replica died: retry elsewhere, or end with an error.
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
-    if (st.done || !st.replica || m.source != st.replica.address()) return;
+    if (st.done || !st.current->replica || m.source != st.current->replica.address()) return;
     replica_failed(self);
   });
   encode_job job;

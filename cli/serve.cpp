@@ -290,10 +290,9 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status
                          "' comes before it");
     if (served && e.version.empty())
       throw config_error(where + ": a new version of '" + name + "' needs a version tag");
-    for (std::size_t j = 0; j < i; ++j)
-      if (cfg.more_models[j].canary_percent > 0 && served_name(cfg.more_models[j].name, cfg.more_models[j].dir) == name &&
-          e.canary_percent > 0)
-        throw config_error(where + ": '" + name + "' has a canary version already");
+    // (A name is listed twice once it has its stable and its canary version.)
+    if (std::count(names.begin(), names.end(), name) > 1)
+      throw config_error(where + ": '" + name + "' has a canary version already");
     names.push_back(name);
   }
   for (std::size_t i = 0; i < cfg.capability_rules.size(); ++i) {
