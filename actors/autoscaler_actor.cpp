@@ -78,8 +78,8 @@ struct autoscaler_state {
   std::vector<replica_record> replicas;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   double last_change = -1e300; ///< when it last scaled (either way)
-  policy::scale_decision last{};
-  std::string last_reason;
+  std::int32_t last_desired = 0; ///< the last decision's count
+  std::string last_reason;      ///< and its reason
   histogram_mark ttft, tpot;
   double tokens = 0;     ///< prompt + generated tokens counted at the last tick
   double last_tick = 0;
@@ -150,10 +150,10 @@ void cold_start(self_ptr self, bool to_pool) {
 void retire(self_ptr self, std::size_t i) {
   auto& st = self->state;
   auto& r = st.replicas[i];
-  std::fprintf(stderr, "troupe: autoscaler: replica %zu drained; %s\n", i,
-               r.actors.empty() || st.count(replica_state::warm) < st.options.warm_pool ? "parked in the warm pool"
-                                                                                         : "stopped");
-  if (r.actors.empty() || st.count(replica_state::warm) < st.options.warm_pool) {
+  // (The initial replicas, which it did not start, are never stopped.)
+  const bool park = r.actors.empty() || st.count(replica_state::warm) < st.options.warm_pool;
+  std::fprintf(stderr, "troupe: autoscaler: replica %zu drained; %s\n", i, park ? "parked in the warm pool" : "stopped");
+  if (park) {
     r.state = replica_state::warm; // (still drained at the router: out of rotation, loaded)
     return;
   }
@@ -217,13 +217,13 @@ void decide(self_ptr self, const fleet_snapshot& fleet) {
   const auto d = st.policy->decide(v);
   ++st.decisions;
   const std::string reason(d.reason);
-  if (d.desired != st.last.desired || reason != st.last_reason)
+  if (d.desired != st.last_desired || reason != st.last_reason)
     std::fprintf(stderr,
                  "troupe: autoscaler: %d replica(s) wanted, %d serving, %d starting: %s (queue %lld, oldest %.2f s, "
                  "active %lld, TTFT p95 %.3f s, %.0f tokens/s)\n",
                  d.desired, v.serving, v.starting, reason.c_str(), static_cast<long long>(v.queue_depth), v.queue_age_s,
                  static_cast<long long>(v.active_seqs), v.ttft_p95_s, v.tokens_per_s);
-  st.last = d;
+  st.last_desired = d.desired;
   st.last_reason = reason;
   if (o.metrics) {
     o.metrics->autoscaler_desired.Set(d.desired);
@@ -283,7 +283,7 @@ void decide(self_ptr self, const fleet_snapshot& fleet) {
 
 auto status_json(const autoscaler_state& st) -> std::string {
   std::ostringstream o;
-  o << R"({"policy":")" << st.policy->name() << R"(","desired":)" << st.last.desired << R"(,"reason":")"
+  o << R"({"policy":")" << st.policy->name() << R"(","desired":)" << st.last_desired << R"(,"reason":")"
     << st.last_reason << R"(","decisions":)" << st.decisions << R"(,"scale_outs":)" << st.outs
     << R"(,"scale_ins":)" << st.ins << R"(,"replicas":[)";
   for (std::size_t i = 0; i < st.replicas.size(); ++i)
@@ -298,7 +298,7 @@ auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::
   st.options = std::move(options);
   st.replicas.resize(static_cast<std::size_t>(st.options.initial));
   for (auto& r : st.replicas) r.state = replica_state::serving;
-  st.last.desired = st.options.initial;
+  st.last_desired = st.options.initial;
   if (st.options.metrics) {
     st.ttft = mark(st.options.metrics->time_to_first_token);
     st.tpot = mark(st.options.metrics->time_per_output_token);

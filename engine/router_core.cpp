@@ -20,46 +20,41 @@ auto router_core::add_replica(double weight) -> std::size_t {
   views_[i].id = i;
   views_[i].weight = weight;
   views_[i].ready = false;
-  health_.emplace_back();
-  routed_.push_back(0);
-  routed_tokens_.push_back(0);
-  reports_.emplace_back();
-  recent_.emplace_back();
-  recent_tokens_.push_back(0);
+  books_.emplace_back();
   return i;
 }
 
 void router_core::join(std::size_t replica) {
   while (replica >= views_.size()) add_replica();
   // A slot used before (a replica stopped, then started again) starts
-  // afresh: its new scheduler counts submissions from 0.
+  // afresh: its new scheduler counts submissions from 0. Its checks' counts
+  // (ever) stay.
   const auto weight = views_[replica].weight;
   views_[replica] = {};
   views_[replica].id = replica;
   views_[replica].weight = weight;
-  routed_[replica] = routed_tokens_[replica] = 0;
-  reports_[replica] = {};
-  recent_[replica].clear();
-  recent_tokens_[replica] = 0;
-  auto& h = health_[replica];
+  auto& b = books_[replica];
+  auto h = b.health;
+  b = {};
   h.joined = h.alive = h.healthy = true;
   h.draining = false;
   h.failures = h.successes = 0;
+  b.health = h;
   update_ready(replica);
 }
 
 void router_core::set_dead(std::size_t replica) {
-  health_.at(replica).alive = false;
+  books_.at(replica).health.alive = false;
   update_ready(replica);
 }
 
 void router_core::set_draining(std::size_t replica, bool draining) {
-  health_.at(replica).draining = draining;
+  books_.at(replica).health.draining = draining;
   update_ready(replica);
 }
 
 auto router_core::record_check(std::size_t replica, bool passed) -> health_change {
-  auto& h = health_.at(replica);
+  auto& h = books_.at(replica).health;
   ++h.checks;
   const bool was = h.healthy;
   if (passed) {
@@ -78,7 +73,7 @@ auto router_core::record_check(std::size_t replica, bool passed) -> health_chang
 }
 
 void router_core::update_ready(std::size_t replica) {
-  const auto& h = health_[replica];
+  const auto& h = books_[replica].health;
   views_[replica].ready = h.joined && h.alive && !h.draining && h.healthy;
 }
 
@@ -87,13 +82,13 @@ auto router_core::route(const policy::route_request& q, double now, std::span<co
   for (std::size_t k = 0; k < views_.size(); ++k) {
     views_[k].cached_blocks = k < cached.size() ? cached[k] : 0;
     // Routes older than the TTL that no report covered were abandoned.
-    auto& r = recent_[k];
-    const auto before = r.size();
-    while (!r.empty() && r.front().first < now - in_flight_ttl_s) {
-      recent_tokens_[k] -= r.front().second;
-      r.pop_front();
+    auto& b = books_[k];
+    const auto before = b.recent.size();
+    while (!b.recent.empty() && b.recent.front().first < now - in_flight_ttl_s) {
+      b.recent_tokens -= b.recent.front().second;
+      b.recent.pop_front();
     }
-    if (r.size() != before) update_in_flight(k);
+    if (b.recent.size() != before) update_in_flight(k);
   }
   for (const auto a : avoid)
     if (a >= 0 && static_cast<std::size_t>(a) < views_.size()) views_[static_cast<std::size_t>(a)].ready = false;
@@ -103,10 +98,11 @@ auto router_core::route(const policy::route_request& q, double now, std::span<co
   if (i == policy::no_replica) return i;
   TROUPE_CHECK(i < views_.size() && views_[i].ready, "the routing policy chose a replica out of rotation");
   const auto tokens = static_cast<std::uint64_t>(std::max<std::int64_t>(q.prompt_tokens, 0));
-  ++routed_[i];
-  routed_tokens_[i] += tokens;
-  recent_[i].emplace_back(now, tokens);
-  recent_tokens_[i] += tokens;
+  auto& b = books_[i];
+  ++b.routed;
+  b.routed_tokens += tokens;
+  b.recent.emplace_back(now, tokens);
+  b.recent_tokens += tokens;
   update_in_flight(i);
   return i;
 }
@@ -115,21 +111,23 @@ auto router_core::route(const policy::route_request& q, double now, std::span<co
 // counts them, and at most what was routed within the TTL.
 void router_core::update_in_flight(std::size_t i) {
   auto& v = views_[i];
+  const auto& b = books_[i];
   v.in_flight = static_cast<std::int64_t>(
-      std::min<std::uint64_t>(routed_[i] - std::min(routed_[i], reports_[i].submitted), recent_[i].size()));
+      std::min<std::uint64_t>(b.routed - std::min(b.routed, b.report.submitted), b.recent.size()));
   v.in_flight_tokens = static_cast<std::int64_t>(std::min<std::uint64_t>(
-      routed_tokens_[i] - std::min(routed_tokens_[i], reports_[i].submitted_tokens), recent_tokens_[i]));
+      b.routed_tokens - std::min(b.routed_tokens, b.report.submitted_tokens), b.recent_tokens));
 }
 
 void router_core::count_submission(std::size_t replica, std::int64_t prompt_tokens) {
-  ++routed_.at(replica);
-  routed_tokens_[replica] += static_cast<std::uint64_t>(std::max<std::int64_t>(prompt_tokens, 0));
+  auto& b = books_.at(replica);
+  ++b.routed;
+  b.routed_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(prompt_tokens, 0));
   update_in_flight(replica);
 }
 
 void router_core::report(std::size_t replica, const replica_report& r) {
   auto& v = views_.at(replica);
-  reports_[replica] = r;
+  books_[replica].report = r;
   v.running = r.running;
   v.waiting = r.waiting;
   v.prefill_tokens = r.prefill_tokens;

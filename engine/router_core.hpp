@@ -78,22 +78,26 @@ public:
   /// One health check's outcome; out after unhealthy_after consecutive
   /// failures, back after healthy_after consecutive passes.
   auto record_check(std::size_t replica, bool passed) -> health_change;
-  auto health(std::size_t replica) const -> const replica_health& { return health_.at(replica); }
+  auto health(std::size_t replica) const -> const replica_health& { return books_.at(replica).health; }
   auto view(std::size_t replica) const -> const policy::replica_view& { return views_.at(replica); }
-  auto report_of(std::size_t replica) const -> const replica_report& { return reports_.at(replica); }
+  auto report_of(std::size_t replica) const -> const replica_report& { return books_.at(replica).report; }
   auto num_replicas() const -> std::size_t { return views_.size(); }
   auto num_ready() const -> std::size_t;
 
 private:
   std::unique_ptr<policy::routing_policy> policy_;
   health_options health_options_;
-  std::vector<replica_health> health_;
-  std::vector<policy::replica_view> views_;
-  std::vector<std::uint64_t> routed_, routed_tokens_; ///< ever, per replica
-  std::vector<replica_report> reports_;
-  /// Per replica, the routes of the last in_flight_ttl_s: (time, prompt tokens).
-  std::vector<std::deque<std::pair<double, std::uint64_t>>> recent_;
-  std::vector<std::uint64_t> recent_tokens_; ///< the sum of each recent_'s tokens
+  std::vector<policy::replica_view> views_; ///< what the policy reads (contiguous)
+  /// The rest of a replica's bookkeeping, beside its view.
+  struct book {
+    replica_health health;
+    std::uint64_t routed = 0, routed_tokens = 0; ///< since it joined
+    replica_report report;                       ///< its last
+    /// The routes of the last in_flight_ttl_s: (time, prompt tokens), and their tokens' sum.
+    std::deque<std::pair<double, std::uint64_t>> recent;
+    std::uint64_t recent_tokens = 0;
+  };
+  std::vector<book> books_;
   void update_in_flight(std::size_t replica);
   void update_ready(std::size_t replica);
 };
