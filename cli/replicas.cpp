@@ -67,6 +67,15 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   return m;
 }
 
+auto first_lease(caf::actor_system& sys, const memory_manager_actor& mm, std::int32_t share) -> std::vector<block_id> {
+  std::vector<block_id> lease;
+  caf::scoped_actor self{sys};
+  self->request(mm, caf::infinite, lease_atom_v, std::max(1, share / 2))
+      .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
+               [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
+  return lease;
+}
+
 auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const model_setup& m, std::int32_t index,
                        router_actor router, server_metrics* metrics, server_status* status,
                        const std::string& device) -> started_replica {
@@ -85,12 +94,12 @@ auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const m
   auto mm = spawn_memory_manager(sys, m.num_blocks, cfg.eviction, metrics, device);
   out.actors = {caf::actor_cast<caf::actor>(exec), caf::actor_cast<caf::actor>(mm)};
   std::vector<block_id> lease;
-  caf::scoped_actor self{sys};
-  // Half its blocks to start; the rest it leases as it needs.
-  self->request(mm, caf::infinite, lease_atom_v, std::max(1, m.num_blocks / 2))
-      .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
-               [&](caf::error& e) { out.error = "KV lease failed: " + sys.render(e); });
-  if (!out.error.empty()) return out;
+  try {
+    lease = first_lease(sys, mm, m.num_blocks);
+  } catch (const std::runtime_error& e) {
+    out.error = e.what();
+    return out;
+  }
   auto options = m.replica;
   options.replica = index;
   options.router = std::move(router);

@@ -47,6 +47,10 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem = 4) -> model_
 /// The name clients use for a model: the configured one, else its dir's last component.
 auto served_name(const std::string& configured, const std::filesystem::path& dir) -> std::string;
 
+/// A replica's first lease: half of `share` blocks of the device's memory
+/// manager (the rest it leases as it needs). Throws "KV lease failed: ...".
+auto first_lease(caf::actor_system& sys, const memory_manager_actor& mm, std::int32_t share) -> std::vector<block_id>;
+
 /// A replica with a device of its own (CPU or zero executor): the weights
 /// loaded again, its executor, KV cache and memory manager (named `device`
 /// in the metrics), and its scheduler reporting to `router`. Blocking.

@@ -183,7 +183,6 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   }
   // Per device, its executor and memory manager; its replicas lease an
   // equal share of its blocks.
-  caf::scoped_actor self{sys};
   auto ro = setup.replica;
   ro.limits.preemption = swap ? preemption_mode::swap : preemption_mode::recompute;
   ro.limits.num_host_blocks = num_host_blocks / cfg.replicas;
@@ -213,11 +212,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     for (int k = 0; k < cfg.replicas; ++k) {
       ctx->replica_device.push_back(static_cast<std::size_t>(d));
       const int r = d * cfg.replicas + k;
-      std::vector<block_id> lease;
-      // Half a replica's share to start; the rest it leases as it needs.
-      self->request(mm, caf::infinite, lease_atom_v, std::max(1, share / 2))
-          .receive([&](std::vector<block_id>& b) { lease = std::move(b); },
-                   [&](caf::error& e) { throw std::runtime_error("KV lease failed: " + sys.render(e)); });
+      auto lease = first_lease(sys, mm, share);
       ro.replica = r;
       if (!cfg.step_log.empty())
         ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r),
