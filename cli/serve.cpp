@@ -246,6 +246,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     ctx->autoscaler = spawn_autoscaler(sys, std::move(ao));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->autoscaler));
   }
+  // Ready only once the router has every replica in rotation: its answer
+  // comes after the joins sent above (one mailbox, enqueued in order).
+  caf::scoped_actor self{sys};
+  self->request(ctx->router, caf::infinite, fleet_atom_v).receive([](fleet_snapshot&) {}, [](caf::error&) {});
   parts.ctx = ctx;
   std::ostringstream info;
   info << "model " << name;
