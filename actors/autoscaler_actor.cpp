@@ -21,13 +21,27 @@ struct histogram_mark {
   std::vector<std::uint64_t> cumulative;
 };
 
-auto mark(prometheus::Histogram& h) -> histogram_mark {
+// The buckets of one histogram summed over every tenant's series.
+auto mark(const server_metrics& metrics, prometheus::Histogram* server_metrics::request_series::*which)
+    -> histogram_mark {
   histogram_mark m;
-  for (const auto& b : h.Collect().histogram.bucket) {
-    m.bounds.push_back(b.upper_bound);
-    m.cumulative.push_back(b.cumulative_count);
+  for (const auto* series : metrics.tenants()) {
+    const auto buckets = (series->*which)->Collect().histogram.bucket;
+    if (m.bounds.empty()) {
+      for (const auto& b : buckets) m.bounds.push_back(b.upper_bound);
+      m.cumulative.assign(buckets.size(), 0);
+    }
+    for (std::size_t i = 0; i < buckets.size() && i < m.cumulative.size(); ++i)
+      m.cumulative[i] += buckets[i].cumulative_count;
   }
   return m;
+}
+
+// Prompt and generated tokens so far, every tenant.
+auto tokens_so_far(const server_metrics& metrics) -> double {
+  double n = 0;
+  for (const auto* series : metrics.tenants()) n += series->prompt_tokens->Value() + series->generation_tokens->Value();
+  return n;
 }
 
 // The q-quantile of what was observed between `before` and `after` (linear
@@ -202,13 +216,13 @@ void decide(self_ptr self, const fleet_snapshot& fleet) {
   }
   v.kv_use = v.serving > 0 ? kv / v.serving : 0;
   if (o.metrics) {
-    auto t = mark(o.metrics->time_to_first_token);
-    auto p = mark(o.metrics->time_per_output_token);
+    auto t = mark(*o.metrics, &server_metrics::request_series::time_to_first_token);
+    auto p = mark(*o.metrics, &server_metrics::request_series::time_per_output_token);
     v.ttft_p95_s = window_quantile(st.ttft, t, 0.95);
     v.tpot_p95_s = window_quantile(st.tpot, p, 0.95);
     st.ttft = std::move(t);
     st.tpot = std::move(p);
-    const double tokens = o.metrics->prompt_tokens.Value() + o.metrics->generation_tokens.Value();
+    const double tokens = tokens_so_far(*o.metrics);
     v.tokens_per_s = now > st.last_tick ? (tokens - st.tokens) / (now - st.last_tick) : 0;
     st.tokens = tokens;
   }
@@ -300,9 +314,9 @@ auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::
   for (auto& r : st.replicas) r.state = replica_state::serving;
   st.last_desired = st.options.initial;
   if (st.options.metrics) {
-    st.ttft = mark(st.options.metrics->time_to_first_token);
-    st.tpot = mark(st.options.metrics->time_per_output_token);
-    st.tokens = st.options.metrics->prompt_tokens.Value() + st.options.metrics->generation_tokens.Value();
+    st.ttft = mark(*st.options.metrics, &server_metrics::request_series::time_to_first_token);
+    st.tpot = mark(*st.options.metrics, &server_metrics::request_series::time_per_output_token);
+    st.tokens = tokens_so_far(*st.options.metrics);
     st.options.metrics->autoscaler_desired.Set(st.options.initial);
   }
   // Its own replicas stop with it (on exit, before the state goes).

@@ -1,29 +1,80 @@
 #pragma once
-// The HTTP routes: OpenAI's /v1 API, health and metrics. Runs on the HTTP
-// server's threads; each completion request gets a sink actor.
+// The HTTP routes: OpenAI's /v1 API, the WebSocket stream, the chat page,
+// health and metrics. Runs on the HTTP server's threads; each completion
+// request gets a sink actor.
+//
+// Tenants (server.tenants): every /v1 call names its tenant by its API key
+// (Authorization: Bearer KEY, or x-api-key). The gateway checks the key, the
+// model, the token limits and the rate limits before any model work: 401,
+// 403, 400, 429 with Retry-After and OpenAI's x-ratelimit-* headers.
+//
+// GET /v1/chat/stream upgrades to a WebSocket of JSON messages, one request
+// or event each. The client sends
+//   {"type":"auth","api_key":K}                    (when the upgrade had no key)
+//   {"id":ID, "model":..., "messages":[...], ...}  (a chat request: chat-completions fields)
+//   {"type":"cancel","id":ID}   {"type":"ping"}
+// and gets, per request ID (many run at once on one socket):
+//   {"type":"start","id":ID,"model":M}  {"type":"token","id":ID,"n":N,"text":T} ...
+//   {"type":"done","id":ID,"finish_reason":R,"usage":{...}}
+//   or {"type":"error","id":ID,"error":{"message","type","param","code"}} (ends it)
+//   {"type":"cancelled","id":ID}  {"type":"pong"}  {"type":"auth","tenant":NAME}
+// N counts the request's tokens so far. A request whose events are not read
+// (the socket holds server.websocket_max_buffered unsent bytes) is cancelled
+// with an error event, code "slow_reader": the engine never waits for a reader.
 
 #include "actors/http/http_server.hpp"
 #include "actors/serving_context.hpp"
+#include "actors/tenancy/response_cache.hpp"
+#include "actors/tenancy/tenants.hpp"
 
 #include <caf/actor_system.hpp>
 
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
 #include <memory>
 #include <mutex>
+#include <thread>
+
+namespace prometheus {
+class Counter;
+template <class T>
+class Family;
+} // namespace prometheus
 
 namespace troupe {
 
+struct gateway_options {
+  /// /health/ready is 503 when requests are queued and no step has finished
+  /// for this long.
+  std::chrono::nanoseconds stall_timeout{std::chrono::seconds(60)};
+  bool admin_api = false; ///< /admin/replicas (list, drain, resume, faults), /admin/tenants
+  std::string tenants_file; ///< "": no tenants (no keys, no quotas)
+  std::size_t response_cache_bytes = 0; ///< 0: no response cache
+  double response_cache_ttl_s = 600;
+  std::size_t websocket_max_buffered = 1 << 20;
+};
+
 class gateway {
 public:
-  /// stall_timeout: /health/ready is 503 when requests are queued and no
-  /// step has finished for this long.
-  /// admin_api: serve /admin/replicas (list, drain, resume, inject faults).
-  gateway(caf::actor_system& sys, server_status& status, std::chrono::nanoseconds stall_timeout,
-          bool admin_api = false);
+  /// Reads the tenants file, if any (throws config_error when it is invalid).
+  gateway(caf::actor_system& sys, server_status& status, gateway_options options);
+  ~gateway();
 
   /// Until set, completions get 503 "loading" (the models are still loading).
   void set_fleet(std::shared_ptr<const fleet> f);
   /// Handles one request (the http::server's handler).
   void handle(http::request req, std::shared_ptr<http::exchange> client);
+
+  /// Reads the tenants file again. An invalid file keeps the tenants in
+  /// force and logs the key and the reason. `why` names the trigger in the log.
+  auto reload_tenants(const char* why) -> bool;
+  /// Watches the tenants file (its modification time and size, every
+  /// `period`) on a thread of its own, reloading when it changes.
+  void watch_tenants(std::chrono::milliseconds period);
+
+  struct ws_connection;
+  struct completion_call;
 
 private:
   auto served() -> std::shared_ptr<const fleet>;
@@ -31,14 +82,29 @@ private:
   auto readiness(const fleet* f, const served_model* model) const -> std::string;
   void admin(const std::string& path, const http::request& req, serving_context& ctx,
              const std::shared_ptr<http::exchange>& client, const http::header_list& headers);
+  /// A completion, from HTTP or a WebSocket: checks, then a sink.
+  void complete(completion_call& call, const std::shared_ptr<http::exchange>& client);
+  void on_ws_message(const std::shared_ptr<ws_connection>& conn, std::string text);
+  void count_rejection(const std::string& tenant, const std::string& reason);
+  static auto now_s() -> double;
 
   caf::actor_system& sys_;
   server_status& status_;
-  std::chrono::nanoseconds stall_timeout_;
-  bool admin_api_ = false;
+  gateway_options options_;
   std::mutex mutex_;
   std::shared_ptr<const fleet> fleet_;
   std::atomic<std::uint64_t> next_id_{1};
+  std::unique_ptr<tenant_registry> tenants_; ///< null: no tenants
+  std::unique_ptr<response_cache> cache_;    ///< null: off
+  prometheus::Family<prometheus::Counter>* rejections_ = nullptr; ///< troupe_tenant_rejections_total
+
+  // The tenants file's watcher.
+  std::thread watcher_;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool stopping_ = false;
+  std::filesystem::file_time_type seen_mtime_{};
+  std::uintmax_t seen_size_ = 0;
 };
 
 } // namespace troupe

@@ -42,7 +42,8 @@ auto inspect(Inspector& f, sampling_params& x) -> typename Inspector::result_typ
 /// A submission: the fields a scheduler reads of a new request.
 template <class Inspector>
 auto inspect(Inspector& f, request& x) -> typename Inspector::result_type {
-  return f(caf::meta::type_name("request"), x.id, x.prompt, x.sampling, x.tenant, x.priority, x.output_len_hint);
+  return f(caf::meta::type_name("request"), x.id, x.prompt, x.sampling, x.tenant, x.account, x.weight, x.priority,
+           x.output_len_hint);
 }
 
 template <class Inspector>

@@ -19,13 +19,9 @@ auto with(prometheus::Labels l, const prometheus::Labels& more) -> prometheus::L
   return l;
 }
 
-auto histogram(prometheus::Registry& r, const std::string& name, const std::string& help,
-               const prometheus::Labels& model) -> Histogram& {
-  return prometheus::BuildHistogram()
-      .Name("troupe_" + name)
-      .Help(help)
-      .Register(r)
-      .Add(with(model, {{"tenant", "default"}}), latency_buckets());
+auto histogram(prometheus::Registry& r, const std::string& name, const std::string& help)
+    -> prometheus::Family<Histogram>& {
+  return prometheus::BuildHistogram().Name("troupe_" + name).Help(help).Register(r);
 }
 
 auto counter(prometheus::Registry& r, const std::string& name, const std::string& help)
@@ -40,27 +36,44 @@ auto gauge(prometheus::Registry& r, const std::string& name, const std::string& 
 
 } // namespace
 
+struct server_metrics::families {
+  prometheus::Family<Histogram>*ttft, *itl, *tpot, *e2e;
+  prometheus::Family<prometheus::Counter>*prompt, *generation, *hits, *misses, *success;
+};
+
+server_metrics::~server_metrics() = default;
+
+auto server_metrics::tenant(const std::string& name) -> request_series& {
+  std::lock_guard lock(tenants_mu_);
+  auto& slot = tenants_[name];
+  if (slot) return *slot;
+  const auto l = with(model_, {{"tenant", name}});
+  auto& f = *families_;
+  slot = std::make_unique<request_series>(request_series{
+      &f.ttft->Add(l, latency_buckets()), &f.itl->Add(l, latency_buckets()), &f.tpot->Add(l, latency_buckets()),
+      &f.e2e->Add(l, latency_buckets()), &f.prompt->Add(l), &f.generation->Add(l), &f.hits->Add(l),
+      &f.misses->Add(l)});
+  for (const auto r : {finish_reason::stop, finish_reason::length, finish_reason::abort})
+    slot->success[static_cast<std::size_t>(r)] =
+        &f.success->Add(with(l, {{"finished_reason", std::string(finish_reason_name(r))}}));
+  return *slot;
+}
+
+auto server_metrics::tenants() const -> std::vector<const request_series*> {
+  std::lock_guard lock(tenants_mu_);
+  std::vector<const request_series*> out;
+  for (const auto& [n, s] : tenants_) out.push_back(s.get());
+  return out;
+}
+
 server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, const std::string& model_name,
                                const std::string& version, int num_replicas, const std::vector<std::string>& devices)
   : registry_(registry ? std::move(registry) : std::make_shared<prometheus::Registry>()),
     model_(version.empty() ? prometheus::Labels{{"model_name", model_name}}
                            : prometheus::Labels{{"model_name", model_name}, {"version", version}}),
-    time_to_first_token(histogram(*registry_,
-                                  "time_to_first_token_seconds", "Time to first token in seconds.",
-                                  model_)),
-    inter_token_latency(histogram(*registry_, "inter_token_latency_seconds",
-                                  "Time between successive output tokens in seconds.", model_)),
-    time_per_output_token(histogram(*registry_, "request_time_per_output_token_seconds",
-                                    "Mean time per output token after the first, per request, in seconds.",
-                                    model_)),
-    e2e_latency(histogram(*registry_, "e2e_request_latency_seconds",
-                          "End-to-end request latency in seconds.", model_)),
     queue_time(histogram(*registry_, "request_queue_time_seconds",
-                         "Time a request waited before its first step, in seconds.", model_)),
-    prompt_tokens(counter(*registry_, "prompt_tokens_total", "Prefill tokens processed.")
-                      .Add(with(model_, {{"tenant", "default"}}))),
-    generation_tokens(counter(*registry_, "generation_tokens_total", "Generation tokens processed.")
-                          .Add(with(model_, {{"tenant", "default"}}))),
+                         "Time a request waited before its first step, in seconds.")
+                   .Add(model_, latency_buckets())),
     request_retries(counter(*registry_, "request_retries_total",
                             "Requests retried on another replica after theirs failed before their first token.")
                         .Add(model_)),
@@ -73,10 +86,18 @@ server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, c
   autoscaler_reason_ = &gauge(*registry_, "autoscaler_decision",
                               "1 for the reason of the autoscaler's last decision, 0 for earlier ones.");
   autoscaler_replicas_ = &gauge(*registry_, "autoscaler_replicas", "The autoscaler's replicas, by state.");
-  auto& success = counter(*registry_, "request_success_total", "Finished requests, by finish reason.");
-  for (const auto r : {finish_reason::stop, finish_reason::length, finish_reason::abort})
-    success_[static_cast<std::size_t>(r)] = &success.Add(
-        with(model_, {{"tenant", "default"}, {"finished_reason", std::string(finish_reason_name(r))}}));
+  families_ = std::make_unique<families>(families{
+      &histogram(*registry_, "time_to_first_token_seconds", "Time to first token in seconds."),
+      &histogram(*registry_, "inter_token_latency_seconds", "Time between successive output tokens in seconds."),
+      &histogram(*registry_, "request_time_per_output_token_seconds",
+                 "Mean time per output token after the first, per request, in seconds."),
+      &histogram(*registry_, "e2e_request_latency_seconds", "End-to-end request latency in seconds."),
+      &counter(*registry_, "prompt_tokens_total", "Prefill tokens processed."),
+      &counter(*registry_, "generation_tokens_total", "Generation tokens processed."),
+      &counter(*registry_, "response_cache_hits_total", "Requests answered from the response cache."),
+      &counter(*registry_, "response_cache_misses_total", "Cacheable requests not found in the response cache."),
+      &counter(*registry_, "request_success_total", "Finished requests, by finish reason.")});
+  tenant("default");
   auto& running = gauge(*registry_, "num_requests_running", "Requests in the running batch.");
   auto& waiting = gauge(*registry_, "num_requests_waiting", "Requests waiting to be scheduled.");
   auto& kv = gauge(*registry_, "kv_cache_usage_perc", "Fraction of the leased KV blocks in use (0 to 1).");

@@ -13,6 +13,8 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,27 +45,40 @@ public:
   };
 
   /// Series of one model (labels model_name, and version when not empty) in
-  /// `registry`, shared by the models a server serves (null: its own);
-  /// tenant is "default" until tenants land.
+  /// `registry`, shared by the models a server serves (null: its own).
   server_metrics(std::shared_ptr<prometheus::Registry> registry, const std::string& model_name,
                  const std::string& version, int num_replicas, const std::vector<std::string>& devices);
+  ~server_metrics();
+  server_metrics(const server_metrics&) = delete;
+  auto operator=(const server_metrics&) -> server_metrics& = delete;
 
-  // Per request, recorded by its sink.
-  prometheus::Histogram& time_to_first_token;
-  prometheus::Histogram& inter_token_latency;
-  prometheus::Histogram& time_per_output_token;
-  prometheus::Histogram& e2e_latency;
+  /// One tenant's request series (label tenant), recorded by the sinks.
+  struct request_series {
+    prometheus::Histogram* time_to_first_token;
+    prometheus::Histogram* inter_token_latency;
+    prometheus::Histogram* time_per_output_token;
+    prometheus::Histogram* e2e_latency;
+    prometheus::Counter* prompt_tokens;
+    prometheus::Counter* generation_tokens;
+    prometheus::Counter* cache_hits;   ///< response cache
+    prometheus::Counter* cache_misses;
+    std::array<prometheus::Counter*, 5> success{}; ///< by finish_reason (none and error unused)
+    /// request_success_total{finished_reason="stop"|"length"|"abort"}.
+    auto request_success(finish_reason r) const -> prometheus::Counter& {
+      return *success[static_cast<std::size_t>(r)];
+    }
+  };
+  /// A tenant's series, made on first use ("default" without tenants).
+  /// Thread-safe; the reference stays valid for the metrics' life.
+  auto tenant(const std::string& name) -> request_series&;
+  /// Every tenant's series so far (the autoscaler sums them).
+  auto tenants() const -> std::vector<const request_series*>;
+
   prometheus::Histogram& queue_time; ///< recorded by the scheduler
-  prometheus::Counter& prompt_tokens;
-  prometheus::Counter& generation_tokens;
   /// Requests moved to another replica after theirs failed before their first token.
   prometheus::Counter& request_retries;
   /// Requests ended by their replica's failure (an error event or a 503).
   prometheus::Counter& request_failures;
-  /// request_success_total{finished_reason="stop"|"length"|"abort"}.
-  auto request_success(finish_reason r) -> prometheus::Counter& {
-    return *success_[static_cast<std::size_t>(r)];
-  }
   auto replica(int i) const -> const replica_series& { return replicas_.at(static_cast<std::size_t>(i)); }
   auto num_replicas() const -> std::size_t { return replicas_.size(); }
   /// The series of a device named at construction.
@@ -80,7 +95,10 @@ public:
   auto serialize() const -> std::string;
 
 private:
-  std::array<prometheus::Counter*, 5> success_{}; ///< by finish_reason (none and error unused)
+  struct families;
+  std::unique_ptr<families> families_;
+  mutable std::mutex tenants_mu_;
+  std::map<std::string, std::unique_ptr<request_series>> tenants_;
   std::vector<replica_series> replicas_;
   std::vector<std::pair<std::string, device_series>> devices_;
   prometheus::Family<prometheus::Gauge>* autoscaler_reason_ = nullptr;

@@ -57,6 +57,12 @@ struct server_config {
   double drain_timeout_s = 30.0;           ///< >= 0: SIGTERM grace for in-flight streams
   double stall_timeout_s = 60.0;           ///< > 0: /health/ready 503 when queued work saw no step this long
   bool admin_api = false;                  ///< /admin/replicas: list, drain, resume, and inject faults (tests)
+  std::string tenants_file;                ///< key "tenants": "" none (no API keys); else a tenants TOML file
+  double tenants_poll_s = 1.0;             ///< >= 0: how often the tenants file is checked for changes (0: SIGHUP only)
+  std::int64_t response_cache_bytes = 64 << 20; ///< key "response_cache": >= 0 (0: off); for tenants that opt in
+  double response_cache_ttl_s = 600.0;     ///< > 0
+  std::int64_t websocket_max_buffered_bytes = 1 << 20; ///< key "websocket_max_buffered": >= 1024 unsent per socket
+  double websocket_idle_timeout_s = 60.0;  ///< > 0: a silent WebSocket is pinged at half of it, closed at it
   // [model]
   std::string model_dir = "models/tiny";   ///< key "dir"; non-empty
   std::string served_model_name;           ///< "": the model dir's last path component (resolved by the caller)

@@ -51,22 +51,83 @@ struct sink_state {
   std::vector<api::token_logprob> logprobs; ///< non-streaming, when asked
   clock_type::time_point first_token{};
   clock_type::time_point last_token{};
+  server_metrics::request_series* series = nullptr; ///< its tenant's, of its model
+  bool settled = false;              ///< its generated tokens were charged to its tenant
+  std::vector<std::string> pieces;   ///< the text per token, kept for the response cache
+
+  auto ws() const -> bool { return !req.ws_id.empty(); }
+  auto stream() const -> bool { return req.body.stream; }
 };
 
 using self_ptr = sink_actor::stateful_pointer<sink_state>;
 
-// One SSE event, appended to what goes out in this write.
-void add_event(std::string& out, std::string_view json) {
+auto seconds_now() -> double {
+  return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
+}
+
+// One event, appended to what goes out in this write: an SSE event, or a
+// WebSocket message (a line; the connection sends each line as a message).
+void add_event(const sink_state& st, std::string& out, std::string_view json) {
+  if (st.ws()) {
+    out += json;
+    out += '\n';
+    return;
+  }
   out += "data: ";
   out += json;
   out += "\n\n";
 }
 
-// The stream's last write: `batch`, then [DONE].
+// The stream's last write: `batch`, then [DONE] (SSE).
 void close_stream(sink_state& st, std::string batch, delivery_count credit = nullptr) {
-  batch += "data: [DONE]\n\n";
+  if (!st.ws()) batch += "data: [DONE]\n\n";
   st.client->write(std::move(batch), std::move(credit));
   st.client->end_stream();
+}
+
+// Its generated tokens to its tenant's account (once, however it ends).
+void settle(sink_state& st) {
+  if (st.settled || !st.req.ticket) return;
+  st.settled = true;
+  st.req.ticket->charge_completion(st.completion_tokens, seconds_now());
+}
+
+// The WebSocket events (gateway.hpp).
+auto ws_event(const sink_state& st, std::string_view type) -> std::string {
+  return R"({"type":")" + std::string(type) + R"(","id":)" + st.req.ws_id;
+}
+auto ws_error(const sink_state& st, const std::string& error_body) -> std::string {
+  return ws_event(st, "error") + "," + error_body.substr(1); // {"error":{...}} → {"type":"error","id":..,"error":{...}}
+}
+auto ws_token(const sink_state& st, std::string_view text) -> std::string {
+  return ws_event(st, "token") + R"(,"n":)" + std::to_string(st.completion_tokens) + R"(,"text":)" +
+         api::json_string(text) + "}";
+}
+auto ws_done(const sink_state& st, std::string_view reason) -> std::string {
+  return ws_event(st, "done") + R"(,"model":)" + api::json_string(st.head.model) + R"(,"finish_reason":")" +
+         std::string(reason) + R"(","usage":{"prompt_tokens":)" + std::to_string(st.prompt_tokens) +
+         R"(,"completion_tokens":)" + std::to_string(st.completion_tokens) + R"(,"total_tokens":)" +
+         std::to_string(st.prompt_tokens + st.completion_tokens) + "}}";
+}
+
+// The stream's head: the 200 and its headers, and chat's role chunk (SSE),
+// or a start event (WebSocket).
+void start_stream(sink_state& st) {
+  if (st.stream_started) return;
+  st.stream_started = true;
+  if (st.ws()) {
+    st.client->write(ws_event(st, "start") + R"(,"model":)" + api::json_string(st.head.model) + "}\n");
+    return;
+  }
+  auto headers = st.req.headers;
+  headers.emplace_back("Content-Type", "text/event-stream");
+  headers.emplace_back("Cache-Control", "no-cache");
+  st.client->start_stream(200, std::move(headers));
+  if (st.req.body.kind == api::endpoint::chat) {
+    std::string first;
+    add_event(st, first, api::stream_chunk(st.req.body.kind, st.head, "", "", nullptr, 0, true, st.req.body.include_usage));
+    st.client->write(std::move(first));
+  }
 }
 
 // Ends the request with an error: its status and an OpenAI-style body, or,
@@ -81,9 +142,10 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   e.code = code;
   if (status == 429) e.type = "rate_limit_error";
   if (status == 503) e.type = "service_unavailable";
+  settle(st);
   if (st.stream_started) {
     std::string batch;
-    add_event(batch, api::error_body(e));
+    add_event(st, batch, st.ws() ? ws_error(st, api::error_body(e)) : api::error_body(e));
     close_stream(st, std::move(batch));
     st.done = true;
     self->quit();
@@ -110,13 +172,23 @@ auto logprob_of(const tokenizer& tok, const sample_result& s) -> api::token_logp
 void finish(self_ptr self, finish_reason reason, std::string batch = {}, delivery_count credit = nullptr) {
   auto& st = self->state;
   const auto now = clock_type::now();
-  auto& m = *st.ctx->metrics;
+  auto& m = *st.series;
   const std::string reason_name(finish_reason_name(reason));
   const api::usage u{st.prompt_tokens, st.completion_tokens};
-  if (st.req.body.stream) {
-    add_event(batch, api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset, false,
-                                   st.req.body.include_usage));
-    if (st.req.body.include_usage) add_event(batch, api::usage_chunk(st.req.body.kind, st.head, u));
+  settle(st);
+  // A whole answer of a cacheable request is kept for its repeats.
+  if (st.req.cache && (reason == finish_reason::stop || reason == finish_reason::length) &&
+      st.pieces.size() == static_cast<std::size_t>(st.completion_tokens))
+    st.req.cache->put(st.req.cache_key,
+                      {std::move(st.pieces), static_cast<std::uint8_t>(reason), st.prompt_tokens, st.completion_tokens},
+                      seconds_now());
+  if (st.ws()) {
+    add_event(st, batch, ws_done(st, reason_name));
+    close_stream(st, std::move(batch), std::move(credit));
+  } else if (st.req.body.stream) {
+    add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset, false,
+                                           st.req.body.include_usage));
+    if (st.req.body.include_usage) add_event(st, batch, api::usage_chunk(st.req.body.kind, st.head, u));
     close_stream(st, std::move(batch), std::move(credit));
   } else {
     if (credit) credit->fetch_sub(1, std::memory_order_relaxed);
@@ -126,12 +198,12 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
                        api::full_response(st.req.body.kind, st.head, st.text, reason_name,
                                           st.req.body.want_logprobs ? &st.logprobs : nullptr, u));
   }
-  m.e2e_latency.Observe(std::chrono::duration<double>(now - st.req.arrival).count());
+  m.e2e_latency->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
   if (st.completion_tokens > 1)
-    m.time_per_output_token.Observe(std::chrono::duration<double>(now - st.first_token).count() /
-                                    static_cast<double>(st.completion_tokens - 1));
-  m.prompt_tokens.Increment(static_cast<double>(st.prompt_tokens));
-  m.generation_tokens.Increment(static_cast<double>(st.completion_tokens));
+    m.time_per_output_token->Observe(std::chrono::duration<double>(now - st.first_token).count() /
+                                     static_cast<double>(st.completion_tokens - 1));
+  m.prompt_tokens->Increment(static_cast<double>(st.prompt_tokens));
+  m.generation_tokens->Increment(static_cast<double>(st.completion_tokens));
   m.request_success(reason).Increment();
   st.done = true;
   self->quit();
@@ -156,21 +228,24 @@ void on_tokens(self_ptr self, request_update& u) {
   if (u.token) {
     const auto& s = *u.token;
     const auto now = clock_type::now();
-    auto& m = *st.ctx->metrics;
+    auto& m = *st.series;
     if (st.completion_tokens == 0) {
       st.first_token = now;
-      m.time_to_first_token.Observe(std::chrono::duration<double>(now - st.req.arrival).count());
+      m.time_to_first_token->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
     } else {
-      m.inter_token_latency.Observe(std::chrono::duration<double>(now - st.last_token).count());
+      m.inter_token_latency->Observe(std::chrono::duration<double>(now - st.last_token).count());
     }
     st.last_token = now;
     ++st.completion_tokens;
     auto delta = st.out->on_token(s.token);
     std::vector<api::token_logprob> lps;
     if (st.req.body.want_logprobs) lps.push_back(logprob_of(tok, s));
-    if (st.req.body.stream) {
+    if (st.req.cache) st.pieces.push_back(delta.text);
+    if (st.ws()) {
+      if (!delta.text.empty()) add_event(st, batch, ws_token(st, delta.text));
+    } else if (st.req.body.stream) {
       if (!delta.text.empty() || !lps.empty())
-        add_event(batch, api::stream_chunk(st.req.body.kind, st.head, delta.text, "", lps.empty() ? nullptr : &lps,
+        add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, delta.text, "", lps.empty() ? nullptr : &lps,
                                        st.text_offset, false, st.req.body.include_usage));
     } else {
       st.text += delta.text;
@@ -209,6 +284,7 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   st.req.headers.emplace_back("x-model-version", ctx->model_version);
   if (ctx == st.ctx) return true;
   st.ctx = std::move(ctx);
+  st.series = &st.ctx->metrics->tenant(st.req.tenant);
   st.head.model = st.ctx->model_name;
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
   if (!st.req.body.prompt_tokens.empty()) return true; // (token ids go as they are)
@@ -226,11 +302,21 @@ void submit(self_ptr self, encoded& e) {
   r.id = st.id;
   r.prompt = std::move(e.tokens);
   r.sampling = st.req.body.sampling;
-  r.priority = st.req.body.priority;
-  // Until tenants have API keys (issue 8), the OpenAI `user` field names the
-  // tenant: its prefix-cache namespace and its VTC account.
-  r.tenant = std::hash<std::string>{}(st.req.body.user);
+  r.priority = st.req.priority ? *st.req.priority : st.req.body.priority;
+  // Without tenants, the OpenAI `user` names the prefix-cache namespace and
+  // the vtc account.
+  const auto user = std::hash<std::string>{}(st.req.body.user);
+  r.tenant = st.req.cache_namespace ? *st.req.cache_namespace : user;
+  r.account = st.req.account ? *st.req.account : 0;
+  r.weight = st.req.weight;
   const auto n = static_cast<std::int64_t>(r.prompt.size());
+  if (st.req.max_input_tokens > 0 && n > st.req.max_input_tokens) {
+    if (st.req.ticket) st.req.ticket->reject("max_input_tokens");
+    return fail(self, 400,
+                "the prompt has " + std::to_string(n) + " tokens; the tenant's limit (max_input_tokens) is " +
+                    std::to_string(st.req.max_input_tokens),
+                st.req.body.kind == api::endpoint::chat ? "messages" : "prompt", "input_tokens_exceeded");
+  }
   if (n >= st.ctx->max_model_len)
     return fail(self, 400,
                 "the prompt has " + std::to_string(n) + " tokens; the model's context is " +
@@ -239,6 +325,7 @@ void submit(self_ptr self, encoded& e) {
   r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
   st.prompt_tokens = n;
+  if (st.req.ticket) st.req.ticket->charge_prompt(n, seconds_now());
   st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
   // The router picks the replica (routing policy over the replicas' loads).
   auto& q = st.route;
@@ -340,24 +427,41 @@ void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor s
             if (st.done) return;
             if (a.status != 0) return fail(self, a.status, a.message, a.status == 400 ? "max_tokens" : "");
             st.admitted = true;
-            if (!st.req.body.stream || st.stream_started) return;
-            st.stream_started = true;
-            auto headers = st.req.headers;
-            headers.emplace_back("Content-Type", "text/event-stream");
-            headers.emplace_back("Cache-Control", "no-cache");
-            st.client->start_stream(200, std::move(headers));
-            if (st.req.body.kind == api::endpoint::chat) {
-              std::string first;
-              add_event(first, api::stream_chunk(st.req.body.kind, st.head, "", "", nullptr, 0, true,
-                                                 st.req.body.include_usage));
-              st.client->write(std::move(first));
-            }
+            if (st.req.body.stream) start_stream(st);
           },
           // The replica died before it answered, or refused it (out of
           // rotation): elsewhere. (Only while it is still this one's.)
           [self, replica](caf::error&) {
             if (self->state.replica_index == replica) replica_failed(self);
           });
+}
+
+// A response cache hit: the stored answer, streamed as it was (one event
+// per token) or whole, without the engine.
+void replay(self_ptr self, const cached_response& hit) {
+  auto& st = self->state;
+  st.req.cache = nullptr; // (nothing to store again)
+  st.prompt_tokens = hit.prompt_tokens;
+  if (st.req.ticket) st.req.ticket->charge_prompt(hit.prompt_tokens, seconds_now());
+  if (st.req.body.stream) start_stream(st);
+  std::string batch;
+  const auto now = clock_type::now();
+  st.first_token = now;
+  st.series->time_to_first_token->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
+  for (const auto& piece : hit.pieces) {
+    ++st.completion_tokens;
+    if (st.ws()) {
+      if (!piece.empty()) add_event(st, batch, ws_token(st, piece));
+    } else if (st.req.body.stream) {
+      if (!piece.empty())
+        add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, piece, "", nullptr, st.text_offset, false,
+                                               st.req.body.include_usage));
+    } else {
+      st.text += piece;
+    }
+    st.text_offset += num_code_points(piece);
+  }
+  finish(self, static_cast<finish_reason>(hit.finish), std::move(batch));
 }
 
 auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* status,
@@ -391,6 +495,16 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     if (st.done || !st.current->replica || m.source != st.current->replica.address()) return;
     replica_failed(self);
   });
+  st.series = &st.ctx->metrics->tenant(st.req.tenant);
+  if (st.req.cache) {
+    const auto hit = st.req.cache->get(st.req.cache_key, seconds_now());
+    if (st.req.ticket) st.req.ticket->count_cache(hit != nullptr);
+    (hit ? st.series->cache_hits : st.series->cache_misses)->Increment();
+    if (hit) {
+      replay(self, *hit);
+      return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
+    }
+  }
   encode_job job;
   job.chat = st.req.body.kind == api::endpoint::chat;
   if (job.chat)
@@ -418,7 +532,8 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
         if (st.done) return;
         // Quitting sends the replica the abort (after the submission, so it
         // sees it second even if its admission reply is still on the way).
-        if (st.admitted) st.ctx->metrics->request_success(finish_reason::abort).Increment();
+        if (st.admitted) st.series->request_success(finish_reason::abort).Increment();
+        settle(st);
         st.done = true;
         self->quit();
       },

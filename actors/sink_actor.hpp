@@ -3,6 +3,8 @@
 #include "actors/http/openai_api.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/serving_context.hpp"
+#include "actors/tenancy/response_cache.hpp"
+#include "actors/tenancy/tenants.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -26,6 +28,23 @@ struct sink_request {
   const capability_route* route = nullptr;
   std::shared_ptr<const fleet> served;
   std::string tier; ///< x-troupe-tier
+
+  // The tenant (a tenants file configured; else the defaults below).
+  std::shared_ptr<tenant_ticket> ticket; ///< its hold on the tenant: released when the sink ends
+  std::string tenant = "default";        ///< the metrics' tenant label
+  /// The prefix-cache namespace and vtc account (hashes), the vtc weight and
+  /// the priority. Without tenants: namespace and account are the OpenAI
+  /// `user`, and the priority the request's own.
+  std::optional<std::uint64_t> cache_namespace, account;
+  double weight = 1.0;
+  std::optional<std::int32_t> priority;
+  std::int32_t max_input_tokens = 0; ///< > 0: a longer prompt gets 400
+  /// The response cache, for a cacheable request of a tenant that opted in.
+  response_cache* cache = nullptr;
+  sha256_digest cache_key{};
+  /// A WebSocket request: its id as the client wrote it (JSON text). Its
+  /// events are WebSocket messages, one JSON object a line (see gateway.hpp).
+  std::string ws_id;
 };
 
 /// The actor that carries one request from its prompt to its last byte:

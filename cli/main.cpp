@@ -37,6 +37,8 @@ constexpr const char* k_usage =
     "                [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R]\n"
     "                [--seed S] [--chat] [--chat-template NAME] [--system TEXT]\n"
     "                [--threads N] [--block-size N] [--stop TEXT] [--no-huge-pages]\n"
+    "  hash-key      [--new]  the api_key_sha256 of a key read from standard input\n"
+    "                (--new: makes a random key, prints it and its hash)\n"
     "  make-model    --preset NAME --out DIR [--seed S]\n"
     "                presets: tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b\n"
     "  bench-engine  [--preset NAME | --model DIR] [--batches 1,8,32] [--threads 1,0]\n"
@@ -64,6 +66,7 @@ auto main(int argc, char** argv) -> int {
     if (cmd == "sim") return cli::run_sim(rest);
     if (cmd == "generate") return cli::run_generate(rest);
     if (cmd == "make-model") return cli::run_make_model(rest);
+    if (cmd == "hash-key") return cli::run_hash_key(rest);
     if (cmd == "bench-engine") return cli::run_bench_engine(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::fputs(k_usage, stdout);

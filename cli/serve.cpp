@@ -345,20 +345,30 @@ auto run_serve(std::span<char* const> argv) -> int {
   // SIGTERM and SIGINT are taken by sigwait below: blocked here, before any
   // thread starts, so that every thread inherits the mask.
   auto signals = block_stop_signals();
+  sigaddset(&signals, SIGHUP); // reloads the tenants file
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   caf::actor_system_config caf_cfg;
   configure_actors(caf_cfg, cfg, cfg.worker_port >= 0);
   caf::actor_system sys{caf_cfg};
   server_status status;
-  gateway gw(sys, status, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              std::chrono::duration<double>(cfg.stall_timeout_s)),
-             cfg.admin_api);
+  gateway_options go;
+  go.stall_timeout =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(cfg.stall_timeout_s));
+  go.admin_api = cfg.admin_api;
+  go.tenants_file = cfg.tenants_file;
+  go.response_cache_bytes = static_cast<std::size_t>(cfg.response_cache_bytes);
+  go.response_cache_ttl_s = cfg.response_cache_ttl_s;
+  go.websocket_max_buffered = static_cast<std::size_t>(cfg.websocket_max_buffered_bytes);
+  gateway gw(sys, status, go);
+  gw.watch_tenants(std::chrono::milliseconds(static_cast<std::int64_t>(cfg.tenants_poll_s * 1000)));
   http::server_options so;
   so.host = cfg.host;
   so.port = cfg.port;
   so.threads = cfg.http_threads;
   so.max_body_bytes = cfg.max_body_bytes;
   so.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.idle_timeout_s * 1000));
+  so.websocket_idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.websocket_idle_timeout_s * 1000));
   so.error_body = [](int status, const std::string& message) {
     api::api_error e;
     e.status = status;
@@ -406,7 +416,7 @@ auto run_serve(std::span<char* const> argv) -> int {
   }
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) gw.reload_tenants("SIGHUP");
   // Drain: readiness turns 503 and new requests get 503 (the listener stays
   // open so that probes see it); the ones in flight get drain_timeout_s.
   status.draining = true;

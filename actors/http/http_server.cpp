@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include <sys/socket.h>
 
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <cctype>
 #include <charconv>
+#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -23,6 +25,7 @@ namespace troupe::http {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
+namespace bws = boost::beast::websocket;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 
@@ -61,6 +64,124 @@ void append_chunk(std::string& out, std::string_view data) {
   out += data;
   out += "\r\n";
 }
+
+// A WebSocket connection, made from an HTTP connection's stream once the
+// handler accepted its upgrade. Reads messages one after another and hands
+// each to on_message; send() queues a message from any thread, and the
+// strand writes the queue out one message at a time. Beast answers pings and
+// sends its own when the connection is idle (keep-alive pings).
+class ws_session final : public websocket, public std::enable_shared_from_this<ws_session> {
+public:
+  ws_session(beast::tcp_stream&& stream, const server_options& options) : ws_(std::move(stream)), options_(options) {}
+
+  void start(bhttp::request<bhttp::string_body> req,
+             std::function<websocket_handlers(std::shared_ptr<websocket>)> make) {
+    bws::stream_base::timeout t{};
+    t.handshake_timeout = std::chrono::seconds(30);
+    t.idle_timeout = options_.websocket_idle_timeout;
+    t.keep_alive_pings = true;
+    ws_.set_option(t);
+    ws_.read_message_max(static_cast<std::uint64_t>(options_.max_body_bytes));
+    ws_.set_option(bws::stream_base::decorator([](bws::response_type& r) { r.set(bhttp::field::server, "troupe"); }));
+    req_ = std::move(req);
+    ws_.async_accept(req_, [self = shared_from_this(), make = std::move(make)](error_code ec) mutable {
+      if (ec) return self->end();
+      self->handlers_ = make(self);
+      self->read();
+    });
+  }
+
+  auto send(std::string text) -> std::size_t override {
+    std::lock_guard lock(mu_);
+    if (closed_) return 0;
+    queued_ += text.size();
+    queue_.push_back(std::move(text));
+    if (!writing_) {
+      writing_ = true;
+      net::post(ws_.get_executor(), [self = shared_from_this()] { self->write_next(); });
+    }
+    return queued_;
+  }
+
+  void close() override {
+    net::post(ws_.get_executor(), [self = shared_from_this()] {
+      {
+        std::lock_guard lock(self->mu_);
+        if (self->closed_) return;
+        self->closing_ = true;
+        if (self->writing_) return; // write_next closes once the queue is out
+      }
+      self->close_now();
+    });
+  }
+
+private:
+  void read() {
+    ws_.async_read(in_, [self = shared_from_this()](error_code ec, std::size_t) {
+      if (ec) return self->end();
+      auto text = beast::buffers_to_string(self->in_.data());
+      self->in_.consume(self->in_.size());
+      if (self->handlers_.on_message) self->handlers_.on_message(std::move(text));
+      self->read();
+    });
+  }
+
+  void write_next() {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      if (queue_.empty()) {
+        writing_ = false;
+        if (!closing_) return;
+      } else {
+        sending_ = std::move(queue_.front());
+        queue_.pop_front();
+      }
+    }
+    if (sending_.empty() && closing_) return close_now();
+    ws_.text(true);
+    ws_.async_write(net::buffer(sending_), [self = shared_from_this()](error_code ec, std::size_t) {
+      {
+        std::lock_guard lock(self->mu_);
+        self->queued_ -= self->sending_.size();
+      }
+      self->sending_.clear();
+      if (ec) return self->end();
+      self->write_next();
+    });
+  }
+
+  void close_now() {
+    ws_.async_close(bws::close_code::normal, [self = shared_from_this()](error_code) { self->end(); });
+  }
+
+  // The connection is over (closed by either side, or failed): once.
+  void end() {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      closed_ = true;
+      queue_.clear();
+    }
+    error_code ignored;
+    ws_.next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    ws_.next_layer().socket().close(ignored);
+    if (auto f = std::move(handlers_.on_close)) f();
+    handlers_ = {};
+  }
+
+  bws::stream<beast::tcp_stream> ws_;
+  const server_options& options_;
+  bhttp::request<bhttp::string_body> req_;
+  beast::flat_buffer in_;
+  websocket_handlers handlers_; ///< strand only
+  std::string sending_;         ///< strand only: the message being written
+
+  std::mutex mu_; ///< guards what follows
+  std::deque<std::string> queue_;
+  std::size_t queued_ = 0;
+  bool writing_ = false, closing_ = false, closed_ = false;
+};
 
 // One connection. Reads a request, hands it to the handler, writes what the
 // handler sends back, then reads the next. While a response is open it
@@ -104,6 +225,10 @@ public:
 
   void end_stream() override { output("0\r\n\r\n", state::streaming, state::ending); }
 
+  void accept_websocket(std::function<websocket_handlers(std::shared_ptr<websocket>)> make) override {
+    post([make = std::move(make)](session& s) mutable { s.upgrade(std::move(make)); });
+  }
+
   void on_disconnect(std::function<void()> f) override {
     std::unique_lock lock(mu_);
     if (closed_) {
@@ -116,6 +241,23 @@ public:
 
 private:
   enum class state { reading, handling, streaming, ending };
+
+  // On the strand: the connection becomes a WebSocket; this session is done
+  // with it (the watch is cancelled; the stream moves to the ws_session).
+  void upgrade(std::function<websocket_handlers(std::shared_ptr<websocket>)> make) {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_ || state_ != state::handling || !upgrade_) return;
+      closed_ = true;
+      on_disconnect_ = nullptr;
+    }
+    ++generation_;
+    error_code ignored;
+    stream_.socket().cancel(ignored);
+    stream_.expires_never();
+    std::make_shared<ws_session>(std::move(stream_), options_)->start(std::move(*upgrade_), std::move(make));
+    upgrade_.reset();
+  }
 
   template <class F>
   void post(F&& f) {
@@ -180,6 +322,11 @@ private:
       r.headers.emplace_back(std::move(name), std::string(f.value()));
     }
     r.body = std::move(msg.body());
+    upgrade_.reset();
+    if (bws::is_upgrade(msg)) {
+      r.websocket = true;
+      upgrade_.emplace(std::move(msg));
+    }
     {
       std::lock_guard lock(mu_);
       state_ = state::handling;
@@ -298,6 +445,7 @@ private:
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;        ///< of the current request; set before the handler runs
   bool head_request_ = false;     ///< the current request is a HEAD: headers only
+  std::optional<bhttp::request<bhttp::string_body>> upgrade_; ///< a WebSocket upgrade, until taken or answered
   std::uint64_t generation_ = 0;  ///< strand only: which watch is current
   std::string sending_;           ///< strand only: the async write in flight (lives until it completes)
   char discard_[4096];            ///< strand only: bytes discarded while lingering

@@ -22,9 +22,29 @@ struct request {
   std::string target; ///< path and query, as sent
   header_list headers; ///< names lower-cased
   std::string body;
+  bool websocket = false; ///< a WebSocket upgrade (exchange::accept_websocket may take it)
 
   /// The first header named `name` (lower case), or "".
   auto header(std::string_view name) const -> std::string;
+};
+
+/// An open WebSocket connection. Thread-safe; does nothing once closed.
+class websocket {
+public:
+  virtual ~websocket() = default;
+  /// Queues one text message; returns the bytes queued and not yet sent on
+  /// this connection (this message included). Never blocks.
+  virtual auto send(std::string text) -> std::size_t = 0;
+  /// Closes the connection (a normal closure).
+  virtual void close() = 0;
+};
+
+/// What the application does with a connection's messages. Both run on the
+/// connection's strand, one at a time; on_close runs once, when the
+/// connection ends for whatever reason (and after it, nothing).
+struct websocket_handlers {
+  std::function<void(std::string)> on_message;
+  std::function<void()> on_close;
 };
 
 /// One request's way back to its client. Every member is thread-safe (work
@@ -51,6 +71,9 @@ public:
   /// write fails or times out before the response ended. Set it before
   /// writing; the handler runs at most once.
   virtual void on_disconnect(std::function<void()> f) = 0;
+  /// For a request with `websocket` set, instead of a response: completes
+  /// the upgrade, then calls `make` with the connection for its handlers.
+  virtual void accept_websocket(std::function<websocket_handlers(std::shared_ptr<websocket>)> make) = 0;
 };
 
 using handler = std::function<void(request, std::shared_ptr<exchange>)>;
@@ -61,6 +84,8 @@ struct server_options {
   int threads = 1;
   std::int64_t max_body_bytes = 1 << 20;  ///< larger bodies get 413
   std::chrono::milliseconds idle_timeout{30'000}; ///< reading a request, or one write
+  /// A WebSocket silent this long is closed; at half of it the server pings.
+  std::chrono::milliseconds websocket_idle_timeout{60'000};
   /// The body of a 413 / 400 the server sends itself (given status, message).
   std::function<std::string(int, const std::string&)> error_body;
 };

@@ -490,6 +490,43 @@ auto finish(endpoint kind, fields& f) -> problem {
 
 } // namespace
 
+auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_error> {
+  thread_local od::parser parser;
+  const simdjson::padded_string padded(text);
+  od::document doc;
+  od::object root;
+  if (auto e = parser.iterate(padded).get(doc)) return bad_json(e);
+  if (auto e = doc.get_object().get(root)) {
+    if (e != simdjson::INCORRECT_TYPE) return bad_json(e);
+    return error("invalid_json", "", "a message must be a JSON object");
+  }
+  ws_envelope env;
+  if (auto p = for_each_field(root, [&](std::string_view key, od::value& v) -> problem {
+        if (key == "type") return read_string(v, key, key, env.type);
+        if (key == "api_key") return read_string(v, key, key, env.api_key);
+        if (key == "id") {
+          od::json_type t;
+          if (auto e = v.type().get(t)) return bad_json(e);
+          if (t == od::json_type::string) {
+            std::string id;
+            if (auto p = read_string(v, key, key, id)) return p;
+            env.id_json = json_string(id);
+            return {};
+          }
+          std::int64_t n = 0;
+          if (t != od::json_type::number || v.get_int64().get(n)) return bad_type(key, key, "a string or an integer");
+          env.id_json = std::to_string(n);
+          return {};
+        }
+        return check_json(v, 1);
+      }))
+    return *p;
+  if (env.type.empty()) env.type = "chat";
+  if (env.type != "chat" && env.type != "cancel" && env.type != "ping" && env.type != "auth")
+    return error("invalid_value", "type", "type must be \"chat\", \"cancel\", \"ping\" or \"auth\", got \"" + env.type + "\"");
+  return env;
+}
+
 auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults)
     -> std::variant<completion_request, api_error> {
   // One parser per thread: it keeps its buffers between requests.

@@ -115,6 +115,19 @@ auto full_response(endpoint kind, const response_head& h, std::string_view text,
                    std::string_view finish_reason, const std::vector<token_logprob>* logprobs,
                    const usage& u) -> std::string;
 
+/// A WebSocket message's envelope (GET /v1/chat/stream): its type and id;
+/// a chat request's other fields are read by parse_request(chat, ...).
+struct ws_envelope {
+  std::string type;    ///< "chat" (the default), "cancel", "ping", "auth"
+  std::string id_json; ///< the id as JSON text (a string or an integer); "" when absent
+  std::string api_key; ///< "auth"
+};
+
+/// Reads type, id and api_key; other fields are left for parse_request.
+/// Errors (status 400): not a JSON object, an id that is not a string or an
+/// integer, an unknown type.
+[[nodiscard]] auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_error>;
+
 /// One entry of GET /v1/models.
 struct model_card {
   std::string id;

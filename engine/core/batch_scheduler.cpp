@@ -89,7 +89,8 @@ auto batch_scheduler::find(request_id id) const -> const request* {
 auto batch_scheduler::view_of(const request& r) const -> policy::request_view {
   policy::request_view v;
   v.id = r.id;
-  v.tenant = r.tenant;
+  v.tenant = r.account != 0 ? r.account : r.tenant;
+  v.weight = r.weight;
   v.priority = r.priority;
   v.arrival_s = r.arrival_s;
   v.num_prompt_tokens = static_cast<std::int32_t>(r.prompt.size());

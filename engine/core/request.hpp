@@ -41,7 +41,9 @@ struct request {
   std::int32_t output_limit = 0;
 
   sampling_params sampling;      ///< max_tokens already resolved and valid
-  std::uint64_t tenant = 0;      ///< prefix-cache namespace and fairness unit
+  std::uint64_t tenant = 0;      ///< prefix-cache namespace (and the fairness unit when account is 0)
+  std::uint64_t account = 0;     ///< the fairness unit (vtc's tenant); 0: `tenant`
+  double weight = 1.0;           ///< > 0: its account's share under vtc
   std::int32_t priority = 0;     ///< larger is more important
   double arrival_s = 0;          ///< on the caller's clock (policies age by it)
   std::int32_t output_len_hint = -1; ///< predicted output tokens, -1: none

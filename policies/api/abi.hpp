@@ -5,6 +5,6 @@
 namespace troupe::policy {
 
 /// Bumped whenever a view, decision or interface in policies/api/ changes.
-inline constexpr int abi_version = 1;
+inline constexpr int abi_version = 2;
 
 } // namespace troupe::policy

@@ -29,6 +29,7 @@ struct request_view {
   std::int32_t max_tokens = 0;
   std::int32_t output_len_hint = -1;  ///< predicted output length; -1: none
   std::int32_t num_computed_tokens = 0;
+  double weight = 1.0;                ///< > 0: its tenant's share (vtc: served tokens count 1/weight)
 };
 
 struct schedule_view {

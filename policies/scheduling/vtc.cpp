@@ -44,7 +44,8 @@ auto vtc_scheduling::admission_order(const schedule_view& v) -> std::vector<std:
     heap.pop();
     order.push_back(head);
     const auto& q = queues[tenant];
-    if (++pos < q.size()) heap.emplace(c + w_prompt_ * v.waiting[head].num_prompt_tokens, q[pos], tenant, pos);
+    if (++pos < q.size())
+      heap.emplace(c + w_prompt_ * v.waiting[head].num_prompt_tokens / v.waiting[head].weight, q[pos], tenant, pos);
   }
   return order;
 }
@@ -58,7 +59,8 @@ auto vtc_scheduling::preemption_victim(const schedule_view& v) -> std::size_t {
 
 void vtc_scheduling::on_served(const request_view& r, std::int32_t num_prefill_tokens,
                                std::int32_t num_decode_tokens) {
-  counters_[r.tenant] += w_prompt_ * num_prefill_tokens + w_output_ * num_decode_tokens;
+  // A tenant of weight w is charged 1/w per token: w times the share.
+  counters_[r.tenant] += (w_prompt_ * num_prefill_tokens + w_output_ * num_decode_tokens) / r.weight;
 }
 
 } // namespace troupe::policy

@@ -13,7 +13,8 @@ namespace troupe::policy {
 /// of the tenant with the smallest counter goes first. A tenant that becomes
 /// active is lifted to the smallest counter among the tenants already active,
 /// so idling earns no credit. The victim is a request of the tenant with the
-/// largest counter (its latest admission).
+/// largest counter (its latest admission). A request's weight (its tenant's
+/// tier) divides what it is charged: weight 2 gets twice the share of 1.
 class vtc_scheduling final : public scheduling_policy {
 public:
   explicit vtc_scheduling(double w_prompt = 1.0, double w_output = 2.0) : w_prompt_(w_prompt), w_output_(w_output) {}

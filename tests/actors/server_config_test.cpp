@@ -94,7 +94,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 56);
+  CHECK(num_keys == 62);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
@@ -199,14 +199,16 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
 
   const auto key = std::string(
       "server.prot: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
-      "drain_timeout_s, stall_timeout_s, admin_api");
+      "drain_timeout_s, stall_timeout_s, admin_api, tenants, tenants_poll_s, response_cache, response_cache_ttl_s, "
+      "websocket_max_buffered, websocket_idle_timeout_s");
   CHECK(error_of("[server]\nprot = 1\n") == key);
   CHECK(error_of("", {{"server.prot", "1"}}) == key);
   CHECK(error_of("[model]\nmodel_dir = \"x\"\n") ==
         "model.model_dir: unknown key; known: dir, served_model_name, chat_template, version, more");
   CHECK(error_of("[server.tls]\ncert = \"x\"\n") ==
         "server.tls: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
-        "drain_timeout_s, stall_timeout_s, admin_api");
+        "drain_timeout_s, stall_timeout_s, admin_api, tenants, tenants_poll_s, response_cache, "
+        "response_cache_ttl_s, websocket_max_buffered, websocket_idle_timeout_s");
   CHECK(error_of("", {{"port", "1"}}) == "port: an override names section.key");
   CHECK(error_of("server = 1\n") == "server: expected a table, got integer");
 }

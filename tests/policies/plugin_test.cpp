@@ -40,7 +40,7 @@ TEST_CASE("an out-of-tree scheduling policy loads by path and decides") {
 TEST_CASE("a library built against another policy ABI is refused") {
   const auto path = env("EXAMPLE_POLICY_ABI999");
   CHECK_THROWS_WITH_AS(make_scheduling_policy(path),
-                       ("scheduling policy " + path + ": built against policy ABI 999, this troupe has 1").c_str(),
+                       ("scheduling policy " + path + ": built against policy ABI 999, this troupe has 2").c_str(),
                        std::invalid_argument);
 }
 
