@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TROUPE = os.path.abspath(sys.argv[1])
@@ -49,6 +50,17 @@ class server:
                 self.port = int(m.group(1))
             if "ready:" in line:
                 break
+        # The rest of its output is read as it comes (a full pipe would stall the server).
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+
+    def read_log(self):
+        """What the server has printed so far (stdout and stderr)."""
+        return list(self.log)
 
     def conn(self, timeout=60):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -72,8 +84,8 @@ class server:
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
-        rest = self.proc.communicate(timeout=60)[0]
-        self.log.append(rest)
+        self.proc.wait(timeout=60)
+        self._reader.join(timeout=10)
         return self.proc.returncode
 
 

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The chat page in headless Chromium (playwright-core from npm, Debian's
+chromium): a server with a tenants file and the zero executor slowed to
+5 ms a step, so that a long answer can be stopped mid-way."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from serve_test import TROUPE, check, failures, server  # noqa: E402
+
+KEY = "sk-test-browser-6b1d0e"
+
+
+def main():
+    node = shutil.which("node")
+    chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    if not node or not os.path.exists(chromium) or not os.path.isdir(os.path.join(HERE, "node_modules", "playwright-core")):
+        print("skip: needs node, chromium and tests/browser/node_modules (scripts/bootstrap.sh installs them)")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="troupe-browser-test-")
+    try:
+        model = os.path.join(tmp, "tiny")
+        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True, stdout=subprocess.DEVNULL)
+        tenants = os.path.join(tmp, "tenants.toml")
+        with open(tenants, "w") as f:
+            f.write(f'[tenants.browser]\napi_key_sha256 = "{hashlib.sha256(KEY.encode()).hexdigest()}"\n')
+        srv = server(model, "server.tenants=" + tenants, "engine.executor=zero", "engine.zero_step_us=5000")
+        try:
+            shot = os.environ.get("CHAT_PAGE_SCREENSHOT", "")
+            out = subprocess.run([node, os.path.join(HERE, "chat_page_test.mjs"), f"http://127.0.0.1:{srv.port}/", KEY]
+                                 + ([shot] if shot else []), capture_output=True, text=True, timeout=300)
+            for line in out.stdout.splitlines():
+                check(line.startswith("ok"), "chat_page_test.mjs: " + line[6:])
+            check(out.returncode == 0, "the browser test passes" + (": " + out.stderr[-800:] if out.returncode else ""))
+        finally:
+            rc = srv.stop()
+            check(rc == 0, f"the server stops with exit 0 (got {rc})")
+            check(KEY not in "".join(srv.log), "the server's log holds no API key")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
