@@ -6,7 +6,7 @@ MODEL ?= models/tiny
 JOBS ?= 2
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all bootstrap build serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-gpu clean
+.PHONY: all bootstrap build serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -51,6 +51,11 @@ bench-sim: build
 
 sim-fidelity: build
 	TROUPE=$(BUILD)/troupe python3 scripts/sim_fidelity.py
+
+# Tenant isolation under vtc: a light tenant's p95 TTFT alone and beside a
+# tenant flooding at 4x its share (scripts/bench_isolation.sh).
+bench-isolation: build
+	TROUPE=$(BUILD)/troupe scripts/bench_isolation.sh
 
 # Routing policies on 4 real replicas (4 CPU devices, the tiny model) on a
 # multi-turn chat workload: prefix-cache hit rate and TTFT per policy.

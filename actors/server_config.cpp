@@ -361,6 +361,8 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1)},
       {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
       {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
+      {"scheduler", "long_prefill_token_threshold", integer(&c::long_prefill_token_threshold, 0)},
+      {"scheduler", "max_num_partial_prefills", integer(&c::max_num_partial_prefills, 0)},
       {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},
       {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1)},
       {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1)},

@@ -83,6 +83,8 @@ struct server_config {
   // [scheduler]
   std::int32_t max_num_seqs = 256;         ///< >= 1
   std::int32_t max_num_batched_tokens = 2048; ///< >= 1 (may be below block_size)
+  std::int32_t long_prefill_token_threshold = 0; ///< >= 0: a request's prefill tokens per step, at most (0: the budget)
+  std::int32_t max_num_partial_prefills = 0; ///< >= 0: prefills spanning steps running at once (0: no limit)
   std::int32_t block_size = 16;            ///< [1, 1024] tokens per KV block
   std::int64_t kv_memory_bytes = 256 << 20; ///< key "kv_memory"; >= 1; integer bytes or "512MiB"
   std::int32_t max_waiting_requests = 4096; ///< >= 1; beyond it requests get 429

@@ -77,7 +77,7 @@ auto lognormal(rng& g, double mu, double sigma, std::int64_t lo, std::int64_t hi
 }
 
 struct summary {
-  double mean = 0, median = 0, p99 = 0;
+  double mean = 0, median = 0, p95 = 0, p99 = 0;
 };
 
 auto summarize(std::vector<double> v) -> summary {
@@ -86,6 +86,7 @@ auto summarize(std::vector<double> v) -> summary {
   summary s;
   s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
   s.median = percentile(v, 0.5);
+  s.p95 = percentile(v, 0.95);
   s.p99 = percentile(v, 0.99);
   return s;
 }
@@ -93,6 +94,7 @@ auto summarize(std::vector<double> v) -> summary {
 void print_summary(const char* title, const char* unit, const summary& s) {
   std::printf("%-34s %10.2f\n", (std::string("Mean ") + title + " (" + unit + "):").c_str(), s.mean);
   std::printf("%-34s %10.2f\n", (std::string("Median ") + title + " (" + unit + "):").c_str(), s.median);
+  std::printf("%-34s %10.2f\n", (std::string("P95 ") + title + " (" + unit + "):").c_str(), s.p95);
   std::printf("%-34s %10.2f\n", (std::string("P99 ") + title + " (" + unit + "):").c_str(), s.p99);
 }
 
@@ -101,7 +103,7 @@ void print_summary(const char* title, const char* unit, const summary& s) {
 auto run_bench(std::span<char* const> argv) -> int {
   const args a(argv, {"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
                       "random-input-len", "random-output-len", "seed", "model", "endpoint", "tenant-weights",
-                      "shared-prefix-len", "trace"},
+                      "shared-prefix-len", "trace", "api-key"},
                {});
   const std::string url = a.str("url", "http://127.0.0.1:8080");
   const std::string prefix = "http://";
@@ -143,6 +145,9 @@ auto run_bench(std::span<char* const> argv) -> int {
   rng prefix_rng(12345);
   const std::string shared = shared_words > 0 ? prompt_of(prefix_rng, shared_words) + " " : "";
   std::vector<http::load_request> reqs;
+  // A tenant's key (server.tenants), sent with every request.
+  const auto key = a.str("api-key", "");
+  const std::string auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
   std::vector<int> tenant_of;
   double t = 0;
   // A trace (the simulator's CSV): each request at its time, its prompt as
@@ -170,7 +175,7 @@ auto run_bench(std::span<char* const> argv) -> int {
         json_text::append_string(body, trace->tenant_names()[static_cast<std::size_t>(q->tenant)]);
       }
       body += ",\"logprobs\":0,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
-      reqs.push_back({"/v1/completions", std::move(body), q->arrival_s});
+      reqs.push_back({"/v1/completions", std::move(body), q->arrival_s, auth});
       tenant_of.push_back(-1);
     }
   }
@@ -203,7 +208,7 @@ auto run_bench(std::span<char* const> argv) -> int {
     }
     body += ",\"max_tokens\":" + std::to_string(max_tokens) +
             ",\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
-    reqs.push_back({endpoint, std::move(body), t});
+    reqs.push_back({endpoint, std::move(body), t, auth});
     if (std::isfinite(rate)) {
       // Gamma(shape = burstiness) gaps with mean 1/rate: burstiness 1 is
       // Poisson, below 1 burstier.

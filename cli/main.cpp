@@ -25,6 +25,7 @@ constexpr const char* k_usage =
     "                [--request-rate R|inf] [--burstiness B] [--max-concurrency C]\n"
     "                [--num-prompts N] [--random-input-len N] [--random-output-len N]\n"
     "                [--goodput ttft:MS,tpot:MS,e2el:MS] [--endpoint PATH] [--seed S]\n"
+    "                [--api-key KEY] (a tenant's key, with server.tenants)\n"
     "  bench-loopback [--streams 1000] [--events 256] [--event-bytes 160]\n"
     "                (this machine's ceiling for many small streamed events)\n"
     "  sim           SCENARIO.toml [--out DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"

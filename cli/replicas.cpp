@@ -57,6 +57,8 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, m.max_model_len, cfg.max_waiting_requests,
                cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
   ro.limits.preemption = preemption_mode::recompute;
+  ro.limits.long_prefill_token_threshold = cfg.long_prefill_token_threshold;
+  ro.limits.max_num_partial_prefills = cfg.max_num_partial_prefills;
   ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
   ro.scheduling = cfg.policy;
   ro.share = m.num_blocks;

@@ -55,7 +55,7 @@ public:
       if (ec) return self->fail("connect: " + ec.message());
       self->socket_.set_option(tcp::no_delay(true), ec);
       const auto& r = (*self->run_.requests)[self->index_];
-      self->out_ = "POST " + r.path + " HTTP/1.1\r\nHost: troupe\r\nContent-Type: application/json\r\n"
+      self->out_ = "POST " + r.path + " HTTP/1.1\r\nHost: troupe\r\nContent-Type: application/json\r\n" + r.headers +
                    "Content-Length: " + std::to_string(r.body.size()) + "\r\nConnection: close\r\n\r\n" + r.body;
       net::async_write(self->socket_, net::buffer(self->out_), [self](error_code ec2, std::size_t) {
         if (ec2) return self->fail("write: " + ec2.message());

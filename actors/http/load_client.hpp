@@ -14,6 +14,7 @@ struct load_request {
   std::string path; ///< "/v1/completions"
   std::string body; ///< JSON, with "stream": true
   double send_at_s = 0; ///< seconds after the run starts (waits longer under max_concurrency)
+  std::string headers;  ///< more header lines, each ending in "\r\n" (an Authorization, say)
 };
 
 /// What one request saw, in seconds since the run started.

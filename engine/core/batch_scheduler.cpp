@@ -212,6 +212,12 @@ void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_outp
   step_requests_.push_back(&r);
 }
 
+auto batch_scheduler::chunk_of(const request& r, std::int64_t budget) const -> std::int32_t {
+  auto n = std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget);
+  if (limits_.long_prefill_token_threshold > 0) n = std::min<std::int64_t>(n, limits_.long_prefill_token_threshold);
+  return static_cast<std::int32_t>(n);
+}
+
 void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output& out) {
   if (waiting_.empty() || budget <= 0 || num_running() >= limits_.max_num_seqs) return;
   if (blocked_available_ >= 0 && kv_.source().num_available() <= blocked_available_ &&
@@ -225,10 +231,18 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
   for (const request* r : running_) running.push_back(view_of(*r));
   const auto order = policy_.admission_order({now_s, waiting, running});
   std::vector<bool> admitted(waiting_.size(), false);
+  std::int32_t partial = 0; // running requests still in their prefill
+  if (limits_.max_num_partial_prefills > 0)
+    for (const request* r : running_)
+      if (r->num_computed_tokens < static_cast<std::int32_t>(r->prompt.size())) ++partial;
   for (const std::size_t idx : order) {
     if (budget <= 0 || num_running() >= limits_.max_num_seqs) break;
     TROUPE_CHECK(idx < waiting_.size() && !admitted[idx], "the policy named a request twice or out of range");
     request& r = *waiting_[idx];
+    // One more partial prefill than allowed (its prompt, cache hits not
+    // counted, does not fit in this step): the next in order may fit.
+    const bool spans_steps = r.num_tokens() - r.num_computed_tokens > std::min<std::int64_t>(budget, chunk_of(r, budget));
+    if (limits_.max_num_partial_prefills > 0 && spans_steps && partial >= limits_.max_num_partial_prefills) continue;
     if (r.kv == nullptr) {
       if (r.output.empty()) {
         r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, r.prompt);
@@ -240,8 +254,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
       r.kv = kv_.entry_of(r.id);
       r.num_computed_tokens = r.num_cached_tokens;
     }
-    const auto num_new =
-        static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
+    const auto num_new = chunk_of(r, budget);
     // The watermark holds back blocks for running requests to grow into;
     // with nothing running it would only block the queue for good.
     // Releasing waiting requests' prefix hits helps where released blocks
@@ -276,6 +289,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     }
     add_chunk(r, num_new, out);
     budget -= num_new;
+    if (r.num_computed_tokens + num_new < r.num_tokens()) ++partial;
   }
   std::size_t keep = 0;
   for (std::size_t i = 0; i < waiting_.size(); ++i)
@@ -314,8 +328,7 @@ void batch_scheduler::schedule(double now_s, scheduler_output& out) {
         ++i;
         continue;
       }
-      const auto num_new =
-          static_cast<std::int32_t>(std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget));
+      const auto num_new = chunk_of(r, budget);
       if (!kv_.grow(*r.kv, r.num_computed_tokens + num_new, false)) {
         // Prefix hits held by waiting requests go before running work does
         // (where released blocks come back here).

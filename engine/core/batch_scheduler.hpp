@@ -42,6 +42,15 @@ struct scheduler_limits {
   preemption_mode preemption = preemption_mode::recompute;
   std::int32_t num_host_blocks = 0;           ///< swap space: this scheduler's host blocks
   block_id first_host_block = 0;              ///< ... named [first, first + num_host_blocks)
+  /// A request's prefill chunk is at most this many tokens a step (0: the
+  /// budget), as vLLM's long_prefill_token_threshold: long prompts then
+  /// leave room in every step for newly admitted requests.
+  std::int32_t long_prefill_token_threshold = 0;
+  /// Requests whose prefill spans steps (partial prefills) running at once,
+  /// at most (0: no limit), as vLLM's max_num_partial_prefills. A waiting
+  /// request that would be one more is passed over for one that fits in a
+  /// step, so a flood of long prompts cannot hold every step's budget.
+  std::int32_t max_num_partial_prefills = 0;
 };
 
 /// What one step did for one request: its new token, and whether it ended.
@@ -124,6 +133,9 @@ private:
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
   auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;
+  /// The tokens `r` runs this step: what it has left, within the budget and
+  /// long_prefill_token_threshold.
+  auto chunk_of(const request& r, std::int64_t budget) const -> std::int32_t;
 
   scheduler_limits limits_;
   kv_cache_manager& kv_;

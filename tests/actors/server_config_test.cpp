@@ -94,7 +94,7 @@ TEST_CASE("config/default.toml spells out every key") {
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 62);
+  CHECK(num_keys == 64);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {

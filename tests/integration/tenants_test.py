@@ -213,6 +213,21 @@ def test_cache(srv):
     check(hits("omega") == 0 and misses("omega") == 0, "a tenant that did not opt in is never cached")
 
 
+def test_prefix_namespaces(srv):
+    """KV prefix blocks are shared inside a tenant, never across tenants
+    (each has its own namespace by default)."""
+    hits = lambda: srv.metric("troupe_prefix_cache_hits_total")  # noqa: E731
+    system = "You are a careful assistant who answers in full sentences. " * 12
+    req = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": "Hi"}], "max_tokens": 2}
+    chat(srv, "omega", req)
+    before = hits()
+    chat(srv, "eps", dict(req, temperature=0.9))
+    across = hits() - before
+    chat(srv, "omega", dict(req, messages=[req["messages"][0], {"role": "user", "content": "Hello"}]))
+    within = hits() - before - across
+    check(across == 0 and within > 0, f"prefix blocks: {within} hits within a tenant, {across} across tenants")
+
+
 def test_reload(srv, path):
     keep = srv.conn()  # a keep-alive connection across the reloads
     keep.request("GET", "/health/live")
@@ -362,6 +377,7 @@ def main():
             test_limits(srv)
             test_usage_and_metrics(srv)
             test_cache(srv)
+            test_prefix_namespaces(srv)
             test_reload(srv, path)
             test_ws_upgrade(srv)
             if NODE:

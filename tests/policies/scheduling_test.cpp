@@ -84,6 +84,29 @@ TEST_CASE("vtc: the tenant served least goes first; new tenants are lifted; the 
   CHECK(p.preemption_victim({0, {}, std::vector<request_view>{req(7, 2, 0, 0, 1), req(8, 1, 0, 0, 1)}}) == 1);
 }
 
+TEST_CASE("vtc: a tenant of weight w is charged 1/w: twice the weight, twice the share") {
+  vtc_scheduling p(1.0, 2.0);
+  auto heavy = req(1, 1, 0, 0, 100);
+  auto gold = req(2, 2, 0, 0, 100);
+  gold.weight = 2.0;
+  p.on_served(heavy, 100, 0);
+  p.on_served(gold, 100, 0);
+  CHECK(p.counter(1) == 100);
+  CHECK(p.counter(2) == 50);
+  // Both waiting with equal counters: the weight-2 tenant's projected
+  // counter grows half as fast, so it gets two admissions for one.
+  vtc_scheduling q(1.0, 2.0);
+  std::vector<request_view> w;
+  for (int i = 0; i < 3; ++i) w.push_back(req(10 + i, 1, 0, i, 100));
+  for (int i = 0; i < 3; ++i) {
+    auto g = req(20 + i, 2, 0, 3 + i, 100);
+    g.weight = 2.0;
+    w.push_back(g);
+  }
+  // Tenant 1: 0, 100, 200; tenant 2: 0, 50, 100 (ties: the earlier arrival).
+  CHECK(q.admission_order({0, w, {}}) == order{0, 3, 4, 1, 5, 2});
+}
+
 TEST_CASE("registry: every built-in scheduling policy by name") {
   CHECK(scheduling_policy_names() == std::vector<std::string>{"fcfs", "priority", "sjf", "vtc", "static"});
   for (const auto& n : scheduling_policy_names()) CHECK(make_scheduling_policy(n)->name() == n);

@@ -165,6 +165,32 @@ TEST_CASE("batch_scheduler: chunked prefill under the token budget, then decode,
   s.check_invariants();
 }
 
+TEST_CASE("batch_scheduler: long_prefill_token_threshold and max_num_partial_prefills leave room for short prompts") {
+  scheduler_limits lim{8, 16, 256};
+  lim.long_prefill_token_threshold = 6;
+  lim.max_num_partial_prefills = 1;
+  rig g(lim, 100, {4, 0, false});
+  auto& s = g.s;
+  REQUIRE(submit(s, make_request(1, 40, 2)));
+  REQUIRE(submit(s, make_request(2, 40, 2)));
+  REQUIRE(submit(s, make_request(3, 4, 2)));
+  tables t;
+  auto st = s.schedule(0);
+  check_step(st, lim, 4, t);
+  // Request 1 takes 6 tokens (the threshold), not the whole 16; request 2
+  // would be a second partial prefill: passed over for request 3, which fits.
+  REQUIRE(st.scheduled.size() == 2);
+  CHECK(st.scheduled[0].id == 1);
+  CHECK(st.scheduled[0].num_tokens == 6);
+  CHECK(st.scheduled[1].id == 3);
+  CHECK(st.scheduled[1].num_tokens == 4);
+  s.update(st, sampled({{3, 9}}));
+  st = s.schedule(0);
+  check_step(st, lim, 4, t);
+  for (const auto& x : st.scheduled) CHECK(x.id != 2); // still one partial prefill at a time
+  s.check_invariants();
+}
+
 TEST_CASE("batch_scheduler: decodes go before other requests' prefill chunks") {
   scheduler_limits lim{4, 4, 256};
   rig g(lim, 100, {4, 0, false});
