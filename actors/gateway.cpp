@@ -412,8 +412,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
     conn->session = req.header("x-session-id");
     conn->tier = req.header("x-troupe-tier");
     client->accept_websocket([this, conn](std::shared_ptr<http::websocket> socket) {
-      conn->socket = std::move(socket);
-      status_.num_live_requests.fetch_add(1, std::memory_order_relaxed); // (draining waits for sockets too)
+      conn->socket = std::move(socket); // (its requests' sinks count as live requests; an idle socket does not)
       http::websocket_handlers h;
       h.on_message = [this, conn](std::string text) { on_ws_message(conn, std::move(text)); };
       h.on_close = [this, conn] {
@@ -424,7 +423,6 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
           live.swap(conn->live);
         }
         for (auto& [id, r] : live) r->cut({});
-        status_.num_live_requests.fetch_sub(1, std::memory_order_relaxed);
       };
       return h;
     });
