@@ -64,133 +64,6 @@ auto canonical_request(const api::completion_request& r, const std::string& vers
 
 } // namespace
 
-/// One request on a WebSocket: the sink's exchange, turning what the sink
-/// writes into messages with the request's id.
-class ws_request final : public http::exchange {
-public:
-  ws_request(std::shared_ptr<gateway::ws_connection> conn, std::string id) : conn_(std::move(conn)), id_(std::move(id)) {}
-
-  void respond(int status, http::header_list headers, std::string body) override;
-  void start_stream(int, http::header_list) override {}
-  void write(std::string data, delivery_count delivered) override;
-  void end_stream() override;
-  void on_disconnect(std::function<void()> f) override {
-    std::unique_lock lock(mu_);
-    if (ended_) {
-      lock.unlock();
-      if (f) f();
-      return;
-    }
-    on_gone_ = std::move(f);
-  }
-  void accept_websocket(std::function<http::websocket_handlers(std::shared_ptr<http::websocket>)>) override {}
-
-  /// Ends it from the connection's side (a cancel, the socket closed):
-  /// `event`, if any, is its last message; the sink is told to stop.
-  void cut(const std::string& event);
-
-private:
-  void end(std::unique_lock<std::mutex>& lock);
-
-  std::shared_ptr<gateway::ws_connection> conn_;
-  std::string id_;
-  std::mutex mu_; ///< sends happen under it: nothing follows a request's last message
-  bool ended_ = false;
-  std::function<void()> on_gone_;
-};
-
-struct gateway::ws_connection {
-  std::shared_ptr<http::websocket> socket;
-  std::size_t max_buffered = 0;
-  std::shared_ptr<tenant_state> tenant; ///< with tenants: set by the upgrade's key or an auth message
-  bool authenticated = false;           ///< (tenants) a key was accepted, or anonymous access
-  std::string session, tier;            ///< x-session-id, x-troupe-tier of the upgrade
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<ws_request>> live; ///< by id (JSON text)
-  bool closed = false;
-
-  void forget(const std::string& id, const ws_request* r) {
-    std::lock_guard lock(mu);
-    if (const auto it = live.find(id); it != live.end() && it->second.get() == r) live.erase(it);
-  }
-};
-
-void ws_request::end(std::unique_lock<std::mutex>& lock) {
-  ended_ = true;
-  auto gone = std::move(on_gone_);
-  on_gone_ = nullptr;
-  lock.unlock();
-  conn_->forget(id_, this);
-  if (gone) gone();
-}
-
-void ws_request::respond(int status, http::header_list headers, std::string body) {
-  std::unique_lock lock(mu_);
-  if (ended_) return;
-  // An error ({"error":{...}}) becomes an error event; a 429's Retry-After
-  // goes with it.
-  std::string event = R"({"type":"error","id":)" + id_;
-  if (status == 429)
-    for (const auto& [k, v] : headers)
-      if (k == "Retry-After") event += R"(,"retry_after_s":)" + v;
-  event += R"(,"status":)" + std::to_string(status) + "," + (body.size() > 1 ? body.substr(1) : "}");
-  conn_->socket->send(std::move(event));
-  ended_ = true;
-  on_gone_ = nullptr; // (the sink is ending anyway)
-  lock.unlock();
-  conn_->forget(id_, this);
-}
-
-void ws_request::write(std::string data, delivery_count delivered) {
-  if (delivered) delivered->fetch_sub(1, std::memory_order_relaxed);
-  std::unique_lock lock(mu_);
-  if (ended_) return;
-  std::size_t queued = 0;
-  for (std::size_t at = 0; at < data.size();) {
-    auto nl = data.find('\n', at);
-    if (nl == std::string::npos) nl = data.size();
-    if (nl > at) queued = conn_->socket->send(data.substr(at, nl - at));
-    at = nl + 1;
-  }
-  if (queued <= conn_->max_buffered) return;
-  // The client does not read: the engine must not wait for it, nor the
-  // server hold its tokens without bound.
-  api::api_error e{429, "the client reads too slowly: " + std::to_string(queued) +
-                            " bytes wait on its socket (the limit is " + std::to_string(conn_->max_buffered) +
-                            "); the request was cancelled",
-                   "slow_reader", "", "slow_reader"};
-  conn_->socket->send(R"({"type":"error","id":)" + id_ + "," + api::error_body(e).substr(1));
-  end(lock);
-}
-
-void ws_request::end_stream() {
-  std::unique_lock lock(mu_);
-  if (ended_) return;
-  ended_ = true;
-  on_gone_ = nullptr;
-  lock.unlock();
-  conn_->forget(id_, this);
-}
-
-void ws_request::cut(const std::string& event) {
-  std::unique_lock lock(mu_);
-  if (ended_) return;
-  if (!event.empty()) conn_->socket->send(event);
-  end(lock);
-}
-
-/// What complete() needs of a request, from HTTP or a WebSocket message.
-struct gateway::completion_call {
-  api::endpoint kind = api::endpoint::chat;
-  std::string_view body;
-  std::shared_ptr<tenant_state> tenant; ///< null: no tenants
-  http::header_list headers;            ///< x-request-id, x-model-version
-  std::string request_id;
-  steady_time arrival;
-  std::string session, tier;            ///< x-session-id, x-troupe-tier
-  std::string ws_id;                    ///< a WebSocket request's id ("" for HTTP)
-};
-
 gateway::gateway(caf::actor_system& sys, server_status& status, gateway_options options)
   : sys_(sys), status_(status), options_(std::move(options)) {
   if (!options_.tenants_file.empty()) {
@@ -210,6 +83,12 @@ gateway::~gateway() {
   }
   watch_cv_.notify_all();
   if (watcher_.joinable()) watcher_.join();
+}
+
+auto gateway::unauthenticated(bool key_given) -> api::api_error {
+  return key_given ? api::api_error{401, "the API key is not valid", "authentication_error", "", "invalid_api_key"}
+                   : api::api_error{401, "an API key is required (Authorization: Bearer <key>)", "authentication_error",
+                                    "", "missing_api_key"};
 }
 
 auto gateway::now_s() -> double {
@@ -283,7 +162,6 @@ auto gateway::readiness(const fleet* f, const served_model* model) const -> std:
   }
   return {};
 }
-
 
 void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) {
   const auto arrival = std::chrono::steady_clock::now();
@@ -377,11 +255,9 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
     tenant = tenants_->authenticate(*key);
     // A WebSocket may authenticate by its first message instead.
     if (!tenant && !(stream && key->empty())) {
-      count_rejection("", key->empty() ? "missing_api_key" : "invalid_api_key");
-      return error(401,
-                   key->empty() ? "an API key is required (Authorization: Bearer <key>)" : "the API key is not valid",
-                   "authentication_error", "", key->empty() ? "missing_api_key" : "invalid_api_key",
-                   {{"WWW-Authenticate", "Bearer"}});
+      const auto e = unauthenticated(!key->empty());
+      count_rejection("", e.code);
+      return error(401, e.message, e.type, "", e.code, {{"WWW-Authenticate", "Bearer"}});
     }
   }
   if (usage) {
@@ -390,12 +266,12 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
   }
   if (models) {
     if (!fl) return error(503, "the model is loading", "service_unavailable");
-    const auto spec = tenant ? tenant->spec() : tenant_spec{};
+    const auto spec = tenant ? tenant->spec() : std::make_shared<const tenant_spec>();
     std::vector<api::model_card> cards;
     for (const auto& m : fl->models)
-      if (spec.allows(m.name)) cards.push_back({m.name, m.stable->max_model_len});
+      if (spec->allows(m.name)) cards.push_back({m.name, m.stable->max_model_len});
     for (const auto& r : fl->routes)
-      if (spec.allows(r.name)) cards.push_back({r.name, r.large->stable->max_model_len});
+      if (spec->allows(r.name)) cards.push_back({r.name, r.large->stable->max_model_len});
     return reply(200, "application/json", api::models_list(cards, 0));
   }
   if (status_.draining.load()) return error(503, "the server is shutting down", "service_unavailable");
@@ -405,28 +281,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
     if (!req.websocket)
       return error(426, "GET /v1/chat/stream is a WebSocket: send an Upgrade: websocket request", "invalid_request_error",
                    "", "upgrade_required", {{"Upgrade", "websocket"}});
-    auto conn = std::make_shared<ws_connection>();
-    conn->max_buffered = options_.websocket_max_buffered;
-    conn->tenant = std::move(tenant);
-    conn->authenticated = !tenants_ || conn->tenant != nullptr;
-    conn->session = req.header("x-session-id");
-    conn->tier = req.header("x-troupe-tier");
-    client->accept_websocket([this, conn](std::shared_ptr<http::websocket> socket) {
-      conn->socket = std::move(socket); // (its requests' sinks count as live requests; an idle socket does not)
-      http::websocket_handlers h;
-      h.on_message = [this, conn](std::string text) { on_ws_message(conn, std::move(text)); };
-      h.on_close = [this, conn] {
-        std::map<std::string, std::shared_ptr<ws_request>> live;
-        {
-          std::lock_guard lock(conn->mu);
-          conn->closed = true;
-          live.swap(conn->live);
-        }
-        for (auto& [id, r] : live) r->cut({});
-      };
-      return h;
-    });
-    return;
+    return accept_stream(req, std::move(tenant), client);
   }
 
   completion_call call;
@@ -439,75 +294,6 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
   call.session = req.header("x-session-id");
   call.tier = req.header("x-troupe-tier");
   complete(call, client);
-}
-
-void gateway::on_ws_message(const std::shared_ptr<ws_connection>& conn, std::string text) {
-  const auto send = [&](std::string m) { conn->socket->send(std::move(m)); };
-  const auto error_event = [&](const std::string& id_json, const api::api_error& e) {
-    send(R"({"type":"error","id":)" + (id_json.empty() ? std::string("null") : id_json) + R"(,"status":)" +
-         std::to_string(e.status) + "," + api::error_body(e).substr(1));
-  };
-  auto parsed = api::parse_ws_envelope(text);
-  if (auto* e = std::get_if<api::api_error>(&parsed)) return error_event("", *e);
-  auto& env = std::get<api::ws_envelope>(parsed);
-  if (env.type == "ping") return send(R"({"type":"pong"})");
-  if (env.type == "auth") {
-    if (!tenants_) return send(R"({"type":"auth","tenant":"default"})");
-    auto t = tenants_->authenticate(env.api_key);
-    if (!t) {
-      count_rejection("", env.api_key.empty() ? "missing_api_key" : "invalid_api_key");
-      return error_event("", {401, env.api_key.empty() ? "an API key is required" : "the API key is not valid",
-                              "authentication_error", "api_key", env.api_key.empty() ? "missing_api_key" : "invalid_api_key"});
-    }
-    {
-      std::lock_guard lock(conn->mu);
-      conn->tenant = t;
-      conn->authenticated = true;
-    }
-    return send(R"({"type":"auth","tenant":)" + api::json_string(t->name()) + "}");
-  }
-  if (env.id_json.empty()) return error_event("", {400, "a message needs an id", "invalid_request_error", "id", "missing_field"});
-  if (env.type == "cancel") {
-    std::shared_ptr<ws_request> r;
-    {
-      std::lock_guard lock(conn->mu);
-      if (const auto it = conn->live.find(env.id_json); it != conn->live.end()) r = it->second;
-    }
-    if (!r) return error_event(env.id_json, {404, "no request " + env.id_json + " is running on this socket",
-                                             "invalid_request_error", "id", "not_found"});
-    return r->cut(R"({"type":"cancelled","id":)" + env.id_json + "}");
-  }
-  // A chat request.
-  std::shared_ptr<tenant_state> tenant;
-  {
-    std::lock_guard lock(conn->mu);
-    if (!conn->authenticated)
-      return error_event(env.id_json, {401, "authenticate first: {\"type\":\"auth\",\"api_key\":KEY}",
-                                       "authentication_error", "", "missing_api_key"});
-    tenant = conn->tenant;
-    if (conn->live.contains(env.id_json))
-      return error_event(env.id_json, {400, "a request with id " + env.id_json + " is already running on this socket",
-                                       "invalid_request_error", "id", "duplicate_id"});
-  }
-  if (status_.draining.load())
-    return error_event(env.id_json, {503, "the server is shutting down", "service_unavailable", "", ""});
-  auto r = std::make_shared<ws_request>(conn, env.id_json);
-  {
-    std::lock_guard lock(conn->mu);
-    if (conn->closed) return;
-    conn->live.emplace(env.id_json, r);
-  }
-  completion_call call;
-  call.kind = api::endpoint::chat;
-  call.body = text;
-  call.tenant = std::move(tenant);
-  call.request_id = "troupe-" + std::to_string(next_id_.fetch_add(1));
-  call.headers = {{"x-request-id", call.request_id}};
-  call.arrival = std::chrono::steady_clock::now();
-  call.session = conn->session;
-  call.tier = conn->tier;
-  call.ws_id = env.id_json;
-  complete(call, r);
 }
 
 void gateway::complete(completion_call& call, const std::shared_ptr<http::exchange>& client) {
@@ -524,13 +310,6 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     for (auto& x : extra) h.push_back(std::move(x));
     client->respond(e.status, std::move(h), api::error_body(e));
   };
-  const auto tenant_name = call.tenant ? call.tenant->name() : std::string("default");
-  const auto reject = [&](const std::string& reason, const api::api_error& e) {
-    if (call.tenant) tenant_registry::count_rejection(*call.tenant, reason);
-    count_rejection(tenant_name, reason);
-    fail(e);
-  };
-
   const auto kind = call.kind;
   auto parsed = api::parse_request(kind, call.body, dflt->defaults);
   if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
@@ -562,40 +341,25 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   }
 
   sink_request sr;
-  // The tenant's checks, before any model work: its model (403), its token
-  // limits (400), then its place and its rate limits (429).
-  std::shared_ptr<tenant_ticket> ticket;
+  // The tenant's checks, before any model work: its model (403), its
+  // max_tokens (400), then its place and its rate limits (429).
   if (call.tenant) {
     const auto spec = call.tenant->spec();
-    if (spec.max_output_tokens > 0) {
-      if (body.max_tokens && *body.max_tokens > spec.max_output_tokens) {
-        if (spec.allows(model_name))
-          return reject("max_output_tokens",
-                        {400, "max_tokens is " + std::to_string(*body.max_tokens) +
-                                  "; the tenant's limit (max_output_tokens) is " + std::to_string(spec.max_output_tokens),
-                         "invalid_request_error", "max_tokens", "output_tokens_exceeded"});
-      }
-      if (!body.max_tokens) body.max_tokens = spec.max_output_tokens;
-    }
-    auto d = tenants_->admit(call.tenant, model_name, now_s());
+    auto d = tenants_->admit(call.tenant, model_name, now_s(), body.max_tokens);
     for (auto& h : d.headers) headers.push_back(std::move(h));
     if (d.status != 0) {
-      count_rejection(tenant_name, d.reason);
-      return fail({d.status, d.message, d.status == 429 ? "rate_limit_error" : "permission_error",
-                   d.status == 403 ? "model" : "", d.code});
+      count_rejection(spec->name, d.reason);
+      return fail({d.status, d.message, d.type, d.param, d.code});
     }
-    ticket = std::move(d.ticket);
-    sr.ticket = ticket;
-    sr.tenant = spec.name;
-    sr.cache_namespace = hash_of("ns:" + spec.cache_namespace);
-    sr.account = hash_of("tenant:" + spec.name);
-    sr.weight = spec.tier.vtc_weight;
-    sr.priority = spec.tier.priority;
-    sr.max_input_tokens = spec.max_input_tokens;
-    if (spec.response_cache && cache_) {
-      // (the cache key is finished below, once the version is known)
-      sr.cache = cache_.get();
-    }
+    if (!body.max_tokens && spec->max_output_tokens > 0) body.max_tokens = spec->max_output_tokens;
+    sr.ticket = std::move(d.ticket);
+    sr.tenant = spec->name;
+    sr.cache_namespace = hash_of("ns:" + spec->cache_namespace);
+    sr.account = hash_of("tenant:" + spec->name);
+    sr.weight = spec->tier.vtc_weight;
+    sr.priority = spec->tier.priority;
+    sr.max_input_tokens = spec->max_input_tokens;
+    if (spec->response_cache) sr.cache = cache_.get(); // (its key once the version is known, below)
   }
 
   // The session key: x-session-id, else the OpenAI user, else the

@@ -23,6 +23,7 @@
 // with an error event, code "slow_reader": the engine never waits for a reader.
 
 #include "actors/http/http_server.hpp"
+#include "actors/http/openai_api.hpp"
 #include "actors/serving_context.hpp"
 #include "actors/tenancy/response_cache.hpp"
 #include "actors/tenancy/tenants.hpp"
@@ -74,7 +75,18 @@ public:
   void watch_tenants(std::chrono::milliseconds period);
 
   struct ws_connection;
-  struct completion_call;
+
+  /// What complete() needs of a request, from HTTP or a WebSocket message.
+  struct completion_call {
+    api::endpoint kind = api::endpoint::chat;
+    std::string_view body;
+    std::shared_ptr<tenant_state> tenant; ///< null: no tenants
+    http::header_list headers;            ///< x-request-id, x-model-version
+    std::string request_id;
+    steady_time arrival;
+    std::string session, tier;            ///< x-session-id, x-troupe-tier
+    std::string ws_id;                    ///< a WebSocket request's id ("" for HTTP)
+  };
 
 private:
   auto served() -> std::shared_ptr<const fleet>;
@@ -84,7 +96,12 @@ private:
              const std::shared_ptr<http::exchange>& client, const http::header_list& headers);
   /// A completion, from HTTP or a WebSocket: checks, then a sink.
   void complete(completion_call& call, const std::shared_ptr<http::exchange>& client);
+  // The WebSocket protocol (gateway_websocket.cpp): the upgrade, each message.
+  void accept_stream(const http::request& req, std::shared_ptr<tenant_state> tenant,
+                     const std::shared_ptr<http::exchange>& client);
   void on_ws_message(const std::shared_ptr<ws_connection>& conn, std::string text);
+  /// The 401 for a key not given, or not valid.
+  static auto unauthenticated(bool key_given) -> api::api_error;
   void count_rejection(const std::string& tenant, const std::string& reason);
   static auto now_s() -> double;
 

@@ -1,5 +1,7 @@
 #include "actors/server_config.hpp"
 
+#include "actors/config_toml.hpp"
+
 #include "policies/registry.hpp"
 
 #include <algorithm>
@@ -26,24 +28,9 @@ namespace {
   throw config_error(where + ": " + std::string(reason));
 }
 
-auto type_name(const toml::node& n) -> std::string {
-  switch (n.type()) {
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "float";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::array: return "array";
-    case toml::node_type::table: return "table";
-    case toml::node_type::date: return "date";
-    case toml::node_type::time: return "time";
-    case toml::node_type::date_time: return "date-time";
-    case toml::node_type::none: break;
-  }
-  return "nothing";
-}
 
 [[noreturn]] void wrong_type(const std::string& path, std::string_view expected, const toml::node& n) {
-  fail(path, "expected " + std::string(expected) + ", got " + type_name(n));
+  fail(path, "expected " + std::string(expected) + ", got " + toml_type_name(n));
 }
 
 // Shortest text that reads back as v, so "got 0.5" shows what was written.
@@ -448,14 +435,7 @@ void apply_override(const config_override& o, server_config& c) {
 
 auto parse_server_config(std::string_view toml_text, std::string_view origin,
                          const std::vector<config_override>& overrides) -> server_config {
-  auto root = toml::table{};
-  try {
-    root = toml::parse(toml_text, origin);
-  } catch (const toml::parse_error& e) {
-    const auto& at = e.source().begin;
-    throw config_error(std::string(origin) + ": line " + std::to_string(at.line) + ", column " +
-                       std::to_string(at.column) + ": " + std::string(e.description()));
-  }
+  const auto root = parse_toml(toml_text, origin);
   auto config = server_config{};
   for (const auto& [section_key, section] : root) {
     const auto section_name = std::string(section_key.str());
@@ -473,11 +453,40 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
 
 auto load_server_config(const std::filesystem::path& path, const std::vector<config_override>& overrides)
     -> server_config {
+  return parse_server_config(read_config_file(path), path.string(), overrides);
+}
+
+auto read_config_file(const std::filesystem::path& path) -> std::string {
   std::error_code ec;
   auto in = std::ifstream(path, std::ios::binary);
-  if (!std::filesystem::is_regular_file(path, ec) || !in) fail(path.string(), "cannot read");
-  const auto text = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return parse_server_config(text, path.string(), overrides);
+  if (!std::filesystem::is_regular_file(path, ec) || !in) throw config_error(path.string() + ": cannot read");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+auto parse_toml(std::string_view text, std::string_view origin) -> toml::table {
+  try {
+    return toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    throw config_error(std::string(origin) + ": line " + std::to_string(at.line) + ", column " +
+                       std::to_string(at.column) + ": " + std::string(e.description()));
+  }
+}
+
+auto toml_type_name(const toml::node& n) -> std::string {
+  switch (n.type()) {
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::array: return "array";
+    case toml::node_type::table: return "table";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+    case toml::node_type::none: break;
+  }
+  return "nothing";
 }
 
 } // namespace troupe

@@ -56,7 +56,6 @@ struct sink_state {
   std::vector<std::string> pieces;   ///< the text per token, kept for the response cache
 
   auto ws() const -> bool { return !req.ws_id.empty(); }
-  auto stream() const -> bool { return req.body.stream; }
 };
 
 using self_ptr = sink_actor::stateful_pointer<sink_state>;
@@ -96,9 +95,6 @@ void settle(sink_state& st) {
 auto ws_event(const sink_state& st, std::string_view type) -> std::string {
   return R"({"type":")" + std::string(type) + R"(","id":)" + st.req.ws_id;
 }
-auto ws_error(const sink_state& st, const std::string& error_body) -> std::string {
-  return ws_event(st, "error") + "," + error_body.substr(1); // {"error":{...}} → {"type":"error","id":..,"error":{...}}
-}
 auto ws_token(const sink_state& st, std::string_view text) -> std::string {
   return ws_event(st, "token") + R"(,"n":)" + std::to_string(st.completion_tokens) + R"(,"text":)" +
          api::json_string(text) + "}";
@@ -130,6 +126,23 @@ void start_stream(sink_state& st) {
   }
 }
 
+// One token's text (counted already): a token event (WebSocket), an SSE
+// chunk, or more of the whole text; and its logprobs, when asked.
+void add_text(sink_state& st, std::string& batch, std::string_view text, std::vector<api::token_logprob> lps) {
+  if (st.ws()) {
+    if (!text.empty()) add_event(st, batch, ws_token(st, text));
+  } else if (st.req.body.stream) {
+    if (!text.empty() || !lps.empty())
+      add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, text, "", lps.empty() ? nullptr : &lps,
+                                             st.text_offset, false, st.req.body.include_usage));
+  } else {
+    st.text += text;
+    for (auto& l : lps) st.logprobs.push_back(std::move(l));
+  }
+  // OpenAI's text_offset counts code points, not bytes.
+  st.text_offset += num_code_points(text);
+}
+
 // Ends the request with an error: its status and an OpenAI-style body, or,
 // once the stream has started, an error event and [DONE].
 void fail(self_ptr self, int status, const std::string& message, const std::string& param = {},
@@ -145,7 +158,7 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   settle(st);
   if (st.stream_started) {
     std::string batch;
-    add_event(st, batch, st.ws() ? ws_error(st, api::error_body(e)) : api::error_body(e));
+    add_event(st, batch, st.ws() ? api::ws_error_event(st.req.ws_id, status, api::error_body(e)) : api::error_body(e));
     close_stream(st, std::move(batch));
     st.done = true;
     self->quit();
@@ -241,18 +254,7 @@ void on_tokens(self_ptr self, request_update& u) {
     std::vector<api::token_logprob> lps;
     if (st.req.body.want_logprobs) lps.push_back(logprob_of(tok, s));
     if (st.req.cache) st.pieces.push_back(delta.text);
-    if (st.ws()) {
-      if (!delta.text.empty()) add_event(st, batch, ws_token(st, delta.text));
-    } else if (st.req.body.stream) {
-      if (!delta.text.empty() || !lps.empty())
-        add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, delta.text, "", lps.empty() ? nullptr : &lps,
-                                       st.text_offset, false, st.req.body.include_usage));
-    } else {
-      st.text += delta.text;
-      for (auto& l : lps) st.logprobs.push_back(std::move(l));
-    }
-    // OpenAI's text_offset counts code points, not bytes.
-    st.text_offset += num_code_points(delta.text);
+    add_text(st, batch, delta.text, std::move(lps));
     if (delta.finished != finish_reason::none) {
       // A stop string (or EOS) the scheduler may not have acted on: the abort
       // this sink sends as it quits frees the request's blocks now rather
@@ -302,12 +304,12 @@ void submit(self_ptr self, encoded& e) {
   r.id = st.id;
   r.prompt = std::move(e.tokens);
   r.sampling = st.req.body.sampling;
-  r.priority = st.req.priority ? *st.req.priority : st.req.body.priority;
+  r.priority = st.req.priority.value_or(st.req.body.priority);
   // Without tenants, the OpenAI `user` names the prefix-cache namespace and
   // the vtc account.
   const auto user = std::hash<std::string>{}(st.req.body.user);
-  r.tenant = st.req.cache_namespace ? *st.req.cache_namespace : user;
-  r.account = st.req.account ? *st.req.account : 0;
+  r.tenant = st.req.cache_namespace.value_or(user);
+  r.account = st.req.account;
   r.weight = st.req.weight;
   const auto n = static_cast<std::int64_t>(r.prompt.size());
   if (st.req.max_input_tokens > 0 && n > st.req.max_input_tokens) {
@@ -450,16 +452,7 @@ void replay(self_ptr self, const cached_response& hit) {
   st.series->time_to_first_token->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
   for (const auto& piece : hit.pieces) {
     ++st.completion_tokens;
-    if (st.ws()) {
-      if (!piece.empty()) add_event(st, batch, ws_token(st, piece));
-    } else if (st.req.body.stream) {
-      if (!piece.empty())
-        add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, piece, "", nullptr, st.text_offset, false,
-                                               st.req.body.include_usage));
-    } else {
-      st.text += piece;
-    }
-    st.text_offset += num_code_points(piece);
+    add_text(st, batch, piece, {});
   }
   finish(self, static_cast<finish_reason>(hit.finish), std::move(batch));
 }

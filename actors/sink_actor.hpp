@@ -33,9 +33,10 @@ struct sink_request {
   std::shared_ptr<tenant_ticket> ticket; ///< its hold on the tenant: released when the sink ends
   std::string tenant = "default";        ///< the metrics' tenant label
   /// The prefix-cache namespace and vtc account (hashes), the vtc weight and
-  /// the priority. Without tenants: namespace and account are the OpenAI
-  /// `user`, and the priority the request's own.
-  std::optional<std::uint64_t> cache_namespace, account;
+  /// the priority. Without tenants: the namespace is the OpenAI `user`, the
+  /// account 0 (the namespace's), and the priority the request's own.
+  std::optional<std::uint64_t> cache_namespace;
+  std::uint64_t account = 0;
   double weight = 1.0;
   std::optional<std::int32_t> priority;
   std::int32_t max_input_tokens = 0; ///< > 0: a longer prompt gets 400

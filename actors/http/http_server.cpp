@@ -103,18 +103,6 @@ public:
     return queued_;
   }
 
-  void close() override {
-    net::post(ws_.get_executor(), [self = shared_from_this()] {
-      {
-        std::lock_guard lock(self->mu_);
-        if (self->closed_) return;
-        self->closing_ = true;
-        if (self->writing_) return; // write_next closes once the queue is out
-      }
-      self->close_now();
-    });
-  }
-
 private:
   void read() {
     ws_.async_read(in_, [self = shared_from_this()](error_code ec, std::size_t) {
@@ -132,13 +120,11 @@ private:
       if (closed_) return;
       if (queue_.empty()) {
         writing_ = false;
-        if (!closing_) return;
-      } else {
-        sending_ = std::move(queue_.front());
-        queue_.pop_front();
+        return;
       }
+      sending_ = std::move(queue_.front());
+      queue_.pop_front();
     }
-    if (sending_.empty() && closing_) return close_now();
     ws_.text(true);
     ws_.async_write(net::buffer(sending_), [self = shared_from_this()](error_code ec, std::size_t) {
       {
@@ -149,10 +135,6 @@ private:
       if (ec) return self->end();
       self->write_next();
     });
-  }
-
-  void close_now() {
-    ws_.async_close(bws::close_code::normal, [self = shared_from_this()](error_code) { self->end(); });
   }
 
   // The connection is over (closed by either side, or failed): once.
@@ -180,7 +162,7 @@ private:
   std::mutex mu_; ///< guards what follows
   std::deque<std::string> queue_;
   std::size_t queued_ = 0;
-  bool writing_ = false, closing_ = false, closed_ = false;
+  bool writing_ = false, closed_ = false;
 };
 
 // One connection. Reads a request, hands it to the handler, writes what the

@@ -35,8 +35,6 @@ public:
   /// Queues one text message; returns the bytes queued and not yet sent on
   /// this connection (this message included). Never blocks.
   virtual auto send(std::string text) -> std::size_t = 0;
-  /// Closes the connection (a normal closure).
-  virtual void close() = 0;
 };
 
 /// What the application does with a connection's messages. Both run on the

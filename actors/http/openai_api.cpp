@@ -490,7 +490,14 @@ auto finish(endpoint kind, fields& f) -> problem {
 
 } // namespace
 
-auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_error> {
+namespace {
+
+// Reads `text` as one JSON object, calling `read(key, value)` for each field
+// (JSON null counts as absent); refuses text after the object. `what` names
+// it in the errors ("request body", "a message").
+template <class F>
+auto read_object(std::string_view text, std::string_view what, F&& read) -> problem {
+  // One parser per thread: it keeps its buffers between requests.
   thread_local od::parser parser;
   const simdjson::padded_string padded(text);
   od::document doc;
@@ -498,27 +505,35 @@ auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_e
   if (auto e = parser.iterate(padded).get(doc)) return bad_json(e);
   if (auto e = doc.get_object().get(root)) {
     if (e != simdjson::INCORRECT_TYPE) return bad_json(e);
-    return error("invalid_json", "", "a message must be a JSON object");
+    return error("invalid_json", "", std::string(what) + " must be a JSON object");
   }
+  if (auto p = for_each_field(root, read)) return p;
+  // 3.0.1 has no at_end(): anything after the object leaves a location.
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS)
+    return error("invalid_json", "", std::string(what) + " has text after the JSON object");
+  return {};
+}
+
+} // namespace
+
+auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_error> {
   ws_envelope env;
-  if (auto p = for_each_field(root, [&](std::string_view key, od::value& v) -> problem {
+  if (auto p = read_object(text, "a message", [&](std::string_view key, od::value& v) -> problem {
         if (key == "type") return read_string(v, key, key, env.type);
         if (key == "api_key") return read_string(v, key, key, env.api_key);
-        if (key == "id") {
-          od::json_type t;
-          if (auto e = v.type().get(t)) return bad_json(e);
-          if (t == od::json_type::string) {
-            std::string id;
-            if (auto p = read_string(v, key, key, id)) return p;
-            env.id_json = json_string(id);
-            return {};
-          }
-          std::int64_t n = 0;
-          if (t != od::json_type::number || v.get_int64().get(n)) return bad_type(key, key, "a string or an integer");
-          env.id_json = std::to_string(n);
+        if (key != "id") return check_json(v, 1);
+        od::json_type t;
+        if (auto e = v.type().get(t)) return bad_json(e);
+        if (t == od::json_type::string) {
+          std::string id;
+          if (auto p = read_string(v, key, key, id)) return p;
+          env.id_json = json_string(id);
           return {};
         }
-        return check_json(v, 1);
+        std::int64_t n = 0;
+        if (t != od::json_type::number || v.get_int64().get(n)) return bad_type(key, key, "a string or an integer");
+        env.id_json = std::to_string(n);
+        return {};
       }))
     return *p;
   if (env.type.empty()) env.type = "chat";
@@ -529,24 +544,12 @@ auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_e
 
 auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults)
     -> std::variant<completion_request, api_error> {
-  // One parser per thread: it keeps its buffers between requests.
-  thread_local od::parser parser;
-  const simdjson::padded_string padded(body);
-  od::document doc;
-  od::object root;
-  if (auto e = parser.iterate(padded).get(doc)) return bad_json(e);
-  if (auto e = doc.get_object().get(root)) {
-    if (e != simdjson::INCORRECT_TYPE) return bad_json(e);
-    return error("invalid_json", "", "request body must be a JSON object");
-  }
   fields f;
   f.r.kind = kind;
   f.r.sampling = defaults;
-  if (auto p = for_each_field(root, [&](std::string_view key, od::value& v) { return read_field(kind, key, v, f); }))
+  if (auto p = read_object(body, "request body",
+                           [&](std::string_view key, od::value& v) { return read_field(kind, key, v, f); }))
     return *p;
-  // 3.0.1 has no at_end(): anything after the object leaves a location.
-  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS)
-    return error("invalid_json", "", "request body has text after the JSON object");
   if (auto p = finish(kind, f)) return *p;
   return std::move(f.r);
 }

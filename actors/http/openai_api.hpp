@@ -128,6 +128,12 @@ struct ws_envelope {
 /// integer, an unknown type.
 [[nodiscard]] auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_error>;
 
+/// A WebSocket error event: {"type":"error","id":ID (null when ""),
+/// "status":S[,more],"error":{...}}, from an error_body() text; `more` is
+/// extra fields ("\"retry_after_s\":1") or "".
+auto ws_error_event(std::string_view id_json, int status, std::string_view error_body, std::string_view more = {})
+    -> std::string;
+
 /// One entry of GET /v1/models.
 struct model_card {
   std::string id;

@@ -220,6 +220,19 @@ auto error_body(const api_error& e) -> std::string {
   return out;
 }
 
+auto ws_error_event(std::string_view id_json, int status, std::string_view error_body, std::string_view more)
+    -> std::string {
+  std::string out = R"({"type":"error","id":)";
+  out += id_json.empty() ? std::string_view("null") : id_json;
+  out += R"(,"status":)" + std::to_string(status) + ",";
+  if (!more.empty()) {
+    out += more;
+    out += ',';
+  }
+  out += error_body.substr(1); // {"error":{...}} → ..."error":{...}}
+  return out;
+}
+
 auto json_string(std::string_view s) -> std::string {
   std::string out;
   out.reserve(s.size() + 2);

@@ -1,16 +1,14 @@
 #include "actors/tenancy/tenants.hpp"
 
 #include "actors/http/openai_api.hpp"
-#include "actors/server_config.hpp"
+#include "actors/config_toml.hpp"
 
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 namespace troupe {
 namespace {
@@ -19,21 +17,11 @@ namespace {
   throw config_error(std::string(origin) + ": " + where + ": " + reason);
 }
 
-auto kind_of(const toml::node& n) -> std::string {
-  if (n.is_string()) return "string";
-  if (n.is_integer()) return "integer";
-  if (n.is_floating_point()) return "float";
-  if (n.is_boolean()) return "boolean";
-  if (n.is_array()) return "array";
-  if (n.is_table()) return "table";
-  return "a date or time";
-}
-
 struct reader {
   std::string_view origin;
 
   [[noreturn]] void wrong(const std::string& path, std::string_view want, const toml::node& n) const {
-    fail(origin, path, "expected " + std::string(want) + ", got " + kind_of(n));
+    fail(origin, path, "expected " + std::string(want) + ", got " + toml_type_name(n));
   }
   auto integer(const toml::node& n, const std::string& path, std::int64_t lo, std::int64_t hi) const -> std::int64_t {
     if (!n.is_integer()) wrong(path, "an integer", n);
@@ -163,14 +151,7 @@ auto tenant_spec::allows(std::string_view model) const -> bool {
 }
 
 auto parse_tenants(std::string_view text, std::string_view origin) -> tenants_config {
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    const auto& b = e.source().begin;
-    throw config_error(std::string(origin) + ": line " + std::to_string(b.line) + ", column " +
-                       std::to_string(b.column) + ": " + std::string(e.description()));
-  }
+  const auto root = parse_toml(text, origin);
   const reader rd{origin};
   tenants_config c;
   // Tiers first: tenants name them.
@@ -202,11 +183,7 @@ auto parse_tenants(std::string_view text, std::string_view origin) -> tenants_co
 }
 
 auto load_tenants(const std::filesystem::path& path) -> tenants_config {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error(path.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_tenants(text.str(), path.string());
+  return parse_tenants(read_config_file(path), path.string());
 }
 
 void token_bucket::configure(double capacity, double now_s) {
@@ -241,7 +218,7 @@ auto format_reset(double s) -> std::string {
   return buf;
 }
 
-auto tenant_state::spec() const -> tenant_spec {
+auto tenant_state::spec() const -> std::shared_ptr<const tenant_spec> {
   std::lock_guard lock(mu_);
   return spec_;
 }
@@ -268,7 +245,7 @@ auto tenant_state::usage_json(double now_s) -> std::string {
   };
   const auto n = [](std::int64_t v) { return std::to_string(v); };
   return R"({"object":"tenant.usage","tenant":)" + api::json_string(name_) + R"(,"tier":)" +
-         api::json_string(spec_.tier.name) + R"(,"requests":)" + n(u.requests) + R"(,"prompt_tokens":)" +
+         api::json_string(spec_->tier.name) + R"(,"requests":)" + n(u.requests) + R"(,"prompt_tokens":)" +
          n(u.prompt_tokens) + R"(,"completion_tokens":)" + n(u.completion_tokens) + R"(,"total_tokens":)" +
          n(u.prompt_tokens + u.completion_tokens) + R"(,"in_flight":)" + n(in_flight_) + R"(,"rejections":{)" + rej +
          R"(},"response_cache":{"hits":)" + n(u.cache_hits) + R"(,"misses":)" + n(u.cache_misses) +
@@ -325,7 +302,7 @@ void tenant_registry::reload(tenants_config c, double now_s) {
     auto t = it != by_name_.end() ? it->second : std::make_shared<tenant_state>(s);
     {
       std::lock_guard tl(t->mu_);
-      t->spec_ = s;
+      t->spec_ = std::make_shared<const tenant_spec>(s);
       t->requests_.configure(static_cast<double>(s.requests_per_minute), now_s);
       t->tokens_.configure(static_cast<double>(s.tokens_per_minute), now_s);
     }
@@ -359,17 +336,20 @@ auto tenant_registry::authenticate(std::string_view key) const -> std::shared_pt
   return found;
 }
 
-auto tenant_registry::admit(const std::shared_ptr<tenant_state>& t, std::string_view model, double now_s)
-    -> tenant_decision {
+auto tenant_registry::admit(const std::shared_ptr<tenant_state>& t, std::string_view model, double now_s,
+                            std::optional<std::int32_t> max_tokens) -> tenant_decision {
   tenant_decision d;
   std::lock_guard lock(t->mu_);
-  const auto& s = t->spec_;
+  const auto& s = *t->spec_;
   auto& rq = t->requests_;
   auto& tk = t->tokens_;
   rq.refill(now_s);
   tk.refill(now_s);
-  const auto reject = [&](int status, std::string reason, std::string code, std::string message) {
+  const auto reject = [&](int status, std::string reason, std::string code, std::string message,
+                          std::string param = {}) {
     d.status = status;
+    d.type = status == 403 ? "permission_error" : status == 429 ? "rate_limit_error" : "invalid_request_error";
+    d.param = std::move(param);
     d.reason = std::move(reason);
     d.code = std::move(code);
     d.message = std::move(message);
@@ -379,7 +359,13 @@ auto tenant_registry::admit(const std::shared_ptr<tenant_state>& t, std::string_
     std::string allowed;
     for (const auto& m : s.models) allowed += (allowed.empty() ? "'" : ", '") + m + "'";
     reject(403, "model_not_allowed", "model_not_allowed",
-           "the tenant '" + t->name_ + "' may not use the model '" + std::string(model) + "'; allowed: " + allowed);
+           "the tenant '" + t->name_ + "' may not use the model '" + std::string(model) + "'; allowed: " + allowed,
+           "model");
+  } else if (s.max_output_tokens > 0 && max_tokens && *max_tokens > s.max_output_tokens) {
+    reject(400, "max_output_tokens", "output_tokens_exceeded",
+           "max_tokens is " + std::to_string(*max_tokens) + "; the tenant's limit (max_output_tokens) is " +
+               std::to_string(s.max_output_tokens),
+           "max_tokens");
   } else if (s.max_concurrent > 0 && t->in_flight_ >= s.max_concurrent) {
     reject(429, "concurrency", "concurrency_limit_exceeded",
            "the tenant '" + t->name_ + "' has " + std::to_string(t->in_flight_) +
@@ -399,7 +385,7 @@ auto tenant_registry::admit(const std::shared_ptr<tenant_state>& t, std::string_
     if (rq.capacity() > 0) rq.take(1);
     ++t->in_flight_;
     ++t->usage_.requests;
-    d.ticket = std::make_shared<tenant_ticket>(t, now_s);
+    d.ticket = std::make_shared<tenant_ticket>(t);
   }
   // OpenAI's headers, for each limit the tenant has.
   if (rq.capacity() > 0) {

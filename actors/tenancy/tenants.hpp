@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -93,9 +94,10 @@ struct tenant_usage {
 /// live state (kept across reloads, by name).
 class tenant_state {
 public:
-  explicit tenant_state(tenant_spec s) : name_(s.name), spec_(std::move(s)) {}
+  explicit tenant_state(tenant_spec s) : name_(s.name), spec_(std::make_shared<const tenant_spec>(std::move(s))) {}
   auto name() const -> const std::string& { return name_; }
-  auto spec() const -> tenant_spec;
+  /// Its spec now (a reload replaces it, never changes it in place).
+  auto spec() const -> std::shared_ptr<const tenant_spec>;
   auto usage() const -> tenant_usage;
   auto in_flight() const -> std::int32_t;
   /// The usage view as JSON (GET /v1/usage).
@@ -106,7 +108,7 @@ private:
   friend class tenant_ticket;
   std::string name_;
   mutable std::mutex mu_;
-  tenant_spec spec_;
+  std::shared_ptr<const tenant_spec> spec_;
   token_bucket requests_, tokens_;
   std::int32_t in_flight_ = 0;
   tenant_usage usage_;
@@ -116,7 +118,7 @@ private:
 /// is destroyed, and where its tokens are charged.
 class tenant_ticket {
 public:
-  tenant_ticket(std::shared_ptr<tenant_state> t, double now_s) : tenant_(std::move(t)), now_s_(now_s) {}
+  explicit tenant_ticket(std::shared_ptr<tenant_state> t) : tenant_(std::move(t)) {}
   ~tenant_ticket();
   tenant_ticket(const tenant_ticket&) = delete;
   auto operator=(const tenant_ticket&) -> tenant_ticket& = delete;
@@ -131,13 +133,14 @@ public:
 
 private:
   std::shared_ptr<tenant_state> tenant_;
-  double now_s_;
 };
 
 /// The answer to "may this request go ahead?".
 struct tenant_decision {
   int status = 0;              ///< 0: admitted; else 401, 403, 429 (or 400)
-  std::string message, code;   ///< for the error body
+  /// For the error body: OpenAI's type (permission_error, invalid_request_error,
+  /// rate_limit_error), the field at fault ("model", "max_tokens" or ""), ...
+  std::string type, param, message, code;
   std::string reason;          ///< the rejection's label in the usage view and metrics
   double retry_after_s = 0;    ///< 429
   std::vector<std::pair<std::string, std::string>> headers; ///< x-ratelimit-*, Retry-After
@@ -157,9 +160,12 @@ public:
   /// Without a key: "anonymous" when allowed.
   auto authenticate(std::string_view key) const -> std::shared_ptr<tenant_state>;
 
-  /// Checks the model, max_concurrent and the two buckets; admitted, it
-  /// takes one request and a place. Rate-limit headers come either way.
-  auto admit(const std::shared_ptr<tenant_state>& t, std::string_view model, double now_s) -> tenant_decision;
+  /// Checks, in this order, the model (403), the asked-for max_tokens
+  /// against max_output_tokens (400), max_concurrent and the two buckets
+  /// (429); admitted, it takes one request and a place. Rate-limit headers
+  /// come either way.
+  auto admit(const std::shared_ptr<tenant_state>& t, std::string_view model, double now_s,
+             std::optional<std::int32_t> max_tokens = std::nullopt) -> tenant_decision;
 
   /// Counts a rejection decided elsewhere (token limits: 400).
   static void count_rejection(tenant_state& t, const std::string& reason);

@@ -241,7 +241,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     request& r = *waiting_[idx];
     // One more partial prefill than allowed (its prompt, cache hits not
     // counted, does not fit in this step): the next in order may fit.
-    const bool spans_steps = r.num_tokens() - r.num_computed_tokens > std::min<std::int64_t>(budget, chunk_of(r, budget));
+    const bool spans_steps = r.num_tokens() - r.num_computed_tokens > chunk_of(r, budget);
     if (limits_.max_num_partial_prefills > 0 && spans_steps && partial >= limits_.max_num_partial_prefills) continue;
     if (r.kv == nullptr) {
       if (r.output.empty()) {

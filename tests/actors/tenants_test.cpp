@@ -176,6 +176,22 @@ TEST_CASE("max_concurrent counts live tickets; models outside the list are 403")
   CHECK(other.message == "the tenant 'alpha' may not use the model 'big'; allowed: 'tiny'");
 }
 
+TEST_CASE("max_tokens over max_output_tokens is 400, after the model's 403, before any 429") {
+  tenant_registry reg(parse_tenants(two_tenants("max_output_tokens = 8\nmax_concurrent = 1\nmodels = [\"tiny\"]\n"),
+                                    "t.toml"));
+  const auto a = reg.authenticate(key_a);
+  CHECK(reg.admit(a, "big", 0, 9).status == 403);
+  const auto d = reg.admit(a, "tiny", 0, 9);
+  CHECK(d.status == 400);
+  CHECK(d.code == "output_tokens_exceeded");
+  CHECK(d.param == "max_tokens");
+  CHECK(d.type == "invalid_request_error");
+  CHECK(a->usage().rejections.at("max_output_tokens") == 1);
+  auto held = reg.admit(a, "tiny", 0, 8);
+  CHECK(held.status == 0);
+  CHECK(reg.admit(a, "tiny", 0, 9).status == 400); // (not 429: the limit is checked first)
+}
+
 TEST_CASE("a reload keeps a staying tenant's state and drops a removed one's keys") {
   tenant_registry reg(parse_tenants(two_tenants("requests_per_minute = 10\n"), "t.toml"), 0);
   const auto a = reg.authenticate(key_a);
@@ -189,7 +205,7 @@ TEST_CASE("a reload keeps a staying tenant's state and drops a removed one's key
   CHECK(reg.authenticate(key_a) == a);
   CHECK(a->in_flight() == 6);
   CHECK(a->usage().requests == 6);
-  CHECK(a->spec().max_concurrent == 7);
+  CHECK(a->spec()->max_concurrent == 7);
   const auto d = reg.admit(a, "tiny", 0);
   CHECK(d.status == 0);
   CHECK(header(d, "x-ratelimit-remaining-requests") == "2"); // min(4 left, 3) - 1
