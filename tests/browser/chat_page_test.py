@@ -12,7 +12,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from serve_test import TROUPE, check, failures, server  # noqa: E402
+from serve_test import TROUPE, check, make_tiny, server, summary  # noqa: E402
 
 KEY = "sk-test-browser-6b1d0e"
 
@@ -25,8 +25,7 @@ def main():
         return 77
     tmp = tempfile.mkdtemp(prefix="troupe-browser-test-")
     try:
-        model = os.path.join(tmp, "tiny")
-        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True, stdout=subprocess.DEVNULL)
+        model = make_tiny(tmp)
         tenants = os.path.join(tmp, "tenants.toml")
         with open(tenants, "w") as f:
             f.write(f'[tenants.browser]\napi_key_sha256 = "{hashlib.sha256(KEY.encode()).hexdigest()}"\n')
@@ -44,8 +43,7 @@ def main():
             check(KEY not in "".join(srv.log), "the server's log holds no API key")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

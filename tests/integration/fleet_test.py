@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_test import CONFIG, TROUPE, check, failures, server, sse_events  # noqa: E402
+from serve_test import CONFIG, TROUPE, check, make_tiny, server, sse_events, summary  # noqa: E402
 
 
 def replicas(srv):
@@ -404,7 +404,7 @@ def test_remote(model):
             answers.setdefault(r.getheader("x-troupe-replica"), []).append(
                 (choice["text"], choice["logprobs"]["token_logprobs"]))
         check(sorted(answers) == ["0", "1"] and answers["0"][0] == answers["1"][0],
-              "local and remote replicas give the same greedy tokens and logprobs")
+              f"local and remote replicas give the same greedy tokens and logprobs ({answers})")
         check(wait_for("deep checks pass on the remote replica", lambda: replicas(srv)[1]["checks"] >= 1) and
               replicas(srv)[1]["failed_checks"] == 0, "deep checks reach the remote replica")
         admin(srv, 0, "drain")
@@ -466,9 +466,7 @@ def test_remote(model):
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
     try:
-        model = os.path.join(tmp, "tiny")
-        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True,
-                       stdout=subprocess.DEVNULL)
+        model = make_tiny(tmp)
         test_admin_off(model)
         test_weighted(model)
         test_models(tmp, model)
@@ -478,8 +476,7 @@ def main():
         test_remote(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -89,6 +89,19 @@ class server:
         return self.proc.returncode
 
 
+def make_tiny(tmp):
+    """Writes the tiny model into tmp/tiny; returns its path."""
+    model = os.path.join(tmp, "tiny")
+    subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True, stdout=subprocess.DEVNULL)
+    return model
+
+
+def summary():
+    """Prints the failure count; the exit code."""
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
 def sse_events(text):
     return [e[len("data: "):] for e in text.split("\n\n") if e.startswith("data: ")]
 
@@ -594,9 +607,7 @@ def test_drain(model):
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-serve-test-")
     try:
-        model = os.path.join(tmp, "tiny")
-        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True,
-                       stdout=subprocess.DEVNULL)
+        model = make_tiny(tmp)
         main_log = os.path.join(tmp, "main.steps")
         srv = server(model, "server.max_body_bytes=4096", "server.idle_timeout_s=1",
                      "scheduler.max_model_len=512", "engine.threads=2", "engine.step_log=" + main_log)
@@ -628,8 +639,7 @@ def main():
         test_drain(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_test import SOURCE, TROUPE, check, failures, server, sse_events  # noqa: E402
+from serve_test import SOURCE, TROUPE, check, make_tiny, server, sse_events, summary  # noqa: E402
 
 KEYS = dict(zip(["alpha", "beta", "gamma", "delta", "eps", "omega", "zeta"],
                 open(os.path.join(SOURCE, "api_keys.txt")).read().split()))
@@ -74,6 +74,22 @@ def chat(srv, name, body, headers=None):
     h.update(headers or {})
     r, text = srv.request("POST", "/v1/chat/completions", body, h)
     return r, (json.loads(text) if text.startswith("{") else text)
+
+
+def until(f, tries=100, pause=0.05):
+    """f()'s first truthy value, polled (else its last value)."""
+    v = f()
+    for _ in range(tries - 1):
+        if v:
+            break
+        time.sleep(pause)
+        v = f()
+    return v
+
+
+def status_becomes(srv, tenant, status):
+    """Whether the tenant's chat request soon gets `status`."""
+    return bool(until(lambda: chat(srv, tenant, HELLO)[0].status == status))
 
 
 HELLO = {"messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 12, "temperature": 0}
@@ -156,14 +172,7 @@ def test_limits(srv):
     check(r.status == 429 and body["error"]["code"] == "concurrency_limit_exceeded",
           f"a second request over max_concurrent: 429 ({r.status})")
     c.close()
-    ok = False
-    for _ in range(100):
-        r, _ = chat(srv, "beta", HELLO)
-        if r.status == 200:
-            ok = True
-            break
-        time.sleep(0.05)
-    check(ok, "once the stream is closed, the tenant's place is free again")
+    check(status_becomes(srv, "beta", 200), "once the stream is closed, the tenant's place is free again")
 
 
 def test_usage_and_metrics(srv):
@@ -236,23 +245,11 @@ def test_reload(srv, path):
     check(r.status == 401, "zeta's key is unknown before the reload")
     with open(path, "a") as f:
         f.write(f'\n[tenants.zeta]\napi_key_sha256 = "{sha(KEYS["zeta"])}"\n')
-    ok = False
-    for _ in range(100):
-        r, _ = chat(srv, "zeta", HELLO)
-        if r.status == 200:
-            ok = True
-            break
-        time.sleep(0.05)
-    check(ok, "a changed file is picked up without a restart")
+    check(status_becomes(srv, "zeta", 200), "a changed file is picked up without a restart")
     good = open(path).read()
     with open(path, "w") as f:
         f.write(good.replace("requests_per_minute = 4", "requests_per_minute = -4"))
-    line = ""
-    for _ in range(100):
-        line = next((l for l in srv.read_log() if "not reloaded" in l), "")
-        if line:
-            break
-        time.sleep(0.05)
+    line = until(lambda: next((l for l in srv.read_log() if "not reloaded" in l), ""))
     check("tenants.alpha.requests_per_minute: must be >= 0, got -4" in line and "previous tenants stay" in line,
           f"an invalid file is logged with its key and reason: {line.strip()}")
     r, _ = chat(srv, "zeta", HELLO)
@@ -261,13 +258,7 @@ def test_reload(srv, path):
     with open(path, "w") as f:
         f.write(tenants_file())
     srv.proc.send_signal(signal.SIGHUP)
-    ok = False
-    for _ in range(100):
-        r, _ = chat(srv, "zeta", HELLO)
-        if r.status == 401:
-            ok = True
-            break
-        time.sleep(0.05)
+    ok = status_becomes(srv, "zeta", 401)
     check(ok, "SIGHUP (or the change) reloads: a removed tenant's key is refused")
     check(any("reloaded" in l and "SIGHUP" in l for l in srv.read_log()) or ok, "the reload is logged")
     keep.request("GET", "/health/live")
@@ -364,8 +355,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="troupe-tenants-test-")
     logs = []
     try:
-        model = os.path.join(tmp, "tiny")
-        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True, stdout=subprocess.DEVNULL)
+        model = make_tiny(tmp)
         path = os.path.join(tmp, "tenants.toml")
         with open(path, "w") as f:
             f.write(tenants_file())
@@ -396,8 +386,7 @@ def main():
         check(not leaked, f"the server's log ({len(text)} bytes) holds no API key (leaked: {leaked})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":
