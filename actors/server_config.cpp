@@ -1,25 +1,18 @@
 #include "actors/server_config.hpp"
 
 #include "actors/config_toml.hpp"
-
-#include "policies/registry.hpp"
-
-#include <algorithm>
-
 #include "engine/cuda_backend.hpp"
 #include "engine/tokenizer/chat_template.hpp"
+#include "policies/registry.hpp"
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <optional>
-#include <system_error>
 
 namespace troupe {
 namespace {
@@ -28,16 +21,8 @@ namespace {
   throw config_error(where + ": " + std::string(reason));
 }
 
-
 [[noreturn]] void wrong_type(const std::string& path, std::string_view expected, const toml::node& n) {
   fail(path, "expected " + std::string(expected) + ", got " + toml_type_name(n));
-}
-
-// Shortest text that reads back as v, so "got 0.5" shows what was written.
-auto show(double v) -> std::string {
-  std::array<char, 32> buf{};
-  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-  return std::string(buf.data(), r.ptr);
 }
 
 auto as_integer(const toml::node& n, const std::string& path) -> std::int64_t {
@@ -52,6 +37,11 @@ auto as_number(const toml::node& n, const std::string& path) -> double {
   return n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
 }
 
+auto as_string(const toml::node& n, const std::string& path) -> const std::string& {
+  if (!n.is_string()) wrong_type(path, "a string", n);
+  return n.as_string()->get();
+}
+
 /// "a, b, c".
 template <class Range>
 auto joined(const Range& names) -> std::string {
@@ -60,9 +50,19 @@ auto joined(const Range& names) -> std::string {
   return out;
 }
 
-auto as_string(const toml::node& n, const std::string& path) -> const std::string& {
-  if (!n.is_string()) wrong_type(path, "a string", n);
-  return n.as_string()->get();
+/// "[a, b]": each element written by `write`.
+template <class T, class Write>
+auto toml_array(const std::vector<T>& items, Write write) -> std::string {
+  std::string out;
+  for (const auto& e : items) out += (out.empty() ? "" : ", ") + write(e);
+  return "[" + out + "]";
+}
+
+/// "{ k = v, ... }" of (key, TOML text) pairs.
+auto inline_table(const std::vector<std::pair<std::string_view, std::string>>& entries) -> std::string {
+  std::string out;
+  for (const auto& [k, v] : entries) out += (out.empty() ? "" : ", ") + std::string(k) + " = " + v;
+  return "{ " + out + " }";
 }
 
 /// v, unless it lies outside [lo, hi] (hi defaults to Int's maximum).
@@ -81,151 +81,155 @@ auto in_range(std::int64_t v, const std::string& path, std::int64_t lo, std::opt
   return static_cast<Int>(v);
 }
 
-/// "512MiB", "4GB", "100 MB", "1024": a count of bytes, exact (no fractions).
-auto parse_byte_size(std::string_view text, const std::string& path) -> std::int64_t {
-  struct unit { std::string_view name; std::int64_t bytes; };
-  constexpr std::array units = {
-      unit{"", 1},           unit{"B", 1},          unit{"KB", 1'000},     unit{"MB", 1'000'000},
-      unit{"GB", 1'000'000'000}, unit{"TB", 1'000'000'000'000}, unit{"KiB", std::int64_t{1} << 10},
-      unit{"MiB", std::int64_t{1} << 20}, unit{"GiB", std::int64_t{1} << 30}, unit{"TiB", std::int64_t{1} << 40}};
-  const auto bad = [&] {
-    fail(path, "cannot read \"" + std::string(text) +
-                   "\" as a size: an integer with an optional unit B, KB, MB, GB, TB, KiB, MiB, GiB, TiB");
-  };
-  auto s = text;
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  if (s.empty() || s.front() < '0' || s.front() > '9') bad();
-  std::int64_t count = 0;
-  auto [rest, ec] = std::from_chars(s.data(), s.data() + s.size(), count);
-  if (ec != std::errc{}) bad();
-  auto suffix = s.substr(static_cast<std::size_t>(rest - s.data()));
-  while (!suffix.empty() && suffix.front() == ' ') suffix.remove_prefix(1);
-  for (const auto& u : units) {
-    if (u.name != suffix) continue;
-    if (count > std::numeric_limits<std::int64_t>::max() / u.bytes)
-      fail(path, "\"" + std::string(text) + "\" is too large");
-    return count * u.bytes;
-  }
-  bad();
-  return 0; // not reached: bad() throws
-}
-
+/// Checks a TOML value and stores it in its field; throws config_error naming `path`.
 using apply_fn = std::function<void(const toml::node&, const std::string& path, server_config&)>;
+/// The field's value as TOML text that `apply` reads back ("8080", "\"cpu\"", "[\"cpu\"]").
+using render_fn = std::function<std::string(const server_config&)>;
+
+/// How one key is read and written; each helper below makes both from one field.
+struct key_io {
+  apply_fn apply;
+  render_fn render;
+  bool takes_string = false; ///< string-valued: an override's text is always the plain string
+};
 
 template <class Int>
-auto integer(Int server_config::*field, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt)
-    -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
-    c.*field = in_range<Int>(as_integer(n, path), path, lo, hi);
-  };
+auto integer(Int server_config::*field, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            c.*field = in_range<Int>(as_integer(n, path), path, lo, hi);
+          },
+          [=](const server_config& c) { return std::to_string(c.*field); }};
 }
 
 /// A duration in seconds: > 0, or >= 0 where zero_ok; finite either way.
-auto seconds(double server_config::*field, bool zero_ok) -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
-    const auto v = as_number(n, path);
-    if (zero_ok ? !(v >= 0) : !(v > 0)) fail(path, (zero_ok ? "must be >= 0, got " : "must be > 0, got ") + show(v));
-    if (!std::isfinite(v)) fail(path, "must be finite, got " + show(v));
-    c.*field = v;
+auto seconds(double server_config::*field, bool zero_ok) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            const auto v = as_number(n, path);
+            if (zero_ok ? !(v >= 0) : !(v > 0))
+              fail(path, (zero_ok ? "must be >= 0, got " : "must be > 0, got ") + show_number(v));
+            if (!std::isfinite(v)) fail(path, "must be finite, got " + show_number(v));
+            c.*field = v;
+          },
+          [=](const server_config& c) { return toml_float(c.*field); }};
+}
+
+/// A plain number >= lo (an integer is taken too).
+auto number(double server_config::*field, double lo) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            const auto v = as_number(n, path);
+            if (!(v >= lo)) fail(path, "must be >= " + show_number(lo) + ", got " + show_number(v));
+            c.*field = v;
+          },
+          [=](const server_config& c) { return toml_float(c.*field); }};
+}
+
+auto boolean(bool server_config::*field) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            if (!n.is_boolean()) wrong_type(path, "a boolean", n);
+            c.*field = n.as_boolean()->get();
+          },
+          [=](const server_config& c) { return std::string(c.*field ? "true" : "false"); }};
+}
+
+/// A size in bytes: an integer, or a string like "512MiB" (written so when it divides).
+auto byte_size(std::int64_t server_config::*field, std::int64_t min) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            std::int64_t bytes = 0;
+            if (n.is_integer()) bytes = n.as_integer()->get();
+            else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
+            else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
+            c.*field = in_range<std::int64_t>(bytes, path, min, std::nullopt);
+          },
+          [=](const server_config& c) { return toml_byte_size(c.*field); }};
+}
+
+/// Checks a string key's value; throws config_error naming `path`.
+using text_check = std::function<void(const std::string& value, const std::string& path)>;
+
+/// A string; any one where `check` is empty.
+auto text(std::string server_config::*field, text_check check = {}) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            const auto& s = as_string(n, path);
+            if (check) check(s, path);
+            c.*field = s;
+          },
+          [=](const server_config& c) { return toml_quoted(c.*field); }, true};
+}
+
+void non_empty(const std::string& s, const std::string& path) {
+  if (s.empty()) fail(path, "must not be empty");
+}
+
+/// One of `known`: "unknown <kind> \"x\"; known: a, b".
+auto one_of(std::string kind, std::vector<std::string> known) -> text_check {
+  return [=](const std::string& s, const std::string& path) {
+    if (std::find(known.begin(), known.end(), s) == known.end())
+      fail(path, "unknown " + kind + " \"" + s + "\"; known: " + joined(known));
   };
-}
-
-auto text(std::string server_config::*field, bool allow_empty) -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
-    const auto& s = as_string(n, path);
-    if (s.empty() && !allow_empty) fail(path, "must not be empty");
-    c.*field = s;
-  };
-}
-
-void apply_chat_template(const toml::node& n, const std::string& path, server_config& c) {
-  const auto& s = as_string(n, path);
-  if (!s.empty() && !parse_chat_format(s))
-    fail(path, "unknown chat template \"" + s + "\"; known: " + chat_format_names());
-  c.chat_template = s;
-}
-
-void apply_executor(const toml::node& n, const std::string& path, server_config& c) {
-  const auto& s = as_string(n, path);
-  if (s != "cpu" && s != "zero") fail(path, "unknown executor \"" + s + "\"; known: cpu, zero");
-  c.executor = s;
-}
-
-void apply_devices(const toml::node& n, const std::string& path, server_config& c) {
-  if (!n.is_array()) wrong_type(path, "an array of strings", n);
-  const auto& list = *n.as_array();
-  if (list.empty()) fail(path, "must not be empty");
-  auto devices = std::vector<std::string>{};
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const auto& name = as_string(list[i], path + "[" + std::to_string(i) + "]");
-    try {
-      (void)parse_device(name);
-    } catch (const std::invalid_argument& e) {
-      fail(path, e.what());
-    }
-    devices.push_back(name);
-  }
-  const auto cpus = std::count(devices.begin(), devices.end(), "cpu");
-  if (cpus != 0 && cpus != static_cast<std::ptrdiff_t>(devices.size()))
-    fail(path, "\"cpu\" and CUDA devices cannot be mixed");
-  c.devices = std::move(devices);
-}
-
-void apply_weights(const toml::node& n, const std::string& path, server_config& c) {
-  if (!n.is_array()) wrong_type(path, "an array of numbers", n);
-  std::vector<double> out;
-  std::size_t i = 0;
-  for (const auto& e : *n.as_array()) {
-    const auto at = path + "[" + std::to_string(i++) + "]";
-    const auto v = as_number(e, at);
-    if (!(v > 0) || !std::isfinite(v)) fail(at, "must be > 0, got " + show(v));
-    out.push_back(v);
-  }
-  c.router_weights = std::move(out);
-}
-
-void apply_dtype(const toml::node& n, const std::string& path, server_config& c) {
-  const auto& s = as_string(n, path);
-  if (s != "bfloat16" && s != "float32") fail(path, "unknown dtype \"" + s + "\"; known: bfloat16, float32");
-  c.dtype = s;
 }
 
 /// One of the built-in policies of a kind, by name; where `paths`, a path
 /// names an out-of-tree policy instead, loaded (and checked) at start-up.
-auto policy_name(std::string server_config::*field, const char* kind, std::vector<std::string> known,
-                 bool paths = true) -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
-    const auto& s = as_string(n, path);
-    if (!(paths && s.find('/') != std::string::npos) && std::find(known.begin(), known.end(), s) == known.end())
-      fail(path, "unknown " + std::string(kind) + " policy \"" + s + "\"; known: " + joined(known));
-    c.*field = s;
+auto policy_name(const std::string& kind, std::vector<std::string> known, bool paths = true) -> text_check {
+  auto built_in = one_of(kind + " policy", std::move(known));
+  return [=](const std::string& s, const std::string& path) {
+    if (!(paths && s.find('/') != std::string::npos)) built_in(s, path);
   };
 }
 
-auto boolean(bool server_config::*field) -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
-    if (!n.is_boolean()) wrong_type(path, "a boolean", n);
-    c.*field = n.as_boolean()->get();
-  };
+void chat_template_name(const std::string& s, const std::string& path) {
+  if (!s.empty() && !parse_chat_format(s))
+    fail(path, "unknown chat template \"" + s + "\"; known: " + chat_format_names());
 }
 
-/// A size in bytes: an integer, or a string like "512MiB".
-auto byte_size(std::int64_t server_config::*field, std::int64_t min) -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
-    std::int64_t bytes = 0;
-    if (n.is_integer()) bytes = n.as_integer()->get();
-    else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
-    else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
-    c.*field = in_range<std::int64_t>(bytes, path, min, std::nullopt);
+/// Non-empty; "cpu"s, or "cuda:N"s, not both.
+auto device_list() -> key_io {
+  const auto apply = [](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_array()) wrong_type(path, "an array of strings", n);
+    const auto& list = *n.as_array();
+    if (list.empty()) fail(path, "must not be empty");
+    auto devices = std::vector<std::string>{};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto& name = as_string(list[i], path + "[" + std::to_string(i) + "]");
+      try {
+        (void)parse_device(name);
+      } catch (const std::invalid_argument& e) {
+        fail(path, e.what());
+      }
+      devices.push_back(name);
+    }
+    const auto cpus = std::count(devices.begin(), devices.end(), "cpu");
+    if (cpus != 0 && cpus != static_cast<std::ptrdiff_t>(devices.size()))
+      fail(path, "\"cpu\" and CUDA devices cannot be mixed");
+    c.devices = std::move(devices);
   };
+  return {apply, [](const server_config& c) { return toml_array(c.devices, toml_quoted); }};
 }
 
-// An array of inline tables, each with these keys only; `each` reads one.
+/// Numbers, each > 0 and finite.
+auto positive_numbers(std::vector<double> server_config::*field) -> key_io {
+  const auto apply = [=](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_array()) wrong_type(path, "an array of numbers", n);
+    std::vector<double> out;
+    std::size_t i = 0;
+    for (const auto& e : *n.as_array()) {
+      const auto at = path + "[" + std::to_string(i++) + "]";
+      const auto v = as_number(e, at);
+      if (!(v > 0) || !std::isfinite(v)) fail(at, "must be > 0, got " + show_number(v));
+      out.push_back(v);
+    }
+    c.*field = std::move(out);
+  };
+  return {apply, [=](const server_config& c) { return toml_array(c.*field, toml_float); }};
+}
+
+/// An array of inline tables, each with these keys only; `read` reads one,
+/// `write` writes one back as an inline table.
 template <class T>
 auto table_array(std::vector<T> server_config::*field, std::vector<std::string_view> keys,
-                 void (*each)(const toml::table&, const std::string&, T&)) -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
+                 void (*read)(const toml::table&, const std::string&, T&), std::string (*write)(const T&))
+    -> key_io {
+  const auto apply = [=](const toml::node& n, const std::string& path, server_config& c) {
     if (!n.is_array()) wrong_type(path, "an array of tables", n);
     std::vector<T> out;
     std::size_t i = 0;
@@ -236,11 +240,12 @@ auto table_array(std::vector<T> server_config::*field, std::vector<std::string_v
         if (std::find(keys.begin(), keys.end(), k.str()) == keys.end())
           fail(at + "." + std::string(k.str()), "unknown key; known: " + joined(keys));
       T t{};
-      each(*e.as_table(), at, t);
+      read(*e.as_table(), at, t);
       out.push_back(std::move(t));
     }
     c.*field = std::move(out);
   };
+  return {apply, [=](const server_config& c) { return toml_array(c.*field, write); }};
 }
 
 auto string_at(const toml::table& t, const std::string& at, std::string_view key, bool required) -> std::string {
@@ -264,11 +269,23 @@ auto int_at(const toml::table& t, const std::string& at, std::string_view key, s
 }
 
 void read_model_entry(const toml::table& t, const std::string& at, model_entry& m) {
+  const model_entry d{};
   m.dir = string_at(t, at, "dir", true);
   m.name = string_at(t, at, "name", false);
   m.version = string_at(t, at, "version", false);
-  m.canary_percent = int_at(t, at, "canary_percent", 0, 0, 100);
-  m.replicas = int_at(t, at, "replicas", 1, 1, std::nullopt);
+  m.canary_percent = int_at(t, at, "canary_percent", d.canary_percent, 0, 100);
+  m.replicas = int_at(t, at, "replicas", d.replicas, 1, std::nullopt);
+}
+
+/// The keys read_model_entry reads, those at their defaults left out.
+auto write_model_entry(const model_entry& m) -> std::string {
+  const model_entry d{};
+  std::vector<std::pair<std::string_view, std::string>> out{{"dir", toml_quoted(m.dir)}};
+  if (m.name != d.name) out.emplace_back("name", toml_quoted(m.name));
+  if (m.version != d.version) out.emplace_back("version", toml_quoted(m.version));
+  if (m.canary_percent != d.canary_percent) out.emplace_back("canary_percent", std::to_string(m.canary_percent));
+  if (m.replicas != d.replicas) out.emplace_back("replicas", std::to_string(m.replicas));
+  return inline_table(out);
 }
 
 void read_capability_rule(const toml::table& t, const std::string& at, capability_rule& r) {
@@ -283,6 +300,15 @@ void read_capability_rule(const toml::table& t, const std::string& at, capabilit
   }
 }
 
+auto write_capability_rule(const capability_rule& r) -> std::string {
+  std::vector<std::pair<std::string_view, std::string>> out{
+      {"model", toml_quoted(r.model)}, {"small", toml_quoted(r.small)}, {"large", toml_quoted(r.large)}};
+  if (r.max_prompt_tokens != 0) out.emplace_back("max_prompt_tokens", std::to_string(r.max_prompt_tokens));
+  if (r.max_tokens != 0) out.emplace_back("max_tokens", std::to_string(r.max_tokens));
+  if (!r.tiers.empty()) out.emplace_back("tiers", toml_array(r.tiers, toml_quoted));
+  return inline_table(out);
+}
+
 /// "none" (a fixed fleet), or a built-in autoscaling policy.
 auto autoscaling_names() -> std::vector<std::string> {
   auto known = policy::autoscaling_policy_names();
@@ -290,110 +316,183 @@ auto autoscaling_names() -> std::vector<std::string> {
   return known;
 }
 
-// A plain number >= lo (an integer is taken too).
-auto number(double server_config::*field, double lo) -> apply_fn {
-  return [=](const toml::node& n, const std::string& path, server_config& c) {
-    const auto v = as_number(n, path);
-    if (!(v >= lo)) fail(path, "must be >= " + show(lo) + ", got " + show(v));
-    c.*field = v;
-  };
-}
-
-void apply_preemption_mode(const toml::node& n, const std::string& path, server_config& c) {
-  const auto& s = as_string(n, path);
-  if (s != "recompute" && s != "swap") fail(path, "unknown preemption mode \"" + s + "\"; known: recompute, swap");
-  c.preemption_mode = s;
-}
-
 struct key_spec {
   std::string_view section;
   std::string_view key;
-  apply_fn apply;
-  bool takes_string = false; ///< an override's text is always the plain string
+  key_io io;
+  /// What the key does, for `troupe config`: one line, or several split at
+  /// '\n' (an example's lines start with two spaces).
+  std::string description;
 };
 
-/// Every key the file may hold, in config/default.toml's order.
+/// Every section in the file's order, with a comment on its header.
+struct section_spec {
+  std::string_view name;
+  std::string_view description;
+};
+constexpr std::array k_sections = {
+    section_spec{"server", "HTTP: the OpenAI-compatible API, WebSockets, health, metrics"},
+    section_spec{"model", "what is served"},
+    section_spec{"engine", "how a model runs: executor, devices, replicas"},
+    section_spec{"scheduler", "per replica: batches, KV cache, queue limits"},
+    section_spec{"router", "which replica takes a request; health checks; remote workers"},
+    section_spec{"autoscaler", "sizes [model]'s replicas (CPU and zero executors); desired count and reason in /metrics"},
+    section_spec{"actors", "the actor runtime (CAF)"},
+};
+
+/// Every key the file may hold, by section in k_sections' order: its
+/// default is server_config{}'s, its description is here.
 auto key_specs() -> const std::vector<key_spec>& {
   using c = server_config;
   static const auto specs = std::vector<key_spec>{
-      {"server", "host", text(&c::host, false), true},
-      {"server", "port", integer(&c::port, 0, 65535)},
-      {"server", "http_threads", integer(&c::http_threads, 1)},
-      {"server", "max_body_bytes", integer(&c::max_body_bytes, 1024)},
-      {"server", "idle_timeout_s", seconds(&c::idle_timeout_s, false)},
-      {"server", "drain_timeout_s", seconds(&c::drain_timeout_s, true)},
-      {"server", "stall_timeout_s", seconds(&c::stall_timeout_s, false)},
-      {"server", "admin_api", boolean(&c::admin_api)},
-      {"server", "tenants", text(&c::tenants_file, true), true},
-      {"server", "tenants_poll_s", seconds(&c::tenants_poll_s, true)},
-      {"server", "response_cache", byte_size(&c::response_cache_bytes, 0)},
-      {"server", "response_cache_ttl_s", seconds(&c::response_cache_ttl_s, false)},
-      {"server", "websocket_max_buffered", byte_size(&c::websocket_max_buffered_bytes, 1024)},
-      {"server", "websocket_idle_timeout_s", seconds(&c::websocket_idle_timeout_s, false)},
-      {"model", "dir", text(&c::model_dir, false), true},
-      {"model", "served_model_name", text(&c::served_model_name, true), true},
-      {"model", "chat_template", apply_chat_template, true},
-      {"model", "version", text(&c::model_version, true), true},
-      {"model", "more", table_array<model_entry>(&c::more_models, {"dir", "name", "version", "canary_percent", "replicas"},
-                                                  read_model_entry)},
-      {"engine", "executor", apply_executor, true},
-      {"engine", "zero_step_us", integer(&c::zero_step_us, 0)},
-      {"engine", "devices", apply_devices},
-      {"engine", "replicas", integer(&c::replicas, 1)},
-      {"engine", "threads", integer(&c::threads, 0)},
-      {"engine", "huge_pages", boolean(&c::huge_pages)},
-      {"engine", "step_log", text(&c::step_log, true), true},
-      {"engine", "dtype", apply_dtype, true},
-      {"engine", "cuda_graphs", boolean(&c::cuda_graphs)},
-      {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1)},
-      {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1)},
-      {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1)},
-      {"scheduler", "long_prefill_token_threshold", integer(&c::long_prefill_token_threshold, 0)},
-      {"scheduler", "max_num_partial_prefills", integer(&c::max_num_partial_prefills, 0)},
-      {"scheduler", "block_size", integer(&c::block_size, 1, 1024)},
-      {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1)},
-      {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1)},
-      {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1)},
-      {"scheduler", "max_model_len", integer(&c::max_model_len, 0)},
-      {"scheduler", "max_input_tokens", integer(&c::max_input_tokens, 0)},
-      {"scheduler", "max_output_tokens", integer(&c::max_output_tokens, 0)},
-      {"scheduler", "policy", policy_name(&c::policy, "scheduling", policy::scheduling_policy_names()), true},
-      {"scheduler", "eviction", policy_name(&c::eviction, "eviction", policy::eviction_policy_names()), true},
-      {"scheduler", "enable_prefix_caching", boolean(&c::enable_prefix_caching)},
-      {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0)},
-      {"scheduler", "preemption_mode", apply_preemption_mode, true},
-      {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0)},
-      {"router", "policy", policy_name(&c::router_policy, "routing", policy::routing_policy_names()), true},
-      {"router", "weights", apply_weights},
-      {"router", "health_check_interval_s", seconds(&c::health_check_interval_s, false)},
-      {"router", "health_check_timeout_s", seconds(&c::health_check_timeout_s, false)},
-      {"router", "unhealthy_after", integer(&c::unhealthy_after, 1)},
-      {"router", "healthy_after", integer(&c::healthy_after, 1)},
-      {"router", "max_retries", integer(&c::max_retries, 0)},
-      {"router", "worker_port", integer(&c::worker_port, -1, 65535)},
+      {"server", "host", text(&c::host, non_empty), "address to listen on"},
+      {"server", "port", integer(&c::port, 0, 65535), "0: pick a free port and print it"},
+      {"server", "http_threads", integer(&c::http_threads, 1), "HTTP I/O threads (>= 1)"},
+      {"server", "max_body_bytes", integer(&c::max_body_bytes, 1024), "larger request bodies get 413 (>= 1024)"},
+      {"server", "idle_timeout_s", seconds(&c::idle_timeout_s, false),
+       "close a keep-alive connection idle, or a request read stalled, this long (> 0)"},
+      {"server", "drain_timeout_s", seconds(&c::drain_timeout_s, true),
+       "on SIGTERM, in-flight streams get this long to finish (>= 0)"},
+      {"server", "stall_timeout_s", seconds(&c::stall_timeout_s, false),
+       "/health/ready turns 503 when work is queued and no step finished for this long (> 0)"},
+      {"server", "admin_api", boolean(&c::admin_api),
+       "/admin/replicas: list the replicas, drain or resume one, inject faults (for tests; keep it off)"},
+      {"server", "tenants", text(&c::tenants_file),
+       "\"\": no API keys, anyone may call; else a tenants file (like config/tenants.example.toml):\n"
+       "keys, quotas, tiers. Reloaded on SIGHUP and when the file changes."},
+      {"server", "tenants_poll_s", seconds(&c::tenants_poll_s, true),
+       "how often the tenants file is checked for changes (0: on SIGHUP only)"},
+      {"server", "response_cache", byte_size(&c::response_cache_bytes, 0),
+       "the exact-repeat response cache (tenants that opt in; deterministic requests); 0: off"},
+      {"server", "response_cache_ttl_s", seconds(&c::response_cache_ttl_s, false),
+       "an answer is served from the cache for this long (> 0)"},
+      {"server", "websocket_max_buffered", byte_size(&c::websocket_max_buffered_bytes, 1024),
+       "unsent bytes a WebSocket may hold; past it, the request writing is cancelled"},
+      {"server", "websocket_idle_timeout_s", seconds(&c::websocket_idle_timeout_s, false),
+       "a silent WebSocket is pinged at half of this, and closed at it (> 0)"},
+
+      {"model", "dir", text(&c::model_dir, non_empty),
+       "Hugging Face model directory (`troupe serve DIR` sets it; checked when the model loads)"},
+      {"model", "served_model_name", text(&c::served_model_name),
+       "the \"model\" name clients use; \"\": the directory's last path component"},
+      {"model", "chat_template", text(&c::chat_template, chat_template_name),
+       "\"\": from tokenizer_config.json; or " + chat_format_names()},
+      {"model", "version", text(&c::model_version),
+       "the x-model-version tag on every response; \"\": name@content hash"},
+      {"model", "more",
+       table_array<model_entry>(&c::more_models, {"dir", "name", "version", "canary_percent", "replicas"},
+                                read_model_entry, write_model_entry),
+       "more models served at once (each its own replicas, KV cache and router), routed by\n"
+       "\"model\". An entry with a name already served is a new version of it taking\n"
+       "canary_percent of its traffic, sticky per session:\n"
+       "  more = [{ dir = \"models/small\", name = \"small\" },\n"
+       "          { dir = \"models/tiny-v2\", name = \"tiny\", version = \"v2\", canary_percent = 10 }]"},
+
+      {"engine", "executor", text(&c::executor, one_of("executor", {"cpu", "zero"})),
+       "\"cpu\", or \"zero\": returns tokens without running the model"},
+      {"engine", "zero_step_us", integer(&c::zero_step_us, 0),
+       "zero executor only: simulated step time in microseconds (>= 0)"},
+      {"engine", "devices", device_list(),
+       "\"cpu\"s (each its own executor, KV cache and memory manager), or \"cuda:N\" devices (needs "
+       "libtroupe_cuda.so)"},
+      {"engine", "replicas", integer(&c::replicas, 1), "scheduler + executor replicas per device (>= 1)"},
+      {"engine", "threads", integer(&c::threads, 0), "compute threads per executor; 0: all cores"},
+      {"engine", "huge_pages", boolean(&c::huge_pages), "copy the weights into 2 MiB pages (faster decode, more memory)"},
+      {"engine", "step_log", text(&c::step_log),
+       "a file for every scheduler event and step (troupe sim fits and replays it); \"\": none"},
+      {"engine", "dtype", text(&c::dtype, one_of("dtype", {"bfloat16", "float32"})),
+       "on a CUDA device: \"bfloat16\" or \"float32\" weights and activations (the CPU computes in float32)"},
+      {"engine", "cuda_graphs", boolean(&c::cuda_graphs),
+       "on a CUDA device: decode steps replay CUDA graphs captured per padded batch size"},
+      {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1),
+       "CUDA: the listed devices form one tensor-parallel executor (NCCL); must equal their count"},
+
+      {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1), "sequences in one batch (>= 1)"},
+      {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1),
+       "tokens in one step, prefill chunks included (>= 1)"},
+      {"scheduler", "long_prefill_token_threshold", integer(&c::long_prefill_token_threshold, 0),
+       "a request's prefill tokens in one step, at most (0: the whole budget); long prompts then\n"
+       "leave room in each step for new requests (their TTFT under a flood)"},
+      {"scheduler", "max_num_partial_prefills", integer(&c::max_num_partial_prefills, 0),
+       "prompts whose prefill spans steps, running at once (0: no limit); with the key above,\n"
+       "a flood of long prompts cannot take every step's budget from new requests"},
+      {"scheduler", "block_size", integer(&c::block_size, 1, 1024), "tokens per KV block (1..1024)"},
+      {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1),
+       "KV cache size: bytes, or a string with B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},
+      {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1),
+       "queued requests beyond this get 429 (>= 1)"},
+      {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1),
+       "cap on the tokens of all queued requests (>= 1)"},
+      {"scheduler", "max_model_len", integer(&c::max_model_len, 0),
+       "longest prompt + output in tokens; 0: the model's max_position_embeddings"},
+      {"scheduler", "max_input_tokens", integer(&c::max_input_tokens, 0),
+       "per-request prompt limit in tokens (400 above); 0: max_model_len"},
+      {"scheduler", "max_output_tokens", integer(&c::max_output_tokens, 0),
+       "per-request max_tokens limit (400 above); 0: up to the context"},
+      {"scheduler", "policy", text(&c::policy, policy_name("scheduling", policy::scheduling_policy_names())),
+       "scheduling policy: " + joined(policy::scheduling_policy_names()) + "; or a plug-in's path"},
+      {"scheduler", "eviction", text(&c::eviction, policy_name("eviction", policy::eviction_policy_names())),
+       "prefix-cache eviction policy: " + joined(policy::eviction_policy_names()) + "; or a plug-in's path"},
+      {"scheduler", "enable_prefix_caching", boolean(&c::enable_prefix_caching),
+       "share the KV blocks of equal prompt prefixes (per tenant)"},
+      {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0),
+       "KV blocks admissions leave free for running requests to grow (>= 0)"},
+      {"scheduler", "preemption_mode", text(&c::preemption_mode, one_of("preemption mode", {"recompute", "swap"})),
+       "a preempted request's KV: \"recompute\" it later, or \"swap\" it to host memory"},
+      {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0),
+       "host memory per device for preemption_mode \"swap\" (bytes or a size string)"},
+
+      {"router", "policy", text(&c::router_policy, policy_name("routing", policy::routing_policy_names())),
+       "routing policy: " + joined(policy::routing_policy_names()) +
+           "\n(consistent_hash: session affinity by x-session-id, else user, else the conversation's opening)"},
+      {"router", "weights", positive_numbers(&c::router_weights),
+       "weighted's capacity per replica index (local replicas first), e.g. [2.0, 1.0]; the rest 1"},
+      {"router", "health_check_interval_s", seconds(&c::health_check_interval_s, false),
+       "each replica gets a deep check (a one-token inference) this often"},
+      {"router", "health_check_timeout_s", seconds(&c::health_check_timeout_s, false),
+       "a check not answered within this fails"},
+      {"router", "unhealthy_after", integer(&c::unhealthy_after, 1),
+       "consecutive failed checks take a replica out of rotation (its requests move elsewhere)"},
+      {"router", "healthy_after", integer(&c::healthy_after, 1), "consecutive passed checks bring it back"},
+      {"router", "max_retries", integer(&c::max_retries, 0),
+       "a request whose replica fails before its first token is retried on another this often"},
+      {"router", "worker_port", integer(&c::worker_port, -1, 65535),
+       "remote replicas join here (troupe worker --join HOST:PORT, host: server.host); -1: none, 0: any free "
+       "port"},
       {"router", "capability_rules",
        table_array<capability_rule>(&c::capability_rules,
                                     {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},
-                                    read_capability_rule)},
-      {"autoscaler", "policy", policy_name(&c::autoscaler_policy, "autoscaling", autoscaling_names(), false), true},
-      {"autoscaler", "target", number(&c::autoscaler_target, 0)},
-      {"autoscaler", "min_replicas", integer(&c::min_replicas, 1)},
-      {"autoscaler", "max_replicas", integer(&c::max_replicas, 1)},
-      {"autoscaler", "interval_s", seconds(&c::autoscaler_interval_s, false)},
-      {"autoscaler", "scale_in_delay_s", seconds(&c::scale_in_delay_s, true)},
-      {"autoscaler", "warm_pool", integer(&c::warm_pool, 0)},
-      {"actors", "tokenizers", integer(&c::tokenizers, 0)},
-      {"actors", "caf_threads", integer(&c::caf_threads, 0)},
+                                    read_capability_rule, write_capability_rule),
+       "capability routing: requests for `model` go to `small` when the prompt has at most\n"
+       "max_prompt_tokens tokens and max_tokens is given and at most max_tokens, or their tier\n"
+       "(x-troupe-tier header) is listed; else to `large`:\n"
+       "  capability_rules = [{ model = \"auto\", small = \"small\", large = \"tiny\",\n"
+       "                        max_prompt_tokens = 256, max_tokens = 128, tiers = [\"free\"] }]"},
+
+      {"autoscaler", "policy", text(&c::autoscaler_policy, policy_name("autoscaling", autoscaling_names(), false)),
+       "\"none\" (a fixed fleet), " + joined(policy::autoscaling_policy_names())},
+      {"autoscaler", "target", number(&c::autoscaler_target, 0),
+       "the policy's target: requests per replica, TTFT seconds, tokens/s per replica (0: its default)"},
+      {"autoscaler", "min_replicas", integer(&c::min_replicas, 1), "fewest replicas (>= 1)"},
+      {"autoscaler", "max_replicas", integer(&c::max_replicas, 1), "most replicas (>= min_replicas)"},
+      {"autoscaler", "interval_s", seconds(&c::autoscaler_interval_s, false), "a decision this often"},
+      {"autoscaler", "scale_in_delay_s", seconds(&c::scale_in_delay_s, true),
+       "after any scaling, this long before a scale-in (one drained replica at a time)"},
+      {"autoscaler", "warm_pool", integer(&c::warm_pool, 0),
+       "loaded idle replicas kept out of rotation, which take a burst at once"},
+
+      {"actors", "tokenizers", integer(&c::tokenizers, 0), "tokenizer actors; 0: one per core"},
+      {"actors", "caf_threads", integer(&c::caf_threads, 0), "CAF scheduler threads; 0: one per core"},
   };
   return specs;
 }
 
-/// Throws "<section>: unknown section; known: ..." unless some key lives there.
+/// Throws "<section>: unknown section; known: ..." unless it is one.
 void check_section(std::string_view section) {
   auto known = std::string{};
-  for (const auto& s : key_specs()) {
-    if (s.section == section) return;
-    if (known.find(s.section) == std::string::npos) known += (known.empty() ? "" : ", ") + std::string(s.section);
+  for (const auto& s : k_sections) {
+    if (s.name == section) return;
+    known += (known.empty() ? "" : ", ") + std::string(s.name);
   }
   fail(std::string(section), "unknown section; known: " + known);
 }
@@ -423,15 +522,59 @@ void apply_override(const config_override& o, server_config& c) {
   } catch (const toml::parse_error&) {
   }
   const toml::node* node = doc.size() == 1 ? doc.get("v") : nullptr;
-  if (node == nullptr || (spec.takes_string && !node->is_string())) {
+  if (node == nullptr || (spec.io.takes_string && !node->is_string())) {
     doc = toml::table{};
     doc.insert_or_assign("v", value);
     node = doc.get("v");
   }
-  spec.apply(*node, path, c);
+  spec.io.apply(*node, path, c);
+}
+
+// The column where a line's comment starts (as long as what comes before fits).
+constexpr std::size_t k_comment_column = 28;
+
+/// `line`, then "# " and the description's first line at k_comment_column;
+/// its other lines beneath, aligned.
+void append_described(std::string& out, const std::string& line, std::string_view description) {
+  out += line;
+  auto width = line.size();
+  if (description.empty()) out += "\n";
+  while (!description.empty()) {
+    const auto end = std::min(description.find('\n'), description.size());
+    out += std::string(width < k_comment_column ? k_comment_column - width : 1, ' ');
+    out += "# " + std::string(description.substr(0, end)) + "\n";
+    description.remove_prefix(std::min(end + 1, description.size()));
+    width = 0;
+  }
 }
 
 } // namespace
+
+auto server_config_keys() -> std::vector<config_key> {
+  std::vector<config_key> out;
+  for (const auto& s : key_specs())
+    out.push_back({std::string(s.section) + "." + std::string(s.key), s.description});
+  return out;
+}
+
+auto render_server_config(const server_config& c, std::string_view header) -> std::string {
+  std::string out(header);
+  for (const auto& section : k_sections) {
+    out += "\n";
+    append_described(out, "[" + std::string(section.name) + "]", section.description);
+    for (const auto& s : key_specs())
+      if (s.section == section.name) append_described(out, std::string(s.key) + " = " + s.io.render(c), s.description);
+  }
+  return out;
+}
+
+auto default_server_config_toml() -> std::string {
+  return render_server_config(server_config{},
+                              "# troupe server settings: every key with its default. troupe serve reads no\n"
+                              "# file unless given --config FILE, whose keys override these; override one key\n"
+                              "# with `--set section.key=value` (TOML syntax; a bare word is a string).\n"
+                              "# Written by `troupe config --defaults`.\n");
+}
 
 auto parse_server_config(std::string_view toml_text, std::string_view origin,
                          const std::vector<config_override>& overrides) -> server_config {
@@ -442,7 +585,7 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
     check_section(section_name);
     if (!section.is_table()) wrong_type(section_name, "a table", section);
     for (const auto& [key, value] : *section.as_table())
-      find_key(section_name, key.str()).apply(value, section_name + "." + std::string(key.str()), config);
+      find_key(section_name, key.str()).io.apply(value, section_name + "." + std::string(key.str()), config);
   }
   for (const auto& o : overrides) apply_override(o, config);
   if (config.min_replicas > config.max_replicas)
@@ -456,37 +599,8 @@ auto load_server_config(const std::filesystem::path& path, const std::vector<con
   return parse_server_config(read_config_file(path), path.string(), overrides);
 }
 
-auto read_config_file(const std::filesystem::path& path) -> std::string {
-  std::error_code ec;
-  auto in = std::ifstream(path, std::ios::binary);
-  if (!std::filesystem::is_regular_file(path, ec) || !in) throw config_error(path.string() + ": cannot read");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-auto parse_toml(std::string_view text, std::string_view origin) -> toml::table {
-  try {
-    return toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    const auto& at = e.source().begin;
-    throw config_error(std::string(origin) + ": line " + std::to_string(at.line) + ", column " +
-                       std::to_string(at.column) + ": " + std::string(e.description()));
-  }
-}
-
-auto toml_type_name(const toml::node& n) -> std::string {
-  switch (n.type()) {
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "float";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::array: return "array";
-    case toml::node_type::table: return "table";
-    case toml::node_type::date: return "date";
-    case toml::node_type::time: return "time";
-    case toml::node_type::date_time: return "date-time";
-    case toml::node_type::none: break;
-  }
-  return "nothing";
+auto default_server_config(const std::vector<config_override>& overrides) -> server_config {
+  return parse_server_config("", "the defaults", overrides);
 }
 
 } // namespace troupe

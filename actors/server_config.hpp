@@ -1,7 +1,9 @@
 #pragma once
-// The server's settings, read once at start-up from one TOML file
-// (config/default.toml lists every key) plus `--set section.key=value`
-// overrides. Plain C++: nothing here knows CAF or Beast.
+// The server's settings, fixed at start-up: the built-in defaults (the
+// struct's initialisers), the keys of a TOML file when one is given, then
+// `--set section.key=value` overrides. `troupe config --defaults` writes every
+// key with its default and description (config/default.toml is its output).
+// Plain C++: nothing here knows CAF or Beast.
 
 #include <cstdint>
 #include <filesystem>
@@ -45,7 +47,8 @@ struct capability_rule {
 };
 
 /// Every field holds a valid value after loading; the TOML key is named where
-/// it differs from the field. Relative paths stay as written (relative to the
+/// it differs from the field. A key's description lives beside its spec in
+/// server_config.cpp (key_specs()). Relative paths stay as written (relative to the
 /// working directory), and nothing on disk is checked here.
 struct server_config {
   // [server]
@@ -140,5 +143,28 @@ auto load_server_config(const std::filesystem::path& path,
 /// The same from TOML text (for tests); `origin` names it in parse errors.
 auto parse_server_config(std::string_view toml_text, std::string_view origin,
                          const std::vector<config_override>& overrides = {}) -> server_config;
+
+/// The built-in defaults with `overrides` applied; no file is read.
+auto default_server_config(const std::vector<config_override>& overrides = {}) -> server_config;
+
+/// One key of the file.
+struct config_key {
+  std::string path;        ///< "section.key"
+  std::string description; ///< what it does: one line, or several separated by '\n'
+};
+
+/// Every key, in the order render_server_config writes them.
+auto server_config_keys() -> std::vector<config_key>;
+
+/// `c` as a TOML file that parse_server_config reads back to `c`: `header`
+/// (comment lines, each ending in '\n'), then each [section] and every key
+/// in it as `key = value   # description` (further description lines
+/// beneath, aligned). Sizes in bytes are written like "256MiB" where a
+/// binary unit divides them.
+auto render_server_config(const server_config& c, std::string_view header) -> std::string;
+
+/// render_server_config(server_config{}) with its header: what
+/// `troupe config --defaults` prints, and config/default.toml holds.
+auto default_server_config_toml() -> std::string;
 
 } // namespace troupe

@@ -11,6 +11,7 @@ args::args(std::span<char* const> argv, const std::set<std::string>& options,
            const std::set<std::string>& flags, std::size_t max_positional) {
   for (std::size_t i = 0; i < argv.size(); ++i) {
     std::string a = argv[i];
+    if (a == "--help" || a == "-h") throw help_requested{};
     if (a.rfind("--", 0) != 0) {
       if (positional_.size() >= max_positional) throw usage_error("unexpected argument '" + a + "'");
       positional_.push_back(a);

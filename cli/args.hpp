@@ -18,6 +18,10 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// --help or -h among a command's arguments: main prints its usage to
+/// stdout and exits 0.
+struct help_requested : std::exception {};
+
 /// "1,8,32" -> {1, 8, 32}: comma-separated non-negative integers; a
 /// usage_error naming --name otherwise.
 auto parse_list(const std::string& s, const std::string& name) -> std::vector<int>;
@@ -27,7 +31,8 @@ public:
   /// Parses argv after the subcommand: up to max_positional plain
   /// arguments, options (given more than once: the last wins, all() has
   /// every one) and flags. Throws usage_error for an unknown option, a
-  /// missing value or a stray positional argument.
+  /// missing value or a stray positional argument; help_requested for
+  /// --help or -h (where it is not an option's value).
   args(std::span<char* const> argv, const std::set<std::string>& options,
        const std::set<std::string>& flags, std::size_t max_positional = 0);
 

@@ -11,11 +11,7 @@
 namespace troupe::cli {
 
 auto run_hash_key(std::span<char* const> argv) -> int {
-  bool make_new = false;
-  for (const char* a : argv) {
-    if (std::string_view(a) == "--new") make_new = true;
-    else throw usage_error(std::string("unknown option '") + a + "'");
-  }
+  const bool make_new = args(argv, {}, {"new"}).has("new");
   std::string key;
   if (make_new) {
     // 24 random bytes as 48 hex digits, from the kernel's generator.

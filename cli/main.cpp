@@ -4,79 +4,154 @@
 #include "cli/commands.hpp"
 #include "engine/model/model_error.hpp"
 
+#include <array>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <string_view>
 
 namespace {
 
-constexpr const char* k_usage =
-    "usage: troupe <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  serve         [--config FILE] [--port N] [--host ADDR] [--model DIR] [--scheduling NAME]\n"
-    "                [--step-log FILE] [--set KEY=VALUE]...\n"
-    "                (defaults: config/default.toml; keys as in that file, e.g.\n"
-    "                --set scheduler.max_num_seqs=512 --set engine.executor=zero)\n"
-    "  worker        --join HOST:PORT [--config FILE] [--model DIR] [--set KEY=VALUE]...\n"
-    "                replicas of the model here, serving the router node whose\n"
-    "                router.worker_port is PORT (engine.replicas of them)\n"
-    "  bench         [--url http://HOST:PORT] [--dataset random|sharegpt-like]\n"
-    "                [--request-rate R|inf] [--burstiness B] [--max-concurrency C]\n"
-    "                [--num-prompts N] [--random-input-len N] [--random-output-len N]\n"
-    "                [--goodput ttft:MS,tpot:MS,e2el:MS] [--endpoint PATH] [--seed S]\n"
-    "                [--api-key KEY] (a tenant's key, with server.tenants)\n"
-    "  bench-loopback [--streams 1000] [--events 256] [--event-bytes 160]\n"
-    "                (this machine's ceiling for many small streamed events)\n"
-    "  sim           SCENARIO.toml [--out DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
-    "                | --replay STEP_LOG  (schedules a server's step log again, checks each step)\n"
-    "                (the discrete-event simulator: the server's scheduler and policies,\n"
-    "                a cost model for the executor; scenarios in config/sim/)\n"
-    "  bench-scheduler [--running 256] [--waiting 1000] [--steps N] [--policy NAME]\n"
-    "                [--prompt-tokens N] [--no-prefix-caching]  (CPU time of one step)\n"
-    "  generate      --model DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
-    "                [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R]\n"
-    "                [--seed S] [--chat] [--chat-template NAME] [--system TEXT]\n"
-    "                [--threads N] [--block-size N] [--stop TEXT] [--no-huge-pages]\n"
-    "  hash-key      [--new]  the api_key_sha256 of a key read from standard input\n"
-    "                (--new: makes a random key, prints it and its hash)\n"
-    "  make-model    --preset NAME --out DIR [--seed S]\n"
-    "                presets: tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b\n"
-    "  bench-engine  [--preset NAME | --model DIR] [--batches 1,8,32] [--threads 1,0]\n"
-    "                [--decode-steps N] [--prompt-tokens N] [--prefill-tokens N] [--runs N]\n"
-    "                [--no-huge-pages]\n"
-    "  generate and bench-engine copy the weights into 2 MiB pages first (decode reads\n"
-    "  them ~10% faster; costs one copy at start); --no-huge-pages reads the mapping.\n";
+using namespace troupe;
+
+/// One subcommand: its name, what runs it, and its usage: the arguments,
+/// then what it does, in lines (the first follows the name).
+struct command {
+  std::string_view name;
+  int (*run)(std::span<char* const>);
+  std::string_view usage;
+};
+
+constexpr std::array k_commands = {
+    command{"serve", cli::run_serve,
+            "[DIR] [--config FILE] [--port N] [--host ADDR] [--model DIR] [--scheduling NAME]\n"
+            "[--step-log FILE] [--set KEY=VALUE]...\n"
+            "the OpenAI-compatible server on the model in DIR (default: models/tiny). Settings:\n"
+            "the built-in defaults (troupe config --defaults lists every key), FILE's keys over\n"
+            "them, then the options: --port (0: a free one, printed), --host, --model (as DIR),\n"
+            "--scheduling and --step-log set server.port, server.host, model.dir,\n"
+            "scheduler.policy and engine.step_log; --set any key, e.g.\n"
+            "--set scheduler.max_num_seqs=512 --set engine.executor=zero"},
+    command{"worker", cli::run_worker,
+            "--join HOST:PORT [DIR] [--config FILE] [--model DIR] [--set KEY=VALUE]...\n"
+            "replicas of the model here (engine.replicas of them), serving the router node\n"
+            "whose router.worker_port is PORT; settings as for serve"},
+    command{"config", cli::run_config,
+            "--defaults | [DIR] [--config FILE] [--port N] [--host ADDR] [--model DIR]\n"
+            "[--scheduling NAME] [--step-log FILE] [--set KEY=VALUE]...\n"
+            "the server's settings as TOML, each key with what it does: --defaults, the\n"
+            "built-in ones (config/default.toml); else those serve runs with, given the same options"},
+    command{"bench", cli::run_bench,
+            "[--url http://HOST:PORT] [--dataset random|sharegpt-like|trace] [--trace FILE]\n"
+            "[--request-rate R|inf] [--burstiness B] [--max-concurrency C] [--num-prompts N]\n"
+            "[--random-input-len N] [--random-output-len N] [--shared-prefix-len N]\n"
+            "[--tenant-weights 4,1] [--goodput ttft:MS,tpot:MS,e2el:MS] [--endpoint PATH]\n"
+            "[--model NAME] [--seed S] [--api-key KEY] (a tenant's key, with server.tenants)\n"
+            "a load generator against a running server: throughput, TTFT, TPOT, latency"},
+    command{"bench-loopback", cli::run_bench_loopback,
+            "[--streams 1000] [--events 256] [--event-bytes 160]\n"
+            "this machine's ceiling for many small streamed events"},
+    command{"bench-scheduler", cli::run_bench_scheduler,
+            "[--running 256] [--waiting 1000] [--steps N] [--policy NAME] [--prompt-tokens N]\n"
+            "[--no-prefix-caching]\n"
+            "the CPU time of one scheduler step"},
+    command{"sim", cli::run_sim,
+            "SCENARIO.toml [--out DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
+            "| --replay STEP_LOG  (schedules a server's step log again, checks each step)\n"
+            "the discrete-event simulator: the server's scheduler and policies, a cost model\n"
+            "for the executor (scenarios in the repository's config/sim/)"},
+    command{"generate", cli::run_generate,
+            "--model DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]\n"
+            "[--top-p P] [--min-p P] [--repetition-penalty R] [--presence-penalty P]\n"
+            "[--frequency-penalty F] [--seed S] [--stop TEXT] [--ignore-eos] [--chat]\n"
+            "[--chat-template NAME] [--system TEXT] [--threads N] [--block-size N]\n"
+            "[--prefill-chunk N] [--no-huge-pages]\n"
+            "one prompt, streamed to stdout, speed on stderr. The weights are copied into\n"
+            "2 MiB pages first (decode ~10% faster); --no-huge-pages reads the mapping"},
+    command{"hash-key", cli::run_hash_key,
+            "[--new]\n"
+            "the api_key_sha256 of a key read from standard input, for a tenants file\n"
+            "(--new: makes a random key, prints it and its hash)"},
+    command{"make-model", cli::run_make_model,
+            "--preset NAME --out DIR [--seed S]\n"
+            "a model directory with random weights; presets: tiny, stories110m,\n"
+            "tinyllama-1.1b, llama-3.2-1b, llama-3-8b (tiny: a few MB, for trying things)"},
+    command{"bench-engine", cli::run_bench_engine,
+            "[--preset NAME | --model DIR] [--batches 1,8,32] [--threads 1,0]\n"
+            "[--decode-steps N] [--prompt-tokens N] [--prefill-tokens N] [--runs N]\n"
+            "[--no-huge-pages]\n"
+            "decode and prefill speed of the CPU engine, against the read bandwidth"},
+};
+
+/// `text`'s lines after the first, each on a line of its own after `indent`.
+auto indented(std::string_view text, std::string_view indent) -> std::string {
+  std::string out;
+  for (const char ch : text) {
+    out += ch;
+    if (ch == '\n') out += indent;
+  }
+  return out + "\n";
+}
+
+/// Every command with its usage.
+auto overview() -> std::string {
+  std::string out = "usage: troupe <command> [options]\n\ncommands:\n";
+  for (const auto& c : k_commands) {
+    auto name = "  " + std::string(c.name);
+    name.resize(std::max<std::size_t>(name.size() + 1, 18), ' ');
+    out += name + indented(c.usage, std::string(18, ' '));
+  }
+  return out + "\ntroupe <command> --help shows one command's usage.\n";
+}
+
+/// One command's usage.
+auto usage_of(const command& c) -> std::string {
+  return "usage: troupe " + std::string(c.name) + " " + indented(c.usage, "  ");
+}
+
+auto find_command(std::string_view name) -> const command* {
+  for (const auto& c : k_commands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+/// `troupe help [COMMAND]`.
+auto run_help(std::span<char* const> rest) -> int {
+  if (rest.empty()) {
+    std::fputs(overview().c_str(), stdout);
+    return 0;
+  }
+  const auto* c = find_command(rest.front());
+  if (c == nullptr || rest.size() > 1) {
+    std::fprintf(stderr, "troupe help: no command '%s'\n%s", rest.front(), overview().c_str());
+    return 2;
+  }
+  std::fputs(usage_of(*c).c_str(), stdout);
+  return 0;
+}
 
 } // namespace
 
 auto main(int argc, char** argv) -> int {
-  using namespace troupe;
   if (argc < 2) {
-    std::fputs(k_usage, stderr);
+    std::fputs(overview().c_str(), stderr);
     return 2;
   }
-  const std::string_view cmd = argv[1];
+  const std::string_view name = argv[1];
   const std::span<char* const> rest(argv + 2, static_cast<std::size_t>(argc - 2));
-  try {
-    if (cmd == "serve") return cli::run_serve(rest);
-    if (cmd == "worker") return cli::run_worker(rest);
-    if (cmd == "bench") return cli::run_bench(rest);
-    if (cmd == "bench-loopback") return cli::run_bench_loopback(rest);
-    if (cmd == "bench-scheduler") return cli::run_bench_scheduler(rest);
-    if (cmd == "sim") return cli::run_sim(rest);
-    if (cmd == "generate") return cli::run_generate(rest);
-    if (cmd == "make-model") return cli::run_make_model(rest);
-    if (cmd == "hash-key") return cli::run_hash_key(rest);
-    if (cmd == "bench-engine") return cli::run_bench_engine(rest);
-    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-      std::fputs(k_usage, stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "troupe: unknown command '%s'\n%s", argv[1], k_usage);
+  if (name == "help" || name == "--help" || name == "-h") return run_help(rest);
+  const auto* cmd = find_command(name);
+  if (cmd == nullptr) {
+    std::fprintf(stderr, "troupe: unknown command '%s'\n%s", argv[1], overview().c_str());
     return 2;
+  }
+  try {
+    return cmd->run(rest);
+  } catch (const cli::help_requested&) {
+    std::fputs(usage_of(*cmd).c_str(), stdout);
+    return 0;
   } catch (const cli::usage_error& e) {
-    std::fprintf(stderr, "troupe %s: %s\n%s", argv[1], e.what(), k_usage);
+    std::fprintf(stderr, "troupe %s: %s\n%s", argv[1], e.what(), usage_of(*cmd).c_str());
     return 2;
   } catch (const model_error& e) {
     std::fprintf(stderr, "troupe: %s\n", e.what());

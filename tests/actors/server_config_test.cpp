@@ -6,6 +6,8 @@
 #include <toml++/toml.h>
 
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
 using namespace troupe;
@@ -23,6 +25,20 @@ auto error_of(std::string_view text, const std::vector<config_override>& overrid
     return e.what();
   }
   return "no error";
+}
+
+/// "" when a and b are equal; else their first differing line, numbered.
+auto first_difference(const std::string& a, const std::string& b) -> std::string {
+  std::istringstream in_a(a), in_b(b);
+  std::string line_a, line_b;
+  for (int n = 1;; ++n) {
+    const bool more_a = static_cast<bool>(std::getline(in_a, line_a));
+    const bool more_b = static_cast<bool>(std::getline(in_b, line_b));
+    if (!more_a && !more_b) return a == b ? "" : "the same lines, but not the same bytes";
+    if (more_a != more_b || line_a != line_b)
+      return "line " + std::to_string(n) + ": \"" + (more_a ? line_a : "(end)") + "\" vs \"" +
+             (more_b ? line_b : "(end)") + "\"";
+  }
 }
 
 auto with(std::string key, std::string value) -> server_config {
@@ -73,28 +89,108 @@ TEST_CASE("config/default.toml gives exactly the struct's defaults") {
   CHECK(d.model_dir == "models/tiny");
 }
 
-TEST_CASE("config/default.toml spells out every key") {
+TEST_CASE("config/default.toml spells out every key, each with a description") {
   const auto doc = toml::parse_file(default_toml.string());
-  for (const auto* key :
-       {"server.host", "server.port", "server.http_threads", "server.max_body_bytes", "server.idle_timeout_s",
-        "server.drain_timeout_s", "server.stall_timeout_s", "server.admin_api", "model.dir", "model.served_model_name",
-        "model.chat_template", "model.version", "model.more", "engine.executor", "engine.zero_step_us", "engine.devices", "engine.replicas",
-        "engine.threads", "engine.huge_pages", "engine.step_log", "scheduler.max_num_seqs", "scheduler.max_num_batched_tokens",
-        "scheduler.block_size", "scheduler.kv_memory", "scheduler.max_waiting_requests",
-        "scheduler.max_waiting_tokens", "scheduler.max_model_len", "scheduler.max_input_tokens",
-        "scheduler.max_output_tokens", "scheduler.policy", "scheduler.eviction", "scheduler.enable_prefix_caching",
-        "scheduler.watermark_blocks", "scheduler.preemption_mode", "scheduler.swap_space", "router.policy",
-        "router.health_check_interval_s", "router.health_check_timeout_s", "router.unhealthy_after",
-        "router.healthy_after", "router.max_retries", "router.weights", "router.worker_port", "router.capability_rules", "autoscaler.policy", "autoscaler.target", "autoscaler.min_replicas",
-        "autoscaler.max_replicas", "autoscaler.interval_s", "autoscaler.scale_in_delay_s", "autoscaler.warm_pool",
-        "actors.tokenizers",
-        "actors.caf_threads"}) {
-    CAPTURE(key);
-    CHECK(doc.at_path(key).node() != nullptr);
+  const auto keys = server_config_keys();
+  for (const auto& k : keys) {
+    CAPTURE(k.path);
+    CHECK(doc.at_path(k.path).node() != nullptr);
+    CHECK_FALSE(k.description.empty());
   }
   std::size_t num_keys = 0;
   for (const auto& [name, section] : doc) num_keys += section.as_table()->size();
-  CHECK(num_keys == 64);
+  CHECK(num_keys == keys.size());
+}
+
+TEST_CASE("config/default.toml is what `troupe config --defaults` writes") {
+  std::ifstream in(default_toml, std::ios::binary);
+  const auto file = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  INFO("regenerate it: build/troupe config --defaults > config/default.toml");
+  CHECK(first_difference(file, default_server_config_toml()) == "");
+}
+
+TEST_CASE("the defaults: each key, its value and its description on one line; more lines aligned beneath") {
+  const auto text = default_server_config_toml();
+  CHECK(text.starts_with("# troupe server settings: every key with its default."));
+  for (const auto* line : {
+           "\n[server]                    # HTTP: ",
+           "\nhost = \"127.0.0.1\"          # address to listen on\n",
+           "\nport = 8080                 # 0: pick a free port and print it\n",
+           "\nidle_timeout_s = 30.0       # close a keep-alive",
+           "\nresponse_cache = \"64MiB\"    # the exact-repeat",
+           "\nkv_memory = \"256MiB\"        # KV cache size",
+           "\nswap_space = \"4GiB\"         # host memory",
+           "\nmax_body_bytes = 1048576    # larger",
+           "\ndevices = [\"cpu\"]           # ",
+           "\nmore = []                   # more models",
+           "\nworker_port = -1            # remote replicas",
+           "\nresponse_cache_ttl_s = 600.0 # an answer",
+           "\ntarget = 0.0                # the policy's target",
+           "\nenable_prefix_caching = true # share",
+           "\n                            # keys, quotas, tiers. Reloaded on SIGHUP and when the file changes.\n",
+           "\n                            #   more = [{ dir = \"models/small\", name = \"small\" },\n",
+           "\npolicy = \"fcfs\"             # scheduling policy: fcfs, priority, sjf, vtc, static; or a plug-in's path\n",
+       }) {
+    CAPTURE(line);
+    CHECK(text.find(line) != std::string::npos);
+  }
+}
+
+TEST_CASE("a rendered config reads back as the same config") {
+  CHECK(parse_server_config(render_server_config(server_config{}, ""), "rendered") == server_config{});
+  auto c = server_config{};
+  c.host = "h \"q\" \\ n\nt\tc\x01\x7f \xc3\xa9";
+  c.port = 0;
+  c.admin_api = true;
+  c.idle_timeout_s = 0.1;
+  c.drain_timeout_s = 0;
+  c.stall_timeout_s = 1e300;
+  c.response_cache_bytes = 0;
+  c.websocket_max_buffered_bytes = 1536;
+  c.kv_memory_bytes = std::int64_t{3} << 40;
+  c.swap_space_bytes = 1000;
+  c.tenants_file = "/etc/troupe/tenants.toml";
+  c.model_dir = "models/x y";
+  c.served_model_name = "2024";
+  c.chat_template = "chatml";
+  c.more_models = {{"models/a", "", "", 0, 1}, {"models/b", "tiny", "v2", 10, 2}};
+  c.executor = "zero";
+  c.devices = {"cuda:0", "cuda:1"};
+  c.tensor_parallel_size = 2;
+  c.huge_pages = false;
+  c.dtype = "float32";
+  c.policy = "./build/liblongest_wait_first.so";
+  c.preemption_mode = "swap";
+  c.router_policy = "weighted";
+  c.router_weights = {2.0, 0.5, 1.0 / 3};
+  c.capability_rules = {{"auto", "small", "large", 64, 0, {"free", "x"}}, {"a", "s", "l", 0, 9, {}}};
+  c.worker_port = 0;
+  c.autoscaler_policy = "queue_depth";
+  c.autoscaler_target = 2.5;
+  c.min_replicas = 2;
+  c.max_replicas = 3;
+  c.caf_threads = 7;
+  const auto text = render_server_config(c, "# a header\n");
+  CAPTURE(text);
+  CHECK(text.starts_with("# a header\n\n[server]"));
+  CHECK(parse_server_config(text, "rendered") == c);
+  CHECK(text.find("\nwebsocket_max_buffered = 1536 ") != std::string::npos);
+  CHECK(text.find("\nkv_memory = \"3TiB\" ") != std::string::npos);
+  CHECK(text.find("\nresponse_cache = 0 ") != std::string::npos);
+  CHECK(text.find("\nmore = [{ dir = \"models/a\" }, { dir = \"models/b\", name = \"tiny\", version = \"v2\", "
+                  "canary_percent = 10, replicas = 2 }] ") != std::string::npos);
+  CHECK(text.find("\ncapability_rules = [{ model = \"auto\", small = \"small\", large = \"large\", "
+                  "max_prompt_tokens = 64, tiers = [\"free\", \"x\"] }, { model = \"a\", small = \"s\", large = \"l\", "
+                  "max_tokens = 9 }] ") != std::string::npos);
+}
+
+TEST_CASE("no file: the defaults, with the overrides") {
+  CHECK(default_server_config() == server_config{});
+  const auto c = default_server_config({{"server.port", "0"}, {"model.dir", "m"}});
+  CHECK(c.port == 0);
+  CHECK(c.model_dir == "m");
+  CHECK_THROWS_WITH_AS(default_server_config({{"server.port", "x"}}), "server.port: expected an integer, got string",
+                       config_error);
 }
 
 TEST_CASE("a file sets what it names and leaves the rest at the defaults") {
