@@ -23,6 +23,21 @@ auto served_name(const std::string& configured, const std::filesystem::path& dir
   return name;
 }
 
+void check_model_dirs(const server_config& cfg, const std::string& command) {
+  const auto missing = [](const std::string& dir) {
+    std::error_code ec;
+    return !std::filesystem::is_directory(dir, ec);
+  };
+  const auto make = [](const std::string& dir) { return "troupe make-model --preset tiny --out " + dir; };
+  if (missing(cfg.model_dir))
+    throw std::runtime_error("no model directory '" + cfg.model_dir + "' (give one: troupe " + command +
+                             " DIR; or make a tiny one: " + make(cfg.model_dir) + ")");
+  for (std::size_t i = 0; i < cfg.more_models.size(); ++i)
+    if (const auto& dir = cfg.more_models[i].dir; missing(dir))
+      throw std::runtime_error("model.more[" + std::to_string(i) + "].dir: no model directory '" + dir +
+                               "' (make a tiny one: " + make(dir) + ")");
+}
+
 auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setup {
   model_setup m;
   m.dir = cfg.model_dir;

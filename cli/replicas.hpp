@@ -44,6 +44,11 @@ struct model_setup {
 /// Throws with one line for a config the model cannot serve.
 auto prepare_model(const server_config& cfg, std::int64_t kv_elem = 4) -> model_setup;
 
+/// Throws one line naming the first model directory of cfg ([model], then
+/// model.more) that is not there, and how to make one; `command` ("serve",
+/// "worker") is the command that needs them.
+void check_model_dirs(const server_config& cfg, const std::string& command);
+
 /// The name clients use for a model: the configured one, else its dir's last component.
 auto served_name(const std::string& configured, const std::filesystem::path& dir) -> std::string;
 

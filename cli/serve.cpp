@@ -12,6 +12,7 @@
 #include "actors/wire.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/config_source.hpp"
 #include "cli/replicas.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cuda_backend.hpp"
@@ -34,23 +35,6 @@
 
 namespace troupe::cli {
 namespace {
-
-struct serve_args {
-  std::filesystem::path config = "config/default.toml";
-  std::vector<std::pair<std::string, std::string>> overrides;
-};
-
-auto parse_serve_args(std::span<char* const> argv) -> serve_args {
-  const args a(argv, {"config", "port", "host", "model", "scheduling", "step-log", "set"}, {});
-  serve_args out;
-  out.config = a.str("config", out.config);
-  // In the order of the keys: a --set of the same key comes last and wins.
-  for (const auto& [flag, key] : {std::pair{"port", "server.port"}, {"host", "server.host"}, {"model", "model.dir"},
-                                  {"scheduling", "scheduler.policy"}, {"step-log", "engine.step_log"}})
-    if (a.has(flag)) out.overrides.emplace_back(key, a.str(flag, ""));
-  for (auto& kv : a.key_values("set")) out.overrides.push_back(std::move(kv));
-  return out;
-}
 
 // A tag that changes when the model's files do: FNV-1a over config.json and
 // the first 64 KiB of each weights file (the safetensors header).
@@ -339,8 +323,9 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status
 } // namespace
 
 auto run_serve(std::span<char* const> argv) -> int {
-  const auto a = parse_serve_args(argv);
-  const auto cfg = load_server_config(a.config, a.overrides);
+  const args a(argv, config_options(serve_key_options()), {}, 1);
+  const auto cfg = config_source_of(a, serve_key_options()).load();
+  check_model_dirs(cfg, "serve");
 
   // SIGTERM and SIGINT are taken by sigwait below: blocked here, before any
   // thread starts, so that every thread inherits the mask.

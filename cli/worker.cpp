@@ -1,12 +1,13 @@
 // troupe worker --join HOST:PORT: replicas of a model on this machine that
 // serve a router node's traffic (its router.worker_port) through CAF's
-// network layer. The model and the engine come from the same config file as
-// `troupe serve` ([model], [engine], [scheduler]); each of engine.replicas
-// replicas gets a device of its own.
+// network layer. The model and the engine come from the same settings as
+// `troupe serve` ([model], [engine], [scheduler]: the defaults, --config
+// FILE, --set); each of engine.replicas replicas gets a device of its own.
 
 #include "actors/wire.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/config_source.hpp"
 #include "cli/replicas.hpp"
 #include "engine/cpu/threads.hpp"
 #include "engine/cuda_backend.hpp"
@@ -22,7 +23,9 @@
 namespace troupe::cli {
 
 auto run_worker(std::span<char* const> argv) -> int {
-  const args a(argv, {"join", "config", "model", "set"}, {});
+  auto options = config_options({});
+  options.insert("join");
+  const args a(argv, options, {}, 1);
   const auto join = a.required("join");
   const auto colon = join.rfind(':');
   std::int64_t port = -1;
@@ -33,10 +36,8 @@ auto run_worker(std::span<char* const> argv) -> int {
   if (colon == std::string::npos || colon == 0 || port < 1 || port > 65535)
     throw usage_error("--join wants HOST:PORT (the router node's router.worker_port), got '" + join + "'");
   const auto host = join.substr(0, colon);
-  std::vector<config_override> overrides;
-  if (a.has("model")) overrides.emplace_back("model.dir", a.str("model", ""));
-  for (auto& kv : a.key_values("set")) overrides.push_back(std::move(kv));
-  const auto cfg = load_server_config(a.str("config", "config/default.toml"), overrides);
+  const auto cfg = config_source_of(a, {}).load();
+  check_model_dirs(cfg, "worker");
   if (cfg.executor != "zero" && parse_device(cfg.devices.front()))
     throw std::runtime_error("engine.devices: a worker's replicas run on the CPU (or the zero executor)");
 
