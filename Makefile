@@ -1,12 +1,16 @@
 # troupe: the two set-up commands of the README (`make serve`, `make test`),
-# plus `make bench`. Each installs missing Debian packages and builds first.
+# plus `make bench` and `make install`. Each installs missing Debian packages
+# and builds first.
 
 BUILD ?= build
 MODEL ?= models/tiny
 JOBS ?= 2
 MESON_OPTS ?= -Dwerror=true
+# make install: where to, and a staging root in front of it (for packaging).
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all bootstrap build serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -14,7 +18,7 @@ bootstrap:
 	@scripts/bootstrap.sh
 
 $(BUILD)/build.ninja: | bootstrap
-	meson setup $(BUILD) $(MESON_OPTS)
+	meson setup $(BUILD) $(MESON_OPTS) --prefix=$(PREFIX)
 
 build: bootstrap $(BUILD)/build.ninja
 	@ninja -C $(BUILD) -j $(JOBS)
@@ -22,9 +26,15 @@ build: bootstrap $(BUILD)/build.ninja
 $(MODEL)/model.safetensors: | build
 	$(BUILD)/troupe make-model --preset tiny --out $(MODEL)
 
-# The OpenAI-compatible server on 127.0.0.1:8080 (config/default.toml).
+# troupe in $(PREFIX)/bin, libtroupe_cuda.so (where the CUDA toolkit is) in
+# $(PREFIX)/lib/<arch>/troupe, example configs in $(PREFIX)/share/troupe.
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX)
+	DESTDIR="$(DESTDIR)" meson install -C $(BUILD)
+
+# The OpenAI-compatible server on 127.0.0.1:8080 (the built-in defaults).
 serve: build $(MODEL)/model.safetensors
-	$(BUILD)/troupe serve --config config/default.toml --model $(MODEL)
+	$(BUILD)/troupe serve $(MODEL)
 
 test: build
 	@meson test -C $(BUILD) --num-processes $(JOBS) --print-errorlogs; rc=$$?; \

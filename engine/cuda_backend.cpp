@@ -1,13 +1,15 @@
 #include "engine/cuda_backend.hpp"
 
+#include "install_paths.hpp"
+
 #include <dlfcn.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <system_error>
-#include <vector>
 
 namespace troupe {
 namespace {
@@ -17,24 +19,33 @@ constexpr int k_abi_version = 1; // engine/cuda/cuda_executor.cpp's troupe_cuda_
 using abi_fn = int (*)();
 using make_fn = executor* (*)(const model_weights*, const cuda::cuda_executor_options*, char*, std::size_t);
 
+/// TROUPE_CUDA_LIB when set; else libtroupe_cuda.so beside the binary (the
+/// build tree), in TROUPE_CUDA_LIB_DIR relative to it (an installed tree),
+/// then on the library path.
 auto open_library() -> void* {
-  std::vector<std::string> tried;
-  const auto attempt = [&](const std::string& path) -> void* {
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) tried.push_back(dlerror());
-    return h;
-  };
+  const auto open = [](const std::string& path) { return dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); };
   if (const char* env = std::getenv("TROUPE_CUDA_LIB"); env != nullptr && *env != '\0') {
-    if (void* h = attempt(env)) return h;
-    throw std::runtime_error("TROUPE_CUDA_LIB=" + std::string(env) + " cannot be loaded: " + tried.back());
+    if (void* h = open(env)) return h;
+    throw std::runtime_error("TROUPE_CUDA_LIB=" + std::string(env) + " cannot be loaded: " + dlerror());
   }
+  std::string looked;
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    if (void* h = attempt((exe.parent_path() / "libtroupe_cuda.so").string())) return h;
-  if (void* h = attempt("libtroupe_cuda.so")) return h;
-  throw std::runtime_error("the CUDA backend (libtroupe_cuda.so) cannot be loaded: " + tried.back() +
-                           " (build on a machine with the CUDA toolkit, or set TROUPE_CUDA_LIB)");
+  if (!ec) {
+    for (const auto& dir : {exe.parent_path(), (exe.parent_path() / TROUPE_CUDA_LIB_DIR).lexically_normal()}) {
+      const auto path = dir / "libtroupe_cuda.so";
+      if (!std::filesystem::exists(path, ec)) {
+        looked += (looked.empty() ? "" : ", ") + dir.string();
+        continue;
+      }
+      if (void* h = open(path.string())) return h;
+      throw std::runtime_error(path.string() + " cannot be loaded: " + dlerror());
+    }
+  }
+  if (void* h = open("libtroupe_cuda.so")) return h;
+  throw std::runtime_error("the CUDA backend (libtroupe_cuda.so) is not in " + (looked.empty() ? "" : looked + " or ") +
+                           "the library path (" + dlerror() +
+                           "): build on a machine with the CUDA toolkit, or set TROUPE_CUDA_LIB");
 }
 
 } // namespace
