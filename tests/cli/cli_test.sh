@@ -2,7 +2,7 @@
 # The real `troupe` binary on the built-in tiny model: commands, streaming
 # output, seeds, chat, and the exit codes of every kind of bad input.
 set -u
-troupe=$1
+troupe=$(realpath "$1")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -20,6 +20,55 @@ check "bad flag: exit 2" test "$(exit_code "$troupe" generate --bogus 1)" = 2
 check "bad flag is named" grep -q "unknown option --bogus" "$tmp/err"
 check "missing --model: exit 2" test "$(exit_code "$troupe" generate --prompt hi)" = 2
 check "unknown preset: exit 2" test "$(exit_code "$troupe" make-model --preset nope --out "$tmp/x")" = 2
+
+# Every command is in `troupe --help`; `troupe CMD --help` and `-h` print its
+# usage on stdout and exit 0 (and `troupe help CMD` the same).
+commands="serve worker config bench bench-loopback bench-scheduler sim generate hash-key make-model bench-engine"
+check "--help: exit 0" test "$(exit_code "$troupe" --help)" = 0
+cp "$tmp/out" "$tmp/help"
+check "--help: the overview on stdout" grep -q "^usage: troupe <command>" "$tmp/help"
+listed=$(sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p' "$tmp/help")
+check "--help lists exactly the commands" test "$(echo $listed | tr ' ' '\n' | sort)" = "$(echo $commands | tr ' ' '\n' | sort)"
+for cmd in $commands; do
+  check "$cmd --help: exit 0" test "$(exit_code "$troupe" "$cmd" --help)" = 0
+  check "$cmd --help: its usage" grep -q "^usage: troupe $cmd " "$tmp/out"
+  check "$cmd --help: its options" grep -qE -- "--[a-z]+" "$tmp/out"
+  check "$cmd --help: nothing on stderr" test ! -s "$tmp/err"
+  cp "$tmp/out" "$tmp/cmd_help"
+  check "$cmd -h: the same" test "$(exit_code "$troupe" "$cmd" -h)" = 0 -a -z "$(cmp "$tmp/out" "$tmp/cmd_help")"
+  check "help $cmd: the same" test "$(exit_code "$troupe" help "$cmd")" = 0 -a -z "$(cmp "$tmp/out" "$tmp/cmd_help")"
+done
+check "--help as an option's value is that value" test "$(exit_code "$troupe" config --config --help)" = 1
+check "a usage error: exit 2" test "$(exit_code "$troupe" make-model --preset tiny)" = 2
+check "a usage error: the problem, then the command's usage" \
+  test "$(head -1 "$tmp/err")" = "troupe make-model: --out is required" -a "$(sed -n 2p "$tmp/err" | cut -c1-24)" = "usage: troupe make-model"
+
+# The settings: config/default.toml is `troupe config --defaults`, word for
+# word (regenerate: troupe config --defaults > config/default.toml).
+src=$(cd "$(dirname "$0")/../.." && pwd)
+check "config --defaults: exit 0" test "$(exit_code "$troupe" config --defaults)" = 0
+check "config/default.toml is troupe config --defaults" diff "$tmp/out" "$src/config/default.toml"
+check "config with options: what serve would run with" \
+  test "$(exit_code "$troupe" config models/x --port 0 --set scheduler.kv_memory=1GiB)" = 0
+check "config with options: the options' values" \
+  test -n "$(grep -x 'port = 0 .*' "$tmp/out")" -a -n "$(grep '^dir = "models/x" ' "$tmp/out")" \
+  -a -n "$(grep '^kv_memory = "1GiB" ' "$tmp/out")"
+check "config --defaults with an option: exit 2" test "$(exit_code "$troupe" config --defaults --port 1)" = 2
+check "config, a missing file: exit 1" test "$(exit_code "$troupe" config --config "$tmp/nope.toml")" = 1
+check "config, a missing file: one line" test "$(cat "$tmp/err")" = "troupe config: $tmp/nope.toml: cannot read"
+
+# troupe serve needs no file: the defaults, and the model as DIR or --model.
+mkdir -p "$tmp/nowhere"
+check "serve, no model here: exit 1" test "$(cd "$tmp/nowhere" && exit_code "$troupe" serve --port 0)" = 1
+check "serve, no model here: one line" test "$(wc -l <"$tmp/err")" = 1
+check "serve, no model here: names models/tiny, how to make one" \
+  grep -q "no model directory 'models/tiny'.*troupe make-model --preset tiny --out models/tiny" "$tmp/err"
+check "serve DIR and --model DIR: exit 2" test "$(exit_code "$troupe" serve "$tmp/a" --model "$tmp/b")" = 2
+check "serve DIR and --model DIR: said so" grep -qx "troupe serve: give the model directory once: as an argument or with --model" "$tmp/err"
+check "serve, two directories: exit 2" test "$(exit_code "$troupe" serve "$tmp/a" "$tmp/b")" = 2
+check "worker, no model here: exit 1" \
+  test "$(cd "$tmp/nowhere" && exit_code "$troupe" worker --join 127.0.0.1:1 --model nope)" = 1
+check "worker, no model here: names it" grep -q "no model directory 'nope' (give one: troupe worker DIR" "$tmp/err"
 
 check "make-model tiny" test "$(exit_code "$troupe" make-model --preset tiny --out "$tmp/tiny")" = 0
 for f in config.json model.safetensors tokenizer.model tokenizer_config.json; do
@@ -64,7 +113,6 @@ check "bench-scheduler unknown policy: exit 2" test "$(exit_code "$troupe" bench
 
 # The simulator: every scenario under config/sim/ runs (shortened); the same
 # seed writes the same bytes; bad input is one line.
-src=$(cd "$(dirname "$0")/../.." && pwd)
 for scenario in "$src"/config/sim/*.toml; do
   name=$(basename "$scenario" .toml)
   check "sim $name runs" test "$(exit_code "$troupe" sim "$scenario" --quiet --set sim.num_requests=300)" = 0
