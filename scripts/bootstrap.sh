@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages troupe builds with (../shared/STACK.md), only
-# those missing. Idempotent; prints nothing when everything is present.
+# Installs the Debian 12 packages troupe builds with, only those missing.
+# Idempotent; prints nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
