@@ -74,8 +74,8 @@ constexpr std::array k_commands = {
             "(--new: makes a random key, prints it and its hash)"},
     command{"make-model", cli::run_make_model,
             "--preset NAME --out DIR [--seed S]\n"
-            "a model directory with random weights; presets: tiny, stories110m,\n"
-            "tinyllama-1.1b, llama-3.2-1b, llama-3-8b (tiny: a few MB, for trying things)"},
+            "a model directory of a preset's shape, random weights (tiny's fitted to bigrams of\n"
+            "the licence texts): tiny (a few MB), stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b"},
     command{"bench-engine", cli::run_bench_engine,
             "[--preset NAME | --model DIR] [--batches 1,8,32] [--threads 1,0]\n"
             "[--decode-steps N] [--prompt-tokens N] [--prefill-tokens N] [--runs N]\n"
