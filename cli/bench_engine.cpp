@@ -6,6 +6,7 @@
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/huge_pages.hpp"
+#include "engine/cpu/linear.hpp"
 #include "engine/cpu/threads.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
@@ -141,14 +142,17 @@ auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
 void compare_with_openblas(const weight_tensor& w, int threads, int runs) {
   if (w.type != dtype::f32) return;
   set_cpu_threads(threads);
-  const auto* a = static_cast<const float*>(w.data);
   const auto n = static_cast<int>(w.rows), k = static_cast<int>(w.cols);
+  // OpenBLAS reads the matrix row-major; troupe as the model holds it.
+  std::vector<float> row_major(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+  for (int r = 0; r < n; ++r) load_row(w, r, row_major.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(k));
+  const auto* a = row_major.data();
   for (int m : {1, 32}) {
     std::vector<float> x(static_cast<std::size_t>(m * k), 0.5f), y(static_cast<std::size_t>(m * n));
     std::vector<double> ours, blas;
     for (int r = 0; r <= runs; ++r) {
       auto t0 = clock_type::now();
-      gemm(x.data(), m, a, dtype::f32, n, k, y.data());
+      gemm(x.data(), m, w.data, dtype::f32, n, k, y.data(), w.layout);
       const double s1 = std::chrono::duration<double>(clock_type::now() - t0).count();
       t0 = clock_type::now();
       if (m == 1)

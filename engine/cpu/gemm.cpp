@@ -21,6 +21,30 @@ using v16u = float __attribute__((vector_size(64), aligned(4)));
 
 auto load(const float* p) -> v16 { return *reinterpret_cast<const v16u*>(p); }
 
+// Fused multiply-adds are written out, never left to the compiler's
+// contraction, which may differ between two loops: the panel kernel and the
+// packed matrix-vector kernel must round alike (see gemm.hpp).
+auto fma16(v16 a, v16 b, v16 c) -> v16 {
+#if defined(__AVX512F__)
+  return reinterpret_cast<v16>(_mm512_fmadd_ps(reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b),
+                                               reinterpret_cast<__m512>(c)));
+#elif defined(__FMA__)
+  using v8 = float __attribute__((vector_size(32)));
+  const auto half = [](v8 x, v8 y, v8 z) { return reinterpret_cast<v8>(_mm256_fmadd_ps(x, y, z)); };
+  const v8 lo = half(__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7), __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7),
+                     __builtin_shufflevector(c, c, 0, 1, 2, 3, 4, 5, 6, 7));
+  const v8 hi = half(__builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15),
+                     __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15),
+                     __builtin_shufflevector(c, c, 8, 9, 10, 11, 12, 13, 14, 15));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#else
+  // No fused instruction on the target: nothing for the compiler to contract into.
+  return a * b + c;
+#endif
+}
+
+auto splat(float f) -> v16 { return v16{f, f, f, f, f, f, f, f, f, f, f, f, f, f, f, f}; }
+
 auto hsum(v16 v) -> float {
   float s = 0.0f;
   for (int i = 0; i < 16; ++i) s += v[i];
@@ -46,7 +70,7 @@ auto pack_buffer(std::size_t n) -> float* {
   return buf.get();
 }
 
-// How gemv reads each weight dtype: 16 elements as one F32 vector, or one.
+// How the kernels read each weight dtype: 16 elements as one F32 vector, or one.
 struct f32_elems {
   using type = float;
   static auto load16(const float* p) -> v16 { return load(p); }
@@ -86,93 +110,126 @@ struct f16_elems {
   }
 };
 
-// Rows [begin, end) of y = W x, four rows at a time so each x load feeds
-// four independent accumulator chains. The four rows are 4·k contiguous
-// elements read as four short streams, too short for the hardware prefetcher
-// to ramp up on; so each step also prefetches the next group, as many bytes
-// ahead as the step reads (measured here, F32: 0.80 → 0.93 of a plain
-// sequential read).
-template <class E>
-void gemv_rows(const float* x, const typename E::type* w, std::int64_t begin, std::int64_t end,
-               std::int64_t k, float* y) {
-  using T = typename E::type;
-  const std::int64_t k16 = k / 16 * 16;
-  std::int64_t r = begin;
-  for (; r + 4 <= end; r += 4) {
-    const T* w0 = w + r * k;
-    const T* w1 = w0 + k;
-    const T* w2 = w1 + k;
-    const T* w3 = w2 + k;
-    const char* next = reinterpret_cast<const char*>(w0 + 4 * k);
-    v16 a0{}, a1{}, a2{}, a3{};
-    for (std::int64_t i = 0; i < k16; i += 16) {
-      const char* pf = next + 4 * i * static_cast<std::int64_t>(sizeof(T));
-      // The step reads 4 rows × 16 elements = sizeof(T) cache lines (into L1:
-      // prefetcht0 measured a few points better than prefetchnta here).
-      for (std::size_t line = 0; line < sizeof(T); ++line) __builtin_prefetch(pf + 64 * line, 0, 3);
-      const v16 xv = load(x + i);
-      a0 += E::load16(w0 + i) * xv;
-      a1 += E::load16(w1 + i) * xv;
-      a2 += E::load16(w2 + i) * xv;
-      a3 += E::load16(w3 + i) * xv;
-    }
-    float s0 = hsum(a0), s1 = hsum(a1), s2 = hsum(a2), s3 = hsum(a3);
-    for (std::int64_t i = k16; i < k; ++i) {
-      s0 += E::load1(w0 + i) * x[i];
-      s1 += E::load1(w1 + i) * x[i];
-      s2 += E::load1(w2 + i) * x[i];
-      s3 += E::load1(w3 + i) * x[i];
-    }
-    y[r] = s0;
-    y[r + 1] = s1;
-    y[r + 2] = s2;
-    y[r + 3] = s3;
-  }
-  for (; r < end; ++r) {
-    const T* wr = w + r * k;
-    v16 a{};
-    for (std::int64_t i = 0; i < k16; i += 16) a += E::load16(wr + i) * load(x + i);
-    float s = hsum(a);
-    for (std::int64_t i = k16; i < k; ++i) s += E::load1(wr + i) * x[i];
-    y[r] = s;
-  }
-}
 
 // Calls f(E{}, weights) with the element reader and typed weights of a job.
 template <class F>
-void with_elems(const matmul_job& j, F&& f) {
-  switch (j.type) {
-    case dtype::f32: return f(f32_elems{}, static_cast<const float*>(j.w));
-    case dtype::bf16: return f(bf16_elems{}, static_cast<const std::uint16_t*>(j.w));
-    case dtype::f16: return f(f16_elems{}, static_cast<const std::uint16_t*>(j.w));
+void with_elems(const void* w, dtype type, F&& f) {
+  switch (type) {
+    case dtype::f32: return f(f32_elems{}, static_cast<const float*>(w));
+    case dtype::bf16: return f(bf16_elems{}, static_cast<const std::uint16_t*>(w));
+    case dtype::f16: return f(f16_elems{}, static_cast<const std::uint16_t*>(w));
   }
 }
 
-void gemv_rows_of(const matmul_job& j, const float* x, std::int64_t begin, std::int64_t end,
-                  std::int64_t k) {
-  with_elems(j, [&]<class E>(E, const typename E::type* w) { gemv_rows<E>(x, w, begin, end, k, j.y); });
+// ---- m <= 16 on packed16 weights: sixteen rows in a vector, x broadcast.
+
+// G groups of 16 rows against MR rows of x (row stride k): acc[b][g] =
+// Σ_i w[g][i, :] · x[b][i], one chain per output, G·MR independent chains.
+// Each group is one stream of 16·k elements; each new line fetches the one
+// 4 KiB ahead in its stream (past a group's end, the next group's start:
+// harmless). out is [MR][16·G].
+template <int G, int MR, class E>
+[[gnu::noinline]] void packed_rows(const float* x, std::int64_t k, const typename E::type* w, float* out) {
+  using T = typename E::type;
+  const std::int64_t stride = 16 * k;
+  constexpr std::int64_t steps_per_line = 64 / (16 * sizeof(T)); // 1 (F32) or 2
+  constexpr std::int64_t ahead = 4096 / sizeof(T);              // elements: 4 KiB on
+  v16 acc[MR][G] = {};
+  for (std::int64_t i = 0; i < k; ++i) {
+    v16 wv[G];
+    for (int g = 0; g < G; ++g) {
+      const T* p = w + g * stride + 16 * i;
+      if (i % steps_per_line == 0) __builtin_prefetch(p + ahead, 0, 3);
+      wv[g] = E::load16(p);
+      asm("" : "+v"(wv[g])); // in registers, not folded into each FMA
+    }
+    for (int b = 0; b < MR; ++b) {
+      const v16 xv = splat(x[b * k + i]);
+      for (int g = 0; g < G; ++g) acc[b][g] = fma16(wv[g], xv, acc[b][g]);
+    }
+  }
+  for (int b = 0; b < MR; ++b)
+    for (int g = 0; g < G; ++g) std::memcpy(out + (b * G + g) * 16, &acc[b][g], sizeof(v16));
 }
+
+// Rows [b0, b0 + MR) of x against the ng (<= G) groups at w.
+template <int G, int MR, class E>
+void packed_block(const float* x, std::int64_t k, const typename E::type* w, std::int64_t ng, float* out) {
+  switch (ng) {
+    case 1: return packed_rows<1, MR, E>(x, k, w, out);
+    case 2: if constexpr (G >= 2) return packed_rows<2, MR, E>(x, k, w, out); break;
+    case 3: if constexpr (G >= 3) return packed_rows<3, MR, E>(x, k, w, out); break;
+    case 4: if constexpr (G >= 4) return packed_rows<4, MR, E>(x, k, w, out); break;
+    default: break;
+  }
+}
+
+// Inside a parallel region: y = x Wᵀ for packed16 W [n, k] and m <= 16 rows
+// of x, read where they lie. The threads share tiles of row groups (4 for
+// one row of x, where the weights stream once; 3 with 8 rows of x at a
+// time: 24 accumulators, 11 loads per 24 FMAs). No barrier: jobs write apart.
+template <class E>
+void packed_small(const float* x, std::int64_t m, const typename E::type* w, std::int64_t n, std::int64_t k,
+                  float* y) {
+  const std::int64_t groups_per_tile = m == 1 ? 4 : 3;
+  const std::int64_t num_groups = (n + 15) / 16;
+  const std::int64_t num_tiles = (num_groups + groups_per_tile - 1) / groups_per_tile;
+#pragma omp for schedule(static) nowait
+  for (std::int64_t t = 0; t < num_tiles; ++t) {
+    const std::int64_t g0 = t * groups_per_tile;
+    const std::int64_t ng = std::min(groups_per_tile, num_groups - g0);
+    const typename E::type* wg = w + g0 * 16 * k;
+    const std::int64_t cols = std::min<std::int64_t>(16 * ng, n - 16 * g0);
+    alignas(64) float out[8 * 16 * 4];
+    for (std::int64_t b0 = 0; b0 < m; b0 += 8) {
+      const float* xb = x + b0 * k;
+      switch (std::min<std::int64_t>(8, m - b0)) {
+        case 1: packed_block<4, 1, E>(xb, k, wg, ng, out); break;
+        case 2: packed_block<3, 2, E>(xb, k, wg, ng, out); break;
+        case 3: packed_block<3, 3, E>(xb, k, wg, ng, out); break;
+        case 4: packed_block<3, 4, E>(xb, k, wg, ng, out); break;
+        case 5: packed_block<3, 5, E>(xb, k, wg, ng, out); break;
+        case 6: packed_block<3, 6, E>(xb, k, wg, ng, out); break;
+        case 7: packed_block<3, 7, E>(xb, k, wg, ng, out); break;
+        default: packed_block<3, 8, E>(xb, k, wg, ng, out); break;
+      }
+      for (std::int64_t b = b0; b < std::min<std::int64_t>(m, b0 + 8); ++b)
+        std::memcpy(y + b * n + 16 * g0, out + (b - b0) * ng * 16, static_cast<std::size_t>(cols) * sizeof(float));
+    }
+  }
+}
+
+// ---- m >= 2 (and m = 1 on row-major weights): panels of x, weights
+// broadcast.
 
 // A micro-tile multiplies NR weight rows by one packed panel of 16·MV rows
 // of x (k-major: [k, 16·MV]), outer-product form: each step broadcasts one
-// F32 weight per row against the panel's vectors. MV=2, NR=6 holds 12
-// accumulators; MV=1, NR=12 the same for batches of 16 or fewer. Always
+// F32 weight per row against the panel's vectors. Row r's weight i is
+// rows[r][S·i]: S = 1 for row-major rows, 16 for packed16 ones. Always
 // inlined: called out of line, the accumulators would live in memory.
 //
-// `next` is the following tile's NR·k weights when they lie contiguous in
-// memory (F32), else null. While this tile's rows are multiplied, every 16
-// steps fetch NR more lines of it into L2: the whole next tile arrives one
-// tile's compute time (~1 µs) ahead, which hides DRAM latency. With only the
-// hardware prefetcher and software prefetches a few lines ahead in each of
-// the NR streams, the kernel ran at 0.8 of its speed on L3-resident weights.
-template <int NR, int MV>
+// `next` is given when the weights are F32 in memory, else null. Row-major:
+// the following tile's NR·k weights; while this tile's rows are multiplied,
+// every 16 steps fetch NR more lines of it into L2, so the whole next tile
+// arrives one tile's compute time (~1 µs) ahead, which hides DRAM latency
+// (with only the hardware prefetcher and software prefetches a few lines
+// ahead in each of the NR streams, the kernel ran at 0.8 of its speed on
+// L3-resident weights). Packed16: the group's start; a group is one
+// stream, a line a step, fetched 512 steps ahead (measured: 64 steps
+// left DRAM latency exposed, 0.8 of the row-major kernel's speed).
+template <int NR, int MV, int S>
 [[gnu::always_inline]] inline void accumulate(const float* panel, const float* const* rows,
                                               std::int64_t k, const float* next,
                                               v16 (&acc)[NR][MV]) {
   constexpr std::int64_t width = 16 * MV;
   for (std::int64_t i = 0; i < k; ++i) {
-    if (next != nullptr && i % 16 == 0)
-      for (int r = 0; r < NR; ++r) __builtin_prefetch(next + i * NR + 16 * r, 0, 2);
+    if constexpr (S == 1) {
+      if (next != nullptr && i % 16 == 0)
+        for (int r = 0; r < NR; ++r) __builtin_prefetch(next + i * NR + 16 * r, 0, 2);
+    } else {
+      // One line a step: the group's stream, 512 steps (32 KiB) ahead.
+      if (next != nullptr) __builtin_prefetch(next + 16 * (i + 512), 0, 2);
+    }
     v16 x[MV];
     for (int v = 0; v < MV; ++v) {
       x[v] = *reinterpret_cast<const v16*>(panel + i * width + 16 * v);
@@ -181,58 +238,79 @@ template <int NR, int MV>
       asm("" : "+v"(x[v]));
     }
     for (int r = 0; r < NR; ++r) {
-      const float wv = rows[r][i];
-      for (int v = 0; v < MV; ++v) acc[r][v] += x[v] * wv;
+      const v16 wv = splat(rows[r][S * i]);
+      for (int v = 0; v < MV; ++v) acc[r][v] = fma16(x[v], wv, acc[r][v]);
     }
   }
 }
 
-// F32 weights are multiplied where they lie. Half-precision ones are widened
-// k_chunk columns at a time, with vector conversions, into an L1-resident
-// F32 tile first: scalar widening per broadcast would triple the
-// instructions of the inner loop.
+// Half-precision weights are widened k_chunk columns at a time, with vector
+// conversions, into an L1-resident F32 tile first: scalar widening per
+// broadcast would triple the instructions of the inner loop.
 constexpr std::int64_t k_chunk = 256;
 
 // Never inlined: inside the parallel loop GCC's register allocator spills
 // the panel vectors and an accumulator (measured: half the throughput).
-template <int NR, int MV, class E>
-[[gnu::noinline]] void micro_tile(const float* panel, const typename E::type* const* wrows,
+// Row-major: wrows are NR row starts. Packed16: wrows[0] is the group's
+// start and the tile its rows [r0, r0 + NR) (NR = 8 or 16).
+template <int NR, int MV, class E, weight_layout L>
+[[gnu::noinline]] void micro_tile(const float* panel, const typename E::type* const* wrows, int r0,
                                   std::int64_t k, float* out) {
   constexpr std::int64_t width = 16 * MV;
+  constexpr int S = L == weight_layout::packed16 ? 16 : 1;
   v16 acc[NR][MV] = {};
   if constexpr (std::is_same_v<E, f32_elems>) {
-    accumulate<NR, MV>(panel, wrows, k, wrows[0] + NR * k, acc);
-  } else {
-    alignas(64) float tile[NR][k_chunk];
     const float* rows[NR];
-    for (int r = 0; r < NR; ++r) rows[r] = tile[r];
+    for (int r = 0; r < NR; ++r) rows[r] = L == weight_layout::packed16 ? wrows[0] + r0 + r : wrows[r];
+    accumulate<NR, MV, S>(panel, rows, k, L == weight_layout::packed16 ? wrows[0] : wrows[0] + NR * k, acc);
+  } else {
+    constexpr int tile_width = L == weight_layout::packed16 ? 16 : NR;
+    alignas(64) float tile[tile_width * k_chunk];
+    const float* rows[NR];
+    for (int r = 0; r < NR; ++r) rows[r] = L == weight_layout::packed16 ? tile + r0 + r : tile + r * k_chunk;
     for (std::int64_t k0 = 0; k0 < k; k0 += k_chunk) {
       const std::int64_t kc = std::min(k_chunk, k - k0);
-      for (int r = 0; r < NR; ++r) {
-        const typename E::type* src = wrows[r] + k0;
-        std::int64_t i = 0;
-        for (; i + 16 <= kc; i += 16) {
-          __builtin_prefetch(src + i + 128, 0, 3);
-          const v16 v = E::load16(src + i);
-          std::memcpy(&tile[r][i], &v, sizeof(v16));
+      if constexpr (L == weight_layout::packed16) {
+        // The group's [kc, 16] block: 16 rows of one column per vector.
+        const typename E::type* src = wrows[0] + 16 * k0;
+        for (std::int64_t i = 0; i < kc; ++i) {
+          __builtin_prefetch(src + 16 * i + 256, 0, 3);
+          const v16 v = E::load16(src + 16 * i);
+          std::memcpy(tile + 16 * i, &v, sizeof(v16));
         }
-        for (; i < kc; ++i) tile[r][i] = E::load1(src + i);
+      } else {
+        for (int r = 0; r < NR; ++r) {
+          const typename E::type* src = wrows[r] + k0;
+          std::int64_t i = 0;
+          for (; i + 16 <= kc; i += 16) {
+            __builtin_prefetch(src + i + 128, 0, 3);
+            const v16 v = E::load16(src + i);
+            std::memcpy(tile + r * k_chunk + i, &v, sizeof(v16));
+          }
+          for (; i < kc; ++i) tile[r * k_chunk + i] = E::load1(src + i);
+        }
       }
-      accumulate<NR, MV>(panel + k0 * width, rows, kc, nullptr, acc);
+      accumulate<NR, MV, S>(panel + k0 * width, rows, kc, nullptr, acc);
     }
   }
   for (int r = 0; r < NR; ++r)
     for (int v = 0; v < MV; ++v) std::memcpy(out + r * width + 16 * v, &acc[r][v], sizeof(v16));
 }
 
-template <int NR, int MV, class E>
+template <int NR, int MV, class E, weight_layout L>
 void tile_rows(const float* panel, const typename E::type* w, std::int64_t row, std::int64_t nr,
                std::int64_t k, float* out) {
   const typename E::type* rows[NR];
-  for (std::int64_t r = 0; r < nr; ++r) rows[r] = w + (row + r) * k;
-  // The last, partial tile of rows: repeat the final row (its results unused).
-  for (std::int64_t r = nr; r < NR; ++r) rows[r] = rows[nr - 1];
-  micro_tile<NR, MV, E>(panel, rows, k, out);
+  int r0 = 0;
+  if constexpr (L == weight_layout::packed16) {
+    rows[0] = w + row / 16 * 16 * k; // the group's start
+    r0 = static_cast<int>(row % 16);
+  } else {
+    for (std::int64_t r = 0; r < nr; ++r) rows[r] = w + (row + r) * k;
+    // The last, partial tile: repeat the final row (its results unused).
+    for (std::int64_t r = nr; r < NR; ++r) rows[r] = rows[nr - 1];
+  }
+  micro_tile<NR, MV, E, L>(panel, rows, r0, k, out);
 }
 
 // Inside a parallel region: x into ⌈m/width⌉ zero-padded k-major panels,
@@ -251,7 +329,7 @@ void pack_panels(const float* x, std::int64_t m, std::int64_t k, std::int64_t wi
 // weight rows; for each micro-tile of rows it visits every panel, so a
 // weight row is read from memory once. No barrier at the end: jobs write
 // disjoint outputs.
-template <int NR, int MV, class E>
+template <int NR, int MV, class E, weight_layout L>
 void multiply_panels(const float* p, std::int64_t m, const typename E::type* w, std::int64_t n,
                      std::int64_t k, float* y) {
   constexpr std::int64_t width = 16 * MV;
@@ -263,7 +341,7 @@ void multiply_panels(const float* p, std::int64_t m, const typename E::type* w, 
     const std::int64_t row = ti * NR;
     const std::int64_t nr = std::min<std::int64_t>(NR, n - row);
     for (std::int64_t pi = 0; pi < num_panels; ++pi) {
-      tile_rows<NR, MV, E>(p + pi * k * width, w, row, nr, k, out);
+      tile_rows<NR, MV, E, L>(p + pi * k * width, w, row, nr, k, out);
       const std::int64_t rows_here = std::min(width, m - pi * width);
       for (std::int64_t j = 0; j < rows_here; ++j) {
         float* yj = y + (pi * width + j) * n + row;
@@ -273,23 +351,61 @@ void multiply_panels(const float* p, std::int64_t m, const typename E::type* w, 
   }
 }
 
-template <int NR, int MV>
+// The tile shapes, by the panel width: 16 rows of x (MV=1) for m <= 16,
+// else 32 (MV=2). Row-major: NR=12 x MV=1, or NR=6 x MV=2 (12
+// accumulators). Packed16: a whole group NR=16 x MV=1, or half a group
+// NR=8 x MV (fewer broadcasts per FMA).
+constexpr int wide_mv = 2; // measured: MV=3 (NR=8, 24 accumulators) ran at 0.7 of MV=2
+
+template <int MV>
 void multiply_job(const float* p, std::int64_t m, std::int64_t k, const matmul_job& j) {
-  with_elems(j, [&]<class E>(E, const typename E::type* w) {
-    multiply_panels<NR, MV, E>(p, m, w, j.n, k, j.y);
+  with_elems(j.w, j.type, [&]<class E>(E, const typename E::type* w) {
+    if (j.layout == weight_layout::packed16) {
+      if constexpr (MV == 1)
+        multiply_panels<16, 1, E, weight_layout::packed16>(p, m, w, j.n, k, j.y);
+      else
+        multiply_panels<8, MV, E, weight_layout::packed16>(p, m, w, j.n, k, j.y);
+    } else if constexpr (MV == 1) {
+      multiply_panels<12, 1, E, weight_layout::row_major>(p, m, w, j.n, k, j.y);
+    } else {
+      multiply_panels<(MV == 2 ? 6 : 8), MV, E, weight_layout::row_major>(p, m, w, j.n, k, j.y);
+    }
   });
 }
 
 // x packed once for every job, one parallel region for all of them.
-template <int NR, int MV>
 void gemm_jobs(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
-  constexpr std::int64_t width = 16 * MV;
+  if (m <= 16) {
+    float* p = pack_buffer(static_cast<std::size_t>(k * 16));
+#pragma omp parallel
+    {
+      pack_panels(x, m, k, 16, p);
+      for (const auto& j : jobs) multiply_job<1>(p, m, k, j);
+    }
+    return;
+  }
+  constexpr std::int64_t width = 16 * wide_mv;
   float* p = pack_buffer(static_cast<std::size_t>((m + width - 1) / width * k * width));
 #pragma omp parallel
   {
     pack_panels(x, m, k, width, p);
-    for (const auto& j : jobs) multiply_job<NR, MV>(p, m, k, j);
+    for (const auto& j : jobs) multiply_job<wide_mv>(p, m, k, j);
   }
+}
+
+// m <= 16 with packed16 weights: one parallel region for every job, x read
+// where it lies (packed_small). Row-major weights take the panel path.
+void small_jobs(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
+  bool any_row_major = false;
+  std::int64_t total = 0;
+  for (const auto& j : jobs) {
+    any_row_major = any_row_major || j.layout == weight_layout::row_major;
+    total += j.n;
+  }
+  if (any_row_major) return gemm_jobs(x, m, k, jobs);
+#pragma omp parallel if (total * k * m > (1 << 16))
+  for (const auto& j : jobs)
+    with_elems(j.w, j.type, [&]<class E>(E, const typename E::type* w) { packed_small<E>(x, m, w, j.n, k, j.y); });
 }
 
 } // namespace
@@ -316,40 +432,48 @@ auto read_sum_f32(const float* p, std::int64_t n) -> float {
   return total;
 }
 
-void gemv_multi(const float* x, std::int64_t k, std::span<const matmul_job> jobs) {
-  std::int64_t total = 0;
-  for (const auto& j : jobs) total += j.n;
-#pragma omp parallel if (total * k > (1 << 16))
-  {
-    // The rows of all jobs, end to end, cut into one contiguous slice per
-    // thread (multiples of 4 rows): one fork and join for several matrices.
-    const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const std::int64_t per = (total / threads + 3) / 4 * 4;
-    const std::int64_t begin = std::min(total, t * per);
-    const std::int64_t end = t == threads - 1 ? total : std::min(total, begin + per);
-    std::int64_t offset = 0;
-    for (const auto& j : jobs) {
-      const std::int64_t b = std::max(begin, offset) - offset;
-      const std::int64_t e = std::min(end, offset + j.n) - offset;
-      if (b < e) gemv_rows_of(j, x, b, e, k);
-      offset += j.n;
-    }
-  }
-}
-
 void gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
-  if (m == 1)
-    gemv_multi(x, k, jobs);
-  else if (m <= 16)
-    gemm_jobs<12, 1>(x, m, k, jobs);
+  if (m <= 16)
+    small_jobs(x, m, k, jobs);
   else
-    gemm_jobs<6, 2>(x, m, k, jobs);
+    gemm_jobs(x, m, k, jobs);
 }
 
-void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n,
-          std::int64_t k, float* y) {
-  const matmul_job job{w, type, n, y};
+void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n, std::int64_t k, float* y,
+          weight_layout layout) {
+  const matmul_job job{w, type, n, y, layout};
   gemm_multi(x, m, k, std::span(&job, 1));
+}
+
+auto packed16_bytes(dtype type, std::int64_t n, std::int64_t k) -> std::size_t {
+  return static_cast<std::size_t>((n + 15) / 16 * 16 * k) * dtype_size(type);
+}
+
+void pack16(const void* src, dtype type, std::int64_t n, std::int64_t k, void* dst) {
+  const auto size = static_cast<std::int64_t>(dtype_size(type));
+  const auto* s = static_cast<const std::byte*>(src);
+  auto* d = static_cast<std::byte*>(dst);
+  const std::int64_t num_groups = (n + 15) / 16;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t g = 0; g < num_groups; ++g)
+    for (std::int64_t r = 0; r < 16; ++r) {
+      const std::int64_t row = 16 * g + r;
+      std::byte* out = d + (g * 16 * k + r) * size;
+      if (row >= n) {
+        for (std::int64_t c = 0; c < k; ++c) std::memset(out + 16 * c * size, 0, static_cast<std::size_t>(size));
+        continue;
+      }
+      const std::byte* in = s + row * k * size;
+      if (size == 4) {
+        for (std::int64_t c = 0; c < k; ++c) std::memcpy(out + 16 * c * 4, in + c * 4, 4);
+      } else {
+        for (std::int64_t c = 0; c < k; ++c) std::memcpy(out + 16 * c * 2, in + c * 2, 2);
+      }
+    }
+}
+
+auto packed16_at(const void* w, dtype type, std::int64_t k, std::int64_t row, std::int64_t col) -> float {
+  return load_as_f32(type, w, static_cast<std::size_t>((row / 16) * 16 * k + 16 * col + row % 16));
 }
 
 } // namespace troupe

@@ -1,5 +1,7 @@
 #include "engine/cpu/huge_pages.hpp"
 
+#include "engine/cpu/gemm.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -39,18 +41,29 @@ auto map_huge_pages(std::size_t bytes) -> std::shared_ptr<std::byte> {
 
 void place_in_huge_pages(model_weights& w) {
   const auto all = tensors_of(w);
+  // Matrices (the embedding too: the head may be it) are packed16; the
+  // norm vectors stay as they are.
+  const auto packs = [](const weight_tensor* t) { return t->rows > 1 && t->layout == weight_layout::row_major; };
+  const auto bytes_after = [&](const weight_tensor* t) {
+    return packs(t) ? packed16_bytes(t->type, t->rows, t->cols) : t->num_bytes();
+  };
   std::size_t total = 0;
-  for (const auto* t : all) total += padded(t->num_bytes());
+  for (const auto* t : all) total += padded(bytes_after(t));
   auto region = map_huge_pages(total);
 
   const void* old_embed = w.embed.data;
   std::size_t offset = 0;
   for (auto* t : all) {
-    std::memcpy(region.get() + offset, t->data, t->num_bytes());
+    if (packs(t)) {
+      pack16(t->data, t->type, t->rows, t->cols, region.get() + offset);
+      t->layout = weight_layout::packed16;
+    } else {
+      std::memcpy(region.get() + offset, t->data, t->num_bytes());
+    }
     t->data = region.get() + offset;
-    offset += padded(t->num_bytes());
+    offset += padded(bytes_after(t));
   }
-  if (w.lm_head.data == old_embed) w.lm_head.data = w.embed.data;
+  if (w.lm_head.data == old_embed) w.lm_head = w.embed;
 
   // The copies replace the file mappings (and the converted norm vectors).
   w.storage.clear();

@@ -9,7 +9,7 @@
 namespace troupe {
 
 void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y) {
-  if (num_tokens > 0 && w.rows > 0) gemm(x, num_tokens, w.data, w.type, w.rows, w.cols, y);
+  if (num_tokens > 0 && w.rows > 0) gemm(x, num_tokens, w.data, w.type, w.rows, w.cols, y, w.layout);
 }
 
 void linear_multi(const float* x, std::int64_t num_tokens,
@@ -21,12 +21,16 @@ void linear_multi(const float* x, std::int64_t num_tokens,
   std::size_t n = 0;
   for (const auto& [w, y] : outputs) {
     TROUPE_CHECK(w->cols == cols, "linear_multi weights share their input size");
-    jobs[n++] = {w->data, w->type, w->rows, y};
+    jobs[n++] = {w->data, w->type, w->rows, y, w->layout};
   }
   gemm_multi(x, num_tokens, cols, std::span(jobs).first(n));
 }
 
 void load_row(const weight_tensor& w, std::int64_t row, float* out) {
+  if (w.layout == weight_layout::packed16) {
+    for (std::int64_t c = 0; c < w.cols; ++c) out[c] = packed16_at(w.data, w.type, w.cols, row, c);
+    return;
+  }
   for (std::int64_t c = 0; c < w.cols; ++c) out[c] = load_as_f32(w.type, w.row(row), static_cast<std::size_t>(c));
 }
 

@@ -13,12 +13,18 @@ void rms_norm(const float* x, const float* w, std::int64_t num_rows, std::int64_
   for (std::int64_t t = 0; t < num_rows; ++t) {
     const float* xr = x + t * dim;
     float* o = out + t * dim;
-    double ss = 0.0;
-#pragma omp simd reduction(+ : ss)
-    for (std::int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    // One summation order whatever the row's address or the batch (a
+    // vectorised reduction may peel a different head for another alignment):
+    // eight lanes by i mod 8, a fixed tree, then the tail in order.
+    double lanes[8] = {};
+    std::int64_t i = 0;
+    for (; i + 8 <= dim; i += 8)
+      for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(xr[i + l]) * xr[i + l];
+    double ss = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+    for (; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
     const auto scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
 #pragma omp simd
-    for (std::int64_t i = 0; i < dim; ++i) o[i] = xr[i] * scale * w[i];
+    for (std::int64_t j = 0; j < dim; ++j) o[j] = xr[j] * scale * w[j];
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "engine/model/dtype.hpp"
 #include "engine/model/model_config.hpp"
+#include "engine/model/weight_layout.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -13,17 +14,22 @@
 
 namespace troupe {
 
-/// A row-major 2-D (or 1-D: rows == 1) tensor that the model does not own.
+/// A 2-D (or 1-D: rows == 1) tensor that the model does not own: row-major
+/// as loaded; the CPU backend packs its matrices (place_in_huge_pages).
 struct weight_tensor {
   dtype type = dtype::f32;
-  const void* data = nullptr; ///< rows * cols elements of `type`
+  const void* data = nullptr; ///< stored_rows() * cols elements of `type`
   std::int64_t rows = 0;
   std::int64_t cols = 0;
+  weight_layout layout = weight_layout::row_major;
 
   auto numel() const -> std::int64_t { return rows * cols; }
+  /// rows, rounded up to 16 when packed16 (the padding rows are zero).
+  auto stored_rows() const -> std::int64_t { return layout == weight_layout::packed16 ? (rows + 15) / 16 * 16 : rows; }
   auto num_bytes() const -> std::size_t {
-    return static_cast<std::size_t>(numel()) * dtype_size(type);
+    return static_cast<std::size_t>(stored_rows() * cols) * dtype_size(type);
   }
+  /// Row r's start; row-major tensors only.
   auto row(std::int64_t r) const -> const void* {
     return static_cast<const std::byte*>(data) + r * cols * static_cast<std::int64_t>(dtype_size(type));
   }

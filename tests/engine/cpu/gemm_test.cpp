@@ -40,8 +40,8 @@ TEST_CASE("gemm equals the exact product for every shape and dtype") {
     set_cpu_threads(threads);
     for (dtype type : {dtype::f32, dtype::bf16, dtype::f16}) {
       for (int trial = 0; trial < 40; ++trial) {
-        // m crosses the 16- and 32-row panels, n the micro-tiles, k the
-        // 16-wide vectors and the 256-column widening chunks.
+        // m crosses the small-batch kernel, the 16- and 32-row panels, n the
+        // 16-row groups and micro-tiles, k the 256-column widening chunks.
         const std::int64_t m = trial < 4 ? 1 : 1 + static_cast<std::int64_t>(r.next() % 70);
         const std::int64_t n = 1 + static_cast<std::int64_t>(r.next() % 40);
         const std::int64_t k = 1 + static_cast<std::int64_t>(r.next() % 600);
@@ -54,7 +54,12 @@ TEST_CASE("gemm equals the exact product for every shape and dtype") {
         for (auto& v : x) v = static_cast<float>(r.normal());
         std::vector<std::byte> w;
         make_weights(type, n * k, r, w, exact);
-        gemm(x.data(), m, w.data(), type, n, k, y.data());
+        // Both layouts; trials alternate.
+        const auto layout = trial % 2 == 0 ? weight_layout::packed16 : weight_layout::row_major;
+        CAPTURE(static_cast<int>(layout));
+        std::vector<std::byte> packed(packed16_bytes(type, n, k));
+        pack16(w.data(), type, n, k, packed.data());
+        gemm(x.data(), m, layout == weight_layout::packed16 ? packed.data() : w.data(), type, n, k, y.data(), layout);
         double worst = 0.0;
         for (std::int64_t i = 0; i < m; ++i)
           for (std::int64_t j = 0; j < n; ++j) {
@@ -94,5 +99,63 @@ TEST_CASE("several jobs in one pass equal separate products") {
     gemm(x.data(), m, wb.data(), dtype::bf16, 6, k, sb.data());
     CHECK(ya == sa);
     CHECK(yb == sb);
+  }
+}
+
+TEST_CASE("a row's product is bitwise the same alone, in any batch, at any position, in either layout, on any thread count") {
+  // Batch invariance: every kernel (the packed16 one for up to 16 rows, the
+  // panel one past that, the row-major fallback) sums each output in one
+  // order, so x's row i gives the same bits whatever rows surround it.
+  rng r(29);
+  for (dtype type : {dtype::f32, dtype::bf16, dtype::f16}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      const std::int64_t m = 2 + static_cast<std::int64_t>(r.next() % 70);
+      const std::int64_t n = trial % 4 == 0 ? 16 * (1 + static_cast<std::int64_t>(r.next() % 8))
+                                            : 1 + static_cast<std::int64_t>(r.next() % 90);
+      const std::int64_t k = 1 + static_cast<std::int64_t>(r.next() % 700);
+      CAPTURE(dtype_name(type));
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(k);
+      std::vector<float> x(static_cast<std::size_t>(m * k)), exact;
+      for (auto& v : x) v = static_cast<float>(r.normal());
+      std::vector<std::byte> w;
+      make_weights(type, n * k, r, w, exact);
+      std::vector<std::byte> packed(packed16_bytes(type, n, k));
+      pack16(w.data(), type, n, k, packed.data());
+      for (std::int64_t row = 0; row < n; ++row)
+        for (std::int64_t c = 0; c < k; c += 7)
+          REQUIRE(packed16_at(packed.data(), type, k, row, c) == exact[static_cast<std::size_t>(row * k + c)]);
+
+      set_cpu_threads(1 + trial % 2);
+      std::vector<float> batched(static_cast<std::size_t>(m * n));
+      gemm(x.data(), m, packed.data(), type, n, k, batched.data(), weight_layout::packed16);
+      set_cpu_threads(2 - trial % 2);
+      std::vector<float> row_major(batched.size());
+      gemm(x.data(), m, w.data(), type, n, k, row_major.data(), weight_layout::row_major);
+      CHECK(std::memcmp(row_major.data(), batched.data(), batched.size() * sizeof(float)) == 0);
+      // Each row alone, and inside a random sub-batch (rows repeated and
+      // shuffled), in both layouts.
+      std::vector<float> alone(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < m; ++i) {
+        const auto layout = i % 2 == 0 ? weight_layout::packed16 : weight_layout::row_major;
+        gemm(x.data() + i * k, 1, layout == weight_layout::packed16 ? packed.data() : w.data(), type, n, k,
+             alone.data(), layout);
+        CHECK(std::memcmp(alone.data(), batched.data() + i * n, static_cast<std::size_t>(n) * sizeof(float)) == 0);
+      }
+      for (std::int64_t sub : {2 + static_cast<std::int64_t>(r.next() % 15), 17 + static_cast<std::int64_t>(r.next() % 60)}) {
+        std::vector<std::int64_t> pick(static_cast<std::size_t>(sub));
+        std::vector<float> xs(static_cast<std::size_t>(sub * k)), ys(static_cast<std::size_t>(sub * n));
+        for (std::int64_t j = 0; j < sub; ++j) {
+          pick[static_cast<std::size_t>(j)] = static_cast<std::int64_t>(r.next() % static_cast<std::uint64_t>(m));
+          std::memcpy(xs.data() + j * k, x.data() + pick[static_cast<std::size_t>(j)] * k,
+                      static_cast<std::size_t>(k) * sizeof(float));
+        }
+        gemm(xs.data(), sub, packed.data(), type, n, k, ys.data(), weight_layout::packed16);
+        for (std::int64_t j = 0; j < sub; ++j)
+          CHECK(std::memcmp(ys.data() + j * n, batched.data() + pick[static_cast<std::size_t>(j)] * n,
+                            static_cast<std::size_t>(n) * sizeof(float)) == 0);
+      }
+    }
   }
 }
