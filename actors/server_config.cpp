@@ -397,7 +397,7 @@ auto key_specs() -> const std::vector<key_spec>& {
        "libtroupe_cuda.so)"},
       {"engine", "replicas", integer(&c::replicas, 1), "scheduler + executor replicas per device (>= 1)"},
       {"engine", "threads", integer(&c::threads, 0), "compute threads per executor; 0: all cores"},
-      {"engine", "huge_pages", boolean(&c::huge_pages), "copy the weights into 2 MiB pages (faster decode, more memory)"},
+      {"engine", "huge_pages", boolean(&c::huge_pages), "copy the weights into 2 MiB pages, packed for the CPU kernels (faster decode, more memory)"},
       {"engine", "step_log", text(&c::step_log),
        "a file for every scheduler event and step (troupe sim fits and replays it); \"\": none"},
       {"engine", "dtype", text(&c::dtype, one_of("dtype", {"bfloat16", "float32"})),

@@ -158,7 +158,7 @@ TEST_CASE("a sequence's logits are bitwise the same alone, in any batch mix, at 
   auto ragged = make_config(90, 72, 100, 2, 6, 2, 12); // hidden and intermediate not 16-multiples
   shapes.push_back({"ragged sizes, BF16", ragged, dtype::bf16});
   for (const auto& sc : shapes) {
-    CAPTURE(sc.name);
+    INFO(std::string(sc.name));
     const auto dir = tmp / sc.name;
     write_random_model(dir, sc.config, {seed++, sc.type, 1.0, {}});
     const auto mapped = model_weights::load(dir);
