@@ -80,6 +80,7 @@ auto run_generate(std::span<char* const> argv) -> int {
                                              cfg.max_position_embeddings + 1);
   eo.num_kv_blocks = static_cast<std::int32_t>((needed + eo.block_size - 1) / eo.block_size);
   eo.num_threads = static_cast<int>(a.integer("threads", 0));
+  eo.num_sampled_ids = tok.vocab_size(); // never a padding row: it has no text
   const auto chunk = static_cast<std::int32_t>(a.integer("prefill-chunk", 512));
   if (chunk < 1) throw usage_error("--prefill-chunk must be positive");
   cpu_executor ex(weights, eo);

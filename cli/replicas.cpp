@@ -5,6 +5,7 @@
 #include "engine/cpu/threads.hpp"
 #include "actors/memory_manager_actor.hpp"
 #include "engine/cpu/huge_pages.hpp"
+#include "engine/model/model_error.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/output_processor.hpp"
 #include "policies/registry.hpp"
@@ -44,8 +45,13 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   m.name = served_name(cfg.served_model_name, m.dir);
   m.mc = model_config::load(m.dir);
   m.tok = std::make_shared<const tokenizer>(tokenizer::load(m.dir / "tokenizer.model"));
-  m.eos = eos_token_ids(m.mc, *m.tok);
   const auto& mc = m.mc;
+  // Fewer pieces than rows is usual (a padded vocabulary, never sampled);
+  // more would name ids the model has no row for.
+  if (m.tok->vocab_size() > mc.vocab_size)
+    fail(m.dir / "tokenizer.model", std::to_string(m.tok->vocab_size()) + " pieces, more than the model's vocab_size " +
+                                        std::to_string(mc.vocab_size));
+  m.eos = eos_token_ids(m.mc, *m.tok);
   m.block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim * kv_elem * cfg.block_size;
   m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / m.block_bytes, 1 << 30));
   if (m.num_blocks < 1)
@@ -60,13 +66,15 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   m.zero.block_size = cfg.block_size;
   m.zero.num_kv_blocks = m.num_blocks;
   m.zero.vocab_size = mc.vocab_size;
+  m.zero.num_sampled_ids = m.tok->vocab_size();
   m.zero.avoid = m.eos;
-  for (token_id t = 0; t < std::min<std::int64_t>(mc.vocab_size, m.tok->vocab_size()); ++t)
+  for (token_id t = 0; t < m.tok->vocab_size(); ++t)
     if (m.tok->is_control(t) || m.tok->is_unknown(t)) m.zero.avoid.push_back(t);
   m.zero.step_time = std::chrono::microseconds(cfg.zero_step_us);
   m.cpu.block_size = cfg.block_size;
   m.cpu.num_kv_blocks = m.num_blocks;
   m.cpu.num_threads = cfg.threads;
+  m.cpu.num_sampled_ids = m.tok->vocab_size();
 
   auto& ro = m.replica;
   ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, m.max_model_len, cfg.max_waiting_requests,

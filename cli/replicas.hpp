@@ -33,15 +33,16 @@ struct model_setup {
   std::int64_t block_bytes = 0;
   std::int32_t num_blocks = 0;     ///< per device (kv_memory)
   std::int32_t max_model_len = 0;
-  zero_executor_options zero;      ///< for engine.executor = "zero"
-  cpu_executor_options cpu;        ///< without swap space
+  zero_executor_options zero;      ///< for engine.executor = "zero"; samples the tokenizer's ids only
+  cpu_executor_options cpu;        ///< without swap space; samples the tokenizer's ids only
   /// A replica's scheduler options on a device of its own (share: every
   /// block, no swap, no step log, no router yet).
   replica_options replica;
 };
 
 /// The model of cfg's [model]; kv_elem: a KV element's bytes (4 on the CPU).
-/// Throws with one line for a config the model cannot serve.
+/// Throws with one line for a config the model cannot serve, or a tokenizer
+/// with more pieces than the model has rows (model_error).
 auto prepare_model(const server_config& cfg, std::int64_t kv_elem = 4) -> model_setup;
 
 /// Throws one line naming the first model directory of cfg ([model], then

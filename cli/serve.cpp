@@ -118,6 +118,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     co.max_num_batched_tokens = cfg.max_num_batched_tokens;
     co.max_model_len = max_model_len;
     co.num_host_blocks = num_host_blocks;
+    co.num_sampled_ids = tok->vocab_size(); // never a padding row: it has no text
     executors.push_back(load_cuda_executor(parts.weights, co));
   } else {
     parts.weights = model_weights::load(dir);

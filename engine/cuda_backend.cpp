@@ -14,7 +14,7 @@
 namespace troupe {
 namespace {
 
-constexpr int k_abi_version = 1; // engine/cuda/cuda_executor.cpp's troupe_cuda_abi_version
+constexpr int k_abi_version = 2; // engine/cuda/cuda_executor.cpp's troupe_cuda_abi_version
 
 using abi_fn = int (*)();
 using make_fn = executor* (*)(const model_weights*, const cuda::cuda_executor_options*, char*, std::size_t);

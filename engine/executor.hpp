@@ -22,7 +22,8 @@ public:
   /// Tokens per KV block.
   virtual auto block_size() const -> std::int32_t = 0;
 
-  /// The model's vocabulary size: token ids are [0, vocab_size).
+  /// The model's vocabulary size: token ids are [0, vocab_size). Sampled ids
+  /// may be fewer: the backends' num_sampled_ids (the tokenizer's pieces).
   virtual auto vocab_size() const -> std::int64_t = 0;
 
   /// Blocks the KV cache holds; block ids are [0, num_kv_blocks).

@@ -8,7 +8,10 @@
 namespace troupe {
 
 zero_executor::zero_executor(zero_executor_options options) : options_(std::move(options)) {
-  for (token_id t = 0; t < options_.vocab_size; ++t)
+  TROUPE_CHECK(options_.num_sampled_ids >= 0 && options_.num_sampled_ids <= options_.vocab_size,
+               "sampled ids past the model's vocabulary");
+  const auto num_sampled = options_.num_sampled_ids > 0 ? options_.num_sampled_ids : options_.vocab_size;
+  for (token_id t = 0; t < num_sampled; ++t)
     if (std::find(options_.avoid.begin(), options_.avoid.end(), t) == options_.avoid.end())
       tokens_.push_back(t);
   TROUPE_CHECK(!tokens_.empty(), "zero executor has no token to return");

@@ -17,6 +17,8 @@ struct zero_executor_options {
   std::int64_t vocab_size = 32000;
   std::vector<token_id> avoid; ///< never returned (EOS, control tokens)
   std::chrono::microseconds step_time{0};
+  /// Ids it may return: [0, n), the tokenizer's vocabulary; 0 = vocab_size.
+  std::int64_t num_sampled_ids = 0;
 };
 
 class zero_executor final : public executor {
@@ -24,7 +26,7 @@ public:
   explicit zero_executor(zero_executor_options options);
 
   /// Sampled token for a chunk: a fixed function of the request id and the
-  /// position, skipping `avoid`; logprob 0 and no alternatives.
+  /// position, below num_sampled_ids, skipping `avoid`; logprob 0 and no alternatives.
   auto execute(const scheduler_output& step) -> step_result override;
   auto block_size() const -> std::int32_t override { return options_.block_size; }
   auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }

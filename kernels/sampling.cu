@@ -91,10 +91,11 @@ __device__ auto kth_equal(const float* prob, int n, float value, int k, int* is)
 __global__ void __launch_bounds__(k_threads) sample_kernel(sampling_params p) {
   __shared__ sample_smem sm;
   const int row = blockIdx.x;
-  const int n = static_cast<int>(p.vocab);
+  const int n = static_cast<int>(p.vocab); // ids past n (a padded vocabulary) are never read
+  const std::int64_t stride = p.row_stride > 0 ? p.row_stride : p.vocab;
   const sampling_row prm = p.row_params[row];
-  float* l = p.logits + static_cast<std::int64_t>(row) * p.vocab;
-  float* raw = p.raw + static_cast<std::int64_t>(row) * p.vocab;
+  float* l = p.logits + static_cast<std::int64_t>(row) * stride;
+  float* raw = p.raw + static_cast<std::int64_t>(row) * stride;
 
   // Sanitise, keep the raw logits, log-sum-exp for the logprob.
   float mx = -INFINITY;

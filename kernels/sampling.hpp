@@ -17,17 +17,20 @@
 namespace troupe::kernels {
 
 struct sampling_params {
-  float* logits = nullptr;       ///< [rows, vocab] F32, overwritten (scratch)
-  std::int64_t rows = 0, vocab = 0;
+  float* logits = nullptr;       ///< [rows, row_stride] F32, overwritten (scratch)
+  std::int64_t rows = 0, vocab = 0; ///< vocab: the ids sampled, [0, vocab), a prefix of each row
   const sampling_row* row_params = nullptr; ///< [rows]
   /// Per row, distinct tokens seen: id, and its count in the output (0: only
   /// in the prompt). Repetition applies to every entry, presence and
   /// frequency to those with a count.
   const std::int32_t* penalty_tokens = nullptr;
   const std::int32_t* penalty_counts = nullptr;
-  float* raw = nullptr;          ///< [rows, vocab] scratch: the logits as given
+  float* raw = nullptr;          ///< [rows, row_stride] scratch: the logits as given
   std::int32_t* tokens = nullptr; ///< [rows] out
   float* logprobs = nullptr;     ///< [rows] out: the token's log_softmax of the raw logits
+  /// Floats from one row of logits (and raw) to the next, >= vocab: the
+  /// model's vocabulary when it pads past the tokenizer's; 0: vocab.
+  std::int64_t row_stride = 0;
 };
 
 void sample(const sampling_params& p, cudaStream_t stream);

@@ -10,6 +10,9 @@ cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_opti
     model_(weights, options.block_size, options.num_kv_blocks),
     seed_source_(options.seed) {
   TROUPE_CHECK(options.num_host_blocks >= 0, "negative swap space");
+  TROUPE_CHECK(options.num_sampled_ids >= 0 && options.num_sampled_ids <= model_.config().vocab_size,
+               "sampled ids past the model's vocabulary");
+  if (options_.num_sampled_ids == 0) options_.num_sampled_ids = model_.config().vocab_size;
   // Untouched until a block is swapped out: pages are mapped as they are written.
   if (options.num_host_blocks > 0)
     host_ = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(options.num_host_blocks) *
@@ -42,6 +45,7 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   // much as a tenth of the step.
   step_result out;
   const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  const auto num_sampled = static_cast<std::size_t>(options_.num_sampled_ids);
   auto& todo = to_sample_;
   todo.clear();
   for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
@@ -56,7 +60,8 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
   for (std::int64_t j = 0; j < n; ++j) {
     const auto [row, sampler] = todo[static_cast<std::size_t>(j)];
-    out.sampled[static_cast<std::size_t>(j)].result = sampler->sample(std::span(logits_).subspan(row * vocab, vocab));
+    // Only the ids the tokenizer can spell: a padding row would stall the stream.
+    out.sampled[static_cast<std::size_t>(j)].result = sampler->sample(std::span(logits_).subspan(row * vocab, num_sampled));
   }
   for (auto id : step.finished) samplers_.erase(id);
   tables_.forget_finished(step);

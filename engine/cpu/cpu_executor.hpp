@@ -20,6 +20,9 @@ struct cpu_executor_options {
   int num_threads = 0;   ///< 0: one per core
   std::uint64_t seed = 0; ///< draws the seeds of requests that bring none
   std::int32_t num_host_blocks = 0; ///< swap space in host memory, for preemption by swap
+  /// Ids the samplers may pick: [0, n), the tokenizer's vocabulary (a model
+  /// pads its rows past it); 0 = the model's whole vocabulary. At most vocab_size.
+  std::int64_t num_sampled_ids = 0;
 };
 
 class cpu_executor final : public executor {

@@ -105,6 +105,10 @@ cuda_executor::cuda_executor(const model_weights& weights, const cuda_executor_o
   check_shardable(weights.config, o_.tp_world);
   const model_weights shard = shard_weights(weights, {o_.tp_rank, o_.tp_world});
   c_ = shard.config;
+  if (o_.num_sampled_ids < 0 || o_.num_sampled_ids > c_.vocab_size)
+    throw std::runtime_error("num_sampled_ids " + std::to_string(o_.num_sampled_ids) + " is past the model's vocab_size " +
+                             std::to_string(c_.vocab_size));
+  if (o_.num_sampled_ids == 0) o_.num_sampled_ids = c_.vocab_size;
   elem_ = dtype_size(o_.act);
   cuda_ok(cudaSetDevice(o_.device), "cudaSetDevice");
   cudaDeviceProp prop{};
@@ -467,7 +471,8 @@ auto cuda_executor::execute(const scheduler_output& step) -> step_result {
     kernels::sampling_params sp;
     sp.logits = logits_.as<float>();
     sp.rows = samples;
-    sp.vocab = c_.vocab_size;
+    sp.vocab = o_.num_sampled_ids; // only ids the tokenizer can spell; rows stay vocab_size apart
+    sp.row_stride = c_.vocab_size;
     sp.row_params = sample_params_.as<kernels::sampling_row>();
     sp.penalty_tokens = penalty_tokens_.as<std::int32_t>();
     sp.penalty_counts = penalty_counts_.as<std::int32_t>();
@@ -481,8 +486,10 @@ auto cuda_executor::execute(const scheduler_output& step) -> step_result {
     cuda_ok(cudaStreamSynchronize(stream_), "step");
     for (std::int32_t j = 0; j < samples; ++j) {
       const auto& c = step.scheduled[static_cast<std::size_t>(plan_.sample_chunks[static_cast<std::size_t>(j)])];
-      const auto row = samplers_.any_on_host() ? std::span(host_logits_).subspan(static_cast<std::size_t>(j) * vocab, vocab)
-                                              : std::span<float>();
+      const auto row = samplers_.any_on_host()
+                           ? std::span(host_logits_).subspan(static_cast<std::size_t>(j) * vocab,
+                                                             static_cast<std::size_t>(o_.num_sampled_ids))
+                           : std::span<float>();
       out.sampled.push_back({c.id, samplers_.result(static_cast<std::size_t>(j), host_out_tokens_.as<std::int32_t>()[j],
                                                     host_out_logprobs_.as<float>()[j], row)});
     }
@@ -568,7 +575,7 @@ auto make_cuda_executor(const model_weights& weights, const cuda_executor_option
 
 // The entry point the server finds with dlsym (engine/cuda_backend.cpp).
 extern "C" {
-auto troupe_cuda_abi_version() -> int { return 1; }
+auto troupe_cuda_abi_version() -> int { return 2; }
 auto troupe_cuda_make_executor(const troupe::model_weights* weights, const troupe::cuda::cuda_executor_options* options,
                                char* error, std::size_t error_size) -> troupe::executor* {
   try {

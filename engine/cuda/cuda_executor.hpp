@@ -36,6 +36,9 @@ struct cuda_executor_options {
   std::int32_t max_model_len = 4096;
   std::int32_t num_host_blocks = 0; ///< swap space in pinned host memory
   std::uint64_t seed = 0;           ///< draws the seeds of requests that bring none
+  /// Ids the samplers may pick: [0, n), the tokenizer's vocabulary (a model
+  /// pads its rows past it); 0 = the model's whole vocabulary. At most vocab_size.
+  std::int64_t num_sampled_ids = 0;
   int tp_rank = 0, tp_world = 1;    ///< tensor parallelism: this rank of the group
   /// The group's NCCL unique id (ncclUniqueId's bytes) when tp_world > 1;
   /// with one rank the executor makes its own.

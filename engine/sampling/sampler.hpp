@@ -33,9 +33,12 @@ public:
   request_sampler(sampling_params params, std::span<const token_id> prompt,
                   std::uint64_t fallback_seed);
 
-  /// Samples from `logits` (vocab entries; overwritten as scratch) and records
-  /// the token as generated. Logprobs are log_softmax of the logits as given,
-  /// before penalties and temperature. Order as in vLLM: repetition penalty,
+  /// Samples from `logits` (overwritten as scratch) and records the token as
+  /// generated. The ids it may return, and that logprobs cover, are
+  /// [0, logits.size()): pass a prefix of a model's row to leave out the rows
+  /// past the tokenizer's vocabulary (nothing past the span is read; penalties
+  /// on prompt ids past it are ignored). Logprobs are log_softmax of the
+  /// logits as given, before penalties and temperature. Order as in vLLM: repetition penalty,
   /// presence/frequency penalties, then greedy argmax (temperature < 1e-5,
   /// lowest id on ties) or temperature, top-k, top-p, min-p and an inverse-CDF
   /// draw. Top-k keeps exactly k tokens (lower id first on equal logits).

@@ -3,11 +3,15 @@
 
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/generator.hpp"
+#include "engine/model/presets.hpp"
+#include "engine/model/random_model.hpp"
 #include "engine/model/tiny_model.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/test_tokenizer.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 
 using namespace troupe;
@@ -29,6 +33,20 @@ auto shared_tiny() -> tiny& {
   static tiny t;
   return t;
 }
+
+/// Random weights with 4 times the rows the tokenizer has pieces (as models
+/// pad their vocabulary): most of the mass falls on ids it cannot spell.
+struct padded {
+  testing::temp_dir dir;
+  std::unique_ptr<model_weights> weights;
+  std::unique_ptr<tokenizer> tok;
+  padded() {
+    std::filesystem::copy_file(testing::test_tokenizer_file(), dir / "tokenizer.model");
+    tok = std::make_unique<tokenizer>(tokenizer::load(dir / "tokenizer.model"));
+    write_random_model(dir.path(), llama_config(4 * tok->vocab_size(), 64, 128, 2, 4, 2), {});
+    weights = std::make_unique<model_weights>(model_weights::load(dir.path()));
+  }
+};
 
 struct outcome {
   std::string text;
@@ -136,4 +154,53 @@ TEST_CASE("requests that cannot run are refused with one clear line") {
   CHECK_THROWS_AS(generator(ex, *t.tok, {}, 0, 2048), std::invalid_argument);
   p.top_p = 2.0f;
   CHECK_THROWS_AS(g.generate(t.tok->encode("hello", true), p, none), std::invalid_argument);
+}
+
+TEST_CASE("a padded vocabulary: every sampled id is one the tokenizer can spell") {
+  padded m;
+  const auto spellable = static_cast<token_id>(m.tok->vocab_size());
+  REQUIRE(m.weights->config.vocab_size == 4 * spellable);
+  const auto prompt = m.tok->encode("Permission is hereby granted", true);
+  // The ids of 48 tokens from the executor limited to num_sampled ids.
+  const auto generate = [&](const sampling_params& p, std::int64_t num_sampled) {
+    cpu_executor ex(*m.weights, {.block_size = 16, .num_kv_blocks = 16, .num_threads = 1, .seed = 3,
+                                 .num_sampled_ids = num_sampled});
+    generator g(ex, *m.tok, {m.tok->eos_id()}, 8, 2048);
+    return g.generate(prompt, p, [](std::string_view) {}).tokens;
+  };
+  const auto past = [&](const std::vector<token_id>& ids) {
+    return std::count_if(ids.begin(), ids.end(), [&](token_id t) { return t >= spellable; });
+  };
+
+  sampling_params p;
+  p.max_tokens = 48;
+  p.ignore_eos = true;
+  p.seed = 11;
+  std::vector<sampling_params> all;
+  p.temperature = 0.0f;
+  all.push_back(p);
+  p.temperature = 1.0f;
+  all.push_back(p);
+  p.top_k = 20;
+  all.push_back(p);
+  p.top_k = 0;
+  p.top_p = 0.9f;
+  all.push_back(p);
+  p.top_p = 1.0f;
+  p.min_p = 0.05f;
+  all.push_back(p);
+  p.min_p = 0.0f;
+  p.temperature = 0.7f;
+  p.repetition_penalty = 1.2f;
+  p.frequency_penalty = 0.5f;
+  p.logprobs = 3;
+  all.push_back(p);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    CAPTURE(i);
+    // The whole vocabulary, as before: the model does pick the padding.
+    CHECK(past(generate(all[i], 0)) > 0);
+    const auto ids = generate(all[i], spellable);
+    CHECK(ids.size() == 48);
+    CHECK(past(ids) == 0);
+  }
 }

@@ -24,6 +24,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <tuple>
 
 using namespace troupe;
 
@@ -217,6 +218,46 @@ TEST_CASE("swapped out and back in, a request's KV survives: the CPU backend's t
   o.num_host_blocks = 64;
   const auto gpu = cuda::make_cuda_executor(w, o);
   CHECK(tokens_of(run(*gpu, prompts, greedy, 64, 64)) == want);
+}
+
+TEST_CASE("a padded vocabulary: device and host sampling pick only the first num_sampled_ids") {
+  testing::temp_dir tmp;
+  write_random_model(tmp.path(), make_config(), {36, dtype::f32, 1.0, {}});
+  const auto w = model_weights::load(tmp.path());
+  const auto prompts = prompts_for(512, 10);
+  constexpr std::int64_t spellable = 100; // of 512 rows: most of the mass lies past it
+  const auto past = [&](const std::map<request_id, std::vector<sample_result>>& got) {
+    int n = 0;
+    for (const auto& [id, v] : got)
+      for (const auto& r : v) {
+        n += r.token >= spellable;
+        for (const auto& t : r.top_logprobs) n += t.token >= spellable;
+      }
+    return n;
+  };
+  sampling_params greedy;
+  greedy.temperature = 0.0f;
+  greedy.max_tokens = 32;
+  auto o = cuda_options(dtype::f32);
+  const auto whole = cuda::make_cuda_executor(w, o);
+  CHECK(past(run(*whole, prompts, greedy, 64)) > 0); // without the limit the model does pick the padding
+  o.num_sampled_ids = spellable;
+  const auto gpu = cuda::make_cuda_executor(w, o);
+  CHECK(past(run(*gpu, prompts, greedy, 64)) == 0);
+  sampling_params sp;
+  sp.temperature = 1.0f;
+  sp.seed = 9;
+  sp.max_tokens = 32;
+  for (const auto& [top_k, top_p, logprobs] : {std::tuple{0, 1.0f, 0}, std::tuple{20, 1.0f, 0},
+                                               std::tuple{0, 0.9f, 0}, std::tuple{0, 1.0f, 3}}) { // logprobs: on the host
+    CAPTURE(top_k);
+    CAPTURE(top_p);
+    CAPTURE(logprobs);
+    sp.top_k = top_k;
+    sp.top_p = top_p;
+    sp.logprobs = logprobs;
+    CHECK(past(run(*gpu, prompts, sp, 64)) == 0);
+  }
 }
 
 auto main(int argc, char** argv) -> int {

@@ -256,6 +256,63 @@ TEST_CASE("with the same uniforms the device draws tokens with the CPU sampler's
   }
 }
 
+TEST_CASE("a padded vocabulary: only the first vocab ids of rows row_stride apart are drawn") {
+  // 8 ids the tokenizer spells, 4 padding rows holding by far the largest logits.
+  const std::int64_t vocab = 8, stride = 12, per_mode = 40;
+  const std::vector<float> base{1.0f, 2.0f, 0.5f, -1.0f, 3.0f, 0.0f, 2.5f, -3.0f};
+  const std::vector<float> padding{100.0f, 90.0f, 100.0f, 80.0f};
+  const std::vector<kernels::sampling_row> modes{
+      {0.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0, 0},  // greedy
+      {1.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0, 0},  // temperature
+      {1.0f, 3, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0, 0},  // top-k
+      {1.0f, 0, 0.8f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0, 0},  // top-p
+      {1.0f, 0, 1.0f, 0.1f, 1.0f, 0.0f, 0.0f, 0.0f, 0, 0},  // min-p
+      {0.7f, 0, 1.0f, 0.0f, 1.3f, 0.5f, 0.2f, 0.0f, 0, 2}}; // penalties on ids 9 (padding: ignored) and 4
+  rng r(14);
+  std::vector<float> logits;
+  std::vector<kernels::sampling_row> params;
+  for (const auto& m : modes)
+    for (std::int64_t i = 0; i < per_mode; ++i) {
+      logits.insert(logits.end(), base.begin(), base.end());
+      logits.insert(logits.end(), padding.begin(), padding.end());
+      params.push_back(m);
+      params.back().uniform = static_cast<float>(r.uniform());
+    }
+  const auto rows = static_cast<std::int64_t>(params.size());
+  device_buffer dl(dtype::f32, rows * stride), raw(dtype::f32, rows * stride), tok(dtype::f32, rows),
+      lp(dtype::f32, rows), ptok(dtype::f32, 2), pcnt(dtype::f32, 2);
+  dl.upload(logits);
+  ptok.upload_ints({9, 4});
+  pcnt.upload_ints({1, 1});
+  void* dparams = nullptr;
+  check_cuda(cudaMalloc(&dparams, params.size() * sizeof(kernels::sampling_row)), "cudaMalloc");
+  check_cuda(cudaMemcpy(dparams, params.data(), params.size() * sizeof(kernels::sampling_row), cudaMemcpyHostToDevice), "params");
+  kernels::sampling_params sp{dl.as<float>(), rows, vocab, static_cast<const kernels::sampling_row*>(dparams),
+                              ptok.as<std::int32_t>(), pcnt.as<std::int32_t>(), raw.as<float>(), tok.as<std::int32_t>(),
+                              lp.as<float>(), stride};
+  kernels::sample(sp, nullptr);
+  check_launch("sample");
+  cudaFree(dparams);
+  double se = 0;
+  for (const float x : base) se += std::exp(x);
+  const auto tokens = tok.download_ints();
+  const auto logprobs = lp.download();
+  for (std::int64_t i = 0; i < rows; ++i) {
+    CAPTURE(i);
+    const auto t = tokens[static_cast<std::size_t>(i)];
+    REQUIRE(t >= 0);
+    REQUIRE(t < vocab);
+    if (i < per_mode) CHECK(t == 4); // greedy: the best of the first 8
+    // Logprobs over the first 8 ids: the padding has probability 0.
+    CHECK(std::abs(logprobs[static_cast<std::size_t>(i)] - (base[static_cast<std::size_t>(t)] - std::log(se))) < 1e-3);
+  }
+  // Nothing past a row's first 8 ids is touched.
+  const auto after = dl.download();
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = vocab; j < stride; ++j)
+      CHECK(after[static_cast<std::size_t>(i * stride + j)] == padding[static_cast<std::size_t>(j - vocab)]);
+}
+
 auto main(int argc, char** argv) -> int {
   if (const int skip = gpu_test::device_or_skip(); skip != 0) return skip;
   doctest::Context ctx(argc, argv);

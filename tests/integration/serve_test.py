@@ -6,10 +6,12 @@ import concurrent.futures
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -374,6 +376,93 @@ def test_config_errors(model):
           "an unwritable step log stops start-up with one line: " + out.stderr.strip())
 
 
+def resize_vocabulary(model, out, vocab_size, head_std=0.0):
+    """Copies `model` to `out` with vocab_size rows in its embedding and
+    output layer: the first rows kept, new ones N(0, head_std^2) in the
+    output layer and zero in the embedding (as models pad their vocabulary
+    past the tokenizer's). Returns `out`."""
+    shutil.copytree(model, out)
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    old_rows = config["vocab_size"]
+    config["vocab_size"] = vocab_size
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f)
+    path = os.path.join(out, "model.safetensors")
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    rng = random.Random(17)
+    tensors, chunks, offset = {}, [], 0
+    for name in sorted((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"][0]):
+        t = dict(header[name])
+        begin, end = t["data_offsets"]
+        raw = body[begin:end]
+        if name in ("model.embed_tokens.weight", "lm_head.weight"):
+            assert t["dtype"] == "F32" and t["shape"][0] == old_rows
+            cols = t["shape"][1]
+            raw = raw[:4 * cols * min(old_rows, vocab_size)]
+            head = name == "lm_head.weight" or "lm_head.weight" not in header
+            extra = [rng.gauss(0.0, head_std) if head else 0.0 for _ in range(max(0, vocab_size - old_rows) * cols)]
+            raw += struct.pack(f"<{len(extra)}f", *extra)
+            t["shape"] = [vocab_size, cols]
+        t["data_offsets"] = [offset, offset + len(raw)]
+        offset += len(raw)
+        tensors[name] = t
+        chunks.append(raw)
+    if "__metadata__" in header:
+        tensors["__metadata__"] = header["__metadata__"]
+    text = json.dumps(tensors).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+    return out
+
+
+def test_padded_vocabulary(model, tmp):
+    """Rows past the tokenizer's pieces are never sampled: every streamed
+    token has text, though the padding holds the largest logits."""
+    padded = resize_vocabulary(model, os.path.join(tmp, "padded"), 2300, head_std=5.0)
+    bodies = ({"temperature": 0}, {"temperature": 1.0, "seed": 3}, {"temperature": 0.8, "top_k": 40, "seed": 4},
+              {"temperature": 1.0, "top_p": 0.9, "seed": 5})
+    for executor in ("cpu", "zero"):
+        srv = server(padded, "engine.threads=2", "engine.executor=" + executor)
+        try:
+            for body in bodies if executor == "cpu" else bodies[:1]:
+                r, text = srv.request("POST", "/v1/completions",
+                                      dict(body, prompt="This License", max_tokens=24, ignore_eos=True, stream=True,
+                                           logprobs=2))
+                tokens, tops = [], []
+                for e in sse_events(text)[:-1]:
+                    for ch in json.loads(e)["choices"]:
+                        lp = ch.get("logprobs") or {}
+                        tokens += lp.get("tokens", [])
+                        tops += [k for top in lp.get("top_logprobs") or [] for k in top]
+                check(r.status == 200 and len(tokens) == 24 and all(tokens) and all(tops),
+                      f"padded vocabulary, {executor} executor, {body}: each of 24 streamed tokens and its "
+                      f"alternatives has text: {tokens}")
+        finally:
+            srv.stop()
+    out = subprocess.run([TROUPE, "generate", "--model", padded, "--prompt", "This License", "--max-tokens", "24",
+                          "--temperature", "0", "--ignore-eos", "--no-huge-pages", "--threads", "2"],
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode == 0 and len(out.stdout.strip()) >= 10 and "decode: 24 tokens" in out.stderr,
+          "padded vocabulary: troupe generate writes text for its 24 tokens: " + repr(out.stdout))
+    # More pieces than the model has rows: refused at start-up, naming both.
+    fewer = resize_vocabulary(model, os.path.join(tmp, "fewer-rows"), 1000)
+    try:
+        out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", fewer],
+                             capture_output=True, text=True, timeout=30)
+        rc, err = out.returncode, out.stderr.strip()
+    except subprocess.TimeoutExpired:
+        rc, err = None, "it served"
+    lines = err.splitlines()
+    check(rc == 1 and len(lines) == 1 and "2000 pieces, more than the model's vocab_size 1000" in lines[0],
+          "a tokenizer with more pieces than the model's rows stops start-up with one line: " + err)
+
+
 def test_stall(model):
     """/health/ready turns 503 while work is queued and no step finishes."""
     srv = server(model, "engine.executor=zero", "engine.zero_step_us=1500000", "server.stall_timeout_s=0.3")
@@ -630,6 +719,7 @@ def main():
         test_replay(main_log, "the tests above (streams, disconnects, errors, prefix hits)")
         test_bench(model)
         test_config_errors(model)
+        test_padded_vocabulary(model, tmp)
         test_queue_full(model)
         test_kv_pressure(model)
         test_swap(model)

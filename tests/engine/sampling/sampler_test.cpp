@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <span>
 #include <vector>
 
 using namespace troupe;
@@ -483,5 +484,63 @@ TEST_CASE("sampler: NaN and infinite logits never crash or pick the impossible")
       std::vector<float> broken{nan, -inf, nan};
       CHECK(s.sample(broken).token == 0); // nothing possible: the lowest id
     }
+  }
+}
+
+TEST_CASE("sampler: a prefix of the row is all it may pick, whatever lies past it") {
+  // A padded row: the model has 1000 rows, the tokenizer spells the first
+  // 700; the padding holds the largest logits by far.
+  constexpr std::size_t num_rows = 1000, allowed = 700;
+  auto row = random_logits(num_rows, 21, 2.0);
+  row[allowed + 3] = 100.0f;
+  row[num_rows - 1] = 90.0f;
+  const std::vector<float> prefix(row.begin(), row.begin() + allowed);
+  const auto probs = softmax(prefix);
+  const auto order = ranked(prefix);
+
+  struct mode {
+    const char* name;
+    float temperature;
+    std::int32_t top_k;
+    float top_p, min_p;
+    bool penalties;
+  };
+  for (const mode m : {mode{"greedy", 0.0f, 0, 1.0f, 0.0f, false}, mode{"temperature 1", 1.0f, 0, 1.0f, 0.0f, false},
+                       mode{"temperature 0.7", 0.7f, 0, 1.0f, 0.0f, false}, mode{"top-k", 1.0f, 20, 1.0f, 0.0f, false},
+                       mode{"top-p", 0.9f, 0, 0.8f, 0.0f, false}, mode{"min-p", 1.0f, 0, 1.0f, 0.01f, false},
+                       mode{"greedy, penalties", 0.0f, 0, 1.0f, 0.0f, true},
+                       mode{"everything, penalties", 0.8f, 50, 0.9f, 0.001f, true}}) {
+    CAPTURE(m.name);
+    auto p = make_params(m.temperature);
+    p.top_k = m.top_k;
+    p.top_p = m.top_p;
+    p.min_p = m.min_p;
+    p.logprobs = 5;
+    if (m.penalties) {
+      p.repetition_penalty = 1.3f;
+      p.presence_penalty = 0.5f;
+      p.frequency_penalty = 0.2f;
+    }
+    // Prompt ids past the prefix (even past the row) are ignored by the penalties.
+    request_sampler s(p, std::vector<token_id>{3, static_cast<token_id>(allowed + 3), 1 << 30}, 0);
+    std::vector<int> counts(num_rows);
+    for (int draw = 0; draw < 2000; ++draw) {
+      auto scratch = row;
+      const auto r = s.sample(std::span(scratch).first(allowed));
+      REQUIRE(r.token >= 0);
+      REQUIRE(r.token < static_cast<token_id>(allowed));
+      ++counts[static_cast<std::size_t>(r.token)];
+      // Logprobs over [0, allowed): the padding has probability 0, not ~1.
+      CHECK(std::abs(r.logprob - std::log(probs[static_cast<std::size_t>(r.token)])) < 1e-4);
+      REQUIRE(r.top_logprobs.size() == 5);
+      for (std::size_t j = 0; j < 5; ++j) {
+        CHECK(r.top_logprobs[j].token == order[j]);
+        CHECK(std::abs(r.top_logprobs[j].logprob - std::log(probs[static_cast<std::size_t>(order[j])])) < 1e-4);
+      }
+      // Nothing past the span is touched.
+      CHECK(std::equal(scratch.begin() + allowed, scratch.end(), row.begin() + allowed));
+    }
+    if (m.temperature == 0.0f && !m.penalties) CHECK(counts[static_cast<std::size_t>(order[0])] == 2000);
+    if (m.temperature > 0.0f) CHECK(support(counts).size() > 1);
   }
 }
