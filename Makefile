@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -39,6 +39,11 @@ serve: build $(MODEL)/model.safetensors
 test: build
 	@meson test -C $(BUILD) --num-processes $(JOBS) --print-errorlogs; rc=$$?; \
 	  python3 scripts/test_summary.py $(BUILD)/meson-logs/testlog.json; exit $$rc
+
+# The integration tests N times over (default 5), each failure printed.
+N ?= 5
+test-repeat: build
+	@BUILD=$(BUILD) N=$(N) JOBS=$(JOBS) scripts/test_repeat.sh
 
 bench: build
 	$(BUILD)/troupe bench-engine --preset stories110m

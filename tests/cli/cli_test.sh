@@ -48,6 +48,14 @@ check "a usage error: the problem, then the command's usage" \
 src=$(cd "$(dirname "$0")/../.." && pwd)
 check "config --defaults: exit 0" test "$(exit_code "$troupe" config --defaults)" = 0
 check "config/default.toml is troupe config --defaults" diff "$tmp/out" "$src/config/default.toml"
+# docs/configuration.md documents every key: each section's keys appear in
+# its table as `key`.
+undocumented=$(awk '/^\[/ { sec = $1 } /^[a-z_]+ = / { print sec, $1 }' "$src/config/default.toml" |
+  while read -r sec key; do
+    awk -v h="## $sec" -v k="| \`$key\` |" '$0 == h { on = 1; next } /^## / { on = 0 } on && index($0, k) == 1 { found = 1 }
+      END { exit !found }' "$src/docs/configuration.md" || echo "$sec $key"
+  done)
+check "docs/configuration.md has every key in its section's table${undocumented:+ (missing: $undocumented)}" test -z "$undocumented"
 check "config with options: what serve would run with" \
   test "$(exit_code "$troupe" config models/x --port 0 --set scheduler.kv_memory=1GiB)" = 0
 check "config with options: the options' values" \
