@@ -1,5 +1,5 @@
 #pragma once
-// A device's KV memory (DESIGN.md, Memory): the prefix cache over all of its
+// A device's KV memory (docs/architecture.md, Memory): the prefix cache over all of its
 // blocks, leases of free blocks for the replica schedulers that run on it,
 // and prefix matching, once per request at admission. The memory manager
 // actor owns one; the simulator calls one directly. Deterministic.

@@ -262,6 +262,40 @@ def test_concurrent_streams(srv, n=256):
     check(srv.metric("troupe_num_requests_running") == 0, "no request left running after them")
 
 
+def test_batch_invariance(srv):
+    """A greedy request's tokens and logprobs are the same bits alone and beside
+    other streams, whatever the step mix and its place in the batch: the CPU
+    backend is batch-invariant. Each run has a `user` of its own, so its
+    prompt is computed afresh (prefix-cache namespaces), beside the others."""
+    body = {"prompt": "Once upon a time there was a little", "max_tokens": 24, "temperature": 0,
+            "logprobs": 5, "ignore_eos": True}
+
+    def ask(user):
+        r, text = srv.request("POST", "/v1/completions", dict(body, user=user))
+        return r.status, (json.loads(text)["choices"][0]["logprobs"] if r.status == 200 else text)
+
+    st, alone = ask("invariance-alone")
+    check(st == 200 and len(alone["tokens"]) == 24 and len(alone["top_logprobs"][0]) == 5,
+          "batch invariance: the request alone")
+
+    def noise(i):
+        return stream(srv, "/v1/completions", {"prompt": "Noise and more " * (1 + i * 7 % 30),
+                                               "max_tokens": 8 + i % 24, "ignore_eos": True, "user": f"noise-{i}"})
+
+    runs, same = 4, 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        for rep in range(runs):
+            others = [pool.submit(noise, rep * 12 + i) for i in range(12)]
+            time.sleep(0.01 * rep)  # the others at another stage each time
+            st, got = ask(f"invariance-{rep}")
+            busy = [f.result() for f in others]
+            same += st == 200 and got == alone
+            if st != 200 or got != alone:
+                print(f"      run {rep}: {got if st != 200 else [a for a in zip(got['token_logprobs'], alone['token_logprobs']) if a[0] != a[1]][:3]}")
+            check(all(b[0] == 200 for b in busy), f"batch invariance: run {rep}'s 12 other streams answered")
+    check(same == runs, f"batch invariance: the same tokens and logprobs, bit for bit, beside 12 other streams ({same}/{runs} runs)")
+
+
 def test_disconnect(srv):
     before = srv.metric("troupe_request_success_total", 'finished_reason="abort"')
     s = socket.create_connection(("127.0.0.1", srv.port))
@@ -707,6 +741,7 @@ def main():
             test_node_fetch(srv)
             test_errors(srv)
             test_concurrent_streams(srv)
+            test_batch_invariance(srv)
             test_disconnect(srv)
             test_idle_client(srv)
             test_prefix_cache(srv)
