@@ -348,9 +348,10 @@ auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::
         rec.state = rec.to_pool ? replica_state::warm : replica_state::serving;
         std::fprintf(stderr, "troupe: autoscaler: replica %d loaded; %s\n", r.index,
                      rec.to_pool ? "in the warm pool" : "into rotation");
-        // Joined (monitored, checked), then out of rotation when it is for the pool.
-        self->send(st.options.router, join_atom_v, r.index, caf::actor_cast<scheduler_actor>(r.scheduler));
-        if (rec.to_pool) self->send(st.options.router, drain_atom_v, r.index, true);
+        // Joined (monitored, checked); one for the pool joins drained, out of
+        // rotation from the start (a join, then a drain, let requests reach
+        // it in between: fleet_test saw a warm replica serve under load).
+        self->send(st.options.router, join_atom_v, r.index, caf::actor_cast<scheduler_actor>(r.scheduler), rec.to_pool);
         st.publish();
         return true;
       },

@@ -76,9 +76,11 @@ using router_actor = caf::typed_actor<
         std::int32_t, scheduler_actor>,
     /// A replica's load after its step.
     caf::reacts_to<load_atom, std::int32_t, replica_report>,
-    /// Replica i is loaded and is this scheduler: into rotation; the router
+    /// Replica i is loaded and is this scheduler: into rotation, or (true)
+    /// joined but drained, out of rotation from the start (the warm pool;
+    /// a join then a drain would let requests in between); the router
     /// monitors it (death: out) and checks it every interval.
-    caf::reacts_to<join_atom, std::int32_t, scheduler_actor>,
+    caf::reacts_to<join_atom, std::int32_t, scheduler_actor, bool>,
     /// A new replica slot (a remote worker's): its index, in rotation once it joins.
     caf::replies_to<join_atom>::with<std::int32_t>,
     /// Replica i drains (true: no new requests) or resumes (false).

@@ -178,7 +178,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         if (replica >= 0 && static_cast<std::size_t>(replica) < core.num_replicas())
           core.report(static_cast<std::size_t>(replica), r);
       },
-      [self](join_atom, std::int32_t replica, const scheduler_actor& scheduler) {
+      [self](join_atom, std::int32_t replica, const scheduler_actor& scheduler, bool drained) {
         auto& st = self->state;
         if (replica < 0 || !scheduler) return;
         const auto i = static_cast<std::size_t>(replica);
@@ -187,7 +187,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         st.slot(i).scheduler = scheduler;
         st.slot(i).check = 0;
         self->monitor(scheduler);
-        st.core->join(i);
+        st.core->join(i, drained);
         st.publish_ready();
       },
       [self](join_atom) {

@@ -68,9 +68,10 @@ public:
   /// A new replica slot (not in rotation until join), e.g. one the
   /// autoscaler starts or a remote worker's; returns its index.
   auto add_replica(double weight = 1.0) -> std::size_t;
-  /// The replica is loaded: in rotation, healthy, its counts reset. Grows
-  /// the replicas to fit `replica` when it is new.
-  void join(std::size_t replica);
+  /// The replica is loaded: in rotation (or, draining, out of it at once:
+  /// a warm-pool replica), healthy, its counts reset. Grows the replicas to
+  /// fit `replica` when it is new.
+  void join(std::size_t replica, bool draining = false);
   /// Its actor died (or its worker left): out for good, until a new join.
   void set_dead(std::size_t replica);
   /// Draining replicas take no new requests.

@@ -25,9 +25,13 @@ except OSError:
 for t in lines:
     if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL"):
         bad += 1
-        print(f"  FAILED {t['name']} ({t['result']}, {t['duration']:.1f} s); the end of its output:")
-        out = (t.get("stdout") or "") + (t.get("stderr") or "")
-        for line in out.splitlines()[-25:]:
+        out = ((t.get("stdout") or "") + (t.get("stderr") or "")).splitlines()
+        fails = [l for l in out if l.startswith("FAIL")]
+        print(f"  FAILED {t['name']} ({t['result']}, {t['duration']:.1f} s): {len(fails)} failed check(s)")
+        for line in fails:
+            print("    " + line)
+        print("   the end of its output:")
+        for line in out[-15:]:
             print("    " + line)
 sys.exit(bad)
 PY

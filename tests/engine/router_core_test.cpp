@@ -115,6 +115,20 @@ TEST_CASE("replicas added later are out of rotation until they join") {
   CHECK(r.view(3).ready);
 }
 
+TEST_CASE("a replica that joins drained (the warm pool) is never routed to until it resumes") {
+  router_core r(policy::make_routing_policy("least_requests"), 1);
+  r.add_replica();
+  r.join(1, true);
+  CHECK(r.health(1).joined);
+  CHECK(r.health(1).draining);
+  CHECK_FALSE(r.view(1).ready);
+  policy::route_request q;
+  for (int i = 0; i < 8; ++i) CHECK(r.route(q, 0) == 0);
+  r.set_draining(1, false);
+  CHECK(r.view(1).ready);
+  CHECK(r.route(q, 0) == 1); // least requests: 8 in flight on replica 0
+}
+
 TEST_CASE("a route no report covers within the TTL is taken as abandoned") {
   router_core r(policy::make_routing_policy("least_requests"), 2);
   policy::route_request q;

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -328,9 +329,10 @@ def test_autoscaler(model):
 
         with concurrent.futures.ThreadPoolExecutor(12) as pool:
             clients = [pool.submit(client, i) for i in range(12)]
-            peak = None
+            peak, polls = None, []
             while not all(c.done() for c in clients):
                 s = scaler()
+                polls.append(s)
                 if s["desired"] == 3 and peak is None:
                     peak = s
                 time.sleep(0.1)
@@ -342,22 +344,47 @@ def test_autoscaler(model):
         over = re.search(r'troupe_autoscaler_decision\{[^}]*reason="requests per replica over target"[^}]*\}', text)
         check(peak is not None and over is not None,
               f"under the burst the autoscaler wants 3 replicas, requests per replica over target ({peak})")
-        check(len(set(seen)) == 3, f"the new replicas take traffic ({sorted(set(seen))})")
+        check(len(set(seen) - {"0"}) >= 2, f"the new replicas take traffic ({sorted(set(seen))})")
+        # Never more serving than max_replicas. A fourth replica index serves
+        # only after a scale-in within the burst (on a starved machine the
+        # clients may not keep it up; seen under two CPU hogs): a replica
+        # parked warm, then another taken from the pool.
+        serving = [p["replicas"].count("serving") for p in polls]
+        check(max(serving, default=0) <= 3, f"at most 3 replicas serve at once ({serving})")
+        scaled_in = any(p["scale_ins"] > 0 for p in polls)
+        check(len(set(seen)) == 3 or scaled_in,
+              f"the burst's replicas are the 3 it scaled out to, unless it scaled in meanwhile ({sorted(set(seen))}; "
+              f"polls: {[(p['desired'], p['reason'], p['replicas'], p['scale_ins']) for p in polls]})")
         check(all(r == (200, 40) for r in results) and len(results) > 12,
               f"every request of the burst completes ({len(results)} requests)")
         check(over is not None, "the decision's reason is a metric")
-        # Long requests while it scales in: the drained replica finishes its own.
+        # Long requests while it scales in: the drained replica finishes its
+        # own. The clients keep three requests running until a drain is seen
+        # (a fixed set of three ran ~0.2 s on this model, and the scale-in,
+        # up to scale_in_delay_s after the burst's last scaling, came after
+        # them about once in seven runs).
+        stop_longs = threading.Event()
+
+        def long_client(i):
+            out = []
+            while not stop_longs.is_set():
+                out.append(chat(srv, f"long {i}", 600))
+            return out
+
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
-            longs = [pool.submit(chat, srv, f"long {i}", 600) for i in range(3)]
-            drained_while_busy = False
-            while not all(f.done() for f in longs):
-                if "draining" in scaler()["replicas"]:
-                    drained_while_busy = True
-                time.sleep(0.05)
-            done = [f.result() for f in longs]
+            clients = [pool.submit(long_client, i) for i in range(3)]
+            drained_while_busy, states, t0 = False, [], time.monotonic()
+            while not drained_while_busy and time.monotonic() < t0 + 20:
+                s = scaler()
+                if not states or states[-1][1] != s["replicas"]:
+                    states.append((round(time.monotonic() - t0, 2), s["replicas"], s["reason"]))
+                drained_while_busy = "draining" in s["replicas"]
+                time.sleep(0.02)
+            stop_longs.set()
+            done = [d for c in clients for d in c.result()]
         check(all(r.status == 200 and json.loads(t)["usage"]["completion_tokens"] == 600 for r, t in done),
               "requests on a draining replica run to their end")
-        check(drained_while_busy, "a replica drained while requests were running")
+        check(drained_while_busy, f"a replica drained while requests were running ({states})")
         wait_for("back to one serving replica after the burst",
                  lambda: scaler()["replicas"].count("serving") == 1 and "draining" not in scaler()["replicas"], 20)
         s = scaler()
