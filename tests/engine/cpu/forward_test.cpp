@@ -48,25 +48,34 @@ struct sequence_plan {
   std::size_t done = 0;
 };
 
-// Runs every sequence to its end in mixed steps: each step gives each
-// unfinished sequence a random chunk (1 token = decode-like). Returns the
+// One mixed step: each unfinished sequence gets a random chunk of 1 to
+// max_chunk tokens (1 token = decode-like); owners[b] is chunk b's sequence.
+// An empty batch: every sequence is done.
+void next_step(std::vector<sequence_plan>& seqs, rng& r, std::size_t max_chunk, std::vector<cpu_model::chunk>& batch,
+               std::vector<std::size_t>& owners) {
+  batch.clear();
+  owners.clear();
+  for (std::size_t s = 0; s < seqs.size(); ++s) {
+    auto& q = seqs[s];
+    if (q.done == q.tokens.size()) continue;
+    const std::size_t n = std::min(q.tokens.size() - q.done, 1 + r.next() % max_chunk);
+    batch.push_back({std::span(q.tokens).subspan(q.done, n), static_cast<std::int32_t>(q.done), q.table});
+    owners.push_back(s);
+    q.done += n;
+  }
+}
+
+// Runs every sequence to its end in mixed steps (next_step). Returns the
 // logits of every position of every sequence.
 auto run_mixed(cpu_model& m, std::vector<sequence_plan>& seqs, rng& r, std::size_t max_chunk)
     -> std::vector<std::vector<float>> {
   const auto vocab = static_cast<std::size_t>(m.config().vocab_size);
   std::vector<std::vector<float>> out(seqs.size());
   std::vector<float> logits;
+  std::vector<cpu_model::chunk> batch;
+  std::vector<std::size_t> owners;
   for (;;) {
-    std::vector<cpu_model::chunk> batch;
-    std::vector<std::size_t> owners;
-    for (std::size_t s = 0; s < seqs.size(); ++s) {
-      auto& q = seqs[s];
-      if (q.done == q.tokens.size()) continue;
-      const std::size_t n = std::min(q.tokens.size() - q.done, 1 + r.next() % max_chunk);
-      batch.push_back({std::span(q.tokens).subspan(q.done, n), static_cast<std::int32_t>(q.done), q.table});
-      owners.push_back(s);
-      q.done += n;
-    }
+    next_step(seqs, r, max_chunk, batch, owners);
     if (batch.empty()) return out;
     m.forward(batch, true, logits);
     std::size_t row = 0;
@@ -203,17 +212,10 @@ TEST_CASE("a sequence's logits are bitwise the same alone, in any batch mix, at 
       // Step by step, as the executor does: one logits row per chunk (its
       // last token), set against the reference at that position.
       std::vector<float> logits;
+      std::vector<cpu_model::chunk> batch;
+      std::vector<std::size_t> owners;
       for (;;) {
-        std::vector<cpu_model::chunk> batch;
-        std::vector<std::size_t> owners;
-        for (std::size_t i = 0; i < mix.size(); ++i) {
-          auto& q = mix[i];
-          if (q.done == q.tokens.size()) continue;
-          const std::size_t n = std::min(q.tokens.size() - q.done, 1 + r.next() % max_chunk);
-          batch.push_back({std::span(q.tokens).subspan(q.done, n), static_cast<std::int32_t>(q.done), q.table});
-          owners.push_back(i);
-          q.done += n;
-        }
+        next_step(mix, r, max_chunk, batch, owners);
         if (batch.empty()) break;
         m.forward(batch, false, logits);
         for (std::size_t b = 0; b < batch.size(); ++b) {
