@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat soak bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -47,6 +47,11 @@ test-repeat: build
 
 bench: build
 	$(BUILD)/troupe bench-engine --preset stories110m
+
+# make soak [N=...]: N requests (default 1,000,000) against the zero-cost
+# executor, the server's resident memory printed every 10,000 (scripts/soak.sh).
+soak: build
+	TROUPE=$(BUILD)/troupe N=$(if $(filter command line,$(origin N)),$(N),1000000) scripts/soak.sh
 
 # The server's figures: serving overhead (zero-cost executor, 1000 streams)
 # and stories110m at a few request rates (scripts/bench_serve.sh).

@@ -143,6 +143,18 @@ void add_text(sink_state& st, std::string& batch, std::string_view text, std::ve
   st.text_offset += num_code_points(text);
 }
 
+// The sink's end, however the request ended: it stops watching its replica,
+// then quits. A monitor is an attachable on the watched actor holding the
+// watcher's address, and in CAF an actor's memory goes only when the last
+// such weak reference does: without the demonitor every request served
+// kept its sink's ~2.6 KB alive until the replica itself went.
+void stop(self_ptr self) {
+  auto& st = self->state;
+  st.done = true;
+  if (st.current->replica) self->demonitor(st.current->replica.address());
+  self->quit();
+}
+
 // Ends the request with an error: its status and an OpenAI-style body, or,
 // once the stream has started, an error event and [DONE].
 void fail(self_ptr self, int status, const std::string& message, const std::string& param = {},
@@ -160,16 +172,14 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
     std::string batch;
     add_event(st, batch, st.ws() ? api::ws_error_event(st.req.ws_id, status, api::error_body(e)) : api::error_body(e));
     close_stream(st, std::move(batch));
-    st.done = true;
-    self->quit();
+    stop(self);
     return;
   }
   auto headers = st.req.headers;
   headers.emplace_back("Content-Type", "application/json");
   if (status == 429) headers.emplace_back("Retry-After", "1");
   st.client->respond(status, std::move(headers), api::error_body(e));
-  st.done = true;
-  self->quit();
+  stop(self);
 }
 
 auto logprob_of(const tokenizer& tok, const sample_result& s) -> api::token_logprob {
@@ -218,8 +228,7 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
   m.prompt_tokens->Increment(static_cast<double>(st.prompt_tokens));
   m.generation_tokens->Increment(static_cast<double>(st.completion_tokens));
   m.request_success(reason).Increment();
-  st.done = true;
-  self->quit();
+  stop(self);
 }
 
 // One step's tokens (zero or one, as a rule): their text goes out in one
@@ -527,8 +536,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
         // sees it second even if its admission reply is still on the way).
         if (st.admitted) st.series->request_success(finish_reason::abort).Increment();
         settle(st);
-        st.done = true;
-        self->quit();
+        stop(self);
       },
   };
 }
