@@ -4,6 +4,9 @@
 # the background and waits until it is ready; sets $pid and $port. Exits
 # with the server's log if it dies first.
 start_server() {
+  # Emptied first, here: the background job's own redirection may come after
+  # the first look below, which would then find an earlier run's "ready:".
+  : >"$work/server.log"
   "$troupe" serve --config config/default.toml --port 0 "$@" >"$work/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do
