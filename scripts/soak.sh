@@ -25,8 +25,11 @@ for ((done = 0; done < total; )); do
     --random-input-len 8 --random-output-len 5 --seed "$done" >"$work/chunk.txt"
   done=$((done + n))
   printf "%9d %10d %12s\n" "$done" "$(rss)" "$(awk -F: '/Failed requests/ {print $2+0}' "$work/chunk.txt")"
+  [ "$done" -eq "$n" ] && warm=$(rss) # after the first 10,000: the warm-up
 done
 end=$(rss)
 stop_server
-awk -v a="$start" -v b="$end" -v n="$total" \
-  'BEGIN { printf "grew %d KiB over %d requests (%.3f bytes a request)\n", b - a, n, (b - a) * 1024 / n }'
+awk -v a="$start" -v w="$warm" -v b="$end" -v n="$total" 'BEGIN {
+  printf "grew %d KiB over the first 10,000 requests (the warm-up), then %d KiB over the other %d", w - a, b - w, n - 10000
+  if (n > 10000) printf " (%.3f bytes a request)", (b - w) * 1024 / (n - 10000)
+  printf "\n" }'
