@@ -25,12 +25,24 @@ struct encode_job {
   bool chat = false;
   std::string text;                   ///< !chat: the prompt
   std::vector<chat_message> messages; ///< chat
+  /// > 0: the most tokens the prompt may have. A long text is counted in
+  /// pieces first and not encoded once it is sure to have more (encoded::at_least).
+  std::int64_t max_tokens = 0;
+
+  /// The bytes the tokenizer reads (the text, or every message's content).
+  auto num_bytes() const -> std::size_t {
+    std::size_t n = text.size();
+    for (const auto& m : messages) n += m.content.size();
+    return n;
+  }
 };
 
 /// The tokens of an encode_job, or why there are none (a 400 for the client).
 struct encoded {
   std::vector<token_id> tokens;
   std::string error;
+  /// > 0: counting stopped here, past the job's max_tokens; tokens is empty.
+  std::int64_t at_least = 0;
 };
 
 /// One step, shared between the scheduler (which applies its result) and

@@ -38,11 +38,21 @@ struct serving_context {
   server_metrics* metrics = nullptr;
 
   std::atomic<std::uint64_t> next_tokenizer{0};
+  std::atomic<std::uint64_t> next_big_tokenizer{0};
   std::atomic<request_id> next_request{1};
 
-  /// Tokenizers in turn (replicas: the router).
-  auto pick_tokenizer() -> const tokenizer_actor& {
-    return tokenizers[next_tokenizer.fetch_add(1, std::memory_order_relaxed) % tokenizers.size()];
+  /// Jobs over this many bytes are big: they take turns on their own share
+  /// of the tokenizers.
+  static constexpr std::size_t big_job_bytes = 64 << 10;
+
+  /// A tokenizer for a job of `bytes`, in turn (replicas: the router). Big
+  /// jobs use the first half of the pool (at least one), the others the rest,
+  /// so a flood of huge prompts never holds every tokenizer while small
+  /// requests wait (with one tokenizer, they share it).
+  auto pick_tokenizer(std::size_t bytes) -> const tokenizer_actor& {
+    const std::size_t n = tokenizers.size(), big = n < 2 ? n : n / 2;
+    if (bytes > big_job_bytes) return tokenizers[next_big_tokenizer.fetch_add(1, std::memory_order_relaxed) % big];
+    return tokenizers[n < 2 ? 0 : big + next_tokenizer.fetch_add(1, std::memory_order_relaxed) % (n - big)];
   }
 };
 

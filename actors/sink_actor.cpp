@@ -143,6 +143,14 @@ void add_text(sink_state& st, std::string& batch, std::string_view text, std::ve
   st.text_offset += num_code_points(text);
 }
 
+// The most tokens the prompt may have: below the model's context, and
+// within the tenant's limit.
+auto prompt_limit(const sink_state& st) -> std::int64_t {
+  std::int64_t limit = st.ctx->max_model_len - 1;
+  if (st.req.max_input_tokens > 0) limit = std::min<std::int64_t>(limit, st.req.max_input_tokens);
+  return limit;
+}
+
 // The sink's end, however the request ended: it stops watching its replica,
 // then quits. A monitor is an attachable on the watched actor holding the
 // watcher's address, and in CAF an actor's memory goes only when the last
@@ -290,7 +298,8 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   auto& st = self->state;
   st.route_decided = true;
   const auto& rt = *st.req.route;
-  const bool small = rt.fits_small(static_cast<std::int64_t>(e.tokens.size()), st.req.body.max_tokens, st.req.tier);
+  const auto n = e.at_least > 0 ? e.at_least : static_cast<std::int64_t>(e.tokens.size());
+  const bool small = rt.fits_small(n, st.req.body.max_tokens, st.req.tier);
   auto ctx = (small ? rt.small : rt.large)->pick(st.req.session);
   st.req.headers.emplace_back("x-model-version", ctx->model_version);
   if (ctx == st.ctx) return true;
@@ -299,7 +308,8 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   st.head.model = st.ctx->model_name;
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
   if (!st.req.body.prompt_tokens.empty()) return true; // (token ids go as they are)
-  self->request(st.ctx->pick_tokenizer(), caf::infinite, encode_atom_v, st.job)
+  st.job.max_tokens = prompt_limit(st);
+  self->request(st.ctx->pick_tokenizer(st.job.num_bytes()), caf::infinite, encode_atom_v, st.job)
       .then([self](encoded& again) { submit(self, again); },
             [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
   return false;
@@ -320,17 +330,19 @@ void submit(self_ptr self, encoded& e) {
   r.tenant = st.req.cache_namespace.value_or(user);
   r.account = st.req.account;
   r.weight = st.req.weight;
-  const auto n = static_cast<std::int64_t>(r.prompt.size());
+  // (A prompt the tokenizer stopped counting has at least e.at_least tokens.)
+  const auto n = e.at_least > 0 ? e.at_least : static_cast<std::int64_t>(r.prompt.size());
+  const std::string has = e.at_least > 0 ? "the prompt has at least " : "the prompt has ";
   if (st.req.max_input_tokens > 0 && n > st.req.max_input_tokens) {
     if (st.req.ticket) st.req.ticket->reject("max_input_tokens");
     return fail(self, 400,
-                "the prompt has " + std::to_string(n) + " tokens; the tenant's limit (max_input_tokens) is " +
+                has + std::to_string(n) + " tokens; the tenant's limit (max_input_tokens) is " +
                     std::to_string(st.req.max_input_tokens),
                 st.req.body.kind == api::endpoint::chat ? "messages" : "prompt", "input_tokens_exceeded");
   }
   if (n >= st.ctx->max_model_len)
     return fail(self, 400,
-                "the prompt has " + std::to_string(n) + " tokens; the model's context is " +
+                has + std::to_string(n) + " tokens; the model's context is " +
                     std::to_string(st.ctx->max_model_len) + " tokens",
                 st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
   r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
@@ -513,6 +525,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     job.messages = std::move(st.req.body.messages);
   else
     job.text = std::move(st.req.body.prompt);
+  job.max_tokens = prompt_limit(st);
   if (st.req.route) st.job = job;
   if (!job.chat && !st.req.body.prompt_tokens.empty()) {
     encoded e{st.req.body.prompt_tokens, {}};
@@ -523,7 +536,8 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
       }
     submit(self, e);
   } else {
-    self->request(st.ctx->pick_tokenizer(), caf::infinite, encode_atom_v, std::move(job))
+    const auto bytes = job.num_bytes();
+    self->request(st.ctx->pick_tokenizer(bytes), caf::infinite, encode_atom_v, std::move(job))
         .then([self](encoded& e) { submit(self, e); },
               [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
   }

@@ -5,10 +5,46 @@
 namespace troupe {
 namespace {
 
+// A text over twice this is counted in pieces of about this many bytes
+// before it is encoded whole.
+constexpr std::size_t k_piece_bytes = 16 << 10;
+
+// The tokens of `text` counted piece by piece (cut before whitespace where a
+// piece has some), stopping once the count is sure to pass `limit`: a cut
+// can move a token or two across it, so the count must pass the limit by an
+// eighth plus two a piece. Returns the count when it stopped, else 0 (the
+// text is near or under the limit: encode it whole). A 1 MB text over a
+// 2,048-token limit stops after its first piece.
+auto count_past(const tokenizer& tok, std::string_view text, bool special, std::int64_t limit) -> std::int64_t {
+  std::int64_t count = 0, pieces = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = std::min(text.size(), at + k_piece_bytes);
+    if (end < text.size()) {
+      const auto space = text.find_last_of(" \t\n", end);
+      if (space != std::string_view::npos && space > at) end = space;
+    }
+    const auto piece = text.substr(at, end - at);
+    count += static_cast<std::int64_t>(special ? tok.encode_with_special(piece, false).size()
+                                               : tok.encode(piece, false).size());
+    ++pieces;
+    if (count > limit + limit / 8 + 2 * pieces) return count;
+    at = end;
+  }
+  return 0;
+}
+
+auto encode_text(const tokenizer& tok, const std::string& text, bool special, const encode_job& job, encoded& out) {
+  if (job.max_tokens > 0 && text.size() > 2 * k_piece_bytes) {
+    out.at_least = count_past(tok, text, special, job.max_tokens);
+    if (out.at_least > 0) return;
+  }
+  out.tokens = special ? tok.encode_with_special(text, false) : tok.encode(text, tok.bos_id() >= 0);
+}
+
 auto encode(const tokenizer& tok, const std::optional<chat_format>& format, const encode_job& job) -> encoded {
   encoded out;
   if (!job.chat) {
-    out.tokens = tok.encode(job.text, tok.bos_id() >= 0);
+    encode_text(tok, job.text, false, job, out);
     return out;
   }
   if (!format) {
@@ -16,7 +52,7 @@ auto encode(const tokenizer& tok, const std::optional<chat_format>& format, cons
     return out;
   }
   const auto text = render_chat(*format, job.messages, true, &out.error);
-  if (out.error.empty()) out.tokens = tok.encode_with_special(text, false);
+  if (out.error.empty()) encode_text(tok, text, true, job, out);
   return out;
 }
 
