@@ -1,9 +1,17 @@
 #include "actors/wire.hpp"
 
+#include "actors/tenancy/sha256.hpp"
+
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <random>
 #include <unordered_map>
 
 namespace troupe {
@@ -69,34 +77,93 @@ auto proxy(proxy_actor::stateful_pointer<proxy_state> self, endpoint_actor endpo
   };
 }
 
+// 32 random bytes, hex: a challenge or a ticket.
+auto random_token() -> std::string {
+  static thread_local std::random_device device;
+  std::string bytes(32, '\0');
+  for (auto& c : bytes) c = static_cast<char>(device());
+  sha256_digest d{};
+  std::memcpy(d.data(), bytes.data(), d.size());
+  return to_hex(d);
+}
+
 struct door_state {
   door_state() = default;
   /// Stopped with the door, at shutdown (shared with the functor that
   /// does it, which runs after the state is gone).
   std::shared_ptr<std::vector<proxy_actor>> proxies = std::make_shared<std::vector<proxy_actor>>();
+  std::string secret;
+  /// Challenges handed out and not yet used, oldest first, with when.
+  std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> challenges;
+  /// Tickets of joins whose endpoint has not come yet: (index, model).
+  std::unordered_map<std::string, std::pair<std::int32_t, std::string>> tickets;
 };
 
-auto door(door_actor::stateful_pointer<door_state> self, std::shared_ptr<const fleet> models)
+constexpr std::size_t k_max_challenges = 1024;
+constexpr auto k_challenge_life = std::chrono::seconds(60);
+
+// Whether `challenge` was handed out within its life and `proof` is the
+// secret's answer to it; either way the challenge is spent.
+auto admits(door_state& st, const std::string& challenge, const std::string& proof) -> bool {
+  const auto now = std::chrono::steady_clock::now();
+  while (!st.challenges.empty() && now - st.challenges.front().second > k_challenge_life) st.challenges.pop_front();
+  const auto it = std::find_if(st.challenges.begin(), st.challenges.end(),
+                               [&](const auto& c) { return c.first == challenge; });
+  if (it == st.challenges.end()) return false;
+  st.challenges.erase(it);
+  const auto want = parse_sha256_hex(worker_proof(st.secret, challenge));
+  const auto got = parse_sha256_hex(proof);
+  return got && equal_constant_time(*want, *got);
+}
+
+auto door(door_actor::stateful_pointer<door_state> self, std::shared_ptr<const fleet> models, std::string secret)
     -> door_actor::behavior_type {
+  self->state.secret = std::move(secret);
   self->attach_functor([proxies = self->state.proxies] {
     for (auto& p : *proxies) caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
   });
   return {
-      [self, models](join_atom, const std::string& model) -> caf::result<std::int32_t, router_actor> {
+      [self](hello_atom) {
+        auto& st = self->state;
+        if (st.challenges.size() >= k_max_challenges) st.challenges.pop_front();
+        st.challenges.emplace_back(random_token(), std::chrono::steady_clock::now());
+        return st.challenges.back().first;
+      },
+      [self, models](join_atom, const std::string& model, const std::string& challenge,
+                     const std::string& proof) -> caf::result<std::int32_t, router_actor, std::string> {
+        if (!admits(self->state, challenge, proof)) {
+          std::fprintf(stderr, "troupe: refused a worker: its proof does not match router.worker_secret_file\n");
+          return caf::make_error(caf::sec::runtime_error,
+                                 std::string("wrong credentials: the worker's router.worker_secret_file does not "
+                                             "match the router node's"));
+        }
         const auto* m = models->find(model);
         if (!m) {
           std::string known;
           for (const auto& x : models->models) known += (known.empty() ? "'" : ", '") + x.name + "'";
           return caf::make_error(caf::sec::runtime_error, "no model '" + model + "' is served here; served: " + known);
         }
-        auto rp = self->make_response_promise<std::int32_t, router_actor>();
+        auto rp = self->make_response_promise<std::int32_t, router_actor, std::string>();
         const auto router = m->stable->router;
         self->request(router, std::chrono::seconds(10), join_atom_v)
-            .then([rp, router](std::int32_t index) mutable { rp.deliver(index, router); },
-                  [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+            .then(
+                [self, rp, router, model](std::int32_t index) mutable {
+                  auto ticket = random_token();
+                  self->state.tickets.emplace(ticket, std::pair{index, model});
+                  rp.deliver(index, router, std::move(ticket));
+                },
+                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
         return rp;
       },
-      [self, models](join_atom, std::int32_t index, const std::string& model, const endpoint_actor& endpoint) {
+      [self, models](join_atom, std::int32_t index, const std::string& model, const endpoint_actor& endpoint,
+                     const std::string& ticket) {
+        auto& tickets = self->state.tickets;
+        const auto t = tickets.find(ticket);
+        if (t == tickets.end() || t->second != std::pair{index, model}) {
+          std::fprintf(stderr, "troupe: refused an endpoint for replica %d: no such ticket\n", index);
+          return;
+        }
+        tickets.erase(t);
         const auto* m = models->find(model);
         if (!m || index < 0 || !endpoint) return;
         auto p = self->spawn(proxy, endpoint);
@@ -183,8 +250,26 @@ void add_wire_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<proxy_actor>("troupe::proxy_actor");
 }
 
-auto spawn_door(caf::actor_system& sys, std::shared_ptr<const fleet> models) -> door_actor {
-  return sys.spawn(door, std::move(models));
+auto spawn_door(caf::actor_system& sys, std::shared_ptr<const fleet> models, std::string secret) -> door_actor {
+  return sys.spawn(door, std::move(models), std::move(secret));
+}
+
+auto read_worker_secret(const server_config& config) -> std::string {
+  const auto& path = config.worker_secret_file;
+  if (path.empty())
+    throw config_error("router.worker_secret_file: workers must prove who they are: name a file holding a shared "
+                       "secret of at least 16 bytes (the same on the router node and every worker)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_error("router.worker_secret_file: " + path + ": cannot read");
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
+  if (secret.size() < 16)
+    throw config_error("router.worker_secret_file: " + path + ": the secret is shorter than 16 bytes");
+  return secret;
+}
+
+auto worker_proof(std::string_view secret, std::string_view challenge) -> std::string {
+  return to_hex(hmac_sha256(secret, std::string("troupe worker join\n").append(challenge)));
 }
 
 auto spawn_endpoint(caf::actor_system& sys, scheduler_actor scheduler) -> endpoint_actor {

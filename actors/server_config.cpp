@@ -459,6 +459,9 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"router", "worker_port", integer(&c::worker_port, -1, 65535),
        "remote replicas join here (troupe worker --join HOST:PORT, host: server.host); -1: none, 0: any free "
        "port"},
+      {"router", "worker_secret_file", text(&c::worker_secret_file),
+       "a file holding the fleet's secret (at least 16 bytes), needed with worker_port and by every worker:\n"
+       "a worker proves it knows it (HMAC-SHA256 of a one-use challenge); it is never sent or logged"},
       {"router", "capability_rules",
        table_array<capability_rule>(&c::capability_rules,
                                     {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},

@@ -111,6 +111,7 @@ struct server_config {
   std::int32_t max_retries = 2;            ///< >= 0: a request whose replica fails before its first token is retried elsewhere
   std::vector<capability_rule> capability_rules; ///< (array of tables)
   std::int32_t worker_port = -1;           ///< [-1, 65535]: where `troupe worker --join` connects (-1: none; 0: any free port)
+  std::string worker_secret_file;          ///< the fleet's shared secret (a file, >= 16 bytes); needed with worker_port and by workers
   // [autoscaler] (the [model]'s replicas; CPU and zero executors)
   std::string autoscaler_policy = "none";  ///< key "policy": "none", or an autoscaling policy's name
   double autoscaler_target = 0;            ///< key "target": >= 0; the policy's (0: its default)

@@ -40,6 +40,7 @@ CAF_ADD_ATOM(troupe, troupe, fleet_atom, "fleet")
 CAF_ADD_ATOM(troupe, troupe, scale_atom, "scale")
 CAF_ADD_ATOM(troupe, troupe, started_atom, "started")
 CAF_ADD_ATOM(troupe, troupe, rsubmit_atom, "rsubmit")
+CAF_ADD_ATOM(troupe, troupe, hello_atom, "hello")
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encode_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::encoded)

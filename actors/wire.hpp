@@ -11,6 +11,7 @@
 // retry or end their requests.
 
 #include "actors/interfaces.hpp"
+#include "actors/server_config.hpp"
 #include "actors/serving_context.hpp"
 
 #include <caf/actor_system.hpp>
@@ -33,12 +34,29 @@ using endpoint_actor = caf::typed_actor<
     caf::reacts_to<gone_atom>>;
 
 /// On the router node, published at router.worker_port: where workers join.
+/// A worker proves it knows the fleet's secret (router.worker_secret_file)
+/// before it gets anything: a stranger who reaches the port learns nothing
+/// and reaches no actor but this one.
 using door_actor = caf::typed_actor<
-    /// A worker asks for a replica of this model: its index and the router
-    /// (its load reports' address), or an error naming the served models.
-    caf::replies_to<join_atom, std::string>::with<std::int32_t, router_actor>,
-    /// The replica (index, model) is loaded: here is its endpoint.
-    caf::reacts_to<join_atom, std::int32_t, std::string, endpoint_actor>>;
+    /// A challenge: a fresh nonce (hex), good for one join within a minute.
+    caf::replies_to<hello_atom>::with<std::string>,
+    /// A worker asks for a replica of this model, with a challenge it was
+    /// given and its proof (worker_proof): the replica's index, the router
+    /// (its load reports' address) and a ticket for the replica's endpoint;
+    /// or an error (wrong proof, unknown model: naming the served ones).
+    caf::replies_to<join_atom, std::string, std::string, std::string>::with<std::int32_t, router_actor,
+                                                                          std::string>,
+    /// The replica (index, model) is loaded: here is its endpoint, with the
+    /// ticket its join got (one use).
+    caf::reacts_to<join_atom, std::int32_t, std::string, endpoint_actor, std::string>>;
+
+/// The fleet's secret from config.router.worker_secret_file (trailing
+/// whitespace dropped). Throws config_error, one line naming the key: no
+/// file given, unreadable, or under 16 bytes. The secret is never logged.
+auto read_worker_secret(const server_config& config) -> std::string;
+
+/// A worker's proof for a challenge: HMAC-SHA256 of it under the secret, hex.
+auto worker_proof(std::string_view secret, std::string_view challenge) -> std::string;
 
 /// The remote replica's stand-in on the router node.
 using proxy_actor = scheduler_actor::extend<caf::reacts_to<tokens_atom, request_update>>;
@@ -46,8 +64,9 @@ using proxy_actor = scheduler_actor::extend<caf::reacts_to<tokens_atom, request_
 /// Registers the types and interfaces that cross the network (both ends).
 void add_wire_types(caf::actor_system_config& cfg);
 
-/// The door to the fleet's models (kept alive by the caller's handle).
-auto spawn_door(caf::actor_system& sys, std::shared_ptr<const fleet> models) -> door_actor;
+/// The door to the fleet's models (kept alive by the caller's handle);
+/// workers must prove they know `secret`.
+auto spawn_door(caf::actor_system& sys, std::shared_ptr<const fleet> models, std::string secret) -> door_actor;
 
 /// A worker's endpoint for its local scheduler.
 auto spawn_endpoint(caf::actor_system& sys, scheduler_actor scheduler) -> endpoint_actor;

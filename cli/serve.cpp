@@ -381,7 +381,7 @@ auto run_serve(std::span<char* const> argv) -> int {
     auto served = start_fleet(sys, cfg, status, parts, info);
     if (cfg.worker_port >= 0) {
       // Workers join at the door (their replicas then serve like local ones).
-      auto door = spawn_door(sys, served);
+      auto door = spawn_door(sys, served, read_worker_secret(cfg));
       parts.front()->actors.push_back(caf::actor_cast<caf::actor>(door));
       auto port = sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.worker_port), cfg.host.c_str(), true);
       if (!port)

@@ -38,6 +38,7 @@ auto run_worker(std::span<char* const> argv) -> int {
   const auto host = join.substr(0, colon);
   const auto cfg = config_source_of(a, {}).load();
   check_model_dirs(cfg, "worker");
+  const auto secret = read_worker_secret(cfg); // before connecting: no credentials, no join
   if (cfg.executor != "zero" && parse_device(cfg.devices.front()))
     throw std::runtime_error("engine.devices: a worker's replicas run on the CPU (or the zero executor)");
 
@@ -62,14 +63,22 @@ auto run_worker(std::span<char* const> argv) -> int {
     const auto setup = prepare_model(cfg);
 
     // The replica indices (and the router) first: the metrics need the count.
+    // Each join answers a fresh challenge with the fleet's secret.
     caf::scoped_actor self{sys};
     std::vector<std::int32_t> indices;
+    std::vector<std::string> tickets;
     router_actor router;
-    for (int k = 0; k < cfg.replicas; ++k)
-      self->request(*door, std::chrono::seconds(30), join_atom_v, setup.name)
+    for (int k = 0; k < cfg.replicas; ++k) {
+      std::string challenge;
+      self->request(*door, std::chrono::seconds(30), hello_atom_v)
+          .receive([&](std::string& c) { challenge = std::move(c); },
+                   [&](caf::error& e) { throw std::runtime_error(join + " did not answer: " + sys.render(e)); });
+      self->request(*door, std::chrono::seconds(30), join_atom_v, setup.name, challenge,
+                    worker_proof(secret, challenge))
           .receive(
-              [&](std::int32_t index, router_actor& r) {
+              [&](std::int32_t index, router_actor& r, std::string& ticket) {
                 indices.push_back(index);
+                tickets.push_back(std::move(ticket));
                 router = std::move(r);
               },
               [&](caf::error& e) {
@@ -79,6 +88,7 @@ auto run_worker(std::span<char* const> argv) -> int {
                                          (why.match_elements<std::string>() ? why.get_as<std::string>(0)
                                                                             : sys.render(e)));
               });
+    }
     std::vector<std::string> devices;
     for (const auto i : indices) devices.push_back("worker:" + std::to_string(i));
     metrics.emplace(nullptr, setup.name, "", *std::max_element(indices.begin(), indices.end()) + 1, devices);
@@ -88,7 +98,7 @@ auto run_worker(std::span<char* const> argv) -> int {
       if (!r.error.empty()) throw std::runtime_error(r.error);
       auto endpoint = spawn_endpoint(sys, caf::actor_cast<scheduler_actor>(r.scheduler));
       actors.push_back(caf::actor_cast<caf::actor>(endpoint));
-      self->send(*door, join_atom_v, indices[k], setup.name, endpoint);
+      self->send(*door, join_atom_v, indices[k], setup.name, endpoint, tickets[k]);
     }
     std::string list;
     for (const auto i : indices) list += (list.empty() ? "" : ", ") + std::to_string(i);

@@ -103,4 +103,20 @@ auto equal_constant_time(const sha256_digest& a, const sha256_digest& b) -> bool
   return diff == 0;
 }
 
+auto hmac_sha256(std::string_view key, std::string_view message) -> sha256_digest {
+  // A key longer than the block is hashed first; the block is the key padded with zeros.
+  std::string block(64, '\0');
+  if (key.size() > 64) {
+    const auto k = sha256(key);
+    std::memcpy(block.data(), k.data(), k.size());
+  } else {
+    std::memcpy(block.data(), key.data(), key.size());
+  }
+  std::string inner(block), outer(block);
+  for (auto& c : inner) c = static_cast<char>(c ^ 0x36);
+  for (auto& c : outer) c = static_cast<char>(c ^ 0x5c);
+  const auto h = sha256(inner.append(message));
+  return sha256(outer.append(reinterpret_cast<const char*>(h.data()), h.size()));
+}
+
 } // namespace troupe

@@ -23,4 +23,8 @@ auto parse_sha256_hex(std::string_view hex) -> std::optional<sha256_digest>;
 /// Equal, in time that does not depend on where they differ.
 auto equal_constant_time(const sha256_digest& a, const sha256_digest& b) -> bool;
 
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`: how a worker proves it
+/// knows the fleet's secret without sending it.
+auto hmac_sha256(std::string_view key, std::string_view message) -> sha256_digest;
+
 } // namespace troupe

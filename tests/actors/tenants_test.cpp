@@ -38,6 +38,20 @@ auto two_tenants(const std::string& extra_a = "", const std::string& extra_b = "
 
 } // namespace
 
+TEST_CASE("hmac_sha256 matches RFC 4231's test vectors") {
+  // Test cases 1, 2, 4 and 6 (a key longer than the block is hashed first).
+  CHECK(to_hex(hmac_sha256(std::string(20, '\x0b'), "Hi There")) ==
+        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  CHECK(to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")) ==
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  std::string key4;
+  for (int i = 1; i <= 25; ++i) key4 += static_cast<char>(i);
+  CHECK(to_hex(hmac_sha256(key4, std::string(50, '\xcd'))) ==
+        "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+  CHECK(to_hex(hmac_sha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")) ==
+        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 TEST_CASE("sha256 matches the FIPS 180-4 test vectors") {
   CHECK(to_hex(sha256("")) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK(to_hex(sha256("abc")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

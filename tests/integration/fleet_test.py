@@ -396,11 +396,25 @@ def test_autoscaler(model):
         srv.stop()
 
 
-class worker:
-    """A `troupe worker --join` process; its replica indices from its first line."""
+SECRET_FILE = None  # the fleet's secret (router.worker_secret_file), written by main()
 
-    def __init__(self, join, model, *sets):
+
+def write_secret(path, secret):
+    with open(path, "w") as f:
+        f.write(secret + "\n")
+    return path
+
+
+class worker:
+    """A `troupe worker --join` process; its replica indices from its first
+    line. It proves it knows the fleet's secret (SECRET_FILE), or another
+    file's (secret_file), or none (secret_file="")."""
+
+    def __init__(self, join, model, *sets, secret_file=None):
+        secret_file = SECRET_FILE if secret_file is None else secret_file
         args = [TROUPE, "worker", "--join", join, "--config", CONFIG, "--model", model, "--set", "engine.threads=1"]
+        if secret_file:
+            args += ["--set", "router.worker_secret_file=" + secret_file]
         for x in sets:
             args += ["--set", x]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -416,6 +430,7 @@ def test_remote(model):
     moves its not-yet-streamed requests to the local replica; the router
     takes it out and a new worker joins."""
     srv = server(model, "engine.threads=1", "server.admin_api=true", "router.worker_port=0",
+                 "router.worker_secret_file=" + SECRET_FILE,
                  "router.health_check_interval_s=0.2", "router.health_check_timeout_s=2")
     w = None
     try:
@@ -479,12 +494,41 @@ def test_remote(model):
         lines = out.strip().splitlines()
         check(other.proc.returncode == 1 and len(lines) == 1 and "no model 'other' is served here" in lines[0],
               f"a worker of a model not served is refused with one line ({out.strip()})")
+        # Workers prove they know the fleet's secret: a wrong one is refused
+        # with one line on both sides and gets nothing; none is refused at once.
+        before = len(replicas(srv))
+        log_before = len(srv.read_log())
+        wrong = worker(join, model, secret_file=write_secret(os.path.join(os.path.dirname(SECRET_FILE), "wrong"),
+                                                             "not the fleet's secret, 32 bytes"))
+        out = wrong.line + wrong.proc.communicate(timeout=30)[0]
+        lines = out.strip().splitlines()
+        check(wrong.proc.returncode == 1 and len(lines) == 1 and "refused the worker: wrong credentials" in lines[0],
+              f"a worker with the wrong secret is refused with one line ({out.strip()})")
+        wait_for("the router node logs the refusal", lambda: any("refused a worker" in x for x in srv.read_log()[log_before:]), 10)
+        refusals = [x.strip() for x in srv.read_log()[log_before:] if "refused a worker" in x]
+        check(len(refusals) == 1 and "worker_secret_file" in refusals[0],
+              f"the router node says so in one line ({refusals})")
+        check(len(replicas(srv)) == before, f"the refused worker got no replica slot ({len(replicas(srv))} replicas)")
+        bare = worker(join, model, secret_file="")
+        out = bare.line + bare.proc.communicate(timeout=30)[0]
+        lines = out.strip().splitlines()
+        check(bare.proc.returncode == 1 and len(lines) == 1 and "router.worker_secret_file: workers must prove" in lines[0],
+              f"a worker without a secret is refused at once, one line ({out.strip()})")
+        log = "".join(srv.read_log())
+        check(open(SECRET_FILE).read().strip() not in log and "not the fleet's secret" not in log,
+              "no secret in the router node's log")
     finally:
         if w and w.proc.poll() is None:
             w.proc.kill()
         srv.stop()
+    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0",
+                          "--set", "router.worker_port=0"], capture_output=True, text=True, timeout=60)
+    check(out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and
+          "router.worker_secret_file: workers must prove" in out.stderr,
+          f"a router node without a secret does not start, one line ({out.stderr.strip()})")
     for join, code, expect in (("127.0.0.1:1", 1, "cannot reach 127.0.0.1:1"), ("nowhere", 2, "--join wants HOST:PORT")):
-        out = subprocess.run([TROUPE, "worker", "--join", join, "--config", CONFIG, "--model", model],
+        out = subprocess.run([TROUPE, "worker", "--join", join, "--config", CONFIG, "--model", model,
+                              "--set", "router.worker_secret_file=" + SECRET_FILE],
                              capture_output=True, text=True, timeout=60)
         check(out.returncode == code and expect in out.stderr.splitlines()[0],
               f"troupe worker --join {join}: exit {code}, one line ({out.stderr.strip().splitlines()[0]})")
@@ -492,8 +536,10 @@ def test_remote(model):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
+    global SECRET_FILE
     try:
         model = make_tiny(tmp)
+        SECRET_FILE = write_secret(os.path.join(tmp, "fleet.secret"), "the fleet's secret: s3cr3t-0123456789")
         test_admin_off(model)
         test_weighted(model)
         test_models(tmp, model)
