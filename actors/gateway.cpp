@@ -33,10 +33,11 @@ auto presented_key(const http::request& req) -> std::optional<std::string> {
 }
 
 // What makes a deterministic request's answer: every field that shapes it.
-// "" when the request is not cacheable (sampled without a seed; logprobs).
+// "" when the request is not cacheable (sampled without a seed; logprobs;
+// echo, whose prompt text the stored pieces do not hold).
 auto canonical_request(const api::completion_request& r, const std::string& version) -> std::string {
   const auto& s = r.sampling;
-  if (!(s.temperature == 0 || s.seed) || r.want_logprobs) return {};
+  if (!(s.temperature == 0 || s.seed) || r.want_logprobs || r.echo) return {};
   std::string k = version;
   k += r.kind == api::endpoint::chat ? "\nchat\n" : "\ncompletion\n";
   const auto field = [&](std::string_view text) {
@@ -59,6 +60,11 @@ auto canonical_request(const api::completion_request& r, const std::string& vers
   k += nums;
   for (const auto& stop : s.stop) field(stop);
   for (auto t : s.stop_token_ids) k += std::to_string(t) + ",";
+  k += '|';
+  for (const auto& [t, bias] : s.logit_bias) {
+    std::snprintf(nums, sizeof nums, "%d:%a,", t, static_cast<double>(bias));
+    k += nums;
+  }
   return k;
 }
 
@@ -311,7 +317,7 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     client->respond(e.status, std::move(h), api::error_body(e));
   };
   const auto kind = call.kind;
-  auto parsed = api::parse_request(kind, call.body, dflt->defaults);
+  auto parsed = api::parse_request(kind, call.body, dflt->defaults, !call.ws_id.empty());
   if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
   // The model: named (a served one, or a capability route), else the default.
   const served_model* model = &fl->models.front();
@@ -331,7 +337,7 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   }
   // Parsed again with its own generation defaults when they differ.
   if (model->stable.get() != dflt && !(model->stable->defaults == dflt->defaults)) {
-    parsed = api::parse_request(kind, call.body, model->stable->defaults);
+    parsed = api::parse_request(kind, call.body, model->stable->defaults, !call.ws_id.empty());
     if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
   }
   auto& body = std::get<api::completion_request>(parsed);

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include <cstdio>
+#include <deque>
 #include <optional>
 
 namespace troupe {
@@ -46,9 +47,13 @@ struct sink_state {
   caf::strong_actor_ptr keep_alive; ///< itself, until it quits
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
-  std::int64_t text_offset = 0;
+  std::int64_t text_offset = 0;            ///< code points in the settled tokens' bytes
   std::string text;                        ///< the whole text (non-streaming)
   std::vector<api::token_logprob> logprobs; ///< non-streaming, when asked
+  /// Logprobs of tokens whose bytes are not settled yet (a byte piece of an
+  /// unfinished character), oldest first.
+  std::deque<api::token_logprob> unsettled;
+  std::string echo_text; ///< with echo: the prompt's text, sent before the first token's
   clock_type::time_point first_token{};
   clock_type::time_point last_token{};
   server_metrics::request_series* series = nullptr; ///< its tenant's, of its model
@@ -129,6 +134,10 @@ void start_stream(sink_state& st) {
 // One token's text (counted already): a token event (WebSocket), an SSE
 // chunk, or more of the whole text; and its logprobs, when asked.
 void add_text(sink_state& st, std::string& batch, std::string_view text, std::vector<api::token_logprob> lps) {
+  // OpenAI's text_offset counts code points, not bytes. (Settled bytes end
+  // on a character boundary: a character settles all its bytes at once.)
+  std::int64_t num_lp_code_points = 0;
+  for (const auto& l : lps) num_lp_code_points += num_code_points(l.token);
   if (st.ws()) {
     if (!text.empty()) add_event(st, batch, ws_token(st, text));
   } else if (st.req.body.stream) {
@@ -139,8 +148,7 @@ void add_text(sink_state& st, std::string& batch, std::string_view text, std::ve
     st.text += text;
     for (auto& l : lps) st.logprobs.push_back(std::move(l));
   }
-  // OpenAI's text_offset counts code points, not bytes.
-  st.text_offset += num_code_points(text);
+  st.text_offset += num_lp_code_points;
 }
 
 // The most tokens the prompt may have: below the model's context, and
@@ -190,11 +198,12 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   stop(self);
 }
 
-auto logprob_of(const tokenizer& tok, const sample_result& s) -> api::token_logprob {
+/// Its logprobs; the alternatives' bytes are what each would have added in
+/// its place (the token's own bytes are known once they settle).
+auto logprob_of(const output_processor& out, const sample_result& s) -> api::token_logprob {
   api::token_logprob lp;
-  lp.token = std::string(tok.piece(s.token));
   lp.logprob = s.logprob;
-  for (const auto& t : s.top_logprobs) lp.top.emplace_back(std::string(tok.piece(t.token)), t.logprob);
+  for (const auto& t : s.top_logprobs) lp.top.emplace_back(out.token_bytes(t.token), t.logprob);
   return lp;
 }
 
@@ -253,7 +262,6 @@ void on_tokens(self_ptr self, request_update& u) {
     st.undelivered->fetch_sub(1, std::memory_order_relaxed);
     return replica_failed(self);
   }
-  const auto& tok = *st.ctx->tok;
   std::string batch;
   if (u.token) {
     const auto& s = *u.token;
@@ -266,10 +274,18 @@ void on_tokens(self_ptr self, request_update& u) {
       m.inter_token_latency->Observe(std::chrono::duration<double>(now - st.last_token).count());
     }
     st.last_token = now;
+    if (st.completion_tokens == 0 && !st.echo_text.empty()) add_text(st, batch, st.echo_text, {});
     ++st.completion_tokens;
+    if (st.req.body.want_logprobs) st.unsettled.push_back(logprob_of(*st.out, s));
     auto delta = st.out->on_token(s.token);
     std::vector<api::token_logprob> lps;
-    if (st.req.body.want_logprobs) lps.push_back(logprob_of(tok, s));
+    if (st.req.body.want_logprobs) {
+      for (auto& b : delta.token_bytes) {
+        lps.push_back(std::move(st.unsettled.front()));
+        st.unsettled.pop_front();
+        lps.back().token = std::move(b);
+      }
+    }
     if (st.req.cache) st.pieces.push_back(delta.text);
     add_text(st, batch, delta.text, std::move(lps));
     if (delta.finished != finish_reason::none) {
@@ -319,6 +335,12 @@ void submit(self_ptr self, encoded& e) {
   auto& st = self->state;
   if (!e.error.empty()) return fail(self, 400, e.error, st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
   if (st.req.route && !st.route_decided && !decide_route(self, e)) return;
+  for (const auto& [t, bias] : st.req.body.sampling.logit_bias)
+    if (t >= st.ctx->tok->vocab_size())
+      return fail(self, 400,
+                  "logit_bias names token " + std::to_string(t) + ", outside the vocabulary (" +
+                      std::to_string(st.ctx->tok->vocab_size()) + " tokens)",
+                  "logit_bias", "invalid_value");
   request r;
   r.id = st.id;
   r.prompt = std::move(e.tokens);
@@ -424,6 +446,7 @@ void replica_failed(self_ptr self) {
   st.text_offset = 0;
   st.text.clear();
   st.logprobs.clear();
+  st.unsettled.clear();
   st.out.emplace(*st.ctx->tok, st.original.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
   auto r = st.original;
   r.id = st.id;
@@ -527,6 +550,8 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     job.text = std::move(st.req.body.prompt);
   job.max_tokens = prompt_limit(st);
   if (st.req.route) st.job = job;
+  if (st.req.body.echo)
+    st.echo_text = st.req.body.prompt_tokens.empty() ? job.text : st.ctx->tok->decode(st.req.body.prompt_tokens);
   if (!job.chat && !st.req.body.prompt_tokens.empty()) {
     encoded e{st.req.body.prompt_tokens, {}};
     for (auto t : e.tokens)

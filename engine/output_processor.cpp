@@ -22,7 +22,7 @@ output_processor::output_processor(const tokenizer& tok, const sampling_params& 
 
 auto output_processor::finish(finish_reason r) -> output_delta {
   held_ += detok_.flush();
-  output_delta d{std::move(held_), r, {}};
+  output_delta d{std::move(held_), r, {}, detok_.take_settled()};
   held_.clear();
   return d;
 }
@@ -32,8 +32,11 @@ auto output_processor::on_token(token_id id) -> output_delta {
   const auto is = [id](const std::vector<token_id>& v) {
     return std::find(v.begin(), v.end(), id) != v.end();
   };
-  if (is(params_.stop_token_ids) || (!params_.ignore_eos && is(eos_ids_)))
-    return finish(finish_reason::stop);
+  if (is(params_.stop_token_ids) || (!params_.ignore_eos && is(eos_ids_))) {
+    auto d = finish(finish_reason::stop);
+    d.token_bytes.emplace_back(); // the stop token shows no text
+    return d;
+  }
 
   held_ += detok_.push(id); // ids past the tokenizer's vocabulary carry no text
 
@@ -48,7 +51,8 @@ auto output_processor::on_token(token_id id) -> output_delta {
     }
   }
   if (hit != nullptr) {
-    output_delta d{held_.substr(0, hit_pos), finish_reason::stop, *hit};
+    detok_.flush(); // settles any byte held back; its text is past the stop
+    output_delta d{held_.substr(0, hit_pos), finish_reason::stop, *hit, detok_.take_settled()};
     held_.clear();
     return d;
   }
@@ -56,10 +60,10 @@ auto output_processor::on_token(token_id id) -> output_delta {
 
   // Release all but the last max_stop_len - 1 bytes, on a character boundary.
   const std::size_t keep = max_stop_len_ > 0 ? max_stop_len_ - 1 : 0;
-  if (held_.size() <= keep) return {};
+  if (held_.size() <= keep) return {{}, finish_reason::none, {}, detok_.take_settled()};
   std::size_t cut = held_.size() - keep;
   while (cut > 0 && cut < held_.size() && is_utf8_continuation(static_cast<unsigned char>(held_[cut]))) --cut;
-  output_delta d{held_.substr(0, cut), finish_reason::none, {}};
+  output_delta d{held_.substr(0, cut), finish_reason::none, {}, detok_.take_settled()};
   held_.erase(0, cut);
   return d;
 }

@@ -20,6 +20,11 @@ struct output_delta {
   std::string text;                        ///< new text, valid UTF-8, maybe empty
   finish_reason finished = finish_reason::none;
   std::string stop_reason;                 ///< the stop string matched, if any
+  /// The tokens settled by this call, oldest first, one entry each: its own
+  /// bytes (incremental_detokenizer::take_settled); a stop or EOS token's is
+  /// "". Every token fed is settled once, by the finished delta at the latest.
+  /// Without a stop string, joined over the request they are its text.
+  std::vector<std::string> token_bytes;
 };
 
 /// The tokens that end generation: the model config's (generation_config
@@ -39,6 +44,10 @@ public:
   auto on_token(token_id id) -> output_delta;
 
   auto num_tokens() const -> std::int32_t { return num_tokens_; }
+
+  /// The bytes `id` would add if it came next (for top logprobs):
+  /// incremental_detokenizer::token_bytes.
+  auto token_bytes(token_id id) const -> std::string { return detok_.token_bytes(id); }
 
 private:
   auto finish(finish_reason r) -> output_delta;

@@ -4,7 +4,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -397,6 +399,7 @@ struct fields {
   bool has_stream_options = false;
   std::optional<bool> chat_logprobs;
   std::optional<std::int32_t> logprobs_count; // completions' logprobs, chat's top_logprobs
+  std::string unknown; // the first field troupe does not know (refused after a missing input)
 };
 
 auto read_stream_options(od::value& v, bool& include_usage) -> problem {
@@ -410,7 +413,35 @@ auto read_stream_options(od::value& v, bool& include_usage) -> problem {
   });
 }
 
-auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f) -> problem {
+/// A field OpenAI defines that troupe does not implement yet: refused, not ignored.
+auto not_supported(std::string_view param, std::string_view what = {}) -> api_error {
+  return error("unsupported_parameter", std::string(param),
+               std::string(what.empty() ? param : what) + " is not supported yet");
+}
+
+/// OpenAI's logit_bias: {"token id": bias}. The ids are checked against the
+/// vocabulary once the model is known; the range by sampling_params::validate.
+auto read_logit_bias(od::value& v, std::vector<std::pair<token_id, float>>& out) -> problem {
+  od::object biases;
+  if (auto e = v.get_object().get(biases)) return failed(e, "logit_bias", "logit_bias", "an object");
+  out.clear();
+  return for_each_field(biases, [&](std::string_view key, od::value& b) -> problem {
+    std::int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc{} || end != key.data() + key.size() || id < 0 || id > int32_max)
+      return error("invalid_value", "logit_bias",
+                   "logit_bias keys must be token ids (\"1234\"), got \"" + std::string(key) + "\"");
+    float bias = 0;
+    if (auto p = read_float(b, "logit_bias", bias)) return p;
+    const auto t = static_cast<token_id>(id);
+    const auto it = std::find_if(out.begin(), out.end(), [t](const auto& e) { return e.first == t; });
+    if (it != out.end()) it->second = bias; // a repeated key: the last wins, as in JSON.parse
+    else out.emplace_back(t, bias);
+    return {};
+  });
+}
+
+auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bool ws_message) -> problem {
   auto& r = f.r;
   auto& s = r.sampling;
   const bool chat = kind == endpoint::chat;
@@ -454,7 +485,36 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f) ->
     f.has_stream_options = true;
     return read_stream_options(v, r.include_usage);
   }
-  return check_json(v, 1);
+  if (key == "logit_bias") return read_logit_bias(v, s.logit_bias);
+  if (key == "echo" && !chat) return read_bool(v, key, r.echo);
+  if (key == "best_of" && !chat) {
+    std::int32_t best_of = 1;
+    if (auto p = read_int(v, key, 1, int32_max, best_of)) return p;
+    return best_of == 1 ? problem{} : not_supported(key, "best_of > 1");
+  }
+  if (key == "response_format" && chat) {
+    // {"type":"text"} is what every answer is already; JSON modes are not.
+    od::object format;
+    if (auto e = v.get_object().get(format)) return failed(e, key, key, "an object");
+    std::string type;
+    if (auto p = for_each_field(format, [&](std::string_view k, od::value& x) -> problem {
+          if (k == "type") return read_string(x, key, "response_format.type", type);
+          return check_json(x, 2);
+        }))
+      return *p;
+    return type == "text" ? problem{} : not_supported(key, "response_format other than {\"type\":\"text\"}");
+  }
+  if ((key == "suffix" && !chat) ||
+      (chat && (key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call")))
+    return not_supported(key);
+  // Documented by OpenAI as optional and without effect on the text; see docs/api.md.
+  if (key == "metadata" || key == "store" || key == "service_tier" || key == "parallel_tool_calls" ||
+      key == "prompt_cache_key" || key == "safety_identifier")
+    return check_json(v, 1);
+  if (ws_message && (key == "id" || key == "type")) return {}; // the WebSocket envelope's (parse_ws_envelope)
+  if (auto p = check_json(v, 1)) return p; // broken JSON is reported as such first
+  if (f.unknown.empty()) f.unknown = key;
+  return {};
 }
 
 /// The checks that need the whole request: required fields, fields that
@@ -465,6 +525,9 @@ auto finish(endpoint kind, fields& f) -> problem {
     const char* name = kind == endpoint::chat ? "messages" : "prompt";
     return error("missing_field", name, std::string(name) + " is missing");
   }
+  if (!f.unknown.empty())
+    return error("unknown_parameter", f.unknown,
+                 "unknown parameter " + f.unknown + " (troupe refuses fields it would ignore)");
   r.max_tokens = f.max_completion_tokens ? f.max_completion_tokens : f.max_tokens;
   if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
   if (f.has_stream_options && !r.stream)
@@ -480,6 +543,7 @@ auto finish(endpoint kind, fields& f) -> problem {
     r.top_logprobs = f.logprobs_count.value_or(0);
     r.sampling.logprobs = r.top_logprobs;
   }
+  if (r.echo && r.want_logprobs) return not_supported("echo", "echo with logprobs");
   // validate()'s line opens with the field's name: "top_p must be in (0, 1], got 1.5".
   if (auto line = r.sampling.validate(); !line.empty()) {
     auto param = line.substr(0, line.find_first_of(" ["));
@@ -542,13 +606,13 @@ auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_e
   return env;
 }
 
-auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults)
+auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults, bool ws_message)
     -> std::variant<completion_request, api_error> {
   fields f;
   f.r.kind = kind;
   f.r.sampling = defaults;
   if (auto p = read_object(body, "request body",
-                           [&](std::string_view key, od::value& v) { return read_field(kind, key, v, f); }))
+                           [&](std::string_view key, od::value& v) { return read_field(kind, key, v, f, ws_message); }))
     return *p;
   if (auto p = finish(kind, f)) return *p;
   return std::move(f.r);

@@ -48,6 +48,7 @@ struct completion_request {
   std::int32_t priority = 0;
   std::int32_t top_logprobs = 0;      ///< alternatives asked for per token, 0..20
   bool want_logprobs = false;         ///< completions: logprobs given; chat: logprobs true
+  bool echo = false;                  ///< completions: the prompt's text opens the answer
 };
 
 /// Parses and validates a request body. `defaults` are the model's defaults
@@ -62,13 +63,19 @@ struct completion_request {
 ///    of prompts, n != 1, an unknown role, a non-text content part: invalid_value;
 ///  - a message without content (absent or null): missing_field, param
 ///    "messages[i].content"; fields inside messages are named that way.
-/// Unknown fields are ignored (OpenAI clients send many) but must be valid
-/// JSON. JSON null counts as absent. Role "developer" is taken as "system".
+/// Fields OpenAI defines that troupe does not implement (best_of > 1, suffix,
+/// response_format but {"type":"text"}, tools, tool_choice, functions,
+/// function_call, echo with logprobs) are refused: code unsupported_parameter.
+/// A few optional fields without effect on the answer (metadata, store,
+/// service_tier, parallel_tool_calls, prompt_cache_key, safety_identifier) are
+/// ignored but must be valid JSON; any other field is refused: code
+/// unknown_parameter. With `ws_message`, "id" and "type" (the WebSocket
+/// envelope's) are allowed too. JSON null counts as absent. Role "developer" is taken as "system".
 /// Completions' logprobs is an integer 0..20; chat's is a boolean with
 /// top_logprobs 0..20 (top_logprobs > 0 without logprobs: true is an error).
 /// stream_options is only allowed with stream: true.
-[[nodiscard]] auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults)
-    -> std::variant<completion_request, api_error>;
+[[nodiscard]] auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults,
+                                 bool ws_message = false) -> std::variant<completion_request, api_error>;
 
 struct usage {
   std::int64_t prompt_tokens = 0;
@@ -77,10 +84,13 @@ struct usage {
 
 /// One sampled token and what the model thought of it.
 struct token_logprob {
-  /// Its text piece; bytes that are not UTF-8 print as U+FFFD (chat's "bytes" keep them).
+  /// Its bytes in the text (a byte piece's one byte, maybe not UTF-8 alone).
+  /// It prints as text when it is UTF-8, else as OpenAI prints a token that
+  /// ends mid-character: "bytes:\\xe4" (each byte but printable ASCII as
+  /// \\xNN); chat's "bytes" are these bytes.
   std::string token;
   float logprob = 0; ///< below -9999 (or -inf, NaN) prints as -9999.0, as vLLM does
-  std::vector<std::pair<std::string, float>> top; ///< alternatives, most likely first
+  std::vector<std::pair<std::string, float>> top; ///< alternatives (bytes as token), most likely first
 };
 
 /// The fields every response object repeats.
@@ -96,7 +106,8 @@ struct response_head {
 /// finish_reason "" is JSON null. logprobs null or empty prints "logprobs": null;
 /// else completions get {"tokens","token_logprobs","top_logprobs":[{text:lp}],
 /// "text_offset"} with offsets in Unicode code points counted from
-/// text_offset0 (as OpenAI and vLLM count), chat gets {"content":[{"token",
+/// text_offset0 (as OpenAI and vLLM count; a token that starts inside a
+/// character, a byte piece, points at that character), chat gets {"content":[{"token",
 /// "logprob","bytes":[UTF-8 byte values],"top_logprobs":[{"token","logprob","bytes"}]}]}.
 /// With include_usage every chunk carries "usage": null, as OpenAI does.
 auto stream_chunk(endpoint kind, const response_head& h, std::string_view text,

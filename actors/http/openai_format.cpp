@@ -35,11 +35,31 @@ void add_bytes(std::string& out, std::string_view s) {
   out += ']';
 }
 
+/// A token's bytes as OpenAI shows a token: the text when it is UTF-8, else
+/// "bytes:" and each byte as \xNN (printable ASCII but '\\' as itself), the
+/// form OpenAI gives tokens that end mid-character (["bytes:\\xe4"]).
+void add_token_string(std::string& out, std::string_view bytes) {
+  if (is_valid_utf8(bytes)) return add_string(out, bytes);
+  std::string s = "bytes:";
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7F && b != '\\') {
+      s += c;
+    } else {
+      constexpr char hex[] = "0123456789abcdef";
+      s += "\\x";
+      s += hex[b >> 4];
+      s += hex[b & 15];
+    }
+  }
+  add_string(out, s);
+}
+
 void add_completion_logprobs(std::string& out, const std::vector<token_logprob>& lps, std::int64_t offset) {
   out += "{\"tokens\":[";
   for (std::size_t i = 0; i < lps.size(); ++i) {
     if (i) out += ',';
-    add_string(out, lps[i].token);
+    add_token_string(out, lps[i].token);
   }
   out += "],\"token_logprobs\":[";
   for (std::size_t i = 0; i < lps.size(); ++i) {
@@ -51,17 +71,20 @@ void add_completion_logprobs(std::string& out, const std::vector<token_logprob>&
     out += i ? ",{" : "{";
     for (std::size_t j = 0; j < lps[i].top.size(); ++j) {
       if (j) out += ',';
-      add_string(out, lps[i].top[j].first);
+      add_token_string(out, lps[i].top[j].first);
       out += ':';
       add_logprob(out, lps[i].top[j].second);
     }
     out += '}';
   }
+  // Each offset is the character its token's first byte belongs to: a token
+  // that continues a character (a byte piece) points at that character.
   out += "],\"text_offset\":[";
   for (std::size_t i = 0; i < lps.size(); ++i) {
     if (i) out += ',';
-    add_int(out, offset);
-    offset += num_code_points(lps[i].token);
+    const auto& t = lps[i].token;
+    add_int(out, offset - (!t.empty() && is_utf8_continuation(static_cast<unsigned char>(t[0])) ? 1 : 0));
+    offset += num_code_points(t);
   }
   out += "]}";
 }
@@ -69,7 +92,7 @@ void add_completion_logprobs(std::string& out, const std::vector<token_logprob>&
 /// Opens {"token","logprob","bytes" — the caller adds to it and closes it.
 void add_chat_token(std::string& out, std::string_view token, float logprob) {
   out += "{\"token\":";
-  add_string(out, token);
+  add_token_string(out, token);
   out += ",\"logprob\":";
   add_logprob(out, logprob);
   out += ",\"bytes\":";

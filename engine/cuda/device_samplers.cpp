@@ -12,7 +12,8 @@ void device_samplers::add(std::span<const new_request_data> requests) {
     // Seeds as the CPU executor draws them, so that both backends agree.
     const auto fallback = seed_source_.next();
     state st{r.sampling, rng(r.sampling.seed.value_or(fallback)), {}, {}, nullptr};
-    if (r.sampling.logprobs > 0) st.host = std::make_unique<request_sampler>(r.sampling, r.prompt_tokens, fallback);
+    // logit_bias is not in the device kernel: such requests sample on the host too.
+    if (r.sampling.logprobs > 0 || !r.sampling.logit_bias.empty()) st.host = std::make_unique<request_sampler>(r.sampling, r.prompt_tokens, fallback);
     if (r.sampling.repetition_penalty != 1.0f) {
       st.prompt_set = r.prompt_tokens;
       std::sort(st.prompt_set.begin(), st.prompt_set.end());

@@ -4,7 +4,7 @@
 // seeded random stream and penalty counts, as the CPU sampler keeps them;
 // per step, the rows the device sampler reads (with the uniform each draw
 // uses and the penalised tokens), and the results recorded back. Requests
-// asking for top logprobs are sampled here, by the CPU sampler.
+// asking for top logprobs or a logit_bias are sampled here, by the CPU sampler.
 
 #include "engine/core/scheduler_output.hpp"
 #include "engine/sampling/rng.hpp"

@@ -174,6 +174,14 @@ auto request_sampler::apply_penalties(std::span<float> logits) -> bool {
   const auto vocab = static_cast<token_id>(logits.size());
   const auto in_vocab = [vocab](token_id t) { return t >= 0 && t < vocab; };
 
+  // OpenAI's logit_bias first, as vLLM's logits processors ran before the penalties.
+  for (const auto& [t, bias] : params_.logit_bias) {
+    if (!in_vocab(t)) continue;
+    float& l = logits[t];
+    scratch_saved_.emplace_back(t, l);
+    l += bias;
+  }
+
   // Repetition penalty, HF/CTRL (Keskar et al. 2019): once per token seen in
   // the prompt or the output.
   const float repetition = params_.repetition_penalty;

@@ -38,7 +38,8 @@ public:
   /// [0, logits.size()): pass a prefix of a model's row to leave out the rows
   /// past the tokenizer's vocabulary (nothing past the span is read; penalties
   /// on prompt ids past it are ignored). Logprobs are log_softmax of the
-  /// logits as given, before penalties and temperature. Order as in vLLM: repetition penalty,
+  /// logits as given, before logit_bias, penalties and temperature. Order as
+  /// in vLLM: logit_bias, repetition penalty,
   /// presence/frequency penalties, then greedy argmax (temperature < 1e-5,
   /// lowest id on ties) or temperature, top-k, top-p, min-p and an inverse-CDF
   /// draw. Top-k keeps exactly k tokens (lower id first on equal logits).

@@ -44,6 +44,11 @@ auto sampling_params::validate() const -> std::string {
     if (stop_token_ids[i] < 0)
       return "stop_token_ids[" + std::to_string(i) + "] must be >= 0, got " +
              show(stop_token_ids[i]);
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return "logit_bias must map token ids >= 0, got " + show(id);
+    if (!(bias >= -100.0f && bias <= 100.0f))
+      return "logit_bias must map to biases in [-100, 100], got " + show(bias) + " for token " + show(id);
+  }
   return "";
 }
 

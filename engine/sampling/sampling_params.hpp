@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -27,6 +28,10 @@ struct sampling_params {
   std::vector<std::string> stop;  ///< finish when the text contains one (cut off)
   bool ignore_eos = false;        ///< keep going past the model's EOS tokens
   std::int32_t logprobs = -1;     ///< -1: none; n >= 0: sampled + top-n logprobs
+  /// (id, bias in [-100, 100]) added to the logits before any sampler, greedy
+  /// included (OpenAI's logit_bias); one entry per id. The caller checks the
+  /// ids against the tokenizer's vocabulary.
+  std::vector<std::pair<token_id, float>> logit_bias;
 
   /// Empty when valid, else one line naming the bad field, e.g.
   /// "top_p must be in (0, 1], got 1.5".

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 
 namespace troupe {
 namespace {
@@ -66,27 +67,42 @@ incremental_detokenizer::incremental_detokenizer(const tokenizer& tok, bool at_t
 
 auto incremental_detokenizer::drain(std::string& out, bool run_ended) -> void {
   auto done = std::size_t{0};
+  const auto settle_skipped = [&](std::size_t byte) {
+    settled_.resize(settled_.size() + skipped_after_[byte]);
+  };
   while (done < pending_.size()) {
     const auto rest = std::string_view{pending_}.substr(done);
     const auto n = sequence_length(static_cast<unsigned char>(rest[0]));
     if (n != 0 && rest.size() >= n && can_be_character(rest.substr(0, n), n)) {
       out.append(rest.substr(0, n));
+      for (std::size_t i = 0; i < n; ++i) { // one byte piece each
+        settled_.emplace_back(1, rest[i]);
+        settle_skipped(done + i);
+      }
       done += n;
     } else if (n != 0 && rest.size() < n && !run_ended && can_be_character(rest, n)) {
       break; // may still complete
     } else {
       out.append(replacement_char); // this byte starts no character: skip one
+      settled_.emplace_back(replacement_char);
+      settle_skipped(done);
       done += 1;
     }
   }
   pending_.erase(0, done);
+  skipped_after_.erase(skipped_after_.begin(), skipped_after_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 auto incremental_detokenizer::push(token_id id) -> std::string {
   auto out = std::string{};
-  if (id < 0 || id >= tok_->vocab_size()) return out;
+  if (id < 0 || id >= tok_->vocab_size()) { // no text, and the byte run goes on
+    if (pending_.empty()) settled_.emplace_back();
+    else ++skipped_after_.back();
+    return out;
+  }
   if (tok_->is_byte(id)) {
     pending_.push_back(static_cast<char>(tok_->byte_value(id)));
+    skipped_after_.push_back(0);
     drain(out, false);
     emitted_ = emitted_ || !out.empty();
     return out;
@@ -95,20 +111,32 @@ auto incremental_detokenizer::push(token_id id) -> std::string {
   // Mirrors SentencePieceProcessor::Decode's is_bos_ws / bos_ws_seen.
   if (bos_ws_seen_ || emitted_ || !out.empty()) at_start_ = false;
   bos_ws_seen_ = false;
-  if (tok_->is_control(id)) {
-    // invisible
-  } else if (tok_->is_unknown(id)) {
-    out += tok_->decode(std::span{&id, 1}); // the model's unk surface, " ⁇ "
-  } else {
-    auto piece = tok_->piece(id);
-    if (at_start_ && piece.starts_with(space_symbol)) {
-      piece.remove_prefix(space_symbol.size());
-      bos_ws_seen_ = tok_->leading_space() == leading_space_rule::drop_first;
-    }
-    append_replacing_spaces(out, piece);
-  }
+  const auto drops_space = at_start_ && !tok_->is_control(id) && !tok_->is_unknown(id) &&
+                           tok_->piece(id).starts_with(space_symbol);
+  auto own = token_bytes(id);
+  if (drops_space) bos_ws_seen_ = tok_->leading_space() == leading_space_rule::drop_first;
+  out += own;
+  settled_.push_back(std::move(own));
   emitted_ = emitted_ || !out.empty();
   return out;
+}
+
+auto incremental_detokenizer::token_bytes(token_id id) const -> std::string {
+  auto out = std::string{};
+  if (id < 0 || id >= tok_->vocab_size() || tok_->is_control(id)) return out;
+  if (tok_->is_byte(id)) return std::string(1, static_cast<char>(tok_->byte_value(id)));
+  if (tok_->is_unknown(id)) return tok_->decode(std::span{&id, 1}); // the model's unk surface, " ⁇ "
+  // push drops the leading "▁" only while nothing was emitted, no "▁" was just
+  // dropped, and no held byte is about to come out.
+  const auto at_start = at_start_ && !bos_ws_seen_ && !emitted_ && pending_.empty();
+  auto piece = tok_->piece(id);
+  if (at_start && piece.starts_with(space_symbol)) piece.remove_prefix(space_symbol.size());
+  append_replacing_spaces(out, piece);
+  return out;
+}
+
+auto incremental_detokenizer::take_settled() -> std::vector<std::string> {
+  return std::exchange(settled_, {});
 }
 
 auto incremental_detokenizer::flush() -> std::string {

@@ -3,7 +3,9 @@
 
 #include "engine/tokenizer/tokenizer.hpp"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -27,6 +29,19 @@ public:
   /// Whatever is held back, incomplete bytes as U+FFFD; call once at the end.
   auto flush() -> std::string;
 
+  /// The bytes `id` itself would add if pushed now: a byte piece's byte (maybe
+  /// not UTF-8 alone), a piece's text with "▁" as a space (its leading one
+  /// dropped by the same rule as push), the unknown surface, "" for control
+  /// tokens and ids outside the vocabulary. O(piece length).
+  auto token_bytes(token_id id) const -> std::string;
+
+  /// The pushed tokens settled since the last call, oldest first, one entry
+  /// per push: its share of the returned text. A byte piece settles when its
+  /// character is decided: its byte, or U+FFFD (EF BF BD) when the byte starts
+  /// no character (so joined, the entries are exactly the text returned); any
+  /// other id settles at once. Every push is settled by flush() at the latest.
+  auto take_settled() -> std::vector<std::string>;
+
 private:
   /// Moves whole characters (or U+FFFD for impossible bytes) from pending_ to
   /// out; with `run_ended`, an incomplete tail becomes U+FFFD too.
@@ -36,7 +51,11 @@ private:
   bool at_start_;             ///< a leading "▁" would still be dropped
   bool bos_ws_seen_ = false;  ///< the previous piece had its "▁" dropped
   bool emitted_ = false;      ///< some text has been returned
-  std::string pending_; ///< bytes of an unfinished UTF-8 character
+  std::string pending_; ///< bytes of an unfinished UTF-8 character, one per byte piece
+  std::vector<std::string> settled_; ///< see take_settled()
+  /// Per pending byte: ids outside the vocabulary pushed after it, which
+  /// settle (as "") right after it, keeping the settled entries in push order.
+  std::vector<std::uint32_t> skipped_after_;
 };
 
 } // namespace troupe

@@ -176,6 +176,35 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
       {C, R"({"prompt":"a","stream":true,"stream_options":{"include_usage":1}})", "stream_options",
        "invalid_type"},
       {C, R"({"prompt":"a","stream":true,"stream_options":5})", "stream_options", "invalid_type"},
+      // Fields troupe would otherwise ignore: refused, naming the field.
+      {C, R"({"prompt":"a","frobnicate":1})", "frobnicate", "unknown_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"prompt":"x"})", "prompt", "unknown_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"echo":true})", "echo", "unknown_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"suffix":"x"})", "suffix", "unknown_parameter"},
+      {C, R"({"prompt":"a","tools":[]})", "tools", "unknown_parameter"},
+      {C, R"({"prompt":"a","best_of":2})", "best_of", "unsupported_parameter"},
+      {C, R"({"prompt":"a","best_of":0})", "best_of", "invalid_value"},
+      {C, R"({"prompt":"a","suffix":"end"})", "suffix", "unsupported_parameter"},
+      {C, R"({"prompt":"a","echo":"yes"})", "echo", "invalid_type"},
+      {C, R"({"prompt":"a","echo":true,"logprobs":0})", "echo", "unsupported_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_object"}})",
+       "response_format", "unsupported_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"response_format":"text"})", "response_format",
+       "invalid_type"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})", "tools",
+       "unsupported_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"auto"})", "tool_choice",
+       "unsupported_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"functions":[]})", "functions", "unsupported_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"function_call":"none"})", "function_call",
+       "unsupported_parameter"},
+      {C, R"({"prompt":"a","logit_bias":[1]})", "logit_bias", "invalid_type"},
+      {C, R"({"prompt":"a","logit_bias":{"x":1}})", "logit_bias", "invalid_value"},
+      {C, R"({"prompt":"a","logit_bias":{"-1":1}})", "logit_bias", "invalid_value"},
+      {C, R"({"prompt":"a","logit_bias":{"12":"high"}})", "logit_bias", "invalid_type"},
+      {C, R"({"prompt":"a","logit_bias":{"12":101}})", "logit_bias", "invalid_value"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"logit_bias":{"3":-100.5}})", "logit_bias",
+       "invalid_value"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.body);
@@ -294,11 +323,30 @@ TEST_CASE("prompts: one string, one string in an array, token ids, one token lis
   CHECK(ids.prompt_tokens == std::vector<token_id>{1, 2, 3, 2147483647});
   CHECK(parse_ok(C, R"({"prompt":[[4,5]]})").prompt_tokens == std::vector<token_id>{4, 5});
   // Escaped keys and text; the last of a repeated key wins.
-  CHECK(parse_ok(C, R"({"pro\u006dpt":"a\u00e9\n","prompt_x":1})").prompt == "a\xc3\xa9\n");
+  CHECK(parse_ok(C, R"({"pro\u006dpt":"a\u00e9\n","st\u006fre":1})").prompt == "a\xc3\xa9\n");
+  CHECK(parse_error(C, R"({"prompt":"a","prompt_x":1})").param == "prompt_x");
   CHECK(parse_ok(C, R"({"prompt":"first","prompt":"second"})").prompt == "second");
   CHECK(parse_ok(C, " \n{\"prompt\":\"x\"}\n ").prompt == "x");
-  // Unknown fields are skipped, whatever they hold, so long as it is JSON.
-  CHECK(parse_ok(C, R"({"prompt":"x","x":1e400,"y":[[[{"a":[null,true,"\u00e9"]}]]],"z":{}})").prompt == "x");
+  // The optional fields without effect are skipped, whatever they hold, so long as it is JSON.
+  CHECK(parse_ok(C, R"({"prompt":"x","metadata":1e400,"store":[[[{"a":[null,true,"\u00e9"]}]]],"service_tier":{},
+      "parallel_tool_calls":true,"prompt_cache_key":"k","safety_identifier":"s","unheard_of":null})").prompt == "x");
+}
+
+TEST_CASE("logit_bias, echo and the harmless OpenAI fields are read") {
+  const auto r = parse_ok(C, R"({"prompt":"a","logit_bias":{"5":-100,"17":2.5,"5":100},"echo":true,"best_of":1})");
+  CHECK(r.sampling.logit_bias == std::vector<std::pair<token_id, float>>{{5, 100.0f}, {17, 2.5f}});
+  CHECK(r.echo);
+  const auto h = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"logit_bias":{"0":1},
+      "response_format":{"type":"text"},"tools":null,"user":"u","metadata":{"k":"v"},"store":false})");
+  CHECK(h.sampling.logit_bias.size() == 1);
+  CHECK(parse_error(C, R"({"prompt":"a","suffix":"z"})").message == "suffix is not supported yet");
+  CHECK(parse_error(C, R"({"prompt":"a","best_of":3})").message == "best_of > 1 is not supported yet");
+  CHECK(parse_error(C, R"({"prompt":"a","logit_bias":{"4":-101}})").message ==
+        "logit_bias must map to biases in [-100, 100], got -101 for token 4");
+  // The WebSocket envelope's id and type are a chat message's fields there only.
+  const auto ws = R"({"id":7,"type":"chat","messages":[{"role":"user","content":"a"}]})";
+  CHECK(std::holds_alternative<completion_request>(parse_request(H, ws, {}, true)));
+  CHECK(parse_error(H, ws).param == "id");
 }
 
 TEST_CASE("a chat request: roles, content parts, logprobs") {
@@ -308,7 +356,7 @@ TEST_CASE("a chat request: roles, content parts, logprobs") {
       {"role":"user","name":"ann","content":[{"type":"text","text":"Hello, "},{"type":"text","text":"wörld 🙂"}]},
       {"role":"assistant","content":"Hi."},
       {"role":"user","content":[]}],
-      "logprobs":true,"top_logprobs":5,"prompt":"ignored here","stream":true})");
+      "logprobs":true,"top_logprobs":5,"stream":true})");
   REQUIRE(r.messages.size() == 5);
   CHECK(r.messages[0].role == "system");
   CHECK(r.messages[0].content == "Be brief.");
@@ -464,7 +512,8 @@ TEST_CASE("completions logprobs: tokens, token_logprobs, top_logprobs, text_offs
   CHECK(l["tokens"].get_array().value().size() == 3);
   CHECK(str(l["tokens"].at(0)) == "H\xc3\xa9");
   CHECK(str(l["tokens"].at(1)) == "llo");
-  CHECK(str(l["tokens"].at(2)) == " \xef\xbf\xbd"); // half of 世: the JSON stays UTF-8
+  CHECK(str(l["tokens"].at(2)) == "bytes: \\xe4\\xb8"); // half of 世, as OpenAI writes it: the JSON stays UTF-8
+  CHECK(num(l["top_logprobs"].at(2)["bytes: \\xe4\\xb8"]) == doctest::Approx(-1.0 / 3.0));
   CHECK(static_cast<float>(num(l["token_logprobs"].at(0))) == -0.25f);
   CHECK(num(l["token_logprobs"].at(1)) == -9999.0);
   CHECK(static_cast<float>(num(l["token_logprobs"].at(2))) == -1.0f / 3.0f);
@@ -484,6 +533,35 @@ TEST_CASE("completions logprobs: tokens, token_logprobs, top_logprobs, text_offs
   const auto fl = full.root["choices"].at(0)["logprobs"];
   CHECK(integer(fl["text_offset"].at(0)) == 0);
   CHECK(integer(fl["text_offset"].at(2)) == 5);
+}
+
+TEST_CASE("logprobs of byte pieces: raw bytes, \"bytes:\\\\xNN\" tokens, offsets at their character") {
+  // 世 (E4 B8 96) as three byte-fallback pieces between "a" and "\n".
+  const std::vector<token_logprob> lps = {
+      {"a", -1.0f, {}}, {"\xe4", -1.0f, {{"\xe4", -1.0f}, {"\x7f\\", -2.0f}}}, {"\xb8", -1.0f, {}},
+      {"\x96", -1.0f, {}}, {"\n", -1.0f, {}}};
+  json_doc d(full_response(C, {"x", 1, "m"}, "a\xe4\xb8\x96\n", "stop", &lps, usage{1, 5}));
+  const auto l = d.root["choices"].at(0)["logprobs"];
+  CHECK(str(l["tokens"].at(0)) == "a");
+  CHECK(str(l["tokens"].at(1)) == "bytes:\\xe4");
+  CHECK(str(l["tokens"].at(2)) == "bytes:\\xb8");
+  CHECK(str(l["tokens"].at(4)) == "\n");
+  CHECK(num(l["top_logprobs"].at(1)["bytes:\\xe4"]) == -1.0);
+  CHECK(num(l["top_logprobs"].at(1)["\x7f\\"]) == -2.0); // DEL and a backslash are UTF-8: text
+  const std::int64_t offsets[] = {0, 1, 1, 1, 2};
+  for (int i = 0; i < 5; ++i) CHECK(integer(l["text_offset"].at(i)) == offsets[i]);
+
+  json_doc c(full_response(H, {"x", 1, "m"}, "a\xe4\xb8\x96\n", "stop", &lps, usage{1, 5}));
+  const auto content = c.root["choices"].at(0)["logprobs"]["content"];
+  std::string joined;
+  for (int i = 0; i < 5; ++i) {
+    const auto bytes = content.at(i)["bytes"];
+    for (std::size_t j = 0; j < bytes.get_array().value().size(); ++j) joined += static_cast<char>(integer(bytes.at(j)));
+  }
+  CHECK(joined == "a\xe4\xb8\x96\n");
+  CHECK(str(content.at(3)["token"]) == "bytes:\\x96");
+  CHECK(str(content.at(1)["top_logprobs"].at(0)["token"]) == "bytes:\\xe4");
+  CHECK(integer(content.at(1)["top_logprobs"].at(0)["bytes"].at(0)) == 0xe4);
 }
 
 TEST_CASE("chat logprobs: content entries with bytes and top_logprobs") {
@@ -508,8 +586,8 @@ TEST_CASE("chat logprobs: content entries with bytes and top_logprobs") {
     CHECK(top.at(1)["bytes"].get_array().value().size() == 2);
     CHECK(num(content.at(1)["logprob"]) == -9999.0);
     CHECK(content.at(1)["top_logprobs"].get_array().value().size() == 0);
-    // Half a character: token shows U+FFFD, bytes keep the truth.
-    CHECK(str(content.at(2)["token"]) == " \xef\xbf\xbd");
+    // Half a character: the token as OpenAI shows it, bytes keep the truth.
+    CHECK(str(content.at(2)["token"]) == "bytes: \\xe4\\xb8");
     REQUIRE(content.at(2)["bytes"].get_array().value().size() == 3);
     CHECK(integer(content.at(2)["bytes"].at(1)) == 0xe4);
     CHECK(integer(content.at(2)["bytes"].at(2)) == 0xb8);

@@ -179,6 +179,140 @@ def test_non_streaming(srv):
     check(" the" not in body["choices"][0]["text"], "completions: a stop string never shows")
 
 
+def token_bytes(token):
+    """A logprobs token back to its bytes: text, or OpenAI's "bytes:\\xNN" form."""
+    if not token.startswith("bytes:"):
+        return token.encode()
+    return re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), token[6:].encode())
+
+
+def test_logprobs_shape(srv):
+    """Logprobs tokens are the text as it shows (a space for ▁, "\\n" for <0x0A>),
+    their bytes rebuild the text exactly, and each text_offset points at its token."""
+    newlines = 0
+    for prompt, seed in [("This License", 3), ("Copyright", 1), ("The", 11), ("Permission is", 5),
+                         ("\u00e9t\u00e9 \u4e16\u754c", 2), ("GNU", 8), ("\n\n", 4), ("You may", 9)]:
+        what = f"prompt {prompt!r} seed {seed}"
+        body = {"prompt": prompt, "max_tokens": 40, "logprobs": 3, "seed": seed, "ignore_eos": True}
+        r, text = srv.request("POST", "/v1/completions", body)
+        ch = json.loads(text)["choices"][0]
+        out, lp = ch["text"], ch["logprobs"]
+        joined = b"".join(token_bytes(t) for t in lp["tokens"])
+        starts = all(out[o:].startswith(t) for t, o in zip(lp["tokens"], lp["text_offset"])
+                     if not t.startswith("bytes:"))
+        check(r.status == 200 and joined == out.encode() and starts and len(lp["tokens"]) == 40,
+              f"completions logprobs, {what}: tokens rebuild the text, offsets point at them"
+              + ("" if joined == out.encode() and starts else f" ({out!r} vs {lp['tokens']} {lp['text_offset']})"))
+        check(all(len(top) == 3 for top in lp["top_logprobs"]) and
+              not any(k.startswith("\u2581") or re.fullmatch(r"<0x[0-9A-F]{2}>", k)
+                      for top in lp["top_logprobs"] for k in top),
+              f"completions logprobs, {what}: top_logprobs keys are text too")
+        newlines += "\n" in lp["tokens"]
+        # Streamed: the same tokens, offsets counted over the whole text.
+        r, text = srv.request("POST", "/v1/completions", dict(body, stream=True))
+        chunks = [json.loads(e)["choices"][0] for e in sse_events(text)[:-1]]
+        s_text = "".join(c["text"] for c in chunks)
+        s_tokens = [t for c in chunks if c["logprobs"] for t in c["logprobs"]["tokens"]]
+        s_offsets = [o for c in chunks if c["logprobs"] for o in c["logprobs"]["text_offset"]]
+        check(s_text == out and s_tokens == lp["tokens"] and s_offsets == lp["text_offset"],
+              f"completions logprobs streamed, {what}: the same tokens and offsets")
+        # Chat: bytes rebuild the content; tokens render their bytes.
+        r, text = srv.request("POST", "/v1/chat/completions",
+                              {"messages": [{"role": "user", "content": prompt}], "max_tokens": 40, "seed": seed,
+                               "logprobs": True, "top_logprobs": 2, "ignore_eos": True})
+        ch = json.loads(text)["choices"][0]
+        content, entries = ch["message"]["content"], ch["logprobs"]["content"]
+        rendered = all(token_bytes(e["token"]) == bytes(e["bytes"]) and
+                       all(token_bytes(t["token"]) == bytes(t["bytes"]) for t in e["top_logprobs"])
+                       for e in entries)
+        check(r.status == 200 and b"".join(bytes(e["bytes"]) for e in entries) == content.encode() and rendered,
+              f"chat logprobs, {what}: bytes rebuild the content, each token shows its bytes")
+    check(newlines > 0, f"the logprobs prompts produced newlines ({newlines})")
+
+
+def test_split_characters(srv):
+    """Byte pieces of multi-byte characters (logit_bias makes the tiny model
+    write E4, B8 and 96 bytes): each shows as "bytes:\\xNN" with its raw byte,
+    and the bytes still rebuild the text."""
+    bias = {str(3 + b): 100 for b in (0xE4, 0xB8, 0x96)}  # <0x00> is id 3
+    r, text = srv.request("POST", "/v1/completions", {"prompt": "The", "max_tokens": 30, "logprobs": 1,
+                                                      "seed": 1, "logit_bias": bias})
+    ch = json.loads(text)["choices"][0]
+    lp = ch["logprobs"]
+    joined = b"".join(token_bytes(t) for t in lp["tokens"])
+    cjk = [c for c in ch["text"] if "\u4000" <= c <= "\u4fff"]
+    check(r.status == 200 and joined == ch["text"].encode() and len(cjk) > 0 and
+          all(re.fullmatch(r"bytes:\\x(e4|b8|96)", t) for t in lp["tokens"] if t != "\ufffd") and
+          all(ch["text"][o:].startswith(t) or t.startswith("bytes:") for t, o in zip(lp["tokens"], lp["text_offset"])),
+          f"completions logprobs: split characters ({''.join(cjk)}) as bytes:\\xNN tokens that rebuild the text")
+    r, text = srv.request("POST", "/v1/chat/completions",
+                          {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 30, "seed": 2,
+                           "logprobs": True, "top_logprobs": 3, "logit_bias": bias})
+    ch = json.loads(text)["choices"][0]
+    entries = ch["logprobs"]["content"]
+    check(r.status == 200 and b"".join(bytes(e["bytes"]) for e in entries) == ch["message"]["content"].encode() and
+          any(e["token"].startswith("bytes:") and len(e["bytes"]) == 1 for e in entries) and
+          all(token_bytes(t["token"]) == bytes(t["bytes"]) for e in entries for t in e["top_logprobs"]),
+          "chat logprobs: split characters keep their raw bytes, which rebuild the content")
+
+
+def test_openai_fields(srv):
+    """logit_bias and echo work; the fields troupe does not implement, and
+    fields it does not know, are 400s naming them."""
+    a_id = 3 + ord("A")
+    r, text = srv.request("POST", "/v1/completions", {"prompt": "The", "max_tokens": 6, "temperature": 0,
+                                                      "logit_bias": {str(a_id): 100}})
+    check(r.status == 200 and json.loads(text)["choices"][0]["text"] == "AAAAAA", "logit_bias +100 rules greedy")
+    _, plain = srv.request("POST", "/v1/completions", {"prompt": "The", "max_tokens": 6, "temperature": 0,
+                                                       "ignore_eos": True})
+    plain = json.loads(plain)["choices"][0]
+    r, text = srv.request("POST", "/v1/completions", {"prompt": "The", "max_tokens": 6, "temperature": 0,
+                                                      "ignore_eos": True, "logit_bias": {}})
+    check(r.status == 200 and json.loads(text)["choices"][0]["text"] == plain["text"], "an empty logit_bias changes nothing")
+    r2, text2 = srv.request("POST", "/v1/completions",
+                            {"prompt": "The", "max_tokens": 3, "seed": 5, "logprobs": 0,
+                             "logit_bias": {str(3 + ord("q")): -100, str(3 + ord("A")): 10}})
+    check(r2.status == 200 and "q" not in json.loads(text2)["choices"][0]["text"], "logit_bias with sampling")
+    r, text = srv.request("POST", "/v1/completions", {"prompt": "The", "max_tokens": 6, "temperature": 0,
+                                                      "ignore_eos": True, "echo": True})
+    check(r.status == 200 and json.loads(text)["choices"][0]["text"] == "The" + plain["text"],
+          "echo: the prompt's text, then the completion's")
+    status, pieces, finish, _, done = stream(srv, "/v1/completions", {"prompt": "The", "max_tokens": 6, "temperature": 0,
+                                                                      "ignore_eos": True, "echo": True})
+    check(status == 200 and done and "".join(pieces) == "The" + plain["text"] and pieces[0].startswith("The"),
+          "echo streamed: the prompt's text comes first")
+    r, text = srv.request("POST", "/v1/completions", {"prompt": [1, 450], "max_tokens": 2, "echo": True})
+    check(r.status == 200, "echo with a prompt of token ids")
+
+    def refused(path, extra, param, code):
+        body = {"prompt": "x"} if path == "/v1/completions" else {"messages": [{"role": "user", "content": "x"}]}
+        r, text = srv.request("POST", path, dict(body, **extra))
+        e = json.loads(text).get("error", {})
+        check(r.status == 400 and e.get("param") == param and e.get("code") == code,
+              f"{path} {json.dumps(extra)}: 400 naming {param} ({code})" + ("" if r.status == 400 else f", got {r.status}"))
+
+    refused("/v1/completions", {"logit_bias": {"2000": 1}}, "logit_bias", "invalid_value")
+    refused("/v1/completions", {"logit_bias": {"5": 101}}, "logit_bias", "invalid_value")
+    refused("/v1/completions", {"echo": True, "logprobs": 1}, "echo", "unsupported_parameter")
+    refused("/v1/completions", {"best_of": 2}, "best_of", "unsupported_parameter")
+    refused("/v1/completions", {"suffix": "end"}, "suffix", "unsupported_parameter")
+    refused("/v1/chat/completions", {"response_format": {"type": "json_object"}}, "response_format",
+            "unsupported_parameter")
+    refused("/v1/chat/completions", {"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools",
+            "unsupported_parameter")
+    refused("/v1/chat/completions", {"tool_choice": "auto"}, "tool_choice", "unsupported_parameter")
+    refused("/v1/chat/completions", {"functions": [{"name": "f"}]}, "functions", "unsupported_parameter")
+    refused("/v1/chat/completions", {"function_call": "auto"}, "function_call", "unsupported_parameter")
+    refused("/v1/chat/completions", {"n": 2}, "n", "invalid_value")
+    refused("/v1/completions", {"frobnicate": True}, "frobnicate", "unknown_parameter")
+    refused("/v1/chat/completions", {"echo": True}, "echo", "unknown_parameter")
+    r, text = srv.request("POST", "/v1/chat/completions",
+                          {"messages": [{"role": "user", "content": "x"}], "max_tokens": 2, "store": False,
+                           "metadata": {"a": "b"}, "service_tier": "auto", "parallel_tool_calls": False,
+                           "response_format": {"type": "text"}, "user": "u"})
+    check(r.status == 200, "the optional fields without effect are accepted")
+
+
 def test_streaming(srv):
     status, pieces, finish, usage, done = stream(
         srv, "/v1/completions", {"prompt": "This License", "max_tokens": 20, "ignore_eos": True,
@@ -250,9 +384,10 @@ def test_errors(srv):
 
 def test_concurrent_streams(srv, n=256):
     def one(i):
+        # (Each endpoint gets its own input field: the other one is an unknown field, a 400.)
+        body = {"prompt": f"Request {i}"} if i % 2 else {"messages": [{"role": "user", "content": f"Request {i}"}]}
         return stream(srv, "/v1/completions" if i % 2 else "/v1/chat/completions",
-                      {"prompt": f"Request {i}", "messages": [{"role": "user", "content": f"Request {i}"}],
-                       "max_tokens": 8 + i % 9, "ignore_eos": True, "stream_options": {"include_usage": True}})
+                      dict(body, max_tokens=8 + i % 9, ignore_eos=True, stream_options={"include_usage": True}))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=n) as pool:
         results = list(pool.map(one, range(n)))
@@ -777,6 +912,9 @@ def main():
         try:
             test_basics(srv)
             test_non_streaming(srv)
+            test_logprobs_shape(srv)
+            test_split_characters(srv)
+            test_openai_fields(srv)
             test_streaming(srv)
             test_node_fetch(srv)
             test_errors(srv)

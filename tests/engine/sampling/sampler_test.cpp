@@ -143,6 +143,37 @@ TEST_CASE("sampler: temperature 0 and below 1e-5 is greedy, lowest id on ties") 
   }
 }
 
+TEST_CASE("sampler: logit_bias moves greedy, top-k and plain sampling; logprobs stay raw") {
+  const std::vector<float> logits{0.5f, 3.0f, -2.0f, 2.9f, 1.0f};
+  // Greedy: +0.2 on id 3 beats id 1; -100 on the argmax hands it to the next.
+  auto p = make_params(0.0f);
+  p.logit_bias = {{3, 0.2f}};
+  request_sampler greedy_biased(p, {}, 0);
+  std::vector<float> scratch = logits;
+  const auto r = greedy_biased.sample(scratch);
+  CHECK(r.token == 3);
+  CHECK(r.logprob == doctest::Approx(std::log(softmax(logits)[3])).epsilon(1e-4)); // before the bias
+  CHECK(scratch == logits); // the row is given back as it was
+  p.logit_bias = {{1, -100.0f}};
+  request_sampler banned(p, {}, 0);
+  scratch = logits;
+  CHECK(banned.sample(scratch).token == 3);
+  // Sampled: the distribution is softmax(logits + bias), with top-k too.
+  for (const std::int32_t k : {0, 2}) {
+    CAPTURE(k);
+    auto q = make_params(1.0f);
+    q.top_k = k;
+    q.logit_bias = {{2, 5.0f}, {1, -1.0f}};
+    request_sampler s(q, {}, 0);
+    auto biased = logits;
+    biased[2] += 5.0f;
+    biased[1] -= 1.0f;
+    auto expected = softmax(biased);
+    if (k == 2) expected = restrict_to(expected, {2, 3});
+    check_distribution(count_draws(s, logits, num_draws), expected);
+  }
+}
+
 TEST_CASE("sampler: temperature 1e-3 picks the argmax of logits 0.05 apart") {
   rng gen(5);
   request_sampler s(make_params(1e-3f), {}, 0);

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <limits>
 
 using namespace troupe;
@@ -109,6 +110,16 @@ TEST_CASE("sampling_params: stop strings and stop token ids") {
   CHECK(with([](auto& p) { p.stop = {"ok", ""}; }).validate() == "stop[1] must not be empty");
   CHECK(with([](auto& p) { p.stop_token_ids = {5, 0, -1}; }).validate() ==
         "stop_token_ids[2] must be >= 0, got -1");
+}
+
+TEST_CASE("sampling_params: logit_bias") {
+  CHECK(with([](auto& p) { p.logit_bias = {{3, -100.0f}, {4, 100.0f}}; }).validate().empty());
+  CHECK(with([](auto& p) { p.logit_bias = {{3, 100.5f}}; }).validate() ==
+        "logit_bias must map to biases in [-100, 100], got 100.5 for token 3");
+  CHECK(with([](auto& p) { p.logit_bias = {{3, std::nanf("")}}; }).validate() ==
+        "logit_bias must map to biases in [-100, 100], got nan for token 3");
+  CHECK(with([](auto& p) { p.logit_bias = {{-1, 1.0f}}; }).validate() ==
+        "logit_bias must map token ids >= 0, got -1");
 }
 
 TEST_CASE("sampling_params: the first bad field is reported") {

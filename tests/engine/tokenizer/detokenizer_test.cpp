@@ -180,4 +180,68 @@ TEST_CASE("detokenizer: random id streams match decode exactly") {
   }
 }
 
+TEST_CASE("detokenizer: each push settles once, into bytes that join to the text") {
+  // The bytes of logprobs: a byte piece's own byte (U+FFFD when it starts no
+  // character), any other piece its text as token_bytes foretold it.
+  const auto& tok = testing::test_tokenizer();
+  auto rng = std::mt19937{7};
+  auto pick = std::uniform_int_distribution<int>(0, 99);
+  auto any_id = std::uniform_int_distribution<token_id>(-1, tok.vocab_size());
+  auto high_byte = std::uniform_int_distribution<int>(0x80, 0xFF);
+  auto utf8_lead = std::uniform_int_distribution<int>(0xC0, 0xF7);
+  for (int round = 0; round < 3000; ++round) {
+    CAPTURE(round);
+    auto ids = std::vector<token_id>{};
+    const auto length = 1 + pick(rng) % 12;
+    for (int i = 0; i < length; ++i) {
+      const auto kind = pick(rng);
+      if (kind < 30) ids.push_back(byte(static_cast<unsigned char>(high_byte(rng))));
+      else if (kind < 45) ids.push_back(byte(static_cast<unsigned char>(utf8_lead(rng))));
+      else if (kind < 55) ids.push_back(pick(rng) % 3);
+      else ids.push_back(any_id(rng));
+    }
+    for (const bool at_start : {true, false}) {
+      auto detok = incremental_detokenizer(tok, at_start);
+      auto text = std::string{};
+      auto settled = std::vector<std::string>{};
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto id = ids[i];
+        const auto foretold = detok.token_bytes(id);
+        text += detok.push(id);
+        for (auto& b : detok.take_settled()) settled.push_back(std::move(b));
+        if (id >= 0 && id < tok.vocab_size() && !tok.is_byte(id)) { // (others wait for a byte run)
+          REQUIRE(settled.size() == i + 1); // settled in order
+          CHECK(settled.back() == foretold);
+        }
+      }
+      text += detok.flush();
+      for (auto& b : detok.take_settled()) settled.push_back(std::move(b));
+      REQUIRE(settled.size() == ids.size());
+      CHECK(joined(settled) == text);
+      for (std::size_t i = 0; i < ids.size(); ++i)
+        if (tok.is_byte(ids[i]))
+          CHECK((settled[i] == std::string(1, static_cast<char>(tok.byte_value(ids[i]))) || settled[i] == fffd));
+    }
+  }
+}
+
+TEST_CASE("detokenizer: token_bytes are a token's text as it shows: ▁ a space, <0x0A> one byte") {
+  const auto& tok = testing::test_tokenizer();
+  auto detok = incremental_detokenizer(tok, true);
+  const auto the = tok.id_of("▁the");
+  REQUIRE(the >= 0);
+  CHECK(detok.token_bytes(the) == "the"); // the text's first ▁ is dropped
+  CHECK(detok.token_bytes(byte('\n')) == "\n");
+  CHECK(detok.token_bytes(byte(0xE4)) == "\xE4");
+  CHECK(detok.token_bytes(1).empty());
+  CHECK(detok.push(the) == "the");
+  CHECK(detok.token_bytes(the) == " the");
+  CHECK(detok.take_settled() == std::vector<std::string>{"the"});
+  CHECK(detok.push(byte(0xE4)).empty());
+  CHECK(detok.take_settled().empty()); // half a character: not settled
+  CHECK(detok.push(byte(0xB8)).empty());
+  CHECK(detok.push(byte(0x96)) == "\xE4\xB8\x96");
+  CHECK(detok.take_settled() == std::vector<std::string>{"\xE4", "\xB8", "\x96"});
+}
+
 } // namespace troupe
