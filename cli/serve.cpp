@@ -359,7 +359,10 @@ auto run_serve(std::span<char* const> argv) -> int {
     api::api_error e;
     e.status = status;
     e.message = message;
-    e.code = status == 413 ? "request_too_large" : "bad_request";
+    e.code = status == 413   ? "request_too_large"
+             : status == 415 ? "unsupported_content_encoding"
+             : status == 431 ? "request_header_fields_too_large"
+                             : "bad_request";
     return api::error_body(e);
   };
   http::server srv(so, [&gw](http::request r, std::shared_ptr<http::exchange> c) { gw.handle(std::move(r), std::move(c)); });

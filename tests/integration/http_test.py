@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""HTTP as the RFCs say, checked on the real `troupe serve` with raw sockets:
+framing for HTTP/1.0 streams, Host, obsolete line folding, content codings,
+header size."""
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_test import check, make_tiny, server, sse_events, summary  # noqa: E402
+
+
+def exchange(port, data, timeout=20):
+    """Sends `data`, reads until the server closes; returns (bytes, closed)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(timeout)
+    s.sendall(data)
+    got, closed = b"", False
+    try:
+        while True:
+            more = s.recv(65536)
+            if not more:
+                closed = True
+                break
+            got += more
+    except OSError:
+        pass
+    s.close()
+    return got, closed
+
+
+def parse(raw):
+    """(status, headers with lower-case names, body bytes) of one response."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1]) if lines[0].startswith("HTTP/") else 0
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers.setdefault(k.strip().lower(), v.strip())
+    return status, headers, body
+
+
+def post(path, body, version="1.1", extra=""):
+    data = json.dumps(body)
+    return (f"POST {path} HTTP/{version}\r\nHost: x\r\nContent-Type: application/json\r\n{extra}"
+            f"Content-Length: {len(data)}\r\n\r\n{data}").encode()
+
+
+def error_of(body):
+    try:
+        return json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def refused(srv, data, status, code, what):
+    raw, closed = exchange(srv.port, data)
+    got, headers, body = parse(raw)
+    e = error_of(body)
+    good = got == status and e.get("code") == code and e.get("message") and \
+        headers.get("content-type") == "application/json" and closed
+    check(good, f"{what}: {status} {code}" + ("" if good else f" (got {raw[:300]!r})"))
+    return headers, e
+
+
+def test_http10_stream(srv):
+    """An HTTP/1.0 client cannot read chunks: a stream's body is the events
+    themselves, ended by the server closing the connection."""
+    body = {"prompt": "The", "max_tokens": 8, "ignore_eos": True, "stream": True}
+    for extra, what in (("", ""), ("Connection: keep-alive\r\n", " (even when it asked for keep-alive)")):
+        raw, closed = exchange(srv.port, post("/v1/completions", body, "1.0", extra))
+        status, headers, payload = parse(raw)
+        text = payload.decode(errors="replace")
+        events = sse_events(text)
+        check(status == 200 and "transfer-encoding" not in headers and "content-length" not in headers and
+              headers.get("connection", "").lower() == "close",
+              f"HTTP/1.0 stream{what}: no Transfer-Encoding, no Content-Length, Connection: close "
+              f"(got {raw[:raw.find(b'{') if b'{' in raw else 200]!r})")
+        check(text.startswith("data: ") and text.endswith("data: [DONE]\n\n") and len(events) >= 2 and
+              all(e == "[DONE]" or json.loads(e)["object"] == "text_completion" for e in events),
+              f"HTTP/1.0 stream{what}: the body is the SSE events, unframed ({text[:80]!r})")
+        check(closed, f"HTTP/1.0 stream{what}: the server closes the connection at its end")
+    # HTTP/1.1 streams stay chunked and the connection stays open.
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.settimeout(20)
+    s.sendall(post("/v1/completions", body))
+    got = b""
+    while not got.endswith(b"0\r\n\r\n"):
+        more = s.recv(65536)
+        if not more:
+            break
+        got += more
+    status, headers, _ = parse(got)
+    s.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+    again = s.recv(65536)
+    s.close()
+    check(status == 200 and headers.get("transfer-encoding") == "chunked" and again.startswith(b"HTTP/1.1 200"),
+          "an HTTP/1.1 stream is chunked and its connection serves the next request")
+
+
+def test_host(srv):
+    refused(srv, b"GET /health/live HTTP/1.1\r\n\r\n", 400, "bad_request", "HTTP/1.1 without Host")
+    refused(srv, b"GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_request",
+            "HTTP/1.1 with two Host headers")
+    raw, _ = exchange(srv.port, b"GET /health/live HTTP/1.0\r\n\r\n")
+    check(parse(raw)[0] == 200, f"HTTP/1.0 without Host is served ({raw[:60]!r})")
+
+
+def test_obs_fold(srv):
+    for ws, name in ((b" ", "space"), (b"\t", "tab")):
+        refused(srv, b"GET /health/live HTTP/1.1\r\nHost: x\r\nX-Note: one\r\n" + ws + b"two\r\n\r\n", 400,
+                "bad_request", f"a folded header line (starting with a {name})")
+    data = json.dumps({"prompt": "x", "max_tokens": 1}).encode()
+    refused(srv, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type:\r\n application/json\r\n"
+                 b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data, 400, "bad_request",
+            "a folded Content-Type on a completion")
+
+
+def test_content_encoding(srv):
+    body = {"prompt": "x", "max_tokens": 1}
+    for coding in ("gzip", "br", "identity, gzip", "identity\r\nContent-Encoding: deflate"):
+        headers, e = refused(srv, post("/v1/completions", body, extra=f"Content-Encoding: {coding}\r\n"), 415,
+                             "unsupported_content_encoding", f"Content-Encoding: {coding!r}")
+        check(headers.get("accept-encoding") == "identity", f"... the 415 says Accept-Encoding: identity")
+    raw, _ = exchange(srv.port, post("/v1/completions", body, extra="Content-Encoding: identity\r\nConnection: close\r\n"))
+    check(parse(raw)[0] == 200, f"Content-Encoding: identity is served ({raw[:60]!r})")
+
+
+def test_header_size(srv):
+    big = "a" * 10000
+    refused(srv, f"GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n".encode(), 431,
+            "request_header_fields_too_large", "a 10 KB header")
+    many = "".join(f"X-H{i}: {'b' * 100}\r\n" for i in range(100))
+    refused(srv, f"GET /health/live HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode(), 431,
+            "request_header_fields_too_large", "a hundred 100-byte headers")
+    raw, _ = exchange(srv.port, f"GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Ok: {'c' * 6000}\r\n\r\n".encode())
+    check(parse(raw)[0] == 200, "headers under 8 KiB are served")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="troupe-http-test-")
+    try:
+        model = make_tiny(tmp)
+        srv = server(model, "engine.executor=zero", "server.max_body_bytes=4096")
+        try:
+            test_http10_stream(srv)
+            test_host(srv)
+            test_obs_fold(srv)
+            test_content_encoding(srv)
+            test_header_size(srv)
+            r, _ = srv.request("GET", "/health/live")
+            check(r.status == 200, "the server is alive after every refused request")
+        finally:
+            rc = srv.stop()
+            check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
