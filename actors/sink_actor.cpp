@@ -22,6 +22,7 @@ struct current_submission {
 
 struct sink_state {
   std::shared_ptr<serving_context> ctx;
+  server_status* status = nullptr;
   std::shared_ptr<http::exchange> client;
   sink_request req;
   api::response_head head;
@@ -142,6 +143,8 @@ void add_text(sink_state& st, std::string& batch, std::string_view text, std::ve
   // OpenAI's text_offset counts code points, not bytes.
   st.text_offset += num_code_points(text);
 }
+
+constexpr const char* shutting_down = "the server is shutting down";
 
 // Ends the request with an error: its status and an OpenAI-style body, or,
 // once the stream has started, an error event and [DONE].
@@ -292,7 +295,7 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   if (!st.req.body.prompt_tokens.empty()) return true; // (token ids go as they are)
   self->request(st.ctx->pick_tokenizer(), caf::infinite, encode_atom_v, st.job)
       .then([self](encoded& again) { submit(self, again); },
-            [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+            [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
   return false;
 }
 
@@ -357,7 +360,7 @@ void submit(self_ptr self, encoded& e) {
     };
     self->request(st.ctx->memories[d], caf::infinite, probe_atom_v, shared_r->tenant, shared_r->prompt,
                   st.ctx->block_size)
-        .then(done, [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+        .then(done, [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
   }
 }
 
@@ -373,7 +376,7 @@ void route(self_ptr self, request r, const policy::route_request& q, std::vector
                           "", self->state.failed.empty() ? "" : "replica_failed");
             submit_to(self, std::move(r), replica, std::move(scheduler));
           },
-          [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+          [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
 }
 
 // Its replica died, hangs or failed: a request that has streamed nothing
@@ -382,6 +385,12 @@ void route(self_ptr self, request r, const policy::route_request& q, std::vector
 void replica_failed(self_ptr self) {
   auto& st = self->state;
   if (st.done) return;
+  // Past server.drain_timeout_s the replicas are stopped under it: neither
+  // a failure nor worth a retry.
+  if (st.status->stopping.load())
+    return fail(self, 503,
+                std::string(shutting_down) + ": the request was cut off when server.drain_timeout_s ran out", "",
+                "server_shutdown");
   auto& m = *st.ctx->metrics;
   const bool streamed = st.req.body.stream && st.completion_tokens > 0;
   if (streamed || st.retries >= st.ctx->max_retries) {
@@ -470,6 +479,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     if (cur->replica) caf::anon_send(cur->replica, abort_atom_v, cur->id);
   });
   st.ctx = std::move(ctx);
+  st.status = status;
   st.client = std::move(client);
   st.req = std::move(req);
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);

@@ -416,8 +416,14 @@ auto run_serve(std::span<char* const> argv) -> int {
   while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const auto left = status.num_live_requests.load();
-  srv.stop();
+  // Requests still live are cut off: their sinks tell the clients why while
+  // the HTTP threads still run to send it (a second at most), then they stop.
+  status.stopping = true;
   stop_actors();
+  const auto cut_off = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < cut_off)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  srv.stop();
   sys.await_all_actors_done();
   std::printf("troupe: stopped%s\n", left > 0 ? " (drain timeout: requests cut off)" : "");
   return 0;

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """HTTP as the RFCs say, checked on the real `troupe serve` with raw sockets:
 framing for HTTP/1.0 streams, Host, obsolete line folding, content codings,
-header size."""
+header size; and the message a stream cut by shutdown is told."""
 
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_test import check, make_tiny, server, sse_events, summary  # noqa: E402
@@ -142,6 +144,56 @@ def test_header_size(srv):
     check(parse(raw)[0] == 200, "headers under 8 KiB are served")
 
 
+def test_shutdown_cut(model):
+    """A stream still running when server.drain_timeout_s runs out ends with
+    an error event saying the server is shutting down (not a replica failure)."""
+    srv = server(model, "server.drain_timeout_s=0.5", "engine.executor=zero", "engine.zero_step_us=5000")
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.settimeout(30)
+    # (No max_tokens: up to the context, some seconds of 5 ms steps.)
+    s.sendall(post("/v1/completions", {"prompt": "The", "ignore_eos": True, "stream": True}))
+    got = b""
+    while got.count(b"data: ") < 3:
+        more = s.recv(65536)
+        if not more:
+            break
+        got += more
+    srv.proc.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    time.sleep(0.05)
+    raw, _ = exchange(srv.port, post("/v1/completions", {"prompt": "x", "max_tokens": 2}, extra="Connection: close\r\n"))
+    status, _, payload = parse(raw)
+    check(status == 503 and error_of(payload).get("code") == "server_shutdown",
+          f"a request after SIGTERM: 503 server_shutdown (got {raw[:200]!r})")
+    try:
+        while True:
+            more = s.recv(65536)
+            if not more:
+                break
+            got += more
+    except OSError:
+        pass
+    s.close()
+    rc = srv.proc.wait(timeout=60)
+    # Chunked: join the chunks' payloads.
+    _, _, body = parse(got)
+    text, rest = "", body
+    while rest:
+        size, _, rest = rest.partition(b"\r\n")
+        n = int(size, 16) if size else 0
+        if n == 0:
+            break
+        text += rest[:n].decode(errors="replace")
+        rest = rest[n + 2:]
+    events = sse_events(text)
+    last = json.loads(events[-2]) if len(events) >= 2 and events[-1] == "[DONE]" else {}
+    e = last.get("error", {})
+    check(e.get("code") == "server_shutdown" and "shutting down" in e.get("message", "") and
+          e.get("type") == "service_unavailable",
+          f"a stream cut by the drain timeout ends with a server_shutdown error event (got {events[-2:]})")
+    check(time.time() - t0 < 20 and rc == 0, f"... and the server exits 0 after the drain timeout (rc {rc})")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-http-test-")
     try:
@@ -158,6 +210,7 @@ def main():
         finally:
             rc = srv.stop()
             check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
+        test_shutdown_cut(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()
