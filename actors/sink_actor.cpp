@@ -519,14 +519,15 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     encoded e{st.req.body.prompt_tokens, {}};
     for (auto t : e.tokens)
       if (t < 0 || t >= st.ctx->tok->vocab_size()) {
-        e.error = "prompt token " + std::to_string(t) + " is outside the vocabulary";
+        e.error = "prompt token " + std::to_string(t) + " is outside the vocabulary: ids are between 0 and " +
+                  std::to_string(st.ctx->tok->vocab_size() - 1);
         break;
       }
     submit(self, e);
   } else {
     self->request(st.ctx->pick_tokenizer(), caf::infinite, encode_atom_v, std::move(job))
         .then([self](encoded& e) { submit(self, e); },
-              [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+              [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
   }
   return {
       [self](tokens_atom, request_update& u) { on_tokens(self, u); },

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """HTTP as the RFCs say, checked on the real `troupe serve` with raw sockets:
 framing for HTTP/1.0 streams, Host, obsolete line folding, content codings,
-header size; and the message a stream cut by shutdown is told."""
+header size; and the messages a client is told (ranges, shutdown)."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -144,6 +145,25 @@ def test_header_size(srv):
     check(parse(raw)[0] == 200, "headers under 8 KiB are served")
 
 
+def test_ranges(srv):
+    """Range errors state the range broken, both ends."""
+    for body, param, want in (
+            ({"prompt": "x", "max_tokens": 2147483648}, "max_tokens",
+             "max_tokens must be between 1 and 2147483647, got 2147483648"),
+            ({"prompt": [4294967295]}, "prompt", "prompt[0] must be between 0 and 2147483647, got 4294967295")):
+        raw, _ = exchange(srv.port, post("/v1/completions", body, extra="Connection: close\r\n"))
+        status, _, payload = parse(raw)
+        e = error_of(payload)
+        check(status == 400 and e.get("param") == param and e.get("message") == want,
+              f"{json.dumps(body)}: 400 '{want}' (got {status} {e.get('message')!r})")
+    raw, _ = exchange(srv.port, post("/v1/completions", {"prompt": [5, 1000000]}, extra="Connection: close\r\n"))
+    status, _, payload = parse(raw)
+    message = error_of(payload).get("message", "")
+    m = re.search(r"prompt token 1000000 is outside the vocabulary: ids are between 0 and (\d+)$", message)
+    check(status == 400 and m and int(m.group(1)) < 1000000,
+          f"a token id outside the vocabulary is told the vocabulary's range (got {status} {message!r})")
+
+
 def test_shutdown_cut(model):
     """A stream still running when server.drain_timeout_s runs out ends with
     an error event saying the server is shutting down (not a replica failure)."""
@@ -205,6 +225,7 @@ def main():
             test_obs_fold(srv)
             test_content_encoding(srv)
             test_header_size(srv)
+            test_ranges(srv)
             r, _ = srv.request("GET", "/health/live")
             check(r.status == 200, "the server is alive after every refused request")
         finally:
