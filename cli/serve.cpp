@@ -205,7 +205,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
       ro.limits.first_host_block = k * ro.limits.num_host_blocks;
       auto scheduler = spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status);
       parts.actors.push_back(caf::actor_cast<caf::actor>(scheduler));
-      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), scheduler, false);
+      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), scheduler, false, false);
     }
   }
   if (autoscaled) {
