@@ -351,7 +351,8 @@ auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::
         // Joined (monitored, checked); one for the pool joins drained, out of
         // rotation from the start (a join, then a drain, let requests reach
         // it in between: fleet_test saw a warm replica serve under load).
-        self->send(st.options.router, join_atom_v, r.index, caf::actor_cast<scheduler_actor>(r.scheduler), rec.to_pool);
+        self->send(st.options.router, join_atom_v, r.index, caf::actor_cast<scheduler_actor>(r.scheduler), rec.to_pool,
+                   false);
         st.publish();
         return true;
       },

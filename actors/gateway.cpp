@@ -280,7 +280,8 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
       if (spec->allows(r.name)) cards.push_back({r.name, r.large->stable->max_model_len});
     return reply(200, "application/json", api::models_list(cards, 0));
   }
-  if (status_.draining.load()) return error(503, "the server is shutting down", "service_unavailable");
+  if (status_.draining.load())
+    return error(503, "the server is shutting down", "service_unavailable", "", "server_shutdown");
   if (!fl || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
 
   if (stream) {

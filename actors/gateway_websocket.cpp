@@ -190,7 +190,7 @@ void gateway::on_ws_message(const std::shared_ptr<ws_connection>& conn, std::str
       return error_event(env.id_json, {400, "a request with id " + env.id_json + " is already running on this socket",
                                        "invalid_request_error", "id", "duplicate_id"});
     if (status_.draining.load())
-      return error_event(env.id_json, {503, "the server is shutting down", "service_unavailable", "", ""});
+      return error_event(env.id_json, {503, "the server is shutting down", "service_unavailable", "", "server_shutdown"});
     tenant = conn->tenant;
     conn->live.emplace(env.id_json, r);
   }

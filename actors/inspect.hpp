@@ -67,7 +67,7 @@ auto inspect(Inspector& f, admission& x) -> typename Inspector::result_type {
 template <class Inspector>
 auto inspect(Inspector& f, replica_report& x) -> typename Inspector::result_type {
   return f(caf::meta::type_name("replica_report"), x.running, x.waiting, x.prefill_tokens, x.decode_tokens, x.kv_use,
-           x.submitted, x.submitted_tokens, x.queue_age_s);
+           x.submitted, x.submitted_tokens, x.queue_age_s, x.swapped, x.num_preemptions, x.num_swap_outs);
 }
 
 } // namespace troupe

@@ -79,8 +79,10 @@ using router_actor = caf::typed_actor<
     /// Replica i is loaded and is this scheduler: into rotation, or (true)
     /// joined but drained, out of rotation from the start (the warm pool;
     /// a join then a drain would let requests in between); the router
-    /// monitors it (death: out) and checks it every interval.
-    caf::reacts_to<join_atom, std::int32_t, scheduler_actor, bool>,
+    /// monitors it (death: out) and checks it every interval. The last
+    /// flag: it runs on a worker (a proxy stands for it here), so the router
+    /// records its metrics series from its load reports.
+    caf::reacts_to<join_atom, std::int32_t, scheduler_actor, bool, bool>,
     /// A new replica slot (a remote worker's): its index, in rotation once it joins.
     caf::replies_to<join_atom>::with<std::int32_t>,
     /// Replica i drains (true: no new requests) or resumes (false).

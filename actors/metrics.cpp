@@ -39,6 +39,9 @@ auto gauge(prometheus::Registry& r, const std::string& name, const std::string& 
 struct server_metrics::families {
   prometheus::Family<Histogram>*ttft, *itl, *tpot, *e2e;
   prometheus::Family<prometheus::Counter>*prompt, *generation, *hits, *misses, *success;
+  // Per replica:
+  prometheus::Family<prometheus::Gauge>*running, *waiting, *kv, *swapped, *ready;
+  prometheus::Family<prometheus::Counter>*preempt, *swap_outs, *failed_checks;
 };
 
 server_metrics::~server_metrics() = default;
@@ -96,21 +99,18 @@ server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, c
       &counter(*registry_, "generation_tokens_total", "Generation tokens processed."),
       &counter(*registry_, "response_cache_hits_total", "Requests answered from the response cache."),
       &counter(*registry_, "response_cache_misses_total", "Cacheable requests not found in the response cache."),
-      &counter(*registry_, "request_success_total", "Finished requests, by finish reason.")});
+      &counter(*registry_, "request_success_total", "Finished requests, by finish reason."),
+      &gauge(*registry_, "num_requests_running", "Requests in the running batch."),
+      &gauge(*registry_, "num_requests_waiting", "Requests waiting to be scheduled."),
+      &gauge(*registry_, "kv_cache_usage_perc", "Fraction of the leased KV blocks in use (0 to 1)."),
+      &gauge(*registry_, "num_requests_swapped", "Preempted requests whose KV is in host swap space."),
+      &gauge(*registry_, "replica_ready",
+             "1 while the replica is in the router's rotation (alive, healthy, not draining)."),
+      &counter(*registry_, "num_preemptions_total", "Requests preempted for KV blocks."),
+      &counter(*registry_, "num_swap_outs_total", "Preemptions that swapped the KV out to host memory."),
+      &counter(*registry_, "health_checks_failed_total", "Deep health checks that failed or timed out.")});
   tenant("default");
-  auto& running = gauge(*registry_, "num_requests_running", "Requests in the running batch.");
-  auto& waiting = gauge(*registry_, "num_requests_waiting", "Requests waiting to be scheduled.");
-  auto& kv = gauge(*registry_, "kv_cache_usage_perc", "Fraction of the leased KV blocks in use (0 to 1).");
-  auto& preempt = counter(*registry_, "num_preemptions_total", "Requests preempted for KV blocks.");
-  auto& swapped = gauge(*registry_, "num_requests_swapped", "Preempted requests whose KV is in host swap space.");
-  auto& swap_outs = counter(*registry_, "num_swap_outs_total", "Preemptions that swapped the KV out to host memory.");
-  auto& ready = gauge(*registry_, "replica_ready", "1 while the replica is in the router's rotation (alive, healthy, not draining).");
-  auto& failed_checks = counter(*registry_, "health_checks_failed_total", "Deep health checks that failed or timed out.");
-  for (int i = 0; i < num_replicas; ++i) {
-    const auto l = with(model_, {{"replica", std::to_string(i)}});
-    replicas_.push_back({&running.Add(l), &waiting.Add(l), &kv.Add(l), &preempt.Add(l), &swapped.Add(l),
-                         &swap_outs.Add(l), &ready.Add(l), &failed_checks.Add(l)});
-  }
+  if (num_replicas > 0) replica(num_replicas - 1);
   auto& queries = counter(*registry_, "prefix_cache_queries_total",
                           "Full prompt blocks matched against the prefix cache (hits over queries: the share found).");
   auto& hits = counter(*registry_, "prefix_cache_hits_total", "Full prompt blocks found in the prefix cache.");
@@ -118,6 +118,22 @@ server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, c
     const auto l = with(model_, {{"device", d}});
     devices_.push_back({d, {&queries.Add(l), &hits.Add(l)}});
   }
+}
+
+auto server_metrics::replica(int i) const -> const replica_series& {
+  std::lock_guard lock(replicas_mu_);
+  auto& f = *families_;
+  while (replicas_.size() <= static_cast<std::size_t>(i)) {
+    const auto l = with(model_, {{"replica", std::to_string(replicas_.size())}});
+    replicas_.push_back({&f.running->Add(l), &f.waiting->Add(l), &f.kv->Add(l), &f.preempt->Add(l),
+                         &f.swapped->Add(l), &f.swap_outs->Add(l), &f.ready->Add(l), &f.failed_checks->Add(l)});
+  }
+  return replicas_[static_cast<std::size_t>(i)];
+}
+
+auto server_metrics::num_replicas() const -> std::size_t {
+  std::lock_guard lock(replicas_mu_);
+  return replicas_.size();
 }
 
 auto server_metrics::device(const std::string& name) const -> const device_series& {

@@ -13,6 +13,7 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -79,8 +80,12 @@ public:
   prometheus::Counter& request_retries;
   /// Requests ended by their replica's failure (an error event or a 503).
   prometheus::Counter& request_failures;
-  auto replica(int i) const -> const replica_series& { return replicas_.at(static_cast<std::size_t>(i)); }
-  auto num_replicas() const -> std::size_t { return replicas_.size(); }
+  /// Replica i's series, made on first use with those of every replica
+  /// below it (replicas that join later, a worker's, get the next index).
+  /// Thread-safe; the reference stays valid for the metrics' life.
+  auto replica(int i) const -> const replica_series&;
+  /// Replicas with series so far.
+  auto num_replicas() const -> std::size_t;
   /// The series of a device named at construction.
   auto device(const std::string& name) const -> const device_series&;
 
@@ -99,7 +104,8 @@ private:
   std::unique_ptr<families> families_;
   mutable std::mutex tenants_mu_;
   std::map<std::string, std::unique_ptr<request_series>> tenants_;
-  std::vector<replica_series> replicas_;
+  mutable std::mutex replicas_mu_;
+  mutable std::deque<replica_series> replicas_; ///< (a deque: references stay valid as it grows)
   std::vector<std::pair<std::string, device_series>> devices_;
   prometheus::Family<prometheus::Gauge>* autoscaler_reason_ = nullptr;
   prometheus::Family<prometheus::Gauge>* autoscaler_replicas_ = nullptr;

@@ -169,7 +169,8 @@ auto door(door_actor::stateful_pointer<door_state> self, std::shared_ptr<const f
         auto p = self->spawn(proxy, endpoint);
         self->state.proxies->push_back(p);
         std::fprintf(stderr, "troupe: replica %d of %s joined from a worker\n", index, model.c_str());
-        self->send(m->stable->router, join_atom_v, index, caf::actor_cast<scheduler_actor>(p), false);
+        // (remote: the router records its series from its load reports)
+        self->send(m->stable->router, join_atom_v, index, caf::actor_cast<scheduler_actor>(p), false, true);
       },
   };
 }

@@ -19,6 +19,7 @@ constexpr request_id check_id_base = request_id{1} << 62;
 
 struct replica_slot {
   scheduler_actor scheduler; ///< invalid until it joins
+  bool remote = false;       ///< runs on a worker: its series are recorded here, from its load reports
   std::uint64_t check = 0;   ///< the number of its check in flight, 0: none
   request_id check_id = 0;
 };
@@ -42,14 +43,30 @@ struct router_state {
     for (std::size_t i = 0; i < core->num_replicas(); ++i) {
       const bool ready = core->view(i).ready;
       n += ready ? 1 : 0;
-      if (options.metrics && i < options.metrics->num_replicas())
-        options.metrics->replica(static_cast<int>(i)).ready->Set(ready ? 1.0 : 0.0);
+      if (options.metrics) options.metrics->replica(static_cast<int>(i)).ready->Set(ready ? 1.0 : 0.0);
     }
     if (options.num_ready) options.num_ready->store(n, std::memory_order_relaxed);
   }
 };
 
 using self_ptr = router_actor::stateful_pointer<router_state>;
+
+void catch_up(prometheus::Counter& c, std::int64_t total) {
+  const auto t = static_cast<double>(total);
+  if (t > c.Value()) c.Increment(t - c.Value());
+}
+
+// A remote replica's series, which its scheduler (in the worker's process)
+// cannot record into this node's registry.
+void record_load(const server_metrics& metrics, std::size_t i, const replica_report& r) {
+  const auto& m = metrics.replica(static_cast<int>(i));
+  m.num_requests_running->Set(static_cast<double>(r.running));
+  m.num_requests_waiting->Set(static_cast<double>(r.waiting));
+  m.num_requests_swapped->Set(static_cast<double>(r.swapped));
+  m.kv_cache_usage->Set(r.kv_use);
+  catch_up(*m.num_preemptions, r.num_preemptions);
+  catch_up(*m.num_swap_outs, r.num_swap_outs);
+}
 
 auto seconds(double s) -> std::chrono::microseconds {
   return std::chrono::microseconds(static_cast<std::int64_t>(s * 1e6));
@@ -73,7 +90,7 @@ auto check_sink(sink_actor::pointer self, router_actor router, std::int32_t repl
 
 void record(self_ptr self, std::size_t i, bool passed) {
   auto& st = self->state;
-  if (!passed && st.options.metrics && i < st.options.metrics->num_replicas())
+  if (!passed && st.options.metrics)
     st.options.metrics->replica(static_cast<int>(i)).health_checks_failed->Increment();
   const auto change = st.core->record_check(i, passed);
   if (change == health_change::out) {
@@ -159,6 +176,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
                    self->system().render(m.reason).c_str());
       st.core->set_dead(i);
       st.slots[i].scheduler = nullptr;
+      if (st.options.metrics && st.slots[i].remote) record_load(*st.options.metrics, i, {}); // (it holds nothing now)
       st.slots[i].check = 0;
       st.publish_ready();
     }
@@ -174,11 +192,13 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         return {static_cast<std::int32_t>(i), st.slot(i).scheduler};
       },
       [self](load_atom, std::int32_t replica, const replica_report& r) {
-        auto& core = *self->state.core;
-        if (replica >= 0 && static_cast<std::size_t>(replica) < core.num_replicas())
-          core.report(static_cast<std::size_t>(replica), r);
+        auto& st = self->state;
+        if (replica < 0 || static_cast<std::size_t>(replica) >= st.core->num_replicas()) return;
+        const auto i = static_cast<std::size_t>(replica);
+        st.core->report(i, r);
+        if (st.options.metrics && st.slot(i).remote) record_load(*st.options.metrics, i, r);
       },
-      [self](join_atom, std::int32_t replica, const scheduler_actor& scheduler, bool drained) {
+      [self](join_atom, std::int32_t replica, const scheduler_actor& scheduler, bool drained, bool remote) {
         auto& st = self->state;
         if (replica < 0 || !scheduler) return;
         const auto i = static_cast<std::size_t>(replica);
@@ -186,6 +206,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
           st.core->add_replica(st.weight_of(st.core->num_replicas()));
         st.slot(i).scheduler = scheduler;
         st.slot(i).check = 0;
+        st.slot(i).remote = remote;
         self->monitor(scheduler);
         st.core->join(i, drained);
         st.publish_ready();

@@ -89,6 +89,9 @@ struct scheduler_state {
       r.submitted = submitted;
       r.submitted_tokens = submitted_tokens;
       if (core->num_waiting() > 0) r.queue_age_s = std::max(0.0, now_s() - core->oldest_waiting_arrival());
+      r.swapped = core->num_swapped();
+      r.num_preemptions = core->num_preemptions();
+      r.num_swap_outs = core->num_swap_outs();
       last_report = r;
       last_report_at = now;
       caf::anon_send(options.router, load_atom_v, static_cast<std::int32_t>(options.replica), r);

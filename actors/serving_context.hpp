@@ -117,6 +117,9 @@ struct fleet {
 struct server_status {
   std::atomic<bool> ready{false};    ///< the model is loaded and actors run
   std::atomic<bool> draining{false}; ///< SIGTERM received: no new requests
+  /// server.drain_timeout_s passed: the replicas stop, and the requests they
+  /// still serve end as cut off by the shutdown (not as replica failures).
+  std::atomic<bool> stopping{false};
   std::atomic<std::int64_t> num_live_requests{0};  ///< sinks alive
   std::atomic<std::int64_t> num_queued{0};          ///< waiting + running, all replicas
   std::atomic<std::int64_t> last_progress_ns{0};    ///< steady clock of the last finished step

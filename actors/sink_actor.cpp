@@ -23,6 +23,7 @@ struct current_submission {
 
 struct sink_state {
   std::shared_ptr<serving_context> ctx;
+  server_status* status = nullptr;
   std::shared_ptr<http::exchange> client;
   sink_request req;
   api::response_head head;
@@ -170,6 +171,8 @@ void stop(self_ptr self) {
   if (st.current->replica) self->demonitor(st.current->replica.address());
   self->quit();
 }
+
+constexpr const char* shutting_down = "the server is shutting down";
 
 // Ends the request with an error: its status and an OpenAI-style body, or,
 // once the stream has started, an error event and [DONE].
@@ -327,7 +330,7 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   st.job.max_tokens = prompt_limit(st);
   self->request(st.ctx->pick_tokenizer(st.job.num_bytes()), caf::infinite, encode_atom_v, st.job)
       .then([self](encoded& again) { submit(self, again); },
-            [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+            [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
   return false;
 }
 
@@ -400,7 +403,7 @@ void submit(self_ptr self, encoded& e) {
     };
     self->request(st.ctx->memories[d], caf::infinite, probe_atom_v, shared_r->tenant, shared_r->prompt,
                   st.ctx->block_size)
-        .then(done, [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+        .then(done, [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
   }
 }
 
@@ -416,7 +419,7 @@ void route(self_ptr self, request r, const policy::route_request& q, std::vector
                           "", self->state.failed.empty() ? "" : "replica_failed");
             submit_to(self, std::move(r), replica, std::move(scheduler));
           },
-          [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+          [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
 }
 
 // Its replica died, hangs or failed: a request that has streamed nothing
@@ -425,6 +428,12 @@ void route(self_ptr self, request r, const policy::route_request& q, std::vector
 void replica_failed(self_ptr self) {
   auto& st = self->state;
   if (st.done) return;
+  // Past server.drain_timeout_s the replicas are stopped under it: neither
+  // a failure nor worth a retry.
+  if (st.status->stopping.load())
+    return fail(self, 503,
+                std::string(shutting_down) + ": the request was cut off when server.drain_timeout_s ran out", "",
+                "server_shutdown");
   auto& m = *st.ctx->metrics;
   const bool streamed = st.req.body.stream && st.completion_tokens > 0;
   if (streamed || st.retries >= st.ctx->max_retries) {
@@ -514,6 +523,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     if (cur->replica) caf::anon_send(cur->replica, abort_atom_v, cur->id);
   });
   st.ctx = std::move(ctx);
+  st.status = status;
   st.client = std::move(client);
   st.req = std::move(req);
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
@@ -556,7 +566,8 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     encoded e{st.req.body.prompt_tokens, {}};
     for (auto t : e.tokens)
       if (t < 0 || t >= st.ctx->tok->vocab_size()) {
-        e.error = "prompt token " + std::to_string(t) + " is outside the vocabulary";
+        e.error = "prompt token " + std::to_string(t) + " is outside the vocabulary: ids are between 0 and " +
+                  std::to_string(st.ctx->tok->vocab_size() - 1);
         break;
       }
     submit(self, e);
@@ -564,7 +575,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     const auto bytes = job.num_bytes();
     self->request(st.ctx->pick_tokenizer(bytes), caf::infinite, encode_atom_v, std::move(job))
         .then([self](encoded& e) { submit(self, e); },
-              [self](caf::error&) { fail(self, 503, "the server is shutting down"); });
+              [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
   }
   return {
       [self](tokens_atom, request_update& u) { on_tokens(self, u); },

@@ -205,7 +205,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
       ro.limits.first_host_block = k * ro.limits.num_host_blocks;
       auto scheduler = spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status);
       parts.actors.push_back(caf::actor_cast<caf::actor>(scheduler));
-      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), scheduler, false);
+      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), scheduler, false, false);
     }
   }
   if (autoscaled) {
@@ -359,7 +359,10 @@ auto run_serve(std::span<char* const> argv) -> int {
     api::api_error e;
     e.status = status;
     e.message = message;
-    e.code = status == 413 ? "request_too_large" : "bad_request";
+    e.code = status == 413   ? "request_too_large"
+             : status == 415 ? "unsupported_content_encoding"
+             : status == 431 ? "request_header_fields_too_large"
+                             : "bad_request";
     return api::error_body(e);
   };
   http::server srv(so, [&gw](http::request r, std::shared_ptr<http::exchange> c) { gw.handle(std::move(r), std::move(c)); });
@@ -413,8 +416,14 @@ auto run_serve(std::span<char* const> argv) -> int {
   while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const auto left = status.num_live_requests.load();
-  srv.stop();
+  // Requests still live are cut off: their sinks tell the clients why while
+  // the HTTP threads still run to send it (a second at most), then they stop.
+  status.stopping = true;
   stop_actors();
+  const auto cut_off = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < cut_off)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  srv.stop();
   sys.await_all_actors_done();
   std::printf("troupe: stopped%s\n", left > 0 ? " (drain timeout: requests cut off)" : "");
   return 0;

@@ -22,6 +22,9 @@ struct replica_report {
   std::uint64_t submitted = 0;        ///< submissions it has received, ever
   std::uint64_t submitted_tokens = 0; ///< their prompt tokens
   double queue_age_s = 0;             ///< the oldest waiting request's wait (0: none waits)
+  // For its metrics on the router node when it runs elsewhere (a worker's):
+  std::int64_t swapped = 0;           ///< preempted by swap, their KV in host memory
+  std::int64_t num_preemptions = 0, num_swap_outs = 0; ///< ever
 };
 
 /// When a replica leaves and rejoins rotation on its health checks.

@@ -42,17 +42,55 @@ auto status_line(int status) -> std::string {
 
 namespace {
 
-auto head_of(int status, const header_list& headers, bool chunked, std::size_t length,
-             bool keep_alive) -> std::string {
+// How a response's body ends: after Content-Length bytes, at the last chunk,
+// or when the server closes the connection (HTTP/1.0 has no chunks).
+enum class framing { length, chunked, close };
+
+auto head_of(int status, const header_list& headers, framing f, std::size_t length, bool keep_alive)
+    -> std::string {
   std::string h = "HTTP/1.1 " + status_line(status) + "\r\n";
   for (const auto& [k, v] : headers) h += k + ": " + v + "\r\n";
-  if (chunked)
-    h += "Transfer-Encoding: chunked\r\n";
-  else
-    h += "Content-Length: " + std::to_string(length) + "\r\n";
-  if (!keep_alive) h += "Connection: close\r\n";
+  if (f == framing::chunked) h += "Transfer-Encoding: chunked\r\n";
+  if (f == framing::length) h += "Content-Length: " + std::to_string(length) + "\r\n";
+  if (!keep_alive || f == framing::close) h += "Connection: close\r\n";
   h += "\r\n";
   return h;
+}
+
+// The longest request line and header fields taken (Beast's default); longer is a 431.
+constexpr std::size_t max_header_bytes = 8 * 1024;
+
+// Where the header section of `data` ends (the index just past its empty
+// line), or npos while it is incomplete.
+auto header_end(std::string_view data) -> std::size_t {
+  const auto at = data.find("\r\n\r\n");
+  return at == std::string_view::npos ? at : at + 4;
+}
+
+// A header line that starts with a space or a tab continues the one before
+// (obs-fold, RFC 9112 5.2): a server must refuse it or unfold it. Beast
+// unfolds; troupe refuses, so no two parsers read one header differently.
+auto has_obs_fold(std::string_view head) -> bool {
+  for (auto at = head.find('\n'); at != std::string_view::npos && at + 1 < head.size(); at = head.find('\n', at + 1))
+    if (head[at + 1] == ' ' || head[at + 1] == '\t') return true;
+  return false;
+}
+
+// A content coding troupe cannot decode: anything but identity (RFC 9110 8.4; 415, RFC 7694).
+auto undecodable_coding(std::string_view codings) -> std::string {
+  std::size_t at = 0;
+  while (at <= codings.size()) {
+    auto end = codings.find(',', at);
+    if (end == std::string_view::npos) end = codings.size();
+    auto c = codings.substr(at, end - at);
+    while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.remove_prefix(1);
+    while (!c.empty() && (c.back() == ' ' || c.back() == '\t')) c.remove_suffix(1);
+    std::string lower(c);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char x) { return std::tolower(x); });
+    if (!lower.empty() && lower != "identity") return std::string(c);
+    at = end + 1;
+  }
+  return {};
 }
 
 void append_chunk(std::string& out, std::string_view data) {
@@ -191,21 +229,26 @@ public:
   }
 
   void respond(int status, header_list headers, std::string body) override {
-    std::string bytes = head_of(status, headers, false, body.size(), keep_alive_);
+    std::string bytes = head_of(status, headers, framing::length, body.size(), keep_alive_);
     if (!head_request_) bytes += body;
     output(bytes, state::handling, state::ending);
   }
 
+  // An HTTP/1.0 client cannot read chunks: its stream's body ends when the
+  // connection closes (http10_ is set before the handler runs, and read
+  // only by the calls that follow it).
   void start_stream(int status, header_list headers) override {
-    output(head_of(status, headers, true, 0, keep_alive_), state::handling, state::streaming);
+    if (http10_) keep_alive_ = false;
+    output(head_of(status, headers, http10_ ? framing::close : framing::chunked, 0, keep_alive_), state::handling,
+           state::streaming);
   }
 
   void write(std::string data, delivery_count delivered) override {
     if (delivered) delivered->fetch_sub(1, std::memory_order_relaxed);
-    output(data, state::streaming, state::streaming, true);
+    output(data, state::streaming, state::streaming, !http10_);
   }
 
-  void end_stream() override { output("0\r\n\r\n", state::streaming, state::ending); }
+  void end_stream() override { output(http10_ ? "" : "0\r\n\r\n", state::streaming, state::ending); }
 
   void accept_websocket(std::function<websocket_handlers(std::shared_ptr<websocket>)> make) override {
     post([make = std::move(make)](session& s) mutable { s.upgrade(std::move(make)); });
@@ -278,21 +321,56 @@ private:
       std::lock_guard lock(mu_);
       state_ = state::reading;
     }
-    parser_.emplace();
-    parser_->body_limit(static_cast<std::uint64_t>(options_.max_body_bytes));
     stream_.expires_after(options_.idle_timeout);
+    read_header();
+  }
+
+  // Reads until the buffer holds the whole header section, which is then
+  // checked as sent (Beast's parser would unfold obs-fold), then parsed
+  // with the body. (The deadline set in read() covers every read.)
+  void read_header() {
+    const std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    const auto end = header_end(data);
+    if (end == std::string_view::npos && data.size() >= max_header_bytes) return refuse_header_size();
+    if (end == std::string_view::npos) {
+      stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](error_code ec, std::size_t n) {
+        self->buffer_.commit(n);
+        if (ec) return self->on_read(ec);
+        self->read_header();
+      });
+      return;
+    }
+    if (has_obs_fold(data.substr(0, end)))
+      return refuse(400, "obsolete line folding: a header line starts with a space or a tab");
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(max_header_bytes));
+    parser_->body_limit(static_cast<std::uint64_t>(options_.max_body_bytes));
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void refuse_header_size() {
+    refuse(431, "the request line and headers are over the limit of " + std::to_string(max_header_bytes) + " bytes");
   }
 
   void on_read(error_code ec) {
     if (ec == bhttp::error::body_limit) return refuse(413, "the request body is over the limit of " +
                                                                 std::to_string(options_.max_body_bytes) + " bytes");
+    if (ec == bhttp::error::header_limit) return refuse_header_size();
     if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted)
       return close();
     if (ec) return refuse(400, "malformed HTTP request: " + ec.message());
     auto msg = parser_->release();
+    // HTTP/1.1 names the host in exactly one Host header (RFC 9112 3.2).
+    const auto num_hosts = msg.count(bhttp::field::host);
+    if (msg.version() >= 11 && num_hosts == 0) return refuse(400, "an HTTP/1.1 request needs a Host header");
+    if (num_hosts > 1) return refuse(400, "a request may have only one Host header");
+    for (auto [it, end] = msg.equal_range(bhttp::field::content_encoding); it != end; ++it)
+      if (const auto coding = undecodable_coding(it->value()); !coding.empty())
+        return refuse(415, "the request body's Content-Encoding '" + coding + "' is not supported; send it uncompressed",
+                      {{"Accept-Encoding", "identity"}});
+    http10_ = msg.version() < 11;
     keep_alive_ = msg.keep_alive();
     head_request_ = msg.method() == bhttp::verb::head;
     request r;
@@ -319,15 +397,17 @@ private:
   }
 
   // Answers a request the server could not read, then closes.
-  void refuse(int status, const std::string& message) {
+  void refuse(int status, const std::string& message, header_list headers = {}) {
     keep_alive_ = false;
     head_request_ = false;
+    http10_ = false;
     {
       std::lock_guard lock(mu_);
       state_ = state::handling;
     }
     const std::string body = options_.error_body ? options_.error_body(status, message) : message;
-    respond(status, {{"Content-Type", "application/json"}}, body);
+    headers.emplace_back("Content-Type", "application/json");
+    respond(status, std::move(headers), body);
   }
 
   // Notices a client that goes away while its response is open: readable
@@ -427,6 +507,7 @@ private:
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;        ///< of the current request; set before the handler runs
   bool head_request_ = false;     ///< the current request is a HEAD: headers only
+  bool http10_ = false;           ///< the current request is HTTP/1.0: a stream is close-delimited
   std::optional<bhttp::request<bhttp::string_body>> upgrade_; ///< a WebSocket upgrade, until taken or answered
   std::uint64_t generation_ = 0;  ///< strand only: which watch is current
   std::string sending_;           ///< strand only: the async write in flight (lives until it completes)

@@ -1,8 +1,11 @@
 #pragma once
 // The HTTP/1.1 front door, with Beast kept behind this plain interface so
 // that only http_server.cpp compiles Beast. Keep-alive, a body size limit,
-// timeouts for idle and slow clients, and streamed (chunked) responses whose
-// writes may come from any thread.
+// timeouts for idle and slow clients, and streamed responses (chunked; for an
+// HTTP/1.0 client, ended by closing the connection) whose writes may come
+// from any thread. Requests it cannot take it answers itself: 400 (malformed,
+// no Host in HTTP/1.1, obsolete line folding), 413 (body over the limit), 415
+// (a Content-Encoding other than identity), 431 (headers over 8 KiB).
 
 #include <atomic>
 #include <chrono>
@@ -53,7 +56,8 @@ public:
   virtual ~exchange() = default;
   /// A whole response, with Content-Length.
   virtual void respond(int status, header_list headers, std::string body) = 0;
-  /// Sends the status line and headers of a chunked response.
+  /// Sends the status line and headers of a streamed response: chunked, or
+  /// for an HTTP/1.0 request close-delimited (the connection closes after it).
   virtual void start_stream(int status, header_list headers) = 0;
   /// A count the connection decrements once bytes given to write() reached
   /// it (sent, queued behind a write in flight, or dropped: client gone).
@@ -63,7 +67,8 @@ public:
   /// together in the next write (one chunk, one send). `delivered`, if
   /// given, is decremented when they reach the connection.
   virtual void write(std::string data, delivery_count delivered = nullptr) = 0;
-  /// Ends the chunked body; the connection then reads the next request.
+  /// Ends the streamed body; the connection then reads the next request (or
+  /// closes, after a close-delimited one).
   virtual void end_stream() = 0;
   /// `f` runs once (on the connection's strand) if the client disconnects, a
   /// write fails or times out before the response ended. Set it before
@@ -84,7 +89,7 @@ struct server_options {
   std::chrono::milliseconds idle_timeout{30'000}; ///< reading a request, or one write
   /// A WebSocket silent this long is closed; at half of it the server pings.
   std::chrono::milliseconds websocket_idle_timeout{60'000};
-  /// The body of a 413 / 400 the server sends itself (given status, message).
+  /// The body of a 400 / 413 / 415 / 431 the server sends itself (given status, message).
   std::function<std::string(int, const std::string&)> error_body;
 };
 

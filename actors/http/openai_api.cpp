@@ -181,10 +181,9 @@ auto read_float(od::value& v, std::string_view param, float& out) -> problem {
   return {};
 }
 
+// The whole range, both ends: "got 2147483648" beside ">= 1" would read as a contradiction.
 auto range_text(std::int64_t lo, std::int64_t hi) -> std::string {
-  if (lo == int32_min && hi == int32_max) return "a 32-bit integer";
-  if (hi == int32_max) return ">= " + std::to_string(lo);
-  return "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return "between " + std::to_string(lo) + " and " + std::to_string(hi);
 }
 
 /// An integer in [lo, hi]. A whole number written as a float (2.0) counts, as
@@ -224,7 +223,7 @@ auto read_seed(od::value& v, std::uint64_t& out) -> problem {
   od::number n;
   if (auto p = read_number(v, "seed", "seed", "an integer", n)) return p;
   const auto negative = [&](const std::string& got) {
-    return error("invalid_value", "seed", "seed must be >= 0, got " + got);
+    return error("invalid_value", "seed", "seed must be between 0 and 18446744073709551615, got " + got);
   };
   switch (n.get_number_type()) {
     case od::number_type::signed_integer:
@@ -237,7 +236,7 @@ auto read_seed(od::value& v, std::uint64_t& out) -> problem {
       if (d != std::trunc(d)) return bad_type("seed", "seed", "an integer");
       if (d < 0) return negative(show(d));
       if (!(d < 18446744073709551616.0))
-        return error("invalid_value", "seed", "seed must be < 2^64, got " + show(d));
+        return error("invalid_value", "seed", "seed must be between 0 and 18446744073709551615, got " + show(d));
       out = static_cast<std::uint64_t>(d);
       break;
     }

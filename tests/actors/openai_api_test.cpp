@@ -220,13 +220,13 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
 TEST_CASE("error messages name the field and the problem") {
   CHECK(parse_error(C, R"({"prompt":"a","n":3})").message == "n > 1 is not supported");
   CHECK(parse_error(C, R"({"prompt":"a","top_p":1.5})").message == "top_p must be in (0, 1], got 1.5");
-  CHECK(parse_error(C, R"({"prompt":"a","max_tokens":0})").message == "max_tokens must be >= 1, got 0");
+  CHECK(parse_error(C, R"({"prompt":"a","max_tokens":0})").message == "max_tokens must be between 1 and 2147483647, got 0");
   CHECK(parse_error(C, R"({"prompt":"a","max_tokens":1.5})").message == "max_tokens must be an integer");
-  CHECK(parse_error(C, R"({"prompt":"a","logprobs":21})").message == "logprobs must be in [0, 20], got 21");
+  CHECK(parse_error(C, R"({"prompt":"a","logprobs":21})").message == "logprobs must be between 0 and 20, got 21");
   CHECK(parse_error(C, R"({"prompt":"a","stop":["x",""]})").message == "stop[1] must not be empty");
   CHECK(parse_error(C, R"({"prompt":"a","stop_token_ids":[4,-1]})").message ==
-        "stop_token_ids[1] must be >= 0, got -1");
-  CHECK(parse_error(C, R"({"prompt":[3,-1]})").message == "prompt[1] must be >= 0, got -1");
+        "stop_token_ids[1] must be between 0 and 2147483647, got -1");
+  CHECK(parse_error(C, R"({"prompt":[3,-1]})").message == "prompt[1] must be between 0 and 2147483647, got -1");
   CHECK(parse_error(C, "{}").message == "prompt is missing");
   CHECK(parse_error(C, "[]").message == "request body must be a JSON object");
   CHECK(parse_error(C, R"({"prompt":"a"}{})").message == "request body has text after the JSON object");
@@ -235,6 +235,32 @@ TEST_CASE("error messages name the field and the problem") {
         R"(messages[0].role must be "system", "user" or "assistant", got "tool")");
   CHECK(parse_error(H, R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]})")
             .message == R"(messages[0].content[1].type must be "text" (only text content is supported))");
+}
+
+TEST_CASE("a value out of range is told the whole range it broke") {
+  // Over the top end: a message saying only ">= 1" would contradict the value.
+  const auto big = parse_error(C, R"({"prompt":"a","max_tokens":2147483648})");
+  CHECK(big.param == "max_tokens");
+  CHECK(big.code == "invalid_value");
+  CHECK(big.message == "max_tokens must be between 1 and 2147483647, got 2147483648");
+  CHECK(parse_error(C, R"({"prompt":"a","max_completion_tokens":9223372036854775807})").message ==
+        "max_completion_tokens must be between 1 and 2147483647, got 9223372036854775807");
+  CHECK(parse_error(C, R"({"prompt":"a","max_tokens":18446744073709551615})").message ==
+        "max_tokens must be between 1 and 2147483647, got 18446744073709551615");
+  CHECK(parse_error(C, R"({"prompt":"a","max_tokens":3e9})").message ==
+        "max_tokens must be between 1 and 2147483647, got 3e+09");
+  CHECK(parse_error(C, R"({"prompt":[4294967295]})").message ==
+        "prompt[0] must be between 0 and 2147483647, got 4294967295");
+  CHECK(parse_error(C, R"({"prompt":[[1,2147483648]]})").message ==
+        "prompt[0][1] must be between 0 and 2147483647, got 2147483648");
+  CHECK(parse_error(C, R"({"prompt":"a","stop_token_ids":[4294967295]})").message ==
+        "stop_token_ids[0] must be between 0 and 2147483647, got 4294967295");
+  CHECK(parse_error(C, R"({"prompt":"a","priority":2147483648})").message ==
+        "priority must be between -2147483648 and 2147483647, got 2147483648");
+  CHECK(parse_error(C, R"({"prompt":"a","seed":-1})").message ==
+        "seed must be between 0 and 18446744073709551615, got -1");
+  CHECK(parse_error(C, R"({"prompt":"a","seed":2e19})").message ==
+        "seed must be between 0 and 18446744073709551615, got 2e+19");
 }
 
 TEST_CASE("a completions request maps every field") {

@@ -423,6 +423,17 @@ class worker:
         self.replicas = [int(x) for x in m.group(1).split(",")] if m else []
 
 
+# Every series with a replica label: each replica, local or remote, has one in each.
+REPLICA_SERIES = ["num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "num_preemptions_total",
+                  "num_requests_swapped", "num_swap_outs_total", "replica_ready", "health_checks_failed_total"]
+
+
+def missing_replica_series(srv, replica):
+    _, text = srv.request("GET", "/metrics")
+    return [n for n in REPLICA_SERIES
+            if not re.search(r'^troupe_' + n + r'\{[^}]*replica="' + replica + r'"', text, re.M)]
+
+
 def test_remote(model):
     """Replicas in another process (troupe worker --join) over CAF's network
     layer: they serve like local ones (the same greedy tokens and logprobs);
@@ -439,19 +450,32 @@ def test_remote(model):
         check(w.replicas == [1], f"a worker joins as replica 1 ({w.line.strip()})")
         wait_for("the remote replica is in rotation", lambda: [x["ready"] for x in replicas(srv)] == [True, True])
         answers = {}
+        generated0 = srv.metric("troupe_generation_tokens_total")
+        ttft0 = srv.metric("troupe_time_to_first_token_seconds_count")
+        generated = 0
         for i in range(4):
             r, text = srv.request("POST", "/v1/completions",
                                   {"prompt": "Hello there", "max_tokens": 8, "temperature": 0, "logprobs": 2})
             choice = json.loads(text)["choices"][0]
+            generated += json.loads(text)["usage"]["completion_tokens"]
             answers.setdefault(r.getheader("x-troupe-replica"), []).append(
                 (choice["text"], choice["logprobs"]["token_logprobs"]))
         check(sorted(answers) == ["0", "1"] and answers["0"][0] == answers["1"][0],
               f"local and remote replicas give the same greedy tokens and logprobs ({answers})")
+        check(srv.metric("troupe_generation_tokens_total") == generated0 + generated and
+              srv.metric("troupe_time_to_first_token_seconds_count") == ttft0 + 4,
+              "/metrics counts the tokens and latencies of requests the remote replica served")
+        check(not missing_replica_series(srv, "1"), f'/metrics has replica="1" (the worker\'s) in every per-replica '
+              f'series (missing: {missing_replica_series(srv, "1")})')
         check(wait_for("deep checks pass on the remote replica", lambda: replicas(srv)[1]["checks"] >= 1) and
               replicas(srv)[1]["failed_checks"] == 0, "deep checks reach the remote replica")
         admin(srv, 0, "drain")
         a = open_stream(srv, "a long story", 1500)
         check(a.r.status == 200 and a.replica == "1" and a.first_token(), "stream A streams from the remote replica")
+        wait_for('/metrics: troupe_num_requests_running{replica="1"} is 1 while A runs there',
+                 lambda: srv.metric("troupe_num_requests_running", 'replica="1"') == 1)
+        check(srv.metric("troupe_kv_cache_usage_perc", 'replica="1"') > 0,
+              '/metrics: the remote replica holds KV blocks for A (kv_cache_usage_perc{replica="1"} > 0)')
         admin(srv, 1, "hang")  # (through the proxy and the endpoint to the worker's scheduler)
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             b = pool.submit(chat, srv, "request B", 6)
@@ -473,6 +497,8 @@ def test_remote(model):
         wait_for("the new worker's replica is in rotation", lambda: replicas(srv)[2]["ready"])
         got = {chat(srv, f"again {i}", 2)[0].getheader("x-troupe-replica") for i in range(4)}
         check(got == {"0", "2"}, f"the router uses it ({sorted(got)})")
+        check(not missing_replica_series(srv, "2") and srv.metric("troupe_replica_ready", 'replica="2"') == 1,
+              f'/metrics has the second worker\'s replica="2" series (missing: {missing_replica_series(srv, "2")})')
         w.proc.send_signal(signal.SIGTERM)
         out = w.proc.communicate(timeout=30)[0]
         check(w.proc.returncode == 0 and "stopped" in out, f"a worker stops on SIGTERM with exit 0 ({out.strip()})")
