@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat soak bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -47,6 +47,11 @@ test-repeat: build
 
 bench: build
 	$(BUILD)/troupe bench-engine --preset stories110m
+
+# The libFuzzer harnesses (tests/fuzz/) under ASan and UBSan, each for
+# FUZZ_SECONDS (default 60) from the tests' seed corpora (scripts/fuzz.sh).
+fuzz: build
+	@BUILD=$(BUILD) scripts/fuzz.sh
 
 # make soak [N=...]: N requests (default 1,000,000) against the zero-cost
 # executor, the server's resident memory printed every 10,000 (scripts/soak.sh).

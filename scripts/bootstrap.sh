@@ -10,6 +10,7 @@ packages=(
   libsentencepiece-dev sentencepiece doctest-dev libtomlplusplus-dev
   libopenblas-dev prometheus prometheus-cpp-dev
   chromium
+  clang libclang-rt-14-dev # make fuzz: clang with libFuzzer, ASan and UBSan
 )
 
 # The chat page's browser test drives Debian's chromium with playwright-core,

@@ -1,24 +1,26 @@
 #!/usr/bin/env python3
-"""Prints `N passed, N failed` from meson's testlog.json, last (the line CI reads),
-after a line counting the skipped tests (GPU tests where no device is found)."""
+"""Prints `N passed, N failed` from meson's testlog.json (and any more files
+of its shape, e.g. make fuzz's results), last (the line CI reads), after a
+line counting the skipped tests (GPU tests where no device is found)."""
 import json
 import sys
 
 passed = failed = skipped = 0
-try:
-    with open(sys.argv[1]) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            result = json.loads(line)["result"]
-            if result in ("OK", "EXPECTEDFAIL"):
-                passed += 1
-            elif result == "SKIP":
-                skipped += 1
-            else:
-                failed += 1
-except OSError:
-    failed = 1  # the build failed before any test ran
+for path in sys.argv[1:]:
+    try:
+        with open(path) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                result = json.loads(line)["result"]
+                if result in ("OK", "EXPECTEDFAIL"):
+                    passed += 1
+                elif result == "SKIP":
+                    skipped += 1
+                else:
+                    failed += 1
+    except OSError:
+        failed += 1  # the build failed before any test ran (or the fuzzers did not run)
 if skipped:
     print(f"{skipped} skipped (they need a CUDA device)")
 print(f"{passed} passed, {failed} failed")

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# make fuzz: builds the libFuzzer harnesses of tests/fuzz/ with clang under
+# ASan and UBSan (each with just the sources it exercises: no CAF, no Beast)
+# and runs each for FUZZ_SECONDS (default 60; CI: 20), from the seed corpora
+# the tests provide. A crash leaves its input in $out/NAME/ and fails the run.
+# Writes one result per harness to $out/results.json (meson's testlog shape,
+# so the CI summary counts them).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build}
+out=${FUZZ_DIR:-$build/fuzz}
+seconds=${FUZZ_SECONDS:-60}
+cxx=${FUZZ_CXX:-clang++}
+mkdir -p "$out"
+: >"$out/results.json"
+
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+       -I. -I"$build" $(pkg-config --cflags tomlplusplus))
+policies=$(grep -o "'policies/[^']*\.cpp'" meson.build | tr -d "'")
+declare -A sources libs
+sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp actors/http/openai_api.cpp actors/http/openai_format.cpp
+  engine/sampling/sampling_params.cpp"
+libs[openai_request]="-lsimdjson"
+sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/config_toml.cpp
+  actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
+  engine/tokenizer/chat_template.cpp engine/cuda_backend.cpp $policies"
+libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
+sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp"
+libs[safetensors]="-lsimdjson"
+
+# Seeds: the requests of tests/fuzz/corpus, the shipped TOML files, and two
+# small safetensors files.
+seed() {
+  local name=$1 dir=$out/$1/corpus
+  mkdir -p "$dir"
+  case $name in
+    openai_request) cp tests/fuzz/corpus/openai_request/* "$dir"/ ;;
+    config_toml) cp config/default.toml config/tenants.example.toml config/sim/chat.toml "$dir"/ ;;
+    safetensors) python3 - "$dir" <<'PY'
+import json, struct, sys
+def write(path, header, data):
+    h = json.dumps(header).encode()
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+write(sys.argv[1] + "/f32", {"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+                              "__metadata__": {"format": "pt"}}, bytes(16))
+write(sys.argv[1] + "/mixed", {"a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 6]},
+                                "b": {"dtype": "F16", "shape": [1, 1], "data_offsets": [6, 8]}}, bytes(8))
+PY
+    ;;
+  esac
+}
+
+failed=0
+for name in openai_request config_toml safetensors; do
+  exe=$out/$name/fuzz_$name
+  mkdir -p "$out/$name"
+  seed "$name"
+  start=$SECONDS
+  # shellcheck disable=SC2086
+  if ! $cxx "${flags[@]}" ${sources[$name]} ${libs[$name]} -o "$exe" 2>"$out/$name/build.log"; then
+    result=FAIL; summary="did not build (see $out/$name/build.log)"
+  else
+    "$exe" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/$name/" \
+      "$out/$name/corpus" >"$out/$name/run.log" 2>&1
+    rc=$?
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$name/run.log")
+    if [ $rc -eq 0 ]; then
+      result=OK; summary="${runs:-?} executions in ${seconds} s, nothing found"
+    else
+      result=FAIL; summary="found a crash after ${runs:-?} executions: $(ls "$out/$name"/crash-* "$out/$name"/leak-* "$out/$name"/timeout-* 2>/dev/null | head -1)"
+    fi
+  fi
+  [ "$result" = OK ] || failed=$((failed + 1))
+  printf "fuzz/%-15s %s: %s\n" "$name" "$result" "$summary"
+  python3 -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "result": sys.argv[2], "duration": float(sys.argv[3]), "stdout": sys.argv[4]}))' \
+    "fuzz/$name" "$result" "$((SECONDS - start))" "$summary" >>"$out/results.json"
+done
+exit $((failed > 0))

@@ -1,0 +1,15 @@
+// libFuzzer harness (make fuzz): the OpenAI request parser on any bytes, as
+// a completions body, a chat body, a WebSocket chat message and a WebSocket
+// envelope. Every input must give a request or a 4xx error, never a crash.
+
+#include "actors/http/openai_api.hpp"
+#include <cstdint>
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  static const troupe::sampling_params defaults{};
+  (void)troupe::api::parse_request(troupe::api::endpoint::completions, body, defaults);
+  (void)troupe::api::parse_request(troupe::api::endpoint::chat, body, defaults);
+  (void)troupe::api::parse_request(troupe::api::endpoint::chat, body, defaults, true);
+  (void)troupe::api::parse_ws_envelope(body);
+  return 0;
+}
