@@ -169,7 +169,7 @@ auto gateway::readiness(const fleet* f, const served_model* model) const -> std:
   return {};
 }
 
-void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) {
+void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, listener on) {
   const auto arrival = std::chrono::steady_clock::now();
   const auto fl = served();
   // The default model (for requests that name none, and /admin).
@@ -207,6 +207,11 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client) 
     error(405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", "", "method_not_allowed",
           {{"Allow", allow}});
   };
+
+  const auto no_route = [&] { error(404, "no route for " + path, "invalid_request_error", "", "not_found"); };
+  if (on == listener::metrics && path != "/metrics" && path != "/health/live" && path != "/health/ready")
+    return no_route();
+  if (path == "/metrics" && on == listener::main && options_.metrics_elsewhere) return no_route();
 
   if (path == "/" || path == "/index.html")
     return get ? reply(200, "text/html; charset=utf-8", std::string(chat_page())) : wrong_method("GET");

@@ -54,6 +54,15 @@ struct gateway_options {
   std::size_t response_cache_bytes = 0; ///< 0: no response cache
   double response_cache_ttl_s = 600;
   std::size_t websocket_max_buffered = 1 << 20;
+  /// /metrics is served by a listener of its own (server.metrics_port), and
+  /// the main one answers it 404: its series name tenants.
+  bool metrics_elsewhere = false;
+};
+
+/// Which listener a request came in on.
+enum class listener {
+  main,    ///< every route (/metrics unless gateway_options::metrics_elsewhere)
+  metrics, ///< /metrics, /health/live and /health/ready only; the rest 404
 };
 
 class gateway {
@@ -64,8 +73,8 @@ public:
 
   /// Until set, completions get 503 "loading" (the models are still loading).
   void set_fleet(std::shared_ptr<const fleet> f);
-  /// Handles one request (the http::server's handler).
-  void handle(http::request req, std::shared_ptr<http::exchange> client);
+  /// Handles one request (an http::server's handler) that came in on `on`.
+  void handle(http::request req, std::shared_ptr<http::exchange> client, listener on = listener::main);
 
   /// Reads the tenants file again. An invalid file keeps the tenants in
   /// force and logs the key and the reason. `why` names the trigger in the log.

@@ -7,6 +7,8 @@
 
 #include <toml++/toml.h>
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -180,6 +182,13 @@ auto policy_name(const std::string& kind, std::vector<std::string> known, bool p
 void chat_template_name(const std::string& s, const std::string& path) {
   if (!s.empty() && !parse_chat_format(s))
     fail(path, "unknown chat template \"" + s + "\"; known: " + chat_format_names());
+}
+
+/// "" (for a default), or an IPv4 or IPv6 address.
+void ip_address(const std::string& s, const std::string& path) {
+  unsigned char buf[sizeof(in6_addr)];
+  if (!s.empty() && inet_pton(AF_INET, s.c_str(), buf) != 1 && inet_pton(AF_INET6, s.c_str(), buf) != 1)
+    fail(path, "\"" + s + "\" is not an IP address");
 }
 
 /// Non-empty; "cpu"s, or "cuda:N"s, not both.
@@ -370,6 +379,11 @@ auto key_specs() -> const std::vector<key_spec>& {
        "unsent bytes a WebSocket may hold; past it, the request writing is cancelled"},
       {"server", "websocket_idle_timeout_s", seconds(&c::websocket_idle_timeout_s, false),
        "a silent WebSocket is pinged at half of this, and closed at it (> 0)"},
+      {"server", "metrics_host", text(&c::metrics_host, ip_address),
+       "where metrics_port listens: \"\": host; else an IP address (an internal one)"},
+      {"server", "metrics_port", integer(&c::metrics_port, -1, 65535),
+       "-1: /metrics on port; else /metrics (with /health) only on this port, and port answers it 404;\n"
+       "0: any free port (printed). Its series name tenants: keep them off a public address."},
 
       {"model", "dir", text(&c::model_dir, non_empty),
        "Hugging Face model directory (`troupe serve DIR` sets it; checked when the model loads)"},
@@ -591,6 +605,10 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
       find_key(section_name, key.str()).io.apply(value, section_name + "." + std::string(key.str()), config);
   }
   for (const auto& o : overrides) apply_override(o, config);
+  // Metrics thought internal but served on the main port: refused, not guessed.
+  if (!config.metrics_host.empty() && config.metrics_port < 0)
+    fail("server.metrics_host", "\"" + config.metrics_host +
+                                    "\" is set, but server.metrics_port is -1 (/metrics on the main port); set it");
   if (config.min_replicas > config.max_replicas)
     fail("autoscaler.min_replicas", "(" + std::to_string(config.min_replicas) + ") is over max_replicas (" +
                                         std::to_string(config.max_replicas) + ")");

@@ -66,6 +66,8 @@ struct server_config {
   double response_cache_ttl_s = 600.0;     ///< > 0
   std::int64_t websocket_max_buffered_bytes = 1 << 20; ///< key "websocket_max_buffered": >= 1024 unsent per socket
   double websocket_idle_timeout_s = 60.0;  ///< > 0: a silent WebSocket is pinged at half of it, closed at it
+  std::string metrics_host;                ///< "" or an IP address: where metrics_port listens ("": host)
+  std::int32_t metrics_port = -1;          ///< [-1, 65535]: /metrics on a listener of its own (-1: on port; 0: any free port)
   // [model]
   std::string model_dir = "models/tiny";   ///< key "dir"; non-empty
   std::string served_model_name;           ///< "": the model dir's last path component (resolved by the caller)

@@ -30,6 +30,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -346,6 +347,7 @@ auto run_serve(std::span<char* const> argv) -> int {
   go.response_cache_bytes = static_cast<std::size_t>(cfg.response_cache_bytes);
   go.response_cache_ttl_s = cfg.response_cache_ttl_s;
   go.websocket_max_buffered = static_cast<std::size_t>(cfg.websocket_max_buffered_bytes);
+  go.metrics_elsewhere = cfg.metrics_port >= 0;
   gateway gw(sys, status, go);
   gw.watch_tenants(std::chrono::milliseconds(static_cast<std::int64_t>(cfg.tenants_poll_s * 1000)));
   http::server_options so;
@@ -367,6 +369,25 @@ auto run_serve(std::span<char* const> argv) -> int {
   };
   http::server srv(so, [&gw](http::request r, std::shared_ptr<http::exchange> c) { gw.handle(std::move(r), std::move(c)); });
   std::printf("troupe: listening on http://%s:%u\n", cfg.host.c_str(), static_cast<unsigned>(srv.port()));
+  // server.metrics_port: /metrics (its series name tenants) on an internal
+  // address; the same server, a listener of its own, one thread.
+  std::optional<http::server> metrics_srv;
+  if (cfg.metrics_port >= 0) {
+    auto mo = so;
+    mo.host = cfg.metrics_host.empty() ? cfg.host : cfg.metrics_host;
+    mo.port = static_cast<std::uint16_t>(cfg.metrics_port);
+    mo.threads = 1;
+    try {
+      metrics_srv.emplace(mo, [&gw](http::request r, std::shared_ptr<http::exchange> c) {
+        gw.handle(std::move(r), std::move(c), listener::metrics);
+      });
+    } catch (const std::runtime_error& e) {
+      throw config_error(std::string(cfg.metrics_host.empty() ? "server.metrics_port" : "server.metrics_host") + ": " +
+                         e.what());
+    }
+    std::printf("troupe: metrics at http://%s:%u/metrics\n", mo.host.c_str(),
+                static_cast<unsigned>(metrics_srv->port()));
+  }
   std::fflush(stdout);
 
   std::vector<std::unique_ptr<engine_parts>> parts;
@@ -399,6 +420,7 @@ auto run_serve(std::span<char* const> argv) -> int {
     std::fflush(stdout);
   } catch (...) {
     srv.stop();
+    if (metrics_srv) metrics_srv->stop();
     stop_actors();
     sys.await_all_actors_done();
     throw;
@@ -424,6 +446,7 @@ auto run_serve(std::span<char* const> argv) -> int {
   while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < cut_off)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   srv.stop();
+  if (metrics_srv) metrics_srv->stop();
   sys.await_all_actors_done();
   std::printf("troupe: stopped%s\n", left > 0 ? " (drain timeout: requests cut off)" : "");
   return 0;

@@ -165,6 +165,8 @@ TEST_CASE("a rendered config reads back as the same config") {
   c.router_weights = {2.0, 0.5, 1.0 / 3};
   c.capability_rules = {{"auto", "small", "large", 64, 0, {"free", "x"}}, {"a", "s", "l", 0, 9, {}}};
   c.worker_port = 0;
+  c.metrics_host = "::1";
+  c.metrics_port = 9090;
   c.autoscaler_policy = "queue_depth";
   c.autoscaler_target = 2.5;
   c.min_replicas = 2;
@@ -296,7 +298,7 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
   const auto key = std::string(
       "server.prot: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
       "drain_timeout_s, stall_timeout_s, admin_api, tenants, tenants_poll_s, response_cache, response_cache_ttl_s, "
-      "websocket_max_buffered, websocket_idle_timeout_s");
+      "websocket_max_buffered, websocket_idle_timeout_s, metrics_host, metrics_port");
   CHECK(error_of("[server]\nprot = 1\n") == key);
   CHECK(error_of("", {{"server.prot", "1"}}) == key);
   CHECK(error_of("[model]\nmodel_dir = \"x\"\n") ==
@@ -304,7 +306,7 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
   CHECK(error_of("[server.tls]\ncert = \"x\"\n") ==
         "server.tls: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
         "drain_timeout_s, stall_timeout_s, admin_api, tenants, tenants_poll_s, response_cache, "
-        "response_cache_ttl_s, websocket_max_buffered, websocket_idle_timeout_s");
+        "response_cache_ttl_s, websocket_max_buffered, websocket_idle_timeout_s, metrics_host, metrics_port");
   CHECK(error_of("", {{"port", "1"}}) == "port: an override names section.key");
   CHECK(error_of("server = 1\n") == "server: expected a table, got integer");
 }
@@ -339,6 +341,16 @@ TEST_CASE("out-of-range values say the range and the value") {
   CHECK(error_of("[server]\ndrain_timeout_s = nan\n") == "server.drain_timeout_s: must be >= 0, got nan");
   CHECK(error_of("[server]\nidle_timeout_s = inf\n") == "server.idle_timeout_s: must be finite, got inf");
   CHECK(error_of("[server]\nhost = \"\"\n") == "server.host: must not be empty");
+  CHECK(error_of("[server]\nmetrics_port = 65536\n") == "server.metrics_port: must be in [-1, 65535], got 65536");
+  CHECK(error_of("[server]\nmetrics_port = -2\n") == "server.metrics_port: must be in [-1, 65535], got -2");
+  CHECK(with("server.metrics_port", "0").metrics_port == 0);
+  CHECK(error_of("[server]\nmetrics_port = 0\nmetrics_host = \"internal\"\n") ==
+        "server.metrics_host: \"internal\" is not an IP address");
+  CHECK(error_of("[server]\nmetrics_port = 0\nmetrics_host = \"10.0.0.300\"\n") ==
+        "server.metrics_host: \"10.0.0.300\" is not an IP address");
+  CHECK(parse_server_config("[server]\nmetrics_port = 0\nmetrics_host = \"10.0.0.5\"\n", "t").metrics_host == "10.0.0.5");
+  CHECK(error_of("[server]\nmetrics_host = \"127.0.0.1\"\n") ==
+        "server.metrics_host: \"127.0.0.1\" is set, but server.metrics_port is -1 (/metrics on the main port); set it");
   CHECK(error_of("[model]\ndir = \"\"\n") == "model.dir: must not be empty");
   CHECK(error_of("[engine]\nzero_step_us = -1\n") == "engine.zero_step_us: must be >= 0, got -1");
   CHECK(error_of("[engine]\nreplicas = 0\n") == "engine.replicas: must be >= 1, got 0");

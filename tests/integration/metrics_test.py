@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""server.metrics_port on the real server: /metrics (whose series name
+tenants) on a listener of its own, the API's port answering it 404; the
+default, /metrics on the API's port; bad values stop start-up with one line."""
+
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import shutil
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_test import CONFIG, TROUPE, check, make_tiny, server, summary  # noqa: E402
+from tenants_test import KEYS, sha  # noqa: E402
+
+COMPLETION = {"prompt": "Hello", "max_tokens": 2}
+
+
+def get(port, path, method="GET", body=None, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request(method, path, body=None if body is None else json.dumps(body), headers=headers or {})
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    return r.status, text
+
+
+def metrics_port(srv):
+    for line in srv.read_log():
+        m = re.search(r"troupe: metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def test_default(model):
+    srv = server(model)
+    try:
+        status, text = get(srv.port, "/metrics")
+        check(status == 200 and "troupe_" in text, f"default: /metrics on the main port (got {status})")
+        check(metrics_port(srv) is None, "default: no metrics listener is printed")
+    finally:
+        srv.stop()
+
+
+def test_own_port(model, tmp):
+    tenants = os.path.join(tmp, "tenants.toml")
+    with open(tenants, "w") as f:
+        f.write(f'[tenants.omega]\napi_key_sha256 = "{sha(KEYS["omega"])}"\n')
+    srv = server(model, "server.metrics_port=0", "server.tenants=" + tenants)
+    try:
+        port = metrics_port(srv)
+        check(port is not None and port != srv.port, f"metrics_port=0: a port of its own is printed (got {port})")
+        if port is None:
+            return
+        key = {"Authorization": "Bearer " + KEYS["omega"]}
+        status, text = get(srv.port, "/v1/completions", "POST", COMPLETION, key)
+        check(status == 200 and json.loads(text)["usage"]["completion_tokens"] >= 1,
+              f"metrics_port: /v1/completions works on the main port (got {status})")
+        status, text = get(port, "/metrics")
+        check(status == 200 and "troupe_" in text and 'tenant="omega"' in text,
+              f"metrics_port: /metrics on the metrics port, with the tenant's series (got {status})")
+        status, text = get(srv.port, "/metrics")
+        error = json.loads(text).get("error", {}) if text.startswith("{") else {}
+        check(status == 404 and error.get("code") == "not_found" and "omega" not in text,
+              f"metrics_port: the main port answers /metrics 404 not_found (got {status} {text[:120]})")
+        status, _ = get(srv.port, "/metrics", "HEAD")
+        check(status == 404, f"metrics_port: HEAD /metrics on the main port is 404 too (got {status})")
+        status, _ = get(port, "/health/live")
+        check(status == 200, f"metrics_port: /health/live on the metrics port (got {status})")
+        status, _ = get(port, "/health/ready")
+        check(status == 200, f"metrics_port: /health/ready on the metrics port (got {status})")
+        status, text = get(port, "/v1/completions", "POST", COMPLETION, key)
+        check(status == 404 and "not_found" in text, f"metrics_port: the API is not on the metrics port (got {status})")
+        status, _ = get(port, "/v1/models", headers=key)
+        check(status == 404, f"metrics_port: /v1/models is not on the metrics port (got {status})")
+    finally:
+        rc = srv.stop()
+        check(rc == 0, f"metrics_port: the server stops on SIGTERM with exit 0 (got {rc})")
+
+
+def serve_error(model, *sets):
+    args = [TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", model]
+    for s in sets:
+        args += ["--set", s]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    return out.returncode, out.stderr.strip().splitlines()
+
+
+def test_bad_values(model):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        for sets, key in [
+            (["server.metrics_port=65536"], "server.metrics_port"),
+            (["server.metrics_port=-2"], "server.metrics_port"),
+            (["server.metrics_port=0", "server.metrics_host=internal"], "server.metrics_host"),
+            (["server.metrics_host=127.0.0.1"], "server.metrics_host"),  # set, but no metrics_port
+            ([f"server.metrics_port={busy.getsockname()[1]}"], "server.metrics_port"),  # taken
+        ]:
+            rc, lines = serve_error(model, *sets)
+            check(rc == 1 and len(lines) == 1 and key in lines[0],
+                  f"{' '.join(sets)}: start-up stops with one line naming {key}: {lines}")
+    finally:
+        busy.close()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="troupe-metrics-test-")
+    try:
+        model = make_tiny(tmp)
+        test_default(model)
+        test_own_port(model, tmp)
+        test_bad_values(model)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
