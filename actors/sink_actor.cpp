@@ -225,6 +225,15 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
     st.req.cache->put(st.req.cache_key,
                       {std::move(st.pieces), static_cast<std::uint8_t>(reason), st.prompt_tokens, st.completion_tokens},
                       seconds_now());
+  // Counted before the answer goes out: a client that reads /metrics once it
+  // has its answer finds it counted (fleet_test read it a moment early).
+  m.e2e_latency->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
+  if (st.completion_tokens > 1)
+    m.time_per_output_token->Observe(std::chrono::duration<double>(now - st.first_token).count() /
+                                     static_cast<double>(st.completion_tokens - 1));
+  m.prompt_tokens->Increment(static_cast<double>(st.prompt_tokens));
+  m.generation_tokens->Increment(static_cast<double>(st.completion_tokens));
+  m.request_success(reason).Increment();
   if (st.ws()) {
     add_event(st, batch, ws_done(st, reason_name));
     close_stream(st, std::move(batch), std::move(credit));
@@ -241,13 +250,6 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
                        api::full_response(st.req.body.kind, st.head, st.text, reason_name,
                                           st.req.body.want_logprobs ? &st.logprobs : nullptr, u));
   }
-  m.e2e_latency->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
-  if (st.completion_tokens > 1)
-    m.time_per_output_token->Observe(std::chrono::duration<double>(now - st.first_token).count() /
-                                     static_cast<double>(st.completion_tokens - 1));
-  m.prompt_tokens->Increment(static_cast<double>(st.prompt_tokens));
-  m.generation_tokens->Increment(static_cast<double>(st.completion_tokens));
-  m.request_success(reason).Increment();
   stop(self);
 }
 

@@ -664,9 +664,13 @@ def test_oversized_prompts(model):
               f"oversized prompts: a 400 without tokenizing them whole ({results[0][2]!r})")
         slowest = max(t for _, t, _ in results)
         check(slowest < 1.0, f"oversized prompts: every 400 within 1 s (slowest {slowest * 1000:.0f} ms)")
+        # The floor: the flood's 16 MB of bodies are read and parsed on the one
+        # HTTP thread, ~20 ms of work that a loaded machine stretches (105 ms
+        # seen with the suite running beside a CPU hog; 8-15 ms under two hogs
+        # alone). What this guards against cost 2.8-3 s.
         worst = max((t for _, t in during), default=0.0)
-        check(during and all(st == 200 for st, _ in during) and worst <= max(10 * idle, 0.1),
-              f"oversized prompts: small requests meanwhile within 10x idle or 100 ms ({len(during)} of them, "
+        check(during and all(st == 200 for st, _ in during) and worst <= max(10 * idle, 0.25),
+              f"oversized prompts: small requests meanwhile within 10x idle or 250 ms ({len(during)} of them, "
               f"slowest {worst * 1000:.1f} ms; idle median {idle * 1000:.1f} ms)")
     finally:
         srv.stop()
