@@ -476,6 +476,11 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"router", "worker_secret_file", text(&c::worker_secret_file),
        "a file holding the fleet's secret (at least 16 bytes), needed with worker_port and by every worker:\n"
        "a worker proves it knows it (HMAC-SHA256 of a one-use challenge); it is never sent or logged"},
+      {"router", "worker_tls_cert", text(&c::worker_tls_cert),
+       "with worker_tls_key and worker_tls_ca: the link to the workers is mutual TLS; this node's certificate (PEM)"},
+      {"router", "worker_tls_key", text(&c::worker_tls_key), "the private key of worker_tls_cert (PEM)"},
+      {"router", "worker_tls_ca", text(&c::worker_tls_ca),
+       "the CA certificate (PEM) that every node's certificate must be signed by; \"\": no TLS"},
       {"router", "capability_rules",
        table_array<capability_rule>(&c::capability_rules,
                                     {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},
@@ -609,6 +614,9 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
   if (!config.metrics_host.empty() && config.metrics_port < 0)
     fail("server.metrics_host", "\"" + config.metrics_host +
                                     "\" is set, but server.metrics_port is -1 (/metrics on the main port); set it");
+  const int tls_parts = !config.worker_tls_cert.empty() + !config.worker_tls_key.empty() + !config.worker_tls_ca.empty();
+  if (tls_parts != 0 && tls_parts != 3)
+    fail("router.worker_tls_cert", "worker_tls_cert, worker_tls_key and worker_tls_ca go together (mutual TLS)");
   if (config.min_replicas > config.max_replicas)
     fail("autoscaler.min_replicas", "(" + std::to_string(config.min_replicas) + ") is over max_replicas (" +
                                         std::to_string(config.max_replicas) + ")");

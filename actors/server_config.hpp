@@ -114,6 +114,9 @@ struct server_config {
   std::vector<capability_rule> capability_rules; ///< (array of tables)
   std::int32_t worker_port = -1;           ///< [-1, 65535]: where `troupe worker --join` connects (-1: none; 0: any free port)
   std::string worker_secret_file;          ///< the fleet's shared secret (a file, >= 16 bytes); needed with worker_port and by workers
+  std::string worker_tls_cert;             ///< PEM: this node's certificate; with key and ca, the workers' link is mutual TLS
+  std::string worker_tls_key;              ///< PEM: its private key
+  std::string worker_tls_ca;               ///< PEM: the CA that signs every node's certificate
   // [autoscaler] (the [model]'s replicas; CPU and zero executors)
   std::string autoscaler_policy = "none";  ///< key "policy": "none", or an autoscaling policy's name
   double autoscaler_target = 0;            ///< key "target": >= 0; the policy's (0: its default)

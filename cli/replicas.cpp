@@ -12,6 +12,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include <stdexcept>
 
@@ -153,6 +154,13 @@ void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cf
   // replicas go down as if it died.
   caf_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
   caf_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(3)});
+  if (!cfg.worker_tls_cert.empty()) {
+    // Mutual TLS: each side shows a certificate the shared CA signed.
+    caf_cfg.load<caf::openssl::manager>();
+    caf_cfg.openssl_certificate = cfg.worker_tls_cert;
+    caf_cfg.openssl_key = cfg.worker_tls_key;
+    caf_cfg.openssl_cafile = cfg.worker_tls_ca;
+  }
 }
 
 } // namespace troupe::cli

@@ -26,6 +26,8 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/remote_actor.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -407,7 +409,9 @@ auto run_serve(std::span<char* const> argv) -> int {
       // Workers join at the door (their replicas then serve like local ones).
       auto door = spawn_door(sys, served, read_worker_secret(cfg));
       parts.front()->actors.push_back(caf::actor_cast<caf::actor>(door));
-      auto port = sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.worker_port), cfg.host.c_str(), true);
+      auto port = cfg.worker_tls_cert.empty()
+                      ? sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.worker_port), cfg.host.c_str(), true)
+                      : caf::openssl::publish(door, static_cast<std::uint16_t>(cfg.worker_port), cfg.host.c_str(), true);
       if (!port)
         throw std::runtime_error("router.worker_port: cannot listen on " + cfg.host + ":" +
                                  std::to_string(cfg.worker_port) + ": " + sys.render(port.error()));

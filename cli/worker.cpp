@@ -14,6 +14,8 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/remote_actor.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -58,8 +60,15 @@ auto run_worker(std::span<char* const> argv) -> int {
   };
   bool router_gone = false;
   try {
-    auto door = sys.middleman().remote_actor<door_actor>(host, static_cast<std::uint16_t>(port));
-    if (!door) throw std::runtime_error("cannot reach " + join + ": " + sys.render(door.error()));
+    auto door = cfg.worker_tls_cert.empty()
+                    ? sys.middleman().remote_actor<door_actor>(host, static_cast<std::uint16_t>(port))
+                    : caf::openssl::remote_actor<door_actor>(sys, host, static_cast<std::uint16_t>(port));
+    if (!door) {
+      auto why = sys.render(door.error());
+      if (!cfg.worker_tls_cert.empty() && why.find("handshake") != std::string::npos)
+        why += " (the TLS handshake failed: each side's certificate must be signed by the other's router.worker_tls_ca)";
+      throw std::runtime_error("cannot reach " + join + ": " + why);
+    }
     const auto setup = prepare_model(cfg);
 
     // The replica indices (and the router) first: the metrics need the count.

@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev prometheus prometheus-cpp-dev
   chromium
   clang libclang-rt-14-dev # make fuzz: clang with libFuzzer, ASan and UBSan
+  libssl-dev openssl # CAF's TLS for the workers' link; the tests make certificates
 )
 
 # The chat page's browser test drives Debian's chromium with playwright-core,

@@ -560,6 +560,63 @@ def test_remote(model):
               f"troupe worker --join {join}: exit {code}, one line ({out.stderr.strip().splitlines()[0]})")
 
 
+def make_certificates(d):
+    """A CA with a router and a worker certificate, and a rogue CA's certificate."""
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=troupe test CA")
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "rogue-ca.key", "-out", "rogue-ca.pem", "-days", "2",
+        "-subj", "/CN=rogue CA")
+    for name, ca in (("router", "ca"), ("worker", "ca"), ("rogue", "rogue-ca")):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name)
+        run("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key", "-CAcreateserial",
+            "-out", name + ".pem", "-days", "2")
+    return lambda name, ca="ca": [f"router.worker_tls_cert={d}/{name}.pem", f"router.worker_tls_key={d}/{name}.key",
+                                  f"router.worker_tls_ca={d}/{ca}.pem"]
+
+
+def test_tls(tmp, model):
+    """router.worker_tls_*: the workers' link is mutual TLS (CAF's OpenSSL
+    module): a worker whose certificate the fleet's CA signed joins and
+    serves; one with a certificate of another CA, even trusting the fleet's
+    CA, is refused in the handshake, and so is one without TLS."""
+    d = os.path.join(tmp, "tls")
+    os.makedirs(d)
+    tls = make_certificates(d)
+    srv = server(model, "engine.threads=1", "server.admin_api=true", "router.worker_port=0",
+                 "router.worker_secret_file=" + SECRET_FILE, *tls("router"))
+    w = None
+    try:
+        join = re.search(r"workers join at ([0-9.]+:\d+)", "".join(srv.log)).group(1)
+        w = worker(join, model, *tls("worker"))
+        check(w.replicas == [1], f"TLS: a worker with the fleet CA's certificate joins ({w.line.strip()})")
+        wait_for("the TLS worker's replica is in rotation", lambda: [x["ready"] for x in replicas(srv)] == [True, True])
+        seen = set()
+        for i in range(4):
+            r, _ = srv.request("POST", "/v1/completions", {"prompt": "Hello", "max_tokens": 4})
+            seen.add((r.status, r.getheader("x-troupe-replica")))
+        check(seen == {(200, "0"), (200, "1")}, f"TLS: the worker's replica serves ({sorted(seen)})")
+        for what, sets in (("a certificate of another CA", tls("rogue")),
+                           ("a certificate of another CA that trusts the fleet's CA", tls("rogue", "ca")),
+                           ("no TLS", [])):
+            bad = worker(join, model, *sets)
+            out = (bad.line + bad.proc.communicate(timeout=30)[0]).strip()
+            check(bad.proc.returncode == 1 and len(out.splitlines()) == 1 and "cannot reach" in out,
+                  f"TLS: a worker with {what} is refused, one line ({out})")
+        check(len(replicas(srv)) == 2, f"TLS: the refused workers got nothing ({len(replicas(srv))} replicas)")
+        out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0",
+                              "--set", "router.worker_tls_cert=" + d + "/router.pem"], capture_output=True, text=True,
+                             timeout=60)
+        check(out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and "go together" in out.stderr,
+              f"TLS: a certificate without its key and CA is one line ({out.stderr.strip()})")
+    finally:
+        if w and w.proc.poll() is None:
+            w.proc.send_signal(signal.SIGTERM)
+            w.proc.wait(timeout=30)
+        srv.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
     global SECRET_FILE
@@ -573,6 +630,7 @@ def main():
         test_hang(model)
         test_autoscaler(model)
         test_remote(model)
+        test_tls(tmp, model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()
