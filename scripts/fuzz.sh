@@ -21,7 +21,7 @@ declare -A sources libs
 sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp actors/http/openai_api.cpp actors/http/openai_format.cpp
   engine/sampling/sampling_params.cpp"
 libs[openai_request]="-lsimdjson"
-sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/config_toml.cpp
+sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp actors/config_toml.cpp
   actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
   engine/tokenizer/chat_template.cpp engine/cuda_backend.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"

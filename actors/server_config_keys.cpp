@@ -1,0 +1,478 @@
+#include "actors/server_config_keys.hpp"
+
+#include "actors/config_toml.hpp"
+#include "engine/cuda_backend.hpp"
+#include "engine/tokenizer/chat_template.hpp"
+#include "policies/registry.hpp"
+
+#include <toml++/toml.h>
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+
+namespace troupe::config_keys {
+
+void fail(const std::string& where, std::string_view reason) {
+  throw config_error(where + ": " + std::string(reason));
+}
+
+void wrong_type(const std::string& path, std::string_view expected, const toml::node& n) {
+  fail(path, "expected " + std::string(expected) + ", got " + toml_type_name(n));
+}
+
+namespace {
+
+auto as_integer(const toml::node& n, const std::string& path) -> std::int64_t {
+  if (!n.is_integer()) wrong_type(path, "an integer", n);
+  return n.as_integer()->get();
+}
+
+/// A number (an integer is taken too). Not node::value<double>(), which
+/// refuses integers a double cannot hold exactly.
+auto as_number(const toml::node& n, const std::string& path) -> double {
+  if (!n.is_number()) wrong_type(path, "a number", n);
+  return n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
+}
+
+auto as_string(const toml::node& n, const std::string& path) -> const std::string& {
+  if (!n.is_string()) wrong_type(path, "a string", n);
+  return n.as_string()->get();
+}
+
+/// "a, b, c".
+template <class Range>
+auto joined(const Range& names) -> std::string {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+/// "[a, b]": each element written by `write`.
+template <class T, class Write>
+auto toml_array(const std::vector<T>& items, Write write) -> std::string {
+  std::string out;
+  for (const auto& e : items) out += (out.empty() ? "" : ", ") + write(e);
+  return "[" + out + "]";
+}
+
+/// "{ k = v, ... }" of (key, TOML text) pairs.
+auto inline_table(const std::vector<std::pair<std::string_view, std::string>>& entries) -> std::string {
+  std::string out;
+  for (const auto& [k, v] : entries) out += (out.empty() ? "" : ", ") + std::string(k) + " = " + v;
+  return "{ " + out + " }";
+}
+
+/// v, unless it lies outside [lo, hi] (hi defaults to Int's maximum).
+template <class Int>
+auto in_range(std::int64_t v, const std::string& path, std::int64_t lo, std::optional<std::int64_t> hi) -> Int {
+  if (hi) {
+    if (v < lo || v > *hi)
+      fail(path, "must be in [" + std::to_string(lo) + ", " + std::to_string(*hi) + "], got " + std::to_string(v));
+  } else if (v < lo) {
+    fail(path, "must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
+  }
+  if constexpr (sizeof(Int) < sizeof(std::int64_t)) {
+    constexpr auto max = std::int64_t{std::numeric_limits<Int>::max()};
+    if (v > max) fail(path, "must be <= " + std::to_string(max) + ", got " + std::to_string(v));
+  }
+  return static_cast<Int>(v);
+}
+
+template <class Int>
+auto integer(Int server_config::*field, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            c.*field = in_range<Int>(as_integer(n, path), path, lo, hi);
+          },
+          [=](const server_config& c) { return std::to_string(c.*field); }};
+}
+
+/// A duration in seconds: > 0, or >= 0 where zero_ok; finite either way.
+auto seconds(double server_config::*field, bool zero_ok) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            const auto v = as_number(n, path);
+            if (zero_ok ? !(v >= 0) : !(v > 0))
+              fail(path, (zero_ok ? "must be >= 0, got " : "must be > 0, got ") + show_number(v));
+            if (!std::isfinite(v)) fail(path, "must be finite, got " + show_number(v));
+            c.*field = v;
+          },
+          [=](const server_config& c) { return toml_float(c.*field); }};
+}
+
+/// A plain number >= lo (an integer is taken too).
+auto number(double server_config::*field, double lo) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            const auto v = as_number(n, path);
+            if (!(v >= lo)) fail(path, "must be >= " + show_number(lo) + ", got " + show_number(v));
+            c.*field = v;
+          },
+          [=](const server_config& c) { return toml_float(c.*field); }};
+}
+
+auto boolean(bool server_config::*field) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            if (!n.is_boolean()) wrong_type(path, "a boolean", n);
+            c.*field = n.as_boolean()->get();
+          },
+          [=](const server_config& c) { return std::string(c.*field ? "true" : "false"); }};
+}
+
+/// A size in bytes: an integer, or a string like "512MiB" (written so when it divides).
+auto byte_size(std::int64_t server_config::*field, std::int64_t min) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            std::int64_t bytes = 0;
+            if (n.is_integer()) bytes = n.as_integer()->get();
+            else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
+            else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
+            c.*field = in_range<std::int64_t>(bytes, path, min, std::nullopt);
+          },
+          [=](const server_config& c) { return toml_byte_size(c.*field); }};
+}
+
+/// Checks a string key's value; throws config_error naming `path`.
+using text_check = std::function<void(const std::string& value, const std::string& path)>;
+
+/// A string; any one where `check` is empty.
+auto text(std::string server_config::*field, text_check check = {}) -> key_io {
+  return {[=](const toml::node& n, const std::string& path, server_config& c) {
+            const auto& s = as_string(n, path);
+            if (check) check(s, path);
+            c.*field = s;
+          },
+          [=](const server_config& c) { return toml_quoted(c.*field); }, true};
+}
+
+void non_empty(const std::string& s, const std::string& path) {
+  if (s.empty()) fail(path, "must not be empty");
+}
+
+/// One of `known`: "unknown <kind> \"x\"; known: a, b".
+auto one_of(std::string kind, std::vector<std::string> known) -> text_check {
+  return [=](const std::string& s, const std::string& path) {
+    if (std::find(known.begin(), known.end(), s) == known.end())
+      fail(path, "unknown " + kind + " \"" + s + "\"; known: " + joined(known));
+  };
+}
+
+/// One of the built-in policies of a kind, by name; where `paths`, a path
+/// names an out-of-tree policy instead, loaded (and checked) at start-up.
+auto policy_name(const std::string& kind, std::vector<std::string> known, bool paths = true) -> text_check {
+  auto built_in = one_of(kind + " policy", std::move(known));
+  return [=](const std::string& s, const std::string& path) {
+    if (!(paths && s.find('/') != std::string::npos)) built_in(s, path);
+  };
+}
+
+void chat_template_name(const std::string& s, const std::string& path) {
+  if (!s.empty() && !parse_chat_format(s))
+    fail(path, "unknown chat template \"" + s + "\"; known: " + chat_format_names());
+}
+
+/// "" (for a default), or an IPv4 or IPv6 address.
+void ip_address(const std::string& s, const std::string& path) {
+  unsigned char buf[sizeof(in6_addr)];
+  if (!s.empty() && inet_pton(AF_INET, s.c_str(), buf) != 1 && inet_pton(AF_INET6, s.c_str(), buf) != 1)
+    fail(path, "\"" + s + "\" is not an IP address");
+}
+
+/// Non-empty; "cpu"s, or "cuda:N"s, not both.
+auto device_list() -> key_io {
+  const auto apply = [](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_array()) wrong_type(path, "an array of strings", n);
+    const auto& list = *n.as_array();
+    if (list.empty()) fail(path, "must not be empty");
+    auto devices = std::vector<std::string>{};
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto& name = as_string(list[i], path + "[" + std::to_string(i) + "]");
+      try {
+        (void)parse_device(name);
+      } catch (const std::invalid_argument& e) {
+        fail(path, e.what());
+      }
+      devices.push_back(name);
+    }
+    const auto cpus = std::count(devices.begin(), devices.end(), "cpu");
+    if (cpus != 0 && cpus != static_cast<std::ptrdiff_t>(devices.size()))
+      fail(path, "\"cpu\" and CUDA devices cannot be mixed");
+    c.devices = std::move(devices);
+  };
+  return {apply, [](const server_config& c) { return toml_array(c.devices, toml_quoted); }};
+}
+
+/// Numbers, each > 0 and finite.
+auto positive_numbers(std::vector<double> server_config::*field) -> key_io {
+  const auto apply = [=](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_array()) wrong_type(path, "an array of numbers", n);
+    std::vector<double> out;
+    std::size_t i = 0;
+    for (const auto& e : *n.as_array()) {
+      const auto at = path + "[" + std::to_string(i++) + "]";
+      const auto v = as_number(e, at);
+      if (!(v > 0) || !std::isfinite(v)) fail(at, "must be > 0, got " + show_number(v));
+      out.push_back(v);
+    }
+    c.*field = std::move(out);
+  };
+  return {apply, [=](const server_config& c) { return toml_array(c.*field, toml_float); }};
+}
+
+/// An array of inline tables, each with these keys only; `read` reads one,
+/// `write` writes one back as an inline table.
+template <class T>
+auto table_array(std::vector<T> server_config::*field, std::vector<std::string_view> keys,
+                 void (*read)(const toml::table&, const std::string&, T&), std::string (*write)(const T&))
+    -> key_io {
+  const auto apply = [=](const toml::node& n, const std::string& path, server_config& c) {
+    if (!n.is_array()) wrong_type(path, "an array of tables", n);
+    std::vector<T> out;
+    std::size_t i = 0;
+    for (const auto& e : *n.as_array()) {
+      const auto at = path + "[" + std::to_string(i++) + "]";
+      if (!e.is_table()) wrong_type(at, "a table", e);
+      for (const auto& [k, v] : *e.as_table())
+        if (std::find(keys.begin(), keys.end(), k.str()) == keys.end())
+          fail(at + "." + std::string(k.str()), "unknown key; known: " + joined(keys));
+      T t{};
+      read(*e.as_table(), at, t);
+      out.push_back(std::move(t));
+    }
+    c.*field = std::move(out);
+  };
+  return {apply, [=](const server_config& c) { return toml_array(c.*field, write); }};
+}
+
+auto string_at(const toml::table& t, const std::string& at, std::string_view key, bool required) -> std::string {
+  const auto* n = t.get(key);
+  const auto path = at + "." + std::string(key);
+  if (n == nullptr) {
+    if (required) fail(path, "missing");
+    return {};
+  }
+  const auto& s = as_string(*n, path);
+  if (required && s.empty()) fail(path, "must not be empty");
+  return s;
+}
+
+auto int_at(const toml::table& t, const std::string& at, std::string_view key, std::int32_t fallback,
+            std::int64_t lo, std::optional<std::int64_t> hi) -> std::int32_t {
+  const auto* n = t.get(key);
+  if (n == nullptr) return fallback;
+  const auto path = at + "." + std::string(key);
+  return in_range<std::int32_t>(as_integer(*n, path), path, lo, hi);
+}
+
+void read_model_entry(const toml::table& t, const std::string& at, model_entry& m) {
+  const model_entry d{};
+  m.dir = string_at(t, at, "dir", true);
+  m.name = string_at(t, at, "name", false);
+  m.version = string_at(t, at, "version", false);
+  m.canary_percent = int_at(t, at, "canary_percent", d.canary_percent, 0, 100);
+  m.replicas = int_at(t, at, "replicas", d.replicas, 1, std::nullopt);
+}
+
+/// The keys read_model_entry reads, those at their defaults left out.
+auto write_model_entry(const model_entry& m) -> std::string {
+  const model_entry d{};
+  std::vector<std::pair<std::string_view, std::string>> out{{"dir", toml_quoted(m.dir)}};
+  if (m.name != d.name) out.emplace_back("name", toml_quoted(m.name));
+  if (m.version != d.version) out.emplace_back("version", toml_quoted(m.version));
+  if (m.canary_percent != d.canary_percent) out.emplace_back("canary_percent", std::to_string(m.canary_percent));
+  if (m.replicas != d.replicas) out.emplace_back("replicas", std::to_string(m.replicas));
+  return inline_table(out);
+}
+
+void read_capability_rule(const toml::table& t, const std::string& at, capability_rule& r) {
+  r.model = string_at(t, at, "model", true);
+  r.small = string_at(t, at, "small", true);
+  r.large = string_at(t, at, "large", true);
+  r.max_prompt_tokens = int_at(t, at, "max_prompt_tokens", 0, 0, std::nullopt);
+  r.max_tokens = int_at(t, at, "max_tokens", 0, 0, std::nullopt);
+  if (const auto* n = t.get("tiers")) {
+    if (!n->is_array()) wrong_type(at + ".tiers", "an array of strings", *n);
+    for (const auto& e : *n->as_array()) r.tiers.push_back(as_string(e, at + ".tiers"));
+  }
+}
+
+auto write_capability_rule(const capability_rule& r) -> std::string {
+  std::vector<std::pair<std::string_view, std::string>> out{
+      {"model", toml_quoted(r.model)}, {"small", toml_quoted(r.small)}, {"large", toml_quoted(r.large)}};
+  if (r.max_prompt_tokens != 0) out.emplace_back("max_prompt_tokens", std::to_string(r.max_prompt_tokens));
+  if (r.max_tokens != 0) out.emplace_back("max_tokens", std::to_string(r.max_tokens));
+  if (!r.tiers.empty()) out.emplace_back("tiers", toml_array(r.tiers, toml_quoted));
+  return inline_table(out);
+}
+
+/// "none" (a fixed fleet), or a built-in autoscaling policy.
+auto autoscaling_names() -> std::vector<std::string> {
+  auto known = policy::autoscaling_policy_names();
+  known.insert(known.begin(), "none");
+  return known;
+}
+
+} // namespace
+
+auto key_specs() -> const std::vector<key_spec>& {
+  using c = server_config;
+  static const auto specs = std::vector<key_spec>{
+      {"server", "host", text(&c::host, non_empty), "address to listen on"},
+      {"server", "port", integer(&c::port, 0, 65535), "0: pick a free port and print it"},
+      {"server", "http_threads", integer(&c::http_threads, 1), "HTTP I/O threads (>= 1)"},
+      {"server", "max_body_bytes", integer(&c::max_body_bytes, 1024), "larger request bodies get 413 (>= 1024)"},
+      {"server", "idle_timeout_s", seconds(&c::idle_timeout_s, false),
+       "close a keep-alive connection idle, or a request read stalled, this long (> 0)"},
+      {"server", "drain_timeout_s", seconds(&c::drain_timeout_s, true),
+       "on SIGTERM, in-flight streams get this long to finish (>= 0)"},
+      {"server", "stall_timeout_s", seconds(&c::stall_timeout_s, false),
+       "/health/ready turns 503 when work is queued and no step finished for this long (> 0)"},
+      {"server", "admin_api", boolean(&c::admin_api),
+       "/admin/replicas: list the replicas, drain or resume one, inject faults (for tests; keep it off)"},
+      {"server", "tenants", text(&c::tenants_file),
+       "\"\": no API keys, anyone may call; else a tenants file (like config/tenants.example.toml):\n"
+       "keys, quotas, tiers. Reloaded on SIGHUP and when the file changes."},
+      {"server", "tenants_poll_s", seconds(&c::tenants_poll_s, true),
+       "how often the tenants file is checked for changes (0: on SIGHUP only)"},
+      {"server", "response_cache", byte_size(&c::response_cache_bytes, 0),
+       "the exact-repeat response cache (tenants that opt in; deterministic requests); 0: off"},
+      {"server", "response_cache_ttl_s", seconds(&c::response_cache_ttl_s, false),
+       "an answer is served from the cache for this long (> 0)"},
+      {"server", "websocket_max_buffered", byte_size(&c::websocket_max_buffered_bytes, 1024),
+       "unsent bytes a WebSocket may hold; past it, the request writing is cancelled"},
+      {"server", "websocket_idle_timeout_s", seconds(&c::websocket_idle_timeout_s, false),
+       "a silent WebSocket is pinged at half of this, and closed at it (> 0)"},
+      {"server", "metrics_host", text(&c::metrics_host, ip_address),
+       "where metrics_port listens: \"\": host; else an IP address (an internal one)"},
+      {"server", "metrics_port", integer(&c::metrics_port, -1, 65535),
+       "-1: /metrics on port; else /metrics (with /health) only on this port, and port answers it 404;\n"
+       "0: any free port (printed). Its series name tenants: keep them off a public address."},
+
+      {"model", "dir", text(&c::model_dir, non_empty),
+       "Hugging Face model directory (`troupe serve DIR` sets it; checked when the model loads)"},
+      {"model", "served_model_name", text(&c::served_model_name),
+       "the \"model\" name clients use; \"\": the directory's last path component"},
+      {"model", "chat_template", text(&c::chat_template, chat_template_name),
+       "\"\": from tokenizer_config.json; or " + chat_format_names()},
+      {"model", "version", text(&c::model_version),
+       "the x-model-version tag on every response; \"\": name@content hash"},
+      {"model", "more",
+       table_array<model_entry>(&c::more_models, {"dir", "name", "version", "canary_percent", "replicas"},
+                                read_model_entry, write_model_entry),
+       "more models served at once (each its own replicas, KV cache and router), routed by\n"
+       "\"model\". An entry with a name already served is a new version of it taking\n"
+       "canary_percent of its traffic, sticky per session:\n"
+       "  more = [{ dir = \"models/small\", name = \"small\" },\n"
+       "          { dir = \"models/tiny-v2\", name = \"tiny\", version = \"v2\", canary_percent = 10 }]"},
+
+      {"engine", "executor", text(&c::executor, one_of("executor", {"cpu", "zero"})),
+       "\"cpu\", or \"zero\": returns tokens without running the model"},
+      {"engine", "zero_step_us", integer(&c::zero_step_us, 0),
+       "zero executor only: simulated step time in microseconds (>= 0)"},
+      {"engine", "devices", device_list(),
+       "\"cpu\"s (each its own executor, KV cache and memory manager), or \"cuda:N\" devices (needs "
+       "libtroupe_cuda.so)"},
+      {"engine", "replicas", integer(&c::replicas, 1), "scheduler + executor replicas per device (>= 1)"},
+      {"engine", "threads", integer(&c::threads, 0), "compute threads per executor; 0: all cores"},
+      {"engine", "huge_pages", boolean(&c::huge_pages), "copy the weights into 2 MiB pages, packed for the CPU kernels (faster decode, more memory)"},
+      {"engine", "step_log", text(&c::step_log),
+       "a file for every scheduler event and step (troupe sim fits and replays it); \"\": none"},
+      {"engine", "dtype", text(&c::dtype, one_of("dtype", {"bfloat16", "float32"})),
+       "on a CUDA device: \"bfloat16\" or \"float32\" weights and activations (the CPU computes in float32)"},
+      {"engine", "cuda_graphs", boolean(&c::cuda_graphs),
+       "on a CUDA device: decode steps replay CUDA graphs captured per padded batch size"},
+      {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1),
+       "CUDA: the listed devices form one tensor-parallel executor (NCCL); must equal their count"},
+
+      {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1), "sequences in one batch (>= 1)"},
+      {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1),
+       "tokens in one step, prefill chunks included (>= 1)"},
+      {"scheduler", "long_prefill_token_threshold", integer(&c::long_prefill_token_threshold, 0),
+       "a request's prefill tokens in one step, at most (0: the whole budget); long prompts then\n"
+       "leave room in each step for new requests (their TTFT under a flood)"},
+      {"scheduler", "max_num_partial_prefills", integer(&c::max_num_partial_prefills, 0),
+       "prompts whose prefill spans steps, running at once (0: no limit); with the key above,\n"
+       "a flood of long prompts cannot take every step's budget from new requests"},
+      {"scheduler", "block_size", integer(&c::block_size, 1, 1024), "tokens per KV block (1..1024)"},
+      {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1),
+       "KV cache size: bytes, or a string with B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},
+      {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1),
+       "queued requests beyond this get 429 (>= 1)"},
+      {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1),
+       "cap on the tokens of all queued requests (>= 1)"},
+      {"scheduler", "max_model_len", integer(&c::max_model_len, 0),
+       "longest prompt + output in tokens; 0: the model's max_position_embeddings"},
+      {"scheduler", "max_input_tokens", integer(&c::max_input_tokens, 0),
+       "per-request prompt limit in tokens (400 above); 0: max_model_len"},
+      {"scheduler", "max_output_tokens", integer(&c::max_output_tokens, 0),
+       "per-request max_tokens limit (400 above); 0: up to the context"},
+      {"scheduler", "policy", text(&c::policy, policy_name("scheduling", policy::scheduling_policy_names())),
+       "scheduling policy: " + joined(policy::scheduling_policy_names()) + "; or a plug-in's path"},
+      {"scheduler", "eviction", text(&c::eviction, policy_name("eviction", policy::eviction_policy_names())),
+       "prefix-cache eviction policy: " + joined(policy::eviction_policy_names()) + "; or a plug-in's path"},
+      {"scheduler", "enable_prefix_caching", boolean(&c::enable_prefix_caching),
+       "share the KV blocks of equal prompt prefixes (per tenant)"},
+      {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0),
+       "KV blocks admissions leave free for running requests to grow (>= 0)"},
+      {"scheduler", "preemption_mode", text(&c::preemption_mode, one_of("preemption mode", {"recompute", "swap"})),
+       "a preempted request's KV: \"recompute\" it later, or \"swap\" it to host memory"},
+      {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0),
+       "host memory per device for preemption_mode \"swap\" (bytes or a size string)"},
+
+      {"router", "policy", text(&c::router_policy, policy_name("routing", policy::routing_policy_names())),
+       "routing policy: " + joined(policy::routing_policy_names()) +
+           "\n(consistent_hash: session affinity by x-session-id, else user, else the conversation's opening)"},
+      {"router", "weights", positive_numbers(&c::router_weights),
+       "weighted's capacity per replica index (local replicas first), e.g. [2.0, 1.0]; the rest 1"},
+      {"router", "health_check_interval_s", seconds(&c::health_check_interval_s, false),
+       "each replica gets a deep check (a one-token inference) this often"},
+      {"router", "health_check_timeout_s", seconds(&c::health_check_timeout_s, false),
+       "a check not answered within this fails"},
+      {"router", "unhealthy_after", integer(&c::unhealthy_after, 1),
+       "consecutive failed checks take a replica out of rotation (its requests move elsewhere)"},
+      {"router", "healthy_after", integer(&c::healthy_after, 1), "consecutive passed checks bring it back"},
+      {"router", "max_retries", integer(&c::max_retries, 0),
+       "a request whose replica fails before its first token is retried on another this often"},
+      {"router", "worker_port", integer(&c::worker_port, -1, 65535),
+       "remote replicas join here (troupe worker --join HOST:PORT, host: server.host); -1: none, 0: any free "
+       "port"},
+      {"router", "worker_secret_file", text(&c::worker_secret_file),
+       "a file holding the fleet's secret (at least 16 bytes), needed with worker_port and by every worker:\n"
+       "a worker proves it knows it (HMAC-SHA256 of a one-use challenge); it is never sent or logged"},
+      {"router", "worker_tls_cert", text(&c::worker_tls_cert),
+       "with worker_tls_key and worker_tls_ca: the link to the workers is mutual TLS; this node's certificate (PEM)"},
+      {"router", "worker_tls_key", text(&c::worker_tls_key), "the private key of worker_tls_cert (PEM)"},
+      {"router", "worker_tls_ca", text(&c::worker_tls_ca),
+       "the CA certificate (PEM) that every node's certificate must be signed by; \"\": no TLS"},
+      {"router", "capability_rules",
+       table_array<capability_rule>(&c::capability_rules,
+                                    {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},
+                                    read_capability_rule, write_capability_rule),
+       "capability routing: requests for `model` go to `small` when the prompt has at most\n"
+       "max_prompt_tokens tokens and max_tokens is given and at most max_tokens, or their tier\n"
+       "(x-troupe-tier header) is listed; else to `large`:\n"
+       "  capability_rules = [{ model = \"auto\", small = \"small\", large = \"tiny\",\n"
+       "                        max_prompt_tokens = 256, max_tokens = 128, tiers = [\"free\"] }]"},
+
+      {"autoscaler", "policy", text(&c::autoscaler_policy, policy_name("autoscaling", autoscaling_names(), false)),
+       "\"none\" (a fixed fleet), " + joined(policy::autoscaling_policy_names())},
+      {"autoscaler", "target", number(&c::autoscaler_target, 0),
+       "the policy's target: requests per replica, TTFT seconds, tokens/s per replica (0: its default)"},
+      {"autoscaler", "min_replicas", integer(&c::min_replicas, 1), "fewest replicas (>= 1)"},
+      {"autoscaler", "max_replicas", integer(&c::max_replicas, 1), "most replicas (>= min_replicas)"},
+      {"autoscaler", "interval_s", seconds(&c::autoscaler_interval_s, false), "a decision this often"},
+      {"autoscaler", "scale_in_delay_s", seconds(&c::scale_in_delay_s, true),
+       "after any scaling, this long before a scale-in (one drained replica at a time)"},
+      {"autoscaler", "warm_pool", integer(&c::warm_pool, 0),
+       "loaded idle replicas kept out of rotation, which take a burst at once"},
+
+      {"actors", "tokenizers", integer(&c::tokenizers, 0), "tokenizer actors; 0: one per core"},
+      {"actors", "caf_threads", integer(&c::caf_threads, 0), "CAF scheduler threads; 0: one per core"},
+  };
+  return specs;
+}
+
+
+} // namespace troupe::config_keys
