@@ -265,7 +265,7 @@ constexpr std::int64_t k_chunk = 256;
 // Never inlined: inside the parallel loop GCC's register allocator spills
 // the panel vectors and an accumulator (measured: half the throughput).
 // Row-major: wrows are NR row starts. Packed16: wrows[0] is the group's
-// start and the tile its rows [r0, r0 + NR) (NR = 8 or 16).
+// start and the tile its rows [r0, r0 + NR) (NR = 8).
 template <int NR, int MV, class E, weight_layout L>
 [[gnu::noinline]] void micro_tile(const float* panel, const typename E::type* const* wrows, int r0,
                                   std::int64_t k, float* out) {
@@ -364,58 +364,40 @@ void multiply_panels(const float* p, std::int64_t m, const typename E::type* w, 
   }
 }
 
-// The tile shapes, by the panel width: 16 rows of x (MV=1) for m <= 16,
-// else 32 (MV=2). Row-major: NR=12 x MV=1, or NR=6 x MV=2 (12
-// accumulators). Packed16: a whole group NR=16 x MV=1, or half a group
-// NR=8 x MV (fewer broadcasts per FMA).
-constexpr int wide_mv = 2; // measured: MV=3 (NR=8, 24 accumulators) ran at 0.7 of MV=2
-
+// The tile shapes, by the panel width: row-major weights NR=12 x MV=1 (16
+// rows of x) for m <= 16, else NR=6 x MV=2 (32 rows; 12 accumulators);
+// packed16 ones (m > 16 only: fewer take packed_small) half a group, NR=8 x
+// MV=2. (Measured: MV=3, NR=8 with 24 accumulators ran at 0.7 of MV=2.)
 template <int MV>
 void multiply_job(const float* p, std::int64_t m, std::int64_t k, const matmul_job& j) {
   with_elems(j.w, j.type, [&]<class E>(E, const typename E::type* w) {
-    if (j.layout == weight_layout::packed16) {
-      if constexpr (MV == 1)
-        multiply_panels<16, 1, E, weight_layout::packed16>(p, m, w, j.n, k, j.y);
-      else
-        multiply_panels<8, MV, E, weight_layout::packed16>(p, m, w, j.n, k, j.y);
-    } else if constexpr (MV == 1) {
+    if constexpr (MV == 1)
       multiply_panels<12, 1, E, weight_layout::row_major>(p, m, w, j.n, k, j.y);
-    } else {
-      multiply_panels<(MV == 2 ? 6 : 8), MV, E, weight_layout::row_major>(p, m, w, j.n, k, j.y);
-    }
+    else if (j.layout == weight_layout::packed16)
+      multiply_panels<8, 2, E, weight_layout::packed16>(p, m, w, j.n, k, j.y);
+    else
+      multiply_panels<6, 2, E, weight_layout::row_major>(p, m, w, j.n, k, j.y);
   });
 }
 
-// x packed once for every job, one parallel region for all of them.
+// Panels of x (16 rows wide for m <= 16, else 32), packed once for every
+// job; one parallel region for all of them.
+template <int MV>
 void gemm_jobs(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
-  if (m <= 16) {
-    float* p = pack_buffer(static_cast<std::size_t>(k * 16));
-#pragma omp parallel
-    {
-      pack_panels(x, m, k, 16, p);
-      for (const auto& j : jobs) multiply_job<1>(p, m, k, j);
-    }
-    return;
-  }
-  constexpr std::int64_t width = 16 * wide_mv;
+  constexpr std::int64_t width = 16 * MV;
   float* p = pack_buffer(static_cast<std::size_t>((m + width - 1) / width * k * width));
 #pragma omp parallel
   {
     pack_panels(x, m, k, width, p);
-    for (const auto& j : jobs) multiply_job<wide_mv>(p, m, k, j);
+    for (const auto& j : jobs) multiply_job<MV>(p, m, k, j);
   }
 }
 
 // m <= 16 with packed16 weights: one parallel region for every job, x read
-// where it lies (packed_small). Row-major weights take the panel path.
+// where it lies (packed_small).
 void small_jobs(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
-  bool any_row_major = false;
   std::int64_t total = 0;
-  for (const auto& j : jobs) {
-    any_row_major = any_row_major || j.layout == weight_layout::row_major;
-    total += j.n;
-  }
-  if (any_row_major) return gemm_jobs(x, m, k, jobs);
+  for (const auto& j : jobs) total += j.n;
 #pragma omp parallel if (total * k * m > (1 << 16))
   for (const auto& j : jobs)
     with_elems(j.w, j.type, [&]<class E>(E, const typename E::type* w) { packed_small<E>(x, m, w, j.n, k, j.y); });
@@ -446,10 +428,15 @@ auto read_sum_f32(const float* p, std::int64_t n) -> float {
 }
 
 void gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs) {
-  if (m <= 16)
+  if (jobs.empty()) return;
+  const auto layout = jobs.front().layout;
+  for (const auto& j : jobs) assert(j.layout == layout && "gemm_multi: one weight layout for every job");
+  if (m > 16)
+    gemm_jobs<2>(x, m, k, jobs);
+  else if (layout == weight_layout::packed16)
     small_jobs(x, m, k, jobs);
   else
-    gemm_jobs(x, m, k, jobs);
+    gemm_jobs<1>(x, m, k, jobs);
 }
 
 void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n, std::int64_t k, float* y,

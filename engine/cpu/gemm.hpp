@@ -42,8 +42,8 @@ auto read_sum_f32(const float* p, std::int64_t n) -> float;
 void gemm(const float* x, std::int64_t m, const void* w, dtype type, std::int64_t n, std::int64_t k, float* y,
           weight_layout layout = weight_layout::row_major);
 
-/// gemm for several weights sharing x (q/k/v, gate/up): x is packed once and
-/// all jobs run in one parallel region.
+/// gemm for several weights sharing x (q/k/v, gate/up), all in one layout
+/// (one model's): x is packed once and all jobs run in one parallel region.
 void gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<const matmul_job> jobs);
 
 /// Bytes of a packed16 copy of an [n, k] matrix of `type` (n rounded up to 16).
