@@ -43,6 +43,11 @@ struct encoded {
   std::string error;
   /// > 0: counting stopped here, past the job's max_tokens; tokens is empty.
   std::int64_t at_least = 0;
+
+  /// The prompt's tokens, or at least that many when counting stopped.
+  auto num_tokens() const -> std::int64_t {
+    return at_least > 0 ? at_least : static_cast<std::int64_t>(tokens.size());
+  }
 };
 
 /// One step, shared between the scheduler (which applies its result) and

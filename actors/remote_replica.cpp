@@ -1,5 +1,6 @@
 #include "actors/wire.hpp"
 
+#include "actors/config_toml.hpp"
 #include "actors/tenancy/sha256.hpp"
 
 #include <caf/all.hpp>
@@ -8,9 +9,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <deque>
-#include <fstream>
 #include <random>
 #include <unordered_map>
 
@@ -80,11 +79,14 @@ auto proxy(proxy_actor::stateful_pointer<proxy_state> self, endpoint_actor endpo
 // 32 random bytes, hex: a challenge or a ticket.
 auto random_token() -> std::string {
   static thread_local std::random_device device;
-  std::string bytes(32, '\0');
-  for (auto& c : bytes) c = static_cast<char>(device());
   sha256_digest d{};
-  std::memcpy(d.data(), bytes.data(), d.size());
+  for (auto& b : d) b = static_cast<std::uint8_t>(device());
   return to_hex(d);
+}
+
+// What worker_proof writes as hex.
+auto proof_digest(std::string_view secret, std::string_view challenge) -> sha256_digest {
+  return hmac_sha256(secret, std::string("troupe worker join\n").append(challenge));
 }
 
 struct door_state {
@@ -111,9 +113,8 @@ auto admits(door_state& st, const std::string& challenge, const std::string& pro
                                [&](const auto& c) { return c.first == challenge; });
   if (it == st.challenges.end()) return false;
   st.challenges.erase(it);
-  const auto want = parse_sha256_hex(worker_proof(st.secret, challenge));
   const auto got = parse_sha256_hex(proof);
-  return got && equal_constant_time(*want, *got);
+  return got && equal_constant_time(proof_digest(st.secret, challenge), *got);
 }
 
 auto door(door_actor::stateful_pointer<door_state> self, std::shared_ptr<const fleet> models, std::string secret)
@@ -260,9 +261,12 @@ auto read_worker_secret(const server_config& config) -> std::string {
   if (path.empty())
     throw config_error("router.worker_secret_file: workers must prove who they are: name a file holding a shared "
                        "secret of at least 16 bytes (the same on the router node and every worker)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error("router.worker_secret_file: " + path + ": cannot read");
-  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto secret = std::string{};
+  try {
+    secret = read_config_file(path);
+  } catch (const config_error& e) {
+    throw config_error("router.worker_secret_file: " + std::string(e.what()));
+  }
   while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
   if (secret.size() < 16)
     throw config_error("router.worker_secret_file: " + path + ": the secret is shorter than 16 bytes");
@@ -270,7 +274,7 @@ auto read_worker_secret(const server_config& config) -> std::string {
 }
 
 auto worker_proof(std::string_view secret, std::string_view challenge) -> std::string {
-  return to_hex(hmac_sha256(secret, std::string("troupe worker join\n").append(challenge)));
+  return to_hex(proof_digest(secret, challenge));
 }
 
 auto spawn_endpoint(caf::actor_system& sys, scheduler_actor scheduler) -> endpoint_actor {

@@ -6,8 +6,6 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 namespace troupe {

@@ -174,10 +174,23 @@ void stop(self_ptr self) {
 
 constexpr const char* shutting_down = "the server is shutting down";
 
+void fail(self_ptr self, int status, const std::string& message, const std::string& param = {},
+          const std::string& code = {});
+
+// An ask that found its actor gone: the server is shutting down.
+auto on_shutdown(self_ptr self) {
+  return [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); };
+}
+
+// The field a prompt's error names.
+auto prompt_param(const sink_state& st) -> const char* {
+  return st.req.body.kind == api::endpoint::chat ? "messages" : "prompt";
+}
+
 // Ends the request with an error: its status and an OpenAI-style body, or,
 // once the stream has started, an error event and [DONE].
-void fail(self_ptr self, int status, const std::string& message, const std::string& param = {},
-          const std::string& code = {}) {
+void fail(self_ptr self, int status, const std::string& message, const std::string& param,
+          const std::string& code) {
   auto& st = self->state;
   api::api_error e;
   e.status = status;
@@ -319,7 +332,7 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   auto& st = self->state;
   st.route_decided = true;
   const auto& rt = *st.req.route;
-  const auto n = e.at_least > 0 ? e.at_least : static_cast<std::int64_t>(e.tokens.size());
+  const auto n = e.num_tokens();
   const bool small = rt.fits_small(n, st.req.body.max_tokens, st.req.tier);
   auto ctx = (small ? rt.small : rt.large)->pick(st.req.session);
   st.req.headers.emplace_back("x-model-version", ctx->model_version);
@@ -332,13 +345,13 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   st.job.max_tokens = prompt_limit(st);
   self->request(st.ctx->pick_tokenizer(st.job.num_bytes()), caf::infinite, encode_atom_v, st.job)
       .then([self](encoded& again) { submit(self, again); },
-            [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
+            on_shutdown(self));
   return false;
 }
 
 void submit(self_ptr self, encoded& e) {
   auto& st = self->state;
-  if (!e.error.empty()) return fail(self, 400, e.error, st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
+  if (!e.error.empty()) return fail(self, 400, e.error, prompt_param(st));
   if (st.req.route && !st.route_decided && !decide_route(self, e)) return;
   for (const auto& [t, bias] : st.req.body.sampling.logit_bias)
     if (t >= st.ctx->tok->vocab_size())
@@ -348,6 +361,7 @@ void submit(self_ptr self, encoded& e) {
                   "logit_bias", "invalid_value");
   request r;
   r.id = st.id;
+  const auto n = e.num_tokens(); // (at least that many when the count stopped)
   r.prompt = std::move(e.tokens);
   r.sampling = st.req.body.sampling;
   r.priority = st.req.priority.value_or(st.req.body.priority);
@@ -358,20 +372,19 @@ void submit(self_ptr self, encoded& e) {
   r.account = st.req.account;
   r.weight = st.req.weight;
   // (A prompt the tokenizer stopped counting has at least e.at_least tokens.)
-  const auto n = e.at_least > 0 ? e.at_least : static_cast<std::int64_t>(r.prompt.size());
   const std::string has = e.at_least > 0 ? "the prompt has at least " : "the prompt has ";
   if (st.req.max_input_tokens > 0 && n > st.req.max_input_tokens) {
     if (st.req.ticket) st.req.ticket->reject("max_input_tokens");
     return fail(self, 400,
                 has + std::to_string(n) + " tokens; the tenant's limit (max_input_tokens) is " +
                     std::to_string(st.req.max_input_tokens),
-                st.req.body.kind == api::endpoint::chat ? "messages" : "prompt", "input_tokens_exceeded");
+                prompt_param(st), "input_tokens_exceeded");
   }
   if (n >= st.ctx->max_model_len)
     return fail(self, 400,
                 has + std::to_string(n) + " tokens; the model's context is " +
                     std::to_string(st.ctx->max_model_len) + " tokens",
-                st.req.body.kind == api::endpoint::chat ? "messages" : "prompt");
+                prompt_param(st));
   r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
   st.prompt_tokens = n;
@@ -405,7 +418,7 @@ void submit(self_ptr self, encoded& e) {
     };
     self->request(st.ctx->memories[d], caf::infinite, probe_atom_v, shared_r->tenant, shared_r->prompt,
                   st.ctx->block_size)
-        .then(done, [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
+        .then(done, on_shutdown(self));
   }
 }
 
@@ -421,7 +434,7 @@ void route(self_ptr self, request r, const policy::route_request& q, std::vector
                           "", self->state.failed.empty() ? "" : "replica_failed");
             submit_to(self, std::move(r), replica, std::move(scheduler));
           },
-          [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
+          on_shutdown(self));
 }
 
 // Its replica died, hangs or failed: a request that has streamed nothing
@@ -577,7 +590,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     const auto bytes = job.num_bytes();
     self->request(st.ctx->pick_tokenizer(bytes), caf::infinite, encode_atom_v, std::move(job))
         .then([self](encoded& e) { submit(self, e); },
-              [self](caf::error&) { fail(self, 503, shutting_down, "", "server_shutdown"); });
+              on_shutdown(self));
   }
   return {
       [self](tokens_atom, request_update& u) { on_tokens(self, u); },

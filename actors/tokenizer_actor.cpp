@@ -33,8 +33,11 @@ auto count_past(const tokenizer& tok, std::string_view text, bool special, std::
   return 0;
 }
 
-auto encode_text(const tokenizer& tok, const std::string& text, bool special, const encode_job& job, encoded& out) {
-  if (job.max_tokens > 0 && text.size() > 2 * k_piece_bytes) {
+void encode_text(const tokenizer& tok, const std::string& text, bool special, const encode_job& job, encoded& out) {
+  // (A token takes a byte or more, plus one a piece for the cut: a text of
+  // fewer bytes than count_past's threshold cannot pass it, so it is not counted.)
+  if (job.max_tokens > 0 && text.size() > 2 * k_piece_bytes &&
+      text.size() > static_cast<std::size_t>(job.max_tokens + job.max_tokens / 8)) {
     out.at_least = count_past(tok, text, special, job.max_tokens);
     if (out.at_least > 0) return;
   }

@@ -438,17 +438,19 @@ auto run_serve(std::span<char* const> argv) -> int {
   std::printf("troupe: %s: draining %lld request(s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
               static_cast<long long>(status.num_live_requests.load()));
   std::fflush(stdout);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.drain_timeout_s);
-  while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto wait_for_requests = [&](std::chrono::steady_clock::time_point until) {
+    while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  wait_for_requests(std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(cfg.drain_timeout_s)));
   const auto left = status.num_live_requests.load();
   // Requests still live are cut off: their sinks tell the clients why while
   // the HTTP threads still run to send it (a second at most), then they stop.
   status.stopping = true;
   stop_actors();
-  const auto cut_off = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < cut_off)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wait_for_requests(std::chrono::steady_clock::now() + std::chrono::seconds(1));
   srv.stop();
   if (metrics_srv) metrics_srv->stop();
   sys.await_all_actors_done();
