@@ -229,7 +229,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
     return reply(200, "text/plain; version=0.0.4", dflt->metrics->serialize()); // (every model's: one registry)
   }
   if (path.starts_with("/admin/")) {
-    if (!options_.admin_api) return error(404, "no route for " + path, "invalid_request_error", "", "not_found");
+    if (!options_.admin_api) return no_route();
     if (path == "/admin/tenants") {
       if (!get) return wrong_method("GET");
       if (!tenants_) return error(404, "no tenants are configured (server.tenants)", "invalid_request_error", "", "not_found");
@@ -252,7 +252,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   const bool models = path == "/v1/models";
   const bool usage = path == "/v1/usage";
   if (!completions && !chat && !stream && !models && !usage)
-    return error(404, "no route for " + path, "invalid_request_error", "", "not_found");
+    return no_route();
   if ((completions || chat) && !post) return wrong_method("POST");
   if ((stream || models || usage) && !get) return wrong_method("GET");
 

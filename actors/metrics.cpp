@@ -131,11 +131,6 @@ auto server_metrics::replica(int i) const -> const replica_series& {
   return replicas_[static_cast<std::size_t>(i)];
 }
 
-auto server_metrics::num_replicas() const -> std::size_t {
-  std::lock_guard lock(replicas_mu_);
-  return replicas_.size();
-}
-
 auto server_metrics::device(const std::string& name) const -> const device_series& {
   for (const auto& [n, s] : devices_)
     if (n == name) return s;

@@ -84,8 +84,6 @@ public:
   /// below it (replicas that join later, a worker's, get the next index).
   /// Thread-safe; the reference stays valid for the metrics' life.
   auto replica(int i) const -> const replica_series&;
-  /// Replicas with series so far.
-  auto num_replicas() const -> std::size_t;
   /// The series of a device named at construction.
   auto device(const std::string& name) const -> const device_series&;
 

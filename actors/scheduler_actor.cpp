@@ -64,8 +64,11 @@ struct scheduler_state {
   }
   auto now_s() const -> double { return seconds_since_start(std::chrono::steady_clock::now()); }
 
+  const server_metrics::replica_series* series = nullptr; ///< this replica's, looked up once (the lookup locks)
+
   void publish() {
-    const auto& m = metrics->replica(options.replica);
+    if (series == nullptr) series = &metrics->replica(options.replica);
+    const auto& m = *series;
     m.num_requests_running->Set(static_cast<double>(core->num_running()));
     m.num_requests_waiting->Set(static_cast<double>(core->num_waiting()));
     m.num_requests_swapped->Set(static_cast<double>(core->num_swapped()));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <unordered_map>
 
 namespace troupe::api {
 
@@ -424,6 +425,7 @@ auto read_logit_bias(od::value& v, std::vector<std::pair<token_id, float>>& out)
   od::object biases;
   if (auto e = v.get_object().get(biases)) return failed(e, "logit_bias", "logit_bias", "an object");
   out.clear();
+  std::unordered_map<token_id, std::size_t> at; // id -> its entry in out: repeats cost O(1), not a scan
   return for_each_field(biases, [&](std::string_view key, od::value& b) -> problem {
     std::int64_t id = -1;
     const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
@@ -433,9 +435,9 @@ auto read_logit_bias(od::value& v, std::vector<std::pair<token_id, float>>& out)
     float bias = 0;
     if (auto p = read_float(b, "logit_bias", bias)) return p;
     const auto t = static_cast<token_id>(id);
-    const auto it = std::find_if(out.begin(), out.end(), [t](const auto& e) { return e.first == t; });
-    if (it != out.end()) it->second = bias; // a repeated key: the last wins, as in JSON.parse
-    else out.emplace_back(t, bias);
+    const auto [it, fresh] = at.emplace(t, out.size());
+    if (fresh) out.emplace_back(t, bias);
+    else out[it->second].second = bias; // a repeated key: the last wins, as in JSON.parse
     return {};
   });
 }
