@@ -36,7 +36,7 @@ auto inspect(Inspector& f, sampling_params& x) -> typename Inspector::result_typ
   });
   return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.repetition_penalty,
            x.presence_penalty, x.frequency_penalty, has_seed, seed, x.max_tokens, x.stop_token_ids, x.stop, x.ignore_eos,
-           x.logprobs, x.logit_bias, load);
+           x.logprobs, x.prompt_logprobs, x.logit_bias, load);
 }
 
 /// A submission: the fields a scheduler reads of a new request.
@@ -56,7 +56,7 @@ auto inspect(Inspector& f, request_update& x) -> typename Inspector::result_type
     x.finished = static_cast<finish_reason>(reason);
     return caf::none;
   });
-  return f(caf::meta::type_name("request_update"), x.id, has, s, reason, load);
+  return f(caf::meta::type_name("request_update"), x.id, has, s, reason, x.prompt_logprobs, load);
 }
 
 template <class Inspector>

@@ -161,7 +161,7 @@ void fail_everything(self_ptr self, const std::string& why) {
     if (st.log) st.log->abort(st.now_s(), id);
     st.core->abort(id);
     c.undelivered->fetch_add(1, std::memory_order_relaxed);
-    self->send(c.sink, tokens_atom_v, request_update{id, {}, finish_reason::error});
+    self->send(c.sink, tokens_atom_v, request_update{id, {}, finish_reason::error, {}});
   }
   while (!st.sinks.empty()) st.forget(st.sinks.begin()->first);
   report(self);
@@ -308,7 +308,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           kick(self);
           rp.deliver(admission{});
         };
-        if (!st.options.kv.enable_prefix_caching) {
+        if (!st.options.kv.enable_prefix_caching || r.sampling.prompt_logprobs >= 0) { // (those take no hits)
           queue(r);
           return rp;
         }

@@ -1,6 +1,7 @@
 #include "actors/sink_actor.hpp"
 
 #include "engine/output_processor.hpp"
+#include "engine/tokenizer/detokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
 
 #include <caf/all.hpp>
@@ -223,6 +224,25 @@ auto logprob_of(const output_processor& out, const sample_result& s) -> api::tok
   return lp;
 }
 
+/// The echoed prompt's logprobs: each token's bytes (as a fresh detokenizer
+/// settles them, so joined they are the prompt's text), the first with none.
+/// Nothing when the replica sent no score for some token (a backend without
+/// prompt logprobs).
+auto echo_logprobs(const sink_state& st, const std::vector<sample_result>& scores)
+    -> std::optional<std::vector<api::token_logprob>> {
+  const auto& prompt = st.original.prompt;
+  if (scores.size() + 1 != prompt.size()) return std::nullopt;
+  incremental_detokenizer d(*st.ctx->tok, true);
+  for (const token_id t : prompt) d.push(t);
+  d.flush();
+  auto bytes = d.take_settled();
+  std::vector<api::token_logprob> lps(prompt.size());
+  lps[0].none = true;
+  for (std::size_t i = 1; i < prompt.size(); ++i) lps[i] = logprob_of(*st.out, scores[i - 1]);
+  for (std::size_t i = 0; i < prompt.size(); ++i) lps[i].token = std::move(bytes[i]);
+  return lps;
+}
+
 // Ends the response. `batch`: stream text not yet written, sent with the
 // final events in one write; `credit` is this message's delivery count.
 void finish(self_ptr self, finish_reason reason, std::string batch = {}, delivery_count credit = nullptr) {
@@ -292,7 +312,19 @@ void on_tokens(self_ptr self, request_update& u) {
       m.inter_token_latency->Observe(std::chrono::duration<double>(now - st.last_token).count());
     }
     st.last_token = now;
-    if (st.completion_tokens == 0 && !st.echo_text.empty()) add_text(st, batch, st.echo_text, {});
+    if (st.completion_tokens == 0 && st.req.body.echo) {
+      std::vector<api::token_logprob> lps;
+      if (st.req.body.want_logprobs) {
+        auto echoed = echo_logprobs(st, u.prompt_logprobs);
+        if (!echoed) {
+          st.undelivered->fetch_sub(1, std::memory_order_relaxed);
+          return fail(self, 400, "echo with logprobs: this replica's backend does not compute prompt logprobs", "echo",
+                      "unsupported_parameter");
+        }
+        lps = std::move(*echoed);
+      }
+      add_text(st, batch, st.echo_text, std::move(lps));
+    }
     ++st.completion_tokens;
     if (st.req.body.want_logprobs) st.unsettled.push_back(logprob_of(*st.out, s));
     auto delta = st.out->on_token(s.token);
@@ -566,6 +598,11 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
       replay(self, *hit);
       return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
     }
+  }
+  if (st.req.body.echo && st.req.body.want_logprobs && !st.ctx->prompt_logprobs) {
+    fail(self, 400, "echo with logprobs is not supported on this backend (it computes no prompt logprobs)", "echo",
+         "unsupported_parameter");
+    return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
   }
   encode_job job;
   job.chat = st.req.body.kind == api::endpoint::chat;

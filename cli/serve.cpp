@@ -161,6 +161,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->eos_ids = eos;
   ctx->defaults = default_sampling_params(mc);
   ctx->metrics = metrics;
+  ctx->prompt_logprobs = !cuda_device || cfg.executor == "zero";
 
   std::optional<chat_format> format;
   if (!cfg.chat_template.empty()) format = parse_chat_format(cfg.chat_template);

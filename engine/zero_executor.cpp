@@ -21,14 +21,21 @@ auto zero_executor::execute(const scheduler_output& step) -> step_result {
   if (options_.step_time.count() > 0) std::this_thread::sleep_for(options_.step_time);
   step_result out;
   out.sampled.reserve(step.scheduled.size());
+  for (const auto& r : step.new_requests)
+    if (r.sampling.prompt_logprobs >= 0) scoring_[r.id] = r.prompt_tokens;
   const auto n = static_cast<std::uint64_t>(tokens_.size());
   for (const auto& c : step.scheduled) {
     if (!c.sample) continue;
     const auto position = static_cast<std::uint64_t>(c.num_computed_tokens + c.num_tokens);
     const token_id t = tokens_[(c.id * 7919 + position * 104729) % n];
-    sampled_token s{c.id, {t, 0.0f, {}}};
+    sampled_token s{c.id, {t, 0.0f, {}}, {}};
+    if (const auto it = scoring_.find(c.id); it != scoring_.end()) {
+      for (std::size_t i = 1; i < it->second.size(); ++i) s.prompt_logprobs.push_back({it->second[i], 0.0f, {}});
+      scoring_.erase(it);
+    }
     out.sampled.push_back(std::move(s));
   }
+  for (const auto id : step.finished) scoring_.erase(id);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace troupe {
@@ -26,7 +27,8 @@ public:
   explicit zero_executor(zero_executor_options options);
 
   /// Sampled token for a chunk: a fixed function of the request id and the
-  /// position, below num_sampled_ids, skipping `avoid`; logprob 0 and no alternatives.
+  /// position, below num_sampled_ids, skipping `avoid`; logprob 0 and no
+  /// alternatives. Prompt logprobs, when asked, are the same: 0 for each.
   auto execute(const scheduler_output& step) -> step_result override;
   auto block_size() const -> std::int32_t override { return options_.block_size; }
   auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }
@@ -35,6 +37,7 @@ public:
 private:
   zero_executor_options options_;
   std::vector<token_id> tokens_; ///< the ids it cycles through
+  std::unordered_map<request_id, std::vector<token_id>> scoring_; ///< prompts to score, until the first token
 };
 
 } // namespace troupe

@@ -544,7 +544,7 @@ auto finish(endpoint kind, fields& f) -> problem {
     r.top_logprobs = f.logprobs_count.value_or(0);
     r.sampling.logprobs = r.top_logprobs;
   }
-  if (r.echo && r.want_logprobs) return not_supported("echo", "echo with logprobs");
+  if (r.echo && r.want_logprobs) r.sampling.prompt_logprobs = r.top_logprobs; // the echoed tokens' too
   // validate()'s line opens with the field's name: "top_p must be in (0, 1], got 1.5".
   if (auto line = r.sampling.validate(); !line.empty()) {
     auto param = line.substr(0, line.find_first_of(" ["));

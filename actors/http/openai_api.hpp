@@ -65,7 +65,7 @@ struct completion_request {
 ///    "messages[i].content"; fields inside messages are named that way.
 /// Fields OpenAI defines that troupe does not implement (best_of > 1, suffix,
 /// response_format but {"type":"text"}, tools, tool_choice, functions,
-/// function_call, echo with logprobs) are refused: code unsupported_parameter.
+/// function_call) are refused: code unsupported_parameter.
 /// A few optional fields without effect on the answer (metadata, store,
 /// service_tier, parallel_tool_calls, prompt_cache_key, safety_identifier) are
 /// ignored but must be valid JSON; any other field is refused: code
@@ -91,6 +91,7 @@ struct token_logprob {
   std::string token;
   float logprob = 0; ///< below -9999 (or -inf, NaN) prints as -9999.0, as vLLM does
   std::vector<std::pair<std::string, float>> top; ///< alternatives (bytes as token), most likely first
+  bool none = false; ///< no logprob (null): an echoed prompt's first token, which has no context
 };
 
 /// The fields every response object repeats.

@@ -64,11 +64,17 @@ void add_completion_logprobs(std::string& out, const std::vector<token_logprob>&
   out += "],\"token_logprobs\":[";
   for (std::size_t i = 0; i < lps.size(); ++i) {
     if (i) out += ',';
-    add_logprob(out, lps[i].logprob);
+    if (lps[i].none) out += "null";
+    else add_logprob(out, lps[i].logprob);
   }
   out += "],\"top_logprobs\":[";
   for (std::size_t i = 0; i < lps.size(); ++i) {
-    out += i ? ",{" : "{";
+    if (i) out += ',';
+    if (lps[i].none) {
+      out += "null";
+      continue;
+    }
+    out += '{';
     for (std::size_t j = 0; j < lps[i].top.size(); ++j) {
       if (j) out += ',';
       add_token_string(out, lps[i].top[j].first);

@@ -245,7 +245,10 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     if (limits_.max_num_partial_prefills > 0 && spans_steps && partial >= limits_.max_num_partial_prefills) continue;
     if (r.kv == nullptr) {
       if (r.output.empty()) {
-        r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, r.prompt);
+        // Prompt logprobs need every position computed: no cache hits (an
+        // empty prompt matches nothing; its blocks are published as usual).
+        const bool scored = r.sampling.prompt_logprobs >= 0;
+        r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, scored ? std::span<const token_id>{} : r.prompt);
       } else { // readmitted after preemption: its output is prompt now
         std::vector<token_id> all = r.prompt;
         all.insert(all.end(), r.output.begin(), r.output.end());
@@ -396,7 +399,7 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     r->output.push_back(t);
     // A token that fills a block: its KV comes next step, then the block is published.
     kv_.prepare_commit(*r->kv, r->prompt, r->output);
-    request_update u{r->id, s.result, finish_reason::none};
+    request_update u{r->id, s.result, finish_reason::none, s.prompt_logprobs};
     if (r->may_stop && stops_at(*r, t))
       u.finished = finish_reason::stop;
     else if (static_cast<std::int32_t>(r->output.size()) >= r->output_limit)

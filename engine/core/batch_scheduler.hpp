@@ -58,6 +58,7 @@ struct request_update {
   request_id id = 0;
   std::optional<sample_result> token; ///< none: an abort without a token
   finish_reason finished = finish_reason::none;
+  std::vector<sample_result> prompt_logprobs; ///< with the first token: sampled_token's
 };
 
 /// The answer to submit(): 0 when queued, else an HTTP status and why.

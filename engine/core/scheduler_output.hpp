@@ -98,6 +98,9 @@ struct scheduler_output {
 struct sampled_token {
   request_id id = 0;
   sample_result result;
+  /// With its first token, for a request asking for prompt_logprobs: its
+  /// prompt tokens' scores from the second on (the first has no context).
+  std::vector<sample_result> prompt_logprobs;
 };
 
 /// What one step produced: a token for each chunk that asked for one, in

@@ -33,12 +33,15 @@ void cpu_executor::swap(const scheduler_output& step) {
 
 auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   swap(step);
-  for (const auto& r : step.new_requests)
+  for (const auto& r : step.new_requests) {
     samplers_.insert_or_assign(r.id, request_sampler(r.sampling, r.prompt_tokens, seed_source_.next()));
+    if (r.sampling.prompt_logprobs >= 0) scoring_.insert_or_assign(r.id, prompt_scores{r.prompt_tokens, {}});
+  }
 
   tables_.apply(step);
   chunks_.clear();
-  for (const auto& s : step.scheduled) chunks_.push_back({step.tokens_of(s), s.num_computed_tokens, tables_.table(s.id)});
+  for (const auto& s : step.scheduled)
+    chunks_.push_back({step.tokens_of(s), s.num_computed_tokens, tables_.table(s.id), scoring_.contains(s.id)});
   model_.forward(chunks_, false, logits_);
 
   // Samplers are independent: at batch 32 sampling serially would cost as
@@ -48,24 +51,52 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   const auto num_sampled = static_cast<std::size_t>(options_.num_sampled_ids);
   auto& todo = to_sample_;
   todo.clear();
+  std::size_t row = 0; // the chunk's first logits row
   for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
     const auto& s = step.scheduled[i];
-    if (!s.sample) continue;
+    const std::size_t rows = chunks_[i].all_logits ? static_cast<std::size_t>(s.num_tokens) : 1;
+    row += rows;
+    if (!s.sample && !chunks_[i].all_logits) continue;
     auto it = samplers_.find(s.id);
     TROUPE_CHECK(it != samplers_.end(), "sampling a request the executor was never given");
-    todo.emplace_back(i, &it->second);
-    out.sampled.push_back({s.id, {}});
+    auto scored = chunks_[i].all_logits ? scoring_.find(s.id) : scoring_.end();
+    if (scored != scoring_.end()) score_prompt(s, row - rows, scored->second, it->second);
+    if (!s.sample) continue;
+    todo.emplace_back(row - 1, &it->second);
+    auto& t = out.sampled.emplace_back();
+    t.id = s.id;
+    if (scored != scoring_.end()) { // its first token: the prompt's scores go with it
+      t.prompt_logprobs = std::move(scored->second.scores);
+      scoring_.erase(scored);
+    }
   }
   const auto n = static_cast<std::int64_t>(todo.size());
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
   for (std::int64_t j = 0; j < n; ++j) {
-    const auto [row, sampler] = todo[static_cast<std::size_t>(j)];
+    const auto [r, sampler] = todo[static_cast<std::size_t>(j)];
     // Only the ids the tokenizer can spell: a padding row would stall the stream.
-    out.sampled[static_cast<std::size_t>(j)].result = sampler->sample(std::span(logits_).subspan(row * vocab, num_sampled));
+    out.sampled[static_cast<std::size_t>(j)].result = sampler->sample(std::span(logits_).subspan(r * vocab, num_sampled));
   }
-  for (auto id : step.finished) samplers_.erase(id);
+  for (auto id : step.finished) {
+    samplers_.erase(id);
+    scoring_.erase(id);
+  }
   tables_.forget_finished(step);
   return out;
+}
+
+void cpu_executor::score_prompt(const scheduled_chunk& c, std::size_t row, prompt_scores& p,
+                                request_sampler& sampler) {
+  const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  const auto num_sampled = static_cast<std::size_t>(options_.num_sampled_ids);
+  // Row k sees positions up to num_computed + k and predicts the token after.
+  // Recomputed positions (after a preemption) were scored before.
+  for (std::int32_t k = 0; k < c.num_tokens; ++k) {
+    const auto next = static_cast<std::size_t>(c.num_computed_tokens + k) + 1;
+    if (next != p.scores.size() + 1 || next >= p.prompt.size()) continue;
+    p.scores.push_back(sampler.score(std::span(logits_).subspan((row + static_cast<std::size_t>(k)) * vocab, num_sampled),
+                                     p.prompt[next]));
+  }
 }
 
 } // namespace troupe

@@ -36,13 +36,22 @@ public:
   auto vocab_size() const -> std::int64_t override { return model_.config().vocab_size; }
 
 private:
+  /// A request asking for prompt logprobs, until its first token carries them.
+  struct prompt_scores {
+    std::vector<token_id> prompt;
+    std::vector<sample_result> scores; ///< of prompt[1 .. scores.size()]
+  };
+
   void swap(const scheduler_output& step);
+  /// Scores the prompt tokens that chunk `c`'s rows (from logits row `row`) predict.
+  void score_prompt(const scheduled_chunk& c, std::size_t row, prompt_scores& p, request_sampler& sampler);
 
   cpu_executor_options options_;
   cpu_model model_;
   std::unique_ptr<float[]> host_; ///< num_host_blocks × the KV cache's block_floats()
   rng seed_source_;
   std::unordered_map<request_id, request_sampler> samplers_;
+  std::unordered_map<request_id, prompt_scores> scoring_;
   request_tables tables_;
   std::vector<cpu_model::chunk> chunks_;
   std::vector<float> logits_;

@@ -90,13 +90,16 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
   const float* head_in = x;
   std::int64_t out_rows = t_rows;
   if (!all_logits) {
-    out_rows = static_cast<std::int64_t>(batch.size());
+    out_rows = 0;
+    for (const auto& ch : batch) out_rows += ch.all_logits ? static_cast<std::int64_t>(ch.tokens.size()) : 1;
     float* last = resize(last_, out_rows * d);
-    std::int64_t row = -1;
-    for (std::size_t b = 0; b < batch.size(); ++b) {
-      row += static_cast<std::int64_t>(batch[b].tokens.size());
-      std::memcpy(last + static_cast<std::int64_t>(b) * d, x + row * d,
-                  static_cast<std::size_t>(d) * sizeof(float));
+    std::int64_t row = 0, out = 0;
+    for (const auto& ch : batch) {
+      const auto n = static_cast<std::int64_t>(ch.tokens.size());
+      const std::int64_t keep = ch.all_logits ? n : 1;
+      std::memcpy(last + out * d, x + (row + n - keep) * d, static_cast<std::size_t>(keep * d) * sizeof(float));
+      row += n;
+      out += keep;
     }
     head_in = last;
   }

@@ -21,6 +21,7 @@ public:
     std::span<const token_id> tokens;
     std::int32_t start_position = 0;
     std::span<const block_id> block_table; ///< covers every position up to the chunk's end
+    bool all_logits = false; ///< a logits row for each of its tokens, not only its last
   };
 
   /// `weights` must outlive the model. The KV cache holds num_kv_blocks blocks
@@ -32,7 +33,8 @@ public:
 
   /// Runs the chunks as one batch, writing their keys and values into the
   /// cache. logits receives [rows, vocab]: one row per token of every chunk
-  /// when all_logits, else one per chunk (its last token).
+  /// when all_logits, else one per token of a chunk with all_logits and one
+  /// for the last token of every other, in batch order.
   void forward(std::span<const chunk> batch, bool all_logits, std::vector<float>& logits);
 
   auto config() const -> const model_config& { return w_.config; }

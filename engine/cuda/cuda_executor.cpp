@@ -491,7 +491,7 @@ auto cuda_executor::execute(const scheduler_output& step) -> step_result {
                                                              static_cast<std::size_t>(o_.num_sampled_ids))
                            : std::span<float>();
       out.sampled.push_back({c.id, samplers_.result(static_cast<std::size_t>(j), host_out_tokens_.as<std::int32_t>()[j],
-                                                    host_out_logprobs_.as<float>()[j], row)});
+                                                    host_out_logprobs_.as<float>()[j], row), {}});
     }
   } else {
     cuda_ok(cudaStreamSynchronize(stream_), "swap");

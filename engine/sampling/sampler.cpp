@@ -95,16 +95,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
   // A broken checkpoint can produce NaN or infinite logits: NaN counts as
   // impossible (-inf) and +inf as the largest float, so the arithmetic below
   // stays finite. If nothing is possible at all, the lowest id is taken.
-  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-  constexpr float big = std::numeric_limits<float>::max();
-  float max_logit = neg_inf;
-  float* data = logits.data();
-#pragma omp simd reduction(max : max_logit)
-  for (std::int32_t i = 0; i < vocab; ++i) {
-    const float l = data[i] != data[i] ? neg_inf : (data[i] > big ? big : data[i]); // NaN, +inf
-    data[i] = l;
-    max_logit = max_logit > l ? max_logit : l;
-  }
+  const float max_logit = sanitize(logits);
   if (max_logit == -std::numeric_limits<float>::infinity()) {
     sample_result none;
     none.token = 0;
@@ -128,13 +119,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
   const double log_sum_exp = static_cast<double>(max_logit) + std::log(static_cast<double>(sum));
 
   sample_result result;
-  if (params_.logprobs > 0) {
-    find_top(logits, std::min(params_.logprobs, vocab));
-    result.top_logprobs.reserve(scratch_top_.size());
-    for (const auto& e : scratch_top_)
-      result.top_logprobs.push_back(
-          {e.token, static_cast<float>(static_cast<double>(e.logprob) - log_sum_exp)});
-  }
+  if (params_.logprobs > 0) result.top_logprobs = top_logprobs(logits, params_.logprobs, log_sum_exp);
 
   const bool penalised = apply_penalties(logits);
   result.token = params_.temperature < greedy_temperature
@@ -148,6 +133,49 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
 
   if (counts_needed_) ++output_counts_[result.token];
   ++num_generated_;
+  return result;
+}
+
+auto request_sampler::sanitize(std::span<float> logits) -> float {
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  constexpr float big = std::numeric_limits<float>::max();
+  const auto vocab = static_cast<std::int32_t>(logits.size());
+  float max_logit = neg_inf;
+  float* data = logits.data();
+#pragma omp simd reduction(max : max_logit)
+  for (std::int32_t i = 0; i < vocab; ++i) {
+    const float l = data[i] != data[i] ? neg_inf : (data[i] > big ? big : data[i]); // NaN, +inf
+    data[i] = l;
+    max_logit = max_logit > l ? max_logit : l;
+  }
+  return max_logit;
+}
+
+auto request_sampler::top_logprobs(std::span<const float> logits, std::int32_t n, double log_sum_exp)
+    -> std::vector<token_logprob> {
+  find_top(logits, std::min(n, static_cast<std::int32_t>(logits.size())));
+  std::vector<token_logprob> top;
+  top.reserve(scratch_top_.size());
+  for (const auto& e : scratch_top_)
+    top.push_back({e.token, static_cast<float>(static_cast<double>(e.logprob) - log_sum_exp)});
+  return top;
+}
+
+auto request_sampler::score(std::span<float> logits, token_id token) -> sample_result {
+  sample_result result;
+  result.token = token;
+  result.logprob = -std::numeric_limits<float>::infinity();
+  const float max_logit = sanitize(logits);
+  if (max_logit == -std::numeric_limits<float>::infinity()) return result;
+  const auto vocab = static_cast<std::int32_t>(logits.size());
+  const float* data = logits.data();
+  float sum = 0.0f; // as sample() sums
+#pragma omp simd reduction(+ : sum)
+  for (std::int32_t i = 0; i < vocab; ++i) sum += fast_exp(data[i] - max_logit);
+  const double log_sum_exp = static_cast<double>(max_logit) + std::log(static_cast<double>(sum));
+  if (token >= 0 && token < vocab)
+    result.logprob = static_cast<float>(static_cast<double>(data[token]) - log_sum_exp);
+  if (params_.prompt_logprobs > 0) result.top_logprobs = top_logprobs(logits, params_.prompt_logprobs, log_sum_exp);
   return result;
 }
 

@@ -48,6 +48,12 @@ public:
   /// once the scratch has grown to the vocab size, but the top_logprobs.
   auto sample(std::span<float> logits) -> sample_result;
 
+  /// What the logits thought of `token`, which came next in the prompt:
+  /// its logprob and params.prompt_logprobs alternatives, under the raw
+  /// logits as sample() reports them (NaN counted as -inf, in place). Draws
+  /// nothing and records nothing; an id past the span scores -inf.
+  auto score(std::span<float> logits, token_id token) -> sample_result;
+
   auto params() const -> const sampling_params& { return params_; }
   auto num_generated() const -> std::int32_t { return num_generated_; }
 
@@ -63,6 +69,10 @@ private:
   std::vector<token_logprob> scratch_top_; ///< best raw logits, best first
   std::vector<std::pair<token_id, float>> scratch_saved_; ///< logits before penalties
 
+  /// Replaces NaN by -inf and +inf by the largest float; returns the largest.
+  static auto sanitize(std::span<float> logits) -> float;
+  /// The top n logprobs, given log(sum(exp(logits))).
+  auto top_logprobs(std::span<const float> logits, std::int32_t n, double log_sum_exp) -> std::vector<token_logprob>;
   /// Fills scratch_top_ with the n largest logits, lower id first on ties.
   auto find_top(std::span<const float> logits, std::int32_t n) -> void;
   /// Applies the penalties in place, saving originals; false if none changed.

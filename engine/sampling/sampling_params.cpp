@@ -38,6 +38,8 @@ auto sampling_params::validate() const -> std::string {
   if (max_tokens < 1) return "max_tokens must be >= 1, got " + show(max_tokens);
   if (logprobs < -1 || logprobs > 20)
     return "logprobs must be in [-1, 20], got " + show(logprobs);
+  if (prompt_logprobs < -1 || prompt_logprobs > 20)
+    return "prompt_logprobs must be in [-1, 20], got " + show(prompt_logprobs);
   for (std::size_t i = 0; i < stop.size(); ++i)
     if (stop[i].empty()) return "stop[" + std::to_string(i) + "] must not be empty";
   for (std::size_t i = 0; i < stop_token_ids.size(); ++i)

@@ -28,6 +28,10 @@ struct sampling_params {
   std::vector<std::string> stop;  ///< finish when the text contains one (cut off)
   bool ignore_eos = false;        ///< keep going past the model's EOS tokens
   std::int32_t logprobs = -1;     ///< -1: none; n >= 0: sampled + top-n logprobs
+  /// -1: none; n >= 0: each prompt token's logprob (but the first's) and
+  /// the top n there, computed in prefill (vLLM's prompt_logprobs). Such a
+  /// request takes no prefix-cache hits: every position is computed.
+  std::int32_t prompt_logprobs = -1;
   /// (id, bias in [-100, 100]) added to the logits before any sampler, greedy
   /// included (OpenAI's logit_bias); one entry per id. The caller checks the
   /// ids against the tokenizer's vocabulary.

@@ -186,7 +186,6 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
       {C, R"({"prompt":"a","best_of":0})", "best_of", "invalid_value"},
       {C, R"({"prompt":"a","suffix":"end"})", "suffix", "unsupported_parameter"},
       {C, R"({"prompt":"a","echo":"yes"})", "echo", "invalid_type"},
-      {C, R"({"prompt":"a","echo":true,"logprobs":0})", "echo", "unsupported_parameter"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_object"}})",
        "response_format", "unsupported_parameter"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"response_format":"text"})", "response_format",
@@ -362,6 +361,10 @@ TEST_CASE("logit_bias, echo and the harmless OpenAI fields are read") {
   const auto r = parse_ok(C, R"({"prompt":"a","logit_bias":{"5":-100,"17":2.5,"5":100},"echo":true,"best_of":1})");
   CHECK(r.sampling.logit_bias == std::vector<std::pair<token_id, float>>{{5, 100.0f}, {17, 2.5f}});
   CHECK(r.echo);
+  CHECK(r.sampling.prompt_logprobs == -1);
+  // echo with logprobs: the prompt's tokens get theirs, with as many alternatives.
+  CHECK(parse_ok(C, R"({"prompt":"a","echo":true,"logprobs":3})").sampling.prompt_logprobs == 3);
+  CHECK(parse_ok(C, R"({"prompt":"a","echo":false,"logprobs":3})").sampling.prompt_logprobs == -1);
   const auto h = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"logit_bias":{"0":1},
       "response_format":{"type":"text"},"tools":null,"user":"u","metadata":{"k":"v"},"store":false})");
   CHECK(h.sampling.logit_bias.size() == 1);
@@ -523,9 +526,9 @@ namespace {
 auto sample_logprobs() -> std::vector<token_logprob> {
   const float ninf = -std::numeric_limits<float>::infinity();
   return {
-      {"H\xc3\xa9", -0.25f, {{"H\xc3\xa9", -0.25f}, {"He", -2.5f}}},
-      {"llo", ninf, {}},
-      {" \xe4\xb8", -1.0f / 3.0f, {{" \xe4\xb8", -1.0f / 3.0f}, {"\"q\"", std::nanf("")}}},
+      {"H\xc3\xa9", -0.25f, {{"H\xc3\xa9", -0.25f}, {"He", -2.5f}}, false},
+      {"llo", ninf, {}, false},
+      {" \xe4\xb8", -1.0f / 3.0f, {{" \xe4\xb8", -1.0f / 3.0f}, {"\"q\"", std::nanf("")}}, false},
   };
 }
 
@@ -561,14 +564,17 @@ TEST_CASE("completions logprobs: tokens, token_logprobs, top_logprobs, text_offs
   CHECK(integer(fl["text_offset"].at(2)) == 5);
 }
 
-TEST_CASE("logprobs of byte pieces: raw bytes, \"bytes:\\\\xNN\" tokens, offsets at their character") {
+TEST_CASE("logprobs of byte pieces: raw bytes, \"bytes:\\\\xNN\" tokens, offsets at their character; null for none") {
   // 世 (E4 B8 96) as three byte-fallback pieces between "a" and "\n".
   const std::vector<token_logprob> lps = {
-      {"a", -1.0f, {}}, {"\xe4", -1.0f, {{"\xe4", -1.0f}, {"\x7f\\", -2.0f}}}, {"\xb8", -1.0f, {}},
-      {"\x96", -1.0f, {}}, {"\n", -1.0f, {}}};
+      {"a", -1.0f, {}, true}, {"\xe4", -1.0f, {{"\xe4", -1.0f}, {"\x7f\\", -2.0f}}, false}, {"\xb8", -1.0f, {}, false},
+      {"\x96", -1.0f, {}, false}, {"\n", -1.0f, {}, false}};
   json_doc d(full_response(C, {"x", 1, "m"}, "a\xe4\xb8\x96\n", "stop", &lps, usage{1, 5}));
   const auto l = d.root["choices"].at(0)["logprobs"];
   CHECK(str(l["tokens"].at(0)) == "a");
+  CHECK(is_null(l["token_logprobs"].at(0))); // an echoed prompt's first token: no logprob
+  CHECK(is_null(l["top_logprobs"].at(0)));
+  CHECK(num(l["token_logprobs"].at(1)) == -1.0);
   CHECK(str(l["tokens"].at(1)) == "bytes:\\xe4");
   CHECK(str(l["tokens"].at(2)) == "bytes:\\xb8");
   CHECK(str(l["tokens"].at(4)) == "\n");

@@ -40,6 +40,7 @@ TEST_CASE("wire types round-trip") {
   r.sampling.stop = {"\n\n"};
   r.sampling.stop_token_ids = {3};
   r.sampling.logprobs = 2;
+  r.sampling.prompt_logprobs = 1;
   r.tenant = 99;
   r.priority = -1;
   const auto r2 = round_trip(sys, r);
@@ -55,7 +56,11 @@ TEST_CASE("wire types round-trip") {
   u.id = 42;
   u.token = sample_result{17, -0.25f, {{17, -0.25f}, {4, -2.0f}}};
   u.finished = finish_reason::length;
+  u.prompt_logprobs = {{5, -1.5f, {{6, -0.5f}}}, {9, -3.0f, {}}};
   const auto u2 = round_trip(sys, u);
+  REQUIRE(u2.prompt_logprobs.size() == 2);
+  CHECK(u2.prompt_logprobs[0].top_logprobs[0].token == 6);
+  CHECK(u2.prompt_logprobs[1].logprob == -3.0f);
   CHECK(u2.id == 42);
   REQUIRE(u2.token.has_value());
   CHECK(u2.token->token == 17);

@@ -293,7 +293,6 @@ def test_openai_fields(srv):
 
     refused("/v1/completions", {"logit_bias": {"2000": 1}}, "logit_bias", "invalid_value")
     refused("/v1/completions", {"logit_bias": {"5": 101}}, "logit_bias", "invalid_value")
-    refused("/v1/completions", {"echo": True, "logprobs": 1}, "echo", "unsupported_parameter")
     refused("/v1/completions", {"best_of": 2}, "best_of", "unsupported_parameter")
     refused("/v1/completions", {"suffix": "end"}, "suffix", "unsupported_parameter")
     refused("/v1/chat/completions", {"response_format": {"type": "json_object"}}, "response_format",
@@ -311,6 +310,50 @@ def test_openai_fields(srv):
                            "metadata": {"a": "b"}, "service_tier": "auto", "parallel_tool_calls": False,
                            "response_format": {"type": "text"}, "user": "u"})
     check(r.status == 200, "the optional fields without effect are accepted")
+
+
+def test_echo_logprobs(srv):
+    """echo with logprobs: every prompt token is listed with its logprob (the
+    first's null), its bytes rebuild the prompt's text, and the scores are what
+    the model predicts there: a one-token completion of the prompt cut before
+    token k has, as its first token's alternatives, exactly prompt token k's."""
+    ids = [1, 450, 310, 77, 260, 95, 401, 33, 120, 499, 64, 300]
+    body = {"prompt": ids, "max_tokens": 5, "temperature": 0, "logprobs": 2, "echo": True, "ignore_eos": True}
+    r, text = srv.request("POST", "/v1/completions", body)
+    ch = json.loads(text)["choices"][0] if r.status == 200 else {}
+    lp = ch.get("logprobs") or {}
+    tokens, values, tops = lp.get("tokens", []), lp.get("token_logprobs", []), lp.get("top_logprobs", [])
+    joined = b"".join(token_bytes(t) for t in tokens)
+    check(r.status == 200 and len(tokens) == len(ids) + 5 and values[0] is None and tops[0] is None and
+          all(isinstance(v, float) and v <= 0 for v in values[1:]) and all(len(t) == 2 for t in tops[1:]) and
+          joined == ch["text"].encode(),
+          f"echo with logprobs: {len(ids)} prompt tokens (the first null) and 5 generated, rebuilding the text"
+          + ("" if r.status == 200 else f" (got {r.status} {text})"))
+    _, plain = srv.request("POST", "/v1/completions", dict(body, echo=False, logprobs=None))
+    check(r.status == 200 and ch["text"].endswith(json.loads(plain)["choices"][0]["text"]) and
+          lp["text_offset"] == sorted(lp["text_offset"]),
+          "echo with logprobs: the same completion as without, offsets in order")
+    worst = 0.0
+    for k in (1, 2, 5, 11):
+        rk, tk = srv.request("POST", "/v1/completions",
+                             {"prompt": ids[:k], "max_tokens": 1, "temperature": 0, "logprobs": 2})
+        want = json.loads(tk)["choices"][0]["logprobs"]["top_logprobs"][0] if rk.status == 200 else {}
+        got = tops[k] if r.status == 200 else {}
+        same = set(want) == set(got)
+        worst = max([worst] + [abs(want[t] - got[t]) for t in want if same])
+        check(same and worst < 1e-5, f"echo with logprobs: prompt token {k}'s alternatives are those a completion "
+              f"of the first {k} tokens predicts ({got} vs {want})")
+    # Streamed, and again once its blocks are in the prefix cache: the same.
+    r2, text2 = srv.request("POST", "/v1/completions", dict(body, stream=True))
+    chunks = [json.loads(e)["choices"][0] for e in sse_events(text2)[:-1]]
+    s_lp = [c["logprobs"] for c in chunks if c["logprobs"]]
+    check(r2.status == 200 and [t for l in s_lp for t in l["tokens"]] == tokens and
+          [v for l in s_lp for v in l["token_logprobs"]] == values and
+          [o for l in s_lp for o in l["text_offset"]] == lp["text_offset"],
+          "echo with logprobs streamed: the prompt's tokens first, the same values and offsets")
+    r3, text3 = srv.request("POST", "/v1/completions", body)
+    check(r3.status == 200 and json.loads(text3)["choices"][0]["logprobs"] == lp,
+          "echo with logprobs, the prompt cached: every position still computed, the same answer")
 
 
 def test_streaming(srv):
@@ -919,6 +962,7 @@ def main():
             test_logprobs_shape(srv)
             test_split_characters(srv)
             test_openai_fields(srv)
+            test_echo_logprobs(srv)
             test_streaming(srv)
             test_node_fetch(srv)
             test_errors(srv)

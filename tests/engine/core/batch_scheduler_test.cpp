@@ -50,7 +50,7 @@ auto submit(batch_scheduler& s, request r) -> bool { return s.submit(std::move(r
 
 auto sampled(std::initializer_list<std::pair<request_id, token_id>> xs) -> step_result {
   step_result r;
-  for (const auto& [id, t] : xs) r.sampled.push_back({id, {t, 0.0f, {}}});
+  for (const auto& [id, t] : xs) r.sampled.push_back({id, {t, 0.0f, {}}, {}});
   return r;
 }
 

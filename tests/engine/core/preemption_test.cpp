@@ -5,6 +5,7 @@
 
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/cpu/cpu_executor.hpp"
+#include "engine/cpu/cpu_model.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
 #include "engine/model/tiny_model.hpp"
@@ -15,6 +16,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace troupe;
@@ -27,10 +30,14 @@ struct outcome {
   std::uint64_t prefix_hits = 0;
   std::int64_t swap_outs = 0;
   std::int64_t computed_tokens = 0; ///< every step's, summed
+  std::map<request_id, std::vector<token_id>> prompts;
+  /// With prompt_logprobs: each request's prompt scores (one update carries them).
+  std::map<request_id, std::vector<sample_result>> prompt_logprobs;
 };
 
 auto run(const model_weights& w, const tokenizer& tok, std::int32_t num_blocks, bool prefix_caching,
-         preemption_mode mode = preemption_mode::recompute) -> outcome {
+         preemption_mode mode = preemption_mode::recompute, std::int32_t prompt_logprobs = -1,
+         std::int32_t token_budget = 64) -> outcome {
   const std::int32_t bs = 4;
   const std::int32_t host_blocks = 64;
   cpu_executor ex(w, {bs, num_blocks, 1, 42, host_blocks});
@@ -38,7 +45,7 @@ auto run(const model_weights& w, const tokenizer& tok, std::int32_t num_blocks, 
   policy::fcfs_scheduling fcfs;
   prefix_cache cache(num_blocks, lru);
   kv_cache_manager kv(cache, {bs, 0, prefix_caching});
-  scheduler_limits lim{8, 64, 2048};
+  scheduler_limits lim{8, token_budget, 2048};
   lim.preemption = mode;
   lim.num_host_blocks = host_blocks;
   batch_scheduler s(lim, kv, fcfs, {});
@@ -46,6 +53,7 @@ auto run(const model_weights& w, const tokenizer& tok, std::int32_t num_blocks, 
                            "THE SOFTWARE IS PROVIDED AS IS", "Permission is hereby granted to use",
                            "You may copy and distribute verbatim copies", "the Licensor"};
   request_id id = 1;
+  outcome o;
   for (const char* p : prompts) {
     request r;
     r.id = id++;
@@ -53,14 +61,21 @@ auto run(const model_weights& w, const tokenizer& tok, std::int32_t num_blocks, 
     r.sampling.temperature = 0.0f;
     r.sampling.max_tokens = 40;
     r.sampling.ignore_eos = true;
+    r.sampling.prompt_logprobs = prompt_logprobs;
+    o.prompts[r.id] = r.prompt;
     REQUIRE(s.submit(std::move(r)).status == 0);
   }
-  outcome o;
   for (int step = 0; step < 10'000 && s.has_work(); ++step) {
     const auto out = s.schedule(step);
     o.computed_tokens += out.num_scheduled_tokens();
-    for (const auto& u : s.update(out, ex.execute(out)))
+    for (const auto& u : s.update(out, ex.execute(out))) {
       if (u.token) o.tokens[u.id].push_back(u.token->token);
+      if (!u.prompt_logprobs.empty()) {
+        CHECK(!o.prompt_logprobs.contains(u.id)); // once
+        CHECK(o.tokens[u.id].size() == 1);       // with the first token
+        o.prompt_logprobs[u.id] = u.prompt_logprobs;
+      }
+    }
   }
   CHECK(!s.has_work());
   o.preemptions = s.num_preemptions();
@@ -100,4 +115,61 @@ TEST_CASE("preemption, by recompute or by swap, gives the same greedy tokens as 
   CHECK(swap.tokens == roomy.tokens);
   // Nothing is computed twice: the work is the unpreempted run's.
   CHECK(swap.computed_tokens == roomy.computed_tokens);
+}
+
+TEST_CASE("prompt logprobs: every prompt token scored once, as the whole prompt's logits say, through chunking, "
+          "preemption and the prefix cache") {
+  testing::temp_dir dir;
+  make_context_model(dir.path());
+  const auto w = model_weights::load(dir.path());
+  const auto tok = tokenizer::load(dir / "tokenizer.model");
+  const auto plain = run(w, tok, 512, false);
+  const auto roomy = run(w, tok, 512, true, preemption_mode::recompute, 3);
+  CHECK(roomy.tokens == plain.tokens); // scoring changes no sampled token
+  REQUIRE(roomy.prompt_logprobs.size() == roomy.prompts.size());
+  for (const auto& [id, prompt] : roomy.prompts) {
+    CAPTURE(id);
+    const auto& got = roomy.prompt_logprobs.at(id);
+    REQUIRE(got.size() + 1 == prompt.size());
+    // The reference: the prompt alone, a logits row per position, log_softmax in double.
+    cpu_model m(w, 4, 64);
+    std::vector<block_id> table(16);
+    for (std::size_t b = 0; b < table.size(); ++b) table[b] = static_cast<block_id>(b);
+    const cpu_model::chunk solo[] = {{prompt, 0, table}};
+    std::vector<float> logits;
+    m.forward(solo, true, logits);
+    const auto vocab = static_cast<std::size_t>(w.config.vocab_size);
+    for (std::size_t i = 0; i + 1 < prompt.size(); ++i) {
+      CAPTURE(i);
+      const float* row = logits.data() + i * vocab;
+      double max = row[0], sum = 0;
+      for (std::size_t v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
+      for (std::size_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - max);
+      const auto lp = [&](token_id t) { return static_cast<double>(row[t]) - max - std::log(sum); };
+      CHECK(got[i].token == prompt[i + 1]);
+      CHECK(got[i].logprob == doctest::Approx(lp(prompt[i + 1])).epsilon(1e-5));
+      REQUIRE(got[i].top_logprobs.size() == 3);
+      const auto best = std::max_element(row, row + vocab) - row;
+      CHECK(got[i].top_logprobs[0].token == best);
+      for (const auto& t : got[i].top_logprobs) CHECK(t.logprob == doctest::Approx(lp(t.token)).epsilon(1e-5));
+      CHECK(got[i].top_logprobs[0].logprob >= got[i].top_logprobs[1].logprob);
+    }
+  }
+  // Prompts split over steps, requests preempted and recomputed, a prefix
+  // cache full of their blocks: the same scores to the bit, each sent once.
+  for (const bool prefix_caching : {false, true}) {
+    CAPTURE(prefix_caching);
+    const auto tight = run(w, tok, 24, prefix_caching, preemption_mode::recompute, 3, 5);
+    CHECK(tight.preemptions > 0);
+    CHECK(tight.tokens == plain.tokens);
+    REQUIRE(tight.prompt_logprobs.size() == roomy.prompt_logprobs.size());
+    for (const auto& [id, want] : roomy.prompt_logprobs) {
+      const auto& got = tight.prompt_logprobs.at(id);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        CHECK(got[i].token == want[i].token);
+        CHECK(got[i].logprob == want[i].logprob);
+      }
+    }
+  }
 }

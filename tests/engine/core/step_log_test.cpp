@@ -38,7 +38,7 @@ TEST_CASE("step log: written events read back field for field") {
   out.swap_out.push_back({1, 2});
   out.finished = {17};
   step_result res;
-  res.sampled.push_back({42, {77, 0.0f, {}}});
+  res.sampled.push_back({42, {77, 0.0f, {}}, {}});
   {
     step_log::writer w(file, s);
     w.lease(0, std::vector<block_id>{1, 2, 3});

@@ -267,4 +267,13 @@ TEST_CASE("only the last token of each chunk reaches the head unless all logits 
     CHECK(last[v] == doctest::Approx(all[4 * 50 + v]).epsilon(1e-5));
     CHECK(last[50 + v] == doctest::Approx(all[6 * 50 + v]).epsilon(1e-5));
   }
+  // A chunk may ask for all its rows alone (prompt logprobs): a's five, then
+  // b's last; the same bits as the whole batch's rows.
+  cpu_model m3(w, 8, 2);
+  std::vector<float> mixed;
+  const cpu_model::chunk some[] = {{a, 0, ta, true}, {b, 0, tb}};
+  m3.forward(some, false, mixed);
+  REQUIRE(mixed.size() == 6 * 50);
+  CHECK(std::equal(mixed.begin(), mixed.begin() + 5 * 50, all.begin()));
+  CHECK(std::equal(mixed.begin() + 5 * 50, mixed.end(), all.begin() + 6 * 50));
 }
