@@ -2,6 +2,8 @@
 // body, each field read where it stands (JSON objects have no order).
 #include "actors/http/openai_api.hpp"
 
+#include "actors/http/json_reader.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -16,209 +18,7 @@ namespace troupe::api {
 
 namespace {
 
-namespace od = simdjson::ondemand;
-
-// A failed read; the walk stops at the first one.
-using problem = std::optional<api_error>;
-
-constexpr std::int64_t int32_min = std::numeric_limits<std::int32_t>::min();
-constexpr std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
-constexpr int max_json_depth = 64; // far beyond any real request; bounds the recursion
-
-auto error(std::string code, std::string param, std::string message) -> api_error {
-  return {400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
-}
-
-auto bad_json(simdjson::error_code e) -> api_error {
-  return error("invalid_json", "",
-               std::string("request body is not valid JSON (") + simdjson::error_message(e) + ")");
-}
-
-auto bad_type(std::string_view param, std::string_view path, std::string_view expected) -> api_error {
-  return error("invalid_type", std::string(param), std::string(path) + " must be " + std::string(expected));
-}
-
-// simdjson reports a value of another JSON type as INCORRECT_TYPE; every other
-// error means the text itself is broken.
-auto failed(simdjson::error_code e, std::string_view param, std::string_view path,
-            std::string_view expected) -> api_error {
-  return e == simdjson::INCORRECT_TYPE ? bad_type(param, path, expected) : bad_json(e);
-}
-
-auto show(double v) -> std::string {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-/// Whether s, trailing whitespace aside, is spelled as a JSON number.
-auto is_json_number(std::string_view s) -> bool {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-    s.remove_suffix(1);
-  std::size_t i = 0;
-  const auto at = [&](char c) { return i < s.size() && s[i] == c; };
-  const auto digits = [&] {
-    const auto start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    return i > start;
-  };
-  if (at('-')) ++i;
-  if (at('0')) ++i;
-  else if (!digits()) return false;
-  if (at('.')) {
-    ++i;
-    if (!digits()) return false;
-  }
-  if (at('e') || at('E')) {
-    ++i;
-    if (at('+') || at('-')) ++i;
-    if (!digits()) return false;
-  }
-  return i == s.size();
-}
-
-/// Reads a field's value only to check that it is well-formed JSON.
-auto check_json(od::value v, int depth) -> problem {
-  if (depth > max_json_depth) return error("invalid_json", "", "request body is nested too deeply");
-  od::json_type t;
-  if (auto e = v.type().get(t)) return bad_json(e);
-  simdjson::error_code e = simdjson::SUCCESS;
-  switch (t) {
-    case od::json_type::object:
-      for (auto f : v.get_object()) {
-        od::field field;
-        std::string_view key;
-        if ((e = std::move(f).get(field)) || (e = field.unescaped_key().get(key))) break;
-        if (auto p = check_json(field.value(), depth + 1)) return p;
-      }
-      break;
-    case od::json_type::array:
-      for (auto item : v.get_array()) {
-        od::value element;
-        if ((e = item.get(element))) break;
-        if (auto p = check_json(element, depth + 1)) return p;
-      }
-      break;
-    case od::json_type::string: e = v.get_string().error(); break;
-    case od::json_type::number:
-      // A well-formed number too large for simdjson (1e400) is still JSON.
-      e = v.get_number().error();
-      if (e == simdjson::NUMBER_ERROR && is_json_number(v.raw_json_token())) e = simdjson::SUCCESS;
-      break;
-    case od::json_type::boolean: e = v.get_bool().error(); break;
-    case od::json_type::null: {
-      bool is_null = false;
-      e = v.is_null().get(is_null);
-      if (!e && !is_null) e = simdjson::N_ATOM_ERROR;
-      break;
-    }
-  }
-  if (e) return bad_json(e);
-  return {};
-}
-
-/// True for JSON null (consumed), which every field takes as absent.
-auto read_null(od::value& v, bool& is_null) -> problem {
-  od::json_type t;
-  if (auto e = v.type().get(t)) return bad_json(e);
-  is_null = t == od::json_type::null;
-  if (is_null) return check_json(v, 0);
-  return {};
-}
-
-/// Calls f(key, value) -> problem for each field of `obj` whose value is not
-/// null (JSON null counts as absent), stopping at the first problem.
-template <class F>
-auto for_each_field(od::object& obj, F&& f) -> problem {
-  for (auto field_result : obj) {
-    od::field field;
-    std::string_view key;
-    if (auto e = std::move(field_result).get(field)) return bad_json(e);
-    if (auto e = field.unescaped_key().get(key)) return bad_json(e);
-    bool is_null = false;
-    if (auto p = read_null(field.value(), is_null)) return p;
-    if (is_null) continue;
-    if (auto p = f(key, field.value())) return p;
-  }
-  return {};
-}
-
-/// Reads a number. On-demand says NUMBER_ERROR, not INCORRECT_TYPE, for a
-/// string or a boolean, so the type is checked first; and NUMBER_ERROR too for
-/// a well-formed number beyond double or 64 bits (1e400), which is out of range.
-auto read_number(od::value& v, std::string_view param, std::string_view path, std::string_view expected,
-                 od::number& out) -> problem {
-  od::json_type t;
-  if (auto e = v.type().get(t)) return bad_json(e);
-  if (t != od::json_type::number) return bad_type(param, path, expected);
-  if (auto e = v.get_number().get(out)) {
-    if (e == simdjson::NUMBER_ERROR && is_json_number(v.raw_json_token()))
-      return error("invalid_value", std::string(param), std::string(path) + " is out of range");
-    return bad_json(e);
-  }
-  return {};
-}
-
-auto read_string(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem {
-  std::string_view s;
-  if (auto e = v.get_string().get(s)) return failed(e, param, path, "a string");
-  out.assign(s);
-  return {};
-}
-
-auto read_bool(od::value& v, std::string_view param, bool& out) -> problem {
-  if (auto e = v.get_bool().get(out)) return failed(e, param, param, "a boolean");
-  return {};
-}
-
-auto read_float(od::value& v, std::string_view param, float& out) -> problem {
-  od::number n;
-  if (auto p = read_number(v, param, param, "a number", n)) return p;
-  // Out of float's range is inf (a plain cast would be undefined); validate() rejects it.
-  const double d = n.as_double();
-  out = d > FLT_MAX    ? std::numeric_limits<float>::infinity()
-        : d < -FLT_MAX ? -std::numeric_limits<float>::infinity()
-                       : static_cast<float>(d);
-  return {};
-}
-
-// The whole range, both ends: "got 2147483648" beside ">= 1" would read as a contradiction.
-auto range_text(std::int64_t lo, std::int64_t hi) -> std::string {
-  return "between " + std::to_string(lo) + " and " + std::to_string(hi);
-}
-
-/// An integer in [lo, hi]. A whole number written as a float (2.0) counts, as
-/// in vLLM's pydantic models; 1.5 is the wrong type.
-auto read_int(od::value& v, std::string_view param, std::string_view path, std::int64_t lo,
-              std::int64_t hi, std::int64_t& out) -> problem {
-  od::number n;
-  if (auto p = read_number(v, param, path, "an integer", n)) return p;
-  const auto out_of_range = [&](const std::string& got) {
-    return error("invalid_value", std::string(param),
-                 std::string(path) + " must be " + range_text(lo, hi) + ", got " + got);
-  };
-  switch (n.get_number_type()) {
-    case od::number_type::signed_integer: out = n.get_int64(); break;
-    case od::number_type::unsigned_integer: return out_of_range(std::to_string(n.get_uint64()));
-    case od::number_type::floating_point_number: {
-      const double d = n.get_double();
-      if (d != std::trunc(d)) return bad_type(param, path, "an integer");
-      if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi))) return out_of_range(show(d));
-      out = static_cast<std::int64_t>(d);
-      break;
-    }
-  }
-  if (out < lo || out > hi) return out_of_range(std::to_string(out));
-  return {};
-}
-
-template <class Int>
-auto read_int(od::value& v, std::string_view param, std::int64_t lo, std::int64_t hi, Int& out) -> problem {
-  std::int64_t wide = 0;
-  if (auto p = read_int(v, param, param, lo, hi, wide)) return p;
-  out = static_cast<Int>(wide);
-  return {};
-}
+using namespace json_reader;
 
 auto read_seed(od::value& v, std::uint64_t& out) -> problem {
   od::number n;
@@ -266,20 +66,6 @@ auto read_stop(od::value& v, std::vector<std::string>& out) -> problem {
     out.emplace_back();
     if (auto p = read_string(element, "stop", path, out.back())) return p;
     if (out.back().empty()) return error("invalid_value", "stop", path + " must not be empty");
-  }
-  return {};
-}
-
-/// Token ids: integers in [0, 2^31).
-auto read_token_ids(od::array items, std::string_view param, std::string_view path,
-                    std::vector<token_id>& out) -> problem {
-  for (auto item : items) {
-    const std::string element_path = std::string(path) + "[" + std::to_string(out.size()) + "]";
-    od::value element;
-    std::int64_t id = 0;
-    if (auto e = item.get(element)) return bad_json(e);
-    if (auto p = read_int(element, param, element_path, 0, int32_max, id)) return p;
-    out.push_back(static_cast<token_id>(id));
   }
   return {};
 }
@@ -550,32 +336,6 @@ auto finish(endpoint kind, fields& f) -> problem {
     auto param = line.substr(0, line.find_first_of(" ["));
     return error("invalid_value", std::move(param), std::move(line));
   }
-  return {};
-}
-
-} // namespace
-
-namespace {
-
-// Reads `text` as one JSON object, calling `read(key, value)` for each field
-// (JSON null counts as absent); refuses text after the object. `what` names
-// it in the errors ("request body", "a message").
-template <class F>
-auto read_object(std::string_view text, std::string_view what, F&& read) -> problem {
-  // One parser per thread: it keeps its buffers between requests.
-  thread_local od::parser parser;
-  const simdjson::padded_string padded(text);
-  od::document doc;
-  od::object root;
-  if (auto e = parser.iterate(padded).get(doc)) return bad_json(e);
-  if (auto e = doc.get_object().get(root)) {
-    if (e != simdjson::INCORRECT_TYPE) return bad_json(e);
-    return error("invalid_json", "", std::string(what) + " must be a JSON object");
-  }
-  if (auto p = for_each_field(root, read)) return p;
-  // 3.0.1 has no at_end(): anything after the object leaves a location.
-  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS)
-    return error("invalid_json", "", std::string(what) + " has text after the JSON object");
   return {};
 }
 
