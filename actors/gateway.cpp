@@ -251,9 +251,10 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   const bool stream = path == "/v1/chat/stream";
   const bool models = path == "/v1/models";
   const bool usage = path == "/v1/usage";
-  if (!completions && !chat && !stream && !models && !usage)
+  const bool tokenize = path == "/tokenize", detokenize = path == "/detokenize";
+  if (!completions && !chat && !stream && !models && !usage && !tokenize && !detokenize)
     return no_route();
-  if ((completions || chat) && !post) return wrong_method("POST");
+  if ((completions || chat || tokenize || detokenize) && !post) return wrong_method("POST");
   if ((stream || models || usage) && !get) return wrong_method("GET");
 
   // Who is calling: with tenants, a key (or anonymous access) is needed.
@@ -288,6 +289,8 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   if (status_.draining.load())
     return error(503, "the server is shutting down", "service_unavailable", "", "server_shutdown");
   if (!fl || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
+
+  if (tokenize || detokenize) return tokens(tokenize, req.body, *fl, client, headers);
 
   if (stream) {
     if (!req.websocket)
@@ -416,6 +419,72 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   sr.headers = std::move(headers);
   sr.ws_id = call.ws_id;
   spawn_sink(sys_, std::move(ctx), &status_, client, std::move(sr));
+}
+
+// POST /tokenize (the prompt, or the messages through the model's template,
+// on one of its tokenizers, as a completion's are) and POST /detokenize.
+void gateway::tokens(bool tokenize, std::string_view body, const fleet& fl,
+                     const std::shared_ptr<http::exchange>& client, const http::header_list& headers) {
+  const auto respond = [client, headers](int status, std::string json) {
+    auto h = headers;
+    h.emplace_back("Content-Type", "application/json");
+    client->respond(status, std::move(h), std::move(json));
+  };
+  const auto fail = [&](const api::api_error& e) { respond(e.status, api::error_body(e)); };
+  const auto model_of = [&](const std::string& name) -> const served_model* {
+    if (name.empty()) return &fl.models.front();
+    return fl.find(name);
+  };
+  const auto unknown_model = [&](const std::string& name) {
+    std::string known;
+    for (const auto& m : fl.models) known += (known.empty() ? "'" : ", '") + m.name + "'";
+    const auto why = fl.find_route(name) ? " is a capability route, which has no tokenizer of its own; name one of "
+                                         : " does not exist; this server serves ";
+    fail({400, "the model '" + name + "'" + why + known, "invalid_request_error", "model", "model_not_found"});
+  };
+  if (!tokenize) {
+    auto parsed = api::parse_detokenize(body);
+    if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
+    auto& r = std::get<api::detokenize_request>(parsed);
+    const auto* model = model_of(r.model);
+    if (!model) return unknown_model(r.model);
+    const auto& tok = *model->stable->tok;
+    for (std::size_t i = 0; i < r.tokens.size(); ++i)
+      if (r.tokens[i] >= tok.vocab_size())
+        return fail({400, "tokens[" + std::to_string(i) + "] is " + std::to_string(r.tokens[i]) +
+                              ", outside the vocabulary: ids are between 0 and " + std::to_string(tok.vocab_size() - 1),
+                     "invalid_request_error", "tokens", "invalid_value"});
+    return respond(200, api::detokenize_response(tok.decode(r.tokens)));
+  }
+  auto parsed = api::parse_tokenize(body);
+  if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
+  auto& r = std::get<api::tokenize_request>(parsed);
+  const auto* model = model_of(r.model);
+  if (!model) return unknown_model(r.model);
+  std::shared_ptr<serving_context> ctx = model->stable;
+  encode_job job;
+  job.chat = r.chat;
+  job.text = std::move(r.prompt);
+  job.messages = std::move(r.messages);
+  job.add_special_tokens = r.add_special_tokens;
+  job.add_generation_prompt = r.add_generation_prompt;
+  const auto& tokenizer = ctx->pick_tokenizer(job.num_bytes());
+  // The answer comes on an actor of its own: this HTTP thread does not wait.
+  sys_.spawn([tokenizer, job = std::move(job), ctx, strs = r.return_token_strs, respond,
+              fail](caf::event_based_actor* self) mutable {
+    self->request(tokenizer, caf::infinite, encode_atom_v, std::move(job))
+        .then(
+            [ctx, strs, respond, fail](encoded& e) {
+              if (!e.error.empty()) return fail({400, e.error, "invalid_request_error", "messages", "invalid_value"});
+              std::vector<std::string> pieces;
+              if (strs)
+                for (const token_id t : e.tokens) pieces.emplace_back(ctx->tok->piece(t));
+              respond(200, api::tokenize_response(e.tokens, ctx->max_model_len, strs ? &pieces : nullptr));
+            },
+            [fail](caf::error&) {
+              fail({503, "the server is shutting down", "service_unavailable", "", "server_shutdown"});
+            });
+  });
 }
 
 // /admin/replicas (GET: each replica's health and load) and

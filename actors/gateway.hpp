@@ -103,6 +103,9 @@ private:
   auto readiness(const fleet* f, const served_model* model) const -> std::string;
   void admin(const std::string& path, const http::request& req, serving_context& ctx,
              const std::shared_ptr<http::exchange>& client, const http::header_list& headers);
+  /// POST /tokenize (tokenize) or /detokenize: parsed, then answered.
+  void tokens(bool tokenize, std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
+              const http::header_list& headers);
   /// A completion, from HTTP or a WebSocket: checks, then a sink.
   void complete(completion_call& call, const std::shared_ptr<http::exchange>& client);
   // The WebSocket protocol (gateway_websocket.cpp): the upgrade, each message.

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct encode_job {
   /// > 0: the most tokens the prompt may have. A long text is counted in
   /// pieces first and not encoded once it is sure to have more (encoded::at_least).
   std::int64_t max_tokens = 0;
+  /// Whether the model's BOS opens the tokens; none: the default, yes for a
+  /// prompt, no for chat (the template writes what it needs).
+  std::optional<bool> add_special_tokens;
+  bool add_generation_prompt = true; ///< chat: end with the assistant's opening
 
   /// The bytes the tokenizer reads (the text, or every message's content).
   auto num_bytes() const -> std::size_t {

@@ -41,7 +41,8 @@ void encode_text(const tokenizer& tok, const std::string& text, bool special, co
     out.at_least = count_past(tok, text, special, job.max_tokens);
     if (out.at_least > 0) return;
   }
-  out.tokens = special ? tok.encode_with_special(text, false) : tok.encode(text, tok.bos_id() >= 0);
+  const bool bos = tok.bos_id() >= 0 && job.add_special_tokens.value_or(!job.chat);
+  out.tokens = special ? tok.encode_with_special(text, bos) : tok.encode(text, bos);
 }
 
 auto encode(const tokenizer& tok, const std::optional<chat_format>& format, const encode_job& job) -> encoded {
@@ -54,7 +55,7 @@ auto encode(const tokenizer& tok, const std::optional<chat_format>& format, cons
     out.error = "the model has no chat template; set model.chat_template in the config";
     return out;
   }
-  const auto text = render_chat(*format, job.messages, true, &out.error);
+  const auto text = render_chat(*format, job.messages, job.add_generation_prompt, &out.error);
   if (out.error.empty()) encode_text(tok, text, true, job, out);
   return out;
 }

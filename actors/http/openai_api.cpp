@@ -379,4 +379,54 @@ auto parse_request(endpoint kind, std::string_view body, const sampling_params& 
   return std::move(f.r);
 }
 
+auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api_error> {
+  tokenize_request r;
+  bool has_prompt = false;
+  std::optional<bool> add_special, add_generation;
+  if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
+        if (key == "model") return read_string(v, key, key, r.model);
+        if (key == "prompt") {
+          has_prompt = true;
+          return read_string(v, key, key, r.prompt);
+        }
+        if (key == "messages") {
+          r.chat = true;
+          return read_messages(v, r.messages);
+        }
+        if (key == "add_special_tokens") return read_bool(v, key, add_special.emplace());
+        if (key == "add_generation_prompt") return read_bool(v, key, add_generation.emplace());
+        if (key == "return_token_strs") return read_bool(v, key, r.return_token_strs);
+        if (key == "tools") return not_supported(key);
+        return error("unknown_parameter", std::string(key),
+                     "unknown parameter " + std::string(key) + " (troupe refuses fields it would ignore)");
+      }))
+    return *p;
+  if (has_prompt && r.chat) return error("invalid_value", "messages", "give prompt or messages, not both");
+  if (!has_prompt && !r.chat) return error("missing_field", "prompt", "prompt (or messages) is missing");
+  if (add_generation && !r.chat)
+    return error("invalid_value", "add_generation_prompt", "add_generation_prompt is for messages, not a prompt");
+  r.add_generation_prompt = add_generation.value_or(true);
+  r.add_special_tokens = add_special.value_or(!r.chat);
+  return r;
+}
+
+auto parse_detokenize(std::string_view body) -> std::variant<detokenize_request, api_error> {
+  detokenize_request r;
+  bool has_tokens = false;
+  if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
+        if (key == "model") return read_string(v, key, key, r.model);
+        if (key == "tokens") {
+          has_tokens = true;
+          od::array items;
+          if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of token ids");
+          return read_token_ids(items, key, key, r.tokens);
+        }
+        return error("unknown_parameter", std::string(key),
+                     "unknown parameter " + std::string(key) + " (troupe refuses fields it would ignore)");
+      }))
+    return *p;
+  if (!has_tokens) return error("missing_field", "tokens", "tokens is missing");
+  return r;
+}
+
 } // namespace troupe::api

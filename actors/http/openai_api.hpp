@@ -156,6 +156,40 @@ struct model_card {
 /// "created":created,"owned_by":"troupe","max_model_len":n}, ...]}.
 auto models_list(const std::vector<model_card>& models, std::int64_t created) -> std::string;
 
+/// POST /tokenize, as vLLM has it: a prompt, or chat messages rendered by
+/// the model's template first.
+struct tokenize_request {
+  std::string model;                  ///< "" is the default model
+  bool chat = false;                  ///< messages given (else prompt)
+  std::string prompt;
+  std::vector<chat_message> messages;
+  bool add_generation_prompt = true;  ///< chat: end with the assistant's opening
+  /// The tokens the model adds around a text (BOS): default true for a
+  /// prompt, false for messages (their template writes them).
+  bool add_special_tokens = true;
+  bool return_token_strs = false;     ///< each id's vocabulary piece too
+};
+
+/// POST /detokenize: ids back to text.
+struct detokenize_request {
+  std::string model;
+  std::vector<token_id> tokens;
+};
+
+/// Reads a /tokenize body: {"prompt": string} or {"messages": [...]} (not
+/// both), with model, add_special_tokens, add_generation_prompt (messages
+/// only) and return_token_strs. Errors as parse_request's: an unknown field
+/// is unknown_parameter.
+auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api_error>;
+/// Reads a /detokenize body: {"tokens": [ids], "model"?}.
+auto parse_detokenize(std::string_view body) -> std::variant<detokenize_request, api_error>;
+
+/// {"count":n,"max_model_len":m,"tokens":[...],"token_strs":null or [...]}.
+auto tokenize_response(const std::vector<token_id>& tokens, std::int64_t max_model_len,
+                       const std::vector<std::string>* token_strs) -> std::string;
+/// {"prompt": text}.
+auto detokenize_response(std::string_view text) -> std::string;
+
 /// {"error":{"message","type","param","code"}}; param and code are null when empty.
 auto error_body(const api_error& e) -> std::string;
 

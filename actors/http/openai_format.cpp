@@ -269,4 +269,36 @@ auto json_string(std::string_view s) -> std::string {
   return out;
 }
 
+auto tokenize_response(const std::vector<token_id>& tokens, std::int64_t max_model_len,
+                       const std::vector<std::string>* token_strs) -> std::string {
+  std::string out = "{\"count\":";
+  add_int(out, static_cast<std::int64_t>(tokens.size()));
+  out += ",\"max_model_len\":";
+  add_int(out, max_model_len);
+  out += ",\"tokens\":[";
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (i) out += ',';
+    add_int(out, tokens[i]);
+  }
+  out += "],\"token_strs\":";
+  if (!token_strs) {
+    out += "null}";
+    return out;
+  }
+  out += '[';
+  for (std::size_t i = 0; i < token_strs->size(); ++i) {
+    if (i) out += ',';
+    add_string(out, (*token_strs)[i]);
+  }
+  out += "]}";
+  return out;
+}
+
+auto detokenize_response(std::string_view text) -> std::string {
+  std::string out = "{\"prompt\":";
+  add_string(out, text);
+  out += '}';
+  return out;
+}
+
 } // namespace troupe::api

@@ -356,6 +356,49 @@ def test_echo_logprobs(srv):
           "echo with logprobs, the prompt cached: every position still computed, the same answer")
 
 
+def test_tokenize(srv):
+    """POST /tokenize and /detokenize (vLLM's shapes): the ids a completion's
+    usage counts, the chat template's for messages, ids back to text."""
+    prompt = "Permission is hereby granted, free of charge"
+    r, text = srv.request("POST", "/tokenize", {"prompt": prompt, "return_token_strs": True})
+    t = json.loads(text)
+    _, done = srv.request("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 1})
+    check(r.status == 200 and t["count"] == len(t["tokens"]) == json.loads(done)["usage"]["prompt_tokens"] and
+          t["max_model_len"] == 512 and len(t["token_strs"]) == t["count"] and t["token_strs"][0] == "<s>",
+          "/tokenize: a prompt's ids, as many as a completion's usage counts, with their pieces")
+    r, text = srv.request("POST", "/tokenize", {"prompt": prompt, "add_special_tokens": False})
+    check(r.status == 200 and json.loads(text)["tokens"] == t["tokens"][1:], "/tokenize: add_special_tokens false drops BOS")
+    r, back = srv.request("POST", "/detokenize", {"tokens": t["tokens"]})
+    check(r.status == 200 and json.loads(back) == {"prompt": prompt}, "/detokenize: the ids give the text back")
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello there"}]
+    r, text = srv.request("POST", "/tokenize", {"messages": messages})
+    chat = json.loads(text)
+    _, done = srv.request("POST", "/v1/chat/completions", {"messages": messages, "max_tokens": 1})
+    r2, text2 = srv.request("POST", "/tokenize", {"messages": messages, "add_generation_prompt": False})
+    bare = json.loads(text2)
+    check(r.status == 200 and chat["count"] == json.loads(done)["usage"]["prompt_tokens"] and
+          r2.status == 200 and chat["tokens"][:bare["count"]] == bare["tokens"] and bare["count"] < chat["count"],
+          "/tokenize: messages through the chat template, as a chat completion counts them; "
+          "add_generation_prompt false leaves the assistant's opening off")
+    for path, body, param, code in [
+            ("/tokenize", {"prompt": "x", "messages": messages}, "messages", "invalid_value"),
+            ("/tokenize", {}, "prompt", "missing_field"),
+            ("/tokenize", {"prompt": "x", "add_generation_prompt": True}, "add_generation_prompt", "invalid_value"),
+            ("/tokenize", {"prompt": "x", "tools": []}, "tools", "unsupported_parameter"),
+            ("/tokenize", {"prompt": 5}, "prompt", "invalid_type"),
+            ("/tokenize", {"prompt": "x", "model": "nope"}, "model", "model_not_found"),
+            ("/tokenize", {"prompt": "x", "frobnicate": 1}, "frobnicate", "unknown_parameter"),
+            ("/detokenize", {"tokens": [1, 10 ** 6]}, "tokens", "invalid_value"),
+            ("/detokenize", {"tokens": [-1]}, "tokens", "invalid_value"),
+            ("/detokenize", {}, "tokens", "missing_field")]:
+        r, text = srv.request("POST", path, body)
+        e = json.loads(text).get("error", {})
+        check(r.status == 400 and e.get("param") == param and e.get("code") == code,
+              f"{path} {json.dumps(body)}: 400 naming {param} ({code})" + ("" if r.status == 400 else f", got {r.status}"))
+    r, _ = srv.request("GET", "/tokenize")
+    check(r.status == 405, "GET /tokenize: 405")
+
+
 def test_streaming(srv):
     status, pieces, finish, usage, done = stream(
         srv, "/v1/completions", {"prompt": "This License", "max_tokens": 20, "ignore_eos": True,
@@ -963,6 +1006,7 @@ def main():
             test_split_characters(srv)
             test_openai_fields(srv)
             test_echo_logprobs(srv)
+            test_tokenize(srv)
             test_streaming(srv)
             test_node_fetch(srv)
             test_errors(srv)
