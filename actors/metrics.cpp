@@ -156,4 +156,24 @@ auto server_metrics::serialize() const -> std::string {
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 
+namespace {
+
+// Raises a counter to a running total kept elsewhere.
+void catch_up(prometheus::Counter& c, std::int64_t total) {
+  const auto t = static_cast<double>(total);
+  if (t > c.Value()) c.Increment(t - c.Value());
+}
+
+} // namespace
+
+void server_metrics::replica_series::record(std::int64_t running, std::int64_t waiting, std::int64_t swapped,
+                                            double kv_use, std::int64_t preemptions, std::int64_t swap_outs) const {
+  num_requests_running->Set(static_cast<double>(running));
+  num_requests_waiting->Set(static_cast<double>(waiting));
+  num_requests_swapped->Set(static_cast<double>(swapped));
+  kv_cache_usage->Set(kv_use);
+  catch_up(*num_preemptions, preemptions);
+  catch_up(*num_swap_outs, swap_outs);
+}
+
 } // namespace troupe

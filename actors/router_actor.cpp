@@ -51,21 +51,11 @@ struct router_state {
 
 using self_ptr = router_actor::stateful_pointer<router_state>;
 
-void catch_up(prometheus::Counter& c, std::int64_t total) {
-  const auto t = static_cast<double>(total);
-  if (t > c.Value()) c.Increment(t - c.Value());
-}
-
 // A remote replica's series, which its scheduler (in the worker's process)
 // cannot record into this node's registry.
 void record_load(const server_metrics& metrics, std::size_t i, const replica_report& r) {
-  const auto& m = metrics.replica(static_cast<int>(i));
-  m.num_requests_running->Set(static_cast<double>(r.running));
-  m.num_requests_waiting->Set(static_cast<double>(r.waiting));
-  m.num_requests_swapped->Set(static_cast<double>(r.swapped));
-  m.kv_cache_usage->Set(r.kv_use);
-  catch_up(*m.num_preemptions, r.num_preemptions);
-  catch_up(*m.num_swap_outs, r.num_swap_outs);
+  metrics.replica(static_cast<int>(i)).record(r.running, r.waiting, r.swapped, r.kv_use, r.num_preemptions,
+                                              r.num_swap_outs);
 }
 
 auto seconds(double s) -> std::chrono::microseconds {

@@ -14,12 +14,6 @@
 namespace troupe {
 namespace {
 
-/// Raises a Prometheus counter to the core's running total.
-void catch_up(prometheus::Counter& c, std::int64_t total) {
-  const auto t = static_cast<double>(total);
-  if (t > c.Value()) c.Increment(t - c.Value());
-}
-
 struct scheduler_state {
   replica_options options;
   // Built in this order, destroyed in reverse: each refers to those above.
@@ -68,14 +62,10 @@ struct scheduler_state {
 
   void publish() {
     if (series == nullptr) series = &metrics->replica(options.replica);
-    const auto& m = *series;
-    m.num_requests_running->Set(static_cast<double>(core->num_running()));
-    m.num_requests_waiting->Set(static_cast<double>(core->num_waiting()));
-    m.num_requests_swapped->Set(static_cast<double>(core->num_swapped()));
-    // In use: held references but the lease's free blocks, of the replica's share.
-    m.kv_cache_usage->Set(static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity()));
-    catch_up(*m.num_preemptions, core->num_preemptions());
-    catch_up(*m.num_swap_outs, core->num_swap_outs());
+    // KV in use: held references but the lease's free blocks, of the replica's share.
+    series->record(core->num_running(), core->num_waiting(), core->num_swapped(),
+                   static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity()),
+                   core->num_preemptions(), core->num_swap_outs());
     if (options.router) {
       // Coalesced: counts the router acts on go at once, the rest (token
       // sums, KV use, queue age) at most every report_interval.
