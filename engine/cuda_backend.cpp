@@ -61,8 +61,21 @@ auto parse_device(std::string_view name) -> std::optional<int> {
   throw std::invalid_argument("unknown device \"" + std::string(name) + "\"; known: \"cpu\", \"cuda:N\" (N >= 0)");
 }
 
+auto cuda_supports(const model_config& c) -> std::string {
+  const auto no = [&](const std::string& what) { return "the CUDA backend does not implement " + what; };
+  if (c.family() != model_family::llama)
+    return no(c.architecture + " (it runs LlamaForCausalLM and MistralForCausalLM; use a cpu device)");
+  if (c.sliding_window > 0 && c.sliding_window < c.max_position_embeddings)
+    return no("sliding-window attention (sliding_window " + std::to_string(c.sliding_window) + "; use a cpu device)");
+  const auto& t = c.rope_scaling.type;
+  if (!t.empty() && t != "linear" && t != "llama3")
+    return no("rope_scaling type '" + t + "' (it has linear and llama3; use a cpu device)");
+  return {};
+}
+
 auto load_cuda_executor(const model_weights& weights, const cuda::cuda_executor_options& options)
     -> std::unique_ptr<executor> {
+  if (const auto why = cuda_supports(weights.config); !why.empty()) throw std::runtime_error(why);
   static void* const lib = open_library(); // kept open: the executor's code lives there
   const auto abi = reinterpret_cast<abi_fn>(dlsym(lib, "troupe_cuda_abi_version"));
   const auto make = reinterpret_cast<make_fn>(dlsym(lib, "troupe_cuda_make_executor"));

@@ -4,6 +4,9 @@
 #include "engine/cpu/linear.hpp"
 #include "engine/cpu/ops.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstring>
 
 namespace troupe {
@@ -14,6 +17,21 @@ auto resize(std::vector<float>& v, std::int64_t n) -> float* {
   return v.data();
 }
 
+// transformers scales Gemma's embeddings by √hidden as a tensor of the
+// activations' dtype (the checkpoint's): rounded to it first.
+auto embedding_scale(const model_weights& w) -> float {
+  const auto f = w.config.family();
+  if (f != model_family::gemma2 && f != model_family::gemma3) return 1.0f;
+  const auto s = static_cast<float>(std::sqrt(static_cast<double>(w.config.hidden_size)));
+  switch (w.embed.type) {
+    case dtype::bf16: return bf16_to_f32(f32_to_bf16(s));
+    case dtype::f16: return f16_to_f32(f32_to_f16(s));
+    default: return s;
+  }
+}
+
+auto norm_data(const weight_tensor& t) -> const float* { return static_cast<const float*>(t.data); }
+
 } // namespace
 
 cpu_model::cpu_model(const model_weights& weights, std::int32_t block_size,
@@ -22,7 +40,11 @@ cpu_model::cpu_model(const model_weights& weights, std::int32_t block_size,
     reduce_(reduce),
     cache_(weights.config.num_hidden_layers, num_kv_blocks, block_size,
            weights.config.num_key_value_heads, weights.config.head_dim),
-    inv_freq_(rope_inv_freq(weights.config)) {}
+    rope_(weights.config),
+    embed_scale_(embedding_scale(weights)) {
+  const auto& c = weights.config;
+  if (c.family() == model_family::gemma3) local_rope_.emplace(c, c.rope_local_base_freq);
+}
 
 void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
                         std::vector<float>& logits) {
@@ -54,7 +76,9 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
 
   float* x = resize(x_, t_rows * d);
   for (std::int64_t t = 0; t < t_rows; ++t) load_row(w_.embed, *ids[static_cast<std::size_t>(t)], x + t * d);
-  rope_tables(inv_freq_, positions_.data(), t_rows, cos_, sin_);
+  if (embed_scale_ != 1.0f) scale_in_place(x, t_rows * d, embed_scale_);
+  rope_.tables(positions_.data(), t_rows, cos_, sin_);
+  if (local_rope_) local_rope_->tables(positions_.data(), t_rows, local_cos_, local_sin_);
 
   float* xn = resize(xn_, t_rows * d);
   float* q = resize(q_, t_rows * nh * hd);
@@ -64,25 +88,49 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
   float* gate = resize(gate_, t_rows * inter);
   float* up = resize(up_, t_rows * inter);
   float* proj = resize(proj_, t_rows * d);
+  const bool geglu = c.hidden_act == "gelu_pytorch_tanh";
+  const float scale = c.query_pre_attn_scalar > 0
+                          ? 1.0f / std::sqrt(static_cast<float>(c.query_pre_attn_scalar))
+                          : 0.0f; // paged_attention's default, 1/√head_dim
 
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const auto& lw = w_.layers[l];
     const auto li = static_cast<std::int64_t>(l);
-    rms_norm(x, static_cast<const float*>(lw.attn_norm.data), t_rows, d, c.rms_norm_eps, xn);
+    const bool sliding = c.is_sliding(li);
+    rms_norm(x, norm_data(lw.attn_norm), t_rows, d, c.rms_norm_eps, xn);
     linear_multi(xn, t_rows, {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}});
-    apply_rope(q, t_rows, nh, hd, cos_.data(), sin_.data());
-    apply_rope(k, t_rows, nkv, hd, cos_.data(), sin_.data());
+    if (lw.bq.data != nullptr) {
+      add_bias(q, norm_data(lw.bq), t_rows, nh * hd);
+      add_bias(k, norm_data(lw.bk), t_rows, nkv * hd);
+      add_bias(v, norm_data(lw.bv), t_rows, nkv * hd);
+    }
+    if (lw.q_norm.data != nullptr) { // per head, before RoPE
+      rms_norm(q, norm_data(lw.q_norm), t_rows * nh, hd, c.rms_norm_eps, q);
+      rms_norm(k, norm_data(lw.k_norm), t_rows * nkv, hd, c.rms_norm_eps, k);
+    }
+    const bool local = sliding && local_rope_;
+    const float* cs = local ? local_cos_.data() : cos_.data();
+    const float* sn = local ? local_sin_.data() : sin_.data();
+    apply_rope(q, t_rows, nh, hd, cs, sn);
+    apply_rope(k, t_rows, nkv, hd, cs, sn);
     write_kv(cache_, li, rows_, k, v);
-    paged_attention(cache_, li, rows_, q, nh, nkv, hd, att);
+    const attention_options opts{scale, static_cast<float>(c.attn_logit_softcapping),
+                                 sliding ? static_cast<std::int32_t>(std::min<std::int64_t>(c.sliding_window, INT32_MAX)) : 0};
+    paged_attention(cache_, li, rows_, q, nh, nkv, hd, att, opts);
     linear(att, t_rows, lw.wo, proj);
     if (reduce_ != nullptr) reduce_->sum(proj, t_rows * d); // each rank's heads' share
+    if (lw.post_attn_norm.data != nullptr) rms_norm(proj, norm_data(lw.post_attn_norm), t_rows, d, c.rms_norm_eps, proj);
     add_in_place(x, proj, t_rows * d);
 
-    rms_norm(x, static_cast<const float*>(lw.mlp_norm.data), t_rows, d, c.rms_norm_eps, xn);
+    rms_norm(x, norm_data(lw.mlp_norm), t_rows, d, c.rms_norm_eps, xn);
     linear_multi(xn, t_rows, {{&lw.w_gate, gate}, {&lw.w_up, up}});
-    silu_mul(gate, up, t_rows * inter);
+    if (geglu)
+      gelu_tanh_mul(gate, up, t_rows * inter);
+    else
+      silu_mul(gate, up, t_rows * inter);
     linear(gate, t_rows, lw.w_down, proj);
     if (reduce_ != nullptr) reduce_->sum(proj, t_rows * d);
+    if (lw.post_mlp_norm.data != nullptr) rms_norm(proj, norm_data(lw.post_mlp_norm), t_rows, d, c.rms_norm_eps, proj);
     add_in_place(x, proj, t_rows * d);
   }
 
@@ -103,9 +151,11 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
     }
     head_in = last;
   }
-  rms_norm(head_in, static_cast<const float*>(w_.final_norm.data), out_rows, d, c.rms_norm_eps, xn);
+  rms_norm(head_in, norm_data(w_.final_norm), out_rows, d, c.rms_norm_eps, xn);
   logits.resize(static_cast<std::size_t>(out_rows * vocab));
   linear(xn, out_rows, w_.lm_head, logits.data());
+  if (c.final_logit_softcapping > 0)
+    soft_cap(logits.data(), out_rows * vocab, static_cast<float>(c.final_logit_softcapping));
 }
 
 } // namespace troupe

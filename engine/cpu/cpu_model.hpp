@@ -1,14 +1,18 @@
 #pragma once
-// The forward pass of a Llama-family decoder on the CPU over a flattened
-// batch: any mix of sequences, each contributing a chunk of prompt tokens or
-// one decode token, attending through a paged KV cache.
+// The forward pass of a decoder (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3)
+// on the CPU over a flattened batch: any mix of sequences, each contributing
+// a chunk of prompt tokens or one decode token, attending through a paged KV
+// cache. What a family adds to Llama's layer (biases, q/k norms, post norms,
+// GeGLU, soft-caps, sliding windows) is chosen per layer, never per element.
 
 #include "engine/cpu/paged_attention.hpp"
+#include "engine/cpu/rope.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/model/tensor_parallel.hpp"
 #include "engine/types.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -44,9 +48,11 @@ private:
   const model_weights& w_;
   all_reduce* reduce_;
   paged_kv_cache cache_;
-  std::vector<double> inv_freq_;
+  rotary_embedding rope_;
+  std::optional<rotary_embedding> local_rope_; ///< Gemma 3's sliding layers
+  float embed_scale_ = 1.0f;                   ///< Gemma: √hidden in the embedding's dtype
   // Scratch reused across steps; resizing within capacity allocates nothing.
-  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_, cos_, sin_, last_;
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_, cos_, sin_, local_cos_, local_sin_, last_;
   std::vector<std::int32_t> positions_;
   std::vector<attention_row> rows_;
   std::vector<const token_id*> token_ptrs_;

@@ -17,8 +17,9 @@ constexpr std::size_t k_huge_page = std::size_t{2} << 20;
 auto tensors_of(model_weights& w) -> std::vector<weight_tensor*> {
   std::vector<weight_tensor*> all{&w.embed, &w.final_norm};
   for (auto& l : w.layers)
-    for (auto* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.mlp_norm, &l.w_gate, &l.w_up, &l.w_down})
-      all.push_back(t);
+    for (auto* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.mlp_norm, &l.w_gate, &l.w_up, &l.w_down, &l.bq,
+                    &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_mlp_norm})
+      if (t->data != nullptr) all.push_back(t); // a family's absent tensors stay absent
   if (w.lm_head.data != w.embed.data) all.push_back(&w.lm_head);
   return all;
 }

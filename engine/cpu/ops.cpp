@@ -95,6 +95,31 @@ void silu_mul(float* gate, const float* up, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + fast_exp(-gate[i])) * up[i];
 }
 
+void gelu_tanh_mul(float* gate, const float* up, std::int64_t n) {
+  // tanh(u) = 1 - 2 / (e^(2u) + 1): fast_exp keeps the loop vectorised.
+  constexpr float k = 0.7978845608028654f; // sqrt(2 / pi)
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    const float u = k * (x + 0.044715f * x * x * x);
+    const float th = 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0f);
+    gate[i] = 0.5f * x * (1.0f + th) * up[i];
+  }
+}
+
+void add_bias(float* x, const float* bias, std::int64_t num_rows, std::int64_t dim) {
+  for (std::int64_t t = 0; t < num_rows; ++t) add_in_place(x + t * dim, bias, dim);
+}
+
+void soft_cap(float* x, std::int64_t n, float cap) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+void scale_in_place(float* x, std::int64_t n, float s) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
 void add_in_place(float* y, const float* x, std::int64_t n) {
 #pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) y[i] += x[i];

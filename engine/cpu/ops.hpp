@@ -1,5 +1,5 @@
 #pragma once
-// Element-wise and row-wise operations of a Llama decoder, F32 on the CPU.
+// Element-wise and row-wise operations of the decoders, F32 on the CPU.
 
 #include "engine/model/model_config.hpp"
 
@@ -28,6 +28,19 @@ void apply_rope(float* x, std::int64_t num_rows, std::int64_t num_heads, std::in
 
 /// gate[i] = silu(gate[i]) · up[i] for n elements.
 void silu_mul(float* gate, const float* up, std::int64_t n);
+
+/// gate[i] = gelu_tanh(gate[i]) · up[i] for n elements (GeGLU with the tanh
+/// approximation: transformers' gelu_pytorch_tanh).
+void gelu_tanh_mul(float* gate, const float* up, std::int64_t n);
+
+/// x[t, i] += bias[i] for num_rows rows of `dim`.
+void add_bias(float* x, const float* bias, std::int64_t num_rows, std::int64_t dim);
+
+/// x[i] = cap · tanh(x[i] / cap) for n elements (Gemma 2's soft-capping).
+void soft_cap(float* x, std::int64_t n, float cap);
+
+/// x[i] *= s for n elements.
+void scale_in_place(float* x, std::int64_t n, float s);
 
 /// y[i] += x[i] for n elements.
 void add_in_place(float* y, const float* x, std::int64_t n);

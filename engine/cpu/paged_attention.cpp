@@ -75,12 +75,12 @@ using v16 = float __attribute__((vector_size(64), aligned(4)));
 auto load16(const float* p) -> v16 { return *reinterpret_cast<const v16*>(p); }
 void store16(float* p, v16 v) { *reinterpret_cast<v16*>(p) = v; }
 
-// sg[j] = scale · q · K[:, j] for the first m slots of one block (K is
+// sg[j - lo] = scale · q · K[:, j] for slots [lo, m) of one block (K is
 // [head_dim, bs]). Sixteen slots at a time in one register: accumulating in
 // memory would chain every step through a store and a load.
 void block_scores(const float* q, const float* kb, std::int64_t head_dim, std::int32_t bs,
-                  std::int32_t m, float scale, float* sg) {
-  std::int32_t j = 0;
+                  std::int32_t lo, std::int32_t m, float scale, float* sg) {
+  std::int32_t j = lo;
   for (; j < m && j + 16 <= bs; j += 16) { // a block row holds bs slots: reading 16 stays inside
     // Four independent chains: one would wait out the FMA latency each step.
     v16 a0{}, a1{}, a2{}, a3{};
@@ -94,15 +94,15 @@ void block_scores(const float* q, const float* kb, std::int64_t head_dim, std::i
     for (; i < head_dim; ++i) a0 += q[i] * load16(kb + i * bs + j);
     const v16 acc = ((a0 + a1) + (a2 + a3)) * scale;
     if (j + 16 <= m) {
-      store16(sg + j, acc);
+      store16(sg + j - lo, acc);
     } else {
-      for (std::int32_t l = 0; l < m - j; ++l) sg[j + l] = acc[l];
+      for (std::int32_t l = 0; l < m - j; ++l) sg[j - lo + l] = acc[l];
     }
   }
   for (; j < m; ++j) {
     float s = 0.0f;
     for (std::int64_t i = 0; i < head_dim; ++i) s += q[i] * kb[i * bs + j];
-    sg[j] = s * scale;
+    sg[j - lo] = s * scale;
   }
 }
 
@@ -139,11 +139,14 @@ void block_values(const float* p, const float* vb, std::int32_t m, std::int64_t 
 
 void paged_attention(paged_kv_cache& cache, std::int64_t layer,
                      std::span<const attention_row> rows, const float* q, std::int64_t num_heads,
-                     std::int64_t num_kv_heads, std::int64_t head_dim, float* out) {
+                     std::int64_t num_kv_heads, std::int64_t head_dim, float* out,
+                     const attention_options& options) {
   const std::int64_t num_rows = static_cast<std::int64_t>(rows.size());
   const std::int64_t group = num_heads / num_kv_heads;
   const std::int32_t bs = cache.block_size();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = options.scale > 0 ? options.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float cap = options.softcap;
+  const std::int32_t window = options.window;
   // One work item: a token and a kv head, with the `group` query heads that
   // share it, so each key and value is read once per group.
 #pragma omp parallel
@@ -153,18 +156,24 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
     for (std::int64_t t = 0; t < num_rows; ++t)
       for (std::int64_t kvh = 0; kvh < num_kv_heads; ++kvh) {
         const auto& r = rows[static_cast<std::size_t>(t)];
-        const std::int32_t n = r.position + 1;
+        const std::int32_t end = r.position + 1;
+        // Positions [first, end); scores[g * n + j - first].
+        const std::int32_t first = window > 0 ? std::max(0, end - window) : 0;
+        const std::int32_t n = end - first;
         const std::int64_t h0 = kvh * group;
         scores.resize(static_cast<std::size_t>(n * group));
-        for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
+        for (std::int32_t j0 = first / bs * bs; j0 < end; j0 += bs) {
           const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
-          const std::int32_t m = std::min(bs, n - j0);
+          const std::int32_t lo = std::max(first, j0) - j0;
+          const std::int32_t m = std::min(bs, end - j0);
           for (std::int64_t g = 0; g < group; ++g)
-            block_scores(q + (t * num_heads + h0 + g) * head_dim, kb, head_dim, bs, m, scale,
-                         scores.data() + g * n + j0);
+            block_scores(q + (t * num_heads + h0 + g) * head_dim, kb, head_dim, bs, lo, m, scale,
+                         scores.data() + g * n + (j0 + lo - first));
         }
         for (std::int64_t g = 0; g < group; ++g) {
           float* sg = scores.data() + g * n;
+          if (cap > 0)
+            for (std::int32_t j = 0; j < n; ++j) sg[j] = cap * std::tanh(sg[j] / cap);
           const float mx = *std::max_element(sg, sg + n);
           float sum = 0.0f;
           for (std::int32_t j = 0; j < n; ++j) sum += sg[j] = fast_exp(sg[j] - mx);
@@ -173,12 +182,13 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
           std::memset(out + (t * num_heads + h0 + g) * head_dim, 0,
                       static_cast<std::size_t>(head_dim) * sizeof(float));
         }
-        for (std::int32_t j0 = 0; j0 < n; j0 += bs) {
+        for (std::int32_t j0 = first / bs * bs; j0 < end; j0 += bs) {
           const float* vb = cache.values(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
-          const std::int32_t m = std::min(bs, n - j0);
+          const std::int32_t lo = std::max(first, j0) - j0;
+          const std::int32_t m = std::min(bs, end - j0);
           for (std::int64_t g = 0; g < group; ++g)
-            block_values(scores.data() + g * n + j0, vb, m, head_dim,
-                         out + (t * num_heads + h0 + g) * head_dim);
+            block_values(scores.data() + g * n + (j0 + lo - first), vb + static_cast<std::int64_t>(lo) * head_dim,
+                         m - lo, head_dim, out + (t * num_heads + h0 + g) * head_dim);
         }
       }
   }

@@ -62,16 +62,27 @@ struct attention_row {
   std::span<const block_id> block_table; ///< of its sequence
 };
 
+/// How scores are formed; the defaults are Llama's.
+struct attention_options {
+  float scale = 0.0f;   ///< multiplies q · k; 0: 1 / √head_dim
+  float softcap = 0.0f; ///< > 0: score = softcap · tanh(score / softcap) (Gemma 2)
+  /// > 0: a token at position p attends to positions (p - window, p] only
+  /// (sliding-window attention: Mistral, Gemma's local layers).
+  std::int32_t window = 0;
+};
+
 /// For each row t: writes k[t], v[t] ([num_kv_heads * head_dim]) into the slot
 /// of rows[t].position.
 void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attention_row> rows,
               const float* k, const float* v);
 
-/// out[t, h] = softmax(q[t, h] · K[0..pos]ᵀ / √head_dim) · V[0..pos] with the
-/// kv head h / (num_heads / num_kv_heads) (grouped-query attention).
-/// q, out: [rows, num_heads * head_dim]. Parallel over rows and heads.
+/// out[t, h] = softmax(q[t, h] · K[lo..pos]ᵀ · scale) · V[lo..pos] with the
+/// kv head h / (num_heads / num_kv_heads) (grouped-query attention); lo is 0,
+/// or pos - window + 1 with a window. q, out: [rows, num_heads * head_dim].
+/// Parallel over rows and heads; each output a fixed-order reduction.
 void paged_attention(paged_kv_cache& cache, std::int64_t layer,
                      std::span<const attention_row> rows, const float* q, std::int64_t num_heads,
-                     std::int64_t num_kv_heads, std::int64_t head_dim, float* out);
+                     std::int64_t num_kv_heads, std::int64_t head_dim, float* out,
+                     const attention_options& options = {});
 
 } // namespace troupe

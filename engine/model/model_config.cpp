@@ -18,8 +18,27 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-constexpr std::array supported_architectures = {std::string_view{"LlamaForCausalLM"},
-                                                std::string_view{"MistralForCausalLM"}};
+struct architecture_entry {
+  std::string_view name;
+  model_family family;
+  std::string_view model_type; ///< written by save()
+};
+
+constexpr std::array architectures = {
+    architecture_entry{"LlamaForCausalLM", model_family::llama, "llama"},
+    architecture_entry{"MistralForCausalLM", model_family::llama, "mistral"},
+    architecture_entry{"Qwen2ForCausalLM", model_family::qwen2, "qwen2"},
+    architecture_entry{"Qwen3ForCausalLM", model_family::qwen3, "qwen3"},
+    architecture_entry{"Gemma2ForCausalLM", model_family::gemma2, "gemma2"},
+    architecture_entry{"Gemma3ForCausalLM", model_family::gemma3, "gemma3_text"},
+    architecture_entry{"Phi3ForCausalLM", model_family::phi3, "phi3"},
+};
+
+auto find_architecture(std::string_view name) -> const architecture_entry* {
+  for (const auto& a : architectures)
+    if (a.name == name) return &a;
+  return nullptr;
+}
 
 /// Parses file into parser's document; the root must be an object. text and
 /// parser own the memory the returned object points into.
@@ -122,6 +141,27 @@ private:
   std::string prefix_;
 };
 
+/// Shortest round-trip text: 0.9f prints "0.9", not "0.900000".
+template <class Number>
+auto format_number(Number v) -> std::string {
+  char buf[32];
+  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
+}
+
+auto read_numbers(const field_reader& r, std::string_view key) -> std::vector<double> {
+  const auto e = r.find(key);
+  if (!e) r.bad(key, "is missing");
+  dom::array list;
+  if (e->get_array().get(list) != simdjson::SUCCESS) r.bad(key, "must be a list of numbers");
+  std::vector<double> out;
+  for (const auto x : list) {
+    double v = 0;
+    if (x.get_double().get(v) != simdjson::SUCCESS) r.bad(key, "must be a list of numbers");
+    out.push_back(v);
+  }
+  return out;
+}
+
 void read_rope_scaling(const std::string& file, const field_reader& config, rope_scaling_config& out) {
   const auto e = config.find("rope_scaling");
   if (!e) return;
@@ -140,17 +180,77 @@ void read_rope_scaling(const std::string& file, const field_reader& config, rope
     out.high_freq_factor = r.required(r.number("high_freq_factor"), "high_freq_factor");
     out.original_max_position_embeddings =
         r.required(r.int64("original_max_position_embeddings"), "original_max_position_embeddings");
-  } else if (out.type == "linear") {
+  } else if (out.type == "linear" || out.type == "dynamic") {
     out.factor = r.required(r.number("factor"), "factor");
+    // transformers' dynamic NTK ignores rope_scaling.original_max_position_embeddings
+    // and uses max_position_embeddings: a different value would be ambiguous.
+    if (out.type == "dynamic" && r.find("original_max_position_embeddings"))
+      fail(file, "rope_scaling.original_max_position_embeddings is not supported with dynamic scaling");
+  } else if (out.type == "yarn") {
+    out.factor = r.required(r.number("factor"), "factor");
+    out.attention_factor = r.number("attention_factor").value_or(0.0);
+    out.beta_fast = r.number("beta_fast").value_or(32.0);
+    out.beta_slow = r.number("beta_slow").value_or(1.0);
+    out.original_max_position_embeddings = r.int64("original_max_position_embeddings").value_or(0);
+    for (const auto key : {"mscale", "mscale_all_dim"})
+      if (r.find(key)) fail(file, "rope_scaling." + std::string(key) + " is not supported");
+    // transformers' default rounds the correction range outwards (truncate).
+    if (!r.boolean("truncate").value_or(true)) fail(file, "rope_scaling.truncate false is not supported");
+  } else if (out.type == "longrope") {
+    out.short_factor = read_numbers(r, "short_factor");
+    out.long_factor = read_numbers(r, "long_factor");
+    out.factor = r.number("factor").value_or(0.0);
+    out.attention_factor = r.number("attention_factor").value_or(0.0);
+    out.original_max_position_embeddings = r.int64("original_max_position_embeddings").value_or(0);
   }
   // Other types are rejected by validate() with the list of supported ones.
 }
 
-/// Shortest round-trip text: 0.9f prints "0.9", not "0.900000".
-template <class Number>
-auto format_number(Number v) -> std::string {
-  char buf[32];
-  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
+/// Fails when a flag the config sets is one troupe does not implement.
+void refuse_unimplemented(const std::string& file, const field_reader& r, model_family family) {
+  const auto refuse = [&](std::string_view key, const std::string& why) {
+    fail(file, "field '" + std::string(key) + "' " + why + " is not supported");
+  };
+  if (r.boolean("attention_bias").value_or(false)) refuse("attention_bias", "true");
+  if (r.boolean("mlp_bias").value_or(false)) refuse("mlp_bias", "true");
+  if (r.find("quantization_config")) refuse("quantization_config", "(a quantized checkpoint)");
+  if (const auto f = r.number("partial_rotary_factor"); f && *f != 1.0)
+    refuse("partial_rotary_factor", format_number(*f));
+  if (r.boolean("use_sliding_window").value_or(false)) refuse("use_sliding_window", "true");
+  if (family != model_family::gemma2 && family != model_family::gemma3) {
+    for (const auto key : {"attn_logit_softcapping", "final_logit_softcapping"})
+      if (r.find(key)) refuse(key, "outside Gemma");
+  }
+}
+
+/// Fills the Gemma fields: soft-caps, query scaling, which layers slide.
+void read_gemma(const field_reader& r, model_config& c) {
+  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar").value_or(static_cast<double>(c.head_dim));
+  c.attn_logit_softcapping = r.number("attn_logit_softcapping").value_or(0.0);
+  c.final_logit_softcapping = r.number("final_logit_softcapping").value_or(0.0);
+  c.sliding_window = r.int64("sliding_window").value_or(4096);
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(c.num_hidden_layers, 0));
+  c.sliding_layers.assign(n, false);
+  if (const auto types = r.find("layer_types")) {
+    dom::array list;
+    if (types->get_array().get(list) != simdjson::SUCCESS || list.size() != n)
+      r.bad("layer_types", "must list num_hidden_layers layer types");
+    std::size_t i = 0;
+    for (const auto x : list) {
+      std::string_view t;
+      if (x.get_string().get(t) != simdjson::SUCCESS || (t != "sliding_attention" && t != "full_attention"))
+        r.bad("layer_types", "must hold \"sliding_attention\" or \"full_attention\"");
+      c.sliding_layers[i++] = t == "sliding_attention";
+    }
+  } else if (c.family() == model_family::gemma2) {
+    for (std::size_t i = 0; i < n; ++i) c.sliding_layers[i] = i % 2 == 0; // Gemma 2: even layers slide
+  } else {
+    // Gemma 3: every sliding_window_pattern-th layer is global.
+    const auto pattern = r.int64("sliding_window_pattern").value_or(6);
+    if (pattern <= 0) r.bad("sliding_window_pattern", "must be positive");
+    for (std::size_t i = 0; i < n; ++i) c.sliding_layers[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
+  }
+  if (c.family() == model_family::gemma3) c.rope_local_base_freq = r.number("rope_local_base_freq").value_or(10000.0);
 }
 
 void check_positive(const std::string& file, std::string_view field, double v) {
@@ -198,17 +298,30 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   const auto file = config_path.string();
   simdjson::padded_string text;
   dom::parser parser;
-  const field_reader r(file, read_object(config_path, text, parser));
+  const field_reader root(file, read_object(config_path, text, parser));
 
   model_config c;
-  const auto archs = r.find("architectures");
+  const auto archs = root.find("architectures");
   if (!archs) fail(file, "missing field 'architectures'");
   dom::array arch_list;
   std::string_view arch;
   if (archs->get_array().get(arch_list) != simdjson::SUCCESS ||
       arch_list.at(0).get_string().get(arch) != simdjson::SUCCESS)
-    r.bad("architectures", "must be a non-empty list of strings");
+    root.bad("architectures", "must be a non-empty list of strings");
   c.architecture = std::string(arch);
+  const auto* entry = find_architecture(c.architecture);
+  if (entry == nullptr)
+    fail(file, "unsupported architecture '" + c.architecture + "' (supported: " + supported_architectures() + ")");
+  // Gemma 3 may nest the language model's fields in "text_config".
+  std::optional<field_reader> nested;
+  if (const auto tc = root.find("text_config")) {
+    dom::object obj;
+    if (tc->get_object().get(obj) != simdjson::SUCCESS) root.bad("text_config", "must be an object");
+    nested.emplace(file, obj, "text_config.");
+  }
+  const field_reader& r = nested ? *nested : root;
+  refuse_unimplemented(file, r, entry->family);
+  if (nested) refuse_unimplemented(file, root, entry->family);
   c.vocab_size = r.required(r.int64("vocab_size"), "vocab_size");
   c.hidden_size = r.required(r.int64("hidden_size"), "hidden_size");
   c.intermediate_size = r.required(r.int64("intermediate_size"), "intermediate_size");
@@ -227,12 +340,38 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   c.rms_norm_eps = r.number("rms_norm_eps").value_or(c.rms_norm_eps);
   c.rope_theta = r.number("rope_theta").value_or(c.rope_theta);
   read_rope_scaling(file, r, c.rope_scaling);
-  c.tie_word_embeddings = r.boolean("tie_word_embeddings").value_or(false);
+  auto& rs = c.rope_scaling;
+  if (rs.type == "yarn" && rs.original_max_position_embeddings == 0)
+    rs.original_max_position_embeddings = c.max_position_embeddings;
+  if (rs.type == "longrope") {
+    // Phi-3 keeps original_max_position_embeddings at the top level; the
+    // factor is then max_position_embeddings over it (transformers).
+    if (const auto orig = r.int64("original_max_position_embeddings")) {
+      rs.original_max_position_embeddings = *orig;
+      rs.factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(*orig);
+    } else if (rs.original_max_position_embeddings == 0) {
+      rs.original_max_position_embeddings = c.max_position_embeddings;
+    }
+    if (rs.factor == 0.0) rs.factor = 1.0;
+  }
+  const bool gemma = entry->family == model_family::gemma2 || entry->family == model_family::gemma3;
+  // Gemma ties its head by default; its MLP reads hidden_activation.
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings").value_or(gemma);
+  if (gemma) {
+    c.hidden_act = r.string("hidden_activation").value_or(r.string("hidden_act").value_or("gelu_pytorch_tanh"));
+    read_gemma(r, c);
+  } else {
+    c.hidden_act = r.string("hidden_act").value_or("silu");
+    // Mistral and Phi-3 slide on every layer; Llama has no window.
+    if (c.architecture == "MistralForCausalLM" || entry->family == model_family::phi3)
+      c.sliding_window = r.int64("sliding_window").value_or(0);
+  }
   // transformers >= 4.56 writes "dtype" instead of "torch_dtype".
-  c.torch_dtype = r.string("torch_dtype").value_or(r.string("dtype").value_or(c.torch_dtype));
+  c.torch_dtype = r.string("torch_dtype").value_or(
+      r.string("dtype").value_or(root.string("torch_dtype").value_or(root.string("dtype").value_or(c.torch_dtype))));
   c.bos_token_id = r.token_id_field("bos_token_id");
-  c.eos_token_ids = r.token_ids("eos_token_id").value_or(std::vector<token_id>{});
-  // sliding_window (Mistral) and other fields are ignored.
+  if (!c.bos_token_id) c.bos_token_id = root.token_id_field("bos_token_id");
+  c.eos_token_ids = r.token_ids("eos_token_id").value_or(root.token_ids("eos_token_id").value_or(std::vector<token_id>{}));
   c.validate(file);
 
   const auto gen_path = dir / "generation_config.json";
@@ -271,9 +410,8 @@ auto size_fields(const model_config& c) -> std::array<std::pair<std::string_view
 } // namespace
 
 void model_config::validate(const std::string& file) const {
-  if (std::find(supported_architectures.begin(), supported_architectures.end(), architecture) ==
-      supported_architectures.end())
-    fail(file, "unsupported architecture '" + architecture + "' (supported: LlamaForCausalLM, MistralForCausalLM)");
+  if (find_architecture(architecture) == nullptr)
+    fail(file, "unsupported architecture '" + architecture + "' (supported: " + supported_architectures() + ")");
   for (const auto& [name, v] : size_fields(*this))
     if (v <= 0) fail(file, "field '" + std::string(name) + "' must be positive, got " + std::to_string(v));
   if (head_dim % 2 != 0)
@@ -283,20 +421,55 @@ void model_config::validate(const std::string& file) const {
                    " is not a multiple of num_key_value_heads " + std::to_string(num_key_value_heads));
   check_positive(file, "rms_norm_eps", rms_norm_eps);
   check_positive(file, "rope_theta", rope_theta);
-  if (!rope_scaling.type.empty()) {
-    if (rope_scaling.type != "llama3" && rope_scaling.type != "linear")
-      fail(file, "unsupported rope_scaling type '" + rope_scaling.type + "' (supported: llama3, linear)");
-    check_positive(file, "rope_scaling.factor", rope_scaling.factor);
-    if (rope_scaling.type == "llama3") {
-      check_positive(file, "rope_scaling.low_freq_factor", rope_scaling.low_freq_factor);
+  const auto& rs = rope_scaling;
+  if (!rs.type.empty()) {
+    if (rs.type != "llama3" && rs.type != "linear" && rs.type != "dynamic" && rs.type != "yarn" &&
+        rs.type != "longrope")
+      fail(file, "unsupported rope_scaling type '" + rs.type + "' (supported: llama3, linear, dynamic, yarn, longrope)");
+    check_positive(file, "rope_scaling.factor", rs.factor);
+    if (rs.type == "llama3" || rs.type == "yarn" || rs.type == "longrope")
       check_positive(file, "rope_scaling.original_max_position_embeddings",
-                     static_cast<double>(rope_scaling.original_max_position_embeddings));
+                     static_cast<double>(rs.original_max_position_embeddings));
+    if (rs.type == "llama3") {
+      check_positive(file, "rope_scaling.low_freq_factor", rs.low_freq_factor);
       // The llama3 ramp divides by high - low.
-      if (!(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor) ||
-          !std::isfinite(rope_scaling.high_freq_factor))
+      if (!(rs.high_freq_factor > rs.low_freq_factor) || !std::isfinite(rs.high_freq_factor))
         fail(file, "rope_scaling.high_freq_factor must exceed rope_scaling.low_freq_factor");
     }
+    if (rs.type == "dynamic" && rs.factor < 1.0)
+      fail(file, "rope_scaling.factor must be at least 1 for dynamic scaling, got " + format_number(rs.factor));
+    if (rs.type == "yarn" && !(rs.beta_fast > rs.beta_slow && rs.beta_slow > 0))
+      fail(file, "rope_scaling.beta_fast must exceed rope_scaling.beta_slow > 0");
+    if (rs.attention_factor < 0 || !std::isfinite(rs.attention_factor))
+      fail(file, "field 'rope_scaling.attention_factor' must be positive, got " + format_number(rs.attention_factor));
+    if (rs.type == "longrope") {
+      const auto half = static_cast<std::size_t>(head_dim / 2);
+      for (const auto& [name, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
+        if (f->size() != half)
+          fail(file, "rope_scaling." + std::string(name) + " has " + std::to_string(f->size()) +
+                         " numbers, expected head_dim / 2 = " + std::to_string(half));
+        for (const double x : *f) check_positive(file, "rope_scaling." + std::string(name), x);
+      }
+    }
   }
+  const auto fam = family();
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  const std::string_view act = gemma ? "gelu_pytorch_tanh" : "silu";
+  if (hidden_act != act)
+    fail(file, "field '" + std::string(gemma ? "hidden_activation" : "hidden_act") + "' '" + hidden_act +
+                   "' is not supported for " + architecture + " (only " + std::string(act) + ")");
+  if (sliding_window < 0) fail(file, "field 'sliding_window' must be positive, got " + std::to_string(sliding_window));
+  if (!sliding_layers.empty() && static_cast<std::int64_t>(sliding_layers.size()) != num_hidden_layers)
+    fail(file, "layer_types lists " + std::to_string(sliding_layers.size()) + " layers, not num_hidden_layers " +
+                   std::to_string(num_hidden_layers));
+  if (!gemma && (query_pre_attn_scalar != 0 || attn_logit_softcapping != 0 || final_logit_softcapping != 0 ||
+                 rope_local_base_freq != 0 || !sliding_layers.empty()))
+    fail(file, "Gemma's fields (query_pre_attn_scalar, soft-capping, rope_local_base_freq, layer_types) set for " +
+                   architecture);
+  if (gemma) check_positive(file, "query_pre_attn_scalar", query_pre_attn_scalar);
+  if (attn_logit_softcapping < 0 || final_logit_softcapping < 0)
+    fail(file, "soft-capping values must be positive");
+  if (fam == model_family::gemma3) check_positive(file, "rope_local_base_freq", rope_local_base_freq);
   if (bos_token_id) check_token(file, "bos_token_id", *bos_token_id, vocab_size);
   for (const auto id : eos_token_ids) check_token(file, "eos_token_id", id, vocab_size);
   if (default_temperature && (!(*default_temperature >= 0) || !std::isfinite(*default_temperature)))
@@ -316,32 +489,88 @@ void model_config::save(const std::filesystem::path& dir) const {
   json_text::append_string(out, architecture);
   out += ']';
   append_field(out, "model_type");
-  json_text::append_string(out, architecture == "MistralForCausalLM" ? "mistral" : "llama");
+  json_text::append_string(out, find_architecture(architecture)->model_type);
   for (const auto& [name, v] : size_fields(*this)) {
     append_field(out, name);
     json_text::append_number(out, v);
   }
-  append_field(out, "rms_norm_eps");
-  json_text::append_number(out, rms_norm_eps);
-  append_field(out, "rope_theta");
-  json_text::append_number(out, rope_theta);
+  const auto fam = family();
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  const auto number = [&](std::string_view key, double v) {
+    append_field(out, key);
+    json_text::append_number(out, v);
+  };
+  number("rms_norm_eps", rms_norm_eps);
+  number("rope_theta", rope_theta);
+  const auto& rs = rope_scaling;
+  // Phi-3 writes original_max_position_embeddings beside max_position_embeddings
+  // and takes their ratio as the factor.
+  const bool top_level_original =
+      rs.type == "longrope" && rs.factor == static_cast<double>(max_position_embeddings) /
+                                               static_cast<double>(rs.original_max_position_embeddings);
   append_field(out, "rope_scaling");
-  if (rope_scaling.type.empty()) {
+  if (rs.type.empty()) {
     out += "null";
   } else {
     out += "{\"rope_type\": ";
-    json_text::append_string(out, rope_scaling.type);
-    out += ", \"factor\": ";
-    json_text::append_number(out, rope_scaling.factor);
-    if (rope_scaling.type == "llama3") {
-      out += ", \"low_freq_factor\": ";
-      json_text::append_number(out, rope_scaling.low_freq_factor);
-      out += ", \"high_freq_factor\": ";
-      json_text::append_number(out, rope_scaling.high_freq_factor);
-      out += ", \"original_max_position_embeddings\": ";
-      json_text::append_number(out, rope_scaling.original_max_position_embeddings);
+    json_text::append_string(out, rs.type);
+    const auto item = [&](std::string_view key, double v) {
+      out += ", ";
+      json_text::append_string(out, key);
+      out += ": ";
+      json_text::append_number(out, v);
+    };
+    if (!top_level_original) item("factor", rs.factor);
+    if (rs.type == "llama3") {
+      item("low_freq_factor", rs.low_freq_factor);
+      item("high_freq_factor", rs.high_freq_factor);
+    }
+    if (rs.type == "llama3" || rs.type == "yarn" || (rs.type == "longrope" && !top_level_original))
+      out += ", \"original_max_position_embeddings\": " + std::to_string(rs.original_max_position_embeddings);
+    if (rs.type == "yarn") {
+      item("beta_fast", rs.beta_fast);
+      item("beta_slow", rs.beta_slow);
+    }
+    if ((rs.type == "yarn" || rs.type == "longrope") && rs.attention_factor != 0)
+      item("attention_factor", rs.attention_factor);
+    for (const auto& [key, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
+      if (rs.type != "longrope") break;
+      out += ", ";
+      json_text::append_string(out, key);
+      out += ": [";
+      for (std::size_t i = 0; i < f->size(); ++i) {
+        if (i > 0) out += ", ";
+        json_text::append_number(out, (*f)[i]);
+      }
+      out += ']';
     }
     out += '}';
+  }
+  if (top_level_original) {
+    append_field(out, "original_max_position_embeddings");
+    json_text::append_number(out, rs.original_max_position_embeddings);
+  }
+  append_field(out, gemma ? "hidden_activation" : "hidden_act");
+  json_text::append_string(out, hidden_act);
+  append_field(out, "sliding_window");
+  if (sliding_window > 0)
+    json_text::append_number(out, sliding_window);
+  else
+    out += "null";
+  if (gemma) {
+    append_field(out, "layer_types");
+    out += '[';
+    for (std::size_t i = 0; i < sliding_layers.size(); ++i) {
+      if (i > 0) out += ", ";
+      json_text::append_string(out, sliding_layers[i] ? "sliding_attention" : "full_attention");
+    }
+    out += ']';
+    number("query_pre_attn_scalar", query_pre_attn_scalar);
+    append_field(out, "attn_logit_softcapping");
+    if (attn_logit_softcapping > 0) json_text::append_number(out, attn_logit_softcapping); else out += "null";
+    append_field(out, "final_logit_softcapping");
+    if (final_logit_softcapping > 0) json_text::append_number(out, final_logit_softcapping); else out += "null";
+    if (fam == model_family::gemma3) number("rope_local_base_freq", rope_local_base_freq);
   }
   append_field(out, "tie_word_embeddings");
   out += tie_word_embeddings ? "true" : "false";
@@ -369,6 +598,20 @@ void model_config::save(const std::filesystem::path& dir) const {
   }
   gen += gen.size() > 1 ? "\n}\n" : "}\n";
   write_text_file(dir / "generation_config.json", gen);
+}
+
+auto model_config::family() const -> model_family {
+  const auto* a = find_architecture(architecture);
+  return a != nullptr ? a->family : model_family::llama;
+}
+
+auto model_config::supported_architectures() -> std::string {
+  std::string out;
+  for (const auto& a : architectures) {
+    if (!out.empty()) out += ", ";
+    out += a.name;
+  }
+  return out;
 }
 
 } // namespace troupe

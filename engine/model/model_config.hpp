@@ -1,6 +1,8 @@
 #pragma once
-// A Llama-family model's hyper-parameters, read from a Hugging Face
-// config.json (+ generation_config.json where present).
+// A decoder's hyper-parameters, read from a Hugging Face config.json
+// (+ generation_config.json where present): Llama, Mistral, Qwen2, Qwen3,
+// Gemma 2, Gemma 3 (text) and Phi-3. A field troupe does not implement stops
+// loading with one line naming it, so that no model computes silently wrong.
 
 #include "engine/types.hpp"
 
@@ -12,19 +14,53 @@
 
 namespace troupe {
 
-/// llama3-style RoPE frequency scaling ("rope_scaling": {"rope_type": "llama3"}).
+/// RoPE frequency scaling ("rope_scaling"), transformers' names
+/// (modeling_rope_utils.py).
 struct rope_scaling_config {
-  std::string type;                 ///< "llama3" or "linear"; empty: none
+  std::string type;                 ///< llama3, linear, dynamic, yarn or longrope; empty: none
   double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
+  double low_freq_factor = 1.0;     ///< llama3
+  double high_freq_factor = 4.0;    ///< llama3
+  /// llama3, yarn (default: max_position_embeddings), longrope (Phi-3 keeps
+  /// it at the top level of config.json; read from there).
   std::int64_t original_max_position_embeddings = 8192;
+  double attention_factor = 0.0;    ///< yarn, longrope: scales cos and sin; 0: derived from factor
+  double beta_fast = 32.0;          ///< yarn
+  double beta_slow = 1.0;           ///< yarn
+  std::vector<double> short_factor; ///< longrope: head_dim / 2 each
+  std::vector<double> long_factor;  ///< longrope: used from original_max_position_embeddings on
+
+  static auto llama3(double factor, double low, double high, std::int64_t original) -> rope_scaling_config {
+    rope_scaling_config s;
+    s.type = "llama3";
+    s.factor = factor;
+    s.low_freq_factor = low;
+    s.high_freq_factor = high;
+    s.original_max_position_embeddings = original;
+    return s;
+  }
+  static auto linear(double factor) -> rope_scaling_config {
+    rope_scaling_config s;
+    s.type = "linear";
+    s.factor = factor;
+    return s;
+  }
 
   friend auto operator==(const rope_scaling_config&, const rope_scaling_config&) -> bool = default;
 };
 
+/// How a family's layers differ from Llama's; from the architecture name.
+enum class model_family : std::uint8_t {
+  llama,  ///< LlamaForCausalLM, MistralForCausalLM
+  qwen2,  ///< q/k/v biases
+  qwen3,  ///< per-head q/k RMSNorm before RoPE
+  gemma2, ///< GeGLU, (1 + w) norms, four norms a layer, soft-caps, scaled embeddings
+  gemma3, ///< gemma2's shape with q/k norms and local/global RoPE bases
+  phi3,   ///< fused qkv_proj and gate_up_proj
+};
+
 struct model_config {
-  std::string architecture = "LlamaForCausalLM"; ///< or "MistralForCausalLM"
+  std::string architecture = "LlamaForCausalLM"; ///< see supported_architectures()
   std::int64_t vocab_size = 0;
   std::int64_t hidden_size = 0;
   std::int64_t intermediate_size = 0;
@@ -37,6 +73,21 @@ struct model_config {
   double rope_theta = 10000.0;
   rope_scaling_config rope_scaling;
   bool tie_word_embeddings = false;
+  /// The MLP's activation: "silu" (SwiGLU) or "gelu_pytorch_tanh" (Gemma's GeGLU).
+  std::string hidden_act = "silu";
+  /// A token attends to its last sliding_window positions (itself included)
+  /// on sliding layers; 0: no window.
+  std::int64_t sliding_window = 0;
+  /// Per layer: true where the layer uses the window (Gemma's interleaving);
+  /// empty: every layer does when sliding_window > 0 (Mistral, Phi-3).
+  std::vector<bool> sliding_layers;
+  /// Gemma: attention scores are scaled by query_pre_attn_scalar^-1/2
+  /// instead of head_dim^-1/2; 0: head_dim.
+  double query_pre_attn_scalar = 0.0;
+  double attn_logit_softcapping = 0.0;  ///< Gemma 2: cap·tanh(score/cap); 0: none
+  double final_logit_softcapping = 0.0; ///< Gemma 2: cap·tanh(logit/cap); 0: none
+  /// Gemma 3: the RoPE base of sliding layers (unscaled); 0: rope_theta.
+  double rope_local_base_freq = 0.0;
   std::string torch_dtype = "float32";
   std::optional<token_id> bos_token_id;
   std::vector<token_id> eos_token_ids;  ///< from config, overridden by generation_config
@@ -45,6 +96,12 @@ struct model_config {
   std::optional<float> default_temperature;
   std::optional<float> default_top_p;
   std::optional<std::int32_t> default_top_k;
+
+  auto family() const -> model_family;
+  /// Whether layer l attends through the sliding window.
+  auto is_sliding(std::int64_t l) const -> bool {
+    return sliding_window > 0 && (sliding_layers.empty() || sliding_layers[static_cast<std::size_t>(l)]);
+  }
 
   /// Reads dir/config.json and, if present, dir/generation_config.json.
   /// Throws model_error naming the file and the problem (missing file, bad
@@ -59,6 +116,9 @@ struct model_config {
 
   /// Checks field relationships; throws model_error("<file>: <problem>").
   void validate(const std::string& file) const;
+
+  /// The architectures load() accepts, comma-separated, for error messages.
+  static auto supported_architectures() -> std::string;
 
   friend auto operator==(const model_config&, const model_config&) -> bool = default;
 };

@@ -5,7 +5,9 @@
 
 #include <simdjson.h>
 
+#include <initializer_list>
 #include <map>
+#include <set>
 #include <string>
 
 namespace troupe {
@@ -24,8 +26,12 @@ public:
       single_ = open(single);
       return;
     }
-    if (!std::filesystem::exists(index_path_, ec))
+    if (!std::filesystem::exists(index_path_, ec)) {
+      for (const auto* pickle : {"pytorch_model.bin", "pytorch_model.bin.index.json"})
+        if (std::filesystem::exists(dir / pickle, ec))
+          fail(dir / pickle, "PyTorch pickle checkpoints are not read; convert the model to safetensors");
       fail(dir, "no model.safetensors or model.safetensors.index.json");
+    }
     read_index();
   }
 
@@ -42,6 +48,17 @@ public:
     const auto* info = file->find(name);
     if (info == nullptr) fail(file->path(), "missing tensor '" + name + "'");
     return {info, file};
+  }
+
+  /// Every tensor name of the checkpoint, with the file that holds it.
+  auto names() const -> std::vector<std::pair<std::string, std::filesystem::path>> {
+    std::vector<std::pair<std::string, std::filesystem::path>> out;
+    if (single_) {
+      for (const auto& t : single_->tensors()) out.emplace_back(t.name, single_->path());
+      return out;
+    }
+    for (const auto& [name, shard] : weight_map_) out.emplace_back(name, dir_ / shard);
+    return out;
   }
 
   /// Every file opened, to keep the mappings alive.
@@ -98,14 +115,47 @@ public:
     return {info->type, info->data, rows, cols};
   }
 
-  /// A norm vector, widened to an F32 copy the weights own.
-  auto norm(const std::string& name, std::int64_t size) -> weight_tensor {
+  /// A norm vector (or a bias), widened to an F32 copy the weights own;
+  /// plus_one: Gemma's RMSNorm, which scales by 1 + w.
+  auto norm(const std::string& name, std::int64_t size, bool plus_one = false) -> weight_tensor {
     const auto* info = get(name, {size});
     auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(size)]);
     for (std::int64_t i = 0; i < size; ++i)
-      values[static_cast<std::size_t>(i)] = load_as_f32(info->type, info->data, static_cast<std::size_t>(i));
+      values[static_cast<std::size_t>(i)] =
+          (plus_one ? 1.0f : 0.0f) + load_as_f32(info->type, info->data, static_cast<std::size_t>(i));
     out_.storage.push_back(values);
     return {dtype::f32, values.get(), 1, size};
+  }
+
+  /// Splits a fused matrix [sum(parts), cols] into row views, no copy (Phi-3's
+  /// qkv_proj and gate_up_proj).
+  auto split(const std::string& name, std::initializer_list<std::int64_t> parts, std::int64_t cols)
+      -> std::vector<weight_tensor> {
+    std::int64_t rows = 0;
+    for (const auto n : parts) rows += n;
+    const auto whole = matrix(name, rows, cols);
+    std::vector<weight_tensor> out;
+    std::int64_t first = 0;
+    for (const auto n : parts) {
+      weight_tensor v = whole;
+      v.data = whole.row(first);
+      v.rows = n;
+      out.push_back(v);
+      first += n;
+    }
+    return out;
+  }
+
+  /// Fails on the first tensor of the checkpoint that no get() asked for:
+  /// a weight the forward pass would silently leave out. Rotary caches and a
+  /// tied head's copy are derived data, as transformers treats them.
+  void check_all_used(bool tied) const {
+    for (const auto& [name, file] : source_.names()) {
+      if (used_.contains(name) || name.ends_with("rotary_emb.inv_freq") || (tied && name == "lm_head.weight"))
+        continue;
+      fail(file, "tensor '" + name + "' is not used by " + out_.config.architecture +
+                     " as troupe implements it (loading would ignore it)");
+    }
   }
 
   void keep_files() {
@@ -118,11 +168,13 @@ private:
     if (found.first->shape != expected)
       fail(found.second->path(), "tensor '" + name + "' has shape " + format_shape(found.first->shape) +
                                      ", expected " + format_shape(expected));
+    used_.insert(name);
     return found.first;
   }
 
   tensor_source source_;
   model_weights& out_;
+  std::set<std::string> used_;
 };
 
 } // namespace
@@ -135,25 +187,57 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
 
   const auto q_rows = c.num_attention_heads * c.head_dim;
   const auto kv_rows = c.num_key_value_heads * c.head_dim;
-  w.embed = load.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  const auto d = c.hidden_size, inter = c.intermediate_size;
+  const auto fam = c.family();
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  w.embed = load.matrix("model.embed_tokens.weight", c.vocab_size, d);
   w.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto p = "model.layers." + std::to_string(i) + ".";
     layer_weights& l = w.layers.emplace_back();
-    l.attn_norm = load.norm(p + "input_layernorm.weight", c.hidden_size);
-    l.wq = load.matrix(p + "self_attn.q_proj.weight", q_rows, c.hidden_size);
-    l.wk = load.matrix(p + "self_attn.k_proj.weight", kv_rows, c.hidden_size);
-    l.wv = load.matrix(p + "self_attn.v_proj.weight", kv_rows, c.hidden_size);
-    l.wo = load.matrix(p + "self_attn.o_proj.weight", c.hidden_size, q_rows);
-    l.mlp_norm = load.norm(p + "post_attention_layernorm.weight", c.hidden_size);
-    l.w_gate = load.matrix(p + "mlp.gate_proj.weight", c.intermediate_size, c.hidden_size);
-    l.w_up = load.matrix(p + "mlp.up_proj.weight", c.intermediate_size, c.hidden_size);
-    l.w_down = load.matrix(p + "mlp.down_proj.weight", c.hidden_size, c.intermediate_size);
+    l.attn_norm = load.norm(p + "input_layernorm.weight", d, gemma);
+    if (fam == model_family::phi3) {
+      const auto qkv = load.split(p + "self_attn.qkv_proj.weight", {q_rows, kv_rows, kv_rows}, d);
+      l.wq = qkv[0];
+      l.wk = qkv[1];
+      l.wv = qkv[2];
+    } else {
+      l.wq = load.matrix(p + "self_attn.q_proj.weight", q_rows, d);
+      l.wk = load.matrix(p + "self_attn.k_proj.weight", kv_rows, d);
+      l.wv = load.matrix(p + "self_attn.v_proj.weight", kv_rows, d);
+    }
+    if (fam == model_family::qwen2) {
+      l.bq = load.norm(p + "self_attn.q_proj.bias", q_rows);
+      l.bk = load.norm(p + "self_attn.k_proj.bias", kv_rows);
+      l.bv = load.norm(p + "self_attn.v_proj.bias", kv_rows);
+    }
+    if (fam == model_family::qwen3 || fam == model_family::gemma3) {
+      l.q_norm = load.norm(p + "self_attn.q_norm.weight", c.head_dim, gemma);
+      l.k_norm = load.norm(p + "self_attn.k_norm.weight", c.head_dim, gemma);
+    }
+    l.wo = load.matrix(p + "self_attn.o_proj.weight", d, q_rows);
+    if (gemma) {
+      l.post_attn_norm = load.norm(p + "post_attention_layernorm.weight", d, true);
+      l.mlp_norm = load.norm(p + "pre_feedforward_layernorm.weight", d, true);
+      l.post_mlp_norm = load.norm(p + "post_feedforward_layernorm.weight", d, true);
+    } else {
+      l.mlp_norm = load.norm(p + "post_attention_layernorm.weight", d);
+    }
+    if (fam == model_family::phi3) {
+      const auto gate_up = load.split(p + "mlp.gate_up_proj.weight", {inter, inter}, d);
+      l.w_gate = gate_up[0];
+      l.w_up = gate_up[1];
+    } else {
+      l.w_gate = load.matrix(p + "mlp.gate_proj.weight", inter, d);
+      l.w_up = load.matrix(p + "mlp.up_proj.weight", inter, d);
+    }
+    l.w_down = load.matrix(p + "mlp.down_proj.weight", d, inter);
   }
-  w.final_norm = load.norm("model.norm.weight", c.hidden_size);
+  w.final_norm = load.norm("model.norm.weight", d, gemma);
   // Tied checkpoints (Llama 3.2 1B) usually omit lm_head.weight; when present
   // it is a copy of the embedding, and transformers ignores it too.
-  w.lm_head = c.tie_word_embeddings ? w.embed : load.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
+  w.lm_head = c.tie_word_embeddings ? w.embed : load.matrix("lm_head.weight", c.vocab_size, d);
+  load.check_all_used(c.tie_word_embeddings);
   load.keep_files();
   return w;
 }

@@ -1,7 +1,9 @@
 #pragma once
-// The tensors of a Llama-family decoder, as views into memory-mapped
-// safetensors files (F32 used in place; F16/BF16 converted on the fly by the
-// backend, so a 7B BF16 checkpoint is never widened in memory).
+// The tensors of a decoder (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3), as
+// views into memory-mapped safetensors files (F32 used in place; F16/BF16
+// converted on the fly by the backend, so a 7B BF16 checkpoint is never
+// widened in memory). Every family is mapped onto one layer shape; the
+// fields a family lacks stay empty (data == nullptr).
 
 #include "engine/model/dtype.hpp"
 #include "engine/model/model_config.hpp"
@@ -36,17 +38,26 @@ struct weight_tensor {
 };
 
 /// HF names: model.layers.{i}.{input_layernorm, self_attn.{q,k,v,o}_proj,
-/// post_attention_layernorm, mlp.{gate,up,down}_proj}.weight
+/// post_attention_layernorm, mlp.{gate,up,down}_proj}.weight. Gemma's norms
+/// hold 1 + w (its RMSNorm's scale), so every family runs x̂ · w.
 struct layer_weights {
   weight_tensor attn_norm; ///< [1, hidden], always F32
-  weight_tensor wq;        ///< [heads * head_dim, hidden]
+  weight_tensor wq;        ///< [heads * head_dim, hidden]; Phi-3: rows of qkv_proj (a view)
   weight_tensor wk;        ///< [kv_heads * head_dim, hidden]
   weight_tensor wv;        ///< [kv_heads * head_dim, hidden]
   weight_tensor wo;        ///< [hidden, heads * head_dim]
-  weight_tensor mlp_norm;  ///< [1, hidden], always F32
-  weight_tensor w_gate;    ///< [intermediate, hidden]
+  /// Pre-MLP norm [1, hidden], F32: post_attention_layernorm, Gemma's
+  /// pre_feedforward_layernorm.
+  weight_tensor mlp_norm;
+  weight_tensor w_gate;    ///< [intermediate, hidden]; Phi-3: rows of gate_up_proj (a view)
   weight_tensor w_up;      ///< [intermediate, hidden]
   weight_tensor w_down;    ///< [hidden, intermediate]
+
+  // Present only in the families that have them:
+  weight_tensor bq, bk, bv;       ///< Qwen2: q/k/v biases [1, rows], F32
+  weight_tensor q_norm, k_norm;   ///< Qwen3, Gemma 3: per-head RMSNorm [1, head_dim], F32
+  weight_tensor post_attn_norm;   ///< Gemma: post_attention_layernorm, on o_proj's output
+  weight_tensor post_mlp_norm;    ///< Gemma: post_feedforward_layernorm, on down_proj's output
 };
 
 struct model_weights {
@@ -61,7 +72,9 @@ struct model_weights {
   /// Loads config.json, generation_config.json and model.safetensors or the
   /// shards named by model.safetensors.index.json from dir. Throws model_error
   /// naming the file and problem: missing file, truncated/corrupt header,
-  /// missing tensor, wrong shape, unsupported dtype or architecture.
+  /// missing tensor, wrong shape, unsupported dtype or architecture, a tensor
+  /// the architecture does not use (it would be ignored silently), or only a
+  /// pytorch_model.bin.
   static auto load(const std::filesystem::path& dir) -> model_weights;
 };
 

@@ -15,7 +15,15 @@ namespace troupe {
 auto llama_config(std::int64_t vocab, std::int64_t hidden, std::int64_t intermediate,
                   std::int64_t layers, std::int64_t heads, std::int64_t kv_heads) -> model_config;
 
-/// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b.
+/// llama_config of another architecture with an explicit head_dim; Gemma's
+/// defaults filled in (GeGLU, tied head, query_pre_attn_scalar = head_dim,
+/// a 4096 window on Gemma 2's even layers or on five of Gemma 3's six).
+auto family_config(std::string_view architecture, std::int64_t vocab, std::int64_t hidden, std::int64_t inter,
+                   std::int64_t layers, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim)
+    -> model_config;
+
+/// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, qwen2.5-0.5b,
+/// qwen3-0.6b, gemma-2-2b, smollm2-360m, phi-3.5-mini.
 auto preset_names() -> std::vector<std::string_view>;
 
 /// The config of a preset; nullopt for an unknown name.

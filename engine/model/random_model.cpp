@@ -9,21 +9,45 @@
 namespace troupe {
 namespace {
 
+// Every tensor of the family's checkpoint, by its HF name.
 auto specs_of(const model_config& c, dtype t) -> std::vector<tensor_spec> {
   const std::int64_t d = c.hidden_size, q = c.num_attention_heads * c.head_dim;
   const std::int64_t kv = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
+  const auto fam = c.family();
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
   std::vector<tensor_spec> s;
   s.push_back({"model.embed_tokens.weight", t, {c.vocab_size, d}});
   for (std::int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     s.push_back({p + "input_layernorm.weight", t, {d}});
-    s.push_back({p + "self_attn.q_proj.weight", t, {q, d}});
-    s.push_back({p + "self_attn.k_proj.weight", t, {kv, d}});
-    s.push_back({p + "self_attn.v_proj.weight", t, {kv, d}});
+    if (fam == model_family::phi3) {
+      s.push_back({p + "self_attn.qkv_proj.weight", t, {q + 2 * kv, d}});
+    } else {
+      s.push_back({p + "self_attn.q_proj.weight", t, {q, d}});
+      s.push_back({p + "self_attn.k_proj.weight", t, {kv, d}});
+      s.push_back({p + "self_attn.v_proj.weight", t, {kv, d}});
+    }
+    if (fam == model_family::qwen2) {
+      s.push_back({p + "self_attn.q_proj.bias", t, {q}});
+      s.push_back({p + "self_attn.k_proj.bias", t, {kv}});
+      s.push_back({p + "self_attn.v_proj.bias", t, {kv}});
+    }
+    if (fam == model_family::qwen3 || fam == model_family::gemma3) {
+      s.push_back({p + "self_attn.q_norm.weight", t, {c.head_dim}});
+      s.push_back({p + "self_attn.k_norm.weight", t, {c.head_dim}});
+    }
     s.push_back({p + "self_attn.o_proj.weight", t, {d, q}});
     s.push_back({p + "post_attention_layernorm.weight", t, {d}});
-    s.push_back({p + "mlp.gate_proj.weight", t, {inter, d}});
-    s.push_back({p + "mlp.up_proj.weight", t, {inter, d}});
+    if (gemma) {
+      s.push_back({p + "pre_feedforward_layernorm.weight", t, {d}});
+      s.push_back({p + "post_feedforward_layernorm.weight", t, {d}});
+    }
+    if (fam == model_family::phi3) {
+      s.push_back({p + "mlp.gate_up_proj.weight", t, {2 * inter, d}});
+    } else {
+      s.push_back({p + "mlp.gate_proj.weight", t, {inter, d}});
+      s.push_back({p + "mlp.up_proj.weight", t, {inter, d}});
+    }
     s.push_back({p + "mlp.down_proj.weight", t, {d, inter}});
   }
   s.push_back({"model.norm.weight", t, {d}});
@@ -39,13 +63,17 @@ auto name_hash(const std::string& s) -> std::uint64_t {
 }
 
 // Emits a tensor's values in bounded pieces, converted to the file's dtype.
-void emit(const tensor_spec& spec, const random_model_options& o, std::uint64_t seed,
+// Gemma stores a norm's scale as w with 1 + w applied, so its norms centre
+// on 0 (gemma_norms); biases centre on 0 too.
+void emit(const tensor_spec& spec, const random_model_options& o, std::uint64_t seed, bool gemma_norms,
           safetensors_writer& out) {
   std::int64_t n = 1;
   for (auto x : spec.shape) n *= x;
-  const bool is_norm = spec.shape.size() == 1;
+  const bool is_bias = spec.name.ends_with(".bias");
+  const bool is_norm = spec.shape.size() == 1 && !is_bias;
+  const double centre = is_norm && !gemma_norms ? 1.0 : 0.0;
   const double cols = static_cast<double>(spec.shape.back());
-  double scale = is_norm ? 0.1 : 1.0 / std::sqrt(cols);
+  double scale = is_norm ? 0.1 : is_bias ? 0.5 : 1.0 / std::sqrt(cols);
   if (spec.name.ends_with("o_proj.weight") || spec.name.ends_with("down_proj.weight"))
     scale *= o.residual_scale;
   const auto fixed = o.fixed.find(spec.name);
@@ -59,7 +87,7 @@ void emit(const tensor_spec& spec, const random_model_options& o, std::uint64_t 
       if (fixed != o.fixed.end())
         v = fixed->second.at(static_cast<std::size_t>(begin + i));
       else
-        v = static_cast<float>((is_norm ? 1.0 : 0.0) + scale * r.normal());
+        v = static_cast<float>(centre + scale * r.normal());
       auto* dst = buf.data() + static_cast<std::size_t>(i) * dtype_size(spec.type);
       if (spec.type == dtype::f32) {
         std::memcpy(dst, &v, 4);
@@ -80,8 +108,9 @@ void write_random_model(const std::filesystem::path& dir, const model_config& co
   config.save(dir);
   auto specs = specs_of(config, options.type);
   safetensors_writer out(dir / "model.safetensors", specs, {{"format", "pt"}});
+  const bool gemma = config.family() == model_family::gemma2 || config.family() == model_family::gemma3;
   for (const auto& spec : specs)
-    emit(spec, options, options.seed ^ name_hash(spec.name), out);
+    emit(spec, options, options.seed ^ name_hash(spec.name), gemma, out);
   out.finish();
 }
 

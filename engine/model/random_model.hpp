@@ -24,9 +24,12 @@ struct random_model_options {
   std::map<std::string, std::vector<float>> fixed;
 };
 
-/// Writes dir/config.json and dir/model.safetensors (creating dir). Matrices
-/// are N(0, 1/cols) so activations stay O(1); norm weights are 1 + N(0, 0.1²)
-/// so they are exercised. Streams tensor by tensor: memory stays small even
+/// Writes dir/config.json and dir/model.safetensors (creating dir) with the
+/// tensors of the config's family under their HF names (Qwen2's biases,
+/// q/k norms, Gemma's four norms a layer, Phi-3's fused projections).
+/// Matrices are N(0, 1/cols) so activations stay O(1); norm weights are
+/// 1 + N(0, 0.1²) (Gemma's, which scale by 1 + w: N(0, 0.1²)), biases
+/// N(0, 0.5²), so they are exercised. Streams tensor by tensor: memory stays small even
 /// for an 8B model. Deterministic in (config, options).
 void write_random_model(const std::filesystem::path& dir, const model_config& config,
                         const random_model_options& options);

@@ -76,6 +76,17 @@ auto shard_weights(const model_weights& full, tp_rank r) -> model_weights {
     x.w_gate = row_slice(l.w_gate, r.rank * inter, inter);
     x.w_up = row_slice(l.w_up, r.rank * inter, inter);
     x.w_down = column_slice(l.w_down, r.rank * inter, inter, s.storage);
+    // Biases follow their rows; per-head norms and the norms on the
+    // all-reduced hidden state are replicated.
+    if (l.bq.data != nullptr) {
+      x.bq = column_slice(l.bq, r.rank * heads * hd, heads * hd, s.storage);
+      x.bk = column_slice(l.bk, r.rank * kv_heads * hd, kv_heads * hd, s.storage);
+      x.bv = column_slice(l.bv, r.rank * kv_heads * hd, kv_heads * hd, s.storage);
+    }
+    x.q_norm = l.q_norm;
+    x.k_norm = l.k_norm;
+    x.post_attn_norm = l.post_attn_norm;
+    x.post_mlp_norm = l.post_mlp_norm;
     s.layers.push_back(x);
   }
   return s;

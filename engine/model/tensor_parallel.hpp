@@ -1,13 +1,14 @@
 #pragma once
-// Tensor parallelism for a Llama-family decoder (Megatron-style), one
+// Tensor parallelism for a decoder of any supported family (Megatron-style), one
 // sharding for every backend: the CPU backend runs it in-process (tests with
 // 2 and 4 ranks), the CUDA backend over NCCL.
 //
 // Rank r of W holds query heads [r·H/W, (r+1)·H/W) and key/value heads
 // [r·K/W, (r+1)·K/W) (a query head's key/value head stays on its rank), the
 // matching columns of o_proj, rows [r·I/W, (r+1)·I/W) of gate_proj and
-// up_proj, and the matching columns of down_proj. Embedding, norms and the
-// head are replicated. After o_proj and after down_proj each rank holds a
+// up_proj, and the matching columns of down_proj; Qwen2's q/k/v biases
+// follow their rows (Phi-3's fused projections are already row views).
+// Embedding, norms (per-head q/k norms too) and the head are replicated. After o_proj and after down_proj each rank holds a
 // partial sum of the hidden state; an all-reduce completes it.
 
 #include "engine/model/model_weights.hpp"

@@ -88,7 +88,7 @@ auto make_config() -> model_config {
   c.bos_token_id.reset();
   c.eos_token_ids.clear();
   c.rms_norm_eps = 1e-5;
-  c.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 64};
+  c.rope_scaling = rope_scaling_config::llama3(8.0, 1.0, 4.0, 64);
   c.rope_theta = 500000.0;
   return c;
 }

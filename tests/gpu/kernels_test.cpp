@@ -97,7 +97,7 @@ TEST_CASE("RoPE rotates q and k heads as the CPU backend does, llama3 scaling in
       model_config c;
       c.head_dim = hd;
       c.rope_theta = 500000.0;
-      c.rope_scaling = {"llama3", 32.0, 1.0, 4.0, 8192};
+      c.rope_scaling = rope_scaling_config::llama3(32.0, 1.0, 4.0, 8192);
       const std::int64_t nq = 8, nkv = 2, rows = 19, max_pos = 4096, stride = (nq + 2 * nkv) * hd;
       const auto freq = rope_inv_freq(c);
       std::vector<std::int32_t> all(max_pos);

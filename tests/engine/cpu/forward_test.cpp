@@ -7,6 +7,7 @@
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
 #include "engine/sampling/rng.hpp"
+#include "tests/reference/hf_forward.hpp"
 #include "tests/reference/naive_forward.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -40,6 +41,24 @@ auto relative_error(std::span<const float> a, std::span<const double> b) -> doub
     den = std::max(den, std::abs(b[i]));
   }
   return num / den;
+}
+
+// The greedy token of every position is the reference's, wherever the
+// reference's best two are apart by more than the tolerance (else either is
+// a correct answer).
+void check_greedy(std::span<const float> got, std::span<const double> want, std::size_t vocab) {
+  double scale = 0.0;
+  for (const double x : want) scale = std::max(scale, std::abs(x));
+  for (std::size_t row = 0; row * vocab < want.size(); ++row) {
+    const auto w = want.subspan(row * vocab, vocab);
+    const auto g = got.subspan(row * vocab, vocab);
+    const auto best = static_cast<std::size_t>(std::max_element(w.begin(), w.end()) - w.begin());
+    double second = -1e300;
+    for (std::size_t i = 0; i < vocab; ++i)
+      if (i != best) second = std::max(second, w[i]);
+    if (w[best] - second > 1e-3 * scale)
+      CHECK(static_cast<std::size_t>(std::max_element(g.begin(), g.end()) - g.begin()) == best);
+  }
 }
 
 struct sequence_plan {
@@ -112,13 +131,76 @@ auto cases() -> std::vector<shape_case> {
   v.push_back({"MHA, GQA ratio 1", make_config(97, 64, 96, 2, 4, 4, 16), dtype::f32});
   auto b = make_config(131, 64, 128, 3, 8, 2, 8);
   b.rope_theta = 500000.0;
-  b.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 16};
+  b.rope_scaling = rope_scaling_config::llama3(8.0, 1.0, 4.0, 16);
   b.tie_word_embeddings = true;
   v.push_back({"GQA ratio 4, llama3 RoPE, tied", b, dtype::f32});
   v.push_back({"GQA ratio 8, BF16", make_config(64, 96, 160, 2, 8, 1, 12), dtype::bf16});
   auto d = make_config(80, 48, 64, 2, 4, 1, 24);
-  d.rope_scaling = {"linear", 2.0, 1.0, 4.0, 8192};
+  d.rope_scaling = rope_scaling_config::linear(2.0);
   v.push_back({"GQA ratio 4, F16, linear RoPE, head_dim != hidden/heads", d, dtype::f16});
+  return v;
+}
+
+auto family(std::string_view arch, std::int64_t vocab, std::int64_t hidden, std::int64_t inter, std::int64_t layers,
+            std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) -> model_config {
+  auto c = family_config(arch, vocab, hidden, inter, layers, heads, kv_heads, head_dim);
+  c.bos_token_id.reset();
+  c.eos_token_ids.clear();
+  c.rms_norm_eps = 1e-5;
+  return c;
+}
+
+// One small model per family and per RoPE scaling type, each exercising what
+// it adds to Llama; windows and RoPE switch points fall inside the sequences.
+auto family_cases() -> std::vector<shape_case> {
+  std::vector<shape_case> v;
+  auto qwen2 = family("Qwen2ForCausalLM", 97, 64, 96, 2, 4, 2, 16);
+  qwen2.rope_theta = 1000000.0;
+  qwen2.tie_word_embeddings = true;
+  v.push_back({"Qwen2: q/k/v biases, tied, BF16", qwen2, dtype::bf16});
+  v.push_back({"Qwen3: q/k norms, head_dim 24 != hidden/heads", family("Qwen3ForCausalLM", 89, 48, 80, 2, 4, 2, 24),
+               dtype::f32});
+  auto mistral = family("MistralForCausalLM", 80, 64, 96, 2, 4, 2, 16);
+  mistral.sliding_window = 5;
+  v.push_back({"Mistral: sliding window 5", mistral, dtype::f32});
+  auto gemma2 = family("Gemma2ForCausalLM", 90, 32, 64, 3, 4, 2, 16);
+  gemma2.sliding_window = 4;
+  gemma2.query_pre_attn_scalar = 24;
+  gemma2.attn_logit_softcapping = 1.5;
+  gemma2.final_logit_softcapping = 2.0;
+  v.push_back({"Gemma 2: GeGLU, soft-caps, alternating window 4, BF16", gemma2, dtype::bf16});
+  auto gemma3 = family("Gemma3ForCausalLM", 77, 48, 64, 3, 4, 1, 16);
+  gemma3.sliding_window = 3;
+  gemma3.sliding_layers = {true, false, true};
+  gemma3.rope_theta = 1000000.0;
+  gemma3.rope_scaling = rope_scaling_config::linear(8.0);
+  v.push_back({"Gemma 3: q/k norms, local RoPE base, global linear RoPE, F16", gemma3, dtype::f16});
+  for (const std::int64_t original : {64, 2}) {
+    auto phi3 = family("Phi3ForCausalLM", 70, 64, 96, 2, 4, 4, 16);
+    phi3.max_position_embeddings = 4096;
+    auto& s = phi3.rope_scaling;
+    s.type = "longrope";
+    s.original_max_position_embeddings = original;
+    s.factor = 4096.0 / static_cast<double>(original);
+    for (int i = 0; i < 8; ++i) {
+      s.short_factor.push_back(1.0 + 0.1 * i);
+      s.long_factor.push_back(1.0 + 3.0 * i);
+    }
+    v.push_back({original == 64 ? "Phi-3: fused projections, longrope short factors, BF16"
+                                : "Phi-3: longrope long factors from position 2",
+                 phi3, original == 64 ? dtype::bf16 : dtype::f32});
+  }
+  auto dynamic = make_config(71, 64, 96, 2, 4, 2, 16);
+  dynamic.max_position_embeddings = 8;
+  dynamic.rope_scaling.type = "dynamic";
+  dynamic.rope_scaling.factor = 2.0;
+  v.push_back({"Llama: dynamic NTK past position 8", dynamic, dtype::f32});
+  auto yarn = make_config(71, 64, 96, 2, 4, 2, 16);
+  yarn.max_position_embeddings = 64;
+  yarn.rope_scaling.type = "yarn";
+  yarn.rope_scaling.factor = 4.0;
+  yarn.rope_scaling.original_max_position_embeddings = 16;
+  v.push_back({"Llama: YaRN", yarn, dtype::f32});
   return v;
 }
 
@@ -127,7 +209,11 @@ auto cases() -> std::vector<shape_case> {
 TEST_CASE("paged batched forward matches the double-precision reference") {
   testing::temp_dir tmp;
   std::uint64_t seed = 11;
-  for (const auto& sc : cases()) {
+  auto all = cases();
+  const auto num_llama = all.size();
+  for (auto& f : family_cases()) all.push_back(f);
+  for (std::size_t ci = 0; ci < all.size(); ++ci) {
+    const auto& sc = all[ci];
     CAPTURE(sc.name);
     const auto dir = tmp / sc.name;
     write_random_model(dir, sc.config, {seed++, sc.type, 1.0, {}});
@@ -147,9 +233,13 @@ TEST_CASE("paged batched forward matches the double-precision reference") {
         cpu_model m(w, block_size, num_blocks);
         const auto got = run_mixed(m, seqs, r, max_chunk);
         for (std::size_t s = 0; s < seqs.size(); ++s) {
-          const auto want = reference::naive_forward(w, seqs[s].tokens);
+          // Every case against the reference written from transformers'
+          // definitions; Llama's also against the original one.
+          const auto want = reference::hf_forward(dir, seqs[s].tokens);
           REQUIRE(got[s].size() == want.size());
           CHECK(relative_error(got[s], want) <= 1e-4);
+          if (ci < num_llama) CHECK(relative_error(got[s], reference::naive_forward(w, seqs[s].tokens)) <= 1e-4);
+          check_greedy(got[s], want, static_cast<std::size_t>(sc.config.vocab_size));
         }
       }
     }
@@ -166,6 +256,7 @@ TEST_CASE("a sequence's logits are bitwise the same alone, in any batch mix, at 
   auto shapes = cases();
   auto ragged = make_config(90, 72, 100, 2, 6, 2, 12); // hidden and intermediate not 16-multiples
   shapes.push_back({"ragged sizes, BF16", ragged, dtype::bf16});
+  for (auto& f : family_cases()) shapes.push_back(f);
   for (const auto& sc : shapes) {
     INFO(std::string(sc.name));
     const auto dir = tmp / sc.name;

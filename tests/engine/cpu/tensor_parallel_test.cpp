@@ -9,7 +9,7 @@
 #include "engine/model/random_model.hpp"
 #include "engine/model/tensor_parallel.hpp"
 #include "engine/sampling/rng.hpp"
-#include "tests/reference/naive_forward.hpp"
+#include "tests/reference/hf_forward.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -81,11 +81,29 @@ TEST_CASE("2 and 4 ranks compute the unsharded model's logits") {
     dtype type;
   };
   auto llama3 = make_config(89, 64, 96, 8, 4, 8);
-  llama3.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 16};
+  llama3.rope_scaling = rope_scaling_config::llama3(8.0, 1.0, 4.0, 16);
   llama3.tie_word_embeddings = true;
+  // The other families: Qwen2's biases follow their rows, per-head norms and
+  // Gemma's post norms are replicated, Phi-3's fused projections are sliced.
+  const auto family = [](std::string_view arch, std::int64_t heads, std::int64_t kv_heads) {
+    auto c = family_config(arch, 83, 64, 96, 2, heads, kv_heads, 16);
+    c.bos_token_id.reset();
+    c.eos_token_ids.clear();
+    c.rms_norm_eps = 1e-5;
+    c.sliding_window = c.sliding_window > 0 ? 5 : 0;
+    return c;
+  };
+  auto gemma2 = family("Gemma2ForCausalLM", 8, 4);
+  gemma2.attn_logit_softcapping = 2.0;
+  gemma2.final_logit_softcapping = 3.0;
   const shape shapes[] = {{"MHA", make_config(97, 64, 128, 4, 4, 16), dtype::f32},
                           {"GQA ratio 2, llama3 RoPE, tied", llama3, dtype::f32},
-                          {"GQA ratio 2, BF16", make_config(64, 96, 160, 8, 4, 12), dtype::bf16}};
+                          {"GQA ratio 2, BF16", make_config(64, 96, 160, 8, 4, 12), dtype::bf16},
+                          {"Qwen2", family("Qwen2ForCausalLM", 8, 4), dtype::f32},
+                          {"Qwen3", family("Qwen3ForCausalLM", 8, 4), dtype::bf16},
+                          {"Gemma 2", gemma2, dtype::f32},
+                          {"Gemma 3", family("Gemma3ForCausalLM", 4, 4), dtype::f32},
+                          {"Phi-3", family("Phi3ForCausalLM", 4, 4), dtype::f32}};
   std::uint64_t seed = 40;
   for (const auto& sh : shapes) {
     CAPTURE(sh.name);
@@ -108,7 +126,7 @@ TEST_CASE("2 and 4 ranks compute the unsharded model's logits") {
     for (std::size_t s = 0; s < prompts.size(); ++s) {
       auto all = prompts[s];
       all.push_back(next[s]);
-      const auto ref = reference::naive_forward(full, all);
+      const auto ref = reference::hf_forward(tmp / sh.name, all);
       double num = 0, den = 0;
       for (std::size_t i = 0; i < prompts[s].size() * vocab; ++i) {
         num = std::max(num, std::abs(static_cast<double>(one[row * vocab + i]) - ref[i]));

@@ -1,4 +1,7 @@
 #include "engine/model/model_weights.hpp"
+#include "engine/model/presets.hpp"
+#include "engine/model/random_model.hpp"
+#include "engine/model/safetensors.hpp"
 
 #include "engine/model/safetensors.hpp"
 #include "tests/engine/model/model_test_util.hpp"
@@ -324,7 +327,29 @@ TEST_CASE("model directory errors name the file and the problem") {
     patch_file(dir / "config.json", "LlamaForCausalLM", "GPT2LMHeadModel");
     CHECK(error_of([&] { model_weights::load(dir.path()); }) ==
           (dir / "config.json").string() +
-              ": unsupported architecture 'GPT2LMHeadModel' (supported: LlamaForCausalLM, MistralForCausalLM)");
+              ": unsupported architecture 'GPT2LMHeadModel' (supported: " + model_config::supported_architectures() + ")");
+  }
+  SUBCASE("a tensor the architecture does not use") {
+    // Qwen2.5 relabelled as Llama: its q/k/v biases would be ignored.
+    std::mt19937 rng(9);
+    tensors.push_back(make_tensor("model.layers.0.self_attn.q_proj.bias", dtype::bf16, {8}, rng));
+    write_model(dir, c, tensors);
+    CHECK(error_of([&] { model_weights::load(dir.path()); }) ==
+          file + "tensor 'model.layers.0.self_attn.q_proj.bias' is not used by LlamaForCausalLM as troupe implements "
+                 "it (loading would ignore it)");
+  }
+  SUBCASE("rotary caches are derived data, not weights") {
+    std::mt19937 rng(9);
+    tensors.push_back(make_tensor("model.layers.0.self_attn.rotary_emb.inv_freq", dtype::f32, {2}, rng));
+    write_model(dir, c, tensors);
+    CHECK(error_of([&] { model_weights::load(dir.path()); }).empty());
+  }
+  SUBCASE("only a PyTorch pickle") {
+    c.save(dir.path());
+    write_file(dir / "pytorch_model.bin", "not read");
+    CHECK(error_of([&] { model_weights::load(dir.path()); }) ==
+          (dir / "pytorch_model.bin").string() +
+              ": PyTorch pickle checkpoints are not read; convert the model to safetensors");
   }
   SUBCASE("truncated safetensors file") {
     write_model(dir, c, tensors);
@@ -337,5 +362,44 @@ TEST_CASE("model directory errors name the file and the problem") {
     std::filesystem::resize_file(dir / "model.safetensors", std::filesystem::file_size(dir / "model.safetensors") - 2);
     const auto error = error_of([&] { model_weights::load(dir.path()); });
     CHECK(error.find(file + "tensor 'lm_head.weight' has data_offsets [") == 0);
+  }
+}
+
+TEST_CASE("Phi-3's fused qkv_proj and gate_up_proj are row views into the checkpoint, not copies") {
+  const temp_dir dir;
+  const auto c = family_config("Phi3ForCausalLM", 50, 32, 48, 1, 4, 2, 8);
+  write_random_model(dir.path(), c, {3, dtype::bf16, 1.0, {}});
+  const auto w = model_weights::load(dir.path());
+  const auto& l = w.layers[0];
+  const auto at = [](const weight_tensor& t) { return static_cast<const std::byte*>(t.data); };
+  const std::ptrdiff_t row = 32 * 2; // one BF16 row of hidden 32
+  CHECK(l.wq.rows == 32);
+  CHECK(l.wk.rows == 16);
+  CHECK(l.wv.rows == 16);
+  CHECK(at(l.wk) == at(l.wq) + 32 * row);
+  CHECK(at(l.wv) == at(l.wk) + 16 * row);
+  CHECK(l.w_gate.rows == 48);
+  CHECK(at(l.w_up) == at(l.w_gate) + 48 * row);
+}
+
+TEST_CASE("each family's tensors load under their HF names; Gemma's norms hold 1 + w") {
+  for (const auto* arch : {"Qwen2ForCausalLM", "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM"}) {
+    CAPTURE(arch);
+    const temp_dir dir;
+    const auto c = family_config(arch, 40, 16, 24, 2, 2, 1, 8);
+    write_random_model(dir.path(), c, {5, dtype::f32, 1.0, {}});
+    const auto w = model_weights::load(dir.path());
+    const auto& l = w.layers[1];
+    const auto f = c.family();
+    CHECK((l.bq.data != nullptr) == (f == model_family::qwen2));
+    CHECK((l.q_norm.data != nullptr) == (f == model_family::qwen3 || f == model_family::gemma3));
+    CHECK((l.post_mlp_norm.data != nullptr) == (f == model_family::gemma2 || f == model_family::gemma3));
+    if (f == model_family::gemma2 || f == model_family::gemma3) {
+      const auto file = safetensors_file::open(dir / "model.safetensors");
+      const auto* raw = file->find("model.layers.1.pre_feedforward_layernorm.weight");
+      REQUIRE(raw != nullptr);
+      CHECK(static_cast<const float*>(l.mlp_norm.data)[3] == 1.0f + load_as_f32(raw->type, raw->data, 3));
+      CHECK(w.lm_head.data == w.embed.data); // Gemma ties by default
+    }
   }
 }

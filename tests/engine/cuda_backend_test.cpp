@@ -1,0 +1,46 @@
+// The CUDA backend's refusals, checked where no GPU is: a model it does not
+// implement is refused at start-up in one line, before the library is opened.
+
+#include "engine/cuda_backend.hpp"
+#include "engine/model/presets.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+using namespace troupe;
+
+TEST_CASE("cuda_supports: Llama-shaped models pass, other families and features are named") {
+  CHECK(cuda_supports(*preset_config("llama-3.2-1b")).empty());
+  CHECK(cuda_supports(*preset_config("smollm2-360m")).empty());
+  CHECK(cuda_supports(*preset_config("qwen2.5-0.5b")) ==
+        "the CUDA backend does not implement Qwen2ForCausalLM (it runs LlamaForCausalLM and MistralForCausalLM; "
+        "use a cpu device)");
+  for (const auto* name : {"qwen3-0.6b", "gemma-2-2b", "phi-3.5-mini"})
+    CHECK(cuda_supports(*preset_config(name)).starts_with("the CUDA backend does not implement "));
+  auto mistral = *preset_config("tiny");
+  mistral.architecture = "MistralForCausalLM";
+  mistral.sliding_window = 4096;
+  mistral.max_position_embeddings = 32768;
+  CHECK(cuda_supports(mistral) ==
+        "the CUDA backend does not implement sliding-window attention (sliding_window 4096; use a cpu device)");
+  mistral.sliding_window = 32768; // never slides within the context
+  CHECK(cuda_supports(mistral).empty());
+  auto yarn = *preset_config("tiny");
+  yarn.rope_scaling.type = "yarn";
+  CHECK(cuda_supports(yarn) ==
+        "the CUDA backend does not implement rope_scaling type 'yarn' (it has linear and llama3; use a cpu device)");
+}
+
+TEST_CASE("load_cuda_executor refuses an unsupported model before looking for the library") {
+  model_weights w;
+  w.config = *preset_config("gemma-2-2b");
+  cuda::cuda_executor_options o;
+  std::string error;
+  try {
+    load_cuda_executor(w, o);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  CHECK(error.starts_with("the CUDA backend does not implement Gemma2ForCausalLM"));
+}
