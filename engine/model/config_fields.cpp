@@ -1,0 +1,127 @@
+#include "engine/model/config_fields.hpp"
+
+#include <algorithm>
+
+namespace troupe::config_fields {
+
+auto read_object(const std::filesystem::path& file, simdjson::padded_string& text, dom::parser& parser)
+    -> dom::object {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) fail(file.string(), "file not found");
+  if (simdjson::padded_string::load(file.string()).get(text) != simdjson::SUCCESS)
+    fail(file.string(), "cannot read");
+  dom::object root;
+  dom::element doc;
+  if (parser.parse(text).get(doc) != simdjson::SUCCESS) fail(file.string(), "not valid JSON");
+  if (doc.get_object().get(root) != simdjson::SUCCESS) fail(file.string(), "not a JSON object");
+  return root;
+}
+
+namespace {
+
+auto read_numbers(const field_reader& r, std::string_view key) -> std::vector<double> {
+  const auto e = r.find(key);
+  if (!e) r.bad(key, "is missing");
+  dom::array list;
+  if (e->get_array().get(list) != simdjson::SUCCESS) r.bad(key, "must be a list of numbers");
+  std::vector<double> out;
+  for (const auto x : list) {
+    double v = 0;
+    if (x.get_double().get(v) != simdjson::SUCCESS) r.bad(key, "must be a list of numbers");
+    out.push_back(v);
+  }
+  return out;
+}
+
+} // namespace
+
+void read_rope_scaling(const std::string& file, const field_reader& config, rope_scaling_config& out) {
+  const auto e = config.find("rope_scaling");
+  if (!e) return;
+  dom::object obj;
+  if (e->get_object().get(obj) != simdjson::SUCCESS) config.bad("rope_scaling", "must be an object or null");
+  const field_reader r(file, obj, "rope_scaling.");
+  // transformers >= 4.43 writes "rope_type"; older configs "type".
+  auto type = r.string("rope_type");
+  if (!type) type = r.string("type");
+  if (!type) fail(file, "missing field 'rope_scaling.rope_type'");
+  if (*type == "default") return; // transformers' name for "no scaling"
+  out.type = *type;
+  if (out.type == "llama3") {
+    out.factor = r.required(r.number("factor"), "factor");
+    out.low_freq_factor = r.required(r.number("low_freq_factor"), "low_freq_factor");
+    out.high_freq_factor = r.required(r.number("high_freq_factor"), "high_freq_factor");
+    out.original_max_position_embeddings =
+        r.required(r.int64("original_max_position_embeddings"), "original_max_position_embeddings");
+  } else if (out.type == "linear" || out.type == "dynamic") {
+    out.factor = r.required(r.number("factor"), "factor");
+    // transformers' dynamic NTK ignores rope_scaling.original_max_position_embeddings
+    // and uses max_position_embeddings: a different value would be ambiguous.
+    if (out.type == "dynamic" && r.find("original_max_position_embeddings"))
+      fail(file, "rope_scaling.original_max_position_embeddings is not supported with dynamic scaling");
+  } else if (out.type == "yarn") {
+    out.factor = r.required(r.number("factor"), "factor");
+    out.attention_factor = r.number("attention_factor").value_or(0.0);
+    out.beta_fast = r.number("beta_fast").value_or(32.0);
+    out.beta_slow = r.number("beta_slow").value_or(1.0);
+    out.original_max_position_embeddings = r.int64("original_max_position_embeddings").value_or(0);
+    for (const auto key : {"mscale", "mscale_all_dim"})
+      if (r.find(key)) fail(file, "rope_scaling." + std::string(key) + " is not supported");
+    // transformers' default rounds the correction range outwards (truncate).
+    if (!r.boolean("truncate").value_or(true)) fail(file, "rope_scaling.truncate false is not supported");
+  } else if (out.type == "longrope") {
+    out.short_factor = read_numbers(r, "short_factor");
+    out.long_factor = read_numbers(r, "long_factor");
+    out.factor = r.number("factor").value_or(0.0);
+    out.attention_factor = r.number("attention_factor").value_or(0.0);
+    out.original_max_position_embeddings = r.int64("original_max_position_embeddings").value_or(0);
+  }
+  // Other types are rejected by validate() with the list of supported ones.
+}
+
+void refuse_unimplemented(const std::string& file, const field_reader& r, model_family family) {
+  const auto refuse = [&](std::string_view key, const std::string& why) {
+    fail(file, "field '" + std::string(key) + "' " + why + " is not supported");
+  };
+  if (r.boolean("attention_bias").value_or(false)) refuse("attention_bias", "true");
+  if (r.boolean("mlp_bias").value_or(false)) refuse("mlp_bias", "true");
+  if (r.find("quantization_config")) refuse("quantization_config", "(a quantized checkpoint)");
+  if (const auto f = r.number("partial_rotary_factor"); f && *f != 1.0)
+    refuse("partial_rotary_factor", format_number(*f));
+  if (r.boolean("use_sliding_window").value_or(false)) refuse("use_sliding_window", "true");
+  if (family != model_family::gemma2 && family != model_family::gemma3) {
+    for (const auto key : {"attn_logit_softcapping", "final_logit_softcapping"})
+      if (r.find(key)) refuse(key, "outside Gemma");
+  }
+}
+
+void read_gemma(const field_reader& r, model_config& c) {
+  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar").value_or(static_cast<double>(c.head_dim));
+  c.attn_logit_softcapping = r.number("attn_logit_softcapping").value_or(0.0);
+  c.final_logit_softcapping = r.number("final_logit_softcapping").value_or(0.0);
+  c.sliding_window = r.int64("sliding_window").value_or(4096);
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(c.num_hidden_layers, 0));
+  c.sliding_layers.assign(n, false);
+  if (const auto types = r.find("layer_types")) {
+    dom::array list;
+    if (types->get_array().get(list) != simdjson::SUCCESS || list.size() != n)
+      r.bad("layer_types", "must list num_hidden_layers layer types");
+    std::size_t i = 0;
+    for (const auto x : list) {
+      std::string_view t;
+      if (x.get_string().get(t) != simdjson::SUCCESS || (t != "sliding_attention" && t != "full_attention"))
+        r.bad("layer_types", "must hold \"sliding_attention\" or \"full_attention\"");
+      c.sliding_layers[i++] = t == "sliding_attention";
+    }
+  } else if (c.family() == model_family::gemma2) {
+    for (std::size_t i = 0; i < n; ++i) c.sliding_layers[i] = i % 2 == 0; // Gemma 2: even layers slide
+  } else {
+    // Gemma 3: every sliding_window_pattern-th layer is global.
+    const auto pattern = r.int64("sliding_window_pattern").value_or(6);
+    if (pattern <= 0) r.bad("sliding_window_pattern", "must be positive");
+    for (std::size_t i = 0; i < n; ++i) c.sliding_layers[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
+  }
+  if (c.family() == model_family::gemma3) c.rope_local_base_freq = r.number("rope_local_base_freq").value_or(10000.0);
+}
+
+} // namespace troupe::config_fields
