@@ -84,11 +84,6 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   ro.limits.long_prefill_token_threshold = cfg.long_prefill_token_threshold;
   ro.limits.max_num_partial_prefills = cfg.max_num_partial_prefills;
   ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
-  // Sliding-window attention on every layer (Mistral's, Phi-3's): a request's
-  // blocks before the window are released as it advances.
-  bool all_sliding = m.mc.sliding_window > 0;
-  for (std::int64_t l = 0; l < m.mc.num_hidden_layers; ++l) all_sliding = all_sliding && m.mc.is_sliding(l);
-  if (all_sliding) ro.kv.sliding_window = static_cast<std::int32_t>(m.mc.sliding_window);
   ro.scheduling = cfg.policy;
   ro.share = m.num_blocks;
   ro.eos_ids = m.eos;
