@@ -33,12 +33,8 @@ auto batch_scheduler::check(const request& r) const -> std::string {
   if (total > limits_.max_model_len)
     return "prompt (" + std::to_string(n) + " tokens) + max_tokens (" + std::to_string(r.sampling.max_tokens) +
            ") exceeds the model's context of " + std::to_string(limits_.max_model_len) + " tokens";
-  // The last sampled token is never computed, so total - 1 positions hold KV;
-  // with a sliding window throughout, at most the window's and a step's at once.
-  const auto& kvo = kv_.options();
-  std::int64_t needed = blocks_for(total - 1, kvo.block_size);
-  if (kvo.sliding_window > 0)
-    needed = std::min<std::int64_t>(needed, blocks_for(kvo.sliding_window + limits_.max_num_batched_tokens, kvo.block_size) + 2);
+  // The last sampled token is never computed, so total - 1 positions hold KV.
+  const std::int64_t needed = blocks_for(total - 1, kv_.options().block_size);
   if (needed > kv_.source().capacity())
     return "prompt + max_tokens needs " + std::to_string(needed) + " KV blocks, the cache holds " +
            std::to_string(kv_.source().capacity());
@@ -168,8 +164,7 @@ void batch_scheduler::preempt(request& r, scheduler_output& out) {
   running_.erase(std::find(running_.begin(), running_.end(), &r));
   const std::int64_t n = blocks_for(r.num_computed_tokens, kv_.options().block_size);
   std::optional<std::vector<block_id>> host;
-  // (A request whose window has released blocks recomputes: its table has holes.)
-  if (limits_.preemption == preemption_mode::swap && n > 0 && r.kv->num_dropped == 0) host = host_.allocate(n);
+  if (limits_.preemption == preemption_mode::swap && n > 0) host = host_.allocate(n);
   if (host) {
     const auto& device = r.kv->blocks;
     for (std::size_t i = 0; i < host->size(); ++i) out.swap_out.push_back({device[i], (*host)[i]});
@@ -380,7 +375,6 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
   // The chunks' requests as schedule() recorded them (those ended meanwhile
   // are kept alive until this update() returns), else looked up by id.
   const bool recorded = step_requests_.size() == step.scheduled.size();
-  const bool sliding = kv_.options().sliding_window > 0;
   // The requests of the chunks that sampled, in order: the results come in
   // that order, so each request is looked up once.
   auto& sampling = sampling_scratch_;
@@ -396,8 +390,6 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     if (reports_service_) policy_.on_served(view_of(*r), decode ? 0 : n, decode ? n : 0);
     // Only once a block is full is there anything to publish.
     if (kv_.has_commit(*r->kv, r->num_computed_tokens)) kv_.commit(*r->kv, r->prompt, r->output, r->num_computed_tokens);
-    // Sliding-window attention throughout: blocks no query will read again go.
-    if (sliding) num_window_releases_ += kv_.release_out_of_window(*r->kv, r->num_computed_tokens);
   }
   for (std::size_t k = 0; k < result.sampled.size(); ++k) {
     const auto& s = result.sampled[k];

@@ -113,8 +113,6 @@ public:
   /// Preemptions that swapped (of num_preemptions()), and requests swapped out now.
   auto num_swap_outs() const -> std::int64_t { return num_swap_outs_; }
   auto num_swapped() const -> std::int64_t { return num_swapped_; }
-  /// Blocks released out of a sliding window (kv_cache_options::sliding_window), in all.
-  auto num_window_releases() const -> std::int64_t { return num_window_releases_; }
   auto host_blocks() const -> const host_block_pool& { return host_; }
   auto limits() const -> const scheduler_limits& { return limits_; }
   auto kv() const -> const kv_cache_manager& { return kv_; }
@@ -155,7 +153,6 @@ private:
   std::int64_t waiting_tokens_ = 0;  ///< prompt tokens of waiting_
   std::int64_t num_preemptions_ = 0;
   std::int64_t num_swap_outs_ = 0;
-  std::int64_t num_window_releases_ = 0;
   std::int64_t num_swapped_ = 0;
   host_block_pool host_;
   std::uint64_t out_step_ = 0; ///< counts schedule() calls

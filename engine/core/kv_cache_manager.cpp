@@ -116,29 +116,8 @@ void kv_cache_manager::end(request_id id) {
 
 void kv_cache_manager::drop_blocks(kv_entry& e) {
   auto& blocks = e.blocks;
-  // Tail first: with equal recency, the chain's head outlives its tail.
-  cache_.release_all(std::span(blocks).subspan(static_cast<std::size_t>(e.num_dropped)));
+  cache_.release_all(blocks); // tail first: with equal recency, the chain's head outlives its tail
   blocks.clear();
-  e.num_dropped = 0;
-}
-
-auto kv_cache_manager::release_out_of_window(kv_entry& e, std::int32_t num_computed) -> std::int32_t {
-  const std::int32_t window = options_.sliding_window;
-  if (window <= 0 || num_computed <= window) return 0;
-  // The next query (position num_computed) sees positions after
-  // num_computed - window at the earliest; a block ending at or before that
-  // is dead. (One position of slack: windows are counted with or without the
-  // query's own position by different models.)
-  std::int32_t dead = (num_computed - window) / options_.block_size;
-  dead = std::min(dead, static_cast<std::int32_t>(e.blocks.size()));
-  if (options_.enable_prefix_caching) dead = std::min(dead, e.num_published);
-  const std::int32_t released = dead - e.num_dropped;
-  for (; e.num_dropped < dead; ++e.num_dropped) {
-    auto& b = e.blocks[static_cast<std::size_t>(e.num_dropped)];
-    cache_.release(b);
-    b = -1;
-  }
-  return std::max(released, 0);
 }
 
 auto kv_cache_manager::blocks(request_id id) const -> const std::vector<block_id>& {

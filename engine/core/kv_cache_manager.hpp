@@ -20,10 +20,6 @@ struct kv_cache_options {
   /// requests can grow without preempting at once (vLLM's watermark).
   std::int32_t watermark_blocks = 0;
   bool enable_prefix_caching = true;
-  /// > 0: every layer of the model attends to at most this many latest
-  /// positions (sliding-window attention throughout): a request's leading
-  /// blocks that no later query can see are released as it advances.
-  std::int32_t sliding_window = 0;
 };
 
 /// One request's blocks; its address is stable while it is tracked, so a
@@ -41,9 +37,6 @@ struct kv_entry {
   block_hash last_hash = 0;       ///< chain hash of block num_published - 1
   std::uint64_t tenant = 0;
   std::int32_t priority = 0;
-  /// Leading blocks released out of the sliding window; their table entries
-  /// are -1 (no query reads them again).
-  std::int32_t num_dropped = 0;
 };
 
 class kv_cache_manager {
@@ -97,12 +90,6 @@ public:
     return options_.enable_prefix_caching &&
            num_computed >= static_cast<std::int64_t>(e.num_published + 1) * options_.block_size;
   }
-  /// With a sliding window: releases the request's leading blocks whose
-  /// every position is more than the window before num_computed (the next
-  /// query's position), so no later query attends to them. With prefix
-  /// caching only published ones (the cache keeps their KV for others to
-  /// match). Their entries become -1. Returns how many it released.
-  auto release_out_of_window(kv_entry& e, std::int32_t num_computed) -> std::int32_t;
   /// Drops every reference the request holds (it ends, or is preempted and
   /// will start again from begin()).
   void end(request_id id);

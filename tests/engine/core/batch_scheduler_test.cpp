@@ -77,9 +77,6 @@ struct shadow_kv {
   std::int32_t block_size;
   std::map<block_id, std::vector<std::uint64_t>> device, host;
   std::map<request_id, std::vector<token_id>> tokens; ///< prompt ++ output so far
-  /// > 0: sliding-window attention throughout: a chunk reads only the
-  /// positions at most this many before its first.
-  std::int32_t window = 0;
 
   void apply(const scheduler_output& s, tables& t) {
     for (const auto& c : s.swap_out) host[c.to] = device.at(c.from);
@@ -92,9 +89,6 @@ struct shadow_kv {
       bool same = true;
       for (std::int32_t p = 0; p < c.num_computed_tokens + c.num_tokens; ++p) {
         h = (h ^ static_cast<std::uint64_t>(all.at(static_cast<std::size_t>(p)))) * 0x100000001b3ULL + 1;
-        // Out of every query's window (the chunk's first, at num_computed, sees
-        // window + 1 positions at most, whichever way a model counts).
-        if (window > 0 && p < c.num_computed_tokens - window) continue;
         auto& slots = device[table.at(static_cast<std::size_t>(p / block_size))];
         slots.resize(static_cast<std::size_t>(block_size));
         auto& slot = slots[static_cast<std::size_t>(p % block_size)];
@@ -468,31 +462,19 @@ TEST_CASE("batch_scheduler: a request aborted while its step runs, its id reused
 
 TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, under every policy") {
   std::int64_t preemptions = 0, swap_outs = 0; // under swap, over the policies
-  std::int64_t window_releases = 0;
-  struct run_spec {
-    preemption_mode mode;
-    std::string name;
-    std::int32_t window; ///< sliding window, 0: none
-  };
-  std::vector<run_spec> runs;
-  for (const auto mode : {preemption_mode::recompute, preemption_mode::swap}) {
-    for (const auto& name : policy::scheduling_policy_names()) runs.push_back({mode, name, 0});
-    runs.push_back({mode, "fcfs", 10}); // blocks released as requests pass them
-  }
-  for (const auto& [mode, name, window] : runs) {
+  std::vector<std::pair<preemption_mode, std::string>> runs;
+  for (const auto mode : {preemption_mode::recompute, preemption_mode::swap})
+    for (const auto& name : policy::scheduling_policy_names()) runs.emplace_back(mode, name);
+  for (const auto& [mode, name] : runs) {
     const bool swap = mode == preemption_mode::swap;
     CAPTURE(name);
     CAPTURE(swap);
-    CAPTURE(window);
     rng g(11);
     scheduler_limits lim{6, 48, 96, 30, 2000};
     lim.preemption = mode;
     lim.num_host_blocks = 8; // room for some victims, not all: both kinds of preemption happen
-    kv_cache_options kvo{4, 2, true};
-    kvo.sliding_window = window;
-    rig r(lim, window > 0 ? 16 : 40, kvo, {}, name.c_str()); // (a window needs fewer: still preempting)
+    rig r(lim, 40, {4, 2, true}, {}, name.c_str());
     shadow_kv kv{4, {}, {}, {}};
-    kv.window = window;
     zero_executor ex({4, 40, 60, {}, {}});
     std::map<request_id, std::int32_t> expected; // id -> max_tokens
     std::map<request_id, std::int32_t> got;
@@ -533,8 +515,8 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
       check_step(st, lim, 4, t);
       kv.apply(st, t);
       for (const auto& c : st.scheduled)
-        for (const block_id b : r.kv.blocks(c.id)) // (-1: released out of the window)
-          if (b >= 0 && r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
+        for (const block_id b : t.of[c.id])
+          if (r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
       const auto result = ex.execute(st);
       maybe_abort();
       r.s.update(st, result, ups);
@@ -563,10 +545,7 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
     CHECK(r.cache.num_referenced() == 0);
     for (const auto& [id, max_tokens] : expected)
       if (!ended_early.contains(id)) CHECK(got[id] == max_tokens);
-    if (window > 0) window_releases += r.s.num_window_releases();
-    else CHECK(r.s.num_window_releases() == 0);
   }
-  CHECK(window_releases > 0);
   CHECK(swap_outs > 0);
   CHECK(swap_outs < preemptions); // host blocks ran out at times: recomputed
 }
@@ -612,40 +591,4 @@ TEST_CASE("batch_scheduler: the executor hears of the last finished request; a b
   CHECK(g.s.num_waiting() == 1);
   CHECK(g.cache.num_queries() == queries);
   g.s.check_invariants();
-}
-
-TEST_CASE("batch_scheduler: a sliding window throughout keeps a long request's blocks to the window's") {
-  // 4-token blocks, a window of 8: a 200-token request holds a few blocks at
-  // a time, not 50; a pool of 12 blocks runs what without the window could
-  // never fit.
-  scheduler_limits lim{4, 8, 512};
-  kv_cache_options kvo{4, 0, true};
-  kvo.sliding_window = 8;
-  rig r(lim, 12, kvo);
-  tables t;
-  shadow_kv kv{4, {}, {}, {}};
-  kv.window = 8;
-  auto q = make_request(1, 40, 160);
-  kv.tokens[1] = q.prompt;
-  REQUIRE(submit(r.s, q));
-  zero_executor ex({4, 12, 60, {}, {}});
-  std::int64_t most = 0;
-  int tokens = 0;
-  for (int step = 0; step < 1000 && r.s.has_work(); ++step) {
-    const auto st = r.s.schedule(step);
-    check_step(st, lim, 4, t);
-    kv.apply(st, t);
-    const auto ups = r.s.update(st, ex.execute(st));
-    kv.record(ups);
-    for (const auto& u : ups) tokens += u.token.has_value();
-    most = std::max<std::int64_t>(most, r.cache.num_referenced());
-    r.s.check_invariants();
-  }
-  CHECK(tokens == 160);
-  CHECK(most <= 6); // the window's 2 blocks, a step's 2, and slack
-  CHECK(r.s.num_window_releases() >= 40);
-  CHECK(r.cache.num_referenced() == 0);
-  // Without the window the same request is refused: it could never fit.
-  rig plain(lim, 12, {4, 0, true});
-  CHECK(plain.s.submit(make_request(2, 40, 160)).status == 400);
 }
