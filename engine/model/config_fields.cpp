@@ -47,6 +47,9 @@ void read_rope_scaling(const std::string& file, const field_reader& config, rope
   if (!type) fail(file, "missing field 'rope_scaling.rope_type'");
   if (*type == "default") return; // transformers' name for "no scaling"
   out.type = *type;
+  // Phi-3's configuration renames its first names for LongRoPE ("su", and
+  // "yarn" with short and long factors) to "longrope".
+  if (out.type == "su" || (out.type == "yarn" && r.find("short_factor"))) out.type = "longrope";
   if (out.type == "llama3") {
     out.factor = r.required(r.number("factor"), "factor");
     out.low_freq_factor = r.required(r.number("low_freq_factor"), "low_freq_factor");

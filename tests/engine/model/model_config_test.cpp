@@ -316,8 +316,8 @@ TEST_CASE("rope_scaling variants and generation_config overrides") {
   CHECK(c.bos_token_id == 5);
   CHECK(c.eos_token_ids == std::vector<token_id>{6, 7});
   const auto p = (dir / "config.json").string() + ": ";
-  CHECK(error_of([&] { load(dir, base + R"({"rope_type": "su", "factor": 4}})"); }) ==
-        p + "unsupported rope_scaling type 'su' (supported: llama3, linear, dynamic, yarn, longrope)");
+  CHECK(error_of([&] { load(dir, base + R"({"rope_type": "ntk", "factor": 4}})"); }) ==
+        p + "unsupported rope_scaling type 'ntk' (supported: llama3, linear, dynamic, yarn, longrope)");
   CHECK(error_of([&] { load(dir, base + R"({"rope_type": "llama3", "factor": 8}})"); }) ==
         p + "missing field 'rope_scaling.low_freq_factor'");
   CHECK(error_of([&] { load(dir, base + R"({"factor": 8}})"); }) == p + "missing field 'rope_scaling.rope_type'");
@@ -499,6 +499,10 @@ TEST_CASE("Phi-3.5-mini config: longrope with the trained length at the top leve
   CHECK(c.rope_scaling.short_factor[1] == doctest::Approx(1.01));
   CHECK(c.sliding_window == 262144);
   check_round_trip(c);
+  // Phi-3-mini-128k's first name for it.
+  auto su = text;
+  su.replace(su.find("\"type\": \"longrope\""), 18, "\"type\": \"su\"");
+  CHECK(load(dir, su) == c);
   text.replace(text.find(longs), longs.size(), longs + ", 49.0");
   CHECK(error_of([&] { load(dir, text); }) ==
         (dir / "config.json").string() + ": rope_scaling.long_factor has 49 numbers, expected head_dim / 2 = 48");
