@@ -99,10 +99,15 @@ void refuse_unimplemented(const std::string& file, const field_reader& r, model_
 }
 
 void read_gemma(const field_reader& r, model_config& c) {
-  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar").value_or(static_cast<double>(c.head_dim));
-  c.attn_logit_softcapping = r.number("attn_logit_softcapping").value_or(0.0);
-  c.final_logit_softcapping = r.number("final_logit_softcapping").value_or(0.0);
-  c.sliding_window = r.int64("sliding_window").value_or(4096);
+  // Absent fields take Gemma2Config's / Gemma3TextConfig's defaults.
+  const bool gemma2 = c.family() == model_family::gemma2;
+  const auto or_default = [&](std::string_view key, double fallback) {
+    return r.present(key) ? r.number(key).value_or(0.0) : fallback;
+  };
+  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar").value_or(256.0);
+  c.attn_logit_softcapping = or_default("attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+  c.final_logit_softcapping = or_default("final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  c.sliding_window = r.present("sliding_window") ? r.int64("sliding_window").value_or(0) : 4096;
   const auto n = static_cast<std::size_t>(std::max<std::int64_t>(c.num_hidden_layers, 0));
   c.sliding_layers.assign(n, false);
   if (const auto types = r.find("layer_types")) {

@@ -480,6 +480,30 @@ TEST_CASE("Gemma 3 text config nested in text_config: every sixth layer global, 
   check_round_trip(c);
 }
 
+TEST_CASE("absent fields take transformers' per-family defaults; null means none") {
+  const temp_dir dir;
+  const std::string sizes = R"("vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16)";
+  auto c = load(dir, R"({"architectures": ["Gemma2ForCausalLM"], )" + sizes + "}");
+  CHECK(c.attn_logit_softcapping == 50.0);
+  CHECK(c.final_logit_softcapping == 30.0);
+  CHECK(c.query_pre_attn_scalar == 256.0);
+  CHECK(c.sliding_window == 4096);
+  c = load(dir, R"({"architectures": ["Gemma2ForCausalLM"], "attn_logit_softcapping": null,
+    "final_logit_softcapping": null, )" + sizes + "}");
+  CHECK(c.attn_logit_softcapping == 0.0);
+  CHECK(c.final_logit_softcapping == 0.0);
+  c = load(dir, R"({"architectures": ["Gemma3ForCausalLM"], )" + sizes + "}");
+  CHECK(c.rope_theta == 1000000.0);
+  CHECK(c.rope_local_base_freq == 10000.0);
+  CHECK(c.final_logit_softcapping == 0.0);
+  c = load(dir, R"({"architectures": ["MistralForCausalLM"], )" + sizes + "}");
+  CHECK(c.sliding_window == 4096);
+  c = load(dir, R"({"architectures": ["Phi3ForCausalLM"], )" + sizes + "}");
+  CHECK(c.rms_norm_eps == 1e-5);
+  CHECK(c.sliding_window == 0);
+}
+
 TEST_CASE("Phi-3.5-mini config: longrope with the trained length at the top level") {
   const temp_dir dir;
   std::string text = phi35_config, longs, shorts;
