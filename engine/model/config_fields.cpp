@@ -92,6 +92,7 @@ void refuse_unimplemented(const std::string& file, const field_reader& r, model_
   if (const auto f = r.number("partial_rotary_factor"); f && *f != 1.0)
     refuse("partial_rotary_factor", format_number(*f));
   if (r.boolean("use_sliding_window").value_or(false)) refuse("use_sliding_window", "true");
+  if (r.boolean("use_bidirectional_attention").value_or(false)) refuse("use_bidirectional_attention", "true");
   if (family != model_family::gemma2 && family != model_family::gemma3) {
     for (const auto key : {"attn_logit_softcapping", "final_logit_softcapping"})
       if (r.find(key)) refuse(key, "outside Gemma");

@@ -351,6 +351,8 @@ TEST_CASE("config.json errors name the file and the problem") {
         p + "field 'quantization_config' (a quantized checkpoint) is not supported");
   CHECK(load_error(dir, "\"hidden_act\": \"silu\"", "\"final_logit_softcapping\": 30.0") ==
         p + "field 'final_logit_softcapping' outside Gemma is not supported");
+  CHECK(load_error(dir, "\"hidden_act\": \"silu\"", "\"use_bidirectional_attention\": true") ==
+        p + "field 'use_bidirectional_attention' true is not supported");
   CHECK(load_error(dir, "\"architectures\"", "\"archs\"") == p + "missing field 'architectures'");
   CHECK(load_error(dir, "[\n    \"LlamaForCausalLM\"\n  ]", "[]") ==
         p + "field 'architectures' must be a non-empty list of strings");
