@@ -84,6 +84,11 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   ro.limits.long_prefill_token_threshold = cfg.long_prefill_token_threshold;
   ro.limits.max_num_partial_prefills = cfg.max_num_partial_prefills;
   ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
+  // Where every layer slides (Mistral, Phi-3) a request's blocks that leave
+  // the window are released as it goes; a global layer needs them all.
+  bool all_slide = mc.sliding_window > 0 && mc.sliding_window < m.max_model_len;
+  for (std::int64_t l = 0; all_slide && l < mc.num_hidden_layers; ++l) all_slide = mc.is_sliding(l);
+  if (all_slide) ro.kv.sliding_window_tokens = static_cast<std::int32_t>(mc.sliding_window);
   ro.scheduling = cfg.policy;
   ro.share = m.num_blocks;
   ro.eos_ids = m.eos;

@@ -33,8 +33,13 @@ auto batch_scheduler::check(const request& r) const -> std::string {
   if (total > limits_.max_model_len)
     return "prompt (" + std::to_string(n) + " tokens) + max_tokens (" + std::to_string(r.sampling.max_tokens) +
            ") exceeds the model's context of " + std::to_string(limits_.max_model_len) + " tokens";
-  // The last sampled token is never computed, so total - 1 positions hold KV.
-  const std::int64_t needed = blocks_for(total - 1, kv_.options().block_size);
+  // The last sampled token is never computed, so total - 1 positions hold KV;
+  // with a sliding window at most the window and a step's chunk at once
+  // (and a block the window straddles).
+  const auto bs = kv_.options().block_size;
+  std::int64_t needed = blocks_for(total - 1, bs);
+  if (const auto w = kv_.options().sliding_window_tokens; w > 0)
+    needed = std::min(needed, blocks_for(w + static_cast<std::int64_t>(limits_.max_num_batched_tokens), bs) + 1);
   if (needed > kv_.source().capacity())
     return "prompt + max_tokens needs " + std::to_string(needed) + " KV blocks, the cache holds " +
            std::to_string(kv_.source().capacity());
@@ -162,12 +167,14 @@ auto batch_scheduler::reclaim_waiting(const request* keep) -> bool {
 // output (the prefix cache may still hold much of it).
 void batch_scheduler::preempt(request& r, scheduler_output& out) {
   running_.erase(std::find(running_.begin(), running_.end(), &r));
-  const std::int64_t n = blocks_for(r.num_computed_tokens, kv_.options().block_size);
+  // The blocks still held (not those the sliding window dropped).
+  const auto dropped = static_cast<std::size_t>(r.kv->num_dropped);
+  const std::int64_t n = blocks_for(r.num_computed_tokens, kv_.options().block_size) - r.kv->num_dropped;
   std::optional<std::vector<block_id>> host;
   if (limits_.preemption == preemption_mode::swap && n > 0) host = host_.allocate(n);
   if (host) {
     const auto& device = r.kv->blocks;
-    for (std::size_t i = 0; i < host->size(); ++i) out.swap_out.push_back({device[i], (*host)[i]});
+    for (std::size_t i = 0; i < host->size(); ++i) out.swap_out.push_back({device[dropped + i], (*host)[i]});
     kv_.drop_blocks(*r.kv);
     r.host_blocks = std::move(*host);
     ++num_swap_outs_;
@@ -279,7 +286,9 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     }
     if (swapped) { // its KV comes back into the first of its fresh blocks
       const auto& device = r.kv->blocks;
-      for (std::size_t i = 0; i < r.host_blocks.size(); ++i) out.swap_in.push_back({r.host_blocks[i], device[i]});
+      const auto dropped = static_cast<std::size_t>(r.kv->num_dropped);
+      for (std::size_t i = 0; i < r.host_blocks.size(); ++i)
+        out.swap_in.push_back({r.host_blocks[i], device[dropped + i]});
       return_host_blocks(r);
     }
     admitted[idx] = true;
@@ -390,6 +399,7 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     if (reports_service_) policy_.on_served(view_of(*r), decode ? 0 : n, decode ? n : 0);
     // Only once a block is full is there anything to publish.
     if (kv_.has_commit(*r->kv, r->num_computed_tokens)) kv_.commit(*r->kv, r->prompt, r->output, r->num_computed_tokens);
+    kv_.slide(*r->kv, r->num_computed_tokens); // blocks out of every later token's window go
   }
   for (std::size_t k = 0; k < result.sampled.size(); ++k) {
     const auto& s = result.sampled[k];
@@ -444,11 +454,21 @@ void batch_scheduler::check_invariants() const {
   std::int64_t host_blocks = 0, swapped = 0;
   for (const auto& [id, r] : requests_) {
     TROUPE_CHECK(r->kv == kv_.entry_of(id), "a request's KV entry is stale");
+    if (r->kv != nullptr) {
+      for (std::size_t i = 0; i < r->kv->blocks.size(); ++i)
+        TROUPE_CHECK((i < static_cast<std::size_t>(r->kv->num_dropped)) == (r->kv->blocks[i] == kv_entry::no_block),
+                     "a request's dropped blocks are not exactly its window's leading ones");
+      const auto w = kv_.options().sliding_window_tokens;
+      TROUPE_CHECK(w > 0 || r->kv->num_dropped == 0, "a block dropped without a sliding window");
+      TROUPE_CHECK(static_cast<std::int64_t>(r->kv->num_dropped) * kv_.options().block_size <=
+                       std::max<std::int64_t>(0, r->num_computed_tokens - w + 1),
+                   "a block dropped that a later token attends to");
+    }
     if (r->host_blocks.empty()) continue;
     TROUPE_CHECK(r->state == request_state::preempted, "a request holds host blocks but is not preempted");
-    TROUPE_CHECK(kv_.blocks(id).empty(), "a swapped request holds device blocks");
+    TROUPE_CHECK(r->kv->live_blocks().empty(), "a swapped request holds device blocks");
     TROUPE_CHECK(static_cast<std::int64_t>(r->host_blocks.size()) ==
-                     blocks_for(r->num_computed_tokens, kv_.options().block_size),
+                     blocks_for(r->num_computed_tokens, kv_.options().block_size) - r->kv->num_dropped,
                  "a swapped request's host blocks do not cover its computed tokens");
     host_blocks += static_cast<std::int64_t>(r->host_blocks.size());
     ++swapped;

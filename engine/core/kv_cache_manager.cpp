@@ -3,6 +3,8 @@
 #include "engine/check.hpp"
 #include "engine/core/memory_manager.hpp"
 
+#include <algorithm>
+
 namespace troupe {
 
 kv_cache_manager::kv_cache_manager(block_source& cache, const kv_cache_options& options)
@@ -114,10 +116,27 @@ void kv_cache_manager::end(request_id id) {
   requests_.erase(it);
 }
 
+void kv_cache_manager::slide_now(kv_entry& e, std::int32_t num_computed) {
+  const auto bs = options_.block_size;
+  // The next token, at position num_computed, attends to positions from
+  // num_computed - window + 1 on; the tokens after it to fewer.
+  const auto first_needed = static_cast<std::int64_t>(num_computed) - options_.sliding_window_tokens + 1;
+  const auto keep_from = static_cast<std::int32_t>(
+      std::min<std::int64_t>(first_needed / bs, static_cast<std::int64_t>(e.blocks.size())));
+  TROUPE_CHECK(!options_.enable_prefix_caching || keep_from <= e.num_published,
+               "a block leaves the window before it is published");
+  for (auto i = e.num_dropped; i < keep_from; ++i) {
+    auto& b = e.blocks[static_cast<std::size_t>(i)];
+    cache_.release(b);
+    b = kv_entry::no_block;
+  }
+  e.num_dropped = std::max(e.num_dropped, keep_from);
+}
+
 void kv_cache_manager::drop_blocks(kv_entry& e) {
   auto& blocks = e.blocks;
-  cache_.release_all(blocks); // tail first: with equal recency, the chain's head outlives its tail
-  blocks.clear();
+  cache_.release_all(e.live_blocks()); // tail first: with equal recency, the chain's head outlives its tail
+  blocks.resize(static_cast<std::size_t>(e.num_dropped)); // the dropped positions' no_block entries stay
 }
 
 auto kv_cache_manager::blocks(request_id id) const -> const std::vector<block_id>& {

@@ -20,6 +20,10 @@ struct kv_cache_options {
   /// requests can grow without preempting at once (vLLM's watermark).
   std::int32_t watermark_blocks = 0;
   bool enable_prefix_caching = true;
+  /// > 0: every layer of the model attends to its last this many positions
+  /// only (Mistral's sliding window), so a block wholly before the window of
+  /// a request's next token is released (slide()). 0: keep every block.
+  std::int32_t sliding_window_tokens = 0;
 };
 
 /// One request's blocks; its address is stable while it is tracked, so a
@@ -37,6 +41,16 @@ struct kv_entry {
   block_hash last_hash = 0;       ///< chain hash of block num_published - 1
   std::uint64_t tenant = 0;
   std::int32_t priority = 0;
+  /// Leading blocks released because they fell out of the sliding window:
+  /// blocks[0, num_dropped) hold no_block, so a block's index stays its
+  /// position / block_size.
+  std::int32_t num_dropped = 0;
+
+  static constexpr block_id no_block = -1;
+  /// The blocks still held.
+  auto live_blocks() const -> std::span<const block_id> {
+    return std::span(blocks).subspan(static_cast<std::size_t>(num_dropped));
+  }
 };
 
 class kv_cache_manager {
@@ -85,6 +99,16 @@ public:
             static_cast<std::int64_t>(prompt.size() + output.size()))
       prepare_commit_now(e, prompt, output);
   }
+  /// After commit(): with a sliding window, releases the blocks no token from
+  /// num_computed on attends to (those wholly before num_computed - window
+  /// + 1); they were published first where prefix caching is on. O(1) when
+  /// there are none.
+  void slide(kv_entry& e, std::int32_t num_computed) {
+    if (options_.sliding_window_tokens > 0 &&
+        num_computed - options_.sliding_window_tokens + 1 >=
+            static_cast<std::int64_t>(e.num_dropped + 1) * options_.block_size)
+      slide_now(e, num_computed);
+  }
   /// Whether commit() with num_computed tokens has blocks to publish.
   auto has_commit(const kv_entry& e, std::int32_t num_computed) const -> bool {
     return options_.enable_prefix_caching &&
@@ -95,8 +119,9 @@ public:
   void end(request_id id);
   /// Drops the request's block references but goes on tracking it (its KV
   /// was swapped out to host memory): a later grow() gives it fresh blocks
-  /// for the swapped KV to be copied into. What it published stays
-  /// published; its fresh copies of those blocks stay private.
+  /// for the swapped KV to be copied into, from block num_dropped on (the
+  /// dropped ones stay dropped). What it published stays published; its
+  /// fresh copies of those blocks stay private.
   void drop_blocks(kv_entry& e);
 
   auto blocks(request_id id) const -> const std::vector<block_id>&;
@@ -114,6 +139,7 @@ public:
 
 private:
   auto grow_blocks(kv_entry& e, std::int32_t num_tokens, bool admission) -> bool;
+  void slide_now(kv_entry& e, std::int32_t num_computed);
   void prepare_commit_now(kv_entry& e, std::span<const token_id> prompt, std::span<const token_id> output);
   /// The key of the request's block i (of prompt ++ output), chained to
   /// `parent`; valid until the next call.

@@ -118,6 +118,7 @@ writer::writer(const std::filesystem::path& file, const setup& st) : f_(std::fop
   kv("block_size", st.kv.block_size);
   kv("watermark_blocks", st.kv.watermark_blocks);
   kv("prefix_caching", st.kv.enable_prefix_caching);
+  if (st.kv.sliding_window_tokens > 0) kv("sliding_window", st.kv.sliding_window_tokens);
   kv("max_num_seqs", l.max_num_seqs);
   kv("max_num_batched_tokens", l.max_num_batched_tokens);
   kv("max_model_len", l.max_model_len);
@@ -280,6 +281,7 @@ reader::reader(const std::filesystem::path& file) : file_(file), f_(std::fopen(f
     else if (k == "block_size") setup_.kv.block_size = static_cast<std::int32_t>(n);
     else if (k == "watermark_blocks") setup_.kv.watermark_blocks = static_cast<std::int32_t>(n);
     else if (k == "prefix_caching") setup_.kv.enable_prefix_caching = n != 0;
+    else if (k == "sliding_window") setup_.kv.sliding_window_tokens = static_cast<std::int32_t>(n);
     else if (k == "max_num_seqs") l.max_num_seqs = static_cast<std::int32_t>(n);
     else if (k == "max_num_batched_tokens") l.max_num_batched_tokens = static_cast<std::int32_t>(n);
     else if (k == "max_model_len") l.max_model_len = static_cast<std::int32_t>(n);

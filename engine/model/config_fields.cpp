@@ -47,6 +47,9 @@ void read_rope_scaling(const std::string& file, const field_reader& config, rope
   if (!type) fail(file, "missing field 'rope_scaling.rope_type'");
   if (*type == "default") return; // transformers' name for "no scaling"
   out.type = *type;
+  // Phi-3's configuration renames its first names for LongRoPE ("su", and
+  // "yarn" with short and long factors) to "longrope".
+  if (out.type == "su" || (out.type == "yarn" && r.find("short_factor"))) out.type = "longrope";
   if (out.type == "llama3") {
     out.factor = r.required(r.number("factor"), "factor");
     out.low_freq_factor = r.required(r.number("low_freq_factor"), "low_freq_factor");
@@ -89,6 +92,7 @@ void refuse_unimplemented(const std::string& file, const field_reader& r, model_
   if (const auto f = r.number("partial_rotary_factor"); f && *f != 1.0)
     refuse("partial_rotary_factor", format_number(*f));
   if (r.boolean("use_sliding_window").value_or(false)) refuse("use_sliding_window", "true");
+  if (r.boolean("use_bidirectional_attention").value_or(false)) refuse("use_bidirectional_attention", "true");
   if (family != model_family::gemma2 && family != model_family::gemma3) {
     for (const auto key : {"attn_logit_softcapping", "final_logit_softcapping"})
       if (r.find(key)) refuse(key, "outside Gemma");
@@ -96,10 +100,15 @@ void refuse_unimplemented(const std::string& file, const field_reader& r, model_
 }
 
 void read_gemma(const field_reader& r, model_config& c) {
-  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar").value_or(static_cast<double>(c.head_dim));
-  c.attn_logit_softcapping = r.number("attn_logit_softcapping").value_or(0.0);
-  c.final_logit_softcapping = r.number("final_logit_softcapping").value_or(0.0);
-  c.sliding_window = r.int64("sliding_window").value_or(4096);
+  // Absent fields take Gemma2Config's / Gemma3TextConfig's defaults.
+  const bool gemma2 = c.family() == model_family::gemma2;
+  const auto or_default = [&](std::string_view key, double fallback) {
+    return r.present(key) ? r.number(key).value_or(0.0) : fallback;
+  };
+  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar").value_or(256.0);
+  c.attn_logit_softcapping = or_default("attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+  c.final_logit_softcapping = or_default("final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  c.sliding_window = r.present("sliding_window") ? r.int64("sliding_window").value_or(0) : 4096;
   const auto n = static_cast<std::size_t>(std::max<std::int64_t>(c.num_hidden_layers, 0));
   c.sliding_layers.assign(n, false);
   if (const auto types = r.find("layer_types")) {

@@ -33,6 +33,13 @@ public:
   field_reader(std::string file, dom::object obj, std::string prefix = "")
       : file_(std::move(file)), obj_(obj), prefix_(std::move(prefix)) {}
 
+  /// Whether the key is written at all, null included: where transformers
+  /// has a default, absence means it and null means "none".
+  auto present(std::string_view key) const -> bool {
+    dom::element e;
+    return obj_[key].get(e) == simdjson::SUCCESS;
+  }
+
   auto find(std::string_view key) const -> std::optional<dom::element> {
     dom::element e;
     if (obj_[key].get(e) != simdjson::SUCCESS || e.is_null()) return std::nullopt;

@@ -125,8 +125,9 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
   c.max_position_embeddings = r.int64("max_position_embeddings").value_or(c.max_position_embeddings);
-  c.rms_norm_eps = r.number("rms_norm_eps").value_or(c.rms_norm_eps);
-  c.rope_theta = r.number("rope_theta").value_or(c.rope_theta);
+  // Where a family's transformers config has another default.
+  c.rms_norm_eps = r.number("rms_norm_eps").value_or(entry->family == model_family::phi3 ? 1e-5 : c.rms_norm_eps);
+  c.rope_theta = r.number("rope_theta").value_or(entry->family == model_family::gemma3 ? 1000000.0 : c.rope_theta);
   read_rope_scaling(file, r, c.rope_scaling);
   auto& rs = c.rope_scaling;
   if (rs.type == "yarn" && rs.original_max_position_embeddings == 0)
@@ -151,8 +152,11 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   } else {
     c.hidden_act = r.string("hidden_act").value_or("silu");
     // Mistral and Phi-3 slide on every layer; Llama has no window.
-    if (c.architecture == "MistralForCausalLM" || entry->family == model_family::phi3)
-      c.sliding_window = r.int64("sliding_window").value_or(0);
+    if (c.architecture == "MistralForCausalLM" || entry->family == model_family::phi3) {
+      // MistralConfig's default window is 4096; null means none.
+      const bool mistral_default = c.architecture == "MistralForCausalLM" && !r.present("sliding_window");
+      c.sliding_window = mistral_default ? 4096 : r.int64("sliding_window").value_or(0);
+    }
   }
   // transformers >= 4.56 writes "dtype" instead of "torch_dtype".
   c.torch_dtype = r.string("torch_dtype").value_or(

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace troupe;
 
@@ -77,6 +78,9 @@ struct shadow_kv {
   std::int32_t block_size;
   std::map<block_id, std::vector<std::uint64_t>> device, host;
   std::map<request_id, std::vector<token_id>> tokens; ///< prompt ++ output so far
+  /// > 0: a chunk reads only the positions its first token attends to, from
+  /// num_computed - window + 1 on (the blocks before may be gone).
+  std::int32_t window = 0;
 
   void apply(const scheduler_output& s, tables& t) {
     for (const auto& c : s.swap_out) host[c.to] = device.at(c.from);
@@ -87,8 +91,10 @@ struct shadow_kv {
       const auto chunk = s.tokens_of(c);
       std::uint64_t h = 0;
       bool same = true;
+      const std::int32_t first_read = window > 0 ? c.num_computed_tokens - window + 1 : 0;
       for (std::int32_t p = 0; p < c.num_computed_tokens + c.num_tokens; ++p) {
         h = (h ^ static_cast<std::uint64_t>(all.at(static_cast<std::size_t>(p)))) * 0x100000001b3ULL + 1;
+        if (p < first_read) continue;
         auto& slots = device[table.at(static_cast<std::size_t>(p / block_size))];
         slots.resize(static_cast<std::size_t>(block_size));
         auto& slot = slots[static_cast<std::size_t>(p % block_size)];
@@ -462,19 +468,24 @@ TEST_CASE("batch_scheduler: a request aborted while its step runs, its id reused
 
 TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, under every policy") {
   std::int64_t preemptions = 0, swap_outs = 0; // under swap, over the policies
-  std::vector<std::pair<preemption_mode, std::string>> runs;
-  for (const auto mode : {preemption_mode::recompute, preemption_mode::swap})
-    for (const auto& name : policy::scheduling_policy_names()) runs.emplace_back(mode, name);
-  for (const auto& [mode, name] : runs) {
+  std::vector<std::tuple<preemption_mode, std::string, std::int32_t>> runs; // and a sliding window
+  for (const auto mode : {preemption_mode::recompute, preemption_mode::swap}) {
+    for (const auto& name : policy::scheduling_policy_names()) runs.emplace_back(mode, name, 0);
+    runs.emplace_back(mode, "fcfs", 7); // blocks leave the window as requests go
+  }
+  for (const auto& [mode, name, window] : runs) {
     const bool swap = mode == preemption_mode::swap;
     CAPTURE(name);
     CAPTURE(swap);
+    CAPTURE(window);
     rng g(11);
     scheduler_limits lim{6, 48, 96, 30, 2000};
     lim.preemption = mode;
     lim.num_host_blocks = 8; // room for some victims, not all: both kinds of preemption happen
-    rig r(lim, 40, {4, 2, true}, {}, name.c_str());
-    shadow_kv kv{4, {}, {}, {}};
+    kv_cache_options kv_opts{4, 2, true};
+    kv_opts.sliding_window_tokens = window;
+    rig r(lim, window > 0 ? 16 : 40, kv_opts, {}, name.c_str()); // a window needs fewer blocks to preempt
+    shadow_kv kv{4, {}, {}, {}, window};
     zero_executor ex({4, 40, 60, {}, {}});
     std::map<request_id, std::int32_t> expected; // id -> max_tokens
     std::map<request_id, std::int32_t> got;
@@ -514,9 +525,13 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
       r.s.schedule(step * 0.01, st); // the simulator's way: buffers reused from step to step
       check_step(st, lim, 4, t);
       kv.apply(st, t);
-      for (const auto& c : st.scheduled)
-        for (const block_id b : t.of[c.id])
-          if (r.cache.is_published(b)) REQUIRE(r.cache.tenant_of(b) == tenant[c.id]); // never across tenants
+      for (const auto& c : st.scheduled) {
+        // (Entries before the window may name blocks since given to others.)
+        const auto first = window > 0 ? std::max(0, c.num_computed_tokens - window + 1) / 4 : 0;
+        const auto& table = t.of[c.id];
+        for (std::size_t i = static_cast<std::size_t>(first); i < table.size(); ++i)
+          if (r.cache.is_published(table[i])) REQUIRE(r.cache.tenant_of(table[i]) == tenant[c.id]); // never across tenants
+      }
       const auto result = ex.execute(st);
       maybe_abort();
       r.s.update(st, result, ups);

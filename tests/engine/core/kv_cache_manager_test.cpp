@@ -116,3 +116,44 @@ TEST_CASE("kv_cache_manager: random requests over three tenants never share acro
   CHECK(cache.num_referenced() == 0);
   CHECK(cache.num_hits() > 0);
 }
+
+TEST_CASE("kv_cache_manager: with a sliding window, the blocks before the next token's window are released") {
+  for (const bool prefix_caching : {false, true}) {
+    CAPTURE(prefix_caching);
+    policy::lru_eviction lru;
+    prefix_cache cache(16, lru);
+    kv_cache_options o{4, 0, prefix_caching};
+    o.sliding_window_tokens = 6;
+    kv_cache_manager m(cache, o);
+    const auto a = tokens(20);
+    m.begin(1, 7, 0, a);
+    auto& e = *m.entry_of(1);
+    REQUIRE(m.grow(e, 16, false)); // positions [0, 16): 4 blocks
+    const auto held = m.blocks(1);
+    m.commit(e, a, {}, 16);
+    m.slide(e, 16); // the token at 16 attends to 11..16: block 2 ([8, 12)) on
+    CHECK(e.num_dropped == 2);
+    CHECK(m.blocks(1) == std::vector<block_id>{kv_entry::no_block, kv_entry::no_block, held[2], held[3]});
+    CHECK(cache.num_referenced() == 2);
+    m.slide(e, 16); // nothing more
+    CHECK(e.num_dropped == 2);
+    REQUIRE(m.grow(e, 20, false)); // appended after the dropped ones: indices stay positions
+    CHECK(m.blocks(1).size() == 5);
+    m.commit(e, a, {}, 19);
+    m.slide(e, 19); // from 14 on: block 3
+    CHECK(e.num_dropped == 3);
+    CHECK(cache.num_referenced() == 2);
+    // Swapped out and back: fresh blocks only where the window still is.
+    m.drop_blocks(e);
+    CHECK(cache.num_referenced() == 0);
+    CHECK(m.blocks(1).size() == 3);
+    REQUIRE(m.grow(e, 20, false));
+    CHECK(m.blocks(1).size() == 5);
+    CHECK(cache.num_referenced() == 2);
+    m.end(1);
+    CHECK(cache.num_referenced() == 0);
+    // The published blocks that left the window stay cached for others.
+    CHECK(cache.num_evictable() == (prefix_caching ? 4 : 0));
+    cache.check_invariants();
+  }
+}

@@ -37,14 +37,16 @@ struct outcome {
 
 auto run(const model_weights& w, const tokenizer& tok, std::int32_t num_blocks, bool prefix_caching,
          preemption_mode mode = preemption_mode::recompute, std::int32_t prompt_logprobs = -1,
-         std::int32_t token_budget = 64) -> outcome {
+         std::int32_t token_budget = 64, std::int32_t sliding_window_tokens = 0) -> outcome {
   const std::int32_t bs = 4;
   const std::int32_t host_blocks = 64;
   cpu_executor ex(w, {bs, num_blocks, 1, 42, host_blocks});
   policy::lru_eviction lru;
   policy::fcfs_scheduling fcfs;
   prefix_cache cache(num_blocks, lru);
-  kv_cache_manager kv(cache, {bs, 0, prefix_caching});
+  kv_cache_options kv_opts{bs, 0, prefix_caching};
+  kv_opts.sliding_window_tokens = sliding_window_tokens;
+  kv_cache_manager kv(cache, kv_opts);
   scheduler_limits lim{8, token_budget, 2048};
   lim.preemption = mode;
   lim.num_host_blocks = host_blocks;
@@ -68,7 +70,10 @@ auto run(const model_weights& w, const tokenizer& tok, std::int32_t num_blocks, 
   for (int step = 0; step < 10'000 && s.has_work(); ++step) {
     const auto out = s.schedule(step);
     o.computed_tokens += out.num_scheduled_tokens();
-    for (const auto& u : s.update(out, ex.execute(out))) {
+    const auto result = ex.execute(out);
+    const auto ups = s.update(out, result);
+    s.check_invariants();
+    for (const auto& u : ups) {
       if (u.token) o.tokens[u.id].push_back(u.token->token);
       if (!u.prompt_logprobs.empty()) {
         CHECK(!o.prompt_logprobs.contains(u.id)); // once
@@ -115,6 +120,37 @@ TEST_CASE("preemption, by recompute or by swap, gives the same greedy tokens as 
   CHECK(swap.tokens == roomy.tokens);
   // Nothing is computed twice: the work is the unpreempted run's.
   CHECK(swap.computed_tokens == roomy.computed_tokens);
+}
+
+TEST_CASE("a sliding window's blocks are released as requests go: the same greedy tokens, fewer preemptions") {
+  // Mistral's shape: every layer attends to the last 6 positions, so a
+  // request needs two or three blocks of 4 at a time, not all of its own.
+  testing::temp_dir dir;
+  make_model("tiny", dir.path(), 1);
+  auto c = *preset_config("tiny");
+  c.architecture = "MistralForCausalLM";
+  c.sliding_window = 6;
+  write_random_model(dir.path(), c, {7, dtype::f32, 1.0, {}});
+  const auto w = model_weights::load(dir.path());
+  const auto tok = tokenizer::load(dir / "tokenizer.model");
+  const auto keep_all = run(w, tok, 512, false);
+  CHECK(keep_all.preemptions == 0);
+  const auto tight_keep = run(w, tok, 24, false); // every block kept: preempts
+  CHECK(tight_keep.preemptions > 0);
+  CHECK(tight_keep.tokens == keep_all.tokens);
+  for (const bool prefix_caching : {false, true}) {
+    CAPTURE(prefix_caching);
+    const auto tight = run(w, tok, 24, prefix_caching, preemption_mode::recompute, -1, 64, 6);
+    CHECK(tight.preemptions < tight_keep.preemptions);
+    CHECK(tight.tokens == keep_all.tokens);
+    // So few blocks that even released ones cannot keep everyone running.
+    const auto tighter = run(w, tok, 6, prefix_caching, preemption_mode::recompute, -1, 4, 6);
+    CHECK(tighter.preemptions > 0);
+    CHECK(tighter.tokens == keep_all.tokens);
+  }
+  const auto swap = run(w, tok, 6, false, preemption_mode::swap, -1, 4, 6);
+  CHECK(swap.swap_outs > 0);
+  CHECK(swap.tokens == keep_all.tokens);
 }
 
 TEST_CASE("prompt logprobs: every prompt token scored once, as the whole prompt's logits say, through chunking, "

@@ -316,8 +316,8 @@ TEST_CASE("rope_scaling variants and generation_config overrides") {
   CHECK(c.bos_token_id == 5);
   CHECK(c.eos_token_ids == std::vector<token_id>{6, 7});
   const auto p = (dir / "config.json").string() + ": ";
-  CHECK(error_of([&] { load(dir, base + R"({"rope_type": "su", "factor": 4}})"); }) ==
-        p + "unsupported rope_scaling type 'su' (supported: llama3, linear, dynamic, yarn, longrope)");
+  CHECK(error_of([&] { load(dir, base + R"({"rope_type": "ntk", "factor": 4}})"); }) ==
+        p + "unsupported rope_scaling type 'ntk' (supported: llama3, linear, dynamic, yarn, longrope)");
   CHECK(error_of([&] { load(dir, base + R"({"rope_type": "llama3", "factor": 8}})"); }) ==
         p + "missing field 'rope_scaling.low_freq_factor'");
   CHECK(error_of([&] { load(dir, base + R"({"factor": 8}})"); }) == p + "missing field 'rope_scaling.rope_type'");
@@ -351,6 +351,8 @@ TEST_CASE("config.json errors name the file and the problem") {
         p + "field 'quantization_config' (a quantized checkpoint) is not supported");
   CHECK(load_error(dir, "\"hidden_act\": \"silu\"", "\"final_logit_softcapping\": 30.0") ==
         p + "field 'final_logit_softcapping' outside Gemma is not supported");
+  CHECK(load_error(dir, "\"hidden_act\": \"silu\"", "\"use_bidirectional_attention\": true") ==
+        p + "field 'use_bidirectional_attention' true is not supported");
   CHECK(load_error(dir, "\"architectures\"", "\"archs\"") == p + "missing field 'architectures'");
   CHECK(load_error(dir, "[\n    \"LlamaForCausalLM\"\n  ]", "[]") ==
         p + "field 'architectures' must be a non-empty list of strings");
@@ -480,6 +482,30 @@ TEST_CASE("Gemma 3 text config nested in text_config: every sixth layer global, 
   check_round_trip(c);
 }
 
+TEST_CASE("absent fields take transformers' per-family defaults; null means none") {
+  const temp_dir dir;
+  const std::string sizes = R"("vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16)";
+  auto c = load(dir, R"({"architectures": ["Gemma2ForCausalLM"], )" + sizes + "}");
+  CHECK(c.attn_logit_softcapping == 50.0);
+  CHECK(c.final_logit_softcapping == 30.0);
+  CHECK(c.query_pre_attn_scalar == 256.0);
+  CHECK(c.sliding_window == 4096);
+  c = load(dir, R"({"architectures": ["Gemma2ForCausalLM"], "attn_logit_softcapping": null,
+    "final_logit_softcapping": null, )" + sizes + "}");
+  CHECK(c.attn_logit_softcapping == 0.0);
+  CHECK(c.final_logit_softcapping == 0.0);
+  c = load(dir, R"({"architectures": ["Gemma3ForCausalLM"], )" + sizes + "}");
+  CHECK(c.rope_theta == 1000000.0);
+  CHECK(c.rope_local_base_freq == 10000.0);
+  CHECK(c.final_logit_softcapping == 0.0);
+  c = load(dir, R"({"architectures": ["MistralForCausalLM"], )" + sizes + "}");
+  CHECK(c.sliding_window == 4096);
+  c = load(dir, R"({"architectures": ["Phi3ForCausalLM"], )" + sizes + "}");
+  CHECK(c.rms_norm_eps == 1e-5);
+  CHECK(c.sliding_window == 0);
+}
+
 TEST_CASE("Phi-3.5-mini config: longrope with the trained length at the top level") {
   const temp_dir dir;
   std::string text = phi35_config, longs, shorts;
@@ -499,6 +525,10 @@ TEST_CASE("Phi-3.5-mini config: longrope with the trained length at the top leve
   CHECK(c.rope_scaling.short_factor[1] == doctest::Approx(1.01));
   CHECK(c.sliding_window == 262144);
   check_round_trip(c);
+  // Phi-3-mini-128k's first name for it.
+  auto su = text;
+  su.replace(su.find("\"type\": \"longrope\""), 18, "\"type\": \"su\"");
+  CHECK(load(dir, su) == c);
   text.replace(text.find(longs), longs.size(), longs + ", 49.0");
   CHECK(error_of([&] { load(dir, text); }) ==
         (dir / "config.json").string() + ": rope_scaling.long_factor has 49 numbers, expected head_dim / 2 = 48");
