@@ -66,7 +66,8 @@ const std::vector<double> phi35_short_factor = {
 
 auto preset_names() -> std::vector<std::string_view> {
   return {"tiny",         "stories110m", "tinyllama-1.1b", "llama-3.2-1b", "llama-3-8b",  "qwen2.5-0.5b",
-          "qwen3-0.6b",   "gemma-2-2b",  "smollm2-360m",   "phi-3.5-mini"};
+          "qwen3-0.6b",   "gemma-2-2b",  "gemma-3-1b",     "smollm2-360m", "phi-3.5-mini",
+          "mistral-7b-v0.3", "mistral-nemo-12b"};
 }
 
 auto preset_config(std::string_view name) -> std::optional<model_config> {
@@ -121,6 +122,33 @@ auto preset_config(std::string_view name) -> std::optional<model_config> {
     c.torch_dtype = "bfloat16";
     c.bos_token_id = 151643;
     c.eos_token_ids = {151645, 151643};
+    return c;
+  }
+  if (name == "gemma-3-1b") { // its text config
+    auto c = family_config("Gemma3ForCausalLM", 262144, 1152, 6912, 26, 4, 1, 256);
+    c.max_position_embeddings = 32768;
+    c.rms_norm_eps = 1e-6;
+    c.rope_theta = 1000000.0;
+    c.rope_local_base_freq = 10000.0;
+    c.query_pre_attn_scalar = 256;
+    c.sliding_window = 512;
+    c.torch_dtype = "bfloat16";
+    c.bos_token_id = 2;
+    c.eos_token_ids = {1, 106};
+    return c;
+  }
+  if (name == "mistral-7b-v0.3") {
+    auto c = family_config("MistralForCausalLM", 32768, 4096, 14336, 32, 32, 8, 128);
+    c.max_position_embeddings = 32768;
+    c.rope_theta = 1000000.0;
+    c.torch_dtype = "bfloat16";
+    return c;
+  }
+  if (name == "mistral-nemo-12b") {
+    auto c = family_config("MistralForCausalLM", 131072, 5120, 14336, 40, 32, 8, 128);
+    c.max_position_embeddings = 1024000;
+    c.rope_theta = 1000000.0;
+    c.torch_dtype = "bfloat16";
     return c;
   }
   if (name == "qwen3-0.6b") {

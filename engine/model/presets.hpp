@@ -22,8 +22,8 @@ auto family_config(std::string_view architecture, std::int64_t vocab, std::int64
                    std::int64_t layers, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim)
     -> model_config;
 
-/// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, qwen2.5-0.5b,
-/// qwen3-0.6b, gemma-2-2b, smollm2-360m, phi-3.5-mini.
+/// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, qwen2.5-0.5b, qwen3-0.6b,
+/// gemma-2-2b, gemma-3-1b, smollm2-360m, phi-3.5-mini, mistral-7b-v0.3, mistral-nemo-12b.
 auto preset_names() -> std::vector<std::string_view>;
 
 /// The config of a preset; nullopt for an unknown name.
