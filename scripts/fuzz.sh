@@ -23,7 +23,8 @@ sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp actors/http/openai_a
 libs[openai_request]="-lsimdjson"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp actors/config_toml.cpp
   actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
-  engine/tokenizer/chat_template.cpp engine/cuda_backend.cpp $policies"
+  engine/tokenizer/chat_template.cpp engine/cuda_backend.cpp engine/model/model_config.cpp
+  engine/model/config_fields.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp"
 libs[safetensors]="-lsimdjson"
