@@ -94,28 +94,52 @@ struct config_settings {
   bool split_special_tokens = false;
 };
 
-auto token_content(dom::element obj, std::string_view key) -> std::optional<std::string> {
-  const auto v = field(obj, key);
-  if (!v) return std::nullopt;
+/// A token setting's content: a string, or an AddedToken object's
+/// "content"; nullopt when absent or null.
+auto token_content(simdjson::ondemand::object& obj, std::string_view key) -> std::optional<std::string> {
+  auto value = simdjson::ondemand::value{};
+  if (obj.find_field_unordered(key).get(value) != simdjson::SUCCESS) return std::nullopt;
+  auto type = simdjson::ondemand::json_type{};
+  if (value.type().get(type) != simdjson::SUCCESS || type == simdjson::ondemand::json_type::null) return std::nullopt;
   auto s = std::string_view{};
-  if (v->get_string().get(s) == simdjson::SUCCESS) return std::string(s);
-  if (const auto c = opt_string(*v, "content")) return std::string(*c); // an AddedToken object
+  if (type == simdjson::ondemand::json_type::string && value.get_string().get(s) == simdjson::SUCCESS)
+    return std::string(s);
+  auto inner = simdjson::ondemand::object{};
+  if (type == simdjson::ondemand::json_type::object && value.get_object().get(inner) == simdjson::SUCCESS &&
+      inner.find_field_unordered("content").get_string().get(s) == simdjson::SUCCESS)
+    return std::string(s);
   throw hf_error("\"" + std::string(key) + "\" is neither a string nor a token object");
 }
 
+auto optional_bool(simdjson::ondemand::object& obj, std::string_view key) -> std::optional<bool> {
+  auto value = simdjson::ondemand::value{};
+  if (obj.find_field_unordered(key).get(value) != simdjson::SUCCESS) return std::nullopt;
+  auto type = simdjson::ondemand::json_type{};
+  if (value.type().get(type) != simdjson::SUCCESS || type == simdjson::ondemand::json_type::null) return std::nullopt;
+  auto b = false;
+  if (value.get_bool().get(b) != simdjson::SUCCESS) throw hf_error("\"" + std::string(key) + "\" is not a boolean");
+  return b;
+}
+
+/// Read with On-Demand: these files hold integers past 64 bits
+/// (model_max_length 1e30), which the DOM parser refuses.
 auto read_config(const std::filesystem::path& file) -> config_settings {
   auto out = config_settings{};
   auto ec = std::error_code{};
   if (!std::filesystem::is_regular_file(file, ec)) return out;
-  auto parser = dom::parser{};
-  auto doc = dom::element{};
-  if (const auto err = parser.load(file.string()).get(doc); err) fail(file, simdjson::error_message(err));
+  auto json = simdjson::padded_string{};
+  if (simdjson::padded_string::load(file.string()).get(json) != simdjson::SUCCESS) fail(file, "cannot read");
+  auto parser = simdjson::ondemand::parser{};
+  auto doc = simdjson::ondemand::document{};
+  auto obj = simdjson::ondemand::object{};
+  if (const auto err = parser.iterate(json).get(doc); err) fail(file, simdjson::error_message(err));
+  if (const auto err = doc.get_object().get(obj); err) fail(file, std::string("not a JSON object: ") + simdjson::error_message(err));
   try {
-    if (field(doc, "add_bos_token")) out.add_bos = bool_field(doc, "add_bos_token", false);
-    if (field(doc, "add_eos_token")) out.add_eos = bool_field(doc, "add_eos_token", false);
-    out.bos_token = token_content(doc, "bos_token");
-    out.eos_token = token_content(doc, "eos_token");
-    out.split_special_tokens = bool_field(doc, "split_special_tokens", false);
+    out.add_bos = optional_bool(obj, "add_bos_token");
+    out.add_eos = optional_bool(obj, "add_eos_token");
+    out.bos_token = token_content(obj, "bos_token");
+    out.eos_token = token_content(obj, "eos_token");
+    out.split_special_tokens = optional_bool(obj, "split_special_tokens").value_or(false);
   } catch (const hf_error& e) {
     fail(file, e.what());
   }
