@@ -46,7 +46,7 @@ auto tokenizer::vocab_size() const -> int { return static_cast<int>(impl_->table
 auto tokenizer::bos_id() const -> token_id { return impl_->table.bos; }
 auto tokenizer::eos_id() const -> token_id { return impl_->table.eos; }
 auto tokenizer::piece(token_id id) const -> std::string_view { return impl_->piece(id); }
-auto tokenizer::is_byte(token_id id) const -> bool { return impl_->table.kind(id) == token_kind::byte && impl_->table.in_range(id); }
+auto tokenizer::is_byte(token_id id) const -> bool { return impl_->table.kind(id) == token_kind::byte; }
 
 auto tokenizer::byte_value(token_id id) const -> unsigned char {
   return is_byte(id) ? impl_->table.byte_values[id] : 0;

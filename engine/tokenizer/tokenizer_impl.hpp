@@ -25,6 +25,7 @@ struct token_table {
   token_id bos = -1;
   token_id eos = -1;
 
+  /// An id outside the vocabulary reads as control (no text, never a byte).
   auto kind(token_id id) const -> token_kind {
     return id >= 0 && static_cast<std::size_t>(id) < kinds.size() ? kinds[id] : token_kind::control;
   }

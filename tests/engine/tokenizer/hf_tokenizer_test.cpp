@@ -15,6 +15,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace troupe {
@@ -164,6 +165,37 @@ TEST_CASE("hf tokenizer: the incremental detokenizer on real tokenizers equals d
     }
     CHECK(num_partial > 0); // rare characters are split into bytes: held back
   }
+}
+
+TEST_CASE("hf tokenizer: one tokenizer encodes on four threads at once exactly as on one") {
+  // The tokenizer actors share one tokenizer: its word cache and per-thread
+  // scratch must not mix threads' words.
+  const auto dir = real_dir("llama3_1");
+  if (!dir) {
+    MESSAGE("tests/tools/node_modules is absent: not checked");
+    return;
+  }
+  auto texts = std::vector<std::string>{};
+  auto in = std::ifstream("/usr/share/common-licenses/GPL-3");
+  for (auto line = std::string{}; std::getline(in, line);) texts.push_back(line + " 日本語 😀 " + std::to_string(texts.size()));
+  const auto expected = [&] {
+    const auto fresh = tokenizer::load_dir(*dir);
+    auto out = std::vector<std::vector<token_id>>{};
+    for (const auto& t : texts) out.push_back(fresh.encode(t, true));
+    return out;
+  }();
+  const auto shared = tokenizer::load_dir(*dir);
+  auto results = std::vector<std::vector<std::vector<token_id>>>(4, std::vector<std::vector<token_id>>(texts.size()));
+  auto threads = std::vector<std::thread>{};
+  for (std::size_t k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (std::size_t j = 0; j < texts.size(); ++j) {
+        const auto i = k % 2 == 0 ? j : texts.size() - 1 - j; // two orders
+        results[k][i] = shared.encode(texts[i], true);
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (std::size_t k = 0; k < 4; ++k) CHECK(results[k] == expected);
 }
 
 } // namespace troupe

@@ -12,7 +12,8 @@
 // Then the features no real file here uses (Lowercase, NFKC, NFD, Digits,
 // Metaspace, every Split behavior, invert, ByteLevel's own regex and
 // prefix space, BOS + EOS templates, lstrip / rstrip / single_word /
-// normalized added tokens, Strip and Metaspace decoders): variants of the
+// normalized added tokens, Strip and Metaspace decoders, unk with and
+// without fuse_unk): variants of the
 // real files with one part swapped, on every 6th string, judged the same way.
 //
 // usage: node hf_tokenizer_test.mjs TROUPE   (exit 77: the tools are absent)
@@ -287,6 +288,8 @@ const variants = [
       if (a.content === "<|endoftext|>") a.single_word = true;
     }
   }, { bos_token: null, eos_token: "<|im_end|>" }],
+  ["gemma2+unk-fused", "gemma2", (t) => { t.model.byte_fallback = false; t.model.fuse_unk = true; }],
+  ["llama2+unk-not-fused", "llama2", (t) => { t.model.byte_fallback = false; t.model.fuse_unk = false; }],
   ["gemma3+add_bos+add_eos-config", "gemma3", () => {}, { add_bos_token: true, add_eos_token: true, bos_token: "<bos>", eos_token: "<eos>" }],
 ];
 const scratch = mkdtempSync(join(tmpdir(), "troupe-hf-"));
