@@ -288,6 +288,9 @@ const variants = [
       if (a.content === "<|endoftext|>") a.single_word = true;
     }
   }, { bos_token: null, eos_token: "<|im_end|>" }],
+  ["qwen3+RobertaProcessing", "qwen3", (t) => {
+    t.post_processor = { type: "RobertaProcessing", sep: ["<|im_end|>", 151645], cls: ["<|im_start|>", 151644], trim_offsets: true, add_prefix_space: false };
+  }],
   ["gemma2+unk-fused", "gemma2", (t) => { t.model.byte_fallback = false; t.model.fuse_unk = true; }],
   ["llama2+unk-not-fused", "llama2", (t) => { t.model.byte_fallback = false; t.model.fuse_unk = false; }],
   ["gemma3+add_bos+add_eos-config", "gemma3", () => {}, { add_bos_token: true, add_eos_token: true, bos_token: "<bos>", eos_token: "<eos>" }],
