@@ -2,6 +2,10 @@
 // tokenizer_config.json's BOS/EOS settings), run as HF tokenizers' encode:
 // added tokens on the raw text, normalizer, added tokens on the normalized
 // text, pre-tokenizer, BPE, post-processor.
+//
+// Left out on purpose, as transformers leaves them: the file's "truncation"
+// and "padding". Not applied: transformers 5's fix_mistral_regex patch and
+// clean_up_tokenization_spaces (decode is HF tokenizers' decode).
 
 #include "engine/model/model_error.hpp"
 #include "engine/tokenizer/hf/added_vocabulary.hpp"

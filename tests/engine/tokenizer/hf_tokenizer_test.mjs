@@ -134,6 +134,8 @@ function buildCorpus() {
     out.push(s);
   }
   out.push("", " ", "\n", "a", "\u0301", "  leading", "trailing  ", "\uffff\ufffd", "\u{10ffff}");
+  // Long runs: one pre-token of 100,000 characters, regexes over long spaces.
+  out.push(" ".repeat(200000) + "x", "a".repeat(100000), "日本".repeat(20000), "\n \t".repeat(30000) + "end");
   return out;
 }
 
