@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-tokenizer bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -47,6 +47,11 @@ test-repeat: build
 
 bench: build
 	$(BUILD)/troupe bench-engine --preset stories110m
+
+# tokenizer.json encode speed, troupe against Hugging Face tokenizers (one
+# thread each, interleaved runs, medians) on the real tokenizers of tests/tools.
+bench-tokenizer: build
+	node scripts/bench_tokenizer.mjs $(BUILD)/troupe
 
 # The libFuzzer harnesses (tests/fuzz/) under ASan and UBSan, each for
 # FUZZ_SECONDS (default 60) from the tests' seed corpora (scripts/fuzz.sh).

@@ -25,11 +25,11 @@ auto run_generate(std::span<char* const> argv) -> int {
   const std::string prompt = a.required("prompt");
 
   auto weights = model_weights::load(dir);
-  const auto tok = tokenizer::load(std::filesystem::path(dir) / "tokenizer.model");
+  const auto tok = tokenizer::load_dir(dir);
   const auto& cfg = weights.config;
   if (tok.vocab_size() > cfg.vocab_size)
-    fail(std::filesystem::path(dir) / "tokenizer.model",
-         std::to_string(tok.vocab_size()) + " pieces, more than the model's vocab_size " +
+    fail(tokenizer::file_in_dir(dir),
+         std::to_string(tok.vocab_size()) + " tokens, more than the model's vocab_size " +
              std::to_string(cfg.vocab_size));
 
   sampling_params p = default_sampling_params(cfg);

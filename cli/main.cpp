@@ -72,6 +72,13 @@ constexpr std::array k_commands = {
             "[--new]\n"
             "the api_key_sha256 of a key read from standard input, for a tenants file\n"
             "(--new: makes a random key, prints it and its hash)"},
+    command{"tokenize", cli::run_tokenize,
+            "--model DIR | --file FILE [--special] [--no-bos] [--decode] [--time]\n"
+            "a model's tokenizer (DIR's tokenizer.json, else tokenizer.model; or FILE) on JSON\n"
+            "lines: reads one JSON string a line on stdin, writes {\"ids\":[...]} a line (with\n"
+            "the BOS/EOS AutoTokenizer adds unless --no-bos); --special: special-token spellings\n"
+            "become ids always (as for chat templates); --decode adds \"text\", the ids decoded;\n"
+            "--time adds \"ns\", the encode's nanoseconds"},
     command{"make-model", cli::run_make_model,
             "--preset NAME --out DIR [--seed S]\n"
             "a model directory of a preset's shape, random weights (tiny's fitted to bigrams of\n"

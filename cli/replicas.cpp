@@ -45,12 +45,12 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   m.dir = cfg.model_dir;
   m.name = served_name(cfg.served_model_name, m.dir);
   m.mc = model_config::load(m.dir);
-  m.tok = std::make_shared<const tokenizer>(tokenizer::load(m.dir / "tokenizer.model"));
+  m.tok = std::make_shared<const tokenizer>(tokenizer::load_dir(m.dir));
   const auto& mc = m.mc;
   // Fewer pieces than rows is usual (a padded vocabulary, never sampled);
   // more would name ids the model has no row for.
   if (m.tok->vocab_size() > mc.vocab_size)
-    fail(m.dir / "tokenizer.model", std::to_string(m.tok->vocab_size()) + " pieces, more than the model's vocab_size " +
+    fail(tokenizer::file_in_dir(m.dir), std::to_string(m.tok->vocab_size()) + " tokens, more than the model's vocab_size " +
                                         std::to_string(mc.vocab_size));
   m.eos = eos_token_ids(m.mc, *m.tok);
   m.block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim * kv_elem * cfg.block_size;

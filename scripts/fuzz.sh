@@ -28,6 +28,9 @@ sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp a
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp"
 libs[safetensors]="-lsimdjson"
+sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokenizer.cpp engine/tokenizer/detokenizer.cpp
+  engine/tokenizer/sentencepiece_tokenizer.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
+libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
 
 # Seeds: the requests of tests/fuzz/corpus, the shipped TOML files, and two
 # small safetensors files.
@@ -37,6 +40,7 @@ seed() {
   case $name in
     openai_request) cp tests/fuzz/corpus/openai_request/* "$dir"/ ;;
     config_toml) cp config/default.toml config/tenants.example.toml config/sim/chat.toml "$dir"/ ;;
+    hf_tokenizer) printf 'The 123 <|end|>  word <TOOL> x\n' >"$dir/text"; printf '\xe6\x97\xa5 \xff ﬁ' >"$dir/bytes" ;;
     safetensors) python3 - "$dir" <<'PY'
 import json, struct, sys
 def write(path, header, data):
@@ -52,7 +56,7 @@ PY
 }
 
 failed=0
-for name in openai_request config_toml safetensors; do
+for name in openai_request config_toml safetensors hf_tokenizer; do
   exe=$out/$name/fuzz_$name
   mkdir -p "$out/$name"
   seed "$name"

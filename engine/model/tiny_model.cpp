@@ -220,7 +220,7 @@ void make_model(std::string_view preset, const fs::path& dir, std::uint64_t seed
   o.seed = seed;
   o.type = config->torch_dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
   if (preset == "tiny") {
-    const auto tok = tokenizer::load(dir / "tokenizer.model");
+    const auto tok = tokenizer::load_dir(dir);
     const auto counts = bigram_counts(tok, config->vocab_size, corpus);
     std::vector<double> row_scale;
     const auto targets = bigram_targets(counts, config->vocab_size, row_scale);

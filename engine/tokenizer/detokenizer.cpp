@@ -12,7 +12,6 @@ namespace troupe {
 namespace {
 
 constexpr auto replacement_char = std::string_view{"\xEF\xBF\xBD"}; // U+FFFD
-constexpr auto space_symbol = std::string_view{"\xE2\x96\x81"};     // "▁"
 
 // The rules below are sentencepiece's DecodeUTF8 (util.cc), so that pending
 // bytes resolve exactly as SentencePieceProcessor::Decode resolves them.
@@ -50,89 +49,99 @@ auto can_be_character(std::string_view bytes, std::size_t n) -> bool {
   return range_has_valid(lo, lo | ((1u << missing_bits) - 1), n);
 }
 
-auto append_replacing_spaces(std::string& out, std::string_view piece) -> void {
-  for (auto pos = piece.find(space_symbol); pos != std::string_view::npos;
-       pos = piece.find(space_symbol)) {
-    out.append(piece.substr(0, pos)).push_back(' ');
-    piece.remove_prefix(pos + space_symbol.size());
-  }
-  out.append(piece);
-}
-
 } // namespace
 
 incremental_detokenizer::incremental_detokenizer(const tokenizer& tok, bool at_text_start)
     : tok_(&tok),
       at_start_(at_text_start && tok.leading_space() != leading_space_rule::keep) {}
 
+auto incremental_detokenizer::hold(std::string_view bytes) -> void {
+  const auto push_number = first_ + unsettled_.size();
+  unsettled_.push_back({{}, bytes.size()});
+  pending_.append(bytes);
+  owners_.insert(owners_.end(), bytes.size(), push_number);
+}
+
+auto incremental_detokenizer::settle() -> void {
+  auto n = std::size_t{0};
+  while (n < unsettled_.size() && unsettled_[n].num_undecided_bytes == 0) {
+    settled_.push_back(std::move(unsettled_[n].share));
+    ++n;
+  }
+  unsettled_.erase(unsettled_.begin(), unsettled_.begin() + static_cast<std::ptrdiff_t>(n));
+  first_ += n;
+}
+
 auto incremental_detokenizer::drain(std::string& out, bool run_ended) -> void {
   auto done = std::size_t{0};
-  const auto settle_skipped = [&](std::size_t byte) {
-    settled_.resize(settled_.size() + skipped_after_[byte]);
+  const auto decide = [&](std::size_t byte, std::string_view text) {
+    auto& owner = unsettled_[owners_[byte] - first_];
+    owner.share.append(text);
+    --owner.num_undecided_bytes;
   };
   while (done < pending_.size()) {
     const auto rest = std::string_view{pending_}.substr(done);
     const auto n = sequence_length(static_cast<unsigned char>(rest[0]));
     if (n != 0 && rest.size() >= n && can_be_character(rest.substr(0, n), n)) {
       out.append(rest.substr(0, n));
-      for (std::size_t i = 0; i < n; ++i) { // one byte piece each
-        settled_.emplace_back(1, rest[i]);
-        settle_skipped(done + i);
-      }
+      for (std::size_t i = 0; i < n; ++i) decide(done + i, rest.substr(i, 1));
       done += n;
     } else if (n != 0 && rest.size() < n && !run_ended && can_be_character(rest, n)) {
       break; // may still complete
     } else {
       out.append(replacement_char); // this byte starts no character: skip one
-      settled_.emplace_back(replacement_char);
-      settle_skipped(done);
+      decide(done, replacement_char);
       done += 1;
     }
   }
   pending_.erase(0, done);
-  skipped_after_.erase(skipped_after_.begin(), skipped_after_.begin() + static_cast<std::ptrdiff_t>(done));
+  owners_.erase(owners_.begin(), owners_.begin() + static_cast<std::ptrdiff_t>(done));
+  settle();
 }
 
 auto incremental_detokenizer::push(token_id id) -> std::string {
   auto out = std::string{};
   if (id < 0 || id >= tok_->vocab_size()) { // no text, and the byte run goes on
-    if (pending_.empty()) settled_.emplace_back();
-    else ++skipped_after_.back();
+    hold({});
+    settle();
     return out;
   }
   if (tok_->is_byte(id)) {
-    pending_.push_back(static_cast<char>(tok_->byte_value(id)));
-    skipped_after_.push_back(0);
+    hold(tok_->token_surface(id));
     drain(out, false);
     emitted_ = emitted_ || !out.empty();
     return out;
   }
-  drain(out, true); // any other piece ends the byte run
+  if (tok_->is_control(id)) { // ends the byte run, as in sentencepiece's decoder
+    drain(out, true);
+    hold({});
+    settle();
+    emitted_ = emitted_ || !out.empty();
+    return out;
+  }
+  // Held bytes come out before this token (completed by it, or as U+FFFD:
+  // a token of whole characters cannot continue them).
   // Mirrors SentencePieceProcessor::Decode's is_bos_ws / bos_ws_seen.
-  if (bos_ws_seen_ || emitted_ || !out.empty()) at_start_ = false;
+  if (bos_ws_seen_ || emitted_ || !pending_.empty()) at_start_ = false;
   bos_ws_seen_ = false;
-  const auto drops_space = at_start_ && !tok_->is_control(id) && !tok_->is_unknown(id) &&
-                           tok_->piece(id).starts_with(space_symbol);
-  auto own = token_bytes(id);
+  const auto drops_space = at_start_ && !tok_->is_unknown(id) && tok_->token_surface(id).starts_with(' ');
+  const auto own = token_bytes(id);
   if (drops_space) bos_ws_seen_ = tok_->leading_space() == leading_space_rule::drop_first;
-  out += own;
-  settled_.push_back(std::move(own));
+  hold(own);
+  drain(out, false);
   emitted_ = emitted_ || !out.empty();
   return out;
 }
 
 auto incremental_detokenizer::token_bytes(token_id id) const -> std::string {
-  auto out = std::string{};
-  if (id < 0 || id >= tok_->vocab_size() || tok_->is_control(id)) return out;
-  if (tok_->is_byte(id)) return std::string(1, static_cast<char>(tok_->byte_value(id)));
-  if (tok_->is_unknown(id)) return tok_->decode(std::span{&id, 1}); // the model's unk surface, " ⁇ "
-  // push drops the leading "▁" only while nothing was emitted, no "▁" was just
-  // dropped, and no held byte is about to come out.
+  if (id < 0 || id >= tok_->vocab_size() || tok_->is_control(id)) return {};
+  auto surface = tok_->token_surface(id);
+  if (tok_->is_byte(id) || tok_->is_unknown(id)) return std::string(surface);
+  // push drops the leading space only while nothing was emitted, no space was
+  // just dropped, and no held byte is about to come out.
   const auto at_start = at_start_ && !bos_ws_seen_ && !emitted_ && pending_.empty();
-  auto piece = tok_->piece(id);
-  if (at_start && piece.starts_with(space_symbol)) piece.remove_prefix(space_symbol.size());
-  append_replacing_spaces(out, piece);
-  return out;
+  if (at_start && surface.starts_with(' ')) surface.remove_prefix(1);
+  return std::string(surface);
 }
 
 auto incremental_detokenizer::take_settled() -> std::vector<std::string> {

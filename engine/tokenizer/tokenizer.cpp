@@ -1,260 +1,70 @@
 #include "engine/tokenizer/tokenizer.hpp"
 
 #include "engine/model/model_error.hpp"
+#include "engine/tokenizer/tokenizer_impl.hpp"
 
-#include <sentencepiece_processor.h>
-
-#include <algorithm>
-#include <array>
-#include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <system_error>
-#include <utility>
 
 namespace troupe {
-namespace {
 
-// ModelProto.SentencePiece.Type, sentencepiece_model.proto.
-enum class piece_type : std::uint8_t {
-  normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
-};
-
-struct wire_field {
-  std::uint32_t number = 0;
-  std::uint64_t varint = 0;   // wire type 0
-  std::string_view bytes;     // wire type 2
-};
-
-// Calls f on each field of a protobuf message; false when malformed. The
-// installed sentencepiece has no sentencepiece_model.pb.h, and the processor
-// API cannot tell user-defined pieces or the normalizer flags, so we read the
-// few fields we need from the serialized model ourselves.
-template <class F>
-auto for_each_field(std::string_view msg, F&& f) -> bool {
-  auto pos = std::size_t{0};
-  auto read_varint = [&](std::uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64 && pos < msg.size(); shift += 7) {
-      const auto b = static_cast<unsigned char>(msg[pos++]);
-      v |= std::uint64_t{b & 0x7Fu} << shift;
-      if ((b & 0x80u) == 0) return true;
-    }
-    return false;
-  };
-  while (pos < msg.size()) {
-    auto key = std::uint64_t{0};
-    if (!read_varint(key)) return false;
-    auto field = wire_field{static_cast<std::uint32_t>(key >> 3), 0, {}};
-    switch (key & 7) {
-    case 0:
-      if (!read_varint(field.varint)) return false;
-      break;
-    case 1:
-      if (msg.size() - pos < 8) return false;
-      pos += 8;
-      break;
-    case 2: {
-      auto len = std::uint64_t{0};
-      if (!read_varint(len) || len > msg.size() - pos) return false;
-      field.bytes = msg.substr(pos, len);
-      pos += len;
-      break;
-    }
-    case 5:
-      if (msg.size() - pos < 4) return false;
-      pos += 4;
-      break;
-    default:
-      return false;
-    }
-    f(field);
-  }
-  return true;
-}
-
-struct model_facts {
-  std::vector<piece_type> types;
-  bool add_dummy_prefix = true;         // proto defaults
-  bool remove_extra_whitespaces = true;
-};
-
-auto read_model_facts(std::string_view proto, model_facts& facts) -> bool {
-  auto ok = true;
-  ok &= for_each_field(proto, [&](const wire_field& f) {
-    if (f.number == 1) { // ModelProto.pieces
-      auto type = piece_type::normal;
-      ok &= for_each_field(f.bytes, [&](const wire_field& g) {
-        if (g.number == 3) type = static_cast<piece_type>(g.varint);
-      });
-      facts.types.push_back(type);
-    } else if (f.number == 3) { // ModelProto.normalizer_spec
-      ok &= for_each_field(f.bytes, [&](const wire_field& g) {
-        if (g.number == 3) facts.add_dummy_prefix = g.varint != 0;
-        if (g.number == 4) facts.remove_extra_whitespaces = g.varint != 0;
-      });
-    }
-  });
-  return ok;
-}
-
-auto hex_value(char c) -> int {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return 0;
-}
-
-} // namespace
-
-struct tokenizer::impl {
-  sentencepiece::SentencePieceProcessor sp;
-  std::vector<piece_type> types;
-  std::vector<unsigned char> byte_values; ///< meaningful for byte pieces only
-  /// Spellings encode_with_special turns into ids, longest first.
-  std::vector<std::pair<std::string, token_id>> specials;
-  std::array<bool, 256> special_first_byte{};
-  leading_space_rule leading = leading_space_rule::drop_first;
-
-  auto type_of(token_id id) const -> piece_type {
-    return id >= 0 && static_cast<std::size_t>(id) < types.size() ? types[id] : piece_type::unused;
-  }
-
-  auto encode_plain(std::string_view text, std::vector<token_id>& out) const -> void {
-    auto ids = std::vector<int>{};
-    if (text.empty() || !sp.Encode(text, &ids).ok()) return;
-    out.insert(out.end(), ids.begin(), ids.end());
-  }
-};
-
-tokenizer::tokenizer() : impl_(std::make_unique<impl>()) {}
+tokenizer::tokenizer(std::unique_ptr<tokenizer_impl> impl) : impl_(std::move(impl)) {}
 tokenizer::tokenizer(tokenizer&&) noexcept = default;
 auto tokenizer::operator=(tokenizer&&) noexcept -> tokenizer& = default;
 tokenizer::~tokenizer() = default;
 
-auto tokenizer::load(const std::filesystem::path& model_file) -> tokenizer {
+auto tokenizer::load(const std::filesystem::path& file) -> tokenizer {
+  if (file.extension() == ".json")
+    return tokenizer{load_hf_tokenizer(file, file.parent_path() / "tokenizer_config.json")};
+  return tokenizer{load_sentencepiece(file)};
+}
+
+auto tokenizer::file_in_dir(const std::filesystem::path& dir) -> std::filesystem::path {
   auto ec = std::error_code{};
-  if (!std::filesystem::is_regular_file(model_file, ec)) fail(model_file, "no such file");
-  // The file is read once: sentencepiece parses these bytes, and so does
-  // read_model_facts (piece types and normalizer flags the API hides).
-  auto bytes = std::string{};
-  {
-    auto in = std::ifstream(model_file, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in && !in.eof()) fail(model_file, "cannot read");
-  }
-  auto tok = tokenizer{};
-  auto& m = *tok.impl_;
-  if (const auto status = m.sp.LoadFromSerializedProto(bytes); !status.ok())
-    fail(model_file, std::string("not a sentencepiece model (") + status.message() + ")");
-  auto facts = model_facts{};
-  const auto num_pieces = m.sp.GetPieceSize();
-  if (!read_model_facts(bytes, facts)
-      || facts.types.size() != static_cast<std::size_t>(num_pieces))
-    fail(model_file, "cannot read the piece table");
-  m.types = std::move(facts.types);
-  m.leading = facts.remove_extra_whitespaces ? leading_space_rule::drop_while_empty
-              : facts.add_dummy_prefix       ? leading_space_rule::drop_first
-                                             : leading_space_rule::keep;
-  m.byte_values.resize(num_pieces);
-  for (auto id = 0; id < num_pieces; ++id) {
-    const auto& p = m.sp.IdToPiece(id);
-    if (m.types[id] == piece_type::byte) {
-      if (p.size() != 6 || !p.starts_with("<0x")) fail(model_file, "malformed byte piece " + p);
-      m.byte_values[id] = static_cast<unsigned char>(hex_value(p[3]) * 16 + hex_value(p[4]));
-    }
-    if (m.types[id] == piece_type::control || m.types[id] == piece_type::user_defined) {
-      m.specials.emplace_back(p, id);
-      m.special_first_byte[static_cast<unsigned char>(p[0])] = true;
-    }
-  }
-  std::stable_sort(m.specials.begin(), m.specials.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  return tok;
+  if (std::filesystem::is_regular_file(dir / "tokenizer.json", ec)) return dir / "tokenizer.json";
+  return dir / "tokenizer.model";
+}
+
+auto tokenizer::load_dir(const std::filesystem::path& dir) -> tokenizer {
+  const auto file = file_in_dir(dir);
+  auto ec = std::error_code{};
+  if (!std::filesystem::is_regular_file(file, ec))
+    fail(dir, "no tokenizer.json or tokenizer.model (a tokenizer saved only for PyTorch, or none, "
+              "cannot be read: save it with AutoTokenizer's save_pretrained)");
+  return load(file);
 }
 
 auto tokenizer::encode(std::string_view text, bool add_bos) const -> std::vector<token_id> {
-  auto out = std::vector<token_id>{};
-  if (add_bos && bos_id() >= 0) out.push_back(bos_id());
-  impl_->encode_plain(text, out);
-  return out;
+  return impl_->encode(text, add_bos, false);
 }
 
-auto tokenizer::encode_with_special(std::string_view text, bool add_bos) const
-    -> std::vector<token_id> {
-  // Each stretch between special spellings is encoded on its own, dummy
-  // prefix included, as Meta's Llama-2 chat code and HF's legacy mode do.
-  auto out = std::vector<token_id>{};
-  if (add_bos && bos_id() >= 0) out.push_back(bos_id());
-  auto segment_begin = std::size_t{0};
-  auto pos = std::size_t{0};
-  while (pos < text.size()) {
-    auto matched = false;
-    if (impl_->special_first_byte[static_cast<unsigned char>(text[pos])]) {
-      for (const auto& [spelling, id] : impl_->specials) {
-        if (text.substr(pos).starts_with(spelling)) {
-          impl_->encode_plain(text.substr(segment_begin, pos - segment_begin), out);
-          out.push_back(id);
-          pos += spelling.size();
-          segment_begin = pos;
-          matched = true;
-          break;
-        }
-      }
-    }
-    if (!matched) ++pos;
-  }
-  impl_->encode_plain(text.substr(segment_begin), out);
-  return out;
+auto tokenizer::encode_with_special(std::string_view text, bool add_bos) const -> std::vector<token_id> {
+  return impl_->encode(text, add_bos, true);
 }
 
-auto tokenizer::decode(std::span<const token_id> ids) const -> std::string {
-  auto valid = std::vector<int>{};
-  valid.reserve(ids.size());
-  for (const auto id : ids)
-    if (id >= 0 && id < vocab_size()) valid.push_back(id);
-  auto text = std::string{};
-  if (!impl_->sp.Decode(valid, &text).ok()) return {};
-  return text;
-}
-
-auto tokenizer::vocab_size() const -> int { return static_cast<int>(impl_->types.size()); } // load checked: one type per piece
-auto tokenizer::bos_id() const -> token_id { return impl_->sp.bos_id(); }
-auto tokenizer::eos_id() const -> token_id { return impl_->sp.eos_id(); }
-
-auto tokenizer::piece(token_id id) const -> std::string_view {
-  if (id < 0 || id >= vocab_size()) return {};
-  return impl_->sp.IdToPiece(id); // a reference into the loaded model
-}
-
-auto tokenizer::is_byte(token_id id) const -> bool {
-  return impl_->type_of(id) == piece_type::byte;
-}
+auto tokenizer::decode(std::span<const token_id> ids) const -> std::string { return impl_->decode(ids); }
+auto tokenizer::vocab_size() const -> int { return static_cast<int>(impl_->table.kinds.size()); }
+auto tokenizer::bos_id() const -> token_id { return impl_->table.bos; }
+auto tokenizer::eos_id() const -> token_id { return impl_->table.eos; }
+auto tokenizer::piece(token_id id) const -> std::string_view { return impl_->piece(id); }
+auto tokenizer::is_byte(token_id id) const -> bool { return impl_->table.kind(id) == token_kind::byte; }
 
 auto tokenizer::byte_value(token_id id) const -> unsigned char {
-  return is_byte(id) ? impl_->byte_values[id] : 0;
+  return is_byte(id) ? impl_->table.byte_values[id] : 0;
 }
 
 auto tokenizer::is_control(token_id id) const -> bool {
-  return impl_->type_of(id) == piece_type::control;
+  return impl_->table.in_range(id) && impl_->table.kinds[id] == token_kind::control;
 }
 
-auto tokenizer::is_unknown(token_id id) const -> bool {
-  return impl_->type_of(id) == piece_type::unknown;
-}
-
+auto tokenizer::is_unknown(token_id id) const -> bool { return impl_->table.kind(id) == token_kind::unknown; }
 auto tokenizer::is_user_defined(token_id id) const -> bool {
-  return impl_->type_of(id) == piece_type::user_defined;
+  return impl_->table.kind(id) == token_kind::user_defined;
 }
+auto tokenizer::leading_space() const -> leading_space_rule { return impl_->table.leading; }
+auto tokenizer::id_of(std::string_view piece) const -> token_id { return impl_->id_of(piece); }
 
-auto tokenizer::leading_space() const -> leading_space_rule { return impl_->leading; }
-
-auto tokenizer::id_of(std::string_view piece) const -> token_id {
-  // PieceToId answers unk_id for absent pieces.
-  const auto id = impl_->sp.PieceToId(piece);
-  if (id < 0 || id >= vocab_size() || impl_->sp.IdToPiece(id) != piece) return -1;
-  return id;
+auto tokenizer::token_surface(token_id id) const -> std::string_view {
+  return impl_->table.in_range(id) ? std::string_view{impl_->table.surfaces[id]} : std::string_view{};
 }
-
 
 } // namespace troupe

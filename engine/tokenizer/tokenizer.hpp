@@ -1,5 +1,7 @@
 #pragma once
-// SentencePiece tokenizer of a Llama-family model (tokenizer.model).
+// A model's tokenizer: SentencePiece (tokenizer.model) or Hugging Face
+// (tokenizer.json), behind one facade. Both are loaded at start-up and then
+// only read: one tokenizer may serve many threads at once.
 
 #include "engine/types.hpp"
 
@@ -12,50 +14,80 @@
 
 namespace troupe {
 
-/// What decode does with a "▁" opening the text: `keep` it; drop the one a
-/// dummy prefix put there (`drop_first`, Llama); or, with
+class tokenizer_impl;
+
+/// What decode does with a space opening the text: `keep` it; drop the one a
+/// dummy prefix put there (`drop_first`: SentencePiece's Llama, and
+/// tokenizer.json's Strip and Metaspace decoders); or, with
 /// remove_extra_whitespaces, drop one per piece until some text appears
 /// (`drop_while_empty`).
 enum class leading_space_rule { keep, drop_first, drop_while_empty };
 
+/// Special tokens and the two encode entry points.
+///
+/// SentencePiece: `encode` treats every spelling as text ("<s>" is four
+/// characters); `encode_with_special` turns the spellings of control and
+/// user-defined pieces into their ids.
+///
+/// tokenizer.json: both match the added tokens (special or not) before the
+/// model, as Hugging Face's AddedVocabulary does; `encode` leaves special
+/// ones as text only where tokenizer_config.json sets split_special_tokens,
+/// `encode_with_special` matches them always. add_bos = true applies what
+/// AutoTokenizer's encode adds: tokenizer_config.json's add_bos_token /
+/// add_eos_token (with bos_token / eos_token) where it sets either, else the
+/// post-processor's template (BOS, and EOS if the template has one).
 class tokenizer {
 public:
-  /// Loads a sentencepiece model file; throws model_error("<path>: <problem>").
-  static auto load(const std::filesystem::path& model_file) -> tokenizer;
+  /// Loads `file`: a tokenizer.json (by its .json name, with the
+  /// tokenizer_config.json beside it) or a SentencePiece model; throws
+  /// model_error("<path>: <problem>") naming what is not supported.
+  static auto load(const std::filesystem::path& file) -> tokenizer;
+
+  /// A model directory's tokenizer: dir/tokenizer.json where present (as HF
+  /// transformers' fast tokenizer and vLLM choose), else dir/tokenizer.model;
+  /// neither is one model_error line.
+  static auto load_dir(const std::filesystem::path& dir) -> tokenizer;
+
+  /// The file load_dir would read (for error messages), existing or not.
+  static auto file_in_dir(const std::filesystem::path& dir) -> std::filesystem::path;
 
   tokenizer(tokenizer&&) noexcept;
   auto operator=(tokenizer&&) noexcept -> tokenizer&;
   ~tokenizer();
 
-  /// Plain text to ids; special-token spellings ("<s>") are ordinary text here.
+  /// Plain text to ids (see the class comment for special tokens and BOS).
   auto encode(std::string_view text, bool add_bos) const -> std::vector<token_id>;
 
-  /// Like encode, but the spellings of control/user-defined pieces ("<s>",
-  /// "</s>", "<|im_start|>" when the vocabulary has them) become their ids, as
-  /// HF tokenizers do for chat-template output.
+  /// Like encode, but special-token spellings ("<s>", "<|im_start|>")
+  /// always become their ids, as HF tokenizers do for chat-template output.
   auto encode_with_special(std::string_view text, bool add_bos) const -> std::vector<token_id>;
 
-  /// Ids to text, control tokens dropped, leading space of the text removed
-  /// (see leading_space()). Ids outside [0, vocab_size()) are skipped.
+  /// Ids to text, control (special) tokens skipped: SentencePiece's Decode, or
+  /// HF's decode(ids, skip_special_tokens=true). Ids outside [0,
+  /// vocab_size()) are skipped.
   auto decode(std::span<const token_id> ids) const -> std::string;
 
   auto vocab_size() const -> int;
   auto bos_id() const -> token_id; ///< -1 when the model has none
   auto eos_id() const -> token_id; ///< -1 when the model has none
-  auto piece(token_id id) const -> std::string_view; ///< "▁the", "<0x0A>", "<s>"
+  auto piece(token_id id) const -> std::string_view; ///< "▁the", "<0x0A>", "Ġthe", "<s>"
   auto is_byte(token_id id) const -> bool;    ///< a byte-fallback piece <0xNN>
   auto byte_value(token_id id) const -> unsigned char; ///< requires is_byte(id)
-  auto is_control(token_id id) const -> bool; ///< <s>, </s>; not <unk>
+  auto is_control(token_id id) const -> bool; ///< <s>, </s>, HF special tokens; not SP's <unk>
   auto is_unknown(token_id id) const -> bool;
   auto is_user_defined(token_id id) const -> bool; ///< always matched whole by encode
   auto leading_space() const -> leading_space_rule;
   auto id_of(std::string_view piece) const -> token_id; ///< -1 when absent
 
+  /// The bytes `id` adds to decoded text mid-stream, before any leading-space
+  /// rule: "▁the" and "Ġthe" give " the", a byte piece its byte, SP's unknown
+  /// piece " ⁇ "; "" for control tokens and ids outside the vocabulary. A
+  /// byte-level token's bytes need not be UTF-8 alone. O(1).
+  auto token_surface(token_id id) const -> std::string_view;
 
 private:
-  tokenizer();
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  explicit tokenizer(std::unique_ptr<tokenizer_impl> impl);
+  std::unique_ptr<tokenizer_impl> impl_;
 };
 
 } // namespace troupe

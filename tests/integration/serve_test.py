@@ -714,7 +714,7 @@ def test_padded_vocabulary(model, tmp):
     except subprocess.TimeoutExpired:
         rc, err = None, "it served"
     lines = err.splitlines()
-    check(rc == 1 and len(lines) == 1 and "2000 pieces, more than the model's vocab_size 1000" in lines[0],
+    check(rc == 1 and len(lines) == 1 and "2000 tokens, more than the model's vocab_size 1000" in lines[0],
           "a tokenizer with more pieces than the model's rows stops start-up with one line: " + err)
 
 

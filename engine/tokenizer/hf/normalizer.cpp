@@ -1,0 +1,88 @@
+#include "engine/tokenizer/hf/normalizer.hpp"
+
+#include "engine/tokenizer/hf/unicode.hpp"
+
+namespace troupe::hf {
+namespace {
+
+auto replace_all(std::string_view text, std::string_view from, std::string_view to) -> std::string {
+  auto out = std::string{};
+  out.reserve(text.size());
+  for (auto pos = text.find(from); !from.empty() && pos != std::string_view::npos; pos = text.find(from)) {
+    out.append(text.substr(0, pos)).append(to);
+    text.remove_prefix(pos + from.size());
+  }
+  return out.append(text);
+}
+
+} // namespace
+
+normalizer::normalizer(std::optional<dom::element> json) {
+  if (json) add(*json);
+}
+
+auto normalizer::add(dom::element json) -> void {
+  const auto type = type_of(json, "normalizer");
+  if (type == "Sequence") {
+    auto list = dom::array{};
+    if (json["normalizers"].get_array().get(list) != simdjson::SUCCESS)
+      throw hf_error("normalizer Sequence has no \"normalizers\" list");
+    for (const auto item : list) add(item);
+  } else if (type == "NFC") {
+    steps_.push_back({kind::nfc, {}, {}, {}});
+  } else if (type == "NFD") {
+    steps_.push_back({kind::nfd, {}, {}, {}});
+  } else if (type == "NFKC") {
+    steps_.push_back({kind::nfkc, {}, {}, {}});
+  } else if (type == "NFKD") {
+    steps_.push_back({kind::nfkd, {}, {}, {}});
+  } else if (type == "Lowercase") {
+    steps_.push_back({kind::lowercase, {}, {}, {}});
+  } else if (type == "Prepend") {
+    steps_.push_back({kind::prepend, {}, std::string(string_field(json, "prepend", "normalizer Prepend")), {}});
+  } else if (type == "Replace") {
+    const auto content = std::string(string_field(json, "content", "normalizer Replace"));
+    const auto pattern = field(json, "pattern");
+    if (!pattern) throw hf_error("normalizer Replace has no \"pattern\"");
+    if (const auto s = opt_string(*pattern, "String")) {
+      steps_.push_back({kind::replace_string, std::string(*s), content, {}});
+    } else if (const auto r = opt_string(*pattern, "Regex")) {
+      steps_.push_back({kind::replace_regex, {}, content, std::make_unique<regex>(*r)});
+    } else {
+      throw hf_error("normalizer Replace: pattern is neither String nor Regex");
+    }
+  } else {
+    unsupported("normalizer", type);
+  }
+}
+
+auto normalizer::apply(std::string_view text) const -> std::string {
+  auto s = std::string(text);
+  for (const auto& st : steps_) {
+    switch (st.what) {
+    case kind::nfc: s = normalize(s, normal_form::nfc); break;
+    case kind::nfd: s = normalize(s, normal_form::nfd); break;
+    case kind::nfkc: s = normalize(s, normal_form::nfkc); break;
+    case kind::nfkd: s = normalize(s, normal_form::nfkd); break;
+    case kind::lowercase: s = lowercase(s); break;
+    case kind::prepend:
+      if (!s.empty()) s.insert(0, st.content);
+      break;
+    case kind::replace_string: s = replace_all(s, st.pattern, st.content); break;
+    case kind::replace_regex: {
+      auto out = std::string{};
+      auto last = std::size_t{0};
+      st.pattern_regex->for_each_match(s, [&](std::size_t b, std::size_t e) {
+        out.append(s, last, b - last).append(st.content);
+        last = e;
+      });
+      out.append(s, last);
+      s = std::move(out);
+      break;
+    }
+    }
+  }
+  return s;
+}
+
+} // namespace troupe::hf
