@@ -17,5 +17,6 @@ auto run_bench_scheduler(std::span<char* const> argv) -> int;
 auto run_sim(std::span<char* const> argv) -> int;
 auto run_hash_key(std::span<char* const> argv) -> int;
 auto run_config(std::span<char* const> argv) -> int;
+auto run_render_template(std::span<char* const> argv) -> int;
 
 } // namespace troupe::cli

