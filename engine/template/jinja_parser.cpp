@@ -90,7 +90,8 @@ private:
 
   // Statements.
 
-  /// Nodes up to a block tag naming one of `ends` (left current) or eof.
+  /// Nodes up to a block tag naming one of `ends` (left current) or eof;
+  /// the first of `ends` is the block's closing tag.
   auto subparse(std::initializer_list<std::string_view> ends) -> node_list {
     node_list out;
     while (true) {
@@ -164,7 +165,7 @@ private:
     next();
     n->e = parse_tuple(false);
     expect_block_end();
-    n->body = subparse({"elif", "else", "endif"});
+    n->body = subparse({"endif", "elif", "else"});
     if (is_name("elif")) {
       n->else_body.push_back(parse_if()); // consumes through endif
       return n;
@@ -633,7 +634,7 @@ private:
     return n;
   }
 
-  static constexpr int k_max_depth = 100; // keeps the recursion off the stack's end
+  static constexpr int k_max_depth = 300; // about 100 parentheses deep: keeps the recursion off the stack's end
 
   std::vector<token> t_;
   std::size_t pos_ = 0;

@@ -221,6 +221,10 @@ FEATURES = {
 	{% if true %}tab{% endif %}
 end {{- '\\n' }}   {# trailing #}
 """,
+    "scoping": """{% set top = 'top' %}{% macro show(x) %}{{ x }}/{{ top }}/{{ later | default('-') }}{% endmacro %}{% set later = 'later' %}
+{% for m in messages %}{% if not loop.first %}{{ carried | default('none') }}{% endif %}{% set carried = m.role %}{% set top = 'shadow' %}{{ show(m.role) }} {% set outer = loop %}{% for c in 'ab' %}{{ outer.index }}.{{ loop.index }}{% endfor %};{% endfor %}
+{{ top }} {{ carried | default('gone') }} {% if true %}{% set in_if = 'kept' %}{% endif %}{{ in_if }}""",
+    "literals": """{{ 'a\\tb\\n' }}|{{ "d\\"q" }}|{{ '\\u00e9\\x41\\101\\U0001F600' }}|{{ 'back\\\\slash' }}|{{ 'un\\known' }}|{{ 'con' 'cat' }}|{{ 1_000 }}|{{ 1.5e3 }}|{{ 0.5 }}|{{ [1, 'two', 3.0, none, true, false] }}|{{ {'a': {'b': ['c']}} }}|{{ ('one',) }}|{{ () }}|{{ "it's" }}|{{ ['it\\'s', "q\\"", 'both\\'"'] }}""",
     "raise on purpose": """{% if messages | length > 2 %}{{ raise_exception('too many: ' ~ messages | length) }}{% endif %}ok""",
     "undefined": """[{{ missing }}] [{{ missing | length }}] [{{ missing | default('d') }}] {% for x in missing %}never{% endfor %} {{ missing is defined }} {{ messages[0].missing is defined }} {{ messages[99] is defined }} {{ (missing ~ 'x') }} {{ 'k' in missing }}""",
     "undefined attribute error": """{{ missing.attr }}""",
