@@ -272,9 +272,10 @@ private:
     if (a.positional.size() > params.size())
       throw render_error("macro '" + name + "' takes not more than " + std::to_string(params.size()) + " argument(s)");
     auto s = child(defining);
-    for (const auto& [k, v] : a.named) {
-      const bool known = k == "caller" || std::any_of(params.begin(), params.end(), [&](auto& p) { return p.first == k; });
-      if (!known) throw render_error("macro '" + name + "' takes no keyword argument '" + k + "'");
+    for (const auto& named : a.named) {
+      const auto& key = named.first;
+      const bool known = key == "caller" || std::any_of(params.begin(), params.end(), [&](auto& p) { return p.first == key; });
+      if (!known) throw render_error("macro '" + name + "' takes no keyword argument '" + key + "'");
     }
     for (std::size_t i = 0; i < params.size(); ++i) {
       const auto& [pname, def] = params[i];
