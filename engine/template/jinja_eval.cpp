@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 namespace troupe::jinja {
 namespace {
@@ -226,6 +227,8 @@ private:
     }
     if (items.empty()) return exec(n.else_body, s, out);
     const auto length = static_cast<std::int64_t>(items.size());
+    // loop.changed(x): whether x differs from its value at the last call.
+    auto last_changed = std::make_shared<std::optional<array>>();
     for (std::int64_t i = 0; i < length; ++i) {
       if (++steps_ > k_max_steps) fail(n.line, "the template runs more than " + std::to_string(k_max_steps) + " loop steps");
       auto body = child(s);
@@ -246,6 +249,14 @@ private:
                                    if (a.positional.empty()) throw render_error("no items for cycling given");
                                    return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
                                  }});
+      loop.set("changed", function{"changed", [last_changed](const call_args& a) -> value {
+                                     const auto& now = a.positional;
+                                     const bool same = last_changed->has_value() && (*last_changed)->size() == now.size() &&
+                                                       std::equal(now.begin(), now.end(), (*last_changed)->begin(), equals);
+                                     if (same) return false;
+                                     *last_changed = now;
+                                     return true;
+                                   }});
       body->set("loop", std::move(loop));
       if (exec(n.body, body, out) == flow::break_) break;
     }

@@ -79,6 +79,54 @@ auto prefix_test(const std::string& s, const value& arg, bool at_end) -> bool {
   return one(arg);
 }
 
+/// str.format with plain fields ("{}", "{0}", "{name}", "{{", "}}"); a
+/// conversion, format spec or attribute in a field is refused.
+auto format(const std::string& s, const call_args& a) -> value {
+  std::string out;
+  std::size_t next_auto = 0;
+  bool automatic = false, manual = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '}') {
+      if (i + 1 < s.size() && s[i + 1] == '}') ++i;
+      else type_error("Single '}' encountered in format string");
+      out += '}';
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < s.size() && s[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    const auto close = s.find('}', i);
+    if (close == std::string::npos) type_error("Single '{' encountered in format string");
+    const auto field = s.substr(i + 1, close - i - 1);
+    i = close;
+    if (field.find_first_of("!:.[{") != std::string::npos) type_error("str.format fields other than {}, {0}, {name} are not supported");
+    const value* v = nullptr;
+    if (field.empty()) {
+      automatic = true;
+      v = next_auto < a.positional.size() ? &a.positional[next_auto] : nullptr;
+      ++next_auto;
+    } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      manual = true;
+      const auto k = std::stoull(field.size() > 6 ? std::string("999999") : field);
+      v = k < a.positional.size() ? &a.positional[k] : nullptr;
+    } else {
+      for (const auto& [key, x] : a.named)
+        if (key == field) v = &x;
+    }
+    if (automatic && manual) type_error("cannot switch between automatic and manual field numbering");
+    if (v == nullptr) type_error("str.format: no argument for {" + field + "}");
+    out += to_str(*v);
+  }
+  return out;
+}
+
 auto string_method(const std::string& s, std::string_view name) -> value {
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     const bool left = name != "rstrip", right = name != "lstrip";
@@ -180,6 +228,7 @@ auto string_method(const std::string& s, std::string_view name) -> value {
       return n == "islower" || n == "isupper" ? any_cased : true;
     });
   }
+  if (name == "format") return bound("format", [s](const call_args& a) { return format(s, a); });
   type_error("str." + std::string(name) + "() is not supported");
 }
 

@@ -183,7 +183,7 @@ def conversations():
 # Small templates of this file that reach what the models' templates do not:
 # each is rendered on the conversations too.
 FEATURES = {
-    "loop variables": """{% for m in messages %}{{ loop.index }}/{{ loop.length }} {{ loop.index0 }} {{ loop.revindex }} {{ loop.revindex0 }} {{ loop.first }} {{ loop.last }} {{ (loop.previtem or {}).role }} {{ (loop.nextitem or {}).role }} {{ loop.cycle('a', 'b') }}
+    "loop variables": """{% for m in messages %}{{ loop.index }}/{{ loop.length }} {{ loop.index0 }} {{ loop.revindex }} {{ loop.revindex0 }} {{ loop.first }} {{ loop.last }} {{ (loop.previtem or {}).role }} {{ (loop.nextitem or {}).role }} {{ loop.cycle('a', 'b') }} {{ loop.changed(m.role == 'user') }} {{ loop.depth }}{{ loop.depth0 }}
 {% else %}none
 {% endfor %}""",
     "loop filter, else, break, continue": """{% for m in messages if m.role != 'system' %}{% if loop.index > 3 %}{% break %}{% endif %}{% if m.role == 'tool' %}{% continue %}{% endif %}[{{ loop.index }}:{{ m.role }}:{{ loop.length }}]{% else %}empty{% endfor %}""",
@@ -208,7 +208,7 @@ FEATURES = {
 {{ messages[0]['role'] }} {{ messages[-1].role }} {{ messages[1:] | length }} {{ messages[::-1] | map(attribute='role') | list }} {{ messages[:1] | length }} {{ 'hello'[1:3] }} {{ 'hello'[::-1] }} {{ 'héllo'[1] }} {{ 'héllo'[-2:] }} {{ 'abc'[5:] }}|
 {{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'x'.join(['1', '2']) }} {{ '  s  '.strip() }}|{{ 'xxsxx'.lstrip('x') }}|{{ '--s--'.rstrip('-') }}|{{ 'Hello'.startswith('He') }} {{ 'Hello'.endswith(('x', 'lo')) }} {{ 'hello world'.title() }} {{ 'MiXeD'.lower() }} {{ 'MiXeD'.upper() }} {{ 'hello'.capitalize() }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'banana'.count('a') }} {{ 'banana'.find('n') }}
 {{ messages[0].get('role') }} {{ messages[0].get('missing', 'dflt') }} {{ messages[0].get('missing') }} {{ messages[0].keys() | list }} {{ messages[0].items() | list | length }} {{ {'a': 1}.values() | list }} {{ range(3) | list }} {{ range(1, 10, 3) | list }} {{ dict(a=1, b='x') }} {{ [1, 2] }} {{ {'k': 'it\\'s'} }} {{ ('t', 1) | list }} {{ 1.0 }} {{ 100000000000000000000.0 }} {{ 0.00001 }}
-{{ strftime_now('%Y-%m-%d %H:%M %A %b') }} {{ bos_token }}|{{ eos_token }}|{{ messages[0].content is string }}{# comment #}""",
+{{ 'Hi {}, {} {{x}}'.format(messages[0].role, 1.0) }} {{ '{0}{1}{0}'.format('a', none) }} {{ 'v={v}'.format(v=[1]) }} {{ strftime_now('%Y-%m-%d %H:%M %A %b') }} {{ bos_token }}|{{ eos_token }}|{{ messages[0].content is string }}{# comment #}""",
     "whitespace control": """start
   {% if true %}
     indented {{ 'var' }}
