@@ -1,5 +1,7 @@
 #include "engine/template/text.hpp"
 
+#include "engine/template/value.hpp"
+
 namespace troupe::jinja::text {
 namespace {
 
@@ -24,6 +26,37 @@ auto decode(std::string_view s, std::size_t i, std::size_t& len) -> std::uint32_
   for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
   len = n;
   return cp;
+}
+
+/// Whether a non-ASCII code point may have a case (the scripts with
+/// upper and lower case letters, roughly): Python's full Unicode case
+/// mapping is not reproduced, so such text is refused, never mis-cased.
+auto may_be_cased(std::uint32_t cp) -> bool {
+  static constexpr std::uint32_t ranges[][2] = {
+      {0x00b5, 0x00b5},   {0x00c0, 0x024f},   {0x0250, 0x02af},   {0x0345, 0x0345},   {0x0370, 0x03ff},
+      {0x0400, 0x052f},   {0x0530, 0x058f},   {0x10a0, 0x10ff},   {0x13a0, 0x13ff},   {0x1c80, 0x1cbf},
+      {0x1d00, 0x1dbf},   {0x1e00, 0x1fff},   {0x2126, 0x2133},   {0x2160, 0x2188},   {0x24b6, 0x24e9},
+      {0x2c00, 0x2d2f},   {0xa640, 0xa69f},   {0xa720, 0xa7ff},   {0xab30, 0xabbf},   {0xfb00, 0xfb17},
+      {0xff21, 0xff5a},   {0x10400, 0x104ff}, {0x10c80, 0x10cff}, {0x118a0, 0x118df}, {0x16e40, 0x16e9f},
+      {0x1e900, 0x1e95f}};
+  for (const auto& r : ranges)
+    if (cp >= r[0] && cp <= r[1]) return true;
+  return false;
+}
+
+/// Throws when `s` holds a letter case functions would map differently
+/// from Python.
+void check_caseable(std::string_view s, const char* what) {
+  for (std::size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 1;
+    if (may_be_cased(decode(s, i, len)))
+      throw render_error(std::string(what) + "() of non-ASCII letters is not supported");
+    i += len;
+  }
 }
 
 } // namespace
@@ -102,24 +135,28 @@ auto num_code_points(std::string_view s) -> std::size_t {
 }
 
 auto upper(std::string_view s) -> std::string {
+  check_caseable(s, "upper");
   std::string out(s);
   for (auto& c : out) c = to_upper(c);
   return out;
 }
 
 auto lower(std::string_view s) -> std::string {
+  check_caseable(s, "lower");
   std::string out(s);
   for (auto& c : out) c = to_lower(c);
   return out;
 }
 
 auto capitalize(std::string_view s) -> std::string {
+  check_caseable(s, "capitalize");
   auto out = lower(s);
   if (!out.empty()) out[0] = to_upper(out[0]);
   return out;
 }
 
 auto title(std::string_view s) -> std::string {
+  check_caseable(s, "title");
   std::string out(s);
   bool previous_letter = false;
   for (auto& c : out) {

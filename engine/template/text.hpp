@@ -1,8 +1,8 @@
 #pragma once
 // Python's str operations the templates lean on, over UTF-8: whitespace as
 // str.strip() knows it (Unicode's, not just ASCII's), code-point length and
-// slicing (s[:-1], s[::-1]), case changes (ASCII letters only: the rest is
-// kept as it is, a documented difference from Python).
+// slicing (s[:-1], s[::-1]), case changes (ASCII letters; text with other
+// cased letters is refused: Python's full Unicode mapping is not here).
 
 #include <cstdint>
 #include <string>
@@ -26,6 +26,7 @@ auto strip_chars(std::string_view s, std::string_view chars, bool left, bool rig
 auto code_point_starts(std::string_view s) -> std::vector<std::size_t>;
 auto num_code_points(std::string_view s) -> std::size_t;
 
+/// Throw render_error for text with non-ASCII letters that have a case.
 auto upper(std::string_view s) -> std::string;
 auto lower(std::string_view s) -> std::string;
 /// str.capitalize(): the first letter upper, the rest lower.

@@ -81,6 +81,10 @@ TEST_CASE("jinja: what jinja2 refuses at render time is a render_error") {
   CHECK(render_error_of("{{ missing.attr }}") == "line 1: 'Undefined' has no attribute 'attr'");
   CHECK(render_error_of("{{ 'a' + 1 }}").ends_with("unsupported operand type(s) for +: 'str' and 'int'"));
   CHECK(render_error_of("{{ nothing() }}") == "line 1: 'nothing' is undefined");
+  // Python's Unicode case mapping is not reproduced: refused, never mis-cased.
+  CHECK(render("{{ 'abc ✓ 你好' | upper }}") == "ABC ✓ 你好");
+  CHECK(render_error_of("{{ 'émile' | title }}") == "line 1: title() of non-ASCII letters is not supported");
+  CHECK(render_error_of("{{ 'Straße'.upper() }}") == "line 1: upper() of non-ASCII letters is not supported");
   CHECK(render_error_of("{% set x = 1 %}{% set x.y = 2 %}") == "line 1: cannot assign attribute on non-namespace object");
   CHECK(render_error_of("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}").find("nested more than") != std::string::npos);
   CHECK(render_error_of("{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(2) %}{% endfor %}{% endfor %}{% endfor %}")
