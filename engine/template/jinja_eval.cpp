@@ -108,12 +108,17 @@ private:
                           throw render_error("range() takes 1 to 3 integers, the step not 0");
                         const auto span = static_cast<long double>(stop) - static_cast<long double>(start);
                         if (span / static_cast<long double>(step) > 100000) throw render_error("range() too large");
-                        array out;
-                        for (auto i = start; step > 0 ? i < stop : i > stop;) {
-                          out.emplace_back(i);
-                          if (__builtin_add_overflow(i, step, &i)) break;
-                        }
-                        return out;
+                        const auto label = "range(" + std::to_string(start) + ", " + std::to_string(stop) +
+                                           (step != 1 ? ", " + std::to_string(step) : "") + ")";
+                        return sequence{sequence::kind::range, [start, stop, step] {
+                                          array out;
+                                          for (auto i = start; step > 0 ? i < stop : i > stop;) {
+                                            out.emplace_back(i);
+                                            if (__builtin_add_overflow(i, step, &i)) break;
+                                          }
+                                          return out;
+                                        },
+                                        label};
                       }};
     if (name == "namespace" || name == "dict")
       return function{name, [ns = name == "namespace"](const call_args& a) -> value {
@@ -213,7 +218,6 @@ private:
 
   auto exec_for(const node& n, const scope_ptr& s, std::string& out) -> flow {
     const auto source = eval(*n.e, s);
-    if (source.is_none() || source.is_number() || source.is_function()) fail(n.line, "the loop's value is not iterable");
     auto all = iterate(source);
     array items;
     if (n.filter) {

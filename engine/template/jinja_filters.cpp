@@ -50,8 +50,19 @@ auto sort_key(const value& v, bool case_sensitive) -> value {
 
 auto less(const value& a, const value& b) -> bool { return compare_op("<", a, b); }
 
+/// A generator (read lazily, once) of what `produce` makes.
+auto generator(std::function<array()> produce) -> value {
+  return value(sequence{sequence::kind::generator, std::move(produce), "generator"});
+}
+
 /// select/reject/selectattr/rejectattr: args from `first` name the test and its arguments.
+auto select_now(const value& seq, const call_args& a, bool by_attr, bool keep) -> array;
+
 auto select(const value& seq, const call_args& a, bool by_attr, bool keep) -> value {
+  return generator([seq, a, by_attr, keep] { return select_now(seq, a, by_attr, keep); });
+}
+
+auto select_now(const value& seq, const call_args& a, bool by_attr, bool keep) -> array {
   std::size_t first = 0;
   value attr;
   if (by_attr) {
@@ -68,6 +79,7 @@ auto select(const value& seq, const call_args& a, bool by_attr, bool keep) -> va
     test_args.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(first) + 1, a.positional.end());
   }
   array out;
+  if (!seq.truthy()) return out; // jinja2: `if value:` before iterating
   for (const auto& item : iterate(seq)) {
     const auto subject = by_attr ? attribute(item, attr) : item;
     const bool pass = test.empty() ? subject.truthy() : apply_test(test, subject, test_args);
@@ -156,7 +168,8 @@ auto do_indent(const value& v, const call_args& a) -> value {
   const bool first = truthy_arg(a, 1, "first", false), blank = truthy_arg(a, 2, "blank", false);
   const auto pad = width.is_string() ? width.str()
                                      : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_int())), ' ');
-  const auto s = to_str(v) + "\n";
+  if (!v.is_string()) fail("indent needs a string (jinja2 appends \"\\n\" to it)");
+  const auto s = v.str() + "\n";
   std::vector<std::string> lines; // str.splitlines over \n, \r\n and \r
   std::size_t at = 0;
   for (std::size_t i = 0; i < s.size(); ++i)
@@ -199,7 +212,13 @@ auto do_dictsort(const value& v, const call_args& a) -> value {
   return items;
 }
 
+auto do_unique_now(const value& v, const call_args& a) -> array;
+
 auto do_unique(const value& v, const call_args& a) -> value {
+  return generator([v, a] { return do_unique_now(v, a); });
+}
+
+auto do_unique_now(const value& v, const call_args& a) -> array {
   const bool cs = truthy_arg(a, 0, "case_sensitive", false);
   const auto attr = arg(a, 1, "attribute", value::none());
   array out, seen;
@@ -213,8 +232,19 @@ auto do_unique(const value& v, const call_args& a) -> value {
   return out;
 }
 
+auto do_map_now(const value& v, const call_args& a) -> array;
+
 auto do_map(const value& v, const call_args& a) -> value {
+  if (!a.get(99, "attribute")) { // a filter name: refused at once, as jinja2 looks it up before iterating
+    if (a.positional.empty() || !a.positional[0].is_string()) fail("map needs a filter name or attribute=");
+    if (!is_known_filter(a.positional[0].str())) fail("filter \"" + a.positional[0].str() + "\" is not supported");
+  }
+  return generator([v, a] { return do_map_now(v, a); });
+}
+
+auto do_map_now(const value& v, const call_args& a) -> array {
   array out;
+  if (!v.truthy()) return out; // jinja2: `if value:` before iterating
   if (const auto* attr = a.get(99, "attribute")) {
     const auto fallback = arg(a, 99, "default");
     for (const auto& x : iterate(v)) {
@@ -263,7 +293,13 @@ auto do_sum_min_max(std::string_view name, const value& v, const call_args& a) -
   return *best;
 }
 
+auto do_batch_now(const value& v, const call_args& a) -> array;
+
 auto do_batch(const value& v, const call_args& a) -> value {
+  return generator([v, a] { return do_batch_now(v, a); });
+}
+
+auto do_batch_now(const value& v, const call_args& a) -> array {
   const auto n = arg(a, 0, "linecount");
   if (!n.is_int() || n.as_int() <= 0) fail("batch needs a positive count");
   const auto* fill = a.get(1, "fill_with");
@@ -312,11 +348,13 @@ auto filters() -> const std::map<std::string_view, filter_fn>& {
          return v;
        }},
       {"items", [](std::string_view, const value& v, const call_args&) -> value {
-         if (v.is_undefined()) return array{};
-         if (!v.is_object() || v.obj().is_namespace) fail("items needs a mapping");
-         array out;
-         for (const auto& [k, x] : v.obj().entries) out.push_back(value::tuple(array{value(k), x}));
-         return out;
+         return generator([v] {
+           array out;
+           if (v.is_undefined()) return out;
+           if (!v.is_object() || v.obj().is_namespace) fail("Can only get item pairs from a mapping.");
+           for (const auto& [k, x] : v.obj().entries) out.push_back(value::tuple(array{value(k), x}));
+           return out;
+         });
        }},
       {"selectattr", [](std::string_view, const value& v, const call_args& a) { return select(v, a, true, true); }},
       {"rejectattr", [](std::string_view, const value& v, const call_args& a) { return select(v, a, true, false); }},
@@ -329,15 +367,19 @@ auto filters() -> const std::map<std::string_view, filter_fn>& {
          return items.empty() ? value{} : items.front();
        }},
       {"last", [](std::string_view, const value& v, const call_args&) -> value {
+         // next(iter(reversed(seq))): a generator cannot be reversed
+         if (v.is_lazy() && v.lazy().k == sequence::kind::generator) fail("'generator' object is not reversible");
          const auto items = iterate(v);
          return items.empty() ? value{} : items.back();
        }},
       {"list", [](std::string_view, const value& v, const call_args&) -> value { return iterate(v); }},
       {"reverse", [](std::string_view, const value& v, const call_args&) -> value {
          if (v.is_string()) return get_slice(v, {}, {}, value(-1));
+         // reversed(value), an iterator; a generator is listed and reversed
          auto items = iterate(v);
          std::reverse(items.begin(), items.end());
-         return items;
+         if (v.is_lazy() && v.lazy().k == sequence::kind::generator) return items;
+         return generator([items] { return items; });
        }},
       {"upper", [](std::string_view, const value& v, const call_args&) -> value { return text::upper(to_str(v)); }},
       {"lower", [](std::string_view, const value& v, const call_args&) -> value { return text::lower(to_str(v)); }},
@@ -349,7 +391,9 @@ auto filters() -> const std::map<std::string_view, filter_fn>& {
                               count.is_none() ? -1 : count.as_int());
        }},
       {"string", [](std::string_view, const value& v, const call_args&) -> value { return to_str(v); }},
-      {"safe", [](std::string_view, const value& v, const call_args&) -> value { return v; }},
+      {"safe", [](std::string_view, const value& v, const call_args&) -> value {
+         return v.is_string() ? v : value(to_str(v)); // Markup(value): a string
+       }},
       {"int", [](std::string_view, const value& v, const call_args& a) { return do_int(v, a); }},
       {"float", [](std::string_view, const value& v, const call_args& a) { return do_float(v, a); }},
       {"abs", [](std::string_view, const value& v, const call_args&) -> value {
@@ -411,8 +455,11 @@ auto apply_test(std::string_view name, const value& v, const call_args& a) -> bo
   if (name == "none") return v.is_none();
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.is_object() && !v.obj().is_namespace;
-  if (name == "iterable") return v.is_undefined() || v.is_string() || v.is_array() || (v.is_object() && !v.obj().is_namespace);
-  if (name == "sequence") return v.is_undefined() || v.is_string() || v.is_array() || (v.is_object() && !v.obj().is_namespace);
+  if (name == "iterable")
+    return v.is_undefined() || v.is_string() || v.is_array() || v.is_lazy() || (v.is_object() && !v.obj().is_namespace);
+  if (name == "sequence") // len() and __getitem__
+    return v.is_undefined() || v.is_string() || v.is_array() || (v.is_object() && !v.obj().is_namespace) ||
+           (v.is_lazy() && v.lazy().k == sequence::kind::range);
   if (name == "number") return v.is_number();
   if (name == "integer") return v.is_int();
   if (name == "float") return v.is_real();
@@ -435,15 +482,9 @@ auto apply_test(std::string_view name, const value& v, const call_args& a) -> bo
       return v.type() == other.type() && equals(v, other);
     fail("sameas on non-singleton values is not supported");
   }
-  if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (!v.is_int() && !v.is_bool()) fail("test \"" + std::string(name) + "\" needs an integer");
-    const auto n = v.as_int();
-    if (name == "odd") return n % 2 != 0;
-    if (name == "even") return n % 2 == 0;
-    const auto d = as_test_arg(a);
-    if (d.as_int() == 0) fail("integer division or modulo by zero");
-    return n % d.as_int() == 0;
-  }
+  if (name == "odd") return equals(binary_op("%", v, value(2)), value(1)); // value % 2 == 1, floats too
+  if (name == "even") return equals(binary_op("%", v, value(2)), value(0));
+  if (name == "divisibleby") return equals(binary_op("%", v, as_test_arg(a)), value(0));
   if (name == "lower") return to_str(v) == text::lower(to_str(v)) && to_str(v) != text::upper(to_str(v));
   if (name == "upper") return to_str(v) == text::upper(to_str(v)) && to_str(v) != text::lower(to_str(v));
   fail("test \"" + std::string(name) + "\" is not supported");

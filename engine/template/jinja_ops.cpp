@@ -27,6 +27,7 @@ auto type_name(const value& v) -> std::string {
   case value::kind::array: return "list";
   case value::kind::object: return v.obj().is_namespace ? "Namespace" : "dict";
   case value::kind::function: return "function";
+  case value::kind::lazy: return v.lazy().k == sequence::kind::range ? "range" : v.lazy().label;
   }
   return "?";
 }
@@ -244,13 +245,17 @@ auto dict_method(const value& d, std::string_view name) -> value {
   }
   if (name == "items" || name == "keys" || name == "values") {
     return bound(std::string(name), [d, n = std::string(name)](const call_args&) -> value {
-      array out;
-      for (const auto& [k, v] : d.obj().entries) {
-        if (n == "items") out.push_back(value::tuple(array{value(k), v}));
-        else if (n == "keys") out.emplace_back(k);
-        else out.push_back(v);
-      }
-      return out;
+      sequence view{sequence::kind::view, [d, n] {
+                      array out;
+                      for (const auto& [k, v] : d.obj().entries) {
+                        if (n == "items") out.push_back(value::tuple(array{value(k), v}));
+                        else if (n == "keys") out.emplace_back(k);
+                        else out.push_back(v);
+                      }
+                      return out;
+                    },
+                    "dict_" + n};
+      return value(std::move(view));
     });
   }
   type_error("dict." + std::string(name) + "() is not supported");
@@ -308,9 +313,15 @@ auto get_item(const value& subject, const value& key) -> value {
   if (subject.is_undefined()) type_error("'Undefined' has no item " + to_repr(key));
   if (subject.is_object() && !subject.obj().is_namespace && key.is_string()) {
     if (const auto* v = subject.obj().find(key.str())) return *v;
-  } else if ((subject.is_array() || subject.is_string()) && (key.is_int() || key.is_bool())) {
+  } else if ((subject.is_array() || subject.is_string() ||
+              (subject.is_lazy() && subject.lazy().k == sequence::kind::range)) &&
+             (key.is_int() || key.is_bool())) {
     bool ok = false;
-    if (subject.is_array()) {
+    if (subject.is_lazy()) {
+      const auto items = subject.lazy().produce();
+      const auto i = index_of(key.as_int(), items.size(), ok);
+      if (ok) return items[i];
+    } else if (subject.is_array()) {
       const auto i = index_of(key.as_int(), subject.arr().size(), ok);
       if (ok) return subject.arr()[i];
     } else {
@@ -325,8 +336,9 @@ auto get_item(const value& subject, const value& key) -> value {
 }
 
 auto get_slice(const value& subject, const value& start, const value& stop, const value& step) -> value {
-  if (subject.is_undefined()) type_error("'Undefined' cannot be sliced");
-  if (!subject.is_array() && !subject.is_string()) return {};
+  // jinja2 slices with Python's own subscript, not its getitem: anything
+  // but a list or a string fails.
+  if (!subject.is_array() && !subject.is_string()) type_error("'" + type_name(subject) + "' object is not subscriptable");
   const auto as_index = [](const value& v, const char* what) -> std::optional<std::int64_t> {
     if (v.is_undefined() || v.is_none()) return std::nullopt;
     if (!v.is_int() && !v.is_bool()) type_error(std::string("slice ") + what + " must be an integer or None");
@@ -490,6 +502,7 @@ auto compare_op(std::string_view op, const value& a, const value& b) -> bool {
       if (!a.is_string()) type_error("'in <string>' requires string as left operand, not " + type_name(a));
       found = b.str().find(a.str()) != std::string::npos;
     } else if (b.is_object() && !b.obj().is_namespace) {
+      if ((a.is_array() && !a.is_tuple()) || a.is_object() || a.is_lazy()) type_error("unhashable type: '" + type_name(a) + "'");
       found = a.is_string() && b.obj().find(a.str()) != nullptr;
     } else {
       for (const auto& x : iterate(b))
@@ -511,6 +524,13 @@ auto compare_op(std::string_view op, const value& a, const value& b) -> bool {
 auto iterate(const value& v) -> array {
   switch (v.type()) {
   case value::kind::undefined: return {};
+  case value::kind::lazy: {
+    const auto& seq = v.lazy();
+    if (seq.k != sequence::kind::generator) return seq.produce();
+    if (seq.consumed) return {};
+    seq.consumed = true;
+    return seq.produce();
+  }
   case value::kind::array: return v.arr();
   case value::kind::string: {
     array out;
@@ -533,6 +553,9 @@ auto iterate(const value& v) -> array {
 auto length_of(const value& v) -> std::int64_t {
   switch (v.type()) {
   case value::kind::undefined: return 0;
+  case value::kind::lazy:
+    if (v.lazy().k != sequence::kind::generator) return static_cast<std::int64_t>(v.lazy().produce().size());
+    break;
   case value::kind::string: return static_cast<std::int64_t>(text::num_code_points(v.str()));
   case value::kind::array: return static_cast<std::int64_t>(v.arr().size());
   case value::kind::object:

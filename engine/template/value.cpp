@@ -64,6 +64,7 @@ auto value::truthy() const -> bool {
   case kind::array: return !arr().empty();
   case kind::object: return obj().is_namespace || !obj().entries.empty();
   case kind::function: return true;
+  case kind::lazy: return lazy().k == sequence::kind::generator || !lazy().produce().empty();
   }
   return false;
 }
@@ -97,6 +98,7 @@ auto equals(const value& a, const value& b) -> bool {
     return true;
   }
   case value::kind::function: return &a.fn() == &b.fn();
+  case value::kind::lazy: return &a.lazy() == &b.lazy();
   default: return false;
   }
 }
@@ -222,6 +224,13 @@ auto to_str(const value& v) -> std::string {
     return out + (v.obj().is_namespace ? "}>" : "}");
   }
   case value::kind::function: throw render_error("cannot print the callable " + v.fn().name);
+  case value::kind::lazy:
+    switch (v.lazy().k) {
+    case sequence::kind::generator:
+      throw render_error("cannot print a generator (jinja2 prints its address): add | list");
+    case sequence::kind::view: return v.lazy().label + "(" + to_str(v.lazy().produce()) + ")";
+    case sequence::kind::range: return v.lazy().label;
+    }
   }
   return "";
 }
@@ -318,6 +327,7 @@ void json_value(std::string& out, const value& v, const json_options& o, int dep
   }
   case value::kind::undefined: throw render_error("Object of type Undefined is not JSON serializable");
   case value::kind::function: throw render_error("Object of type function is not JSON serializable");
+  case value::kind::lazy: throw render_error("Object of type " + v.lazy().label + " is not JSON serializable");
   }
 }
 

@@ -46,6 +46,19 @@ struct function {
   std::function<value(const call_args&)> call;
 };
 
+/// What Python holds as a lazy sequence, kept apart from lists because
+/// jinja2 treats it differently: the generators of select, map, unique, ...
+/// (truthy even when empty, no len(), printed as an address, read once),
+/// dict views of .items()/.keys()/.values() and range objects (printed as
+/// "dict_items([...])" and "range(0, 3)").
+struct sequence {
+  enum class kind { generator, view, range };
+  kind k = kind::generator;
+  std::function<array()> produce; ///< the items; may throw render_error (a generator fails when read)
+  std::string label;              ///< view: "dict_items"; range: its repr
+  mutable bool consumed = false;  ///< a generator read once is empty after
+};
+
 /// A render-time failure (raise_exception, a type error, undefined access):
 /// one line, like jinja2's exception text.
 struct render_error : std::runtime_error {
@@ -60,7 +73,7 @@ struct raised_error : render_error {
 
 class value {
 public:
-  enum class kind : std::uint8_t { undefined, none, boolean, integer, real, string, array, object, function };
+  enum class kind : std::uint8_t { undefined, none, boolean, integer, real, string, array, object, function, lazy };
 
   value() = default; ///< undefined
   static auto none() -> value;
@@ -75,6 +88,7 @@ public:
   value(object o) : v_(std::make_shared<object>(std::move(o))) {}
   value(std::shared_ptr<object> o) : v_(std::move(o)) {}
   value(function f) : v_(std::make_shared<const function>(std::move(f))) {}
+  value(sequence s) : v_(std::make_shared<const sequence>(std::move(s))) {}
   /// A Python tuple: a list that prints as ('a', 1) (dict items, literals).
   static auto tuple(array a) -> value;
 
@@ -91,6 +105,7 @@ public:
   [[nodiscard]] auto is_tuple() const -> bool { return tuple_; }
   [[nodiscard]] auto is_object() const -> bool { return type() == kind::object; }
   [[nodiscard]] auto is_function() const -> bool { return type() == kind::function; }
+  [[nodiscard]] auto is_lazy() const -> bool { return type() == kind::lazy; }
 
   // The accessors throw render_error when the value is of another kind.
   [[nodiscard]] auto as_bool() const -> bool { return get<bool>("a bool"); }
@@ -104,6 +119,7 @@ public:
   /// The shared object itself (a namespace's, for `set ns.x`).
   [[nodiscard]] auto obj_ptr() const -> const std::shared_ptr<object>& { return get<std::shared_ptr<object>>("a dict"); }
   [[nodiscard]] auto fn() const -> const function& { return *get<std::shared_ptr<const function>>("a callable"); }
+  [[nodiscard]] auto lazy() const -> const sequence& { return *get<std::shared_ptr<const sequence>>("a sequence"); }
 
   /// Python's bool(x); Undefined is false.
   [[nodiscard]] auto truthy() const -> bool;
@@ -116,7 +132,8 @@ private:
   }
 
   std::variant<std::monostate, std::nullptr_t, bool, std::int64_t, double, std::string,
-               std::shared_ptr<const array>, std::shared_ptr<object>, std::shared_ptr<const function>>
+               std::shared_ptr<const array>, std::shared_ptr<object>, std::shared_ptr<const function>,
+               std::shared_ptr<const sequence>>
       v_;
   bool tuple_ = false;
 };

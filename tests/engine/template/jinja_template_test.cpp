@@ -76,6 +76,18 @@ TEST_CASE("jinja: expressions, filters and methods") {
   CHECK(render("{{ strftime_now is defined }}{{ raise_exception is defined }}") == "TrueTrue");
 }
 
+TEST_CASE("jinja: generators, dict views and ranges behave as jinja2's") {
+  // A generator is true even when empty, and is read once.
+  CHECK(render("{% if messages | selectattr('role', 'equalto', 'nobody') %}yes{% endif %}") == "yes");
+  CHECK(render("{% set g = messages | map(attribute='role') %}{{ g | join(',') }}|{{ g | join(',') }}") ==
+        "system,user,assistant|");
+  CHECK(render("{{ messages | selectattr('role') | list | length }}") == "3");
+  CHECK(render("{{ {'a': 1}.items() }} {{ {'a': 1}.keys() | length }} {{ range(3) }} {{ range(1, 7, 2)[1] }}") ==
+        "dict_items([('a', 1)]) 1 range(0, 3) 3");
+  CHECK(render_error_of("{{ messages | map(attribute='role') }}").ends_with("add | list"));
+  CHECK(render_error_of("{{ messages | map(attribute='role') | length }}").find("has no len()") != std::string::npos);
+}
+
 TEST_CASE("jinja: what jinja2 refuses at render time is a render_error") {
   CHECK(render_error_of("{{ raise_exception('no ' ~ 'way') }}") == "no way");
   CHECK(render_error_of("{{ missing.attr }}") == "line 1: 'Undefined' has no attribute 'attr'");
