@@ -283,6 +283,8 @@ auto method(const value& subject, std::string_view name) -> value {
   if (subject.is_string() && among(k_str_attrs, name)) return string_method(subject.str(), name);
   if (subject.is_object() && !subject.obj().is_namespace && among(k_dict_attrs, name)) return dict_method(subject, name);
   if (subject.is_array() && among(k_list_attrs, name)) return list_method(subject, name);
+  if (subject.is_lazy() && subject.lazy().k == sequence::kind::range && (name == "count" || name == "index"))
+    return list_method(value(subject.lazy().produce()), name);
   return {};
 }
 
@@ -311,7 +313,7 @@ auto get_attr(const value& subject, std::string_view name) -> value {
 
 auto get_item(const value& subject, const value& key) -> value {
   if (subject.is_undefined()) type_error("'Undefined' has no item " + to_repr(key));
-  if (subject.is_object() && !subject.obj().is_namespace && key.is_string()) {
+  if (subject.is_object() && key.is_string()) { // (a namespace's ns['x'] is its attribute x)
     if (const auto* v = subject.obj().find(key.str())) return *v;
   } else if ((subject.is_array() || subject.is_string() ||
               (subject.is_lazy() && subject.lazy().k == sequence::kind::range)) &&

@@ -192,7 +192,7 @@ FEATURES = {
 {%- endmacro %}
 {% for m in messages %}{{ turn(m.role, m.content if m.content is string else m.content | tojson, upper=loop.first) }}
 {% endfor %}{% call turn('end') %} and caller{% endcall %}""",
-    "namespace and set": """{% set ns = namespace(count=0, roles=[], last='') %}{% for m in messages %}{% set ns.count = ns.count + 1 %}{% set ns.roles = ns.roles + [m.role] %}{% set inner = m.role %}{% endfor %}{{ ns.count }} {{ ns.roles | join(',') }} {{ inner is defined }}
+    "namespace and set": """{% set ns = namespace(count=0, roles=[], last='') %}{% for m in messages %}{% set ns.count = ns.count + 1 %}{% set ns.roles = ns.roles + [m.role] %}{% set inner = m.role %}{% endfor %}{{ ns.count }} {{ ns['count'] }} {{ ns.missing is defined }} {{ ns.roles | join(',') }} {{ inner is defined }}
 {% set a, b = 'x', 'y' %}{{ a ~ b }}{% set block %}  block {{ a }}  {% endset %}[{{ block }}]""",
     "filters": """{{ messages | length }} {{ messages | map(attribute='role') | unique | list | tojson }} {{ messages | selectattr('role', 'equalto', 'user') | list | length }} {{ messages | rejectattr('content', 'none') | map(attribute='role') | join('|') }}
 {{ (messages | first).role | capitalize }} {{ (messages | last).role | title }} {{ 'Hello World' | lower }} {{ 'a-b-c' | replace('-', '+') }} {{ '  pad  ' | trim }}! {{ 'xxhixx' | trim('x') }}
@@ -287,6 +287,40 @@ def random_templates(count, seed):
     return out
 
 
+def random_layouts(count, seed):
+    """Templates of random text and tags with random whitespace and -/+
+    markers: trim_blocks, lstrip_blocks and whitespace control."""
+    import random
+    rng = random.Random(seed)
+    texts = ["", " ", "  ", "\t", "\n", " \n", "\n  ", "\n\n", "a", " b ", "c\n", "\n d", "\t\n\t", " \r\n ", "\u3000"]
+    out = []
+    for _ in range(count):
+        parts, depth = [], []
+        for _ in range(rng.randrange(3, 12)):
+            parts.append(rng.choice(texts))
+            left, right = rng.choice(["", "", "-", "+"]), rng.choice(["", "", "-", "+"])
+            kind = rng.randrange(6)
+            if kind == 0:
+                parts.append(f"{{{{{left if left != '+' else ''} 'v' {right if right == '-' else ''}}}}}")
+            elif kind == 1:
+                parts.append(f"{{#{left} note {right}#}}")
+            elif kind == 2 or (kind == 3 and not depth):
+                block = rng.choice(["if true", "if false", "for i in [1, 2]"])
+                depth.append("endif" if block.startswith("if") else "endfor")
+                parts.append(f"{{%{left} {block} {right}%}}")
+            elif kind == 3:
+                parts.append(f"{{%{left} {depth.pop()} {right}%}}")
+            elif kind == 4:
+                parts.append(f"{{%{left} set x = 1 {right}%}}")
+            else:
+                parts.append(rng.choice(texts))
+        while depth:
+            parts.append(rng.choice(texts) + f"{{% {depth.pop()} %}}")
+        parts.append(rng.choice(texts + ["\n"]))
+        out.append("".join(parts))
+    return out
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -354,6 +388,13 @@ def main():
             with open(path, "w", encoding="utf-8") as f:
                 f.write(template)
             compare("random expressions", template, tokens, ["--template", path, "--model", tmp], template, case)
+
+        for template in random_layouts(int(os.environ.get("JINJA_RANDOM_CASES", "300")),
+                                       int(os.environ.get("JINJA_RANDOM_SEED", "19"))):
+            path = os.path.join(tmp, "w.jinja")
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(template)
+            compare("random whitespace layouts", template, tokens, ["--template", path, "--model", tmp], repr(template), case)
 
     for label, (n, failed) in counts.items():
         print(f"{label}: {n} conversations compared, {failed} of them failing in both")
