@@ -161,6 +161,23 @@ void append_hex(std::string& out, const char* format, std::uint32_t cp) {
   out += buf;
 }
 
+/// str.isprintable() of one code point: not the controls, format
+/// characters, separators other than the space, private use and
+/// non-characters (unassigned code points count as printable here).
+auto printable(std::uint32_t cp) -> bool {
+  static constexpr std::uint32_t not_printable[][2] = {
+      {0x00, 0x1f},       {0x7f, 0xa0},       {0xad, 0xad},       {0x0600, 0x0605},   {0x061c, 0x061c},
+      {0x06dd, 0x06dd},   {0x070f, 0x070f},   {0x0890, 0x0891},   {0x08e2, 0x08e2},   {0x1680, 0x1680},
+      {0x180e, 0x180e},   {0x2000, 0x200f},   {0x2028, 0x202f},   {0x205f, 0x2064},   {0x2066, 0x206f},
+      {0x3000, 0x3000},   {0xd800, 0xf8ff},   {0xfdd0, 0xfdef},   {0xfeff, 0xfeff},   {0xfff9, 0xfffb},
+      {0xfffe, 0xffff},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd}, {0x13430, 0x1343f}, {0x1bca0, 0x1bca3},
+      {0x1d173, 0x1d17a}, {0xe0001, 0xe0001}, {0xe0020, 0xe007f}, {0xf0000, 0x10ffff}};
+  if ((cp & 0xfffe) == 0xfffe) return false;
+  for (const auto& r : not_printable)
+    if (cp >= r[0] && cp <= r[1]) return false;
+  return true;
+}
+
 } // namespace
 
 auto repr_string(std::string_view s) -> std::string {
@@ -179,10 +196,8 @@ auto repr_string(std::string_view s) -> std::string {
       out += "\\r";
     } else if (cp == '\t') {
       out += "\\t";
-    } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0xa0) || cp == 0xad) {
-      append_hex(out, "\\x%02x", cp); // not printable in Python
-    } else if (cp == 0x2028 || cp == 0x2029) {
-      append_hex(out, "\\u%04x", cp);
+    } else if (!printable(cp)) {
+      append_hex(out, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", cp);
     } else {
       out.append(s.substr(i, len));
     }
