@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 namespace troupe::jinja {
 namespace {
@@ -108,15 +109,32 @@ auto do_round(const value& v, const call_args& a) -> value {
   return r / p;
 }
 
+/// A number's text as Python's int()/float() read it: stripped, single
+/// underscores between digits dropped; nullopt for what strtod would take
+/// but Python would not (hex floats).
+auto python_number_text(const std::string& text) -> std::optional<std::string> {
+  const auto s = std::string(text::strip(text));
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto digit = [&](std::size_t k) { return k < s.size() && s[k] >= '0' && s[k] <= '9'; };
+    if (s[i] == '_' && i > 0 && digit(i - 1) && digit(i + 1)) continue;
+    if (s[i] == 'x' || s[i] == 'X' || s[i] == 'p' || s[i] == 'P' || s[i] == '_') return std::nullopt;
+    out += s[i];
+  }
+  return out;
+}
+
 auto do_int(const value& v, const call_args& a) -> value {
   const auto fallback = arg(a, 0, "default", value(0));
   if (v.is_int() || v.is_bool()) return v.as_int();
   const auto from_real = [&](double d) { return std::fabs(d) < 9.2e18 ? value(static_cast<std::int64_t>(d)) : fallback; };
   if (v.is_real()) return from_real(v.as_real());
   if (v.is_string()) {
-    const auto s = std::string(text::strip(v.str()));
-    char* end = nullptr;
     const auto base = arg(a, 1, "base", value(10)).as_int();
+    const auto cleaned = base == 10 ? python_number_text(v.str()) : std::optional<std::string>(std::string(text::strip(v.str())));
+    if (!cleaned) return fallback;
+    const auto& s = *cleaned;
+    char* end = nullptr;
     if (base < 2 || base > 36) fail("int() base must be >= 2 and <= 36");
     errno = 0;
     const auto i = std::strtoll(s.c_str(), &end, static_cast<int>(base));
@@ -132,7 +150,9 @@ auto do_float(const value& v, const call_args& a) -> value {
   const auto fallback = arg(a, 0, "default", value(0.0));
   if (v.is_number()) return v.as_real();
   if (v.is_string()) {
-    const auto s = std::string(text::strip(v.str()));
+    const auto cleaned = python_number_text(v.str());
+    if (!cleaned) return fallback;
+    const auto& s = *cleaned;
     char* end = nullptr;
     const auto d = std::strtod(s.c_str(), &end);
     if (!s.empty() && end == s.c_str() + s.size()) return d;

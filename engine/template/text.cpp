@@ -185,7 +185,7 @@ auto split(std::string_view s, std::string_view sep, std::int64_t maxsplit, bool
     while (i < s.size() && space_at(s, i) > 0) i += space_at(s, i);
     if (i == s.size()) break;
     if (maxsplit >= 0 && static_cast<std::int64_t>(out.size()) == maxsplit) {
-      out.emplace_back(rstrip(s.substr(i)));
+      out.emplace_back(s.substr(i)); // the remainder keeps its trailing whitespace
       break;
     }
     const auto start = i;
