@@ -436,7 +436,17 @@ auto filters() -> const std::map<std::string_view, filter_fn>& {
          return get_attr(v, to_str(arg(a, 0, "name")));
        }},
       {"wordcount", [](std::string_view, const value& v, const call_args&) -> value {
-         return static_cast<std::int64_t>(text::split(to_str(v), "", -1, false).size());
+         // len(re.findall(r"\w+", str(s))): ASCII only (Unicode's \w is not reproduced)
+         const auto s = to_str(v);
+         std::int64_t n = 0;
+         bool in_word = false;
+         for (const unsigned char c : s) {
+           if (c >= 0x80) fail("wordcount of non-ASCII text is not supported");
+           const bool word = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+           if (word && !in_word) ++n;
+           in_word = word;
+         }
+         return n;
        }},
   };
   return table;
