@@ -24,7 +24,7 @@ auto type_name(const value& v) -> std::string {
   case value::kind::integer: return "int";
   case value::kind::real: return "float";
   case value::kind::string: return "str";
-  case value::kind::array: return "list";
+  case value::kind::array: return v.is_tuple() ? "tuple" : "list";
   case value::kind::object: return v.obj().is_namespace ? "Namespace" : "dict";
   case value::kind::function: return "function";
   case value::kind::lazy: return v.lazy().k == sequence::kind::range ? "range" : v.lazy().label;
@@ -294,6 +294,63 @@ auto index_of(std::int64_t i, std::size_t size, bool& ok) -> std::size_t {
   return static_cast<std::size_t>(i);
 }
 
+/// Python's str % args for %s, %r, %d, %i and %% (and %(key)s with a
+/// mapping); flags, widths and other conversions are refused.
+auto percent_format(const std::string& s, const value& args) -> value {
+  // A tuple gives the arguments; a mapping (dict, or Undefined, which has
+  // __getitem__) serves %(key)s; anything else is the one argument.
+  const bool mapping = (args.is_object() && !args.obj().is_namespace) || args.is_undefined();
+  array positional;
+  if (args.is_tuple()) positional = args.arr();
+  else if (!mapping) positional.push_back(args);
+  std::size_t used = 0;
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (++i >= s.size()) type_error("incomplete format");
+    const value* arg = nullptr;
+    if (s[i] == '(') {
+      const auto close = s.find(')', i);
+      if (close == std::string::npos) type_error("incomplete format key");
+      if (!mapping) type_error("format requires a mapping");
+      const auto key = s.substr(i + 1, close - i - 1);
+      if (args.is_undefined()) type_error("'Undefined' has no item '" + key + "'");
+      arg = args.obj().find(key);
+      if (arg == nullptr) type_error("KeyError: '" + key + "'");
+      i = close + 1;
+      if (i >= s.size()) type_error("incomplete format");
+    }
+    const char c = s[i];
+    if (c == '%' && arg == nullptr) {
+      out += '%';
+      continue;
+    }
+    if (c != 's' && c != 'r' && c != 'd' && c != 'i')
+      type_error("'%' formatting other than %s, %r, %d, %i and %% is not supported");
+    if (arg == nullptr) {
+      if (mapping && !args.is_tuple()) type_error("format requires a mapping");
+      if (used >= positional.size()) type_error("not enough arguments for format string");
+      arg = &positional[used++];
+    }
+    if (c == 's') {
+      out += to_str(*arg);
+    } else if (c == 'r') {
+      out += to_repr(*arg);
+    } else {
+      if (!arg->is_number()) type_error("%d format: a real number is required, not " + type_name(*arg));
+      out += arg->is_real() ? (std::isfinite(arg->as_real()) && std::fabs(arg->as_real()) < 9.2e18
+                                   ? std::to_string(static_cast<std::int64_t>(arg->as_real()))
+                                   : (type_error("%d of a float out of range is not supported"), std::string{}))
+                            : std::to_string(arg->as_int());
+    }
+  }
+  if (!mapping && used < positional.size()) type_error("not all arguments converted during string formatting");
+  return out;
+}
+
 /// Python's floor division and modulo on integers.
 auto floor_div(std::int64_t a, std::int64_t b) -> std::int64_t {
   const auto q = a / b;
@@ -387,6 +444,7 @@ auto get_slice(const value& subject, const value& start, const value& stop, cons
 
 auto binary_op(std::string_view op, const value& a, const value& b) -> value {
   if (op == "~") return to_str(a) + to_str(b);
+  if (op == "%" && a.is_string()) return percent_format(a.str(), b);
   if (a.is_undefined() || b.is_undefined()) type_error("an undefined value in '" + std::string(op) + "'");
   const auto unsupported = [&]() -> value {
     type_error("unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
@@ -440,10 +498,10 @@ auto binary_op(std::string_view op, const value& a, const value& b) -> value {
   }
   if (op == "+") {
     if (a.is_string() && b.is_string()) return a.str() + b.str();
-    if (a.is_array() && b.is_array()) {
+    if (a.is_array() && b.is_array() && a.is_tuple() == b.is_tuple()) { // list + tuple is a TypeError
       array out = a.arr();
       out.insert(out.end(), b.arr().begin(), b.arr().end());
-      return out;
+      return a.is_tuple() ? value::tuple(std::move(out)) : value(std::move(out));
     }
   }
   if (op == "*") {
@@ -463,7 +521,6 @@ auto binary_op(std::string_view op, const value& a, const value& b) -> value {
       return out;
     }
   }
-  if (op == "%" && a.is_string()) type_error("printf-style '%' string formatting is not supported");
   return unsupported();
 }
 
