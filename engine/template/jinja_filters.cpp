@@ -125,6 +125,7 @@ auto python_number_text(const std::string& text) -> std::optional<std::string> {
 }
 
 auto do_int(const value& v, const call_args& a) -> value {
+  if (v.is_undefined()) fail("int() of an undefined value"); // Undefined.__int__ raises
   const auto fallback = arg(a, 0, "default", value(0));
   if (v.is_int() || v.is_bool()) return v.as_int();
   const auto from_real = [&](double d) { return std::fabs(d) < 9.2e18 ? value(static_cast<std::int64_t>(d)) : fallback; };
@@ -147,6 +148,7 @@ auto do_int(const value& v, const call_args& a) -> value {
 }
 
 auto do_float(const value& v, const call_args& a) -> value {
+  if (v.is_undefined()) fail("float() of an undefined value"); // Undefined.__float__ raises
   const auto fallback = arg(a, 0, "default", value(0.0));
   if (v.is_number()) return v.as_real();
   if (v.is_string()) {

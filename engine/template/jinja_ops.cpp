@@ -297,9 +297,12 @@ auto index_of(std::int64_t i, std::size_t size, bool& ok) -> std::size_t {
 /// Python's str % args for %s, %r, %d, %i and %% (and %(key)s with a
 /// mapping); flags, widths and other conversions are refused.
 auto percent_format(const std::string& s, const value& args) -> value {
-  // A tuple gives the arguments; a mapping (dict, or Undefined, which has
-  // __getitem__) serves %(key)s; anything else is the one argument.
-  const bool mapping = (args.is_object() && !args.obj().is_namespace) || args.is_undefined();
+  // A tuple gives the arguments; what has __getitem__ (a dict, a list,
+  // Undefined, a range: Python takes it for a mapping) serves %(key)s;
+  // anything else is the one argument.
+  const bool mapping = (args.is_object() && !args.obj().is_namespace) || args.is_undefined() ||
+                       (args.is_array() && !args.is_tuple()) ||
+                       (args.is_lazy() && args.lazy().k == sequence::kind::range);
   array positional;
   if (args.is_tuple()) positional = args.arr();
   else if (!mapping) positional.push_back(args);
@@ -317,7 +320,7 @@ auto percent_format(const std::string& s, const value& args) -> value {
       if (close == std::string::npos) type_error("incomplete format key");
       if (!mapping) type_error("format requires a mapping");
       const auto key = s.substr(i + 1, close - i - 1);
-      if (args.is_undefined()) type_error("'Undefined' has no item '" + key + "'");
+      if (!args.is_object()) type_error("'" + type_name(args) + "' has no item '" + key + "'");
       arg = args.obj().find(key);
       if (arg == nullptr) type_error("KeyError: '" + key + "'");
       i = close + 1;
