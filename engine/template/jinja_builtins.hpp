@@ -6,6 +6,8 @@
 
 #include "engine/template/value.hpp"
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace troupe::jinja {
@@ -39,5 +41,15 @@ auto iterate(const value& v) -> array;
 
 /// The number of items (len(x)), throwing where Python does.
 auto length_of(const value& v) -> std::int64_t;
+
+/// Python's type name of a value ("str", "dict", "tuple", ...), for messages.
+auto type_name(const value& v) -> std::string;
+
+/// str.format with plain fields ("{}", "{0}", "{name}", "{{", "}}"); a
+/// conversion, format spec or attribute in a field is refused.
+auto str_format(const std::string& s, const call_args& args) -> value;
+/// Python's s % args for %s, %r, %d, %i and %% (and %(key)s with a
+/// mapping); flags, widths and other conversions are refused.
+auto percent_format(const std::string& s, const value& args) -> value;
 
 } // namespace troupe::jinja
