@@ -169,7 +169,7 @@ auto policy_name(const std::string& kind, std::vector<std::string> known, bool p
 }
 
 void chat_template_name(const std::string& s, const std::string& path) {
-  if (!s.empty() && !parse_chat_format(s))
+  if (!s.empty() && !parse_chat_format(s) && !s.ends_with(".jinja"))
     fail(path, "unknown chat template \"" + s + "\"; known: " + chat_format_names());
 }
 

@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 
+#include <ctime>
+
 namespace troupe {
 namespace {
 
@@ -45,33 +47,44 @@ void encode_text(const tokenizer& tok, const std::string& text, bool special, co
   out.tokens = special ? tok.encode_with_special(text, bos) : tok.encode(text, bos);
 }
 
-auto encode(const tokenizer& tok, const std::optional<chat_format>& format, const encode_job& job) -> encoded {
+/// The local time, for templates that print the date (strftime_now).
+auto local_now() -> std::tm {
+  const auto t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return tm;
+}
+
+auto encode(const tokenizer& tok, const chat_template* chat, const encode_job& job) -> encoded {
   encoded out;
   if (!job.chat) {
     encode_text(tok, job.text, false, job, out);
     return out;
   }
-  if (!format) {
+  if (chat == nullptr) {
     out.error = "the model has no chat template; set model.chat_template in the config";
     return out;
   }
-  const auto text = render_chat(*format, job.messages, job.add_generation_prompt, &out.error);
+  chat_request request;
+  request.messages = messages_value(job.messages);
+  request.add_generation_prompt = job.add_generation_prompt;
+  const auto text = render_chat(*chat, request, {local_now}, &out.error);
   if (out.error.empty()) encode_text(tok, text, true, job, out);
   return out;
 }
 
 auto tokenizer_behavior(tokenizer_actor::pointer, std::shared_ptr<const tokenizer> tok,
-                        std::optional<chat_format> format) -> tokenizer_actor::behavior_type {
+                        std::shared_ptr<const chat_template> chat) -> tokenizer_actor::behavior_type {
   return {
-      [tok, format](encode_atom, const encode_job& job) -> encoded { return encode(*tok, format, job); },
+      [tok, chat](encode_atom, const encode_job& job) -> encoded { return encode(*tok, chat.get(), job); },
   };
 }
 
 } // namespace
 
 auto spawn_tokenizer(caf::actor_system& sys, std::shared_ptr<const tokenizer> tok,
-                     std::optional<chat_format> format) -> tokenizer_actor {
-  return sys.spawn(tokenizer_behavior, std::move(tok), format);
+                     std::shared_ptr<const chat_template> chat) -> tokenizer_actor {
+  return sys.spawn(tokenizer_behavior, std::move(tok), std::move(chat));
 }
 
 } // namespace troupe

@@ -10,9 +10,9 @@
 
 namespace troupe {
 
-/// One tokenizer of the pool. `format`: the chat template (nullopt: chat
+/// One tokenizer of the pool. `chat`: the chat template (null: chat
 /// requests get an error saying the model has none).
 auto spawn_tokenizer(caf::actor_system& sys, std::shared_ptr<const tokenizer> tok,
-                     std::optional<chat_format> format) -> tokenizer_actor;
+                     std::shared_ptr<const chat_template> chat) -> tokenizer_actor;
 
 } // namespace troupe

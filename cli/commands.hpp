@@ -18,5 +18,6 @@ auto run_sim(std::span<char* const> argv) -> int;
 auto run_hash_key(std::span<char* const> argv) -> int;
 auto run_config(std::span<char* const> argv) -> int;
 auto run_tokenize(std::span<char* const> argv) -> int;
+auto run_render_template(std::span<char* const> argv) -> int;
 
 } // namespace troupe::cli

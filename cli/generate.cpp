@@ -10,6 +10,7 @@
 #include "engine/tokenizer/chat_template.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <limits>
 
@@ -51,20 +52,24 @@ auto run_generate(std::span<char* const> argv) -> int {
 
   std::vector<token_id> ids;
   if (a.has("chat")) {
-    std::optional<chat_format> fmt;
-    if (a.has("chat-template")) {
-      fmt = parse_chat_format(a.str("chat-template", ""));
-      if (!fmt) throw usage_error("unknown chat template '" + a.str("chat-template", "") + "' (known: " +
-                                  chat_format_names() + ")");
-    } else {
-      fmt = chat_format_of_model(dir);
-      if (!fmt) throw usage_error("the model names no known chat template; pass --chat-template");
-    }
+    const auto name = a.str("chat-template", "");
+    if (a.has("chat-template") && !parse_chat_format(name) && !name.ends_with(".jinja"))
+      throw usage_error("unknown chat template '" + name + "' (known: " + chat_format_names() + ", or a .jinja file)");
+    const auto chat = resolve_chat_template(name, dir);
+    if (!chat) throw usage_error("the model ships no chat template; pass --chat-template");
     std::vector<chat_message> msgs;
     if (a.has("system")) msgs.push_back({"system", a.str("system", "")});
     msgs.push_back({"user", prompt});
+    chat_request request;
+    request.messages = messages_value(msgs);
     std::string error;
-    const auto text = render_chat(*fmt, msgs, true, &error);
+    const auto text = render_chat(*chat, request, {[] {
+                                    const auto t = std::time(nullptr);
+                                    std::tm tm{};
+                                    localtime_r(&t, &tm);
+                                    return tm;
+                                  }},
+                                  &error);
     if (!error.empty()) throw usage_error(error);
     ids = tok.encode_with_special(text, false);
   } else {

@@ -68,6 +68,12 @@ constexpr std::array k_commands = {
             "[--prefill-chunk N] [--no-huge-pages]\n"
             "one prompt, streamed to stdout, speed on stderr. The weights are copied into\n"
             "2 MiB pages first (decode ~10% faster); --no-huge-pages reads the mapping"},
+    command{"render-template", cli::run_render_template,
+            "(--template FILE.jinja | --builtin NAME | --model DIR) [--model DIR] [--now TIME]\n"
+            "a chat template rendered on the conversation read as JSON from standard input\n"
+            "({\"messages\": [...], \"tools\": [...], \"add_generation_prompt\": true, and any other\n"
+            "variable}), as the server renders it: the model's own template (or the one named)\n"
+            "with its special tokens; --now \"2024-07-26 09:30:00\" fixes strftime_now's clock"},
     command{"hash-key", cli::run_hash_key,
             "[--new]\n"
             "the api_key_sha256 of a key read from standard input, for a tenants file\n"

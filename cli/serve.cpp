@@ -163,11 +163,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->metrics = metrics;
   ctx->prompt_logprobs = !cuda_device || cfg.executor == "zero";
 
-  std::optional<chat_format> format;
-  if (!cfg.chat_template.empty()) format = parse_chat_format(cfg.chat_template);
-  else format = chat_format_of_model(dir.string());
+  std::shared_ptr<const chat_template> chat;
+  if (auto t = resolve_chat_template(cfg.chat_template, dir.string())) chat = std::make_shared<const chat_template>(std::move(*t));
   for (int i = 0; i < resolve_threads(cfg.tokenizers); ++i) {
-    ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, format));
+    ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
   }
   // Per device, its executor and memory manager; its replicas lease an

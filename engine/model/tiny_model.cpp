@@ -197,12 +197,12 @@ void fit_bigram(const std::vector<double>& l, const std::vector<double>& row_sca
 }
 
 void write_tokenizer_config(const fs::path& dir) {
-  // Zephyr's markers, so the chat format is found from the model directory.
+  // Zephyr's format (troupe's built-in "zephyr" template): the server renders it.
   std::ofstream out(dir / "tokenizer_config.json");
   out << "{\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n"
-         "  \"chat_template\": \"{% for message in messages %}{% if message['role'] == 'user' %}"
-         "{{ '<|user|>\\\\n' + message['content'] + eos_token }}{% endif %}{% endfor %}"
-         "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}\"\n}\n";
+         "  \"chat_template\": \"{% for message in messages %}"
+         "{{ '<|' + message['role'] + '|>\\\\n' + message['content'] + eos_token + '\\\\n' }}{% endfor %}"
+         "{% if add_generation_prompt %}{{ '<|assistant|>\\\\n' }}{% endif %}\"\n}\n";
 }
 
 } // namespace

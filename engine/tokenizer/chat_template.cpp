@@ -2,83 +2,109 @@
 
 #include "engine/model/model_error.hpp"
 
-#include <simdjson.h>
-
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <system_error>
 
 namespace troupe {
 namespace {
 
-// Each renderer reproduces the Jinja template Hugging Face ships for the
-// format, as transformers renders it (trim_blocks, lstrip_blocks).
+namespace fs = std::filesystem;
 
-/// Python's str.strip() over ASCII whitespace.
-auto strip(std::string_view s) -> std::string_view {
-  constexpr auto ws = std::string_view{" \t\n\r\f\v"};
-  const auto begin = s.find_first_not_of(ws);
-  if (begin == std::string_view::npos) return {};
-  return s.substr(begin, s.find_last_not_of(ws) - begin + 1);
-}
-
-auto where(std::size_t i) -> std::string { return "messages[" + std::to_string(i) + "]: "; }
+// The built-in formats, written for troupe (not copies of the models'
+// files); each renders what the model's own template renders for system,
+// user and assistant turns, and refuses other roles with one line.
+constexpr std::string_view k_known_roles = R"(
+{%- for m in messages -%}
+  {%- if m['role'] not in ['system', 'user', 'assistant'] -%}
+    {{- raise_exception('messages[' ~ loop.index0 ~ ']: unknown role "' ~ m['role'] ~ '"') -}}
+  {%- endif -%}
+{%- endfor -%}
+)";
 
 // meta-llama/Llama-2-7b-chat-hf: an optional leading system message folded
-// into the first user turn, then strictly user, assistant, user, ...
-auto render_llama2(std::span<const chat_message> messages, std::string& error) -> std::string {
-  auto first = std::size_t{0};
-  const chat_message* system = nullptr;
-  if (messages[0].role == "system") {
-    system = &messages[0];
-    first = 1;
-  }
-  if (first == messages.size()) {
-    error = "llama-2: a system message needs a user message after it";
-    return {};
-  }
-  auto out = std::string{};
-  for (auto i = first; i < messages.size(); ++i) {
-    const auto& m = messages[i];
-    const auto* expected = (i - first) % 2 == 0 ? "user" : "assistant";
-    if (m.role != expected) {
-      error = where(i) + (m.role == "system"
-                              ? "llama-2 allows a system message only first"
-                              : "llama-2 needs user and assistant to alternate, user first");
-      return {};
-    }
-    auto content = std::string{};
-    if (i == first && system != nullptr)
-      content = "<<SYS>>\n" + system->content + "\n<</SYS>>\n\n" + m.content;
-    else
-      content = m.content;
-    if (m.role == "user")
-      out.append("<s>[INST] ").append(strip(content)).append(" [/INST]");
-    else
-      out.append(" ").append(strip(content)).append(" </s>");
-  }
-  return out; // the template has no generation prompt: "[/INST]" is one
-}
+// into the first user turn, then strictly user, assistant, user, ... The
+// strip covers the whole first turn, system text included.
+constexpr std::string_view k_llama2 = R"(
+{%- set offset = 0 -%}
+{%- set turns = messages -%}
+{%- if messages[0]['role'] == 'system' -%}
+  {%- set system = messages[0]['content'] -%}
+  {%- set offset = 1 -%}
+  {%- set turns = messages[1:] -%}
+  {%- if not turns -%}
+    {{- raise_exception('llama-2: a system message needs a user message after it') -}}
+  {%- endif -%}
+{%- endif -%}
+{%- for m in turns -%}
+  {%- if m['role'] != ('user' if loop.index0 % 2 == 0 else 'assistant') -%}
+    {{- raise_exception('messages[' ~ (loop.index0 + offset) ~ ']: ' ~ ('llama-2 allows a system message only first' if m['role'] == 'system' else 'llama-2 needs user and assistant to alternate, user first')) -}}
+  {%- endif -%}
+  {%- set content = m['content'] -%}
+  {%- if loop.first and system is defined -%}
+    {%- set content = '<<SYS>>\n' + system + '\n<</SYS>>\n\n' + content -%}
+  {%- endif -%}
+  {%- if m['role'] == 'user' -%}
+    {{- '<s>[INST] ' + content.strip() + ' [/INST]' -}}
+  {%- else -%}
+    {{- ' ' + content.strip() + ' </s>' -}}
+  {%- endif -%}
+{%- endfor -%}
+)";
 
 // e.g. teknium/OpenHermes-2.5-Mistral-7B; no order imposed.
-auto render_chatml(std::span<const chat_message> messages, bool add_generation_prompt)
-    -> std::string {
-  auto out = std::string{};
-  for (const auto& m : messages)
-    out.append("<|im_start|>").append(m.role).append("\n").append(m.content).append(
-        "<|im_end|>\n");
-  if (add_generation_prompt) out.append("<|im_start|>assistant\n");
-  return out;
+constexpr std::string_view k_chatml = R"(
+{%- for m in messages -%}
+  {{- '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<|im_start|>assistant\n' -}}
+{%- endif -%}
+)";
+
+// HuggingFaceH4/zephyr-7b-beta, TinyLlama/TinyLlama-1.1B-Chat-v1.0; no order imposed.
+constexpr std::string_view k_zephyr = R"(
+{%- for m in messages -%}
+  {{- '<|' + m['role'] + '|>\n' + m['content'] + '</s>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<|assistant|>\n' -}}
+{%- endif -%}
+)";
+
+auto read_file(const fs::path& path) -> std::string {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
-// HuggingFaceH4/zephyr-7b-beta, TinyLlama/TinyLlama-1.1B-Chat-v1.0; no order
-// imposed. The newline after each turn is the template's own line break.
-auto render_zephyr(std::span<const chat_message> messages, bool add_generation_prompt)
-    -> std::string {
-  auto out = std::string{};
-  for (const auto& m : messages)
-    out.append("<|").append(m.role).append("|>\n").append(m.content).append("</s>\n");
-  if (add_generation_prompt) out.append("<|assistant|>\n");
-  return out;
+/// tokenizer_config.json as a value; nullopt when absent.
+auto read_config(const fs::path& path) -> std::optional<jinja::value> {
+  auto ec = std::error_code{};
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  jinja::value config;
+  try {
+    config = jinja::parse_json(read_file(path), "JSON");
+  } catch (const jinja::render_error& e) {
+    fail(path, e.what());
+  }
+  if (!config.is_object()) fail(path, "not a JSON object");
+  return config;
+}
+
+/// A special token's text: a string, or an AddedToken's "content".
+auto token_text(const jinja::value& v) -> std::optional<std::string> {
+  if (v.is_string()) return v.str();
+  if (v.is_object())
+    if (const auto* content = v.obj().find("content"); content != nullptr && content->is_string()) return content->str();
+  return std::nullopt;
+}
+
+auto builtin(chat_format f) -> chat_template {
+  return make_chat_template(builtin_chat_template(f), "built-in " + std::string(chat_format_name(f)));
 }
 
 } // namespace
@@ -106,74 +132,124 @@ auto chat_format_name(chat_format f) -> std::string_view {
   return "unknown";
 }
 
-auto detect_chat_format(std::string_view jinja_template) -> std::optional<chat_format> {
-  // ChatML first: its templates may mention the others' markers too.
-  if (jinja_template.find("<|im_start|>") != std::string_view::npos) return chat_format::chatml;
-  if (jinja_template.find("<|user|>") != std::string_view::npos) return chat_format::zephyr;
-  if (jinja_template.find("[INST]") != std::string_view::npos) return chat_format::llama2;
-  return std::nullopt;
+auto builtin_chat_template(chat_format f) -> std::string_view {
+  // Each with the role check in front (one string: the checks and the format).
+  static const std::string llama2 = std::string(k_known_roles) + std::string(k_llama2);
+  static const std::string chatml = std::string(k_known_roles) + std::string(k_chatml);
+  static const std::string zephyr = std::string(k_known_roles) + std::string(k_zephyr);
+  switch (f) {
+  case chat_format::llama2: return llama2;
+  case chat_format::chatml: return chatml;
+  case chat_format::zephyr: return zephyr;
+  }
+  return {};
 }
 
-auto chat_format_of_model(const std::string& model_dir) -> std::optional<chat_format> {
-  const auto path = std::filesystem::path{model_dir} / "tokenizer_config.json";
+auto make_chat_template(std::string_view text, std::string source, jinja::object special_tokens) -> chat_template {
+  try {
+    return chat_template{source, jinja::jinja_template(text), std::move(special_tokens)};
+  } catch (const jinja::template_error& e) {
+    throw model_error(source + ": " + e.what());
+  }
+}
+
+auto special_tokens_of_model(const std::string& model_dir) -> jinja::object {
+  jinja::object out;
+  const auto config = read_config(fs::path{model_dir} / "tokenizer_config.json");
+  if (!config) return out;
+  for (const auto* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
+    if (const auto* v = config->obj().find(key))
+      if (auto text = token_text(*v)) out.set(key, *text);
+  if (const auto* extra = config->obj().find("additional_special_tokens"); extra != nullptr && extra->is_array()) {
+    jinja::array tokens;
+    for (const auto& t : extra->arr())
+      if (auto text = token_text(t)) tokens.emplace_back(*text);
+    out.set("additional_special_tokens", std::move(tokens));
+  }
+  return out;
+}
+
+auto model_chat_template(const std::string& model_dir) -> std::optional<chat_template> {
+  const auto dir = fs::path{model_dir};
   auto ec = std::error_code{};
-  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
-  auto json = simdjson::padded_string{};
-  if (simdjson::padded_string::load(path.string()).get(json) != simdjson::SUCCESS)
-    fail(path, "cannot read");
-  auto parser = simdjson::ondemand::parser{};
-  auto doc = simdjson::ondemand::document{};
-  auto object = simdjson::ondemand::object{};
-  if (auto err = parser.iterate(json).get(doc); err) fail(path, simdjson::error_message(err));
-  if (auto err = doc.get_object().get(object); err)
-    fail(path, std::string("not a JSON object: ") + simdjson::error_message(err));
-  auto value = simdjson::ondemand::value{};
-  if (auto err = object["chat_template"].get(value); err == simdjson::NO_SUCH_FIELD)
-    return std::nullopt;
-  else if (err)
-    fail(path, simdjson::error_message(err));
-  auto type = simdjson::ondemand::json_type{};
-  if (auto err = value.type().get(type); err) fail(path, simdjson::error_message(err));
-  auto text = std::string_view{};
-  if (type == simdjson::ondemand::json_type::string) {
-    if (auto err = value.get_string().get(text); err) fail(path, simdjson::error_message(err));
-    return detect_chat_format(text);
-  }
-  if (type != simdjson::ondemand::json_type::array) return std::nullopt;
+  if (const auto file = dir / "chat_template.jinja"; fs::is_regular_file(file, ec))
+    return make_chat_template(read_file(file), file.string(), special_tokens_of_model(model_dir));
+  const auto path = dir / "tokenizer_config.json";
+  const auto config = read_config(path);
+  if (!config) return std::nullopt;
+  const auto* field = config->obj().find("chat_template");
+  if (field == nullptr || field->is_none()) return std::nullopt;
+  const auto source = path.string() + " chat_template";
+  if (field->is_string()) return make_chat_template(field->str(), source, special_tokens_of_model(model_dir));
+  if (!field->is_array()) fail(path, "chat_template is neither a string nor a list");
   // Newer files list named templates: [{"name": "default", "template": "..."}].
-  for (auto entry : value.get_array()) {
-    auto named = simdjson::ondemand::object{};
-    auto name = std::string_view{};
-    if (entry.get_object().get(named) || named["name"].get_string().get(name)) continue;
-    if (name != "default") continue;
-    if (named["template"].get_string().get(text)) return std::nullopt;
-    return detect_chat_format(text);
+  for (const auto& entry : field->arr()) {
+    if (!entry.is_object()) continue;
+    const auto* name = entry.obj().find("name");
+    const auto* text = entry.obj().find("template");
+    if (name != nullptr && name->is_string() && name->str() == "default" && text != nullptr && text->is_string())
+      return make_chat_template(text->str(), source + " \"default\"", special_tokens_of_model(model_dir));
   }
-  return std::nullopt;
+  fail(path, "chat_template lists no template named \"default\"");
 }
 
-auto render_chat(chat_format f, std::span<const chat_message> messages,
-                 bool add_generation_prompt, std::string* error) -> std::string {
+auto resolve_chat_template(const std::string& setting, const std::string& model_dir)
+    -> std::optional<chat_template> {
+  if (setting.empty()) return model_chat_template(model_dir);
+  if (const auto f = parse_chat_format(setting)) {
+    auto t = builtin(*f);
+    t.special_tokens = special_tokens_of_model(model_dir);
+    return t;
+  }
+  if (setting.ends_with(".jinja"))
+    return make_chat_template(read_file(setting), setting, special_tokens_of_model(model_dir));
+  throw model_error("unknown chat template \"" + setting + "\"; known: " + chat_format_names() + ", or a .jinja file");
+}
+
+auto messages_value(std::span<const chat_message> messages) -> jinja::value {
+  jinja::array out;
+  for (const auto& m : messages) {
+    jinja::object o;
+    o.set("role", m.role);
+    o.set("content", m.content);
+    out.emplace_back(std::move(o));
+  }
+  return out;
+}
+
+auto render_chat(const chat_template& t, const chat_request& request, const jinja::render_options& options,
+                 std::string* error) -> std::string {
   auto message = std::string{};
   auto out = std::string{};
-  if (messages.empty()) {
+  if (!request.messages.is_array() || request.messages.arr().empty()) {
     message = "no messages";
   } else {
-    for (std::size_t i = 0; i < messages.size() && message.empty(); ++i) {
-      const auto& role = messages[i].role;
-      if (role != "system" && role != "user" && role != "assistant")
-        message = where(i) + "unknown role \"" + role + "\"";
-    }
-  }
-  if (message.empty()) {
-    switch (f) {
-    case chat_format::llama2: out = render_llama2(messages, message); break;
-    case chat_format::chatml: out = render_chatml(messages, add_generation_prompt); break;
-    case chat_format::zephyr: out = render_zephyr(messages, add_generation_prompt); break;
+    // transformers' render kwargs: the special tokens, then the call's.
+    auto vars = t.special_tokens;
+    vars.set("messages", request.messages);
+    vars.set("tools", request.tools);
+    vars.set("documents", jinja::value::none());
+    vars.set("add_generation_prompt", request.add_generation_prompt);
+    for (const auto& [k, v] : request.extra.entries) vars.set(k, v);
+    try {
+      out = t.jinja.render(vars, options);
+    } catch (const jinja::render_error& e) {
+      message = e.what();
+      out.clear();
     }
   }
   if (error != nullptr) *error = message;
   return out;
+}
+
+auto render_chat(chat_format f, std::span<const chat_message> messages, bool add_generation_prompt,
+                 std::string* error) -> std::string {
+  static const chat_template templates[] = {builtin(chat_format::llama2), builtin(chat_format::chatml),
+                                            builtin(chat_format::zephyr)};
+  chat_request request;
+  request.messages = messages_value(messages);
+  request.add_generation_prompt = add_generation_prompt;
+  return render_chat(templates[static_cast<int>(f)], request, {}, error);
 }
 
 } // namespace troupe

@@ -1,6 +1,12 @@
 #pragma once
-// Chat prompt formats, rendered in C++ (no Jinja): Llama-2, ChatML, Zephyr
-// (TinyLlama-Chat uses Zephyr's).
+// Chat templates: a conversation (messages, tool definitions, tool calls and
+// results) rendered to prompt text by a Jinja template (engine/template/),
+// as Hugging Face's apply_chat_template renders it. The template is the
+// model's own (chat_template.jinja, else tokenizer_config.json's
+// chat_template), else a built-in one named by the config: "llama-2",
+// "chatml", "zephyr" (TinyLlama-Chat uses Zephyr's), or a .jinja file.
+
+#include "engine/template/jinja_template.hpp"
 
 #include <optional>
 #include <span>
@@ -21,23 +27,65 @@ auto parse_chat_format(std::string_view name) -> std::optional<chat_format>;
 auto chat_format_name(chat_format f) -> std::string_view;
 /// "llama-2, chatml, zephyr": every format's name, for error messages.
 auto chat_format_names() -> std::string;
+/// A built-in format's Jinja text (special tokens spelled out: "<s>", "</s>").
+auto builtin_chat_template(chat_format f) -> std::string_view;
 
-/// Recognises a Hugging Face Jinja chat_template (tokenizer_config.json) by its
-/// markers: "<|im_start|>" ChatML, "<|user|>" Zephyr, "[INST]" Llama-2.
-auto detect_chat_format(std::string_view jinja_template) -> std::optional<chat_format>;
+/// A parsed template and what it renders with besides the conversation.
+struct chat_template {
+  std::string source; ///< where it came from, for messages: "tokenizer_config.json chat_template"
+  jinja::jinja_template jinja;
+  /// bos_token, eos_token, ... and additional_special_tokens of
+  /// tokenizer_config.json (transformers' special_tokens_map), as strings.
+  jinja::object special_tokens;
+};
 
-/// Reads dir/tokenizer_config.json's "chat_template" (a string, or the entry
-/// named "default" of a list) and detects its format; nullopt when the file or
-/// field is absent or the format unrecognised. Throws model_error("<path>:
-/// <problem>") when the file is not a JSON object.
-auto chat_format_of_model(const std::string& model_dir) -> std::optional<chat_format>;
+/// Parses `text`; throws model_error("<source>: line L col C: <problem>")
+/// for a template troupe cannot render.
+auto make_chat_template(std::string_view text, std::string source, jinja::object special_tokens = {})
+    -> chat_template;
 
-/// The prompt text, with special tokens spelled out ("<s>", "</s>") for
+/// tokenizer_config.json's special tokens (strings, or AddedToken objects'
+/// "content"); empty when the file is absent. Throws model_error when the
+/// file is not a JSON object.
+auto special_tokens_of_model(const std::string& model_dir) -> jinja::object;
+
+/// The model's own template: dir/chat_template.jinja, else the
+/// "chat_template" of dir/tokenizer_config.json (a string, or the entry
+/// named "default" of a list); nullopt when it ships none. Throws model_error
+/// for an unreadable file or a template troupe cannot render.
+auto model_chat_template(const std::string& model_dir) -> std::optional<chat_template>;
+
+/// The template a server uses: `setting` empty, the model's; a built-in
+/// name; or a path ending in ".jinja". The special tokens come from the
+/// model in every case. nullopt: the model ships none and none was named.
+/// Throws model_error (an unknown name, a template that does not parse).
+auto resolve_chat_template(const std::string& setting, const std::string& model_dir)
+    -> std::optional<chat_template>;
+
+/// One conversation to render: JSON-shaped values as the OpenAI API and
+/// transformers carry them (messages with role, content, tool_calls,
+/// tool_call_id, ...; tools as function schemas, none when absent).
+struct chat_request {
+  jinja::value messages;
+  jinja::value tools = jinja::value::none();
+  bool add_generation_prompt = true;
+  /// Further template variables (enable_thinking, date_string, ...),
+  /// over the special tokens.
+  jinja::object extra;
+};
+
+/// `messages` as a list of {"role", "content"} objects.
+auto messages_value(std::span<const chat_message> messages) -> jinja::value;
+
+/// The prompt text, special tokens spelled out, for
 /// tokenizer::encode_with_special (no BOS added there: the text carries it).
-/// Returns an error line in `error` (and empty text) for an unknown role, a
-/// conversation not alternating user/assistant where the format requires it,
-/// or an empty list; `error` (may be null) is cleared on success.
-auto render_chat(chat_format f, std::span<const chat_message> messages,
-                 bool add_generation_prompt, std::string* error) -> std::string;
+/// On failure (no messages, the template's raise_exception, a type error)
+/// returns "" and sets `error` (may be null) to one line; clears it on success.
+auto render_chat(const chat_template& t, const chat_request& request, const jinja::render_options& options,
+                 std::string* error) -> std::string;
+
+/// A built-in format on plain messages, with a clock-less options.
+auto render_chat(chat_format f, std::span<const chat_message> messages, bool add_generation_prompt,
+                 std::string* error) -> std::string;
 
 } // namespace troupe

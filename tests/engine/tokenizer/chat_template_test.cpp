@@ -42,7 +42,7 @@ auto write_config(const std::filesystem::path& dir, std::string_view json) -> st
 
 auto config_error(const std::string& dir) -> std::string {
   try {
-    (void)chat_format_of_model(dir);
+    (void)model_chat_template(dir);
   } catch (const model_error& e) {
     return e.what();
   }
@@ -126,52 +126,113 @@ TEST_CASE("chat_template: errors") {
   CHECK(render_chat(chat_format::chatml, conversation, false, nullptr).size() > 0);
 }
 
-TEST_CASE("chat_template: detection from Jinja markers") {
-  const auto llama2 =
-      "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
-      "{% set system_message = messages[0]['content'] %}{% else %}"
-      "{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
-      "{% for message in loop_messages %}{% if message['role'] == 'user' %}"
-      "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
-      "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}"
-      "{% endif %}{% endfor %}";
-  const auto chatml =
-      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
-      "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
-      "{{ '<|im_start|>assistant\\n' }}{% endif %}";
-  const auto zephyr =
-      "{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
-      "{{ '<|user|>\\n' + message['content'] + eos_token }}\n"
-      "{% elif message['role'] == 'system' %}\n{{ '<|system|>\\n' + message['content'] + "
-      "eos_token }}\n{% endif %}\n{% endfor %}";
-  CHECK(detect_chat_format(llama2) == chat_format::llama2);
-  CHECK(detect_chat_format(chatml) == chat_format::chatml);
-  CHECK(detect_chat_format(zephyr) == chat_format::zephyr);
-  CHECK(detect_chat_format("{{ messages }}") == std::nullopt);
-  CHECK(detect_chat_format("") == std::nullopt);
-}
-
-TEST_CASE("chat_template: chat_format_of_model reads tokenizer_config.json") {
+TEST_CASE("chat_template: a model's own template is read and rendered") {
   const auto tmp = testing::temp_dir{};
   const auto& dir = tmp.path();
-  CHECK(chat_format_of_model(dir.string()) == std::nullopt); // no file
-  CHECK(chat_format_of_model(write_config(dir, R"({"bos_token": "<s>"})")) == std::nullopt);
-  CHECK(chat_format_of_model(write_config(
-            dir, R"({"bos_token": "<s>", "chat_template": "{{ '<|user|>\n' }}"})"))
-        == chat_format::zephyr);
-  CHECK(chat_format_of_model(write_config(dir, R"({"chat_template": "{{ '[INST]' }}"})"))
-        == chat_format::llama2);
-  CHECK(chat_format_of_model(write_config(dir, R"({"chat_template": "plain"})")) == std::nullopt);
-  CHECK(chat_format_of_model(write_config(dir, R"({"chat_template": [
-            {"name": "tool_use", "template": "[INST]"},
-            {"name": "default", "template": "<|im_start|>"}]})"))
-        == chat_format::chatml);
-  CHECK(chat_format_of_model(write_config(dir, R"({"chat_template": 7})")) == std::nullopt);
+  CHECK_FALSE(model_chat_template(dir.string())); // no file
+  CHECK_FALSE(model_chat_template(write_config(dir, R"({"bos_token": "<s>"})")));
+  CHECK_FALSE(model_chat_template(write_config(dir, R"({"chat_template": null})")));
+
+  // The model's own Jinja, with its special tokens (an AddedToken's content).
+  auto t = model_chat_template(write_config(dir, R"({"bos_token": {"__type": "AddedToken", "content": "<B>"},
+      "eos_token": "<E>", "additional_special_tokens": ["<x>", {"content": "<y>"}],
+      "chat_template": "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{{ eos_token }}{{ additional_special_tokens | join(',') }}"})"));
+  REQUIRE(t);
+  CHECK(t->source == (dir / "tokenizer_config.json").string() + " chat_template");
+  chat_request request;
+  request.messages = messages_value(conversation);
+  auto error = std::string{"stale"};
+  CHECK(render_chat(*t, request, {}, &error)
+        == "<B>[system:You are terse.][user:Hi!][assistant:Hello.][user:Bye?]<E><x>,<y>");
+  CHECK(error.empty());
+
+  // The list form: the entry named "default".
+  t = model_chat_template(write_config(dir, R"({"chat_template": [
+        {"name": "tool_use", "template": "tools"},
+        {"name": "default", "template": "{{ messages | length }}{{ add_generation_prompt }}"}]})"));
+  REQUIRE(t);
+  CHECK(render_chat(*t, request, {}, nullptr) == "4True");
+
+  // chat_template.jinja comes first.
+  std::ofstream(dir / "chat_template.jinja") << "jinja file {{ messages[0].role }}\n";
+  t = model_chat_template(dir.string());
+  REQUIRE(t);
+  CHECK(render_chat(*t, request, {}, nullptr) == "jinja file system");
+}
+
+TEST_CASE("chat_template: the setting picks a built-in, a .jinja file or the model's") {
+  const auto tmp = testing::temp_dir{};
+  const auto& dir = tmp.path();
+  write_config(dir, R"({"eos_token": "</s>", "chat_template": "model {{ eos_token }}"})");
+  chat_request request;
+  request.messages = messages_value(messages{{"user", "q"}});
+  auto t = resolve_chat_template("", dir.string());
+  REQUIRE(t);
+  CHECK(render_chat(*t, request, {}, nullptr) == "model </s>");
+  t = resolve_chat_template("chatml", dir.string());
+  REQUIRE(t);
+  CHECK(render_chat(*t, request, {}, nullptr) == "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n");
+  std::ofstream(dir / "mine.jinja") << "{{ messages[0].content | upper }}{{ eos_token }}";
+  t = resolve_chat_template((dir / "mine.jinja").string(), dir.string());
+  REQUIRE(t);
+  CHECK(render_chat(*t, request, {}, nullptr) == "Q</s>");
+  CHECK_THROWS_AS((void)resolve_chat_template("vicuna", dir.string()), model_error);
+}
+
+TEST_CASE("chat_template: tool definitions, tool calls and results reach the template") {
+  const auto t = make_chat_template(
+      "{% for tool in tools %}{{ tool.function.name }}{{ tool.function.parameters | tojson }}\n{% endfor %}"
+      "{% for m in messages %}{{ m.role }}:{% if m.tool_calls %}{% for c in m.tool_calls %}"
+      "{{ c.function.name }}({{ c.function.arguments | tojson }}){% endfor %}"
+      "{% elif m.role == 'tool' %}{{ m.tool_call_id }}={{ m.content }}{% else %}{{ m.content }}{% endif %}"
+      "{{ '\\n' }}{% endfor %}", // (a newline right after %} goes: trim_blocks)
+      "test");
+  chat_request request;
+  request.messages = jinja::parse_json(R"([
+      {"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "21 °C"}])",
+                                       "messages");
+  request.tools = jinja::parse_json(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])",
+                                    "tools");
+  CHECK(render_chat(t, request, {}, nullptr)
+        == "get_weather{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}\n"
+           "user:weather?\nassistant:get_weather({\"city\": \"Paris\"})\ntool:c1=21 °C\n");
+}
+
+TEST_CASE("chat_template: a template troupe cannot render stops start-up with one line") {
+  const auto tmp = testing::temp_dir{};
+  const auto& dir = tmp.path();
+  write_config(dir, R"({"chat_template": "{% for m in messages %}\n  {{ m.content | wordwrap(40) }}{% endfor %}"})");
   const auto path = (dir / "tokenizer_config.json").string();
+  try {
+    (void)model_chat_template(dir.string());
+    FAIL("no error");
+  } catch (const model_error& e) {
+    CHECK(std::string(e.what()) == path + " chat_template: line 2 col 18: filter \"wordwrap\" is not supported");
+  }
   write_config(dir, "[1, 2]");
   CHECK(config_error(dir.string()).starts_with(path + ": not a JSON object"));
   write_config(dir, "{\"chat_template\": ");
   CHECK(config_error(dir.string()).starts_with(path + ": "));
+  write_config(dir, R"({"chat_template": 7})");
+  CHECK(config_error(dir.string()) == path + ": chat_template is neither a string nor a list");
+}
+
+TEST_CASE("chat_template: strftime_now reads the injected clock") {
+  const auto t = make_chat_template("{{ strftime_now('%d %b %Y') }}", "test");
+  chat_request request;
+  request.messages = messages_value(messages{{"user", "q"}});
+  std::tm tm{};
+  tm.tm_year = 124;
+  tm.tm_mon = 6;
+  tm.tm_mday = 26;
+  CHECK(render_chat(t, request, {[tm] { return tm; }}, nullptr) == "26 Jul 2024");
+  auto error = std::string{};
+  CHECK(render_chat(t, request, {}, &error).empty());
+  CHECK(error.find("no clock") != std::string::npos);
 }
 
 } // namespace troupe

