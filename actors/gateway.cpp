@@ -430,7 +430,7 @@ void gateway::tokens(bool tokenize, std::string_view body, const fleet& fl,
     h.emplace_back("Content-Type", "application/json");
     client->respond(status, std::move(h), std::move(json));
   };
-  const auto fail = [&](const api::api_error& e) { respond(e.status, api::error_body(e)); };
+  const auto fail = [respond](const api::api_error& e) { respond(e.status, api::error_body(e)); };
   const auto model_of = [&](const std::string& name) -> const served_model* {
     if (name.empty()) return &fl.models.front();
     return fl.find(name);
@@ -468,6 +468,7 @@ void gateway::tokens(bool tokenize, std::string_view body, const fleet& fl,
   job.messages = std::move(r.messages);
   job.add_special_tokens = r.add_special_tokens;
   job.add_generation_prompt = r.add_generation_prompt;
+  job.tools_json = std::move(r.tools_json);
   const auto& tokenizer = ctx->pick_tokenizer(job.num_bytes());
   // The answer comes on an actor of its own: this HTTP thread does not wait.
   sys_.spawn([tokenizer, job = std::move(job), ctx, strs = r.return_token_strs, respond,

@@ -33,6 +33,7 @@ struct encode_job {
   /// prompt, no for chat (the template writes what it needs).
   std::optional<bool> add_special_tokens;
   bool add_generation_prompt = true; ///< chat: end with the assistant's opening
+  std::string tools_json;            ///< chat: the template's tools (a JSON array), "" for none
 
   /// The bytes the tokenizer reads (the text, or every message's content).
   auto num_bytes() const -> std::size_t {

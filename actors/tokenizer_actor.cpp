@@ -68,6 +68,14 @@ auto encode(const tokenizer& tok, const chat_template* chat, const encode_job& j
   chat_request request;
   request.messages = messages_value(job.messages);
   request.add_generation_prompt = job.add_generation_prompt;
+  if (!job.tools_json.empty()) {
+    try {
+      request.tools = jinja::parse_json(job.tools_json, "tools");
+    } catch (const jinja::render_error& e) {
+      out.error = e.what();
+      return out;
+    }
+  }
   const auto text = render_chat(*chat, request, {local_now}, &out.error);
   if (out.error.empty()) encode_text(tok, text, true, job, out);
   return out;

@@ -10,7 +10,7 @@
 namespace troupe::cli {
 
 auto run_make_model(std::span<char* const> argv) -> int {
-  const args a(argv, {"preset", "out", "seed"}, {});
+  const args a(argv, {"preset", "out", "seed", "tokenizer"}, {"small"});
   const auto preset = a.required("preset");
   const auto out = a.required("out");
   if (!preset_config(preset)) {
@@ -18,8 +18,13 @@ auto run_make_model(std::span<char* const> argv) -> int {
     for (auto n : preset_names()) known += (known.empty() ? "" : ", ") + std::string(n);
     throw usage_error("unknown preset '" + preset + "' (known: " + known + ")");
   }
-  make_model(preset, out, static_cast<std::uint64_t>(a.integer("seed", 1)));
-  std::printf("wrote %s model to %s\n", preset.c_str(), out.c_str());
+  make_model_options o;
+  o.seed = static_cast<std::uint64_t>(a.integer("seed", 1));
+  o.tokenizer_dir = a.str("tokenizer", "");
+  o.small = a.has("small");
+  make_model(preset, out, o);
+  const std::string with = o.tokenizer_dir.empty() ? "" : " with the tokenizer of " + o.tokenizer_dir.string();
+  std::printf("wrote %s%s model to %s%s\n", o.small ? "a small " : "", preset.c_str(), out.c_str(), with.c_str());
   return 0;
 }
 

@@ -379,6 +379,51 @@ auto parse_request(endpoint kind, std::string_view body, const sampling_params& 
   return std::move(f.r);
 }
 
+namespace {
+
+// tools: an array of {"type": "function", "function": {"name": string, ...}}
+// objects, kept as their JSON text for the chat template.
+auto read_tools(od::value& v, std::string_view key, std::string& out) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of tools");
+  std::string_view raw;
+  if (items.raw_json().get(raw) != simdjson::SUCCESS) return error("invalid_type", std::string(key), "tools must be an array");
+  if (auto e = items.reset().error()) return failed(e, key, key, "an array of tools");
+  std::size_t i = 0;
+  for (auto item : items) {
+    const auto where = std::string(key) + "[" + std::to_string(i++) + "]";
+    od::object tool;
+    if (auto e = item.get_object().get(tool)) return failed(e, where, where, "an object");
+    std::string_view type, name;
+    bool has_function = false;
+    for (auto field : tool) {
+      std::string_view k;
+      if (auto e = field.unescaped_key().get(k)) return failed(e, where, where, "an object");
+      if (k == "type") {
+        if (auto e = field.value().get_string().get(type)) return failed(e, where + ".type", where + ".type", "a string");
+      } else if (k == "function") {
+        has_function = true;
+        od::object fn;
+        if (auto e = field.value().get_object().get(fn)) return failed(e, where + ".function", where + ".function", "an object");
+        for (auto f : fn) {
+          std::string_view fk;
+          if (auto e = f.unescaped_key().get(fk)) return failed(e, where, where, "an object");
+          if (fk == "name" && f.value().get_string().get(name) != simdjson::SUCCESS)
+            return error("invalid_type", where + ".function.name", where + ".function.name must be a string");
+        }
+      }
+    }
+    if (type != "function")
+      return error("invalid_value", where + ".type", where + ".type must be \"function\"");
+    if (!has_function || name.empty())
+      return error("missing_field", where + ".function.name", where + ".function.name is missing");
+  }
+  out.assign(raw);
+  return std::nullopt;
+}
+
+} // namespace
+
 auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api_error> {
   tokenize_request r;
   bool has_prompt = false;
@@ -396,13 +441,14 @@ auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api
         if (key == "add_special_tokens") return read_bool(v, key, add_special.emplace());
         if (key == "add_generation_prompt") return read_bool(v, key, add_generation.emplace());
         if (key == "return_token_strs") return read_bool(v, key, r.return_token_strs);
-        if (key == "tools") return not_supported(key);
+        if (key == "tools") return read_tools(v, key, r.tools_json);
         return error("unknown_parameter", std::string(key),
                      "unknown parameter " + std::string(key) + " (troupe refuses fields it would ignore)");
       }))
     return *p;
   if (has_prompt && r.chat) return error("invalid_value", "messages", "give prompt or messages, not both");
   if (!has_prompt && !r.chat) return error("missing_field", "prompt", "prompt (or messages) is missing");
+  if (!r.tools_json.empty() && !r.chat) return error("invalid_value", "tools", "tools are for messages, not a prompt");
   if (add_generation && !r.chat)
     return error("invalid_value", "add_generation_prompt", "add_generation_prompt is for messages, not a prompt");
   r.add_generation_prompt = add_generation.value_or(true);

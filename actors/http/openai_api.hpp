@@ -168,6 +168,9 @@ struct tokenize_request {
   /// prompt, false for messages (their template writes them).
   bool add_special_tokens = true;
   bool return_token_strs = false;     ///< each id's vocabulary piece too
+  /// messages only: the tools the template lists (a JSON array of
+  /// {"type": "function", "function": {"name", ...}}), as given; "" for none.
+  std::string tools_json;
 };
 
 /// POST /detokenize: ids back to text.
@@ -178,7 +181,7 @@ struct detokenize_request {
 
 /// Reads a /tokenize body: {"prompt": string} or {"messages": [...]} (not
 /// both), with model, add_special_tokens, add_generation_prompt (messages
-/// only) and return_token_strs. Errors as parse_request's: an unknown field
+/// only), return_token_strs and tools (messages only). Errors as parse_request's: an unknown field
 /// is unknown_parameter.
 auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api_error>;
 /// Reads a /detokenize body: {"tokens": [ids], "model"?}.

@@ -208,18 +208,67 @@ void write_tokenizer_config(const fs::path& dir) {
 } // namespace
 
 void make_model(std::string_view preset, const fs::path& dir, std::uint64_t seed) {
+  make_model_options o;
+  o.seed = seed;
+  make_model(preset, dir, o);
+}
+
+auto small_config(model_config c) -> model_config {
+  const std::int64_t head_dim = 16;
+  c.hidden_size = 64;
+  c.intermediate_size = 128;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = head_dim;
+  c.num_hidden_layers = 2;
+  // Gemma interleaves sliding and global layers: keep one of each.
+  if (!c.sliding_layers.empty()) c.sliding_layers = {true, false};
+  if (c.query_pre_attn_scalar > 0) c.query_pre_attn_scalar = static_cast<double>(head_dim);
+  // LongRoPE has a factor per rotary frequency: head_dim / 2 of them.
+  auto& rs = c.rope_scaling;
+  if (!rs.short_factor.empty()) rs.short_factor.resize(static_cast<std::size_t>(head_dim / 2), 1.0);
+  if (!rs.long_factor.empty()) rs.long_factor.resize(static_cast<std::size_t>(head_dim / 2), 1.0);
+  c.torch_dtype = "float32";
+  return c;
+}
+
+namespace {
+
+// A real model's tokenizer files into dir; the config's vocabulary covers
+// the tokenizer and its BOS/EOS are the tokenizer's.
+void copy_tokenizer(const fs::path& from, const fs::path& dir, model_config& config) {
+  const auto tok = tokenizer::load_dir(from); // throws the one line for a directory without one
+  for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer_config.json", "chat_template.jinja",
+                           "special_tokens_map.json"})
+    if (fs::exists(from / name)) fs::copy_file(from / name, dir / name, fs::copy_options::overwrite_existing);
+  config.vocab_size = std::max<std::int64_t>(config.vocab_size, tok.vocab_size());
+  config.bos_token_id.reset();
+  if (tok.bos_id() >= 0) config.bos_token_id = tok.bos_id();
+  config.eos_token_ids.clear();
+  if (tok.eos_id() >= 0) config.eos_token_ids.push_back(tok.eos_id());
+}
+
+} // namespace
+
+void make_model(std::string_view preset, const fs::path& dir, const make_model_options& options) {
   auto config = preset_config(preset);
   if (!config) throw std::invalid_argument("unknown preset '" + std::string(preset) + "'");
+  if (options.small) config = small_config(*config);
   fs::create_directories(dir);
-  const std::int64_t tok_vocab = std::min<std::int64_t>(config->vocab_size, 2000);
   const auto corpus = license_corpus_files();
-  train_tokenizer(corpus, static_cast<int>(tok_vocab), dir / "tokenizer.model");
-  write_tokenizer_config(dir);
+  if (!options.tokenizer_dir.empty()) {
+    copy_tokenizer(options.tokenizer_dir, dir, *config);
+  } else {
+    const std::int64_t tok_vocab = std::min<std::int64_t>(config->vocab_size, 2000);
+    train_tokenizer(corpus, static_cast<int>(tok_vocab), dir / "tokenizer.model");
+    write_tokenizer_config(dir);
+  }
+  const auto seed = options.seed;
 
   random_model_options o;
   o.seed = seed;
   o.type = config->torch_dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
-  if (preset == "tiny") {
+  if (preset == "tiny" && options.tokenizer_dir.empty() && !options.small) {
     const auto tok = tokenizer::load_dir(dir);
     const auto counts = bigram_counts(tok, config->vocab_size, corpus);
     std::vector<double> row_scale;

@@ -2,6 +2,8 @@
 // `troupe make-model`: complete model directories (config.json,
 // model.safetensors, tokenizer.model, tokenizer_config.json) for the presets.
 
+#include "engine/model/model_config.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <string_view>
@@ -15,5 +17,25 @@ namespace troupe {
 /// random weights in their real shapes (BF16 for the 1B+ presets). Throws
 /// std::invalid_argument for an unknown preset, model_error on I/O failure.
 void make_model(std::string_view preset, const std::filesystem::path& dir, std::uint64_t seed);
+
+struct make_model_options {
+  std::uint64_t seed = 1;
+  /// Non-empty: a real model's tokenizer (tokenizer.json or tokenizer.model,
+  /// tokenizer_config.json, chat_template.jinja: whichever it has) is copied
+  /// from this directory instead of training one; the vocabulary grows to
+  /// cover it and BOS/EOS are its.
+  std::filesystem::path tokenizer_dir;
+  /// The preset's family and features (biases, norms, windows, RoPE
+  /// scaling, soft-caps, tied head) at test size: 2 layers, hidden 64 in 4
+  /// heads of 16 (2 KV heads), intermediate 128, F32; the vocabulary as it is.
+  bool small = false;
+};
+
+/// make_model with options; throws model_error for a tokenizer directory
+/// with no tokenizer in it (or one troupe cannot read).
+void make_model(std::string_view preset, const std::filesystem::path& dir, const make_model_options& options);
+
+/// The preset's config at test size (make_model_options::small).
+auto small_config(model_config c) -> model_config;
 
 } // namespace troupe
