@@ -327,6 +327,14 @@ def test_slow_reader(model):
                               {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 64, "ignore_eos": True})
         check(r.status == 200 and json.loads(body)["usage"]["completion_tokens"] == 64,
               f"another client is served while the slow reader reads nothing ({time.time() - t0:.2f} s)")
+        # The slow reader still reads nothing until the server has cancelled
+        # one of its requests: its 48 streams (~13 MB of events) overflow the
+        # kernel's socket buffers (a few MB), so the queue passes the limit
+        # however fast the server runs. (Reading earlier raced the server:
+        # under load, a reader that drains fast enough never falls behind.)
+        deadline = time.time() + 120
+        while srv.metric("troupe_request_success_total", 'finished_reason="abort"') < 1 and time.time() < deadline:
+            time.sleep(0.1)
         # Now read everything: the slow reader's requests ended with slow_reader errors.
         s.settimeout(2)
         data = b""
