@@ -26,7 +26,7 @@ const opt = (name, fallback) => {
   return i >= 0 ? argv[i + 1] : fallback;
 };
 const troupe = argv[0] && !argv[0].startsWith("--") ? argv[0] : join(root, "build", "troupe");
-const models = opt("models", "llama3_1,qwen3,gemma3,deepseek_v3,mistral_nemo").split(",");
+const models = opt("models", "llama3_1,qwen3,gemma3,deepseek_v3,mistral_nemo,gpt4o").split(",");
 const runs = Number(opt("runs", "9"));
 const warmup = Number(opt("warmup", "2"));
 if (!existsSync(join(tools, "node_modules", "@anush008", "tokenizers"))) {
