@@ -31,11 +31,13 @@ libs[safetensors]="-lsimdjson"
 sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokenizer.cpp engine/tokenizer/detokenizer.cpp
   engine/tokenizer/sentencepiece_tokenizer.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
+sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp"
+libs[gguf]=""
 sources[chat_template]="tests/fuzz/chat_template_fuzz.cpp $(ls engine/template/*.cpp | tr '\n' ' ')"
 libs[chat_template]=""
 
 # Seeds: the requests of tests/fuzz/corpus, the shipped TOML files, two
-# small safetensors files, and the chat templates the tests render (the
+# small safetensors files, a small GGUF file, and the chat templates the tests render (the
 # models' of tests/tools where installed, the built-ins, the language tour
 # of tests/integration/chat_template_test.py).
 seed() {
@@ -44,6 +46,20 @@ seed() {
   case $name in
     openai_request) cp tests/fuzz/corpus/openai_request/* "$dir"/ ;;
     config_toml) cp config/default.toml config/tenants.example.toml config/sim/chat.toml "$dir"/ ;;
+    gguf) python3 - "$dir" <<'PY'
+import struct, sys
+def s(x): return struct.pack("<Q", len(x)) + x
+kv = s(b"general.architecture") + struct.pack("<I", 8) + s(b"llama")
+kv += s(b"llama.block_count") + struct.pack("<II", 4, 2)
+kv += s(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 3) + s(b"<s>") + s(b"a") + s(b"\xe2\x96\x81b")
+kv += s(b"tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 2) + struct.pack("<ff", 0.5, -1)
+kv += s(b"general.alignment") + struct.pack("<II", 4, 32)
+infos = s(b"a") + struct.pack("<IQQIQ", 2, 4, 2, 0, 0) + s(b"q") + struct.pack("<IQIQ", 1, 32, 8, 32)
+head = b"GGUF" + struct.pack("<IQQ", 3, 2, 5) + kv + infos
+head += bytes(-len(head) % 32)
+open(sys.argv[1] + "/small.gguf", "wb").write(head + bytes(range(32)) + bytes(34) + bytes(30))
+PY
+    ;;
     hf_tokenizer) printf 'The 123 <|end|>  word <TOOL> x\n' >"$dir/text"; printf '\xe6\x97\xa5 \xff ﬁ' >"$dir/bytes" ;;
     chat_template) python3 - "$dir" <<'PY'
 import glob, json, os, re, sys
@@ -76,7 +92,7 @@ PY
 }
 
 failed=0
-for name in openai_request config_toml safetensors hf_tokenizer chat_template; do
+for name in openai_request config_toml safetensors gguf hf_tokenizer chat_template; do
   exe=$out/$name/fuzz_$name
   mkdir -p "$out/$name"
   seed "$name"
