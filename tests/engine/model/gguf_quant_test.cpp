@@ -1,0 +1,148 @@
+// Dequantization on hand-built blocks: the bytes are written out below and
+// every expected value worked out from the format (gguf_quant.hpp's table),
+// so each float is exact.
+#include "engine/model/gguf_quant.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+using namespace troupe;
+using gguf::tensor_type;
+
+namespace {
+
+constexpr std::uint16_t f16_quarter = 0x3400, f16_half = 0x3800, f16_one = 0x3C00, f16_two = 0x4000;
+
+struct block {
+  std::vector<std::byte> bytes;
+  void u16(std::uint16_t v) {
+    bytes.push_back(static_cast<std::byte>(v & 0xFF));
+    bytes.push_back(static_cast<std::byte>(v >> 8));
+  }
+  void u8(std::uint8_t v) { bytes.push_back(static_cast<std::byte>(v)); }
+  void fill(std::size_t n, std::uint8_t v) { bytes.insert(bytes.end(), n, static_cast<std::byte>(v)); }
+};
+
+auto dequantize(tensor_type t, const block& b, std::int64_t n) -> std::vector<float> {
+  std::vector<float> y(static_cast<std::size_t>(n), -999.0f);
+  gguf::dequantize_row(t, b.bytes.data(), y.data(), n);
+  return y;
+}
+
+// Q4_K/Q5_K scales: sub-blocks 0-3 read the low 6 bits of bytes j (scale)
+// and j+4 (min): 1/5, 2/6, 3/7, 4/8. Sub-blocks 4-7 read byte j+4's nibbles
+// (scale low, min high) under bytes j-4's and j's top two bits:
+//   4: 0x9A -> scale 0xA | 1<<4 (0x41's top bits) = 26, min 9 | 2<<4 (0x85's) = 41
+//   5: 0x0B -> 11, 0;  6: 0x0C -> 12, 0;  7: 0x0D -> 13, 0.
+constexpr std::array<std::uint8_t, 12> k_scales = {0x41, 0x02, 0x03, 0x04, 0x85, 0x06,
+                                                   0x07, 0x08, 0x9A, 0x0B, 0x0C, 0x0D};
+
+} // namespace
+
+TEST_CASE("Q8_0: d times each int8") {
+  block b;
+  b.u16(f16_half);
+  for (int i = 0; i < 32; ++i) b.u8(static_cast<std::uint8_t>(static_cast<std::int8_t>(i * 8 - 128)));
+  b.u16(f16_two); // a second block: d = 2, q = 1
+  b.fill(32, 1);
+  const auto y = dequantize(tensor_type::q8_0, b, 64);
+  for (int i = 0; i < 32; ++i) CHECK(y[i] == 0.5f * static_cast<float>(i * 8 - 128));
+  for (int i = 32; i < 64; ++i) CHECK(y[i] == 2.0f);
+}
+
+TEST_CASE("Q4_0: low nibbles first, then high, minus 8, times d") {
+  block b;
+  b.u16(f16_two);
+  for (int i = 0; i < 16; ++i) b.u8(static_cast<std::uint8_t>(i | ((15 - i) << 4)));
+  const auto y = dequantize(tensor_type::q4_0, b, 32);
+  for (int i = 0; i < 16; ++i) {
+    CHECK(y[i] == 2.0f * static_cast<float>(i - 8));
+    CHECK(y[i + 16] == 2.0f * static_cast<float>(7 - i));
+  }
+}
+
+TEST_CASE("the K-quants' packed 6-bit scales and mins") {
+  const std::array<std::pair<int, int>, 8> want = {{{1, 5}, {2, 6}, {3, 7}, {4, 8}, {26, 41}, {11, 0}, {12, 0}, {13, 0}}};
+  for (int j = 0; j < 8; ++j) {
+    std::uint8_t sc = 0, m = 0;
+    gguf::k_scale_min(j, k_scales.data(), sc, m);
+    CHECK(sc == want[static_cast<std::size_t>(j)].first);
+    CHECK(m == want[static_cast<std::size_t>(j)].second);
+  }
+}
+
+TEST_CASE("Q4_K: d*scale*q - dmin*min per sub-block of 32") {
+  block b;
+  b.u16(f16_one);  // d
+  b.u16(f16_half); // dmin
+  for (auto s : k_scales) b.u8(s);
+  b.fill(128, 0x31); // low nibble 1 (a chunk's first sub-block), high 3 (its second)
+  const auto y = dequantize(tensor_type::q4_k, b, 256);
+  // sub-block j: 1*scale_j*q - 0.5*min_j
+  const std::array<float, 8> want = {1 * 1 - 2.5f, 2 * 3 - 3.0f, 3 * 1 - 3.5f, 4 * 3 - 4.0f,
+                                     26 * 1 - 20.5f, 11 * 3, 12 * 1, 13 * 3};
+  for (int i = 0; i < 256; ++i) {
+    CAPTURE(i);
+    CHECK(y[static_cast<std::size_t>(i)] == want[static_cast<std::size_t>(i / 32)]);
+  }
+}
+
+TEST_CASE("Q5_K: Q4_K's nibbles with a fifth bit, bit 2c and 2c+1 of qh for chunk c") {
+  block b;
+  b.u16(f16_one);
+  b.u16(f16_half);
+  for (auto s : k_scales) b.u8(s);
+  b.fill(32, 0x06); // qh: bit 1 (chunk 0's second sub-block) and bit 2 (chunk 1's first)
+  b.fill(128, 0x31);
+  const auto y = dequantize(tensor_type::q5_k, b, 256);
+  const std::array<float, 8> want = {1 * 1 - 2.5f, 2 * (3 + 16) - 3.0f, 3 * (1 + 16) - 3.5f, 4 * 3 - 4.0f,
+                                     26 * 1 - 20.5f, 11 * 3, 12 * 1, 13 * 3};
+  for (int i = 0; i < 256; ++i) {
+    CAPTURE(i);
+    CHECK(y[static_cast<std::size_t>(i)] == want[static_cast<std::size_t>(i / 32)]);
+  }
+}
+
+TEST_CASE("Q6_K: 6-bit values from ql nibbles and qh bit pairs, centred on 32, times d*scale") {
+  block b;
+  b.fill(128, 0x52); // ql: low nibble 2, high 5
+  b.fill(64, 0xE4);  // qh: bit pairs 0, 1, 2, 3 (from the lowest)
+  std::array<std::int8_t, 16> sc{};
+  for (int i = 0; i < 16; ++i) sc[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(i % 3 == 1 ? -(i + 1) : i + 1);
+  for (auto s : sc) b.u8(static_cast<std::uint8_t>(s));
+  b.u16(f16_quarter);
+  const auto y = dequantize(tensor_type::q6_k, b, 256);
+  // Within each half of 128: four groups of 32 take (ql's low nibble, pair 0),
+  // (the second 32 bytes' low nibble, pair 1), (high nibble, pair 2),
+  // (second high, pair 3): 2|0<<4, 2|1<<4, 5|2<<4, 5|3<<4, minus 32.
+  const std::array<int, 4> q = {2 - 32, 18 - 32, 37 - 32, 53 - 32};
+  for (int i = 0; i < 256; ++i) {
+    const int h = i / 128, g = (i % 128) / 32, l = i % 32;
+    const int scale = sc[static_cast<std::size_t>(8 * h + l / 16 + 2 * g)];
+    CAPTURE(i);
+    CHECK(y[static_cast<std::size_t>(i)] == 0.25f * static_cast<float>(scale) * static_cast<float>(q[static_cast<std::size_t>(g)]));
+  }
+}
+
+TEST_CASE("F32, F16 and BF16 rows; other types refused") {
+  block b;
+  b.u16(f16_two);
+  b.u16(0xC000); // -2
+  const auto y = dequantize(tensor_type::f16, b, 2);
+  CHECK(y == std::vector<float>{2.0f, -2.0f});
+  block bf;
+  bf.u16(0x3F80); // 1.0 in BF16
+  CHECK(dequantize(tensor_type::bf16, bf, 1) == std::vector<float>{1.0f});
+  float v = 3.25f;
+  block f;
+  f.bytes.resize(4);
+  std::memcpy(f.bytes.data(), &v, 4);
+  CHECK(dequantize(tensor_type::f32, f, 1) == std::vector<float>{3.25f});
+  CHECK_FALSE(gguf::can_dequantize(tensor_type::q2_k));
+  float out[256];
+  CHECK_THROWS_AS(gguf::dequantize_row(tensor_type::q2_k, b.bytes.data(), out, 256), std::invalid_argument);
+  CHECK_THROWS_AS(gguf::dequantize_row(tensor_type::q8_0, b.bytes.data(), out, 31), std::invalid_argument);
+}
