@@ -2,6 +2,9 @@
 
 #include "engine/model/dtype.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -85,7 +88,157 @@ void q6_k(const std::byte* b, float* y) {
   }
 }
 
+void put_half(std::byte* p, float v) {
+  const std::uint16_t h = f32_to_f16(v);
+  std::memcpy(p, &h, 2);
+}
+
+auto nearest(float v, int lo, int hi) -> int {
+  const int q = static_cast<int>(std::lrintf(v));
+  return std::clamp(q, lo, hi);
+}
+
+void quantize_q8_0(const float* x, std::byte* b) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  put_half(b, d);
+  const float dq = f16_to_f32(f32_to_f16(d)); // the scale as stored
+  const float inv = dq != 0.0f ? 1.0f / dq : 0.0f;
+  auto* q = reinterpret_cast<std::int8_t*>(b + 2);
+  for (int i = 0; i < 32; ++i) q[i] = static_cast<std::int8_t>(nearest(x[i] * inv, -127, 127));
+}
+
+void quantize_q4_0(const float* x, std::byte* b) {
+  // The value of largest magnitude maps to -8: d = it / -8, q = x/d + 8.
+  float max = 0.0f;
+  for (int i = 0; i < 32; ++i)
+    if (std::fabs(x[i]) > std::fabs(max)) max = x[i];
+  const float d = max / -8.0f;
+  put_half(b, d);
+  const float dq = f16_to_f32(f32_to_f16(d));
+  const float inv = dq != 0.0f ? 1.0f / dq : 0.0f;
+  auto* qs = reinterpret_cast<std::uint8_t*>(b + 2);
+  for (int i = 0; i < 16; ++i) {
+    const int lo = nearest(x[i] * inv + 8.0f, 0, 15), hi = nearest(x[i + 16] * inv + 8.0f, 0, 15);
+    qs[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  }
+}
+
+void pack_k_scale_min(int j, std::uint8_t* scales, int scale, int min) {
+  if (j < 4) {
+    scales[j] = static_cast<std::uint8_t>((scales[j] & 0xC0) | scale);
+    scales[j + 4] = static_cast<std::uint8_t>((scales[j + 4] & 0xC0) | min);
+  } else {
+    scales[j + 4] = static_cast<std::uint8_t>((scale & 0x0F) | ((min & 0x0F) << 4));
+    scales[j - 4] = static_cast<std::uint8_t>((scales[j - 4] & 0x3F) | ((scale >> 4) << 6));
+    scales[j] = static_cast<std::uint8_t>((scales[j] & 0x3F) | ((min >> 4) << 6));
+  }
+}
+
+void quantize_q4_k(const float* x, std::byte* b) {
+  // Each sub-block of 32: x = scale*q - min with q in 0..15, min = -(its
+  // smallest value, if negative), scale = its range / 15. The 8 scales and
+  // mins are then stored as 6-bit multiples of d and dmin.
+  std::array<float, 8> scale{}, min{};
+  for (int j = 0; j < 8; ++j) {
+    const float* v = x + 32 * j;
+    float lo = 0.0f, hi = 0.0f;
+    for (int l = 0; l < 32; ++l) lo = std::min(lo, v[l]), hi = std::max(hi, v[l]);
+    min[static_cast<std::size_t>(j)] = -lo;
+    scale[static_cast<std::size_t>(j)] = (hi - lo) / 15.0f;
+  }
+  const float max_scale = *std::max_element(scale.begin(), scale.end());
+  const float max_min = *std::max_element(min.begin(), min.end());
+  put_half(b, max_scale / 63.0f);
+  put_half(b + 2, max_min / 63.0f);
+  const float d = f16_to_f32(f32_to_f16(max_scale / 63.0f)), dmin = f16_to_f32(f32_to_f16(max_min / 63.0f));
+  auto* scales = reinterpret_cast<std::uint8_t*>(b + 4);
+  std::memset(scales, 0, 12);
+  std::array<float, 8> eff_scale{}, eff_min{};
+  for (int j = 0; j < 8; ++j) {
+    const int sc = d != 0.0f ? nearest(scale[static_cast<std::size_t>(j)] / d, 0, 63) : 0;
+    const int m = dmin != 0.0f ? nearest(min[static_cast<std::size_t>(j)] / dmin, 0, 63) : 0;
+    pack_k_scale_min(j, scales, sc, m);
+    eff_scale[static_cast<std::size_t>(j)] = d * static_cast<float>(sc);
+    eff_min[static_cast<std::size_t>(j)] = dmin * static_cast<float>(m);
+  }
+  auto* qs = reinterpret_cast<std::uint8_t*>(b + 16);
+  for (int c = 0; c < 4; ++c) {
+    for (int l = 0; l < 32; ++l) {
+      int q[2];
+      for (int k = 0; k < 2; ++k) {
+        const auto j = static_cast<std::size_t>(2 * c + k);
+        const float s = eff_scale[j];
+        q[k] = s != 0.0f ? nearest((x[32 * j + static_cast<std::size_t>(l)] + eff_min[j]) / s, 0, 15) : 0;
+      }
+      qs[32 * c + l] = static_cast<std::uint8_t>(q[0] | (q[1] << 4));
+    }
+  }
+}
+
+void quantize_q6_k(const float* x, std::byte* b) {
+  // 16 sub-blocks of 16: x = d*sc*(q - 32), q in 0..63; the sub-block's
+  // largest magnitude maps to -32; the scales are int8 multiples of d.
+  std::array<float, 16> sub{};
+  for (int s = 0; s < 16; ++s) {
+    float max = 0.0f;
+    for (int l = 0; l < 16; ++l)
+      if (std::fabs(x[16 * s + l]) > std::fabs(max)) max = x[16 * s + l];
+    sub[static_cast<std::size_t>(s)] = max / -32.0f;
+  }
+  float amax = 0.0f;
+  for (const float v : sub) amax = std::max(amax, std::fabs(v));
+  const float d_raw = amax / 127.0f;
+  put_half(b + 208, d_raw);
+  const float d = f16_to_f32(f32_to_f16(d_raw));
+  auto* ql = reinterpret_cast<std::uint8_t*>(b);
+  auto* qh = reinterpret_cast<std::uint8_t*>(b + 128);
+  auto* sc = reinterpret_cast<std::int8_t*>(b + 192);
+  std::memset(b, 0, 192);
+  std::array<int, 256> q{};
+  for (int s = 0; s < 16; ++s) {
+    const int scale = d != 0.0f ? nearest(sub[static_cast<std::size_t>(s)] / d, -128, 127) : 0;
+    sc[s] = static_cast<std::int8_t>(scale);
+    const float step = d * static_cast<float>(scale);
+    for (int l = 0; l < 16; ++l)
+      q[static_cast<std::size_t>(16 * s + l)] = step != 0.0f ? nearest(x[16 * s + l] / step + 32.0f, 0, 63) : 32;
+  }
+  // The layout of dequantize's q6_k, written instead of read.
+  for (int h = 0; h < 2; ++h) {
+    const auto* v = q.data() + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      const int q1 = v[l], q2 = v[l + 32], q3 = v[l + 64], q4 = v[l + 96];
+      ql[64 * h + l] = static_cast<std::uint8_t>((q1 & 0x0F) | ((q3 & 0x0F) << 4));
+      ql[64 * h + l + 32] = static_cast<std::uint8_t>((q2 & 0x0F) | ((q4 & 0x0F) << 4));
+      qh[32 * h + l] = static_cast<std::uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+    }
+  }
+}
+
 } // namespace
+
+auto can_quantize(tensor_type t) -> bool {
+  return t == tensor_type::q8_0 || t == tensor_type::q4_0 || t == tensor_type::q4_k || t == tensor_type::q6_k;
+}
+
+void quantize_row(tensor_type t, const float* x, std::byte* dst, std::int64_t n) {
+  if (!can_quantize(t)) throw std::invalid_argument("cannot quantize to " + std::string(type_name(t)));
+  const auto tr = *traits(static_cast<std::uint32_t>(t));
+  if (n % tr.block_elements != 0)
+    throw std::invalid_argument(std::to_string(n) + " values are not whole " + std::string(tr.name) + " blocks");
+  for (std::int64_t i = 0; i < n / tr.block_elements; ++i) {
+    const float* v = x + i * tr.block_elements;
+    std::byte* b = dst + i * tr.block_bytes;
+    switch (t) {
+      case tensor_type::q8_0: quantize_q8_0(v, b); break;
+      case tensor_type::q4_0: quantize_q4_0(v, b); break;
+      case tensor_type::q4_k: quantize_q4_k(v, b); break;
+      case tensor_type::q6_k: quantize_q6_k(v, b); break;
+      default: break;
+    }
+  }
+}
 
 void k_scale_min(int j, const std::uint8_t* scales, std::uint8_t& scale, std::uint8_t& min) {
   // Sub-blocks 0-3: the low 6 bits of bytes j and j+4. Sub-blocks 4-7: a

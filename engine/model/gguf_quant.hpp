@@ -29,6 +29,16 @@ auto can_dequantize(tensor_type t) -> bool;
 /// Throws std::invalid_argument for a type can_dequantize refuses.
 void dequantize_row(tensor_type t, const std::byte* src, float* dst, std::int64_t n);
 
+/// Whether quantize_row writes this type.
+auto can_quantize(tensor_type t) -> bool;
+
+/// n values of x (n a multiple of the type's block) into dst as type t:
+/// Q8_0, Q4_0, Q4_K or Q6_K, round-to-nearest with the scales a block's
+/// extremes give (deterministic; not llama.cpp's iterative search, so the
+/// bytes differ from its quantizer's, and any reader of the format reads
+/// them). Throws std::invalid_argument for another type or a partial block.
+void quantize_row(tensor_type t, const float* x, std::byte* dst, std::int64_t n);
+
 /// Q4_K's and Q5_K's packed scales: sub-block j's (0-7) 6-bit scale and min.
 void k_scale_min(int j, const std::uint8_t* scales, std::uint8_t& scale, std::uint8_t& min);
 

@@ -5,8 +5,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 using namespace troupe;
@@ -145,4 +148,48 @@ TEST_CASE("F32, F16 and BF16 rows; other types refused") {
   float out[256];
   CHECK_THROWS_AS(gguf::dequantize_row(tensor_type::q2_k, b.bytes.data(), out, 256), std::invalid_argument);
   CHECK_THROWS_AS(gguf::dequantize_row(tensor_type::q8_0, b.bytes.data(), out, 31), std::invalid_argument);
+}
+
+TEST_CASE("quantize then dequantize: each type's error, and the extremes kept") {
+  // Seeded normal rows with an outlier a row: a layout written one way and
+  // read another would give errors the size of the values themselves.
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t n = 1024;
+  struct bound {
+    tensor_type type;
+    double rms; // the most RMS error relative to the row's RMS
+  };
+  for (const auto& [type, max_rms] : {bound{tensor_type::q8_0, 0.01}, bound{tensor_type::q4_0, 0.15},
+                                      bound{tensor_type::q4_k, 0.12}, bound{tensor_type::q6_k, 0.04}}) {
+    CAPTURE(gguf::type_name(type));
+    REQUIRE(gguf::can_quantize(type));
+    const auto tr = *gguf::traits(static_cast<std::uint32_t>(type));
+    for (int row = 0; row < 8; ++row) {
+      std::vector<float> x(static_cast<std::size_t>(n));
+      for (auto& v : x) v = normal(rng) * static_cast<float>(row + 1);
+      x[static_cast<std::size_t>(row * 97)] = 9.0f * static_cast<float>(row + 1) * (row % 2 ? -1.0f : 1.0f);
+      if (row == 7) std::fill(x.begin(), x.begin() + 256, 0.0f); // an all-zero block
+      std::vector<std::byte> q(static_cast<std::size_t>(n / tr.block_elements * tr.block_bytes));
+      gguf::quantize_row(type, x.data(), q.data(), n);
+      std::vector<float> y(static_cast<std::size_t>(n));
+      gguf::dequantize_row(type, q.data(), y.data(), n);
+      double err = 0.0, norm = 0.0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        err += (x[i] - y[i]) * (x[i] - y[i]);
+        norm += x[i] * x[i];
+      }
+      CAPTURE(row);
+      CHECK(std::sqrt(err / norm) < max_rms);
+      // The outlier sets its block's scale and is kept to within a few percent.
+      const auto o = static_cast<std::size_t>(row * 97);
+      CHECK(std::fabs(y[o] - x[o]) <= 0.05 * std::fabs(x[o]));
+      if (row == 7)
+        for (std::size_t i = 0; i < 256; ++i) CHECK(y[i] == 0.0f);
+    }
+  }
+  float x[32] = {};
+  std::byte out[64];
+  CHECK_THROWS_AS(gguf::quantize_row(tensor_type::q5_k, x, out, 256), std::invalid_argument);
+  CHECK_THROWS_AS(gguf::quantize_row(tensor_type::q8_0, x, out, 16), std::invalid_argument);
 }
