@@ -6,16 +6,6 @@
 namespace troupe::hf {
 namespace {
 
-auto replace_all(std::string_view text, std::string_view from, std::string_view to) -> std::string {
-  auto out = std::string{};
-  out.reserve(text.size());
-  for (auto pos = text.find(from); !from.empty() && pos != std::string_view::npos; pos = text.find(from)) {
-    out.append(text.substr(0, pos)).append(to);
-    text.remove_prefix(pos + from.size());
-  }
-  return out.append(text);
-}
-
 auto hex_digit(char c) -> int {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -125,15 +115,7 @@ auto decoder::decode(std::vector<std::string> tokens) const -> std::string {
       for (auto& t : tokens) t = replace_all(t, st.pattern, st.content);
       break;
     case kind::replace_regex:
-      for (auto& t : tokens) {
-        auto out = std::string{};
-        auto last = std::size_t{0};
-        st.re->for_each_match(t, [&](std::size_t b, std::size_t e) {
-          out.append(t, last, b - last).append(st.content);
-          last = e;
-        });
-        t = out.append(t, last);
-      }
+      for (auto& t : tokens) t = st.re->replace(t, st.content);
       break;
     case kind::byte_fallback: {
       // A run of <0xNN> tokens is its bytes if they are UTF-8, else one
@@ -189,16 +171,7 @@ auto decoder::surface(std::string_view token, bool& is_byte, unsigned char& byte
     switch (st.what) {
     case kind::byte_level: t = byte_level_bytes(t); fused = true; break;
     case kind::replace_string: t = replace_all(t, st.pattern, st.content); break;
-    case kind::replace_regex: {
-      auto out = std::string{};
-      auto last = std::size_t{0};
-      st.re->for_each_match(t, [&](std::size_t b, std::size_t e) {
-        out.append(t, last, b - last).append(st.content);
-        last = e;
-      });
-      t = out.append(t, last);
-      break;
-    }
+    case kind::replace_regex: t = st.re->replace(t, st.content); break;
     case kind::byte_fallback:
       if (byte_fallback_value(t, byte)) {
         is_byte = true;

@@ -3,20 +3,6 @@
 #include "engine/tokenizer/hf/unicode.hpp"
 
 namespace troupe::hf {
-namespace {
-
-auto replace_all(std::string_view text, std::string_view from, std::string_view to) -> std::string {
-  auto out = std::string{};
-  out.reserve(text.size());
-  for (auto pos = text.find(from); !from.empty() && pos != std::string_view::npos; pos = text.find(from)) {
-    out.append(text.substr(0, pos)).append(to);
-    text.remove_prefix(pos + from.size());
-  }
-  return out.append(text);
-}
-
-} // namespace
-
 normalizer::normalizer(std::optional<dom::element> json) {
   if (json) add(*json);
 }
@@ -69,17 +55,7 @@ auto normalizer::apply(std::string_view text) const -> std::string {
       if (!s.empty()) s.insert(0, st.content);
       break;
     case kind::replace_string: s = replace_all(s, st.pattern, st.content); break;
-    case kind::replace_regex: {
-      auto out = std::string{};
-      auto last = std::size_t{0};
-      st.pattern_regex->for_each_match(s, [&](std::size_t b, std::size_t e) {
-        out.append(s, last, b - last).append(st.content);
-        last = e;
-      });
-      out.append(s, last);
-      s = std::move(out);
-      break;
-    }
+    case kind::replace_regex: s = st.pattern_regex->replace(s, st.content); break;
     }
   }
   return s;

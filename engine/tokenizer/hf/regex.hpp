@@ -4,6 +4,7 @@
 // properties. Compiled once; matching is const and thread-safe.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 struct pcre2_real_code_8;
@@ -38,9 +39,32 @@ public:
     }
   }
 
+  /// `text` with each match replaced by `with` (Replace with a Regex pattern).
+  auto replace(std::string_view text, std::string_view with) const -> std::string {
+    auto out = std::string{};
+    auto last = std::size_t{0};
+    for_each_match(text, [&](std::size_t b, std::size_t e) {
+      out.append(text.substr(last, b - last)).append(with);
+      last = e;
+    });
+    return out.append(text.substr(last));
+  }
+
 private:
   auto next_match(std::string_view text, std::size_t from, std::size_t& begin, std::size_t& end) const -> bool;
   pcre2_real_code_8* code_ = nullptr;
 };
+
+/// `text` with each occurrence of `from` (non-empty) replaced by `to`
+/// (Replace with a String pattern, and Metaspace's replacement).
+inline auto replace_all(std::string_view text, std::string_view from, std::string_view to) -> std::string {
+  auto out = std::string{};
+  out.reserve(text.size());
+  for (auto pos = text.find(from); !from.empty() && pos != std::string_view::npos; pos = text.find(from)) {
+    out.append(text.substr(0, pos)).append(to);
+    text.remove_prefix(pos + from.size());
+  }
+  return out.append(text);
+}
 
 } // namespace troupe::hf
