@@ -26,12 +26,12 @@ sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp a
   engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda_backend.cpp
   engine/model/model_config.cpp engine/model/config_fields.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
-sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp"
+sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
 libs[safetensors]="-lsimdjson"
 sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokenizer.cpp engine/tokenizer/detokenizer.cpp
   engine/tokenizer/sentencepiece_tokenizer.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
-sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp"
+sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp engine/model/mapping.cpp"
 libs[gguf]=""
 sources[chat_template]="tests/fuzz/chat_template_fuzz.cpp $(ls engine/template/*.cpp | tr '\n' ' ')"
 libs[chat_template]=""

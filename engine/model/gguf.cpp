@@ -1,11 +1,9 @@
 #include "engine/model/gguf.hpp"
 
+#include "engine/model/mapping.hpp"
 #include "engine/model/model_error.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -290,24 +288,11 @@ private:
 auto file::open(const std::filesystem::path& path) -> std::shared_ptr<const file> {
   std::shared_ptr<file> f(new file());
   f->path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
-  if (size < 24) {
-    ::close(fd);
-    fail(path, "truncated: " + std::to_string(size) + " bytes, shorter than a GGUF header");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(errno));
-  f->map_ = map;
-  f->map_bytes_ = size;
-  reader r(*f, static_cast<const std::byte*>(map), size);
+  const auto m = map_read_only(path);
+  f->map_ = m.data; // unmapped by the destructor from here on
+  f->map_bytes_ = m.size;
+  if (m.size < 24) fail(path, "truncated: " + std::to_string(m.size) + " bytes, shorter than a GGUF header");
+  reader r(*f, static_cast<const std::byte*>(m.data), m.size);
   r.read_all();
   return f;
 }

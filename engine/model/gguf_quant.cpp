@@ -88,9 +88,11 @@ void q6_k(const std::byte* b, float* y) {
   }
 }
 
-void put_half(std::byte* p, float v) {
+/// Stores v as F16 at p; returns the value as stored.
+auto put_half(std::byte* p, float v) -> float {
   const std::uint16_t h = f32_to_f16(v);
   std::memcpy(p, &h, 2);
+  return f16_to_f32(h);
 }
 
 auto nearest(float v, int lo, int hi) -> int {
@@ -101,9 +103,7 @@ auto nearest(float v, int lo, int hi) -> int {
 void quantize_q8_0(const float* x, std::byte* b) {
   float amax = 0.0f;
   for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float d = amax / 127.0f;
-  put_half(b, d);
-  const float dq = f16_to_f32(f32_to_f16(d)); // the scale as stored
+  const float dq = put_half(b, amax / 127.0f); // the scale as stored
   const float inv = dq != 0.0f ? 1.0f / dq : 0.0f;
   auto* q = reinterpret_cast<std::int8_t*>(b + 2);
   for (int i = 0; i < 32; ++i) q[i] = static_cast<std::int8_t>(nearest(x[i] * inv, -127, 127));
@@ -114,9 +114,7 @@ void quantize_q4_0(const float* x, std::byte* b) {
   float max = 0.0f;
   for (int i = 0; i < 32; ++i)
     if (std::fabs(x[i]) > std::fabs(max)) max = x[i];
-  const float d = max / -8.0f;
-  put_half(b, d);
-  const float dq = f16_to_f32(f32_to_f16(d));
+  const float dq = put_half(b, max / -8.0f);
   const float inv = dq != 0.0f ? 1.0f / dq : 0.0f;
   auto* qs = reinterpret_cast<std::uint8_t*>(b + 2);
   for (int i = 0; i < 16; ++i) {
@@ -150,9 +148,7 @@ void quantize_q4_k(const float* x, std::byte* b) {
   }
   const float max_scale = *std::max_element(scale.begin(), scale.end());
   const float max_min = *std::max_element(min.begin(), min.end());
-  put_half(b, max_scale / 63.0f);
-  put_half(b + 2, max_min / 63.0f);
-  const float d = f16_to_f32(f32_to_f16(max_scale / 63.0f)), dmin = f16_to_f32(f32_to_f16(max_min / 63.0f));
+  const float d = put_half(b, max_scale / 63.0f), dmin = put_half(b + 2, max_min / 63.0f);
   auto* scales = reinterpret_cast<std::uint8_t*>(b + 4);
   std::memset(scales, 0, 12);
   std::array<float, 8> eff_scale{}, eff_min{};
@@ -189,9 +185,7 @@ void quantize_q6_k(const float* x, std::byte* b) {
   }
   float amax = 0.0f;
   for (const float v : sub) amax = std::max(amax, std::fabs(v));
-  const float d_raw = amax / 127.0f;
-  put_half(b + 208, d_raw);
-  const float d = f16_to_f32(f32_to_f16(d_raw));
+  const float d = put_half(b + 208, amax / 127.0f);
   auto* ql = reinterpret_cast<std::uint8_t*>(b);
   auto* qh = reinterpret_cast<std::uint8_t*>(b + 128);
   auto* sc = reinterpret_cast<std::int8_t*>(b + 192);
@@ -271,19 +265,15 @@ void dequantize_row(tensor_type t, const std::byte* src, float* dst, std::int64_
   const auto tr = *traits(static_cast<std::uint32_t>(t));
   if (n % tr.block_elements != 0)
     throw std::invalid_argument(std::to_string(n) + " values are not whole " + std::string(tr.name) + " blocks");
-  const auto blocks = n / tr.block_elements;
-  for (std::int64_t i = 0; i < blocks; ++i) {
+  if (tr.block_elements == 1) { // F32, F16, BF16: element by element
+    const auto type = t == tensor_type::f32 ? dtype::f32 : t == tensor_type::f16 ? dtype::f16 : dtype::bf16;
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = load_as_f32(type, src, static_cast<std::size_t>(i));
+    return;
+  }
+  for (std::int64_t i = 0; i < n / tr.block_elements; ++i) {
     const auto* b = src + i * tr.block_bytes;
     float* y = dst + i * tr.block_elements;
     switch (t) {
-      case tensor_type::f32: std::memcpy(y, b, 4); break;
-      case tensor_type::f16: *y = half(b); break;
-      case tensor_type::bf16: {
-        std::uint16_t h;
-        std::memcpy(&h, b, 2);
-        *y = bf16_to_f32(h);
-        break;
-      }
       case tensor_type::q8_0: q8_0(b, y); break;
       case tensor_type::q4_0: q4_0(b, y); break;
       case tensor_type::q4_k: k4_or_k5(b, y, false); break;

@@ -1,6 +1,7 @@
 #include "engine/model/safetensors.hpp"
 
 #include "engine/model/json_text.hpp"
+#include "engine/model/mapping.hpp"
 #include "engine/model/model_error.hpp"
 
 #include <simdjson.h>
@@ -10,10 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace troupe {
 
@@ -25,14 +23,6 @@ constexpr std::uint64_t max_header_bytes = 100'000'000;
 auto in_quotes(std::string_view name) -> std::string {
   return "'" + std::string(name) + "'";
 }
-
-/// Closes a file descriptor on every path out of open().
-struct fd_guard {
-  int fd;
-  ~fd_guard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 /// Element count of shape; false on overflow (a header could claim 2^40 x 2^40).
 auto checked_numel(std::span<const std::int64_t> shape, std::uint64_t& numel) -> bool {
@@ -68,20 +58,14 @@ auto format_shape(std::span<const std::int64_t> shape) -> std::string {
 auto safetensors_file::open(const std::filesystem::path& file) -> std::shared_ptr<const safetensors_file> {
   std::shared_ptr<safetensors_file> f(new safetensors_file());
   f->path_ = file;
-  const fd_guard fd{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) fail(file, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) fail(file, std::string("cannot stat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail(file, "not a regular file");
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const auto m = map_read_only(file);
+  f->map_ = m.data; // unmapped by the destructor from here on
+  f->map_bytes_ = m.size;
+  const auto size = static_cast<std::uint64_t>(m.size);
   if (size < 8)
     fail(file, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
-  if (map == MAP_FAILED) fail(file, std::string("cannot map: ") + std::strerror(errno));
-  f->map_ = map; // unmapped by the destructor from here on
-  f->map_bytes_ = size;
 
-  const auto* base = static_cast<const std::byte*>(map);
+  const auto* base = static_cast<const std::byte*>(m.data);
   std::uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | std::to_integer<std::uint64_t>(base[i]);
   if (header_bytes > size - 8)
