@@ -133,13 +133,13 @@ struct host_model {
         });
       for (auto& th : pool) th.join();
       w.storage.push_back(data);
-      return weight_tensor{dtype::bf16, data.get(), rows, cols};
+      return weight_tensor{dtype::bf16, data.get(), rows, cols, weight_layout::row_major, {}};
     };
     const auto ones = [&](std::int64_t n) {
       auto data = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(n)]);
       std::fill(data.get(), data.get() + n, 1.0f);
       w.storage.push_back(data);
-      return weight_tensor{dtype::f32, data.get(), 1, n};
+      return weight_tensor{dtype::f32, data.get(), 1, n, weight_layout::row_major, {}};
     };
     const std::int64_t d = c.hidden_size, hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
     const float s = 1.0f / std::sqrt(static_cast<float>(d));

@@ -5,6 +5,7 @@
 #include "engine/cpu/threads.hpp"
 #include "actors/memory_manager_actor.hpp"
 #include "engine/cpu/huge_pages.hpp"
+#include "engine/model/gguf_model.hpp"
 #include "engine/model/model_error.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/output_processor.hpp"
@@ -28,15 +29,15 @@ auto served_name(const std::string& configured, const std::filesystem::path& dir
 void check_model_dirs(const server_config& cfg, const std::string& command) {
   const auto missing = [](const std::string& dir) {
     std::error_code ec;
-    return !std::filesystem::is_directory(dir, ec);
+    return !std::filesystem::is_directory(dir, ec) && !is_gguf_file(dir);
   };
   const auto make = [](const std::string& dir) { return "troupe make-model --preset tiny --out " + dir; };
   if (missing(cfg.model_dir))
-    throw std::runtime_error("no model directory '" + cfg.model_dir + "' (give one: troupe " + command +
-                             " DIR; or make a tiny one: " + make(cfg.model_dir) + ")");
+    throw std::runtime_error("no model directory or GGUF file '" + cfg.model_dir + "' (give one: troupe " + command +
+                             " DIR|FILE.gguf; or make a tiny one: " + make(cfg.model_dir) + ")");
   for (std::size_t i = 0; i < cfg.more_models.size(); ++i)
     if (const auto& dir = cfg.more_models[i].dir; missing(dir))
-      throw std::runtime_error("model.more[" + std::to_string(i) + "].dir: no model directory '" + dir +
+      throw std::runtime_error("model.more[" + std::to_string(i) + "].dir: no model directory or GGUF file '" + dir +
                                "' (make a tiny one: " + make(dir) + ")");
 }
 

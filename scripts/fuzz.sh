@@ -24,7 +24,8 @@ libs[openai_request]="-lsimdjson"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp actors/config_toml.cpp
   actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
   engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda_backend.cpp
-  engine/model/model_config.cpp engine/model/config_fields.cpp $policies"
+  engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf.cpp
+  engine/model/gguf_quant.cpp engine/model/mapping.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
 libs[safetensors]="-lsimdjson"

@@ -42,9 +42,12 @@ auto map_huge_pages(std::size_t bytes) -> std::shared_ptr<std::byte> {
 
 void place_in_huge_pages(model_weights& w) {
   const auto all = tensors_of(w);
-  // Matrices (the embedding too: the head may be it) are packed16; the
-  // norm vectors stay as they are.
-  const auto packs = [](const weight_tensor* t) { return t->rows > 1 && t->layout == weight_layout::row_major; };
+  // Float matrices (the embedding too: the head may be it) are packed16;
+  // quantized ones keep their blocks' row-major layout, the norm vectors
+  // stay as they are.
+  const auto packs = [](const weight_tensor* t) {
+    return t->rows > 1 && t->layout == weight_layout::row_major && !t->quant;
+  };
   const auto bytes_after = [&](const weight_tensor* t) {
     return packs(t) ? packed16_bytes(t->type, t->rows, t->cols) : t->num_bytes();
   };

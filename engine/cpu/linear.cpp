@@ -2,6 +2,7 @@
 
 #include "engine/check.hpp"
 #include "engine/cpu/gemm.hpp"
+#include "engine/model/gguf_quant.hpp"
 
 #include <array>
 #include <span>
@@ -9,6 +10,7 @@
 namespace troupe {
 
 void linear(const float* x, std::int64_t num_tokens, const weight_tensor& w, float* y) {
+  TROUPE_CHECK(!w.quant, "linear: quantized weights need the quantized kernels");
   if (num_tokens > 0 && w.rows > 0) gemm(x, num_tokens, w.data, w.type, w.rows, w.cols, y, w.layout);
 }
 
@@ -21,12 +23,17 @@ void linear_multi(const float* x, std::int64_t num_tokens,
   std::size_t n = 0;
   for (const auto& [w, y] : outputs) {
     TROUPE_CHECK(w->cols == cols, "linear_multi weights share their input size");
+    TROUPE_CHECK(!w->quant, "linear_multi: quantized weights need the quantized kernels");
     jobs[n++] = {w->data, w->type, w->rows, y, w->layout};
   }
   gemm_multi(x, num_tokens, cols, std::span(jobs).first(n));
 }
 
 void load_row(const weight_tensor& w, std::int64_t row, float* out) {
+  if (w.quant) {
+    gguf::dequantize_row(*w.quant, static_cast<const std::byte*>(w.row(row)), out, w.cols);
+    return;
+  }
   if (w.layout == weight_layout::packed16) {
     for (std::int64_t c = 0; c < w.cols; ++c) out[c] = packed16_at(w.data, w.type, w.cols, row, c);
     return;

@@ -37,6 +37,10 @@ auto rope_inv_freq(const model_config& c) -> std::vector<double> {
   const auto& s = c.rope_scaling;
   if (s.type == "linear") {
     for (auto& x : f) x /= s.factor;
+  } else if (s.type == "freq_factors") {
+    // GGUF's rope_freqs tensor: llama.cpp's per-dimension divisors (Llama
+    // 3.1's scaling, computed by its converter).
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] /= s.short_factor[i];
   } else if (s.type == "llama3") {
     // Llama 3.1: long wavelengths slowed by `factor`, short ones kept, a
     // smooth blend between the two bands.

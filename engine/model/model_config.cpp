@@ -1,6 +1,7 @@
 #include "engine/model/model_config.hpp"
 
 #include "engine/model/config_fields.hpp"
+#include "engine/model/gguf_model.hpp"
 #include "engine/model/json_text.hpp"
 #include "engine/model/model_error.hpp"
 
@@ -82,6 +83,7 @@ void write_text_file(const std::filesystem::path& file, const std::string& text)
 } // namespace
 
 auto model_config::load(const std::filesystem::path& dir) -> model_config {
+  if (is_gguf_file(dir)) return gguf_model_config(*gguf::file::open(dir));
   const auto config_path = dir / "config.json";
   const auto file = config_path.string();
   simdjson::padded_string text;
@@ -216,7 +218,7 @@ void model_config::validate(const std::string& file) const {
   const auto& rs = rope_scaling;
   if (!rs.type.empty()) {
     if (rs.type != "llama3" && rs.type != "linear" && rs.type != "dynamic" && rs.type != "yarn" &&
-        rs.type != "longrope")
+        rs.type != "longrope" && rs.type != "freq_factors")
       fail(file, "unsupported rope_scaling type '" + rs.type + "' (supported: llama3, linear, dynamic, yarn, longrope)");
     check_positive(file, "rope_scaling.factor", rs.factor);
     if (rs.type == "llama3" || rs.type == "yarn" || rs.type == "longrope")
@@ -234,9 +236,10 @@ void model_config::validate(const std::string& file) const {
       fail(file, "rope_scaling.beta_fast must exceed rope_scaling.beta_slow > 0");
     if (rs.attention_factor < 0 || !std::isfinite(rs.attention_factor))
       fail(file, "field 'rope_scaling.attention_factor' must be positive, got " + format_number(rs.attention_factor));
-    if (rs.type == "longrope") {
+    if (rs.type == "longrope" || rs.type == "freq_factors") {
       const auto half = static_cast<std::size_t>(head_dim / 2);
       for (const auto& [name, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
+        if (rs.type == "freq_factors" && f == &rs.long_factor) continue;
         if (f->size() != half)
           fail(file, "rope_scaling." + std::string(name) + " has " + std::to_string(f->size()) +
                          " numbers, expected head_dim / 2 = " + std::to_string(half));

@@ -17,7 +17,10 @@ namespace troupe {
 /// RoPE frequency scaling ("rope_scaling"), transformers' names
 /// (modeling_rope_utils.py).
 struct rope_scaling_config {
-  std::string type;                 ///< llama3, linear, dynamic, yarn or longrope; empty: none
+  /// llama3, linear, dynamic, yarn or longrope; empty: none. freq_factors:
+  /// a GGUF file's per-dimension divisors (its rope_freqs tensor), in
+  /// short_factor.
+  std::string type;
   double factor = 1.0;
   double low_freq_factor = 1.0;     ///< llama3
   double high_freq_factor = 4.0;    ///< llama3
@@ -27,7 +30,7 @@ struct rope_scaling_config {
   double attention_factor = 0.0;    ///< yarn, longrope: scales cos and sin; 0: derived from factor
   double beta_fast = 32.0;          ///< yarn
   double beta_slow = 1.0;           ///< yarn
-  std::vector<double> short_factor; ///< longrope: head_dim / 2 each
+  std::vector<double> short_factor; ///< longrope, freq_factors: head_dim / 2 each
   std::vector<double> long_factor;  ///< longrope: used from original_max_position_embeddings on
 
   static auto llama3(double factor, double low, double high, std::int64_t original) -> rope_scaling_config {
@@ -103,7 +106,8 @@ struct model_config {
     return sliding_window > 0 && (sliding_layers.empty() || sliding_layers[static_cast<std::size_t>(l)]);
   }
 
-  /// Reads dir/config.json and, if present, dir/generation_config.json.
+  /// Reads dir/config.json and, if present, dir/generation_config.json; or,
+  /// where dir is a GGUF file, its metadata (gguf_model_config).
   /// Throws model_error naming the file and the problem (missing file, bad
   /// JSON, missing or non-positive field, unsupported architecture, heads
   /// not dividing evenly).

@@ -1,5 +1,6 @@
 #include "engine/model/model_weights.hpp"
 
+#include "engine/model/gguf_model.hpp"
 #include "engine/model/model_error.hpp"
 #include "engine/model/safetensors.hpp"
 
@@ -112,7 +113,7 @@ public:
 
   auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
     const auto* info = get(name, {rows, cols});
-    return {info->type, info->data, rows, cols};
+    return {info->type, info->data, rows, cols, weight_layout::row_major, {}};
   }
 
   /// A norm vector (or a bias), widened to an F32 copy the weights own;
@@ -124,7 +125,7 @@ public:
       values[static_cast<std::size_t>(i)] =
           (plus_one ? 1.0f : 0.0f) + load_as_f32(info->type, info->data, static_cast<std::size_t>(i));
     out_.storage.push_back(values);
-    return {dtype::f32, values.get(), 1, size};
+    return {dtype::f32, values.get(), 1, size, weight_layout::row_major, {}};
   }
 
   /// Splits a fused matrix [sum(parts), cols] into row views, no copy (Phi-3's
@@ -180,6 +181,7 @@ private:
 } // namespace
 
 auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
+  if (is_gguf_file(dir)) return load_gguf_weights(dir);
   model_weights w;
   w.config = model_config::load(dir);
   const auto& c = w.config;

@@ -6,35 +6,48 @@
 // fields a family lacks stay empty (data == nullptr).
 
 #include "engine/model/dtype.hpp"
+#include "engine/model/gguf.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/weight_layout.hpp"
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace troupe {
 
 /// A 2-D (or 1-D: rows == 1) tensor that the model does not own: row-major
-/// as loaded; the CPU backend packs its matrices (place_in_huge_pages).
+/// as loaded; the CPU backend packs its float matrices (place_in_huge_pages).
 struct weight_tensor {
-  dtype type = dtype::f32;
-  const void* data = nullptr; ///< stored_rows() * cols elements of `type`
+  dtype type = dtype::f32;    ///< the element type, unless `quant` is set
+  const void* data = nullptr; ///< stored_rows() rows of row_bytes()
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   weight_layout layout = weight_layout::row_major;
+  /// Set for a block-quantized matrix (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; see
+  /// gguf_quant.hpp): each row is cols / block values of ggml blocks, as in
+  /// a GGUF file, always row-major; `type` then means nothing.
+  std::optional<gguf::tensor_type> quant;
 
   auto numel() const -> std::int64_t { return rows * cols; }
   /// rows, rounded up to 16 when packed16 (the padding rows are zero).
   auto stored_rows() const -> std::int64_t { return layout == weight_layout::packed16 ? (rows + 15) / 16 * 16 : rows; }
-  auto num_bytes() const -> std::size_t {
-    return static_cast<std::size_t>(stored_rows() * cols) * dtype_size(type);
+  /// Bytes of one row-major row.
+  auto row_bytes() const -> std::int64_t {
+    if (quant) {
+      const auto t = gguf::traits(static_cast<std::uint32_t>(*quant));
+      return cols / t->block_elements * t->block_bytes;
+    }
+    return cols * static_cast<std::int64_t>(dtype_size(type));
   }
+  auto num_bytes() const -> std::size_t { return static_cast<std::size_t>(stored_rows() * row_bytes()); }
   /// Row r's start; row-major tensors only.
-  auto row(std::int64_t r) const -> const void* {
-    return static_cast<const std::byte*>(data) + r * cols * static_cast<std::int64_t>(dtype_size(type));
-  }
+  auto row(std::int64_t r) const -> const void* { return static_cast<const std::byte*>(data) + r * row_bytes(); }
+  /// "Q4_K", "BF16": the stored type, as messages print it.
+  auto type_name() const -> std::string_view { return quant ? gguf::type_name(*quant) : dtype_name(type); }
 };
 
 /// HF names: model.layers.{i}.{input_layernorm, self_attn.{q,k,v,o}_proj,
@@ -74,7 +87,8 @@ struct model_weights {
   /// naming the file and problem: missing file, truncated/corrupt header,
   /// missing tensor, wrong shape, unsupported dtype or architecture, a tensor
   /// the architecture does not use (it would be ignored silently), or only a
-  /// pytorch_model.bin.
+  /// pytorch_model.bin. A GGUF file instead of a directory is read by
+  /// load_gguf_weights (gguf_model.hpp).
   static auto load(const std::filesystem::path& dir) -> model_weights;
 };
 

@@ -17,19 +17,31 @@ auto row_slice(const weight_tensor& w, std::int64_t first, std::int64_t count) -
   return s;
 }
 
-// Columns [first, first + count) of w: a copy, owned by `storage`.
+// Columns [first, first + count) of w: a copy, owned by `storage`. A
+// quantized matrix is cut between its blocks only.
 auto column_slice(const weight_tensor& w, std::int64_t first, std::int64_t count,
                   std::vector<std::shared_ptr<const void>>& storage) -> weight_tensor {
-  const auto elem = static_cast<std::int64_t>(dtype_size(w.type));
-  auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(w.rows * count * elem)]);
-  for (std::int64_t r = 0; r < w.rows; ++r)
-    std::memcpy(bytes.get() + r * count * elem, static_cast<const std::byte*>(w.row(r)) + first * elem,
-                static_cast<std::size_t>(count * elem));
   weight_tensor s;
   s.type = w.type;
-  s.data = bytes.get();
+  s.quant = w.quant;
   s.rows = w.rows;
   s.cols = count;
+  const auto row_bytes = s.row_bytes(); // count columns' bytes
+  if (w.quant) {
+    const auto block = gguf::traits(static_cast<std::uint32_t>(*w.quant))->block_elements;
+    if (first % block != 0 || count % block != 0)
+      throw model_error("tensor parallelism: a " + std::string(w.type_name()) + " matrix of " +
+                        std::to_string(w.cols) + " columns splits inside its " + std::to_string(block) +
+                        "-value blocks");
+  }
+  auto before = s; // the first columns, to count their bytes
+  before.cols = first;
+  const auto skip = before.row_bytes();
+  auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(w.rows * row_bytes)]);
+  for (std::int64_t r = 0; r < w.rows; ++r)
+    std::memcpy(bytes.get() + r * row_bytes, static_cast<const std::byte*>(w.row(r)) + skip,
+                static_cast<std::size_t>(row_bytes));
+  s.data = bytes.get();
   storage.push_back(std::move(bytes));
   return s;
 }

@@ -70,13 +70,13 @@ mkdir -p "$tmp/nowhere"
 check "serve, no model here: exit 1" test "$(cd "$tmp/nowhere" && exit_code "$troupe" serve --port 0)" = 1
 check "serve, no model here: one line" test "$(wc -l <"$tmp/err")" = 1
 check "serve, no model here: names models/tiny, how to make one" \
-  grep -q "no model directory 'models/tiny'.*troupe make-model --preset tiny --out models/tiny" "$tmp/err"
+  grep -q "no model directory or GGUF file 'models/tiny'.*troupe make-model --preset tiny --out models/tiny" "$tmp/err"
 check "serve DIR and --model DIR: exit 2" test "$(exit_code "$troupe" serve "$tmp/a" --model "$tmp/b")" = 2
 check "serve DIR and --model DIR: said so" grep -qx "troupe serve: give the model directory once: as an argument or with --model" "$tmp/err"
 check "serve, two directories: exit 2" test "$(exit_code "$troupe" serve "$tmp/a" "$tmp/b")" = 2
 check "worker, no model here: exit 1" \
   test "$(cd "$tmp/nowhere" && exit_code "$troupe" worker --join 127.0.0.1:1 --model nope)" = 1
-check "worker, no model here: names it" grep -q "no model directory 'nope' (give one: troupe worker DIR" "$tmp/err"
+check "worker, no model here: names it" grep -q "no model directory or GGUF file 'nope' (give one: troupe worker DIR|FILE.gguf" "$tmp/err"
 
 check "make-model tiny" test "$(exit_code "$troupe" make-model --preset tiny --out "$tmp/tiny")" = 0
 for f in config.json model.safetensors tokenizer.model tokenizer_config.json; do

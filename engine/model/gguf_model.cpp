@@ -1,0 +1,417 @@
+#include "engine/model/gguf_model.hpp"
+
+#include "engine/model/gguf_quant.hpp"
+#include "engine/model/model_error.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <fstream>
+#include <set>
+#include <string>
+#include <system_error>
+
+namespace troupe {
+namespace {
+
+using namespace std::string_literals;
+
+/// How each architecture llama.cpp names maps onto troupe's.
+struct gguf_architecture {
+  std::string_view gguf_name;
+  const char* hf_name;
+  model_family family;
+};
+
+constexpr gguf_architecture k_architectures[] = {
+    {"llama", "LlamaForCausalLM", model_family::llama},  {"qwen2", "Qwen2ForCausalLM", model_family::qwen2},
+    {"qwen3", "Qwen3ForCausalLM", model_family::qwen3},  {"gemma2", "Gemma2ForCausalLM", model_family::gemma2},
+    {"gemma3", "Gemma3ForCausalLM", model_family::gemma3}, {"phi3", "Phi3ForCausalLM", model_family::phi3},
+};
+
+/// The "{arch}." keys the reader understands. Any other key under the
+/// architecture's prefix changes the model in a way troupe would not
+/// compute (experts, logit or residual scales, ...) and is refused.
+constexpr std::string_view k_known_keys[] = {
+    "context_length", "embedding_length", "block_count", "feed_forward_length", "vocab_size",
+    "attention.head_count", "attention.head_count_kv", "attention.key_length", "attention.value_length",
+    "attention.layer_norm_rms_epsilon", "attention.sliding_window", "rope.freq_base", "rope.dimension_count",
+    "rope.scaling.type", "rope.scaling.factor", "rope.scaling.original_context_length", "rope.scaling.attn_factor",
+    "rope.scaling.finetuned", "attn_logit_softcapping", "final_logit_softcapping",
+    // Zero means none: checked below.
+    "expert_count", "expert_used_count",
+};
+
+/// Typed reads of "{arch}.{key}", each failure one line naming the key.
+class hparams {
+public:
+  hparams(const gguf::file& f, std::string_view arch) : f_(f), prefix_(std::string(arch) + ".") {}
+
+  auto key(std::string_view k) const -> std::string { return prefix_ + std::string(k); }
+
+  auto find(std::string_view k) const -> const gguf::value* { return f_.find(key(k)); }
+
+  /// A positive integer; a per-layer array must hold one value.
+  auto size(std::string_view k) const -> std::int64_t {
+    const auto* v = find(k);
+    if (v == nullptr) fail(f_.path(), "missing key '" + key(k) + "'");
+    return positive(k, *v);
+  }
+
+  auto size_or(std::string_view k, std::int64_t fallback) const -> std::int64_t {
+    const auto* v = find(k);
+    return v == nullptr ? fallback : positive(k, *v);
+  }
+
+  auto number_or(std::string_view k, double fallback) const -> double {
+    const auto* v = find(k);
+    if (v == nullptr) return fallback;
+    const auto d = v->as_double();
+    if (!d) fail(f_.path(), "key '" + key(k) + "' is " + gguf::describe(*v) + ", expected a number");
+    return *d;
+  }
+
+  auto string_or(std::string_view k, std::string_view fallback) const -> std::string_view {
+    const auto* v = find(k);
+    if (v == nullptr) return fallback;
+    const auto s = v->as_string();
+    if (!s) fail(f_.path(), "key '" + key(k) + "' is " + gguf::describe(*v) + ", expected a string");
+    return *s;
+  }
+
+private:
+  auto positive(std::string_view k, const gguf::value& v) const -> std::int64_t {
+    if (const auto* a = v.as_array()) {
+      // Per-layer values (llama.cpp allows them); troupe's layers are alike.
+      if (a->items.empty()) fail(f_.path(), "key '" + key(k) + "' is an empty array");
+      const auto first = positive(k, a->items.front());
+      for (const auto& item : a->items)
+        if (positive(k, item) != first)
+          fail(f_.path(), "key '" + key(k) + "' differs between layers, which troupe does not implement");
+      return first;
+    }
+    const auto n = v.as_int();
+    if (!n) fail(f_.path(), "key '" + key(k) + "' is " + gguf::describe(v) + ", expected an integer");
+    if (*n <= 0) fail(f_.path(), "key '" + key(k) + "' must be positive, got " + std::to_string(*n));
+    return *n;
+  }
+
+  const gguf::file& f_;
+  std::string prefix_;
+};
+
+auto optional_token(const gguf::file& f, std::string_view key) -> std::optional<token_id> {
+  const auto* v = f.find(key);
+  if (v == nullptr) return std::nullopt;
+  const auto n = v->as_int();
+  if (!n || *n < 0 || *n > std::numeric_limits<token_id>::max())
+    fail(f.path(), "key '" + std::string(key) + "' is not a token id");
+  return static_cast<token_id>(*n);
+}
+
+auto find_tensor(const gguf::file& f, std::string_view name) -> const gguf::tensor* { return f.find_tensor(name); }
+
+/// Rows of the matrices and the tensors of one file, each checked and
+/// marked used; check_all_used then refuses what nobody asked for.
+class tensor_reader {
+public:
+  tensor_reader(const gguf::file& f, model_weights& out) : f_(f), out_(out) {}
+
+  auto has(std::string_view name) const -> bool { return find_tensor(f_, name) != nullptr; }
+
+  /// A [rows, cols] matrix, used in place.
+  auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
+    const auto& t = get(name, {cols, rows});
+    weight_tensor w;
+    w.rows = rows;
+    w.cols = cols;
+    w.data = t.data;
+    switch (t.type) {
+      case gguf::tensor_type::f32: w.type = dtype::f32; break;
+      case gguf::tensor_type::f16: w.type = dtype::f16; break;
+      case gguf::tensor_type::bf16: w.type = dtype::bf16; break;
+      case gguf::tensor_type::q8_0:
+      case gguf::tensor_type::q4_0:
+      case gguf::tensor_type::q4_k:
+      case gguf::tensor_type::q5_k:
+      case gguf::tensor_type::q6_k: w.quant = t.type; break;
+      default:
+        fail(f_.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) +
+                            ", which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+    }
+    return w;
+  }
+
+  /// A vector widened to an F32 copy the weights own.
+  auto vector(const std::string& name, std::int64_t size) -> weight_tensor {
+    auto values = floats(name, size);
+    weight_tensor w{dtype::f32, values.get(), 1, size, weight_layout::row_major, {}};
+    out_.storage.push_back(std::move(values));
+    return w;
+  }
+
+  /// A vector's values as F32 (any float type).
+  auto floats(const std::string& name, std::int64_t size) -> std::shared_ptr<float[]> {
+    const auto& t = get(name, {size});
+    if (t.type != gguf::tensor_type::f32 && t.type != gguf::tensor_type::f16 && t.type != gguf::tensor_type::bf16)
+      fail(f_.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) + ", expected F32, F16 or BF16");
+    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(size)]);
+    gguf::dequantize_row(t.type, t.data, values.get(), size);
+    return values;
+  }
+
+  /// A matrix of `heads` heads of head_dim rows each, its rows put back from
+  /// llama.cpp's order (each head's two halves interleaved, for RoPE on
+  /// adjacent pairs) into Hugging Face's (rotate-half): a copy.
+  auto unpermuted(const std::string& name, std::int64_t heads, std::int64_t head_dim, std::int64_t cols)
+      -> weight_tensor {
+    auto w = matrix(name, heads * head_dim, cols);
+    const auto row_bytes = static_cast<std::size_t>(w.row_bytes());
+    auto bytes = std::shared_ptr<std::byte[]>(new std::byte[row_bytes * static_cast<std::size_t>(w.rows)]);
+    const std::int64_t half = head_dim / 2;
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t j = 0; j < 2; ++j)
+        for (std::int64_t i = 0; i < half; ++i) {
+          const std::int64_t hf_row = h * head_dim + j * half + i, file_row = h * head_dim + 2 * i + j;
+          std::memcpy(bytes.get() + static_cast<std::size_t>(hf_row) * row_bytes, w.row(file_row), row_bytes);
+        }
+    w.data = bytes.get();
+    out_.storage.push_back(std::move(bytes));
+    return w;
+  }
+
+  void check_all_used(const std::string& arch) const {
+    for (const auto& t : f_.tensors())
+      if (!used_.contains(t.name))
+        fail(f_.path(), "tensor '" + std::string(t.name) + "' is not used by " + arch +
+                            " as troupe implements it (loading would ignore it)");
+  }
+
+private:
+  auto get(const std::string& name, const std::vector<std::int64_t>& ne) -> const gguf::tensor& {
+    const auto* t = find_tensor(f_, name);
+    if (t == nullptr) fail(f_.path(), "missing tensor '" + name + "'");
+    if (t->ne != ne) {
+      const auto shape = [](const std::vector<std::int64_t>& v) {
+        std::string s = "[";
+        for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+        return s + "]";
+      };
+      fail(f_.path(), "tensor '" + name + "' has shape " + shape(t->ne) + ", expected " + shape(ne) +
+                          " (GGUF order, fastest dimension first)");
+    }
+    used_.insert(t->name);
+    return *t;
+  }
+
+  const gguf::file& f_;
+  model_weights& out_;
+  std::set<std::string_view> used_;
+};
+
+/// Gemma's attention scale, as llama.cpp sets it: 27B models scale by
+/// (hidden / heads)^-1/2 (their query_pre_attn_scalar), others by head_dim.
+auto gemma_query_scalar(const model_config& c) -> double {
+  const bool is_27b = (c.family() == model_family::gemma2 && c.num_hidden_layers == 46) ||
+                      (c.family() == model_family::gemma3 && c.num_hidden_layers == 62);
+  return static_cast<double>(is_27b ? c.hidden_size / c.num_attention_heads : c.head_dim);
+}
+
+} // namespace
+
+auto is_gguf_file(const std::filesystem::path& path) -> bool {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+auto gguf_model_config(const gguf::file& f) -> model_config {
+  const auto arch_name = f.require_string("general.architecture");
+  const gguf_architecture* arch = nullptr;
+  for (const auto& a : k_architectures)
+    if (a.gguf_name == arch_name) arch = &a;
+  if (arch == nullptr) {
+    std::string known;
+    for (const auto& a : k_architectures) known += (known.empty() ? "" : ", ") + std::string(a.gguf_name);
+    fail(f.path(), "general.architecture '" + std::string(arch_name) + "' is not supported (supported: " + known + ")");
+  }
+  const hparams h(f, arch_name);
+  const auto prefix = std::string(arch_name) + ".";
+  for (const auto& [key, value] : f.metadata()) {
+    if (!key.starts_with(prefix)) continue;
+    const auto rest = key.substr(prefix.size());
+    bool known = false;
+    for (const auto k : k_known_keys) known = known || k == rest;
+    if (!known) fail(f.path(), "key '" + std::string(key) + "' is not implemented by troupe (loading would ignore it)");
+  }
+  if (h.number_or("expert_count", 0) != 0)
+    fail(f.path(), "key '" + h.key("expert_count") + "': mixture-of-experts models are not implemented");
+
+  model_config c;
+  c.architecture = arch->hf_name;
+  const auto fam = arch->family;
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  c.hidden_size = h.size("embedding_length");
+  c.intermediate_size = h.size("feed_forward_length");
+  c.num_hidden_layers = h.size("block_count");
+  c.num_attention_heads = h.size("attention.head_count");
+  c.num_key_value_heads = h.size_or("attention.head_count_kv", c.num_attention_heads);
+  if (c.hidden_size % c.num_attention_heads != 0 && h.find("attention.key_length") == nullptr)
+    fail(f.path(), "key '" + h.key("embedding_length") + "' is not a multiple of " + h.key("attention.head_count"));
+  c.head_dim = h.size_or("attention.key_length", c.hidden_size / c.num_attention_heads);
+  if (h.size_or("attention.value_length", c.head_dim) != c.head_dim)
+    fail(f.path(), "key '" + h.key("attention.value_length") + "' differs from the key length, which troupe does not implement");
+  if (h.size_or("rope.dimension_count", c.head_dim) != c.head_dim)
+    fail(f.path(), "key '" + h.key("rope.dimension_count") + "' rotates part of each head (partial RoPE is not implemented)");
+  c.max_position_embeddings = h.size_or("context_length", c.max_position_embeddings);
+  c.rms_norm_eps = h.number_or("attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  c.rope_theta = h.number_or("rope.freq_base", gemma && fam == model_family::gemma3 ? 1000000.0 : c.rope_theta);
+
+  const auto scaling = h.string_or("rope.scaling.type", "none");
+  const auto factor = h.number_or("rope.scaling.factor", 1.0);
+  auto& rs = c.rope_scaling;
+  if (scaling == "linear") {
+    rs = rope_scaling_config::linear(factor);
+  } else if (scaling == "yarn") {
+    rs.type = "yarn";
+    rs.factor = factor;
+    rs.original_max_position_embeddings = h.size_or("rope.scaling.original_context_length", c.max_position_embeddings);
+    rs.attention_factor = h.number_or("rope.scaling.attn_factor", 0.0);
+  } else if (scaling != "none" && scaling != "longrope") {
+    fail(f.path(), "key '" + h.key("rope.scaling.type") + "' is '" + std::string(scaling) +
+                       "' (supported: none, linear, yarn, and Phi-3's longrope)");
+  }
+
+  c.tie_word_embeddings = find_tensor(f, "output.weight") == nullptr;
+  if (gemma) {
+    c.hidden_act = "gelu_pytorch_tanh";
+    c.sliding_window = h.size_or("attention.sliding_window", 0);
+    c.sliding_layers.resize(static_cast<std::size_t>(c.num_hidden_layers));
+    // Gemma 2 slides on even layers; Gemma 3 on five of every six.
+    for (std::int64_t i = 0; i < c.num_hidden_layers; ++i)
+      c.sliding_layers[static_cast<std::size_t>(i)] = fam == model_family::gemma2 ? i % 2 == 0 : (i + 1) % 6 != 0;
+    c.attn_logit_softcapping = h.number_or("attn_logit_softcapping", 0.0);
+    c.final_logit_softcapping = h.number_or("final_logit_softcapping", 0.0);
+    if (fam == model_family::gemma3) c.rope_local_base_freq = 10000.0; // llama.cpp's, as transformers' default
+    c.query_pre_attn_scalar = gemma_query_scalar(c);
+  } else {
+    c.sliding_window = h.size_or("attention.sliding_window", 0);
+  }
+
+  c.bos_token_id = optional_token(f, "tokenizer.ggml.bos_token_id");
+  for (const auto* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (const auto id = optional_token(f, key); id && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *id) == c.eos_token_ids.end())
+      c.eos_token_ids.push_back(*id);
+
+  const auto* embed = find_tensor(f, "token_embd.weight");
+  if (embed == nullptr) fail(f.path(), "missing tensor 'token_embd.weight'");
+  if (embed->ne.size() != 2) fail(f.path(), "tensor 'token_embd.weight' is not a matrix");
+  c.vocab_size = embed->ne[1];
+  switch (embed->type) {
+    case gguf::tensor_type::f16: c.torch_dtype = "float16"; break;
+    case gguf::tensor_type::bf16: c.torch_dtype = "bfloat16"; break;
+    default: c.torch_dtype = "float32";
+  }
+  if (fam == model_family::phi3 && scaling == "longrope") {
+    rs.type = "longrope";
+    rs.original_max_position_embeddings = h.size("rope.scaling.original_context_length");
+    rs.factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(rs.original_max_position_embeddings);
+    rs.attention_factor = h.number_or("rope.scaling.attn_factor", 0.0);
+  } else if (scaling == "longrope") {
+    fail(f.path(), "key '" + h.key("rope.scaling.type") + "' is 'longrope', which troupe implements for phi3 only");
+  }
+  // The factor tensors are read with the weights; validate needs their sizes.
+  if (rs.type == "longrope") rs.short_factor = rs.long_factor = std::vector<double>(static_cast<std::size_t>(c.head_dim / 2), 1.0);
+  if (find_tensor(f, "rope_freqs.weight") != nullptr) {
+    if (!rs.type.empty())
+      fail(f.path(), "tensor 'rope_freqs.weight' together with rope scaling '" + rs.type + "' is not implemented");
+    rs.type = "freq_factors";
+    rs.short_factor = std::vector<double>(static_cast<std::size_t>(c.head_dim / 2), 1.0);
+  }
+  c.validate(f.path().string());
+  return c;
+}
+
+auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
+  const auto f = gguf::file::open(file);
+  model_weights w;
+  w.config = gguf_model_config(*f);
+  auto& c = w.config;
+  tensor_reader load(*f, w);
+  const auto fam = c.family();
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  const auto d = c.hidden_size, inter = c.intermediate_size, hd = c.head_dim;
+  const auto q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
+
+  // Per-dimension RoPE divisors (Llama 3.1's scaling, Phi-3's longrope),
+  // into the config the forward pass reads.
+  const auto factors = [&](const char* name) {
+    const auto values = load.floats(name, hd / 2);
+    return std::vector<double>(values.get(), values.get() + hd / 2);
+  };
+  if (c.rope_scaling.type == "freq_factors") c.rope_scaling.short_factor = factors("rope_freqs.weight");
+  if (c.rope_scaling.type == "longrope") {
+    c.rope_scaling.short_factor = factors("rope_factors_short.weight");
+    c.rope_scaling.long_factor = factors("rope_factors_long.weight");
+  }
+  c.validate(file.string());
+
+  w.embed = load.matrix("token_embd.weight", c.vocab_size, d);
+  w.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const auto p = "blk." + std::to_string(i) + ".";
+    layer_weights& l = w.layers.emplace_back();
+    l.attn_norm = load.vector(p + "attn_norm.weight", d);
+    if (fam == model_family::phi3) {
+      const auto qkv = load.matrix(p + "attn_qkv.weight", q_rows + 2 * kv_rows, d);
+      l.wq = l.wk = l.wv = qkv;
+      l.wq.rows = q_rows;
+      l.wk.data = qkv.row(q_rows);
+      l.wk.rows = kv_rows;
+      l.wv.data = qkv.row(q_rows + kv_rows);
+      l.wv.rows = kv_rows;
+    } else if (fam == model_family::llama) {
+      l.wq = load.unpermuted(p + "attn_q.weight", c.num_attention_heads, hd, d);
+      l.wk = load.unpermuted(p + "attn_k.weight", c.num_key_value_heads, hd, d);
+      l.wv = load.matrix(p + "attn_v.weight", kv_rows, d);
+    } else {
+      l.wq = load.matrix(p + "attn_q.weight", q_rows, d);
+      l.wk = load.matrix(p + "attn_k.weight", kv_rows, d);
+      l.wv = load.matrix(p + "attn_v.weight", kv_rows, d);
+    }
+    if (fam == model_family::qwen2) {
+      l.bq = load.vector(p + "attn_q.bias", q_rows);
+      l.bk = load.vector(p + "attn_k.bias", kv_rows);
+      l.bv = load.vector(p + "attn_v.bias", kv_rows);
+    }
+    if (fam == model_family::qwen3 || fam == model_family::gemma3) {
+      l.q_norm = load.vector(p + "attn_q_norm.weight", hd);
+      l.k_norm = load.vector(p + "attn_k_norm.weight", hd);
+    }
+    l.wo = load.matrix(p + "attn_output.weight", d, q_rows);
+    l.mlp_norm = load.vector(p + "ffn_norm.weight", d);
+    if (gemma) {
+      l.post_attn_norm = load.vector(p + "post_attention_norm.weight", d);
+      l.post_mlp_norm = load.vector(p + "post_ffw_norm.weight", d);
+    }
+    if (fam == model_family::phi3) {
+      const auto gate_up = load.matrix(p + "ffn_up.weight", 2 * inter, d);
+      l.w_gate = l.w_up = gate_up;
+      l.w_gate.rows = l.w_up.rows = inter;
+      l.w_up.data = gate_up.row(inter);
+    } else {
+      l.w_gate = load.matrix(p + "ffn_gate.weight", inter, d);
+      l.w_up = load.matrix(p + "ffn_up.weight", inter, d);
+    }
+    l.w_down = load.matrix(p + "ffn_down.weight", d, inter);
+  }
+  w.final_norm = load.vector("output_norm.weight", d);
+  w.lm_head = c.tie_word_embeddings ? w.embed : load.matrix("output.weight", c.vocab_size, d);
+  load.check_all_used(std::string(f->require_string("general.architecture")));
+  w.storage.push_back(f);
+  return w;
+}
+
+} // namespace troupe
