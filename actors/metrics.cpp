@@ -120,6 +120,16 @@ server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, c
   }
 }
 
+void server_metrics::kv_cache_shape(std::string_view dtype, std::int64_t block_bytes, std::int64_t capacity_tokens) {
+  gauge(*registry_, "kv_cache_block_bytes",
+        "Bytes of one KV block: its tokens' keys and values in every layer, in the cache's type.")
+      .Add(with(model_, {{"kv_cache_dtype", std::string(dtype)}}))
+      .Set(static_cast<double>(block_bytes));
+  gauge(*registry_, "kv_cache_capacity_tokens", "Tokens the KV caches of every device hold together.")
+      .Add(model_)
+      .Set(static_cast<double>(capacity_tokens));
+}
+
 auto server_metrics::replica(int i) const -> const replica_series& {
   std::lock_guard lock(replicas_mu_);
   auto& f = *families_;

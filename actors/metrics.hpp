@@ -89,6 +89,10 @@ public:
   /// below it (replicas that join later, a worker's, get the next index).
   /// Thread-safe; the reference stays valid for the metrics' life.
   auto replica(int i) const -> const replica_series&;
+  /// The KV cache's shape, set once at start-up: kv_cache_block_bytes{kv_cache_dtype}
+  /// (one block's keys and values over every layer) and kv_cache_capacity_tokens
+  /// (the tokens every device's cache holds).
+  void kv_cache_shape(std::string_view dtype, std::int64_t block_bytes, std::int64_t capacity_tokens);
   /// The series of a device named at construction.
   auto device(const std::string& name) const -> const device_series&;
 

@@ -83,6 +83,7 @@ struct server_config {
   bool huge_pages = true;                  ///< copy weights into 2 MiB pages
   std::string step_log;                    ///< "": none; else a file per replica (FILE, FILE.1, ...)
   std::string dtype = "bfloat16";          ///< on a CUDA device: "bfloat16" | "float32" (the CPU computes in float32)
+  std::string weight_dtype = "auto";       ///< "auto" (as stored) | "q8_0" | "q4_k": quantize float matrices on load (CPU)
   bool cuda_graphs = true;                 ///< on a CUDA device: decode steps replay captured graphs
   std::int32_t tensor_parallel_size = 1;   ///< >= 1: CUDA devices one executor spans (NCCL)
   // [scheduler]
@@ -92,6 +93,7 @@ struct server_config {
   std::int32_t max_num_partial_prefills = 0; ///< >= 0: prefills spanning steps running at once (0: no limit)
   std::int32_t block_size = 16;            ///< [1, 1024] tokens per KV block
   std::int64_t kv_memory_bytes = 256 << 20; ///< key "kv_memory"; >= 1; integer bytes or "512MiB"
+  std::string kv_cache_dtype = "auto";     ///< "auto" (CPU: f32; CUDA: engine.dtype) | "f32" | "bf16" | "f16" | "q8_0"
   std::int32_t max_waiting_requests = 4096; ///< >= 1; beyond it requests get 429
   std::int64_t max_waiting_tokens = 1 << 22; ///< >= 1
   std::int32_t max_model_len = 0;          ///< >= 0; 0: the model's max_position_embeddings

@@ -381,6 +381,9 @@ auto key_specs() -> const std::vector<key_spec>& {
        "a file for every scheduler event and step (troupe sim fits and replays it); \"\": none"},
       {"engine", "dtype", text(&c::dtype, one_of("dtype", {"bfloat16", "float32"})),
        "on a CUDA device: \"bfloat16\" or \"float32\" weights and activations (the CPU computes in float32)"},
+      {"engine", "weight_dtype", text(&c::weight_dtype, one_of("weight dtype", {"auto", "q8_0", "q4_k"})),
+       "\"auto\": the matrices as the model stores them; \"q8_0\" or \"q4_k\": F32/F16/BF16 matrices\n"
+       "quantized at start-up (CPU only), as a GGUF file of that type would hold them"},
       {"engine", "cuda_graphs", boolean(&c::cuda_graphs),
        "on a CUDA device: decode steps replay CUDA graphs captured per padded batch size"},
       {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1),
@@ -398,6 +401,11 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "block_size", integer(&c::block_size, 1, 1024), "tokens per KV block (1..1024)"},
       {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1),
        "KV cache size: bytes, or a string with B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},
+      {"scheduler", "kv_cache_dtype",
+       text(&c::kv_cache_dtype, one_of("KV cache dtype", {"auto", "f32", "bf16", "f16", "q8_0"})),
+       "how cached keys and values are stored: \"f32\", \"bf16\", \"f16\" or \"q8_0\" (CPU; q8_0 needs\n"
+       "head_dim a multiple of 32); \"auto\": f32 on the CPU, engine.dtype on CUDA. kv_memory then\n"
+       "holds 1x, 2x, 2x or 3.8x the f32 cache's tokens"},
       {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1),
        "queued requests beyond this get 429 (>= 1)"},
       {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1),

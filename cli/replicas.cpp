@@ -6,6 +6,7 @@
 #include "actors/memory_manager_actor.hpp"
 #include "engine/cpu/huge_pages.hpp"
 #include "engine/model/gguf_model.hpp"
+#include "engine/model/quantize_weights.hpp"
 #include "engine/model/model_error.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/output_processor.hpp"
@@ -41,7 +42,7 @@ void check_model_dirs(const server_config& cfg, const std::string& command) {
                                "' (make a tiny one: " + make(dir) + ")");
 }
 
-auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setup {
+auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   model_setup m;
   m.dir = cfg.model_dir;
   m.name = served_name(cfg.served_model_name, m.dir);
@@ -54,7 +55,23 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
     fail(tokenizer::file_in_dir(m.dir), std::to_string(m.tok->vocab_size()) + " tokens, more than the model's vocab_size " +
                                         std::to_string(mc.vocab_size));
   m.eos = eos_token_ids(m.mc, *m.tok);
-  m.block_bytes = 2 * mc.num_hidden_layers * mc.num_key_value_heads * mc.head_dim * kv_elem * cfg.block_size;
+  // The KV cache's type: the CPU's is configurable; a CUDA device keeps
+  // its cache in engine.dtype, and quantized weights are the CPU's too.
+  auto kv = cuda && cfg.dtype == "bfloat16" ? kv_dtype::bf16 : kv_dtype::f32;
+  if (cfg.kv_cache_dtype != "auto") {
+    if (cuda)
+      throw std::runtime_error("scheduler.kv_cache_dtype \"" + cfg.kv_cache_dtype +
+                               "\": the CUDA backend keeps its KV cache in engine.dtype (leave it \"auto\")");
+    kv = *parse_kv_dtype(cfg.kv_cache_dtype);
+  }
+  if (cuda && cfg.weight_dtype != "auto")
+    throw std::runtime_error("engine.weight_dtype \"" + cfg.weight_dtype +
+                             "\": the CUDA backend does not implement quantized weights (use a cpu device)");
+  if (kv == kv_dtype::q8_0 && mc.head_dim % 32 != 0)
+    throw std::runtime_error("scheduler.kv_cache_dtype \"q8_0\" stores blocks of 32 values; this model's head_dim " +
+                             std::to_string(mc.head_dim) + " is not a multiple of 32");
+  m.kv = kv;
+  m.block_bytes = kv_block_bytes(kv, mc.num_hidden_layers, mc.num_key_value_heads, mc.head_dim, cfg.block_size);
   m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / m.block_bytes, 1 << 30));
   if (m.num_blocks < 1)
     throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
@@ -77,6 +94,7 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   m.cpu.num_kv_blocks = m.num_blocks;
   m.cpu.num_threads = cfg.threads;
   m.cpu.num_sampled_ids = m.tok->vocab_size();
+  m.cpu.kv_type = kv;
 
   auto& ro = m.replica;
   ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, m.max_model_len, cfg.max_waiting_requests,
@@ -99,6 +117,14 @@ auto prepare_model(const server_config& cfg, std::int64_t kv_elem) -> model_setu
   return m;
 }
 
+auto load_cpu_weights(const server_config& cfg, const std::string& dir) -> model_weights {
+  auto w = model_weights::load(dir);
+  if (cfg.weight_dtype == "q8_0") quantize_weights(w, gguf::tensor_type::q8_0);
+  if (cfg.weight_dtype == "q4_k") quantize_weights(w, gguf::tensor_type::q4_k);
+  if (cfg.huge_pages) place_in_huge_pages(w);
+  return w;
+}
+
 auto first_lease(caf::actor_system& sys, const memory_manager_actor& mm, std::int32_t share) -> std::vector<block_id> {
   std::vector<block_id> lease;
   caf::scoped_actor self{sys};
@@ -118,8 +144,7 @@ auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const m
     ex = std::make_shared<zero_executor>(m.zero);
   } else {
     // The executor refers to its weights: they go when it does.
-    auto w = std::make_shared<model_weights>(model_weights::load(m.dir));
-    if (cfg.huge_pages) place_in_huge_pages(*w);
+    auto w = std::make_shared<model_weights>(load_cpu_weights(cfg, m.dir));
     ex = std::shared_ptr<executor>(new cpu_executor(*w, m.cpu), [w](executor* e) { delete e; });
   }
   auto exec = spawn_executor(sys, std::move(ex));

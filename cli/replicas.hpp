@@ -30,7 +30,8 @@ struct model_setup {
   model_config mc;
   std::shared_ptr<const tokenizer> tok;
   std::vector<token_id> eos;
-  std::int64_t block_bytes = 0;
+  kv_dtype kv = kv_dtype::f32;     ///< the KV cache's type (scheduler.kv_cache_dtype resolved)
+  std::int64_t block_bytes = 0;    ///< kv_block_bytes
   std::int32_t num_blocks = 0;     ///< per device (kv_memory)
   std::int32_t max_model_len = 0;
   zero_executor_options zero;      ///< for engine.executor = "zero"; samples the tokenizer's ids only
@@ -40,10 +41,14 @@ struct model_setup {
   replica_options replica;
 };
 
-/// The model of cfg's [model]; kv_elem: a KV element's bytes (4 on the CPU).
+/// The model of cfg's [model], served on the CPU or (cuda) a CUDA device.
 /// Throws with one line for a config the model cannot serve, or a tokenizer
 /// with more pieces than the model has rows (model_error).
-auto prepare_model(const server_config& cfg, std::int64_t kv_elem = 4) -> model_setup;
+auto prepare_model(const server_config& cfg, bool cuda = false) -> model_setup;
+
+/// The weights of dir for a CPU executor: quantized as engine.weight_dtype
+/// says, then placed in huge pages where engine.huge_pages says.
+auto load_cpu_weights(const server_config& cfg, const std::string& dir) -> model_weights;
 
 /// Throws one line naming the first model directory of cfg ([model], then
 /// model.more) that is not there, and how to make one; `command` ("serve",

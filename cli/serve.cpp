@@ -73,8 +73,7 @@ struct engine_parts {
 auto start_engine(caf::actor_system& sys, const server_config& cfg, server_status& status, engine_parts& parts,
                   std::shared_ptr<prometheus::Registry> registry) -> std::string {
   const auto cuda_device = parse_device(cfg.devices.front());
-  // A KV element: float32 on the CPU, the configured dtype on a CUDA device.
-  const auto setup = prepare_model(cfg, cuda_device && cfg.dtype == "bfloat16" ? 2 : 4);
+  const auto setup = prepare_model(cfg, cuda_device.has_value());
   const auto& dir = setup.dir;
   const auto& mc = setup.mc;
   const auto& tok = setup.tok;
@@ -124,8 +123,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     co.num_sampled_ids = tok->vocab_size(); // never a padding row: it has no text
     executors.push_back(load_cuda_executor(parts.weights, co));
   } else {
-    parts.weights = model_weights::load(dir);
-    if (cfg.huge_pages) place_in_huge_pages(parts.weights);
+    parts.weights = load_cpu_weights(cfg, dir);
     auto eo = setup.cpu;
     eo.num_host_blocks = num_host_blocks;
     for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<cpu_executor>(parts.weights, eo));
@@ -153,6 +151,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   parts.metrics = std::make_unique<server_metrics>(std::move(registry), name, cfg.model_version, metric_replicas,
                                                    metric_devices);
   server_metrics* const metrics = parts.metrics.get();
+  metrics->kv_cache_shape(kv_dtype_name(setup.kv), block_bytes,
+                          static_cast<std::int64_t>(num_blocks) * cfg.block_size * num_devices);
   auto ctx = std::make_shared<serving_context>();
   ctx->tok = tok;
   ctx->model_name = name;

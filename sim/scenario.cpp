@@ -1,5 +1,7 @@
 #include "sim/scenario.hpp"
 
+#include "engine/core/kv_dtype.hpp"
+
 #include "policies/registry.hpp"
 
 #include <toml++/toml.h>
@@ -225,6 +227,9 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
       fail(r.path("policy"), "unknown scheduling policy \"" + s.policy + "\"; known: " + join(scheduling));
     r.text("eviction", s.eviction, eviction);
     r.integer("kv_blocks", s.kv_blocks, 1);
+    r.integer("kv_memory", s.kv_memory, 1);
+    if (s.kv_memory > 0 && r.at("kv_blocks") != nullptr)
+      fail(r.path("kv_memory"), "and kv_blocks both set: give one");
     r.integer("block_size", s.block_size, 1, 1024);
     r.integer("max_num_seqs", s.max_num_seqs, 1);
     r.integer("max_num_batched_tokens", s.max_num_batched_tokens, 1);
@@ -235,7 +240,8 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r.text("preemption_mode", s.preemption_mode, {"recompute", "swap"});
     r.integer("host_blocks", s.host_blocks, 0);
     r.number("weight", s.weight, 0, true);
-    if (s.watermark_blocks >= s.kv_blocks) fail(r.path("watermark_blocks"), "leaves no KV block for admissions");
+    if (s.kv_memory == 0 && s.watermark_blocks >= s.kv_blocks)
+      fail(r.path("watermark_blocks"), "leaves no KV block for admissions");
     replicas.push_back(s);
   });
   if (!replicas.empty()) sc.replicas = replicas;
@@ -277,9 +283,36 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->integer("vocab", m.vocab, 2, std::numeric_limits<std::int32_t>::max()); // token ids are 32-bit
     r->number("weight_bytes", m.weight_bytes, 0, true);
     r->number("kv_bytes", m.kv_bytes, 0, true);
+    r->text("kv_cache_dtype", m.kv_cache_dtype, {"f32", "bf16", "f16", "q8_0"});
     if (m.hidden % m.heads != 0) fail("model.heads", "must divide model.hidden");
     if (m.heads % m.kv_heads != 0) fail("model.kv_heads", "must divide model.heads");
+    if (!m.kv_cache_dtype.empty()) {
+      if (r->at("kv_bytes") != nullptr) fail("model.kv_cache_dtype", "and model.kv_bytes both set: give one");
+      const auto head_dim = m.hidden / m.heads;
+      const auto t = *parse_kv_dtype(m.kv_cache_dtype);
+      if (t == kv_dtype::q8_0 && head_dim % 32 != 0)
+        fail("model.kv_cache_dtype", "\"q8_0\" stores blocks of 32 values; head_dim " + std::to_string(head_dim) +
+                                         " is not a multiple of 32");
+      m.kv_bytes = static_cast<double>(kv_head_bytes(t, head_dim)) / static_cast<double>(head_dim);
+    }
     r->finish();
+  }
+  // A replica's kv_memory in blocks, by the server's rule.
+  for (std::size_t i = 0; i < sc.replicas.size(); ++i) {
+    auto& s = sc.replicas[i];
+    if (s.kv_memory == 0) continue;
+    const auto where = "replicas[" + std::to_string(i) + "].kv_memory";
+    const auto& m = sc.cost.model;
+    if (m.kv_cache_dtype.empty()) fail(where, "needs model.kv_cache_dtype (the bytes a cached value takes)");
+    const auto bytes = kv_block_bytes(*parse_kv_dtype(m.kv_cache_dtype), m.layers, m.kv_heads, m.hidden / m.heads,
+                                      s.block_size);
+    const auto blocks = s.kv_memory / bytes;
+    if (blocks < 1 || blocks > std::numeric_limits<std::int32_t>::max())
+      fail(where, std::to_string(s.kv_memory) + " bytes hold " + std::to_string(blocks) + " KV blocks of " +
+                      std::to_string(bytes) + " bytes");
+    s.kv_blocks = static_cast<std::int32_t>(blocks);
+    if (s.watermark_blocks >= s.kv_blocks)
+      fail("replicas[" + std::to_string(i) + "].watermark_blocks", "leaves no KV block for admissions");
   }
   if (auto r = top.table("hardware")) {
     auto& h = sc.cost.hardware;

@@ -39,6 +39,9 @@ struct replica_spec {
   std::string policy = "fcfs";
   std::string eviction = "lru";
   std::int32_t kv_blocks = 4096;
+  /// > 0: kv_blocks is what this many bytes hold, as the server's
+  /// scheduler.kv_memory (needs [model] kv_cache_dtype).
+  std::int64_t kv_memory = 0;
   std::int32_t block_size = 16;
   std::int32_t max_num_seqs = 256;
   std::int32_t max_num_batched_tokens = 2048;
@@ -68,6 +71,10 @@ struct model_shape {
   std::int64_t layers = 32, hidden = 4096, intermediate = 14336, heads = 32, kv_heads = 8, vocab = 128256;
   double weight_bytes = 2; ///< per parameter
   double kv_bytes = 2;     ///< per cached value
+  /// Set: the server's scheduler.kv_cache_dtype ("f32", "bf16", "f16",
+  /// "q8_0"), which sets kv_bytes and the blocks a replica's kv_memory holds
+  /// by the server's own rule (kv_block_bytes).
+  std::string kv_cache_dtype;
 };
 
 struct hardware_spec {

@@ -7,7 +7,7 @@ namespace troupe {
 
 cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_options& options)
   : options_(options),
-    model_(weights, options.block_size, options.num_kv_blocks),
+    model_(weights, options.block_size, options.num_kv_blocks, nullptr, options.kv_type),
     seed_source_(options.seed) {
   TROUPE_CHECK(options.num_host_blocks >= 0, "negative swap space");
   TROUPE_CHECK(options.num_sampled_ids >= 0 && options.num_sampled_ids <= model_.config().vocab_size,
@@ -15,17 +15,17 @@ cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_opti
   if (options_.num_sampled_ids == 0) options_.num_sampled_ids = model_.config().vocab_size;
   // Untouched until a block is swapped out: pages are mapped as they are written.
   if (options.num_host_blocks > 0)
-    host_ = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(options.num_host_blocks) *
-                                                    static_cast<std::size_t>(model_.kv_cache().block_floats()));
+    host_ = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(options.num_host_blocks) *
+                                                        static_cast<std::size_t>(model_.kv_cache().block_bytes()));
   set_cpu_threads(options.num_threads);
 }
 
 void cpu_executor::swap(const scheduler_output& step) {
   auto& kv = model_.kv_cache();
-  const auto floats = kv.block_floats();
+  const auto bytes = kv.block_bytes();
   const auto host = [&](block_id h) {
     TROUPE_CHECK(h >= 0 && h < options_.num_host_blocks, "host block id out of range");
-    return host_.get() + static_cast<std::int64_t>(h) * floats;
+    return host_.get() + static_cast<std::int64_t>(h) * bytes;
   };
   for (const auto& c : step.swap_out) kv.save_block(c.from, host(c.to));
   for (const auto& c : step.swap_in) kv.load_block(c.to, host(c.from));

@@ -23,6 +23,7 @@ struct cpu_executor_options {
   /// Ids the samplers may pick: [0, n), the tokenizer's vocabulary (a model
   /// pads its rows past it); 0 = the model's whole vocabulary. At most vocab_size.
   std::int64_t num_sampled_ids = 0;
+  kv_dtype kv_type = kv_dtype::f32; ///< how the KV cache stores keys and values
 };
 
 class cpu_executor final : public executor {
@@ -48,7 +49,7 @@ private:
 
   cpu_executor_options options_;
   cpu_model model_;
-  std::unique_ptr<float[]> host_; ///< num_host_blocks × the KV cache's block_floats()
+  std::unique_ptr<std::byte[]> host_; ///< num_host_blocks × the KV cache's block_bytes()
   rng seed_source_;
   std::unordered_map<request_id, request_sampler> samplers_;
   std::unordered_map<request_id, prompt_scores> scoring_;

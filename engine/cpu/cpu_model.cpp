@@ -35,11 +35,11 @@ auto norm_data(const weight_tensor& t) -> const float* { return static_cast<cons
 } // namespace
 
 cpu_model::cpu_model(const model_weights& weights, std::int32_t block_size,
-                     std::int32_t num_kv_blocks, all_reduce* reduce)
+                     std::int32_t num_kv_blocks, all_reduce* reduce, kv_dtype kv_type)
   : w_(weights),
     reduce_(reduce),
     cache_(weights.config.num_hidden_layers, num_kv_blocks, block_size,
-           weights.config.num_key_value_heads, weights.config.head_dim),
+           weights.config.num_key_value_heads, weights.config.head_dim, kv_type),
     rope_(weights.config),
     embed_scale_(embedding_scale(weights)) {
   const auto& c = weights.config;

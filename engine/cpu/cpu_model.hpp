@@ -29,11 +29,11 @@ public:
   };
 
   /// `weights` must outlive the model. The KV cache holds num_kv_blocks blocks
-  /// of block_size tokens (F32). With tensor parallelism, `weights` is this
-  /// rank's shard (shard_weights) and `reduce` its end of the group's
+  /// of block_size tokens in kv_type. With tensor parallelism, `weights` is
+  /// this rank's shard (shard_weights) and `reduce` its end of the group's
   /// all-reduce (both must outlive the model); else reduce is nullptr.
   cpu_model(const model_weights& weights, std::int32_t block_size, std::int32_t num_kv_blocks,
-            all_reduce* reduce = nullptr);
+            all_reduce* reduce = nullptr, kv_dtype kv_type = kv_dtype::f32);
 
   /// Runs the chunks as one batch, writing their keys and values into the
   /// cache. logits receives [rows, vocab]: one row per token of every chunk

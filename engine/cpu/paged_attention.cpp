@@ -2,6 +2,8 @@
 
 #include "engine/check.hpp"
 #include "engine/cpu/huge_pages.hpp"
+#include "engine/model/dtype.hpp"
+#include "engine/model/gguf_quant.hpp"
 #include "engine/vec_exp.hpp"
 
 #include <algorithm>
@@ -12,45 +14,125 @@ namespace troupe {
 
 paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
                                std::int32_t block_size, std::int64_t num_kv_heads,
-                               std::int64_t head_dim)
-  : num_layers_(num_layers),
+                               std::int64_t head_dim, kv_dtype type)
+  : type_(type),
+    num_layers_(num_layers),
     num_kv_heads_(num_kv_heads),
     head_dim_(head_dim),
-    layer_floats_(2 * static_cast<std::int64_t>(num_blocks) * block_size * num_kv_heads * head_dim),
     num_blocks_(num_blocks),
     block_size_(block_size),
+    tile_bytes_(kv_head_bytes(type, head_dim) * block_size),
+    layer_bytes_(2 * static_cast<std::int64_t>(num_blocks) * num_kv_heads * tile_bytes_),
     // Attention touches a few KiB in each of many blocks: with 4 KiB pages
     // nearly every block would cost a TLB miss.
-    mapping_(map_huge_pages(static_cast<std::size_t>(num_layers * layer_floats_) * sizeof(float))),
-    storage_(reinterpret_cast<float*>(mapping_.get())) {
+    mapping_(map_huge_pages(static_cast<std::size_t>(num_layers * layer_bytes_))),
+    storage_(mapping_.get()) {
   TROUPE_CHECK(block_size > 0 && num_blocks > 0, "KV cache needs blocks");
+  TROUPE_CHECK(type != kv_dtype::q8_0 || head_dim % 32 == 0, "a Q8_0 KV cache needs head_dim a multiple of 32");
 }
 
-void paged_kv_cache::save_block(block_id b, float* dst) {
+void paged_kv_cache::save_block(block_id b, std::byte* dst) const {
   TROUPE_CHECK(b >= 0 && b < num_blocks_, "block id out of range");
-  const auto n = static_cast<std::size_t>(layer_floats_ / num_blocks_ / 2); // one block's keys in one layer
+  const auto n = static_cast<std::size_t>(num_kv_heads_ * tile_bytes_); // one block's keys in one layer
   for (std::int64_t l = 0; l < num_layers_; ++l) {
-    std::memcpy(dst, keys(l, b, 0), n * sizeof(float));
-    std::memcpy(dst + n, values(l, b, 0), n * sizeof(float));
+    std::memcpy(dst, key_tile(l, b, 0), n);
+    std::memcpy(dst + n, value_tile(l, b, 0), n);
     dst += 2 * n;
   }
 }
 
-void paged_kv_cache::load_block(block_id b, const float* src) {
+void paged_kv_cache::load_block(block_id b, const std::byte* src) {
   TROUPE_CHECK(b >= 0 && b < num_blocks_, "block id out of range");
-  const auto n = static_cast<std::size_t>(layer_floats_ / num_blocks_ / 2);
+  const auto n = static_cast<std::size_t>(num_kv_heads_ * tile_bytes_);
   for (std::int64_t l = 0; l < num_layers_; ++l) {
-    std::memcpy(keys(l, b, 0), src, n * sizeof(float));
-    std::memcpy(values(l, b, 0), src + n, n * sizeof(float));
+    std::memcpy(key_tile(l, b, 0), src, n);
+    std::memcpy(value_tile(l, b, 0), src + n, n);
     src += 2 * n;
   }
+}
+
+void paged_kv_cache::write(std::int64_t layer, block_id b, std::int64_t kv_head, std::int32_t slot, const float* k,
+                           const float* v) {
+  const std::int64_t hd = head_dim_, bs = block_size_;
+  std::byte* kt = key_tile(layer, b, kv_head);
+  std::byte* vt = value_tile(layer, b, kv_head);
+  const auto put16 = [](std::byte* p, std::uint16_t h) { std::memcpy(p, &h, 2); };
+  switch (type_) {
+    case kv_dtype::f32:
+      for (std::int64_t i = 0; i < hd; ++i) std::memcpy(kt + 4 * (i * bs + slot), k + i, 4);
+      std::memcpy(vt + 4 * slot * hd, v, static_cast<std::size_t>(hd) * 4);
+      break;
+    case kv_dtype::bf16:
+      for (std::int64_t i = 0; i < hd; ++i) put16(kt + 2 * (i * bs + slot), f32_to_bf16(k[i]));
+      for (std::int64_t i = 0; i < hd; ++i) put16(vt + 2 * (slot * hd + i), f32_to_bf16(v[i]));
+      break;
+    case kv_dtype::f16:
+      for (std::int64_t i = 0; i < hd; ++i) put16(kt + 2 * (i * bs + slot), f32_to_f16(k[i]));
+      for (std::int64_t i = 0; i < hd; ++i) put16(vt + 2 * (slot * hd + i), f32_to_f16(v[i]));
+      break;
+    case kv_dtype::q8_0: {
+      const auto row = kv_head_bytes(type_, hd);
+      gguf::quantize_row(gguf::tensor_type::q8_0, k, kt + slot * row, hd);
+      gguf::quantize_row(gguf::tensor_type::q8_0, v, vt + slot * row, hd);
+      break;
+    }
+  }
+}
+
+namespace {
+
+// The 16-bit tiles widen element by element, in the F32 tile's layout.
+template <class Widen>
+void widen16(const std::byte* tile, std::int64_t n, Widen widen, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, tile + 2 * i, 2);
+    out[i] = widen(h);
+  }
+}
+
+} // namespace
+
+auto paged_kv_cache::keys(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const
+    -> const float* {
+  const std::byte* t = key_tile(layer, b, kv_head);
+  const std::int64_t hd = head_dim_, bs = block_size_;
+  switch (type_) {
+    case kv_dtype::f32: return reinterpret_cast<const float*>(t);
+    case kv_dtype::bf16: widen16(t, hd * bs, bf16_to_f32, scratch); break;
+    case kv_dtype::f16: widen16(t, hd * bs, f16_to_f32, scratch); break;
+    case kv_dtype::q8_0: {
+      // Per token in the tile; transposed into [head_dim, block_size].
+      float row[1024];
+      TROUPE_CHECK(hd <= 1024, "head_dim over 1024");
+      const auto bytes = kv_head_bytes(type_, hd);
+      for (std::int64_t j = 0; j < bs; ++j) {
+        gguf::dequantize_row(gguf::tensor_type::q8_0, t + j * bytes, row, hd);
+        for (std::int64_t i = 0; i < hd; ++i) scratch[i * bs + j] = row[i];
+      }
+      break;
+    }
+  }
+  return scratch;
+}
+
+auto paged_kv_cache::values(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const
+    -> const float* {
+  const std::byte* t = value_tile(layer, b, kv_head);
+  const std::int64_t n = head_dim_ * block_size_;
+  switch (type_) {
+    case kv_dtype::f32: return reinterpret_cast<const float*>(t);
+    case kv_dtype::bf16: widen16(t, n, bf16_to_f32, scratch); break;
+    case kv_dtype::f16: widen16(t, n, f16_to_f32, scratch); break;
+    case kv_dtype::q8_0: gguf::dequantize_row(gguf::tensor_type::q8_0, t, scratch, n); break;
+  }
+  return scratch;
 }
 
 void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attention_row> rows,
               const float* k, const float* v) {
   const std::int32_t bs = cache.block_size();
   const std::int64_t nkv = cache.num_kv_heads(), hd = cache.head_dim();
-  const auto bytes = static_cast<std::size_t>(hd) * sizeof(float);
   for (std::size_t t = 0; t < rows.size(); ++t) {
     const auto& r = rows[t];
     TROUPE_CHECK(r.position >= 0, "negative position");
@@ -58,12 +140,9 @@ void write_kv(paged_kv_cache& cache, std::int64_t layer, std::span<const attenti
     TROUPE_CHECK(bi < r.block_table.size(), "block table too short for position");
     const block_id b = r.block_table[bi];
     TROUPE_CHECK(b >= 0 && b < cache.num_blocks(), "block id out of range");
-    const std::int64_t slot = r.position % bs;
     for (std::int64_t h = 0; h < nkv; ++h) {
       const std::int64_t src = (static_cast<std::int64_t>(t) * nkv + h) * hd;
-      float* kt = cache.keys(layer, b, h) + slot;
-      for (std::int64_t i = 0; i < hd; ++i) kt[i * bs] = k[src + i];
-      std::memcpy(cache.values(layer, b, h) + slot * hd, v + src, bytes);
+      cache.write(layer, b, h, r.position % bs, k + src, v + src);
     }
   }
 }
@@ -152,6 +231,8 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
 #pragma omp parallel
   {
     thread_local std::vector<float> scores; // kept across calls: no allocation per layer
+    thread_local std::vector<float> tile;   // a block's keys or values widened to F32
+    tile.resize(static_cast<std::size_t>(head_dim * bs));
 #pragma omp for collapse(2) schedule(dynamic, 4)
     for (std::int64_t t = 0; t < num_rows; ++t)
       for (std::int64_t kvh = 0; kvh < num_kv_heads; ++kvh) {
@@ -163,7 +244,7 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
         const std::int64_t h0 = kvh * group;
         scores.resize(static_cast<std::size_t>(n * group));
         for (std::int32_t j0 = first / bs * bs; j0 < end; j0 += bs) {
-          const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
+          const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh, tile.data());
           const std::int32_t lo = std::max(first, j0) - j0;
           const std::int32_t m = std::min(bs, end - j0);
           for (std::int64_t g = 0; g < group; ++g)
@@ -183,7 +264,7 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
                       static_cast<std::size_t>(head_dim) * sizeof(float));
         }
         for (std::int32_t j0 = first / bs * bs; j0 < end; j0 += bs) {
-          const float* vb = cache.values(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh);
+          const float* vb = cache.values(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh, tile.data());
           const std::int32_t lo = std::max(first, j0) - j0;
           const std::int32_t m = std::min(bs, end - j0);
           for (std::int64_t g = 0; g < group; ++g)

@@ -3,6 +3,7 @@
 // SOSP'23): a sequence's keys and values live in fixed-size blocks named by
 // its block table, so sequences share one pool without copying.
 
+#include "engine/core/kv_dtype.hpp"
 #include "engine/types.hpp"
 
 #include <cstdint>
@@ -12,48 +13,61 @@
 
 namespace troupe {
 
-/// The keys and values of every layer, F32. Per layer, K is
-/// [num_blocks, num_kv_heads, head_dim, block_size] — transposed, so the
+/// The keys and values of every layer, in the cache's kv_dtype. Per layer,
+/// K is [num_blocks, num_kv_heads, head_dim, block_size] — transposed, so the
 /// scores of a block's slots are vector FMAs with no horizontal sums — and V
-/// is [num_blocks, num_kv_heads, block_size, head_dim]. One head's keys (and
-/// values) of a block are contiguous, so attention streams them.
+/// is [num_blocks, num_kv_heads, block_size, head_dim]: one head's keys (and
+/// values) of a block are one tile, contiguous, so attention streams them.
+/// Q8_0 keeps both per token instead ([block_size, head_dim] in Q8_0
+/// blocks: a token's values share a block's scale), widened to the F32
+/// layouts above when read.
 class paged_kv_cache {
 public:
   paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks, std::int32_t block_size,
-                 std::int64_t num_kv_heads, std::int64_t head_dim);
+                 std::int64_t num_kv_heads, std::int64_t head_dim, kv_dtype type = kv_dtype::f32);
 
   auto block_size() const -> std::int32_t { return block_size_; }
   auto num_blocks() const -> std::int32_t { return num_blocks_; }
   paged_kv_cache(const paged_kv_cache&) = delete;
   auto operator=(const paged_kv_cache&) -> paged_kv_cache& = delete;
 
+  auto type() const -> kv_dtype { return type_; }
   auto num_kv_heads() const -> std::int64_t { return num_kv_heads_; }
   auto head_dim() const -> std::int64_t { return head_dim_; }
-  /// Floats one block holds over every layer, keys and values.
-  auto block_floats() const -> std::int64_t { return num_layers_ * layer_floats_ / num_blocks_; }
-  /// Copies block b's keys and values of every layer to dst (block_floats()
-  /// floats: host swap space), or back from src.
-  void save_block(block_id b, float* dst);
-  void load_block(block_id b, const float* src);
-  /// One kv head's keys in one block, [head_dim, block_size]; its values,
-  /// [block_size, head_dim].
-  auto keys(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
-    return storage_ + layer * layer_floats_ +
-           ((static_cast<std::int64_t>(b) * num_kv_heads_ + kv_head) * block_size_) * head_dim_;
-  }
-  auto values(std::int64_t layer, block_id b, std::int64_t kv_head) -> float* {
-    return keys(layer, b, kv_head) + layer_floats_ / 2;
-  }
+  /// Bytes one block holds over every layer, keys and values (kv_block_bytes).
+  auto block_bytes() const -> std::int64_t { return num_layers_ * 2 * num_kv_heads_ * tile_bytes_; }
+  /// Copies block b's keys and values of every layer to dst (block_bytes():
+  /// host swap space), or back from src.
+  void save_block(block_id b, std::byte* dst) const;
+  void load_block(block_id b, const std::byte* src);
+  /// Stores one token's keys and values of one kv head (head_dim each) in
+  /// its slot of block b.
+  void write(std::int64_t layer, block_id b, std::int64_t kv_head, std::int32_t slot, const float* k,
+             const float* v);
+  /// One kv head's keys in one block as F32 [head_dim, block_size], and its
+  /// values as [block_size, head_dim]: the tile itself for f32, else widened
+  /// into scratch (head_dim * block_size floats) and scratch returned.
+  auto keys(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const -> const float*;
+  auto values(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const -> const float*;
 
 private:
+  auto key_tile(std::int64_t layer, block_id b, std::int64_t kv_head) const -> std::byte* {
+    return storage_ + layer * layer_bytes_ + (static_cast<std::int64_t>(b) * num_kv_heads_ + kv_head) * tile_bytes_;
+  }
+  auto value_tile(std::int64_t layer, block_id b, std::int64_t kv_head) const -> std::byte* {
+    return key_tile(layer, b, kv_head) + layer_bytes_ / 2;
+  }
+
+  kv_dtype type_;
   std::int64_t num_layers_;
   std::int64_t num_kv_heads_;
   std::int64_t head_dim_;
-  std::int64_t layer_floats_;
   std::int32_t num_blocks_;
   std::int32_t block_size_;
+  std::int64_t tile_bytes_;  ///< one kv head's keys (or values) in one block
+  std::int64_t layer_bytes_; ///< keys, then values, of every block in one layer
   std::shared_ptr<std::byte> mapping_; ///< map_huge_pages: zeroed lazily, 2 MiB pages
-  float* storage_;
+  std::byte* storage_;
 };
 
 /// One token's view of its sequence for attention.

@@ -486,3 +486,25 @@ TEST_CASE("autoscaling: a burst scales the fleet out (once replicas have started
   CHECK(error_of(k_base, {{"autoscaler.min_replicas", "5"}, {"autoscaler.max_replicas", "2"}}) ==
         "autoscaler.min_replicas: (5) is over max_replicas (2)");
 }
+
+TEST_CASE("the KV cache's type: a replica's kv_memory holds the blocks the server's rule gives") {
+  auto text = std::string(k_base);
+  text.replace(text.find("kv_blocks = 2048"), 16, "kv_memory = 268435456");
+  // stories110m's shape: 12 layers of 12 KV heads of 64, blocks of 16 tokens.
+  const auto blocks = [&](const std::string& dtype) {
+    return one(text, {{"model.kv_cache_dtype", "\"" + dtype + "\""}}).replicas.at(0).kv_blocks;
+  };
+  CHECK(blocks("f32") == 268435456 / (2 * 12 * 12 * 64 * 4 * 16));
+  CHECK(blocks("bf16") == 268435456 / (2 * 12 * 12 * 64 * 2 * 16));
+  CHECK(blocks("f16") == blocks("bf16"));
+  CHECK(blocks("q8_0") == 268435456 / (2 * 12 * 12 * (2 * 34) * 16));
+  CHECK(one(text, {{"model.kv_cache_dtype", "\"q8_0\""}}).cost.model.kv_bytes == 34.0 / 32.0);
+  CHECK(error_of(text) == "replicas[0].kv_memory: needs model.kv_cache_dtype (the bytes a cached value takes)");
+  CHECK(error_of(text, {{"model.kv_cache_dtype", "\"q4\""}}) ==
+        "model.kv_cache_dtype: unknown value \"q4\"; known: f32, bf16, f16, q8_0");
+  CHECK(error_of(k_base, {{"model.kv_cache_dtype", "\"f16\""}, {"model.kv_bytes", "2"}}) ==
+        "model.kv_cache_dtype: and model.kv_bytes both set: give one");
+  CHECK(error_of(k_base, {{"replicas.kv_memory", "1000"}}) == "replicas[0].kv_memory: and kv_blocks both set: give one");
+  CHECK(error_of(text, {{"model.kv_cache_dtype", "\"f32\""}, {"replicas.kv_memory", "1000"}}) ==
+        "replicas[0].kv_memory: 1000 bytes hold 0 KV blocks of 1179648 bytes");
+}

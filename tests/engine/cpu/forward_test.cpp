@@ -368,3 +368,75 @@ TEST_CASE("only the last token of each chunk reaches the head unless all logits 
   CHECK(std::equal(mixed.begin(), mixed.begin() + 5 * 50, all.begin()));
   CHECK(std::equal(mixed.begin() + 5 * 50, mixed.end(), all.begin() + 6 * 50));
 }
+
+TEST_CASE("a KV cache of each type stores what it is given within its rounding, and swaps whole") {
+  // One kv head of head_dim 64 in blocks of 4: every slot written, read back
+  // through the F32 tiles attention uses, against the values' own rounding.
+  constexpr std::int64_t hd = 64;
+  constexpr std::int32_t bs = 4;
+  rng r(7);
+  std::vector<float> k(hd * bs), v(hd * bs);
+  for (auto& x : k) x = static_cast<float>(r.uniform() * 4.0 - 2.0);
+  for (auto& x : v) x = static_cast<float>(r.uniform() * 4.0 - 2.0);
+  for (const auto type : {kv_dtype::f32, kv_dtype::bf16, kv_dtype::f16, kv_dtype::q8_0}) {
+    CAPTURE(kv_dtype_name(type));
+    paged_kv_cache cache(2, 3, bs, 1, hd, type);
+    CHECK(cache.block_bytes() == kv_block_bytes(type, 2, 1, hd, bs));
+    for (std::int32_t slot = 0; slot < bs; ++slot) cache.write(1, 2, 0, slot, k.data() + slot * hd, v.data() + slot * hd);
+    // Half a step of each type: bf16 2^-8 relative, f16 2^-11, Q8_0 half of
+    // a block's largest magnitude / 127 (|x| <= 2), plus the F16 scale's rounding.
+    const double tol = type == kv_dtype::f32 ? 0.0 : type == kv_dtype::bf16 ? 2.0 / 256 : type == kv_dtype::f16 ? 2.0 / 2048 : 2.0 / 127;
+    std::vector<float> scratch(hd * bs);
+    const float* kt = cache.keys(1, 2, 0, scratch.data());
+    for (std::int64_t i = 0; i < hd; ++i)
+      for (std::int32_t j = 0; j < bs; ++j) CHECK(std::abs(kt[i * bs + j] - k[static_cast<std::size_t>(j * hd + i)]) <= tol);
+    const float* vt = cache.values(1, 2, 0, scratch.data());
+    for (std::int64_t i = 0; i < hd * bs; ++i) CHECK(std::abs(vt[i] - v[static_cast<std::size_t>(i)]) <= tol);
+    // Swapped out and into another block: the same bytes, so the same floats.
+    std::vector<std::byte> host(static_cast<std::size_t>(cache.block_bytes()));
+    cache.save_block(2, host.data());
+    cache.load_block(0, host.data());
+    std::vector<float> a(hd * bs), b(hd * bs);
+    std::memcpy(a.data(), cache.values(1, 2, 0, scratch.data()), a.size() * sizeof(float));
+    std::memcpy(b.data(), cache.values(1, 0, 0, scratch.data()), b.size() * sizeof(float));
+    CHECK(a == b);
+  }
+}
+
+TEST_CASE("a model over a 16-bit or Q8_0 KV cache: logits near the F32 cache's, bitwise batch-invariant") {
+  testing::temp_dir tmp;
+  auto cfg = make_config(97, 64, 96, 2, 4, 2, 32);
+  write_random_model(tmp.path(), cfg, {31, dtype::f32, 1.0, {}});
+  const auto w = model_weights::load(tmp.path());
+  constexpr std::int32_t bs = 4, num_blocks = 64;
+  rng r(5);
+  std::vector<sequence_plan> seqs(4);
+  for (auto& q : seqs) {
+    q.tokens.resize(5 + r.next() % 30);
+    for (auto& t : q.tokens) t = static_cast<token_id>(r.next() % 97);
+  }
+  assign_blocks(seqs, bs, r, num_blocks);
+  const auto run = [&](kv_dtype type, std::size_t max_chunk) {
+    cpu_model m(w, bs, num_blocks, nullptr, type);
+    auto plan = seqs;
+    rng steps(9 + max_chunk);
+    return run_mixed(m, plan, steps, max_chunk);
+  };
+  const auto exact = run(kv_dtype::f32, 64);
+  for (const auto type : {kv_dtype::bf16, kv_dtype::f16, kv_dtype::q8_0}) {
+    CAPTURE(kv_dtype_name(type));
+    const auto whole = run(type, 64), pieces = run(type, 3);
+    for (std::size_t q = 0; q < seqs.size(); ++q) {
+      // Each position's logits the same bits however the prompts were cut
+      // and batched: a cached value is rounded once, when written.
+      CHECK(whole[q] == pieces[q]);
+      // And close to the F32 cache's: the rounding of the keys and values,
+      // relative to the logits' scale (measured on this model, largest of
+      // the four sequences: bf16 6.3e-3, f16 5.8e-4, Q8_0 1.8e-2), with room
+      // of about 2x.
+      std::vector<double> ref(exact[q].begin(), exact[q].end());
+      const double tol = type == kv_dtype::bf16 ? 1.5e-2 : type == kv_dtype::f16 ? 1.5e-3 : 4e-2;
+      CHECK(relative_error(whole[q], ref) <= tol);
+    }
+  }
+}
