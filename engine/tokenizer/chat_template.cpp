@@ -1,11 +1,13 @@
 #include "engine/tokenizer/chat_template.hpp"
 
+#include "engine/model/gguf.hpp"
 #include "engine/model/model_error.hpp"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 namespace troupe {
 namespace {
@@ -191,6 +193,29 @@ auto model_chat_template(const std::string& model_dir) -> std::optional<chat_tem
       return make_chat_template(text->str(), source + " \"default\"", special_tokens_of_model(model_dir));
   }
   fail(path, "chat_template lists no template named \"default\"");
+}
+
+auto gguf_chat_template(const gguf::file& f) -> std::optional<chat_template> {
+  const auto* v = f.find("tokenizer.chat_template");
+  if (v == nullptr) return std::nullopt;
+  const auto text = v->as_string();
+  if (!text) fail(f.path(), "metadata tokenizer.chat_template is " + gguf::describe(*v) + ", not a string");
+  jinja::object special_tokens;
+  const auto* tokens = f.find("tokenizer.ggml.tokens");
+  const auto* list = tokens != nullptr ? tokens->as_array() : nullptr;
+  if (list != nullptr && list->type == gguf::value_type::string) {
+    for (const auto& [key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"},
+                                    {"tokenizer.ggml.eos_token_id", "eos_token"},
+                                    {"tokenizer.ggml.unknown_token_id", "unk_token"},
+                                    {"tokenizer.ggml.padding_token_id", "pad_token"},
+                                    {"tokenizer.ggml.seperator_token_id", "sep_token"}, // gguf-py's spelling
+                                    {"tokenizer.ggml.mask_token_id", "mask_token"}}) {
+      const auto* id = f.find(key);
+      const auto n = id != nullptr ? id->as_uint() : std::nullopt;
+      if (n && *n < list->items.size()) special_tokens.set(name, std::string(*list->items[*n].as_string()));
+    }
+  }
+  return make_chat_template(*text, f.path().string() + " tokenizer.chat_template", std::move(special_tokens));
 }
 
 auto resolve_chat_template(const std::string& setting, const std::string& model_dir)

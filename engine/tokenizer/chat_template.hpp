@@ -3,7 +3,7 @@
 // results) rendered to prompt text by a Jinja template (engine/template/),
 // as Hugging Face's apply_chat_template renders it. The template is the
 // model's own (chat_template.jinja, else tokenizer_config.json's
-// chat_template), else a built-in one named by the config: "llama-2",
+// chat_template, or a GGUF file's tokenizer.chat_template), else a built-in one named by the config: "llama-2",
 // "chatml", "zephyr" (TinyLlama-Chat uses Zephyr's), or a .jinja file.
 
 #include "engine/template/jinja_template.hpp"
@@ -14,6 +14,10 @@
 #include <string_view>
 
 namespace troupe {
+
+namespace gguf {
+class file;
+}
 
 enum class chat_format { llama2, chatml, zephyr };
 
@@ -54,6 +58,12 @@ auto special_tokens_of_model(const std::string& model_dir) -> jinja::object;
 /// named "default" of a list); nullopt when it ships none. Throws model_error
 /// for an unreadable file or a template troupe cannot render.
 auto model_chat_template(const std::string& model_dir) -> std::optional<chat_template>;
+
+/// A GGUF file's own template: its tokenizer.chat_template, with the
+/// spellings of its BOS, EOS, UNK, PAD, SEP and MASK ids (where the metadata
+/// names them) as bos_token, eos_token, ...; nullopt when it carries none.
+/// Throws model_error for a mistyped key or a template troupe cannot render.
+auto gguf_chat_template(const gguf::file& f) -> std::optional<chat_template>;
 
 /// The template a server uses: `setting` empty, the model's; a built-in
 /// name; or a path ending in ".jinja". The special tokens come from the

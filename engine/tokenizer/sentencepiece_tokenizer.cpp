@@ -119,7 +119,8 @@ auto surface_of(std::string_view piece) -> std::string {
 
 class sentencepiece_tokenizer final : public tokenizer_impl {
 public:
-  auto load(const std::filesystem::path& model_file) -> void;
+  /// `proto`: a serialized ModelProto; `source` names it in errors.
+  auto load(std::string proto, const std::filesystem::path& source, const sentencepiece_options& options) -> void;
 
   auto encode(std::string_view text, bool add_special, bool match_special) const
       -> std::vector<token_id> override;
@@ -138,19 +139,14 @@ private:
   /// Spellings encode_with_special turns into ids, longest first.
   std::vector<std::pair<std::string, token_id>> specials_;
   std::array<bool, 256> special_first_byte_{};
+  bool add_bos_ = true;
+  bool add_eos_ = false;
 };
 
-auto sentencepiece_tokenizer::load(const std::filesystem::path& model_file) -> void {
-  auto ec = std::error_code{};
-  if (!std::filesystem::is_regular_file(model_file, ec)) fail(model_file, "no such file");
-  // The file is read once: sentencepiece parses these bytes, and so does
-  // read_model_facts (piece types and normalizer flags the API hides).
-  auto bytes = std::string{};
-  {
-    auto in = std::ifstream(model_file, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in && !in.eof()) fail(model_file, "cannot read");
-  }
+auto sentencepiece_tokenizer::load(std::string bytes, const std::filesystem::path& model_file,
+                                   const sentencepiece_options& options) -> void {
+  // sentencepiece parses these bytes, and so does read_model_facts (piece
+  // types and normalizer flags the API hides).
   if (const auto status = sp_.LoadFromSerializedProto(bytes); !status.ok())
     fail(model_file, std::string("not a sentencepiece model (") + status.message() + ")");
   auto facts = model_facts{};
@@ -161,8 +157,10 @@ auto sentencepiece_tokenizer::load(const std::filesystem::path& model_file) -> v
   t.leading = facts.remove_extra_whitespaces ? leading_space_rule::drop_while_empty
               : facts.add_dummy_prefix       ? leading_space_rule::drop_first
                                              : leading_space_rule::keep;
-  t.bos = sp_.bos_id();
-  t.eos = sp_.eos_id();
+  t.bos = options.bos.value_or(sp_.bos_id());
+  t.eos = options.eos.value_or(sp_.eos_id());
+  add_bos_ = options.add_bos;
+  add_eos_ = options.add_eos;
   t.kinds.resize(num_pieces);
   t.byte_values.resize(num_pieces);
   t.surfaces.resize(num_pieces);
@@ -204,9 +202,10 @@ auto sentencepiece_tokenizer::load(const std::filesystem::path& model_file) -> v
 auto sentencepiece_tokenizer::encode(std::string_view text, bool add_special, bool match_special) const
     -> std::vector<token_id> {
   auto out = std::vector<token_id>{};
-  if (add_special && table.bos >= 0) out.push_back(table.bos);
+  if (add_special && add_bos_ && table.bos >= 0) out.push_back(table.bos);
   if (!match_special) {
     encode_plain(text, out);
+    if (add_special && add_eos_ && table.eos >= 0) out.push_back(table.eos);
     return out;
   }
   // Each stretch between special spellings is encoded on its own, dummy
@@ -230,6 +229,7 @@ auto sentencepiece_tokenizer::encode(std::string_view text, bool add_special, bo
     if (!matched) ++pos;
   }
   encode_plain(text.substr(segment_begin), out);
+  if (add_special && add_eos_ && table.eos >= 0) out.push_back(table.eos);
   return out;
 }
 
@@ -258,8 +258,21 @@ auto sentencepiece_tokenizer::id_of(std::string_view piece) const -> token_id {
 } // namespace
 
 auto load_sentencepiece(const std::filesystem::path& model_file) -> std::unique_ptr<tokenizer_impl> {
+  auto ec = std::error_code{};
+  if (!std::filesystem::is_regular_file(model_file, ec)) fail(model_file, "no such file");
+  auto bytes = std::string{};
+  {
+    auto in = std::ifstream(model_file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) fail(model_file, "cannot read");
+  }
+  return load_sentencepiece_proto(std::move(bytes), model_file, {});
+}
+
+auto load_sentencepiece_proto(std::string proto, const std::filesystem::path& source,
+                              const sentencepiece_options& options) -> std::unique_ptr<tokenizer_impl> {
   auto tok = std::make_unique<sentencepiece_tokenizer>();
-  tok->load(model_file);
+  tok->load(std::move(proto), source, options);
   return tok;
 }
 

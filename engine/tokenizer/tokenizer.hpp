@@ -1,7 +1,8 @@
 #pragma once
-// A model's tokenizer: SentencePiece (tokenizer.model) or Hugging Face
-// (tokenizer.json), behind one facade. Both are loaded at start-up and then
-// only read: one tokenizer may serve many threads at once.
+// A model's tokenizer: SentencePiece (tokenizer.model), Hugging Face
+// (tokenizer.json) or a GGUF file's metadata, behind one facade. Each is
+// loaded at start-up and then only read: one tokenizer may serve many
+// threads at once.
 
 #include "engine/types.hpp"
 
@@ -14,6 +15,9 @@
 
 namespace troupe {
 
+namespace gguf {
+class file;
+}
 class tokenizer_impl;
 
 /// What decode does with a space opening the text: `keep` it; drop the one a
@@ -47,6 +51,18 @@ public:
   /// transformers' fast tokenizer and vLLM choose), else dir/tokenizer.model;
   /// neither is one model_error line.
   static auto load_dir(const std::filesystem::path& dir) -> tokenizer;
+
+  /// The tokenizer a GGUF file carries in its metadata (tokenizer.ggml.*),
+  /// as llama.cpp reads it. "llama": a SentencePiece BPE over the pieces'
+  /// scores (byte fallback, add_space_prefix's dummy prefix), BOS added
+  /// unless add_bos_token says not. "gpt2": a byte-level BPE with the
+  /// merges, pre-tokenized by the regexes llama.cpp maps tokenizer.ggml.pre
+  /// to, control and user-defined tokens matched whole (as tokenizer.json's
+  /// added tokens), BOS/EOS as add_bos_token / add_eos_token or the
+  /// pre-tokenizer's default say. Throws model_error("<file>: <problem>")
+  /// naming another tokenizer model or pre-tokenizer, a missing or mistyped
+  /// key, or arrays whose lengths disagree.
+  static auto load_gguf(const gguf::file& f) -> tokenizer;
 
   /// The file load_dir would read (for error messages), existing or not.
   static auto file_in_dir(const std::filesystem::path& dir) -> std::filesystem::path;

@@ -5,9 +5,13 @@
 #include "engine/tokenizer/tokenizer.hpp"
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -49,6 +53,36 @@ public:
 
 /// engine/tokenizer/sentencepiece_tokenizer.cpp; throws model_error.
 auto load_sentencepiece(const std::filesystem::path& model_file) -> std::unique_ptr<tokenizer_impl>;
+
+/// What encode's add_bos adds to a SentencePiece model: a tokenizer.model
+/// says BOS alone; a GGUF file says either, and its own BOS/EOS ids.
+struct sentencepiece_options {
+  bool add_bos = true;
+  bool add_eos = false;
+  std::optional<token_id> bos, eos; ///< over the model's own <s> and </s>
+};
+
+/// A serialized SentencePiece ModelProto; `source` names it in errors.
+auto load_sentencepiece_proto(std::string proto, const std::filesystem::path& source,
+                              const sentencepiece_options& options) -> std::unique_ptr<tokenizer_impl>;
+
+/// A byte-level BPE given as parts, not as a tokenizer.json: a GGUF gpt2
+/// vocabulary. Matches tokenizer.json's semantics (special tokens matched
+/// by both encode entry points, ByteLevel decoding).
+struct byte_level_bpe_parts {
+  std::vector<std::string> tokens;  ///< per id, in GPT-2's byte alphabet; unique
+  std::vector<token_kind> kinds;    ///< per id; control and user_defined ones are matched whole
+  std::vector<std::pair<std::string, std::string>> merges; ///< by rank
+  std::vector<std::string> split_regexes; ///< each cuts what the one before left
+  bool ignore_merges = false;
+  token_id bos = -1, eos = -1;      ///< -1: none; else < tokens.size()
+  bool add_bos = false, add_eos = false;
+};
+
+/// engine/tokenizer/hf/hf_tokenizer.cpp; `source` names it in errors;
+/// throws model_error.
+auto load_byte_level_bpe(byte_level_bpe_parts parts, const std::filesystem::path& source)
+    -> std::unique_ptr<tokenizer_impl>;
 /// engine/tokenizer/hf/hf_tokenizer.cpp: tokenizer.json, with
 /// `config_file` (tokenizer_config.json) when it exists; throws model_error.
 auto load_hf_tokenizer(const std::filesystem::path& json_file, const std::filesystem::path& config_file)

@@ -31,16 +31,56 @@ auto utf8_length(unsigned char lead) -> std::size_t {
 
 bpe::~bpe() = default;
 
-bpe::bpe(dom::element model, bool byte_level) : byte_level_(byte_level) {
-  byte_ids_.fill(-1);
-  fallback_ids_.fill(-1);
+auto parse_bpe_spec(dom::element model) -> bpe_spec {
+  auto spec = bpe_spec{};
   if (auto d = field(model, "dropout"); d && !d->is_null()) {
     auto p = 0.0;
     if (d->get_double().get(p) == simdjson::SUCCESS && p > 0.0) throw hf_error("model BPE dropout is not supported");
   }
-  byte_fallback_ = bool_field(model, "byte_fallback", false);
-  fuse_unk_ = bool_field(model, "fuse_unk", false);
-  ignore_merges_ = bool_field(model, "ignore_merges", false);
+  spec.byte_fallback = bool_field(model, "byte_fallback", false);
+  spec.fuse_unk = bool_field(model, "fuse_unk", false);
+  spec.ignore_merges = bool_field(model, "ignore_merges", false);
+  if (const auto p = opt_string(model, "continuing_subword_prefix")) spec.continuing_subword_prefix = std::string(*p);
+  if (const auto s = opt_string(model, "end_of_word_suffix")) spec.end_of_word_suffix = std::string(*s);
+  if (const auto u = opt_string(model, "unk_token")) spec.unk_token = std::string(*u);
+
+  auto vocab = dom::object{};
+  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS) throw hf_error("model has no \"vocab\" object");
+  spec.vocab.reserve(vocab.size());
+  for (const auto [key, value] : vocab) {
+    auto id = std::int64_t{0};
+    if (value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30))
+      throw hf_error("model vocab: \"" + std::string(key) + "\" has no valid id");
+    spec.vocab.emplace_back(std::string(key), static_cast<token_id>(id));
+  }
+
+  auto merges = dom::array{};
+  if (model["merges"].get_array().get(merges) != simdjson::SUCCESS) throw hf_error("model has no \"merges\" list");
+  spec.merges.reserve(merges.size());
+  for (const auto m : merges) {
+    auto text = std::string_view{};
+    auto pair = dom::array{};
+    if (m.get_string().get(text) == simdjson::SUCCESS) {
+      const auto space = text.find(' ');
+      if (space == std::string_view::npos || text.find(' ', space + 1) != std::string_view::npos)
+        throw hf_error("model merges: \"" + std::string(text) + "\" is not two tokens");
+      spec.merges.emplace_back(text.substr(0, space), text.substr(space + 1));
+    } else if (m.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2) {
+      spec.merges.emplace_back(as_string(pair.at(0).value_unsafe(), "a merge"),
+                               as_string(pair.at(1).value_unsafe(), "a merge"));
+    } else {
+      throw hf_error("model merges: an entry is neither \"a b\" nor [a, b]");
+    }
+  }
+  return spec;
+}
+
+bpe::bpe(bpe_spec spec, bool byte_level) : byte_level_(byte_level) {
+  byte_ids_.fill(-1);
+  fallback_ids_.fill(-1);
+  byte_fallback_ = spec.byte_fallback;
+  fuse_unk_ = spec.fuse_unk;
+  ignore_merges_ = spec.ignore_merges;
   const auto& alphabet = gpt2_alphabet();
   auto internal = [&](std::string_view s, std::string& out) -> bool {
     if (!byte_level_) {
@@ -50,24 +90,15 @@ bpe::bpe(dom::element model, bool byte_level) : byte_level_(byte_level) {
     return alphabet.to_bytes(s, out);
   };
   auto converted = std::string{};
-  if (const auto p = opt_string(model, "continuing_subword_prefix")) {
-    if (!internal(*p, prefix_)) throw hf_error("model BPE continuing_subword_prefix is outside the byte-level alphabet");
-  }
-  if (const auto s = opt_string(model, "end_of_word_suffix")) {
-    if (!internal(*s, suffix_)) throw hf_error("model BPE end_of_word_suffix is outside the byte-level alphabet");
-  }
+  if (spec.continuing_subword_prefix && !internal(*spec.continuing_subword_prefix, prefix_))
+    throw hf_error("model BPE continuing_subword_prefix is outside the byte-level alphabet");
+  if (spec.end_of_word_suffix && !internal(*spec.end_of_word_suffix, suffix_))
+    throw hf_error("model BPE end_of_word_suffix is outside the byte-level alphabet");
 
-  auto vocab = dom::object{};
-  if (model["vocab"].get_object().get(vocab) != simdjson::SUCCESS) throw hf_error("model has no \"vocab\" object");
-  vocab_.reserve(vocab.size());
-  file_vocab_.reserve(vocab.size());
-  for (const auto [key, value] : vocab) {
-    auto id = std::int64_t{0};
-    if (value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30))
-      throw hf_error("model vocab: \"" + std::string(key) + "\" has no valid id");
-    file_vocab_.emplace_back(std::string(key), static_cast<token_id>(id));
-    if (internal(key, converted)) vocab_.emplace(converted, static_cast<token_id>(id));
-  }
+  file_vocab_ = std::move(spec.vocab);
+  vocab_.reserve(file_vocab_.size());
+  for (const auto& [key, id] : file_vocab_)
+    if (internal(key, converted)) vocab_.emplace(converted, id);
   if (byte_level_)
     for (auto b = 0; b < 256; ++b) byte_ids_[b] = lookup(std::string(1, static_cast<char>(b)));
   if (byte_fallback_) {
@@ -77,44 +108,27 @@ bpe::bpe(dom::element model, bool byte_level) : byte_level_(byte_level) {
       fallback_ids_[b] = lookup(name);
     }
   }
-  if (const auto unk = opt_string(model, "unk_token")) {
+  if (spec.unk_token) {
     for (const auto& [k, id] : file_vocab_)
-      if (k == *unk) unk_id_ = id;
-    if (unk_id_ < 0) throw hf_error("model unk_token \"" + std::string(*unk) + "\" is not in the vocabulary");
+      if (k == *spec.unk_token) unk_id_ = id;
+    if (unk_id_ < 0) throw hf_error("model unk_token \"" + *spec.unk_token + "\" is not in the vocabulary");
   }
 
-  auto merges = dom::array{};
-  if (model["merges"].get_array().get(merges) != simdjson::SUCCESS) throw hf_error("model has no \"merges\" list");
-  const auto capacity = std::bit_ceil(std::max<std::size_t>(16, merges.size() * 2));
+  const auto capacity = std::bit_ceil(std::max<std::size_t>(16, spec.merges.size() * 2));
   merges_.assign(capacity, merge_slot{});
   merge_mask_ = capacity - 1;
   auto rank = std::uint32_t{0};
   auto a = std::string{}, b = std::string{};
-  for (const auto m : merges) {
-    auto left = std::string_view{}, right = std::string_view{};
-    auto text = std::string_view{};
-    auto pair = dom::array{};
-    if (m.get_string().get(text) == simdjson::SUCCESS) {
-      const auto space = text.find(' ');
-      if (space == std::string_view::npos || text.find(' ', space + 1) != std::string_view::npos)
-        throw hf_error("model merges: \"" + std::string(text) + "\" is not two tokens");
-      left = text.substr(0, space);
-      right = text.substr(space + 1);
-    } else if (m.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2) {
-      left = as_string(pair.at(0).value_unsafe(), "a merge");
-      right = as_string(pair.at(1).value_unsafe(), "a merge");
-    } else {
-      throw hf_error("model merges: an entry is neither \"a b\" nor [a, b]");
-    }
+  for (const auto& [left, right] : spec.merges) {
     if (!internal(left, a) || !internal(right, b))
-      throw hf_error("model merges: \"" + std::string(left) + " " + std::string(right) + "\" is outside the byte-level alphabet");
+      throw hf_error("model merges: \"" + left + " " + right + "\" is outside the byte-level alphabet");
     const auto a_id = lookup(a), b_id = lookup(b);
     if (a_id < 0 || b_id < 0)
-      throw hf_error("model merges: \"" + std::string(left) + " " + std::string(right) + "\" names a token not in the vocabulary");
+      throw hf_error("model merges: \"" + left + " " + right + "\" names a token not in the vocabulary");
     const auto merged_text = a + b.substr(std::min(prefix_.size(), b.size()));
     const auto merged = lookup(merged_text);
     if (merged < 0)
-      throw hf_error("model merges: the merge of \"" + std::string(left) + " " + std::string(right) + "\" is not in the vocabulary");
+      throw hf_error("model merges: the merge of \"" + left + " " + right + "\" is not in the vocabulary");
     const auto key = std::uint64_t{static_cast<std::uint32_t>(a_id)} << 32 | static_cast<std::uint32_t>(b_id);
     auto slot = mix(key) & merge_mask_;
     while (merges_[slot].key != ~std::uint64_t{0} && merges_[slot].key != key) slot = (slot + 1) & merge_mask_;

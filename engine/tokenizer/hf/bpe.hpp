@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,11 +29,26 @@ struct string_hash {
   auto operator()(std::string_view s) const noexcept -> std::size_t { return std::hash<std::string_view>{}(s); }
 };
 
+/// A BPE model as plain values: what tokenizer.json's "model" says, or
+/// what a GGUF file's vocabulary and merges say. Strings are as the file
+/// writes them (GPT-2's alphabet for a byte-level vocabulary).
+struct bpe_spec {
+  std::vector<std::pair<std::string, token_id>> vocab;
+  std::vector<std::pair<std::string, std::string>> merges; ///< by rank
+  std::optional<std::string> unk_token, continuing_subword_prefix, end_of_word_suffix;
+  bool byte_fallback = false;
+  bool fuse_unk = false;
+  bool ignore_merges = false; ///< a word in the vocabulary is its token, unmerged
+};
+
+/// tokenizer.json's "model" (type BPE) as a bpe_spec; throws hf_error.
+auto parse_bpe_spec(dom::element model) -> bpe_spec;
+
 class bpe {
 public:
-  /// `model` is tokenizer.json's "model" (type BPE); `byte_level`: hold the
-  /// vocabulary as bytes. Throws hf_error.
-  bpe(dom::element model, bool byte_level);
+  /// `byte_level`: hold the vocabulary as bytes. Throws hf_error naming a
+  /// merge or token the vocabulary lacks.
+  bpe(bpe_spec spec, bool byte_level);
   ~bpe();
 
   /// Appends the ids of one word (bytes when byte-level, else text).

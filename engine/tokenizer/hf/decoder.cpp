@@ -51,6 +51,13 @@ decoder::decoder(std::optional<dom::element> json) {
   }
 }
 
+auto decoder::byte_level() -> decoder {
+  auto d = decoder{std::nullopt};
+  d.none_ = false;
+  d.steps_.push_back(step{kind::byte_level, {}, {}, {}, 0, 0, true});
+  return d;
+}
+
 auto decoder::add(dom::element json) -> void {
   const auto type = type_of(json, "decoder");
   auto st = step{};

@@ -19,6 +19,9 @@ class decoder {
 public:
   explicit decoder(std::optional<dom::element> json);
 
+  /// A ByteLevel decoder alone (GPT-2's, and a GGUF gpt2 vocabulary's).
+  static auto byte_level() -> decoder;
+
   /// The text of `tokens` (vocabulary strings, special ones already left out).
   auto decode(std::vector<std::string> tokens) const -> std::string;
 

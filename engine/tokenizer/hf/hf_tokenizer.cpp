@@ -164,8 +164,14 @@ public:
     return it == ids_.end() ? -1 : it->second;
   }
 
+  /// A GGUF gpt2 vocabulary: the parts llama.cpp builds from it.
+  auto load_parts(byte_level_bpe_parts parts) -> void;
+
 private:
   auto load_json(dom::element doc, const config_settings& config) -> void;
+  /// What both loaders share once the model is built: ids and pieces, the
+  /// token table, the added tokens' matcher, BOS/EOS and what encode adds.
+  auto finish(std::vector<added_token> added, template_ids tmpl, const config_settings& config) -> void;
   auto encode_segment(std::string_view segment, bool at_start, bool skip_special, std::vector<token_id>& out) const
       -> void;
 
@@ -203,7 +209,7 @@ auto hf_tokenizer::load_json(dom::element doc, const config_settings& config) ->
   normalizer_ = std::make_unique<normalizer>(field(doc, "normalizer"));
   pre_tokenizer_ = std::make_unique<pre_tokenizer>(field(doc, "pre_tokenizer"));
   decoder_ = std::make_unique<decoder>(field(doc, "decoder"));
-  model_ = std::make_unique<bpe>(*model, pre_tokenizer_->byte_level());
+  model_ = std::make_unique<bpe>(parse_bpe_spec(*model), pre_tokenizer_->byte_level());
 
   auto added = std::vector<added_token>{};
   if (const auto list = field(doc, "added_tokens")) {
@@ -223,6 +229,40 @@ auto hf_tokenizer::load_json(dom::element doc, const config_settings& config) ->
     }
   }
 
+  auto tmpl = template_ids{};
+  if (const auto pp = field(doc, "post_processor")) parse_post_processor(*pp, tmpl);
+  finish(std::move(added), std::move(tmpl), config);
+}
+
+auto hf_tokenizer::load_parts(byte_level_bpe_parts parts) -> void {
+  const auto regexes = std::vector<std::string_view>(parts.split_regexes.begin(), parts.split_regexes.end());
+  normalizer_ = std::make_unique<normalizer>(std::nullopt);
+  pre_tokenizer_ = std::make_unique<pre_tokenizer>(regexes);
+  decoder_ = std::make_unique<decoder>(decoder::byte_level());
+  auto spec = bpe_spec{};
+  spec.ignore_merges = parts.ignore_merges;
+  spec.merges = std::move(parts.merges);
+  auto added = std::vector<added_token>{};
+  spec.vocab.reserve(parts.tokens.size());
+  for (token_id id = 0; id < static_cast<token_id>(parts.tokens.size()); ++id) {
+    const auto kind = parts.kinds[id];
+    // Control and user-defined tokens are matched whole on the raw text, as
+    // llama.cpp matches them (its converter wrote them pre-normalized).
+    if (kind == token_kind::control || kind == token_kind::user_defined)
+      added.push_back({parts.tokens[id], id, kind == token_kind::control, false, false, false, false});
+    spec.vocab.emplace_back(std::move(parts.tokens[id]), id);
+  }
+  model_ = std::make_unique<bpe>(std::move(spec), true);
+  auto config = config_settings{};
+  config.add_bos = parts.add_bos;
+  config.add_eos = parts.add_eos;
+  if (parts.bos >= 0) config.bos_token = model_->vocab()[parts.bos].first;
+  if (parts.eos >= 0) config.eos_token = model_->vocab()[parts.eos].first;
+  finish(std::move(added), {}, config);
+}
+
+auto hf_tokenizer::finish(std::vector<added_token> added, template_ids tmpl, const config_settings& config) -> void {
+  template_ = std::move(tmpl);
   // Ids: the model's vocabulary, then added tokens (which may repeat them).
   auto size = token_id{0};
   for (const auto& [text, id] : model_->vocab()) size = std::max(size, id + 1);
@@ -254,7 +294,6 @@ auto hf_tokenizer::load_json(dom::element doc, const config_settings& config) ->
   added_ = std::make_unique<added_vocabulary>(std::move(added),
                                               [&](const std::string& s) { return normalizer_->apply(s); });
 
-  if (const auto pp = field(doc, "post_processor")) parse_post_processor(*pp, template_);
   split_special_tokens_ = config.split_special_tokens;
   const auto token_id_of = [&](const std::optional<std::string>& content, std::string_view key) -> token_id {
     if (!content) return -1;
@@ -332,6 +371,17 @@ auto hf_tokenizer::decode(std::span<const token_id> ids) const -> std::string {
 }
 
 } // namespace
+
+auto load_byte_level_bpe(byte_level_bpe_parts parts, const std::filesystem::path& source)
+    -> std::unique_ptr<tokenizer_impl> {
+  auto tok = std::make_unique<hf_tokenizer>();
+  try {
+    tok->load_parts(std::move(parts));
+  } catch (const hf_error& e) {
+    fail(source, e.what());
+  }
+  return tok;
+}
 
 auto load_hf_tokenizer(const std::filesystem::path& json_file, const std::filesystem::path& config_file)
     -> std::unique_ptr<tokenizer_impl> {

@@ -106,6 +106,19 @@ pre_tokenizer::pre_tokenizer(std::optional<dom::element> json) {
   }
 }
 
+pre_tokenizer::pre_tokenizer(std::span<const std::string_view> regexes) {
+  for (const auto r : regexes) {
+    auto st = step{};
+    st.what = kind::split_regex;
+    st.re = std::make_unique<regex>(r);
+    steps_.push_back(std::move(st));
+  }
+  auto st = step{};
+  st.what = kind::byte_level;
+  steps_.push_back(std::move(st));
+  byte_level_ = true;
+}
+
 auto pre_tokenizer::add(dom::element json) -> void {
   const auto type = type_of(json, "pre_tokenizer");
   auto st = step{};

@@ -8,6 +8,7 @@
 #include "engine/tokenizer/hf/regex.hpp"
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,12 @@ class pre_tokenizer {
 public:
   /// From the JSON value (null: the segment is one word); throws hf_error.
   explicit pre_tokenizer(std::optional<dom::element> json);
+
+  /// Split by each of `regexes` in turn (Isolated: a regex cuts the pieces
+  /// the one before left), then ByteLevel without a regex of its own: how
+  /// llama.cpp pre-tokenizes a byte-level BPE, and tokenizer.json files
+  /// spell it. Throws hf_error for a regex PCRE2 refuses.
+  explicit pre_tokenizer(std::span<const std::string_view> regexes);
 
   /// Whether the chain ends in ByteLevel: the words are then raw bytes
   /// (byte_level mapping is left to the model, which holds its vocabulary
