@@ -30,7 +30,7 @@ auto served_name(const std::string& configured, const std::filesystem::path& dir
 void check_model_dirs(const server_config& cfg, const std::string& command) {
   const auto missing = [](const std::string& dir) {
     std::error_code ec;
-    return !std::filesystem::is_directory(dir, ec) && !is_gguf_file(dir);
+    return !std::filesystem::is_directory(dir, ec) && !gguf::is_gguf_file(dir);
   };
   const auto make = [](const std::string& dir) { return "troupe make-model --preset tiny --out " + dir; };
   if (missing(cfg.model_dir))

@@ -9,11 +9,21 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <fstream>
+#include <system_error>
 #include <limits>
 
 namespace troupe::gguf {
 
 static_assert(std::endian::native == std::endian::little, "GGUF is read as little-endian");
+
+auto is_gguf_file(const std::filesystem::path& path) -> bool {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
 
 auto traits(std::uint32_t type) -> std::optional<type_traits> {
   // Sizes of the block layouts of ggml (QK = 32 values a block for the

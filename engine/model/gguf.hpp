@@ -27,6 +27,10 @@
 
 namespace troupe::gguf {
 
+/// Whether path is a regular file that starts with GGUF's magic: a model
+/// given as one file instead of a directory.
+auto is_gguf_file(const std::filesystem::path& path) -> bool;
+
 /// ggml's tensor types, numbered as in the file. The block-quantized types
 /// store `block_elements` values in `block_bytes`.
 enum class tensor_type : std::uint32_t {

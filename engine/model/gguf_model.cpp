@@ -6,10 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <fstream>
 #include <set>
 #include <string>
-#include <system_error>
 
 namespace troupe {
 namespace {
@@ -218,14 +216,6 @@ auto gemma_query_scalar(const model_config& c) -> double {
 }
 
 } // namespace
-
-auto is_gguf_file(const std::filesystem::path& path) -> bool {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
-}
 
 auto gguf_model_config(const gguf::file& f) -> model_config {
   const auto arch_name = f.require_string("general.architecture");

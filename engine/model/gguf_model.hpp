@@ -15,9 +15,6 @@
 
 namespace troupe {
 
-/// Whether path is a regular file that starts with GGUF's magic.
-auto is_gguf_file(const std::filesystem::path& path) -> bool;
-
 /// The hyper-parameters of f's model (llama, qwen2, qwen3, gemma2, gemma3,
 /// phi3). Throws model_error("<file>: <problem>") for another architecture,
 /// a missing or mistyped key, or a value troupe does not implement.

@@ -83,7 +83,7 @@ void write_text_file(const std::filesystem::path& file, const std::string& text)
 } // namespace
 
 auto model_config::load(const std::filesystem::path& dir) -> model_config {
-  if (is_gguf_file(dir)) return gguf_model_config(*gguf::file::open(dir));
+  if (gguf::is_gguf_file(dir)) return gguf_model_config(*gguf::file::open(dir));
   const auto config_path = dir / "config.json";
   const auto file = config_path.string();
   simdjson::padded_string text;

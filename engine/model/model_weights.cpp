@@ -181,7 +181,7 @@ private:
 } // namespace
 
 auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
-  if (is_gguf_file(dir)) return load_gguf_weights(dir);
+  if (gguf::is_gguf_file(dir)) return load_gguf_weights(dir);
   model_weights w;
   w.config = model_config::load(dir);
   const auto& c = w.config;

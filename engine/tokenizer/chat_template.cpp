@@ -109,6 +109,27 @@ auto builtin(chat_format f) -> chat_template {
   return make_chat_template(builtin_chat_template(f), "built-in " + std::string(chat_format_name(f)));
 }
 
+// The spellings of a GGUF vocabulary's special tokens, by their ids in the metadata.
+auto gguf_special_tokens(const gguf::file& f) -> jinja::object {
+  jinja::object special_tokens;
+  const auto* tokens = f.find("tokenizer.ggml.tokens");
+  const auto* list = tokens != nullptr ? tokens->as_array() : nullptr;
+  if (list != nullptr && list->type == gguf::value_type::string) {
+    for (const auto& [key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"},
+                                    {"tokenizer.ggml.eos_token_id", "eos_token"},
+                                    {"tokenizer.ggml.unknown_token_id", "unk_token"},
+                                    {"tokenizer.ggml.padding_token_id", "pad_token"},
+                                    {"tokenizer.ggml.seperator_token_id", "sep_token"}, // gguf-py's spelling
+                                    {"tokenizer.ggml.mask_token_id", "mask_token"}}) {
+      const auto* id = f.find(key);
+      const auto n = id != nullptr ? id->as_uint() : std::nullopt;
+      if (n && *n < list->items.size()) special_tokens.set(name, std::string(*list->items[*n].as_string()));
+    }
+  }
+  return special_tokens;
+}
+
+
 } // namespace
 
 auto parse_chat_format(std::string_view name) -> std::optional<chat_format> {
@@ -156,6 +177,7 @@ auto make_chat_template(std::string_view text, std::string source, jinja::object
 }
 
 auto special_tokens_of_model(const std::string& model_dir) -> jinja::object {
+  if (gguf::is_gguf_file(model_dir)) return gguf_special_tokens(*gguf::file::open(model_dir));
   jinja::object out;
   const auto config = read_config(fs::path{model_dir} / "tokenizer_config.json");
   if (!config) return out;
@@ -172,6 +194,7 @@ auto special_tokens_of_model(const std::string& model_dir) -> jinja::object {
 }
 
 auto model_chat_template(const std::string& model_dir) -> std::optional<chat_template> {
+  if (gguf::is_gguf_file(model_dir)) return gguf_chat_template(*gguf::file::open(model_dir));
   const auto dir = fs::path{model_dir};
   auto ec = std::error_code{};
   if (const auto file = dir / "chat_template.jinja"; fs::is_regular_file(file, ec))
@@ -200,23 +223,9 @@ auto gguf_chat_template(const gguf::file& f) -> std::optional<chat_template> {
   if (v == nullptr) return std::nullopt;
   const auto text = v->as_string();
   if (!text) fail(f.path(), "metadata tokenizer.chat_template is " + gguf::describe(*v) + ", not a string");
-  jinja::object special_tokens;
-  const auto* tokens = f.find("tokenizer.ggml.tokens");
-  const auto* list = tokens != nullptr ? tokens->as_array() : nullptr;
-  if (list != nullptr && list->type == gguf::value_type::string) {
-    for (const auto& [key, name] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token"},
-                                    {"tokenizer.ggml.eos_token_id", "eos_token"},
-                                    {"tokenizer.ggml.unknown_token_id", "unk_token"},
-                                    {"tokenizer.ggml.padding_token_id", "pad_token"},
-                                    {"tokenizer.ggml.seperator_token_id", "sep_token"}, // gguf-py's spelling
-                                    {"tokenizer.ggml.mask_token_id", "mask_token"}}) {
-      const auto* id = f.find(key);
-      const auto n = id != nullptr ? id->as_uint() : std::nullopt;
-      if (n && *n < list->items.size()) special_tokens.set(name, std::string(*list->items[*n].as_string()));
-    }
-  }
-  return make_chat_template(*text, f.path().string() + " tokenizer.chat_template", std::move(special_tokens));
+  return make_chat_template(*text, f.path().string() + " tokenizer.chat_template", gguf_special_tokens(f));
 }
+
 
 auto resolve_chat_template(const std::string& setting, const std::string& model_dir)
     -> std::optional<chat_template> {

@@ -1,5 +1,6 @@
 #include "engine/tokenizer/tokenizer.hpp"
 
+#include "engine/model/gguf.hpp"
 #include "engine/model/model_error.hpp"
 #include "engine/tokenizer/tokenizer_impl.hpp"
 
@@ -19,12 +20,14 @@ auto tokenizer::load(const std::filesystem::path& file) -> tokenizer {
 }
 
 auto tokenizer::file_in_dir(const std::filesystem::path& dir) -> std::filesystem::path {
+  if (gguf::is_gguf_file(dir)) return dir;
   auto ec = std::error_code{};
   if (std::filesystem::is_regular_file(dir / "tokenizer.json", ec)) return dir / "tokenizer.json";
   return dir / "tokenizer.model";
 }
 
 auto tokenizer::load_dir(const std::filesystem::path& dir) -> tokenizer {
+  if (gguf::is_gguf_file(dir)) return load_gguf(*gguf::file::open(dir));
   const auto file = file_in_dir(dir);
   auto ec = std::error_code{};
   if (!std::filesystem::is_regular_file(file, ec))

@@ -49,7 +49,8 @@ public:
 
   /// A model directory's tokenizer: dir/tokenizer.json where present (as HF
   /// transformers' fast tokenizer and vLLM choose), else dir/tokenizer.model;
-  /// neither is one model_error line.
+  /// neither is one model_error line. A GGUF file instead of a directory:
+  /// its metadata's (load_gguf).
   static auto load_dir(const std::filesystem::path& dir) -> tokenizer;
 
   /// The tokenizer a GGUF file carries in its metadata (tokenizer.ggml.*),

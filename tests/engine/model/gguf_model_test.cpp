@@ -122,8 +122,8 @@ TEST_CASE("a llama GGUF file maps onto the Hugging Face layout") {
   const temp_dir dir;
   tiny_gguf g;
   g.write(dir / "m.gguf");
-  CHECK(is_gguf_file(dir / "m.gguf"));
-  CHECK_FALSE(is_gguf_file(dir.path()));
+  CHECK(gguf::is_gguf_file(dir / "m.gguf"));
+  CHECK_FALSE(gguf::is_gguf_file(dir.path()));
   const auto w = load_gguf_weights(dir / "m.gguf");
   const auto& c = w.config;
   CHECK(c.architecture == "LlamaForCausalLM");
