@@ -213,12 +213,13 @@ void make_model(std::string_view preset, const fs::path& dir, std::uint64_t seed
   make_model(preset, dir, o);
 }
 
-auto small_config(model_config c) -> model_config {
+auto small_config(model_config c, std::int64_t hidden) -> model_config {
   const std::int64_t head_dim = 16;
-  c.hidden_size = 64;
-  c.intermediate_size = 128;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
+  if (hidden <= 0 || hidden % 32 != 0) throw std::invalid_argument("the small hidden size must be a multiple of 32");
+  c.hidden_size = hidden;
+  c.intermediate_size = 2 * hidden;
+  c.num_attention_heads = hidden / head_dim;
+  c.num_key_value_heads = hidden / head_dim / 2;
   c.head_dim = head_dim;
   c.num_hidden_layers = 2;
   // Gemma interleaves sliding and global layers: keep one of each.
@@ -253,7 +254,7 @@ void copy_tokenizer(const fs::path& from, const fs::path& dir, model_config& con
 void make_model(std::string_view preset, const fs::path& dir, const make_model_options& options) {
   auto config = preset_config(preset);
   if (!config) throw std::invalid_argument("unknown preset '" + std::string(preset) + "'");
-  if (options.small) config = small_config(*config);
+  if (options.small) config = small_config(*config, options.small_hidden);
   fs::create_directories(dir);
   const auto corpus = license_corpus_files();
   if (!options.tokenizer_dir.empty()) {

@@ -29,13 +29,18 @@ struct make_model_options {
   /// scaling, soft-caps, tied head) at test size: 2 layers, hidden 64 in 4
   /// heads of 16 (2 KV heads), intermediate 128, F32; the vocabulary as it is.
   bool small = false;
+  /// The small shape's hidden size (a multiple of 32): hidden / 16 heads of
+  /// 16, half as many KV heads, intermediate 2 * hidden. 256 makes every
+  /// matrix row whole blocks of GGUF's K-quants.
+  std::int64_t small_hidden = 64;
 };
 
 /// make_model with options; throws model_error for a tokenizer directory
 /// with no tokenizer in it (or one troupe cannot read).
 void make_model(std::string_view preset, const std::filesystem::path& dir, const make_model_options& options);
 
-/// The preset's config at test size (make_model_options::small).
-auto small_config(model_config c) -> model_config;
+/// The preset's config at test size (make_model_options::small), hidden
+/// as make_model_options::small_hidden says.
+auto small_config(model_config c, std::int64_t hidden = 64) -> model_config;
 
 } // namespace troupe

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The tests' GGUF writer (tests/support/write_gguf.cpp) judged by llama.cpp
+itself (npm node-llama-cpp, tests/integration/llama_cpp.mjs).
+
+`troupe make-model --preset tiny --small --hidden 256` writes a two-layer
+Llama whose every matrix row is whole K-quant blocks; write_gguf makes a GGUF
+of it in each type. Then:
+
+- llama.cpp loads every file and generates 32 greedy tokens;
+- on the F32 and F16 files its greedy tokens over 32 steps are troupe's on
+  the safetensors directory (its ids, detokenized by troupe, are the text
+  troupe generates), and each step's log-probability agrees:
+  the Q/K row permutation, the names and the hyperparameters are right;
+- on the quantized files the first next-token distribution stays within
+  each type's quantization error of the F32 file's (KL divergence): a
+  block laid out one way and read another is far outside it.
+
+Exits 77 (SKIP) without node or tests/tools' node-llama-cpp.
+
+usage: llama_cpp_test.py TROUPE WRITE_GGUF
+"""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+JUDGE = os.path.join(HERE, "llama_cpp.mjs")
+
+if shutil.which("node") is None or not os.path.isdir(
+        os.path.join(ROOT, "tests", "tools", "node_modules", "node-llama-cpp")):
+    print("SKIP: node or tests/tools' node-llama-cpp is missing (scripts/bootstrap.sh installs it)")
+    sys.exit(77)
+
+sys.path.insert(0, HERE)
+import serve_test as st  # noqa: E402
+
+check = st.check
+TROUPE, WRITE_GGUF = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+PROMPT = [1, 50, 60, 70, 80, 90, 100]
+STEPS = 32
+# Largest KL(F32 || type) of the first next-token distribution; measured on
+# this model: f16 4e-7, q8_0 3e-4, q6_k 2.3e-3, q4_k 2.9e-2, q4_k_m 2.5e-2,
+# q4_0 4.4e-2. Unrelated logits of this spread give about 1.
+KL_LIMIT = {"f16": 1e-5, "q8_0": 3e-3, "q6_k": 2e-2, "q4_k": 0.15, "q4_k_m": 0.15, "q4_0": 0.15}
+
+
+def judge(*args):
+    out = subprocess.run(["node", JUDGE, *args], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def greedy(gguf, steps, top):
+    return judge("greedy", gguf, "--prompt-ids", ",".join(map(str, PROMPT)), "--steps", str(steps),
+                 "--threads", "2", "--top", str(top))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="troupe-llama-cpp-")
+    try:
+        model = os.path.join(tmp, "llama")
+        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--small", "--hidden", "256", "--out", model],
+                       check=True, stdout=subprocess.DEVNULL)
+        srv = st.server(model)
+        try:
+            _, text = srv.request("POST", "/v1/completions", {
+                "prompt": PROMPT, "max_tokens": STEPS, "temperature": 0, "ignore_eos": True, "logprobs": 1})
+            want = json.loads(text)["choices"][0]
+            first = {}
+            for kind in ["f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"]:
+                gguf = os.path.join(tmp, f"llama.{kind}.gguf")
+                subprocess.run([WRITE_GGUF, "--type", kind, model, gguf], check=True)
+                got = greedy(gguf, STEPS, 1)
+                check(len(got["tokens"]) == STEPS and all(0 <= t < 2000 for t in got["tokens"]),
+                      f"{kind}: llama.cpp loads the file and generates {STEPS} tokens")
+                first[kind] = {e["id"]: e["p"] for e in greedy(gguf, 1, 1 << 20)["steps"][0]["top"]}
+                if kind not in ("f32", "f16"):
+                    continue
+                # After the prompt's last token: a decode drops the first token's leading space.
+                head, text = (json.loads(srv.request("POST", "/detokenize", {"tokens": t})[1])["prompt"]
+                              for t in (PROMPT[-1:], PROMPT[-1:] + got["tokens"]))
+                check(text.startswith(head) and text[len(head):] == want["text"],
+                      f"{kind}: llama.cpp's {STEPS} greedy tokens are troupe's on the safetensors model")
+                lp = [math.log(s["top"][0]["p"]) for s in got["steps"]]
+                diff = max(abs(a - b) for a, b in zip(lp, want["logprobs"]["token_logprobs"]))
+                limit = 1e-4 if kind == "f32" else 1e-2
+                check(diff < limit, f"{kind}: each step's log-probability within {limit} of troupe's ({diff:.2e})")
+        finally:
+            srv.stop()
+        ref = first["f32"]
+        for kind, limit in KL_LIMIT.items():
+            d = first[kind]
+            kl = sum(p * math.log(p / d[i]) for i, p in ref.items())
+            check(set(d) == set(ref) and kl < limit,
+                  f"{kind}: the first next-token distribution within KL {limit} of F32's ({kl:.2e})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return st.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
