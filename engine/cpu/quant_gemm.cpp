@@ -1,0 +1,206 @@
+#include "engine/cpu/quant_gemm.hpp"
+
+#include "engine/check.hpp"
+#include "engine/cpu/quant_kernels.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace troupe {
+namespace quant {
+
+auto kernel_set::get(gguf::tensor_type t) const -> tile_kernel {
+  switch (t) {
+    case gguf::tensor_type::q8_0: return q8_0;
+    case gguf::tensor_type::q4_0: return q4_0;
+    case gguf::tensor_type::q4_k: return q4_k;
+    case gguf::tensor_type::q5_k: return q5_k;
+    case gguf::tensor_type::q6_k: return q6_k;
+    default: return nullptr;
+  }
+}
+
+auto kernels_named(std::string_view name) -> const kernel_set& {
+  if (name == "generic") return generic_kernels();
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (name == "avx2") {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2_kernels();
+    throw std::runtime_error("TROUPE_CPU_ISA=avx2: this CPU has no AVX2 and FMA");
+  }
+  if (name == "avx512-vnni") {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+      return avx512_kernels();
+    throw std::runtime_error("TROUPE_CPU_ISA=avx512-vnni: this CPU has no AVX-512 VNNI");
+  }
+#endif
+  throw std::runtime_error("TROUPE_CPU_ISA=" + std::string(name) +
+                           ": unknown instruction set (avx512-vnni, avx2 or generic)");
+}
+
+namespace {
+
+std::atomic<const kernel_set*> chosen{nullptr};
+
+// TROUPE_CPU_ISA, else the best the CPU runs. Not kept when it throws, so
+// every later call reports the same bad value.
+auto current() -> const kernel_set& {
+  if (const auto* k = chosen.load(std::memory_order_acquire)) return *k;
+  const char* env = std::getenv("TROUPE_CPU_ISA");
+  const kernel_set* k = nullptr;
+  if (env != nullptr && *env != '\0') {
+    k = &kernels_named(env);
+  } else {
+    for (const char* name : {"avx512-vnni", "avx2", "generic"}) {
+      try {
+        k = &kernels_named(name);
+        break;
+      } catch (const std::runtime_error&) {
+      }
+    }
+  }
+  chosen.store(k, std::memory_order_release);
+  return *k;
+}
+
+struct free_deleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+// Inside a parallel region: the rows of x quantized in blocks of `block`
+// (quant_gemm.hpp's rule), rows shared among the team; ends in a barrier.
+// The scale and its inverse are IEEE divisions and q a round-to-nearest-
+// even, so every ISA path reads the same bytes.
+void quantize(const float* x, std::int64_t m, std::int64_t k, std::int64_t block, std::int8_t* q, float* d,
+              std::int32_t* neg_sum16, std::int32_t* neg_sum32) {
+#pragma omp for schedule(static)
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t b = 0; b < k / block; ++b) {
+      const float* xb = x + i * k + b * block;
+      std::int8_t* qb = q + i * k + b * block;
+      float amax = 0.0f;
+      for (std::int64_t v = 0; v < block; ++v) amax = std::max(amax, std::fabs(xb[v]));
+      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+      d[i * (k / block) + b] = amax / 127.0f;
+      for (std::int64_t v = 0; v < block; ++v)
+        qb[v] = static_cast<std::int8_t>(std::clamp(std::nearbyint(xb[v] * id), -127.0f, 127.0f));
+    }
+    for (std::int64_t s = 0; s < k / 16; ++s) {
+      std::int32_t sum = 0;
+      for (std::int64_t v = 0; v < 16; ++v) sum += q[i * k + 16 * s + v];
+      if (neg_sum16 != nullptr) neg_sum16[i * (k / 16) + s] = -sum;
+      if (s % 2 == 0) neg_sum32[i * (k / 32) + s / 2] = -sum;
+      else neg_sum32[i * (k / 32) + s / 2] -= sum;
+    }
+  }
+}
+
+// The buffers of one quantized x, carved from one scratch slot.
+struct act_buffers {
+  acts a;
+  std::int8_t* q;
+  float* d;
+  std::int32_t* neg_sum16;
+  std::int32_t* neg_sum32;
+  std::int64_t block;
+};
+
+auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block) -> act_buffers {
+  const auto q_bytes = static_cast<std::size_t>(m * k + 63) / 64 * 64;
+  const auto d_bytes = static_cast<std::size_t>(m * (k / block) * 4 + 63) / 64 * 64;
+  const auto s16_bytes = block == 256 ? static_cast<std::size_t>(m * (k / 16) * 4 + 63) / 64 * 64 : 0;
+  const auto s32_bytes = static_cast<std::size_t>(m * (k / 32) * 4);
+  std::byte* p = scratch(slot, q_bytes + d_bytes + s16_bytes + s32_bytes);
+  act_buffers b{};
+  b.block = block;
+  b.q = reinterpret_cast<std::int8_t*>(p);
+  b.d = reinterpret_cast<float*>(p + q_bytes);
+  b.neg_sum16 = block == 256 ? reinterpret_cast<std::int32_t*>(p + q_bytes + d_bytes) : nullptr;
+  b.neg_sum32 = reinterpret_cast<std::int32_t*>(p + q_bytes + d_bytes + s16_bytes);
+  b.a = {b.q, b.d, b.neg_sum16, b.neg_sum32, m, k};
+  return b;
+}
+
+auto block_of(gguf::tensor_type t) -> std::int64_t {
+  return t == gguf::tensor_type::q8_0 || t == gguf::tensor_type::q4_0 ? 32 : 256;
+}
+
+} // namespace
+
+void use_kernels(std::string_view name) { chosen.store(&kernels_named(name), std::memory_order_release); }
+
+auto scratch(int slot, std::size_t n) -> std::byte* {
+  constexpr int num_slots = 4;
+  TROUPE_CHECK(slot >= 0 && slot < num_slots, "quant::scratch: no such slot");
+  thread_local std::unique_ptr<std::byte[], free_deleter> bufs[num_slots];
+  thread_local std::size_t capacity[num_slots] = {};
+  if (n > capacity[slot]) {
+    const std::size_t bytes = (n + 63) / 64 * 64;
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+    if (p == nullptr) throw std::bad_alloc();
+    bufs[slot].reset(p);
+    capacity[slot] = bytes;
+  }
+  return bufs[slot].get();
+}
+
+} // namespace quant
+
+auto quant_gemm_supports(gguf::tensor_type t) -> bool {
+  switch (t) {
+    case gguf::tensor_type::q8_0:
+    case gguf::tensor_type::q4_0:
+    case gguf::tensor_type::q4_k:
+    case gguf::tensor_type::q5_k:
+    case gguf::tensor_type::q6_k: return true;
+    default: return false;
+  }
+}
+
+auto quant_isa() -> std::string_view { return quant::current().name; }
+
+void quant_gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<const quant_job> jobs) {
+  if (m <= 0 || jobs.empty()) return;
+  TROUPE_CHECK(jobs.size() <= 4, "quant_gemm_multi takes at most 4 weights");
+  const auto& ks = quant::current();
+  bool need32 = false, need256 = false;
+  for (const auto& j : jobs) {
+    TROUPE_CHECK(quant_gemm_supports(j.type), "quant_gemm: unsupported weight type");
+    TROUPE_CHECK(k % quant::block_of(j.type) == 0, "quant_gemm: k is not whole blocks of the weight type");
+    (quant::block_of(j.type) == 32 ? need32 : need256) = true;
+  }
+  // Slots 0 and 1 on the calling thread; the kernels use slots 2 and 3 of
+  // their own.
+  const auto a32 = need32 ? quant::make_acts(0, m, k, 32) : quant::act_buffers{};
+  const auto a256 = need256 ? quant::make_acts(1, m, k, 256) : quant::act_buffers{};
+#pragma omp parallel
+  {
+    if (need32) quant::quantize(x, m, k, 32, a32.q, a32.d, nullptr, a32.neg_sum32);
+    if (need256) quant::quantize(x, m, k, 256, a256.q, a256.d, a256.neg_sum16, a256.neg_sum32);
+    for (const auto& j : jobs) {
+      const auto tr = *gguf::traits(static_cast<std::uint32_t>(j.type));
+      const std::int64_t row_bytes = k / tr.block_elements * tr.block_bytes;
+      const quant::tile_kernel kernel = ks.get(j.type);
+      const quant::acts& a = quant::block_of(j.type) == 32 ? a32.a : a256.a;
+      const std::int64_t num_tiles = (j.n + ks.rows - 1) / ks.rows;
+#pragma omp for schedule(static) nowait
+      for (std::int64_t t = 0; t < num_tiles; ++t)
+        kernel(j.w, row_bytes, t * ks.rows, std::min(ks.rows, j.n - t * ks.rows), a, j.y, j.n);
+    }
+  }
+}
+
+void quant_gemm(const float* x, std::int64_t m, const std::byte* w, gguf::tensor_type type, std::int64_t n,
+                std::int64_t k, float* y) {
+  const quant_job job{w, type, n, y};
+  quant_gemm_multi(x, m, k, std::span(&job, 1));
+}
+
+} // namespace troupe

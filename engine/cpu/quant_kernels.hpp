@@ -1,0 +1,57 @@
+#pragma once
+// Inside quant_gemm: x quantized to 8 bits per block, the per-ISA tile
+// kernels that multiply it by weight rows, and the hook that picks an ISA.
+
+#include "engine/model/gguf.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace troupe::quant {
+
+/// m rows of x quantized in blocks of `block` (32 or 256) values: x[i, v] ≈
+/// d[i, v / block] · q[i, v]. The sums are negated, ready to be added:
+/// neg_sum16/32[i, s] = -Σ q over values [16s, 16s + 16) / [32s, 32s + 32).
+struct acts {
+  const std::int8_t* q;          // [m, k]
+  const float* d;                // [m, k / block]
+  const std::int32_t* neg_sum16; // [m, k / 16]; 256-blocks only
+  const std::int32_t* neg_sum32; // [m, k / 32]
+  std::int64_t m = 0;
+  std::int64_t k = 0;
+};
+
+/// Rows [row0, row0 + nr) of the weight w (each row_bytes long) times every
+/// row of x into y (row stride ldy): y[i, row0 + r] for i < a.m.
+using tile_kernel = void (*)(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr,
+                             const acts& a, float* y, std::int64_t ldy);
+
+/// One ISA's kernels, each taking up to `rows` weight rows a call.
+struct kernel_set {
+  std::string_view name;
+  std::int64_t rows = 0;
+  tile_kernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+
+  auto get(gguf::tensor_type t) const -> tile_kernel;
+};
+
+auto generic_kernels() -> const kernel_set&;
+#if defined(__x86_64__)
+auto avx2_kernels() -> const kernel_set&;
+auto avx512_kernels() -> const kernel_set&;
+#endif
+
+/// The kernels named "avx512-vnni", "avx2" or "generic"; a one-line
+/// std::runtime_error for another name or one this CPU cannot run.
+auto kernels_named(std::string_view name) -> const kernel_set&;
+
+/// Makes quant_gemm run `name`'s kernels from now on (kernels_named's
+/// errors): the tests compare the ISA paths in one process.
+void use_kernels(std::string_view name);
+
+/// The calling thread's scratch buffer of at least n bytes, 64-byte aligned,
+/// kept between calls. `slot` separates buffers used at the same time.
+auto scratch(int slot, std::size_t n) -> std::byte*;
+
+} // namespace troupe::quant

@@ -1,0 +1,121 @@
+// quant_gemm's kernels for AVX-512 with VNNI: 16 weight rows a tile, one
+// vpdpbusd per 4 values of 16 rows and a row of x.
+
+#include "engine/cpu/quant_kernels.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the merge source
+// of their unmasked forms, which -Wmaybe-uninitialized reports after inlining.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace troupe::quant {
+namespace {
+
+struct avx512 {
+  using vi = __m512i;
+  using vf = __m512;
+  static constexpr int R = 16;
+  static constexpr bool vnni = true;
+  // Rows of x a micro-kernel call carries: 8 for 32-value blocks (16
+  // accumulators), 6 for K-quants (18).
+  static constexpr int mr_small = 8, mr_k = 6;
+
+  static auto load256(const std::byte* p) -> __m256i { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static auto load128(const std::byte* p) -> __m128i { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+
+  // 16 rows × 32 bytes: out[g] lane r = bytes 4g..4g+3 of row r. Rows r and
+  // r + 4 share a register (rows 8 + r and 12 + r another), an 8×8
+  // transpose of 32-bit elements runs in both 256-bit halves, and a
+  // 128-bit shuffle puts the four row quads in order.
+  static void transpose32(const std::byte* const* p, std::int64_t off, vi* out) {
+    vi z[8];
+    for (int q = 0; q < 4; ++q) {
+      z[q] = _mm512_inserti64x4(_mm512_castsi256_si512(load256(p[q] + off)), load256(p[q + 4] + off), 1);
+      z[4 + q] = _mm512_inserti64x4(_mm512_castsi256_si512(load256(p[8 + q] + off)), load256(p[12 + q] + off), 1);
+    }
+    for (int h = 0; h < 2; ++h) {
+      vi* zh = z + 4 * h;
+      const vi t0 = _mm512_unpacklo_epi32(zh[0], zh[1]), t1 = _mm512_unpackhi_epi32(zh[0], zh[1]);
+      const vi t2 = _mm512_unpacklo_epi32(zh[2], zh[3]), t3 = _mm512_unpackhi_epi32(zh[2], zh[3]);
+      zh[0] = _mm512_unpacklo_epi64(t0, t2);
+      zh[1] = _mm512_unpackhi_epi64(t0, t2);
+      zh[2] = _mm512_unpacklo_epi64(t1, t3);
+      zh[3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    for (int g = 0; g < 4; ++g) {
+      out[g] = _mm512_shuffle_i32x4(z[g], z[4 + g], _MM_SHUFFLE(2, 0, 2, 0));
+      out[4 + g] = _mm512_shuffle_i32x4(z[g], z[4 + g], _MM_SHUFFLE(3, 1, 3, 1));
+    }
+  }
+
+  // 16 rows × 16 bytes: out[g] lane r = bytes 4g..4g+3 of row r. Register q
+  // holds rows q, q + 4, q + 8, q + 12; a 4×4 transpose in each 128-bit lane.
+  static void transpose16(const std::byte* const* p, std::int64_t off, vi* out) {
+    vi z[4];
+    for (int q = 0; q < 4; ++q) {
+      z[q] = _mm512_castsi128_si512(load128(p[q] + off));
+      z[q] = _mm512_inserti32x4(z[q], load128(p[q + 4] + off), 1);
+      z[q] = _mm512_inserti32x4(z[q], load128(p[q + 8] + off), 2);
+      z[q] = _mm512_inserti32x4(z[q], load128(p[q + 12] + off), 3);
+    }
+    const vi t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    const vi t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    out[0] = _mm512_unpacklo_epi64(t0, t2);
+    out[1] = _mm512_unpackhi_epi64(t0, t2);
+    out[2] = _mm512_unpacklo_epi64(t1, t3);
+    out[3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+
+  static auto halves(const std::uint16_t* h) -> vf {
+    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+  }
+  static auto bcast(const void* p) -> vi {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+  }
+  static auto set1(std::int32_t v) -> vi { return _mm512_set1_epi32(v); }
+  static auto and_(vi a, vi b) -> vi { return _mm512_and_si512(a, b); }
+  static auto or_(vi a, vi b) -> vi { return _mm512_or_si512(a, b); }
+  static auto xor_(vi a, vi b) -> vi { return _mm512_xor_si512(a, b); }
+  static auto merge(vi a, vi b, vi m) -> vi { return _mm512_ternarylogic_epi32(a, b, m, 0xF8); } // a | (b & m)
+  static auto shl(vi a, int n) -> vi { return _mm512_slli_epi32(a, static_cast<unsigned>(n)); }
+  static auto shr(vi a, int n) -> vi { return _mm512_srli_epi32(a, static_cast<unsigned>(n)); }
+  static auto sar(vi a, int n) -> vi { return _mm512_srai_epi32(a, static_cast<unsigned>(n)); }
+  static auto add(vi a, vi b) -> vi { return _mm512_add_epi32(a, b); }
+  static auto mullo(vi a, vi b) -> vi { return _mm512_mullo_epi32(a, b); }
+  static auto dot(vi acc, vi u, vi s) -> vi { return _mm512_dpbusd_epi32(acc, u, s); }
+  static auto cvt(vi a) -> vf { return _mm512_cvtepi32_ps(a); }
+  static auto mul(vf a, vf b) -> vf { return _mm512_mul_ps(a, b); }
+  static auto fma(vf a, vf b, vf c) -> vf { return _mm512_fmadd_ps(a, b, c); }
+  static auto set1f(float v) -> vf { return _mm512_set1_ps(v); }
+  static auto loadf(const float* p) -> vf { return _mm512_loadu_ps(p); }
+  static void storef(float* p, vf v) { _mm512_storeu_ps(p, v); }
+};
+
+} // namespace
+} // namespace troupe::quant
+
+#include "engine/cpu/quant_tiles.hpp"
+
+namespace troupe::quant {
+
+auto avx512_kernels() -> const kernel_set& {
+  static const kernel_set k = vector_kernels<avx512>("avx512-vnni");
+  return k;
+}
+
+} // namespace troupe::quant
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

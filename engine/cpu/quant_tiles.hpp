@@ -1,0 +1,365 @@
+#pragma once
+// The vector tile kernels of quant_gemm, written once over an ISA's vector
+// operations V (quant_kernels_avx512.cpp, quant_kernels_avx2.cpp include
+// this after their target pragma; nothing else may).
+//
+// A tile is V::R weight rows (16 on AVX-512, 8 on AVX2). A chunk of their
+// blocks is first rearranged into L1 (transposed: vector t holds values
+// 4t..4t+3 of every row, lane r for row r, as unsigned bytes), with each
+// row's scales in lanes alike; then up to MR rows of x run over the chunk,
+// each x value group of 4 broadcast against a tile vector (vpdpbusd, or
+// its AVX2 equivalent). The per-block integer sums come out per row in
+// lanes, and each lane follows quant_gemm.hpp's float chain exactly.
+//
+// V provides: vi, vf, R, vnni; transpose32 (R rows × 32 bytes -> 8 vi),
+// transpose16 (R rows × 16 bytes -> 4 vi), halves (R F16 -> vf), bcast
+// (4 bytes to every lane), set1, and_, or_, merge (a | (b & m)), shl, shr,
+// sar (32-bit lanes), add, mullo, dot (acc + Σ4 u8·s8, u8 <= 128), xor_,
+// cvt, mul, fma, set1f, loadf, storef, mr_small and mr_k (rows of x a
+// micro-kernel carries); without vnni also abs8 and dot_signed (acc +
+// Σ4 s8·s8 from |w| and w).
+
+#include "engine/cpu/quant_kernels.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace troupe::quant {
+namespace {
+
+using gguf::tensor_type;
+
+// Row pointers of a tile; past the last row (a partial tile) the last row
+// repeats, its results unused.
+template <int R>
+struct tile_rows {
+  const std::byte* p[R];
+  tile_rows(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr) {
+    for (std::int64_t r = 0; r < R; ++r) p[r] = w + (row0 + std::min(r, nr - 1)) * row_bytes;
+  }
+};
+
+template <class V>
+auto halves_at(const tile_rows<V::R>& rows, std::int64_t off) -> typename V::vf {
+  alignas(64) std::uint16_t h[V::R];
+  for (int r = 0; r < V::R; ++r) std::memcpy(&h[r], rows.p[r] + off, 2);
+  return V::halves(h);
+}
+
+// Blocks per chunk: the rearranged chunk (16 KiB of values on AVX-512)
+// stays in L1 while every row of x passes over it.
+constexpr std::int64_t chunk_small = 32, chunk_k = 4;
+
+// ---- Q8_0 and Q4_0: blocks of 32, one F16 scale.
+
+template <class V, tensor_type T>
+struct small_format {
+  static constexpr std::int64_t block_bytes = T == tensor_type::q8_0 ? 34 : 18;
+  // Q8_0 without VNNI keeps the signed bytes (and their magnitudes): 255
+  // times 127 twice would saturate vpmaddubsw.
+  static constexpr bool signed_w = T == tensor_type::q8_0 && !V::vnni;
+  // Otherwise the bytes are unsigned, value + 128 (Q8_0) or value + 8
+  // (Q4_0), and the dot product starts from -offset · Σ q.
+  static constexpr int offset_shift = T == tensor_type::q8_0 ? 7 : 3;
+
+  // Block b of the tile's rows into t[8] (and s[8]: the signed bytes).
+  static void decode(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* t, typename V::vi* s) {
+    using vi = typename V::vi;
+    const std::int64_t off = b * block_bytes + 2;
+    if constexpr (T == tensor_type::q8_0) {
+      vi raw[8];
+      V::transpose32(rows.p, off, raw);
+      for (int g = 0; g < 8; ++g) {
+        if constexpr (signed_w) {
+          t[g] = V::abs8(raw[g]);
+          s[g] = raw[g];
+        } else {
+          t[g] = V::xor_(raw[g], V::set1(static_cast<std::int32_t>(0x80808080u)));
+        }
+      }
+    } else {
+      // Byte i: value i in the low nibble, value i + 16 in the high.
+      vi raw[4];
+      V::transpose16(rows.p, off, raw);
+      const vi low = V::set1(0x0F0F0F0F);
+      for (int g = 0; g < 4; ++g) {
+        t[g] = V::and_(raw[g], low);
+        t[4 + g] = V::and_(V::shr(raw[g], 4), low);
+      }
+    }
+  }
+};
+
+// MR rows of x from i0 over a decoded chunk of nc blocks from b0; acc
+// holds their running sums ([m, R]).
+template <class V, tensor_type T, int MR>
+[[gnu::noinline]] void small_rows(const typename V::vi* tiles, const typename V::vi* signs,
+                                  const typename V::vf* scales, std::int64_t b0, std::int64_t nc, const acts& a,
+                                  std::int64_t i0, float* acc) {
+  using F = small_format<V, T>;
+  using vi = typename V::vi;
+  using vf = typename V::vf;
+  const std::int64_t nb = a.k / 32;
+  vf f[MR];
+  for (int ii = 0; ii < MR; ++ii) f[ii] = V::loadf(acc + (i0 + ii) * V::R);
+  for (std::int64_t c = 0; c < nc; ++c) {
+    const std::int64_t b = b0 + c;
+    vi s[MR];
+    for (int ii = 0; ii < MR; ++ii) {
+      if constexpr (F::signed_w)
+        s[ii] = V::set1(0);
+      else
+        s[ii] = V::shl(V::bcast(a.neg_sum32 + (i0 + ii) * nb + b), F::offset_shift);
+    }
+    const std::int8_t* q = a.q + i0 * a.k + 32 * b;
+    for (int g = 0; g < 8; ++g) {
+      const vi t = tiles[8 * c + g];
+      for (int ii = 0; ii < MR; ++ii) {
+        const vi xv = V::bcast(q + ii * a.k + 4 * g);
+        if constexpr (F::signed_w)
+          s[ii] = V::dot_signed(s[ii], t, signs[8 * c + g], xv);
+        else
+          s[ii] = V::dot(s[ii], t, xv);
+      }
+    }
+    for (int ii = 0; ii < MR; ++ii)
+      f[ii] = V::fma(V::mul(scales[c], V::set1f(a.d[(i0 + ii) * nb + b])), V::cvt(s[ii]), f[ii]);
+  }
+  for (int ii = 0; ii < MR; ++ii) V::storef(acc + (i0 + ii) * V::R, f[ii]);
+}
+
+// Calls Rows<MR> for the rows of x from i0, MR at a time, the rest in one
+// narrower call.
+template <int MR, class Rows>
+void over_rows(std::int64_t m, Rows&& rows) {
+  std::int64_t i0 = 0;
+  for (; i0 + MR <= m; i0 += MR) rows.template operator()<MR>(i0);
+  if (i0 == m) return;
+  [&]<int... N>(std::integer_sequence<int, N...>) {
+    ((m - i0 == N + 1 ? (rows.template operator()<N + 1>(i0), 0) : 0), ...);
+  }(std::make_integer_sequence<int, MR - 1>{});
+}
+
+template <class V>
+auto zeroed_acc(std::int64_t m) -> float* {
+  auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(m * V::R) * sizeof(float)));
+  std::fill(acc, acc + m * V::R, 0.0f);
+  return acc;
+}
+
+template <class V>
+void store_rows(const float* acc, std::int64_t m, std::int64_t row0, std::int64_t nr, float* y, std::int64_t ldy) {
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t r = 0; r < nr; ++r) y[i * ldy + row0 + r] = acc[i * V::R + r];
+}
+
+template <class V, tensor_type T>
+void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a,
+                float* y, std::int64_t ldy) {
+  using F = small_format<V, T>;
+  using vi = typename V::vi;
+  using vf = typename V::vf;
+  const tile_rows<V::R> rows(w, row_bytes, row0, nr);
+  const std::int64_t nb = a.k / 32;
+  constexpr std::int64_t per_block = F::signed_w ? 16 : 8;
+  auto* buf = scratch(3, static_cast<std::size_t>(chunk_small) * (per_block * sizeof(vi) + sizeof(vf)));
+  auto* tiles = reinterpret_cast<vi*>(buf);
+  auto* signs = tiles + 8 * chunk_small;
+  auto* scales = reinterpret_cast<vf*>(buf + chunk_small * per_block * sizeof(vi));
+  float* acc = zeroed_acc<V>(a.m);
+  for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_small) {
+    const std::int64_t nc = std::min(chunk_small, nb - b0);
+    for (std::int64_t c = 0; c < nc; ++c) {
+      scales[c] = halves_at<V>(rows, (b0 + c) * F::block_bytes);
+      F::decode(rows, b0 + c, tiles + 8 * c, signs + 8 * c);
+    }
+    over_rows<V::mr_small>(a.m, [&]<int MR>(std::int64_t i0) {
+      small_rows<V, T, MR>(tiles, signs, scales, b0, nc, a, i0, acc);
+    });
+  }
+  store_rows<V>(acc, a.m, row0, nr, y, ldy);
+}
+
+// ---- K-quants: superblocks of 256 values in sub-blocks with integer scales.
+
+template <class V, tensor_type T>
+struct k_format {
+  static constexpr std::int64_t block_bytes = T == tensor_type::q4_k ? 144 : T == tensor_type::q5_k ? 176 : 210;
+  static constexpr int num_sub = T == tensor_type::q6_k ? 16 : 8; // sub-blocks of 16 or 32 values
+  static constexpr bool mins = T != tensor_type::q6_k;
+
+  // A Q4_K/Q5_K header: d, dmin, then 12 bytes of packed 6-bit scales and
+  // mins (gguf::k_scale_min's layout, here on 32-bit lanes of 4 bytes).
+  static void decode_scales(const tile_rows<V::R>& rows, std::int64_t off, typename V::vi* sc,
+                            typename V::vi* mn) {
+    using vi = typename V::vi;
+    vi h[4];
+    V::transpose16(rows.p, off, h);
+    const vi m63 = V::set1(63), m15 = V::set1(15), m3 = V::set1(3);
+    for (int j = 0; j < 4; ++j) {
+      sc[j] = V::and_(V::shr(h[1], 8 * j), m63);
+      mn[j] = V::and_(V::shr(h[2], 8 * j), m63);
+      sc[4 + j] = V::or_(V::and_(V::shr(h[3], 8 * j), m15), V::shl(V::and_(V::shr(h[1], 8 * j + 6), m3), 4));
+      mn[4 + j] = V::or_(V::and_(V::shr(h[3], 8 * j + 4), m15), V::shl(V::and_(V::shr(h[2], 8 * j + 6), m3), 4));
+    }
+  }
+
+  // Bit s of each qh byte moved to bit 4, the value's fifth bit (other
+  // bits are masked off later). A function, not a lambda: GCC does not
+  // give lambdas the target pragma of the code around them.
+  static auto fifth(typename V::vi qh, int s) -> typename V::vi { return s <= 4 ? V::shl(qh, 4 - s) : V::shr(qh, s - 4); }
+
+  // Superblock b into t[64] (vector v: values 4v..4v+3), the sub-block
+  // scales sc[num_sub], mins mn[8], d and dmin.
+  static void decode(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* t, typename V::vi* sc,
+                     typename V::vi* mn, typename V::vf& d, typename V::vf& dmin) {
+    using vi = typename V::vi;
+    const std::int64_t off = b * block_bytes;
+    const vi low = V::set1(0x0F0F0F0F);
+    if constexpr (T == tensor_type::q4_k || T == tensor_type::q5_k) {
+      constexpr bool five = T == tensor_type::q5_k;
+      d = halves_at<V>(rows, off);
+      dmin = halves_at<V>(rows, off + 2);
+      decode_scales(rows, off, sc, mn);
+      vi qh[8];
+      if constexpr (five) V::transpose32(rows.p, off + 16, qh);
+      const vi bit4 = V::set1(0x10101010);
+      for (int c = 0; c < 4; ++c) {
+        vi qs[8];
+        V::transpose32(rows.p, off + (five ? 48 : 16) + 32 * c, qs);
+        // Values 64c..64c+31: the low nibbles; 64c+32..64c+63: the high.
+        for (int g = 0; g < 8; ++g) {
+          vi lo = V::and_(qs[g], low), hi = V::and_(V::shr(qs[g], 4), low);
+          if constexpr (five) {
+            lo = V::merge(lo, fifth(qh[g], 2 * c), bit4);
+            hi = V::merge(hi, fifth(qh[g], 2 * c + 1), bit4);
+          }
+          t[16 * c + g] = lo;
+          t[16 * c + 8 + g] = hi;
+        }
+      }
+    } else {
+      d = halves_at<V>(rows, off + 208);
+      const vi bits45 = V::set1(0x30303030);
+      for (int h = 0; h < 2; ++h) {
+        // ql[64h + l] and ql[64h + 32 + l], qh[32h + l]: four values 32 apart.
+        vi la[8], lb[8], qh[8];
+        V::transpose32(rows.p, off + 64 * h, la);
+        V::transpose32(rows.p, off + 64 * h + 32, lb);
+        V::transpose32(rows.p, off + 128 + 32 * h, qh);
+        for (int g = 0; g < 8; ++g) {
+          t[32 * h + g] = V::merge(V::and_(la[g], low), V::shl(qh[g], 4), bits45);
+          t[32 * h + 8 + g] = V::merge(V::and_(lb[g], low), V::shl(qh[g], 2), bits45);
+          t[32 * h + 16 + g] = V::merge(V::and_(V::shr(la[g], 4), low), qh[g], bits45);
+          t[32 * h + 24 + g] = V::merge(V::and_(V::shr(lb[g], 4), low), V::shr(qh[g], 2), bits45);
+        }
+      }
+      // Sixteen int8 scales: four bytes a lane, sign-extended.
+      vi s[4];
+      V::transpose16(rows.p, off + 192, s);
+      for (int j = 0; j < 16; ++j) sc[j] = V::sar(V::shl(s[j / 4], 24 - 8 * (j % 4)), 24);
+    }
+  }
+};
+
+// The per-superblock state of a decoded K chunk, in one scratch buffer.
+template <class V, tensor_type T>
+struct k_chunk {
+  using F = k_format<V, T>;
+  typename V::vi* t;    // [chunk_k][64]
+  typename V::vi* sc;   // [chunk_k][num_sub]
+  typename V::vi* mn;   // [chunk_k][8]
+  typename V::vf* d;    // [chunk_k]
+  typename V::vf* dmin; // [chunk_k]
+
+  k_chunk() {
+    using vi = typename V::vi;
+    using vf = typename V::vf;
+    auto* p = scratch(3, static_cast<std::size_t>(chunk_k) * ((64 + F::num_sub + 8) * sizeof(vi) + 2 * sizeof(vf)));
+    t = reinterpret_cast<vi*>(p);
+    sc = t + 64 * chunk_k;
+    mn = sc + F::num_sub * chunk_k;
+    d = reinterpret_cast<vf*>(mn + 8 * chunk_k);
+    dmin = d + chunk_k;
+  }
+};
+
+template <class V, tensor_type T, int MR>
+[[gnu::noinline]] void k_rows(const k_chunk<V, T>& ch, std::int64_t b0, std::int64_t nc, const acts& a,
+                              std::int64_t i0, float* acc) {
+  using F = k_format<V, T>;
+  using vi = typename V::vi;
+  using vf = typename V::vf;
+  constexpr int groups = 64 / F::num_sub; // vectors of 4 values per sub-block
+  const std::int64_t nb = a.k / 256;
+  vf f[MR];
+  for (int ii = 0; ii < MR; ++ii) f[ii] = V::loadf(acc + (i0 + ii) * V::R);
+  for (std::int64_t c = 0; c < nc; ++c) {
+    const std::int64_t b = b0 + c;
+    const std::int8_t* q = a.q + i0 * a.k + 256 * b;
+    vi isum[MR];
+    for (int ii = 0; ii < MR; ++ii) isum[ii] = V::set1(0);
+    for (int s = 0; s < F::num_sub; ++s) {
+      vi p[MR];
+      for (int ii = 0; ii < MR; ++ii) {
+        // Q6_K's values are stored plus 32: start from -32 · Σ q.
+        if constexpr (F::mins)
+          p[ii] = V::set1(0);
+        else
+          p[ii] = V::shl(V::bcast(a.neg_sum16 + (i0 + ii) * (a.k / 16) + 16 * b + s), 5);
+      }
+      for (int g = 0; g < groups; ++g) {
+        const vi t = ch.t[64 * c + groups * s + g];
+        for (int ii = 0; ii < MR; ++ii)
+          p[ii] = V::dot(p[ii], t, V::bcast(q + ii * a.k + 4 * (groups * s + g)));
+      }
+      const vi scale = ch.sc[F::num_sub * c + s];
+      for (int ii = 0; ii < MR; ++ii) isum[ii] = V::add(isum[ii], V::mullo(p[ii], scale));
+    }
+    for (int ii = 0; ii < MR; ++ii) {
+      const vf dx = V::set1f(a.d[(i0 + ii) * nb + b]);
+      f[ii] = V::fma(V::mul(ch.d[c], dx), V::cvt(isum[ii]), f[ii]);
+      if constexpr (F::mins) {
+        const std::int32_t* neg = a.neg_sum32 + (i0 + ii) * (a.k / 32) + 8 * b;
+        vi msum = V::mullo(ch.mn[8 * c], V::bcast(neg));
+        for (int j = 1; j < 8; ++j) msum = V::add(msum, V::mullo(ch.mn[8 * c + j], V::bcast(neg + j)));
+        f[ii] = V::fma(V::mul(ch.dmin[c], dx), V::cvt(msum), f[ii]);
+      }
+    }
+  }
+  for (int ii = 0; ii < MR; ++ii) V::storef(acc + (i0 + ii) * V::R, f[ii]);
+}
+
+template <class V, tensor_type T>
+void k_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a, float* y,
+            std::int64_t ldy) {
+  using F = k_format<V, T>;
+  const tile_rows<V::R> rows(w, row_bytes, row0, nr);
+  const std::int64_t nb = a.k / 256;
+  const k_chunk<V, T> ch;
+  float* acc = zeroed_acc<V>(a.m);
+  for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_k) {
+    const std::int64_t nc = std::min(chunk_k, nb - b0);
+    for (std::int64_t c = 0; c < nc; ++c)
+      F::decode(rows, b0 + c, ch.t + 64 * c, ch.sc + F::num_sub * c, ch.mn + 8 * c, ch.d[c], ch.dmin[c]);
+    over_rows<V::mr_k>(a.m, [&]<int MR>(std::int64_t i0) { k_rows<V, T, MR>(ch, b0, nc, a, i0, acc); });
+  }
+  store_rows<V>(acc, a.m, row0, nr, y, ldy);
+}
+
+template <class V>
+auto vector_kernels(std::string_view name) -> kernel_set {
+  return {name,
+          V::R,
+          small_tile<V, tensor_type::q8_0>,
+          small_tile<V, tensor_type::q4_0>,
+          k_tile<V, tensor_type::q4_k>,
+          k_tile<V, tensor_type::q5_k>,
+          k_tile<V, tensor_type::q6_k>};
+}
+
+} // namespace
+} // namespace troupe::quant
