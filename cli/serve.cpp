@@ -40,7 +40,8 @@ namespace troupe::cli {
 namespace {
 
 // A tag that changes when the model's files do: FNV-1a over config.json and
-// the first 64 KiB of each weights file (the safetensors header).
+// the first 64 KiB of each weights file (the safetensors header); a GGUF
+// file's first MiB (its metadata and tensor table, or most of them).
 auto model_version(const std::filesystem::path& dir, const std::string& name) -> std::string {
   std::uint64_t h = 1469598103934665603ull;
   const auto mix = [&h](const std::filesystem::path& p, std::size_t limit) {
@@ -52,9 +53,13 @@ auto model_version(const std::filesystem::path& dir, const std::string& name) ->
       done += static_cast<std::size_t>(in.gcount());
     }
   };
-  mix(dir / "config.json", 1 << 20);
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors") mix(e.path(), 1 << 16);
+  if (gguf::is_gguf_file(dir)) {
+    mix(dir, 1 << 20);
+  } else {
+    mix(dir / "config.json", 1 << 20);
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") mix(e.path(), 1 << 16);
+  }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return name + "@" + std::string(hex, 12);

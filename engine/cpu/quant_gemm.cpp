@@ -2,6 +2,7 @@
 
 #include "engine/check.hpp"
 #include "engine/cpu/quant_kernels.hpp"
+#include "engine/model/dtype.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -88,7 +89,8 @@ void quantize(const float* x, std::int64_t m, std::int64_t k, std::int64_t block
       float amax = 0.0f;
       for (std::int64_t v = 0; v < block; ++v) amax = std::max(amax, std::fabs(xb[v]));
       const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-      d[i * (k / block) + b] = amax / 127.0f;
+      // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does.
+      d[i * (k / block) + b] = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
       for (std::int64_t v = 0; v < block; ++v)
         qb[v] = static_cast<std::int8_t>(std::clamp(std::nearbyint(xb[v] * id), -127.0f, 127.0f));
     }

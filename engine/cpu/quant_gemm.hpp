@@ -3,7 +3,8 @@
 // rows as a GGUF file stores them (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), used in
 // place. As in llama.cpp, each row of x is first quantized to 8 bits per
 // block, then multiplied in integers:
-//   Q8_0, Q4_0 weights: blocks of 32 values, d = amax/127, q = round(x·127/amax);
+//   Q8_0, Q4_0 weights: blocks of 32 values, d = amax/127 rounded to F16 (as
+//                       llama.cpp's Q8_0 keeps it), q = round(x·127/amax);
 //   K-quant weights:    blocks of 256 values, the same rule, and the sums of
 //                       q per 16 values (they fold the K-quants' mins and
 //                       Q6_K's offset of 32 into integers).

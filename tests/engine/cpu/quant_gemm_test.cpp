@@ -103,14 +103,15 @@ auto random_x(std::int64_t m, std::int64_t k, rng& r) -> std::vector<float> {
   return x;
 }
 
-// x quantized as quant_gemm.hpp specifies (d = amax/127, q = round(x·127/amax)).
+// x quantized as quant_gemm.hpp specifies (d = amax/127, in F16 for blocks
+// of 32; q = round(x·127/amax)).
 auto quantized_x(const std::vector<float>& x, std::int64_t block) -> std::vector<double> {
   std::vector<double> out(x.size());
   for (std::size_t b0 = 0; b0 < x.size(); b0 += static_cast<std::size_t>(block)) {
     float amax = 0.0f;
     for (std::int64_t v = 0; v < block; ++v) amax = std::max(amax, std::fabs(x[b0 + static_cast<std::size_t>(v)]));
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    const float d = amax / 127.0f;
+    const float d = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
     for (std::int64_t v = 0; v < block; ++v) {
       const float q = std::clamp(std::nearbyint(x[b0 + static_cast<std::size_t>(v)] * id), -127.0f, 127.0f);
       out[b0 + static_cast<std::size_t>(v)] = static_cast<double>(d) * q;
