@@ -13,7 +13,17 @@ of it in each type. Then:
   the Q/K row permutation, the names and the hyperparameters are right;
 - on the quantized files the first next-token distribution stays within
   each type's quantization error of the F32 file's (KL divergence): a
-  block laid out one way and read another is far outside it.
+  block laid out one way and read another is far outside it;
+- troupe serving each GGUF file itself gives llama.cpp's 32 greedy tokens
+  on that file, with its log-probabilities: on F32 every step within 1e-4
+  of llama.cpp's (measured 3.6e-6); on F16 within 1e-2 (1.5e-3: llama.cpp
+  rounds the activations to F16); on the quantized types the first 8 steps
+  within 1e-5 (measured 1e-6 at most: the loader, the kernels and the
+  activations' 8-bit rounding are llama.cpp's) and every step within 0.1. (The two sum
+  a block's products in different orders, 1e-7 apart; now and then such a
+  difference moves an activation across a rounding boundary of its 8-bit
+  grid, and that step, or every later one when it lands in the KV cache,
+  differs by up to 4e-2: measured q4_0 7e-3, q6_k 4e-2, q4_k_m 2e-2.)
 
 Exits 77 (SKIP) without node or tests/tools' node-llama-cpp.
 
@@ -47,6 +57,7 @@ STEPS = 32
 # Largest KL(F32 || type) of the first next-token distribution; measured on
 # this model: f16 4e-7, q8_0 3e-4, q6_k 2.3e-3, q4_k 2.9e-2, q4_k_m 2.5e-2,
 # q4_0 4.4e-2. Unrelated logits of this spread give about 1.
+FAMILIES = ["llama-3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-2-2b", "gemma-3-1b"]
 KL_LIMIT = {"f16": 1e-5, "q8_0": 3e-3, "q6_k": 2e-2, "q4_k": 0.15, "q4_k_m": 0.15, "q4_0": 0.15}
 
 
@@ -92,6 +103,51 @@ def main():
                 check(diff < limit, f"{kind}: each step's log-probability within {limit} of troupe's ({diff:.2e})")
         finally:
             srv.stop()
+        for kind in ["f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"]:
+            gguf = os.path.join(tmp, f"llama.{kind}.gguf")
+            got = greedy(gguf, STEPS, 1)
+            srv = st.server(gguf)
+            try:
+                _, text = srv.request("POST", "/v1/completions", {
+                    "prompt": PROMPT, "max_tokens": STEPS, "temperature": 0, "ignore_eos": True, "logprobs": 1})
+                mine = json.loads(text)["choices"][0]
+                head, text = (json.loads(srv.request("POST", "/detokenize", {"tokens": t})[1])["prompt"]
+                              for t in (PROMPT[-1:], PROMPT[-1:] + got["tokens"]))
+            finally:
+                srv.stop()
+            check(text.startswith(head) and text[len(head):] == mine["text"],
+                  f"{kind}: troupe serving the GGUF file gives llama.cpp's {STEPS} greedy tokens on it")
+            lp = [math.log(s["top"][0]["p"]) for s in got["steps"]]
+            diffs = [abs(a - b) for a, b in zip(lp, mine["logprobs"]["token_logprobs"])]
+            if kind in ("f32", "f16"):
+                limit = 1e-4 if kind == "f32" else 1e-2
+                check(max(diffs) < limit, f"{kind}: each step's log-probability within {limit} of llama.cpp's "
+                      f"({max(diffs):.2e})")
+            else:
+                check(max(diffs[:8]) < 1e-5 and max(diffs) < 0.1,
+                      f"{kind}: log-probabilities of llama.cpp's, the first 8 steps within 1e-5 "
+                      f"({max(diffs[:8]):.1e}), every step within 0.1 ({max(diffs):.1e})")
+        # The other families, through the quantized kernels: each preset's
+        # features at test size (biases, q/k norms, Gemma's norms, windows
+        # and soft-caps, Llama 3.1's rope_freqs), as Q8_0.
+        for preset in FAMILIES:
+            src = os.path.join(tmp, preset)
+            subprocess.run([TROUPE, "make-model", "--preset", preset, "--small", "--hidden", "256", "--out", src],
+                           check=True, stdout=subprocess.DEVNULL)
+            gguf = src + ".q8_0.gguf"
+            subprocess.run([WRITE_GGUF, "--type", "q8_0", src, gguf], check=True)
+            got = greedy(gguf, STEPS, 1)
+            srv = st.server(gguf)
+            try:
+                _, text = srv.request("POST", "/v1/completions", {
+                    "prompt": PROMPT, "max_tokens": STEPS, "temperature": 0, "ignore_eos": True})
+                mine = json.loads(text)["choices"][0]
+                head, text = (json.loads(srv.request("POST", "/detokenize", {"tokens": t})[1])["prompt"]
+                              for t in (PROMPT[-1:], PROMPT[-1:] + got["tokens"]))
+            finally:
+                srv.stop()
+            check(text.startswith(head) and text[len(head):] == mine["text"],
+                  f"{preset} Q8_0: troupe serving the GGUF file gives llama.cpp's {STEPS} greedy tokens on it")
         ref = first["f32"]
         for kind, limit in KL_LIMIT.items():
             d = first[kind]
