@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-tokenizer bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -50,6 +50,12 @@ bench: build
 
 # tokenizer.json encode speed, troupe against Hugging Face tokenizers (one
 # thread each, interleaved runs, medians) on the real tokenizers of tests/tools.
+# troupe against llama.cpp (npm node-llama-cpp's prebuilt CPU build) on the
+# same GGUF files, rounds interleaved: TinyLlama-1.1B and stories110M shapes
+# as Q8_0, Q4_K_M and BF16, 1 and 2 threads (scripts/bench_quant.py).
+bench-quant: build
+	python3 scripts/bench_quant.py $(BUILD)/troupe $(BUILD)/tests/write_gguf
+
 bench-tokenizer: build
 	node scripts/bench_tokenizer.mjs $(BUILD)/troupe
 

@@ -140,7 +140,7 @@ auto prefill_rate(cpu_executor& ex, int tokens, int runs) -> double {
 // backend has kernels of its own (OpenBLAS 0.3.21 runs its Haswell kernels
 // on CPUs it does not know, and its threads contend with OpenMP's).
 void compare_with_openblas(const weight_tensor& w, int threads, int runs) {
-  if (w.type != dtype::f32) return;
+  if (w.type != dtype::f32 || w.quant) return;
   set_cpu_threads(threads);
   const auto n = static_cast<int>(w.rows), k = static_cast<int>(w.cols);
   // OpenBLAS reads the matrix row-major; troupe as the model holds it.
@@ -174,7 +174,8 @@ void compare_with_openblas(const weight_tensor& w, int threads, int runs) {
 
 auto run_bench_engine(std::span<char* const> argv) -> int {
   const args a(argv, {"preset", "model", "batches", "threads", "decode-steps", "prompt-tokens",
-                      "prefill-tokens", "runs"}, {"no-huge-pages"});
+                      "prefill-tokens", "runs"}, {"no-huge-pages", "json"});
+  const bool json = a.has("json");
   const auto batches = parse_list(a.str("batches", "1,8,32"), "batches");
   auto thread_counts = parse_list(a.str("threads", "1,0"), "threads");
   for (auto& t : thread_counts) t = resolve_threads(t);
@@ -200,8 +201,15 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
   auto w = model_weights::load(dir);
   if (!a.has("no-huge-pages")) place_in_huge_pages(w);
   const double wbytes = weight_bytes(w);
+  // A quantized model's figures are held to the issue's goals for them: 80%
+  // of the read bandwidth (the blocks' scales are read too) and batch 32 at
+  // 8x batch 1 (its integer products cost more than F32 FMAs).
+  const bool quantized = w.layers[0].w_down.quant.has_value();
+  const double bw_goal = quantized ? 0.80 : 0.85, batch_goal = quantized ? 8.0 : 10.0;
+  std::string types = std::string(w.layers[0].wq.type_name());
+  if (w.layers[0].w_down.type_name() != types) types += ", " + std::string(w.layers[0].w_down.type_name()) + " down_proj";
   std::printf("model %s: %.0f MB of weights read per step (%s), %d layers, hidden %lld\n",
-              dir.c_str(), wbytes / 1e6, std::string(dtype_name(w.layers[0].wq.type)).c_str(),
+              dir.c_str(), wbytes / 1e6, types.c_str(),
               static_cast<int>(w.layers.size()), static_cast<long long>(w.config.hidden_size));
   std::printf("each run: one 1 GiB read-bandwidth pass, then %d decode steps per batch size "
               "(prompt %d tokens);\nmedians of %d runs after a warm-up run; ratios are taken "
@@ -216,7 +224,9 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
   const int per_seq = (setup.prompt_tokens + setup.decode_steps + eo.block_size) / eo.block_size;
   eo.num_kv_blocks = std::max(total_seqs * per_seq, (prefill_tokens + eo.block_size - 1) / eo.block_size);
   std::string verdicts;
+  std::string json_lines; // --json: one line per thread count, after the table
   for (int threads : thread_counts) {
+    std::string json_rows;
     eo.num_threads = threads;
     cpu_executor ex(w, eo);
     std::vector<decode_group> groups;
@@ -255,21 +265,30 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
                   100.0 * median(of_bw), x_base);
       char line[160];
       if (b == 1) {
-        std::snprintf(line, sizeof line, "%d thread%s: batch-1 decode at %.0f%% of read bandwidth (target 85%%): %s\n",
-                      threads, threads == 1 ? "" : "s", 100.0 * median(of_bw), median(of_bw) >= 0.85 ? "met" : "NOT met");
+        std::snprintf(line, sizeof line, "%d thread%s: batch-1 decode at %.0f%% of read bandwidth (target %.0f%%): %s\n",
+                      threads, threads == 1 ? "" : "s", 100.0 * median(of_bw), 100.0 * bw_goal,
+                      median(of_bw) >= bw_goal ? "met" : "NOT met");
         verdicts += line;
       }
       if (b == 32 && base != batches.end()) {
-        std::snprintf(line, sizeof line, "%d thread%s: batch-32 decode at %.2fx batch 1 (target 10x): %s\n",
-                      threads, threads == 1 ? "" : "s", x_base, x_base >= 10.0 ? "met" : "NOT met");
+        std::snprintf(line, sizeof line, "%d thread%s: batch-32 decode at %.2fx batch 1 (target %.0fx): %s\n",
+                      threads, threads == 1 ? "" : "s", x_base, batch_goal, x_base >= batch_goal ? "met" : "NOT met");
         verdicts += line;
       }
+      json_rows += (json_rows.empty() ? "" : ", ") + std::string("\"") + std::to_string(b) +
+                   "\": {\"tokens_per_s\": " + std::to_string(median(rate[g])) +
+                   ", \"weight_gbs\": " + std::to_string(median(gbs)) + ", \"read_gbs\": " +
+                   std::to_string(median(bw)) + "}";
     }
-    std::printf("%7d prefill of %d tokens: %.1f tokens/s\n", threads, prefill_tokens,
-                prefill_rate(ex, prefill_tokens, setup.runs));
+    const double prefill = prefill_rate(ex, prefill_tokens, setup.runs);
+    std::printf("%7d prefill of %d tokens: %.1f tokens/s\n", threads, prefill_tokens, prefill);
+    if (json)
+      json_lines += "{\"threads\": " + std::to_string(threads) + ", \"decode\": {" + json_rows +
+                    "}, \"prefill_tokens_per_s\": " + std::to_string(prefill) + "}\n";
     compare_with_openblas(w.layers[0].w_up, threads, setup.runs);
   }
   std::fputs(verdicts.c_str(), stdout);
+  if (json) std::fputs(json_lines.c_str(), stdout);
   return 0;
 }
 

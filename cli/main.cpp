@@ -96,10 +96,11 @@ constexpr std::array k_commands = {
             "family's features at test size (2 layers, hidden 64, F32); --hidden N widens it\n"
             "(N a multiple of 32: N/16 heads, intermediate 2N; 256 fits GGUF's K-quant blocks)"},
     command{"bench-engine", cli::run_bench_engine,
-            "[--preset NAME | --model DIR] [--batches 1,8,32] [--threads 1,0]\n"
+            "[--preset NAME | --model DIR|FILE.gguf] [--batches 1,8,32] [--threads 1,0]\n"
             "[--decode-steps N] [--prompt-tokens N] [--prefill-tokens N] [--runs N]\n"
-            "[--no-huge-pages]\n"
-            "decode and prefill speed of the CPU engine, against the read bandwidth"},
+            "[--no-huge-pages] [--json]\n"
+            "decode and prefill speed of the CPU engine, against the read bandwidth\n"
+            "(--json: the medians again, a JSON line per thread count)"},
 };
 
 /// `text`'s lines after the first, each on a line of its own after `indent`.

@@ -44,3 +44,18 @@ TEST_CASE("load_cuda_executor refuses an unsupported model before looking for th
   }
   CHECK(error.starts_with("the CUDA backend does not implement Gemma2ForCausalLM"));
 }
+
+TEST_CASE("load_cuda_executor refuses quantized weights with one line") {
+  model_weights w;
+  w.config = *preset_config("tinyllama-1.1b");
+  w.layers.resize(2);
+  w.layers[1].w_down.quant = gguf::tensor_type::q4_k;
+  cuda::cuda_executor_options o;
+  std::string error;
+  try {
+    load_cuda_executor(w, o);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  CHECK(error == "the CUDA backend does not implement Q4_K weights (use a cpu device)");
+}

@@ -2,7 +2,7 @@
 // model.safetensors, tokenizer) as the GGUF file llama.cpp's
 // convert_hf_to_gguf.py and llama-quantize would make of it, for the tests
 // that load one file in both troupe and llama.cpp. TYPE:
-//   f32, f16          convert's --outtype: matrices in that type, 1-D tensors F32
+//   f32, f16, bf16    convert's --outtype: matrices in that type, 1-D tensors F32
 //   q8_0 q4_0 q4_k q6_k  every matrix in the type (llama-quantize --pure)
 //   q4_k_m            llama-quantize's Q4_K_M mix: Q4_K, with Q6_K for the
 //                     output (the embeddings when tied) and for attn_v and
@@ -49,7 +49,7 @@ struct file_kind {
 constexpr file_kind kinds[] = {
     {"f32", tensor_type::f32, 0},   {"f16", tensor_type::f16, 1},   {"q8_0", tensor_type::q8_0, 7},
     {"q4_0", tensor_type::q4_0, 2}, {"q4_k", tensor_type::q4_k, 14}, {"q6_k", tensor_type::q6_k, 18},
-    {"q4_k_m", tensor_type::q4_k, 15},
+    {"q4_k_m", tensor_type::q4_k, 15}, {"bf16", tensor_type::bf16, 32},
 };
 
 auto arch_name(model_family f) -> std::string_view {
@@ -192,9 +192,9 @@ private:
       auto* dst = reinterpret_cast<std::byte*>(bytes.data()) + static_cast<std::size_t>(r) * row_bytes;
       if (t == tensor_type::f32) {
         std::memcpy(dst, x, row_bytes);
-      } else if (t == tensor_type::f16) {
+      } else if (t == tensor_type::f16 || t == tensor_type::bf16) {
         for (std::int64_t i = 0; i < cols; ++i) {
-          const auto h = troupe::f32_to_f16(x[i]);
+          const auto h = t == tensor_type::f16 ? troupe::f32_to_f16(x[i]) : troupe::f32_to_bf16(x[i]);
           std::memcpy(dst + 2 * i, &h, 2);
         }
       } else {
@@ -300,7 +300,7 @@ private:
 };
 
 auto usage() -> int {
-  std::fprintf(stderr, "usage: write_gguf --type f32|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m MODEL_DIR OUT.gguf\n");
+  std::fprintf(stderr, "usage: write_gguf --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m MODEL_DIR OUT.gguf\n");
   return 2;
 }
 
