@@ -63,9 +63,16 @@ struct avx2 {
     out[3] = _mm256_unpackhi_epi64(t1, t3);
   }
 
-  static auto halves(const std::uint16_t* h) -> vf {
-    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  static auto gather(const std::byte* base, const std::int32_t* rel) -> vi {
+    return _mm256_i32gather_epi32(reinterpret_cast<const int*>(base),
+                                  _mm256_load_si256(reinterpret_cast<const __m256i*>(rel)), 1);
   }
+  // The low 16 bits of each lane (below 2^16: packus keeps them) to F32.
+  static auto halves_lo(vi v) -> vf {
+    v = _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
+    return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+  }
+  static auto halves_hi(vi v) -> vf { return halves_lo(_mm256_srli_epi32(v, 16)); }
   static auto bcast(const void* p) -> vi {
     std::int32_t v;
     std::memcpy(&v, p, 4);

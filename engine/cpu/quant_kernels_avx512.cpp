@@ -14,9 +14,10 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the merge source
-// of their unmasked forms, which -Wmaybe-uninitialized reports after inlining.
+// of their unmasked forms, which -W(maybe-)uninitialized reports after inlining.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace troupe::quant {
 namespace {
@@ -76,9 +77,11 @@ struct avx512 {
     out[3] = _mm512_unpackhi_epi64(t1, t3);
   }
 
-  static auto halves(const std::uint16_t* h) -> vf {
-    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+  static auto gather(const std::byte* base, const std::int32_t* rel) -> vi {
+    return _mm512_i32gather_epi32(_mm512_load_si512(rel), base, 1);
   }
+  static auto halves_lo(vi v) -> vf { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
+  static auto halves_hi(vi v) -> vf { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
   static auto bcast(const void* p) -> vi {
     std::int32_t v;
     std::memcpy(&v, p, 4);

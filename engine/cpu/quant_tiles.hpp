@@ -12,7 +12,8 @@
 // lanes, and each lane follows quant_gemm.hpp's float chain exactly.
 //
 // V provides: vi, vf, R, vnni; transpose32 (R rows × 32 bytes -> 8 vi),
-// transpose16 (R rows × 16 bytes -> 4 vi), halves (R F16 -> vf), bcast
+// transpose16 (R rows × 16 bytes -> 4 vi), gather (4 bytes of each row),
+// halves_lo/halves_hi (the low/high F16 of each lane -> vf), bcast
 // (4 bytes to every lane), set1, and_, or_, merge (a | (b & m)), shl, shr,
 // sar (32-bit lanes), add, mullo, dot (acc + Σ4 u8·s8, u8 <= 128), xor_,
 // cvt, mul, fma, set1f, loadf, storef, mr_small and mr_k (rows of x a
@@ -37,16 +38,42 @@ using gguf::tensor_type;
 template <int R>
 struct tile_rows {
   const std::byte* p[R];
-  tile_rows(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr) {
-    for (std::int64_t r = 0; r < R; ++r) p[r] = w + (row0 + std::min(r, nr - 1)) * row_bytes;
+  alignas(64) std::int32_t rel[R]; // p[r] - p[0], for gathers
+  std::int64_t row_bytes;
+
+  tile_rows(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr) : row_bytes(row_bytes) {
+    for (std::int64_t r = 0; r < R; ++r) {
+      p[r] = w + (row0 + std::min(r, nr - 1)) * row_bytes;
+      rel[r] = static_cast<std::int32_t>(std::min(r, nr - 1) * row_bytes);
+    }
+  }
+
+  // Asks for the block about 1 KiB after block b in every row (past a
+  // row's end, the next tile's rows: the same thread's next tile under a
+  // static schedule; past the matrix, nothing faults). Sixteen streams at
+  // once are more than the hardware prefetcher follows: without this, m = 1
+  // on Q8_0 read 10 GB/s from DRAM, with it 42 (one thread; 512 bytes
+  // ahead: 36). Every 64-byte line holds the last byte of a block or lies
+  // within one, so the last byte and each 64 bytes from the start cover
+  // every line. Always inlined: GCC 12 finds a function of prefetches
+  // alone free of side effects and drops its calls.
+  [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t block_bytes, std::int64_t num_blocks) const {
+    const std::int64_t pos = b + std::max<std::int64_t>(1, 1024 / block_bytes);
+    const std::int64_t off = pos < num_blocks ? pos * block_bytes : R * row_bytes + (pos - num_blocks) * block_bytes;
+    for (int r = 0; r < R; ++r) {
+      const std::byte* a = p[r] + off;
+      for (std::int64_t o = 64; o < block_bytes; o += 64) __builtin_prefetch(a + o - 64, 0, 3);
+      __builtin_prefetch(a + block_bytes - 1, 0, 3);
+    }
   }
 };
 
+// Every row's F16 at byte off, as F32: one gather of the 4 bytes from off
+// (or, when off + 4 would leave the block, up to off + 2).
 template <class V>
-auto halves_at(const tile_rows<V::R>& rows, std::int64_t off) -> typename V::vf {
-  alignas(64) std::uint16_t h[V::R];
-  for (int r = 0; r < V::R; ++r) std::memcpy(&h[r], rows.p[r] + off, 2);
-  return V::halves(h);
+auto halves_at(const tile_rows<V::R>& rows, std::int64_t off, bool at_block_end) -> typename V::vf {
+  if (at_block_end) return V::halves_hi(V::gather(rows.p[0] + off - 2, rows.rel));
+  return V::halves_lo(V::gather(rows.p[0] + off, rows.rel));
 }
 
 // Blocks per chunk: the rearranged chunk (16 KiB of values on AVX-512)
@@ -93,42 +120,71 @@ struct small_format {
   }
 };
 
+// Block b, decoded (t, sg, scale), times MR rows of x from i0 into f.
+template <class V, tensor_type T, int MR>
+[[gnu::always_inline]] inline void small_block(const typename V::vi* t, const typename V::vi* sg,
+                                               typename V::vf scale, std::int64_t b, const acts& a, std::int64_t i0,
+                                               typename V::vf* f) {
+  using F = small_format<V, T>;
+  using vi = typename V::vi;
+  const std::int64_t nb = a.k / 32;
+  vi s[MR];
+  for (int ii = 0; ii < MR; ++ii) {
+    if constexpr (F::signed_w)
+      s[ii] = V::set1(0);
+    else
+      s[ii] = V::shl(V::bcast(a.neg_sum32 + (i0 + ii) * nb + b), F::offset_shift);
+  }
+  const std::int8_t* q = a.q + i0 * a.k + 32 * b;
+  // One row of x: two chains of four products (the sum is exact either
+  // way), or the eight would wait on each other's latency.
+  constexpr int chains = MR == 1 ? 2 : 1;
+  vi s2[MR];
+  for (int ii = 0; ii < MR; ++ii) s2[ii] = V::set1(0);
+  for (int g = 0; g < 8; ++g)
+    for (int ii = 0; ii < MR; ++ii) {
+      const vi xv = V::bcast(q + ii * a.k + 4 * g);
+      vi& acc = chains == 2 && g % 2 == 1 ? s2[ii] : s[ii];
+      if constexpr (F::signed_w)
+        acc = V::dot_signed(acc, t[g], sg[g], xv);
+      else
+        acc = V::dot(acc, t[g], xv);
+    }
+  if constexpr (chains == 2)
+    for (int ii = 0; ii < MR; ++ii) s[ii] = V::add(s[ii], s2[ii]);
+  for (int ii = 0; ii < MR; ++ii)
+    f[ii] = V::fma(V::mul(scale, V::set1f(a.d[(i0 + ii) * nb + b])), V::cvt(s[ii]), f[ii]);
+}
+
 // MR rows of x from i0 over a decoded chunk of nc blocks from b0; acc
 // holds their running sums ([m, R]).
 template <class V, tensor_type T, int MR>
 [[gnu::noinline]] void small_rows(const typename V::vi* tiles, const typename V::vi* signs,
                                   const typename V::vf* scales, std::int64_t b0, std::int64_t nc, const acts& a,
                                   std::int64_t i0, float* acc) {
-  using F = small_format<V, T>;
-  using vi = typename V::vi;
-  using vf = typename V::vf;
-  const std::int64_t nb = a.k / 32;
-  vf f[MR];
+  typename V::vf f[MR];
   for (int ii = 0; ii < MR; ++ii) f[ii] = V::loadf(acc + (i0 + ii) * V::R);
-  for (std::int64_t c = 0; c < nc; ++c) {
-    const std::int64_t b = b0 + c;
-    vi s[MR];
-    for (int ii = 0; ii < MR; ++ii) {
-      if constexpr (F::signed_w)
-        s[ii] = V::set1(0);
-      else
-        s[ii] = V::shl(V::bcast(a.neg_sum32 + (i0 + ii) * nb + b), F::offset_shift);
-    }
-    const std::int8_t* q = a.q + i0 * a.k + 32 * b;
-    for (int g = 0; g < 8; ++g) {
-      const vi t = tiles[8 * c + g];
-      for (int ii = 0; ii < MR; ++ii) {
-        const vi xv = V::bcast(q + ii * a.k + 4 * g);
-        if constexpr (F::signed_w)
-          s[ii] = V::dot_signed(s[ii], t, signs[8 * c + g], xv);
-        else
-          s[ii] = V::dot(s[ii], t, xv);
-      }
-    }
-    for (int ii = 0; ii < MR; ++ii)
-      f[ii] = V::fma(V::mul(scales[c], V::set1f(a.d[(i0 + ii) * nb + b])), V::cvt(s[ii]), f[ii]);
-  }
+  for (std::int64_t c = 0; c < nc; ++c)
+    small_block<V, T, MR>(tiles + 8 * c, signs + 8 * c, scales[c], b0 + c, a, i0, f);
   for (int ii = 0; ii < MR; ++ii) V::storef(acc + (i0 + ii) * V::R, f[ii]);
+}
+
+// All m = MR rows of x at once (decode, small batches): each block is
+// multiplied as soon as it is decoded, in registers, never stored.
+template <class V, tensor_type T, int MR>
+[[gnu::noinline]] void small_fused(const tile_rows<V::R>& rows, const acts& a, float* acc) {
+  using F = small_format<V, T>;
+  const std::int64_t nb = a.k / 32;
+  typename V::vf f[MR];
+  for (int ii = 0; ii < MR; ++ii) f[ii] = V::set1f(0.0f);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    rows.prefetch(b, F::block_bytes, nb);
+    typename V::vi t[8], sg[8];
+    const auto scale = halves_at<V>(rows, b * F::block_bytes, false);
+    F::decode(rows, b, t, sg);
+    small_block<V, T, MR>(t, sg, scale, b, a, 0, f);
+  }
+  for (int ii = 0; ii < MR; ++ii) V::storef(acc + ii * V::R, f[ii]);
 }
 
 // Calls Rows<MR> for the rows of x from i0, MR at a time, the rest in one
@@ -169,11 +225,18 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
   auto* tiles = reinterpret_cast<vi*>(buf);
   auto* signs = tiles + 8 * chunk_small;
   auto* scales = reinterpret_cast<vf*>(buf + chunk_small * per_block * sizeof(vi));
+  if (a.m <= V::mr_small) {
+    auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(a.m * V::R) * sizeof(float)));
+    over_rows<V::mr_small>(a.m, [&]<int MR>(std::int64_t) { small_fused<V, T, MR>(rows, a, acc); });
+    store_rows<V>(acc, a.m, row0, nr, y, ldy);
+    return;
+  }
   float* acc = zeroed_acc<V>(a.m);
   for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_small) {
     const std::int64_t nc = std::min(chunk_small, nb - b0);
     for (std::int64_t c = 0; c < nc; ++c) {
-      scales[c] = halves_at<V>(rows, (b0 + c) * F::block_bytes);
+      rows.prefetch(b0 + c, F::block_bytes, nb);
+      scales[c] = halves_at<V>(rows, (b0 + c) * F::block_bytes, false);
       F::decode(rows, b0 + c, tiles + 8 * c, signs + 8 * c);
     }
     over_rows<V::mr_small>(a.m, [&]<int MR>(std::int64_t i0) {
@@ -193,11 +256,13 @@ struct k_format {
 
   // A Q4_K/Q5_K header: d, dmin, then 12 bytes of packed 6-bit scales and
   // mins (gguf::k_scale_min's layout, here on 32-bit lanes of 4 bytes).
-  static void decode_scales(const tile_rows<V::R>& rows, std::int64_t off, typename V::vi* sc,
-                            typename V::vi* mn) {
+  // Returns d; dmin into dmin.
+  static auto decode_scales(const tile_rows<V::R>& rows, std::int64_t off, typename V::vi* sc, typename V::vi* mn,
+                            typename V::vf& dmin) -> typename V::vf {
     using vi = typename V::vi;
     vi h[4];
     V::transpose16(rows.p, off, h);
+    dmin = V::halves_hi(h[0]);
     const vi m63 = V::set1(63), m15 = V::set1(15), m3 = V::set1(3);
     for (int j = 0; j < 4; ++j) {
       sc[j] = V::and_(V::shr(h[1], 8 * j), m63);
@@ -205,6 +270,7 @@ struct k_format {
       sc[4 + j] = V::or_(V::and_(V::shr(h[3], 8 * j), m15), V::shl(V::and_(V::shr(h[1], 8 * j + 6), m3), 4));
       mn[4 + j] = V::or_(V::and_(V::shr(h[3], 8 * j + 4), m15), V::shl(V::and_(V::shr(h[2], 8 * j + 6), m3), 4));
     }
+    return V::halves_lo(h[0]);
   }
 
   // Bit s of each qh byte moved to bit 4, the value's fifth bit (other
@@ -221,9 +287,7 @@ struct k_format {
     const vi low = V::set1(0x0F0F0F0F);
     if constexpr (T == tensor_type::q4_k || T == tensor_type::q5_k) {
       constexpr bool five = T == tensor_type::q5_k;
-      d = halves_at<V>(rows, off);
-      dmin = halves_at<V>(rows, off + 2);
-      decode_scales(rows, off, sc, mn);
+      d = decode_scales(rows, off, sc, mn, dmin);
       vi qh[8];
       if constexpr (five) V::transpose32(rows.p, off + 16, qh);
       const vi bit4 = V::set1(0x10101010);
@@ -242,7 +306,7 @@ struct k_format {
         }
       }
     } else {
-      d = halves_at<V>(rows, off + 208);
+      d = halves_at<V>(rows, off + 208, true);
       const vi bits45 = V::set1(0x30303030);
       for (int h = 0; h < 2; ++h) {
         // ql[64h + l] and ql[64h + 32 + l], qh[32h + l]: four values 32 apart.
@@ -287,50 +351,70 @@ struct k_chunk {
   }
 };
 
+// Superblock b, decoded (t[64], sc, mn, d, dmin), times MR rows of x from
+// i0 into f.
+template <class V, tensor_type T, int MR>
+[[gnu::always_inline]] inline void k_block(const typename V::vi* t, const typename V::vi* sc, const typename V::vi* mn,
+                                           typename V::vf d, typename V::vf dmin, std::int64_t b, const acts& a,
+                                           std::int64_t i0, typename V::vf* f) {
+  using F = k_format<V, T>;
+  using vi = typename V::vi;
+  constexpr int groups = 64 / F::num_sub; // vectors of 4 values per sub-block
+  const std::int8_t* q = a.q + i0 * a.k + 256 * b;
+  vi isum[MR];
+  for (int ii = 0; ii < MR; ++ii) isum[ii] = V::set1(0);
+  for (int s = 0; s < F::num_sub; ++s) {
+    vi p[MR];
+    for (int ii = 0; ii < MR; ++ii) {
+      // Q6_K's values are stored plus 32: start from -32 · Σ q.
+      if constexpr (F::mins)
+        p[ii] = V::set1(0);
+      else
+        p[ii] = V::shl(V::bcast(a.neg_sum16 + (i0 + ii) * (a.k / 16) + 16 * b + s), 5);
+    }
+    for (int g = 0; g < groups; ++g)
+      for (int ii = 0; ii < MR; ++ii)
+        p[ii] = V::dot(p[ii], t[groups * s + g], V::bcast(q + ii * a.k + 4 * (groups * s + g)));
+    for (int ii = 0; ii < MR; ++ii) isum[ii] = V::add(isum[ii], V::mullo(p[ii], sc[s]));
+  }
+  for (int ii = 0; ii < MR; ++ii) {
+    const auto dx = V::set1f(a.d[(i0 + ii) * (a.k / 256) + b]);
+    f[ii] = V::fma(V::mul(d, dx), V::cvt(isum[ii]), f[ii]);
+    if constexpr (F::mins) {
+      const std::int32_t* neg = a.neg_sum32 + (i0 + ii) * (a.k / 32) + 8 * b;
+      vi msum = V::mullo(mn[0], V::bcast(neg));
+      for (int j = 1; j < 8; ++j) msum = V::add(msum, V::mullo(mn[j], V::bcast(neg + j)));
+      f[ii] = V::fma(V::mul(dmin, dx), V::cvt(msum), f[ii]);
+    }
+  }
+}
+
 template <class V, tensor_type T, int MR>
 [[gnu::noinline]] void k_rows(const k_chunk<V, T>& ch, std::int64_t b0, std::int64_t nc, const acts& a,
                               std::int64_t i0, float* acc) {
   using F = k_format<V, T>;
-  using vi = typename V::vi;
-  using vf = typename V::vf;
-  constexpr int groups = 64 / F::num_sub; // vectors of 4 values per sub-block
-  const std::int64_t nb = a.k / 256;
-  vf f[MR];
+  typename V::vf f[MR];
   for (int ii = 0; ii < MR; ++ii) f[ii] = V::loadf(acc + (i0 + ii) * V::R);
-  for (std::int64_t c = 0; c < nc; ++c) {
-    const std::int64_t b = b0 + c;
-    const std::int8_t* q = a.q + i0 * a.k + 256 * b;
-    vi isum[MR];
-    for (int ii = 0; ii < MR; ++ii) isum[ii] = V::set1(0);
-    for (int s = 0; s < F::num_sub; ++s) {
-      vi p[MR];
-      for (int ii = 0; ii < MR; ++ii) {
-        // Q6_K's values are stored plus 32: start from -32 · Σ q.
-        if constexpr (F::mins)
-          p[ii] = V::set1(0);
-        else
-          p[ii] = V::shl(V::bcast(a.neg_sum16 + (i0 + ii) * (a.k / 16) + 16 * b + s), 5);
-      }
-      for (int g = 0; g < groups; ++g) {
-        const vi t = ch.t[64 * c + groups * s + g];
-        for (int ii = 0; ii < MR; ++ii)
-          p[ii] = V::dot(p[ii], t, V::bcast(q + ii * a.k + 4 * (groups * s + g)));
-      }
-      const vi scale = ch.sc[F::num_sub * c + s];
-      for (int ii = 0; ii < MR; ++ii) isum[ii] = V::add(isum[ii], V::mullo(p[ii], scale));
-    }
-    for (int ii = 0; ii < MR; ++ii) {
-      const vf dx = V::set1f(a.d[(i0 + ii) * nb + b]);
-      f[ii] = V::fma(V::mul(ch.d[c], dx), V::cvt(isum[ii]), f[ii]);
-      if constexpr (F::mins) {
-        const std::int32_t* neg = a.neg_sum32 + (i0 + ii) * (a.k / 32) + 8 * b;
-        vi msum = V::mullo(ch.mn[8 * c], V::bcast(neg));
-        for (int j = 1; j < 8; ++j) msum = V::add(msum, V::mullo(ch.mn[8 * c + j], V::bcast(neg + j)));
-        f[ii] = V::fma(V::mul(ch.dmin[c], dx), V::cvt(msum), f[ii]);
-      }
-    }
-  }
+  for (std::int64_t c = 0; c < nc; ++c)
+    k_block<V, T, MR>(ch.t + 64 * c, ch.sc + F::num_sub * c, ch.mn + 8 * c, ch.d[c], ch.dmin[c], b0 + c, a, i0, f);
   for (int ii = 0; ii < MR; ++ii) V::storef(acc + (i0 + ii) * V::R, f[ii]);
+}
+
+// small_fused's K-quant twin: m = MR, every superblock used as decoded.
+template <class V, tensor_type T, int MR>
+[[gnu::noinline]] void k_fused(const tile_rows<V::R>& rows, const acts& a, float* acc) {
+  using F = k_format<V, T>;
+  const std::int64_t nb = a.k / 256;
+  typename V::vf f[MR];
+  for (int ii = 0; ii < MR; ++ii) f[ii] = V::set1f(0.0f);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    rows.prefetch(b, F::block_bytes, nb);
+    typename V::vi t[64], sc[F::num_sub], mn[8];
+    typename V::vf d, dmin;
+    F::decode(rows, b, t, sc, mn, d, dmin);
+    k_block<V, T, MR>(t, sc, mn, d, dmin, b, a, 0, f);
+  }
+  for (int ii = 0; ii < MR; ++ii) V::storef(acc + ii * V::R, f[ii]);
 }
 
 template <class V, tensor_type T>
@@ -338,13 +422,21 @@ void k_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::
             std::int64_t ldy) {
   using F = k_format<V, T>;
   const tile_rows<V::R> rows(w, row_bytes, row0, nr);
+  if (a.m <= V::mr_k) {
+    auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(a.m * V::R) * sizeof(float)));
+    over_rows<V::mr_k>(a.m, [&]<int MR>(std::int64_t) { k_fused<V, T, MR>(rows, a, acc); });
+    store_rows<V>(acc, a.m, row0, nr, y, ldy);
+    return;
+  }
   const std::int64_t nb = a.k / 256;
   const k_chunk<V, T> ch;
   float* acc = zeroed_acc<V>(a.m);
   for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_k) {
     const std::int64_t nc = std::min(chunk_k, nb - b0);
-    for (std::int64_t c = 0; c < nc; ++c)
+    for (std::int64_t c = 0; c < nc; ++c) {
+      rows.prefetch(b0 + c, F::block_bytes, nb);
       F::decode(rows, b0 + c, ch.t + 64 * c, ch.sc + F::num_sub * c, ch.mn + 8 * c, ch.d[c], ch.dmin[c]);
+    }
     over_rows<V::mr_k>(a.m, [&]<int MR>(std::int64_t i0) { k_rows<V, T, MR>(ch, b0, nc, a, i0, acc); });
   }
   store_rows<V>(acc, a.m, row0, nr, y, ldy);
