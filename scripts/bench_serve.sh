@@ -49,3 +49,28 @@ for rate in ${RATES:-1 4 16}; do
     grep -E "duration|throughput|goodput|Median|P99"
 done
 stop_server
+
+# 3. A GGUF file: the TinyLlama-1.1B shape (random weights) served as
+#    Q4_K_M beside the same weights in BF16, 16 requests at a time; then the
+#    sequences of its 2048-token context that a 256 MiB KV cache holds, with
+#    f32 and q8_0 keys and values (the server's own kv_cache_capacity_tokens).
+write_gguf=${WRITE_GGUF:-build/tests/write_gguf}
+tl="$work/tinyllama-1.1b"
+ensure_model tinyllama-1.1b "$tl"
+for kind in q4_k_m bf16; do
+  [ -f "$tl.$kind.gguf" ] || "$write_gguf" --type "$kind" "$tl" "$tl.$kind.gguf"
+done
+for kind in q4_k_m bf16; do
+  echo "== TinyLlama-1.1B shape, $kind GGUF, concurrency 16, 48 prompts of 128 words, 64 tokens each"
+  start_server --model "$tl.$kind.gguf" --set scheduler.max_num_seqs=16
+  "$troupe" bench --url "http://127.0.0.1:$port" --num-prompts 48 --max-concurrency 16 --seed 1 \
+    --random-input-len 128 --random-output-len 64 | grep -E "duration|throughput|Median|P99"
+  stop_server
+done
+for kv in f32 q8_0; do
+  start_server --model "$tl.q4_k_m.gguf" --set scheduler.kv_memory=256MiB --set scheduler.kv_cache_dtype=$kv
+  tokens=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^troupe_kv_cache_capacity_tokens/ {print $2+0; exit}')
+  stop_server
+  awk -v kv="$kv" -v t="$tokens" 'BEGIN {
+    printf "kv_memory 256MiB, kv_cache_dtype %s: %d tokens, %.1f sequences of 2048 tokens\n", kv, t, t / 2048 }'
+done

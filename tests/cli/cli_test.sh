@@ -150,6 +150,10 @@ cp -r "$tmp/tiny" "$tmp/broken"
 head -c 100 "$tmp/tiny/model.safetensors" >"$tmp/broken/model.safetensors"
 check "truncated weights: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/broken" --prompt hi)" = 1
 check "truncated weights named" grep -q "model.safetensors" "$tmp/err"
+printf 'GGUF\003\000\000\000' >"$tmp/short.gguf"
+check "truncated GGUF file: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/short.gguf" --prompt hi)" = 1
+check "truncated GGUF file: one line naming it" \
+  test "$(cat "$tmp/err")" = "troupe: $tmp/short.gguf: truncated: 8 bytes, shorter than a GGUF header"
 
 # A CUDA device named where there is none (or no backend library): one line, exit 1.
 serve_cuda() { timeout 120 "$troupe" serve --config "$src/config/default.toml" --model "$tmp/tiny" --port 0 --set 'engine.devices=["cuda:0"]' "$@"; }

@@ -103,16 +103,20 @@ function tokenize() {
   return { ids };
 }
 
+// Decode in lockstep: every step evaluates each sequence's last token in one
+// call per sequence, all issued in the same tick, so node-llama-cpp batches
+// them into one llama_decode (a sequence's own generator would dispatch
+// alone: measured no faster than batch 1).
 async function timeDecode(ctx, numSequences, steps) {
   const seqs = Array.from({ length: numSequences }, () => ctx.getSequence());
   const prompts = seqs.map((_, i) => syntheticIds(16, 7 + i));
   await Promise.all(seqs.map((seq, i) => seq.evaluateWithoutGeneratingNewTokens(prompts[i])));
+  let next = prompts.map((p) => p[p.length - 1]);
   const start = process.hrtime.bigint();
-  await Promise.all(seqs.map(async (seq) => {
-    let n = 0;
-    for await (const _ of seq.evaluate([syntheticIds(1, 99)[0]], { temperature: 0 }))
-      if (++n >= steps) break;
-  }));
+  for (let s = 0; s < steps; ++s) {
+    const res = await Promise.all(seqs.map((seq, i) => seq.controlledEvaluate([[next[i], { generateNext: { token: true } }]])));
+    next = res.map((r) => r[0].next.token);
+  }
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   return (numSequences * steps) / seconds;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """server.metrics_port on the real server: /metrics (whose series name
 tenants) on a listener of its own, the API's port answering it 404; the
-default, /metrics on the API's port; bad values stop start-up with one line."""
+default, /metrics on the API's port; bad values stop start-up with one line.
+The KV cache's type in /metrics (block bytes, capacity), and weights
+quantized on load serving."""
 
 import http.client
 import json
@@ -110,6 +112,42 @@ def test_bad_values(model):
         busy.close()
 
 
+def test_kv_cache_dtype(model):
+    # The tiny model: 2 layers of 2 KV heads of 32, blocks of 16 tokens; 1 MiB of KV.
+    for kv, block_bytes in [("f32", 2 * 2 * 2 * 32 * 4 * 16), ("q8_0", 2 * 2 * 2 * 34 * 16)]:
+        srv = server(model, "scheduler.kv_cache_dtype=" + kv, "scheduler.kv_memory=1MiB")
+        try:
+            status, body = get(srv.port, "/v1/completions", "POST",
+                               {"prompt": "Hello", "max_tokens": 8, "temperature": 0, "ignore_eos": True})
+            check(status == 200 and json.loads(body)["usage"]["completion_tokens"] == 8,
+                  f"kv_cache_dtype {kv}: a completion runs over it")
+            _, text = get(srv.port, "/metrics")
+            got = re.search(r'troupe_kv_cache_block_bytes\{[^}]*kv_cache_dtype="' + kv + r'"[^}]*\} (\S+)', text)
+            cap = re.search(r"troupe_kv_cache_capacity_tokens\{[^}]*\} (\S+)", text)
+            blocks = (1 << 20) // block_bytes
+            check(got is not None and float(got.group(1)) == block_bytes,
+                  f"kv_cache_dtype {kv}: /metrics kv_cache_block_bytes is {block_bytes}")
+            check(cap is not None and float(cap.group(1)) == blocks * 16,
+                  f"kv_cache_dtype {kv}: /metrics kv_cache_capacity_tokens is {blocks * 16}")
+        finally:
+            srv.stop()
+    for sets, key in [(["scheduler.kv_cache_dtype=q4"], "scheduler.kv_cache_dtype"),
+                      (["engine.weight_dtype=q2_k"], "engine.weight_dtype")]:
+        rc, lines = serve_error(model, *sets)
+        check(rc != 0 and len(lines) == 1 and key in lines[0], f"{sets[0]}: one line naming {key}: {lines}")
+    # Quantized on load: the tiny model's rows are not whole 256-blocks, so
+    # q4_k takes Q8_0 for them, as llama-quantize would.
+    for wd in ["q8_0", "q4_k"]:
+        srv = server(model, "engine.weight_dtype=" + wd)
+        try:
+            status, body = get(srv.port, "/v1/completions", "POST",
+                               {"prompt": "Hello", "max_tokens": 8, "temperature": 0, "ignore_eos": True})
+            check(status == 200 and json.loads(body)["usage"]["completion_tokens"] == 8,
+                  f"weight_dtype {wd}: the model quantized at start-up serves")
+        finally:
+            srv.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-metrics-test-")
     try:
@@ -117,6 +155,7 @@ def main():
         test_default(model)
         test_own_port(model, tmp)
         test_bad_values(model)
+        test_kv_cache_dtype(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()
