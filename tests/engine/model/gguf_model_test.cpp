@@ -90,13 +90,23 @@ struct tiny_gguf {
     };
     add("token_embd.weight", static_cast<std::uint64_t>(vocab), d, matrix_type);
     norm("blk.0.attn_norm.weight", d);
-    add("blk.0.attn_q.weight", q, d, matrix_type);
-    add("blk.0.attn_k.weight", kv, d, matrix_type);
-    add("blk.0.attn_v.weight", kv, d, matrix_type);
+    if (arch == "phi3") { // fused, as Phi-3 stores them (the other tensors keep their ids)
+      add("blk.0.attn_qkv.weight", q + 2 * kv, d, matrix_type);
+      id += 2;
+    } else {
+      add("blk.0.attn_q.weight", q, d, matrix_type);
+      add("blk.0.attn_k.weight", kv, d, matrix_type);
+      add("blk.0.attn_v.weight", kv, d, matrix_type);
+    }
     add("blk.0.attn_output.weight", d, q, matrix_type);
     norm("blk.0.ffn_norm.weight", d);
-    add("blk.0.ffn_gate.weight", ff, d, matrix_type);
-    add("blk.0.ffn_up.weight", ff, d, matrix_type);
+    if (arch == "phi3") {
+      add("blk.0.ffn_up.weight", 2 * ff, d, matrix_type);
+      ++id;
+    } else {
+      add("blk.0.ffn_gate.weight", ff, d, matrix_type);
+      add("blk.0.ffn_up.weight", ff, d, matrix_type);
+    }
     add("blk.0.ffn_down.weight", d, ff, matrix_type);
     norm("output_norm.weight", d);
     if (!tied) add("output.weight", static_cast<std::uint64_t>(vocab), d, matrix_type);
@@ -225,6 +235,32 @@ TEST_CASE("the families' own tensors and keys") {
     g.extra = {{"rope_freqs.weight", 16}};
     CHECK(load_error(dir, g) == (dir / "m.gguf").string() +
                                     ": tensor 'rope_freqs.weight' has shape [16], expected [8] (GGUF order, fastest dimension first)");
+  }
+  SUBCASE("phi3: fused q/k/v and gate/up rows as views; longrope's factors") {
+    tiny_gguf g;
+    g.arch = "phi3";
+    g.extra_keys = [](gguf_writer& w) {
+      w.kv_string("phi3.rope.scaling.type", "longrope");
+      w.kv_u32("phi3.rope.scaling.original_context_length", 64);
+      w.kv_f32("phi3.rope.scaling.attn_factor", 1.19f);
+    };
+    g.extra = {{"rope_factors_long.weight", 8}, {"rope_factors_short.weight", 8}};
+    g.write(dir / "m.gguf");
+    const auto w = load_gguf_weights(dir / "m.gguf");
+    const auto& c = w.config;
+    CHECK(c.architecture == "Phi3ForCausalLM");
+    REQUIRE(c.rope_scaling.type == "longrope");
+    CHECK(c.rope_scaling.original_max_position_embeddings == 64);
+    CHECK(c.rope_scaling.factor == 4.0); // context 256 over 64
+    CHECK(c.rope_scaling.attention_factor == doctest::Approx(1.19));
+    CHECK(c.rope_scaling.long_factor[2] == tiny_gguf::value(13, 0, 2));
+    CHECK(c.rope_scaling.short_factor[5] == tiny_gguf::value(14, 0, 5));
+    // attn_qkv (tensor 3): q rows 0-31, k 32-47, v 48-63; ffn_up (8): gate, then up.
+    CHECK(row_of(w.layers[0].wq, 31)[1] == tiny_gguf::value(3, 31, 1));
+    CHECK(row_of(w.layers[0].wk, 0)[1] == tiny_gguf::value(3, 32, 1));
+    CHECK(row_of(w.layers[0].wv, 15)[1] == tiny_gguf::value(3, 63, 1));
+    CHECK(row_of(w.layers[0].w_gate, 63)[2] == tiny_gguf::value(8, 63, 2));
+    CHECK(row_of(w.layers[0].w_up, 0)[2] == tiny_gguf::value(8, 64, 2));
   }
   SUBCASE("F16 matrices are read in place") {
     tiny_gguf g;
