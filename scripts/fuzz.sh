@@ -30,10 +30,14 @@ libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
 libs[safetensors]="-lsimdjson"
 sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokenizer.cpp engine/tokenizer/detokenizer.cpp
-  engine/tokenizer/sentencepiece_tokenizer.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
+  engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp engine/model/gguf.cpp
+  engine/model/mapping.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
-sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp engine/model/mapping.cpp"
-libs[gguf]=""
+sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp engine/model/mapping.cpp engine/model/gguf_model.cpp
+  engine/model/gguf_quant.cpp engine/model/model_config.cpp engine/model/config_fields.cpp
+  engine/tokenizer/tokenizer.cpp engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp
+  $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
+libs[gguf]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
 sources[chat_template]="tests/fuzz/chat_template_fuzz.cpp $(ls engine/template/*.cpp | tr '\n' ' ')"
 libs[chat_template]=""
 
@@ -54,9 +58,11 @@ kv = s(b"general.architecture") + struct.pack("<I", 8) + s(b"llama")
 kv += s(b"llama.block_count") + struct.pack("<II", 4, 2)
 kv += s(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 3) + s(b"<s>") + s(b"a") + s(b"\xe2\x96\x81b")
 kv += s(b"tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 2) + struct.pack("<ff", 0.5, -1)
+kv += s(b"tokenizer.ggml.model") + struct.pack("<I", 8) + s(b"llama")
+kv += s(b"tokenizer.ggml.token_type") + struct.pack("<IIQ", 9, 5, 3) + struct.pack("<iii", 3, 1, 1)
 kv += s(b"general.alignment") + struct.pack("<II", 4, 32)
 infos = s(b"a") + struct.pack("<IQQIQ", 2, 4, 2, 0, 0) + s(b"q") + struct.pack("<IQIQ", 1, 32, 8, 32)
-head = b"GGUF" + struct.pack("<IQQ", 3, 2, 5) + kv + infos
+head = b"GGUF" + struct.pack("<IQQ", 3, 2, 7) + kv + infos
 head += bytes(-len(head) % 32)
 open(sys.argv[1] + "/small.gguf", "wb").write(head + bytes(range(32)) + bytes(34) + bytes(30))
 PY

@@ -1,10 +1,14 @@
 // libFuzzer harness: the GGUF reader (header, metadata of every value type,
 // nested arrays, tensor infos, alignment, offsets) on any bytes, as a file
 // (an in-memory one: memfd). Every tensor's bytes are read once, so a
-// pointer past the mapping is caught by ASan or a fault.
+// pointer past the mapping is caught by ASan or a fault. A file that opens
+// then goes to what troupe makes of its metadata: the model's
+// hyper-parameters and its tokenizer (any error a model_error).
 
 #include "engine/model/gguf.hpp"
+#include "engine/model/gguf_model.hpp"
 #include "engine/model/model_error.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
 
 #include <cstdint>
 #include <string>
@@ -23,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     for (const auto& [k, v] : f->metadata()) sum += static_cast<unsigned>(troupe::gguf::describe(v).size() + k.size());
     (void)sum;
+    try {
+      (void)troupe::gguf_model_config(*f);
+    } catch (const troupe::model_error&) {
+    }
+    const auto tok = troupe::tokenizer::load_gguf(*f);
+    const auto ids = tok.encode_with_special("Hello <s> w\xc3\xb6rld\n", true);
+    (void)tok.decode(ids);
   } catch (const troupe::model_error&) {
   }
   return 0;
