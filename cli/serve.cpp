@@ -41,7 +41,7 @@ namespace {
 
 // A tag that changes when the model's files do: FNV-1a over config.json and
 // the first 64 KiB of each weights file (the safetensors header); a GGUF
-// file's first MiB (its metadata and tensor table, or most of them).
+// file's first and last MiB and its size.
 auto model_version(const std::filesystem::path& dir, const std::string& name) -> std::string {
   std::uint64_t h = 1469598103934665603ull;
   const auto mix = [&h](const std::filesystem::path& p, std::size_t limit) {
@@ -54,7 +54,17 @@ auto model_version(const std::filesystem::path& dir, const std::string& name) ->
     }
   };
   if (gguf::is_gguf_file(dir)) {
+    // Its metadata and (some of) its tensor table, then its size and last
+    // MiB: two files that differ only in weights differ there.
     mix(dir, 1 << 20);
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(dir, ec);
+    h = (h ^ size) * 1099511628211ull;
+    std::ifstream in(dir, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(size > (1u << 20) ? size - (1u << 20) : 0));
+    char buf[4096];
+    while (in.read(buf, sizeof buf).gcount() > 0)
+      for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
   } else {
     mix(dir / "config.json", 1 << 20);
     for (const auto& e : std::filesystem::directory_iterator(dir))

@@ -281,14 +281,15 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->integer("heads", m.heads, 1);
     r->integer("kv_heads", m.kv_heads, 1);
     r->integer("vocab", m.vocab, 2, std::numeric_limits<std::int32_t>::max()); // token ids are 32-bit
+    r->integer("head_dim", m.head_dim, 1);
     r->number("weight_bytes", m.weight_bytes, 0, true);
     r->number("kv_bytes", m.kv_bytes, 0, true);
     r->text("kv_cache_dtype", m.kv_cache_dtype, {"f32", "bf16", "f16", "q8_0"});
-    if (m.hidden % m.heads != 0) fail("model.heads", "must divide model.hidden");
+    if (m.head_dim == 0 && m.hidden % m.heads != 0) fail("model.heads", "must divide model.hidden (or give model.head_dim)");
     if (m.heads % m.kv_heads != 0) fail("model.kv_heads", "must divide model.heads");
     if (!m.kv_cache_dtype.empty()) {
       if (r->at("kv_bytes") != nullptr) fail("model.kv_cache_dtype", "and model.kv_bytes both set: give one");
-      const auto head_dim = m.hidden / m.heads;
+      const auto head_dim = m.head_size();
       const auto t = *parse_kv_dtype(m.kv_cache_dtype);
       if (t == kv_dtype::q8_0 && head_dim % 32 != 0)
         fail("model.kv_cache_dtype", "\"q8_0\" stores blocks of 32 values; head_dim " + std::to_string(head_dim) +
@@ -304,7 +305,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     const auto where = "replicas[" + std::to_string(i) + "].kv_memory";
     const auto& m = sc.cost.model;
     if (m.kv_cache_dtype.empty()) fail(where, "needs model.kv_cache_dtype (the bytes a cached value takes)");
-    const auto bytes = kv_block_bytes(*parse_kv_dtype(m.kv_cache_dtype), m.layers, m.kv_heads, m.hidden / m.heads,
+    const auto bytes = kv_block_bytes(*parse_kv_dtype(m.kv_cache_dtype), m.layers, m.kv_heads, m.head_size(),
                                       s.block_size);
     const auto blocks = s.kv_memory / bytes;
     if (blocks < 1 || blocks > std::numeric_limits<std::int32_t>::max())

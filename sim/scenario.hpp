@@ -69,6 +69,8 @@ struct autoscaler_spec {
 /// The model's shape, for the roofline cost model.
 struct model_shape {
   std::int64_t layers = 32, hidden = 4096, intermediate = 14336, heads = 32, kv_heads = 8, vocab = 128256;
+  std::int64_t head_dim = 0; ///< 0: hidden / heads (Qwen3 and Gemma set their own)
+  auto head_size() const -> std::int64_t { return head_dim > 0 ? head_dim : hidden / heads; }
   double weight_bytes = 2; ///< per parameter
   double kv_bytes = 2;     ///< per cached value
   /// Set: the server's scheduler.kv_cache_dtype ("f32", "bf16", "f16",

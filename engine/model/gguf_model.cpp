@@ -35,9 +35,20 @@ constexpr std::string_view k_known_keys[] = {
     "attention.head_count", "attention.head_count_kv", "attention.key_length", "attention.value_length",
     "attention.layer_norm_rms_epsilon", "attention.sliding_window", "rope.freq_base", "rope.dimension_count",
     "rope.scaling.type", "rope.scaling.factor", "rope.scaling.original_context_length", "rope.scaling.attn_factor",
-    "rope.scaling.finetuned", "attn_logit_softcapping", "final_logit_softcapping",
+    "rope.scaling.finetuned", "rope.scaling.yarn_beta_fast", "rope.scaling.yarn_beta_slow", "rope.freq_base_swa",
+    "attn_logit_softcapping", "final_logit_softcapping",
+    // Written where config.json has layer_norm_eps; these RMSNorm models
+    // read attention.layer_norm_rms_epsilon (llama.cpp ignores it too).
+    "attention.layer_norm_epsilon",
     // Zero means none: checked below.
     "expert_count", "expert_used_count",
+};
+
+/// The texts of the tokens llama.cpp's vocabulary treats as ends of
+/// generation besides the file's EOS/EOT/EOM ids (its llama-vocab.cpp).
+constexpr std::string_view k_end_of_turn[] = {
+    "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
+    "<|end_of_text|>", "<|return|>", "<|call|>", "<｜end▁of▁sentence｜>",
 };
 
 /// Typed reads of "{arch}.{key}", each failure one line naming the key.
@@ -107,15 +118,13 @@ auto optional_token(const gguf::file& f, std::string_view key) -> std::optional<
   return static_cast<token_id>(*n);
 }
 
-auto find_tensor(const gguf::file& f, std::string_view name) -> const gguf::tensor* { return f.find_tensor(name); }
-
 /// Rows of the matrices and the tensors of one file, each checked and
 /// marked used; check_all_used then refuses what nobody asked for.
 class tensor_reader {
 public:
   tensor_reader(const gguf::file& f, model_weights& out) : f_(f), out_(out) {}
 
-  auto has(std::string_view name) const -> bool { return find_tensor(f_, name) != nullptr; }
+  auto has(std::string_view name) const -> bool { return f_.find_tensor(name) != nullptr; }
 
   /// A [rows, cols] matrix, used in place.
   auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
@@ -133,9 +142,20 @@ public:
       case gguf::tensor_type::q4_k:
       case gguf::tensor_type::q5_k:
       case gguf::tensor_type::q6_k: w.quant = t.type; break;
+      case gguf::tensor_type::q5_0: {
+        // Where a Q4_K row is not whole 256-value blocks, llama-quantize
+        // writes Q5_0: held as Q8_0, exactly (gguf_quant's q5_0_to_q8_0).
+        w.quant = gguf::tensor_type::q8_0;
+        auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(rows * w.row_bytes())]);
+        gguf::q5_0_to_q8_0(t.data, bytes.get(), rows * cols);
+        w.data = bytes.get();
+        out_.storage.push_back(std::move(bytes));
+        break;
+      }
       default:
         fail(f_.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) +
-                            ", which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                            ", which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, "
+                            "Q6_K)");
     }
     return w;
   }
@@ -187,7 +207,7 @@ public:
 
 private:
   auto get(const std::string& name, const std::vector<std::int64_t>& ne) -> const gguf::tensor& {
-    const auto* t = find_tensor(f_, name);
+    const auto* t = f_.find_tensor(name);
     if (t == nullptr) fail(f_.path(), "missing tensor '" + name + "'");
     if (t->ne != ne) {
       const auto shape = [](const std::vector<std::int64_t>& v) {
@@ -206,6 +226,21 @@ private:
   model_weights& out_;
   std::set<std::string_view> used_;
 };
+
+/// A RoPE factor tensor's head_dim / 2 values (rope_freqs, Phi-3's
+/// rope_factors_long/short).
+auto factor_values(const gguf::file& f, const std::string& name, std::int64_t n) -> std::vector<double> {
+  const auto* t = f.find_tensor(name);
+  if (t == nullptr) fail(f.path(), "missing tensor '" + name + "'");
+  if (t->ne != std::vector<std::int64_t>{n})
+    fail(f.path(), "tensor '" + name + "' has " + std::to_string(t->numel()) + " values, expected head_dim / 2 = " +
+                       std::to_string(n));
+  if (t->type != gguf::tensor_type::f32 && t->type != gguf::tensor_type::f16 && t->type != gguf::tensor_type::bf16)
+    fail(f.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t->type)) + ", expected F32, F16 or BF16");
+  std::vector<float> values(static_cast<std::size_t>(n));
+  gguf::dequantize_row(t->type, t->data, values.data(), n);
+  return {values.begin(), values.end()};
+}
 
 /// Gemma's attention scale, as llama.cpp sets it: 27B models scale by
 /// (hidden / heads)^-1/2 (their query_pre_attn_scalar), others by head_dim.
@@ -246,6 +281,12 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
   c.hidden_size = h.size("embedding_length");
   c.intermediate_size = h.size("feed_forward_length");
   c.num_hidden_layers = h.size("block_count");
+  // Before anything is sized by it: each layer has tensors of its own.
+  if (c.num_hidden_layers > static_cast<std::int64_t>(f.tensors().size()) ||
+      f.find_tensor("blk." + std::to_string(c.num_hidden_layers - 1) + ".attn_norm.weight") == nullptr)
+    fail(f.path(), "key '" + h.key("block_count") + "' is " + std::to_string(c.num_hidden_layers) +
+                       ", but the file has no tensor 'blk." + std::to_string(c.num_hidden_layers - 1) +
+                       ".attn_norm.weight'");
   c.num_attention_heads = h.size("attention.head_count");
   c.num_key_value_heads = h.size_or("attention.head_count_kv", c.num_attention_heads);
   if (c.hidden_size % c.num_attention_heads != 0 && h.find("attention.key_length") == nullptr)
@@ -269,12 +310,14 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
     rs.factor = factor;
     rs.original_max_position_embeddings = h.size_or("rope.scaling.original_context_length", c.max_position_embeddings);
     rs.attention_factor = h.number_or("rope.scaling.attn_factor", 0.0);
+    rs.beta_fast = h.number_or("rope.scaling.yarn_beta_fast", rs.beta_fast);
+    rs.beta_slow = h.number_or("rope.scaling.yarn_beta_slow", rs.beta_slow);
   } else if (scaling != "none" && scaling != "longrope") {
     fail(f.path(), "key '" + h.key("rope.scaling.type") + "' is '" + std::string(scaling) +
                        "' (supported: none, linear, yarn, and Phi-3's longrope)");
   }
 
-  c.tie_word_embeddings = find_tensor(f, "output.weight") == nullptr;
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
   if (gemma) {
     c.hidden_act = "gelu_pytorch_tanh";
     c.sliding_window = h.size_or("attention.sliding_window", 0);
@@ -284,41 +327,64 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
       c.sliding_layers[static_cast<std::size_t>(i)] = fam == model_family::gemma2 ? i % 2 == 0 : (i + 1) % 6 != 0;
     c.attn_logit_softcapping = h.number_or("attn_logit_softcapping", 0.0);
     c.final_logit_softcapping = h.number_or("final_logit_softcapping", 0.0);
-    if (fam == model_family::gemma3) c.rope_local_base_freq = 10000.0; // llama.cpp's, as transformers' default
+    // The local layers' RoPE base: the file's, else llama.cpp's (and
+    // transformers') default.
+    if (fam == model_family::gemma3) c.rope_local_base_freq = h.number_or("rope.freq_base_swa", 10000.0);
     c.query_pre_attn_scalar = gemma_query_scalar(c);
-  } else {
-    c.sliding_window = h.size_or("attention.sliding_window", 0);
   }
+  // llama.cpp slides only Gemma's layers: it reads no window for llama and
+  // qwen (a Mistral v0.1 file's 4096 included) and none for phi3 since its
+  // PR 13676; troupe computes the files as llama.cpp does.
+  if (!gemma) (void)h.size_or("attention.sliding_window", 0);
+  if (fam != model_family::gemma3 && h.find("rope.freq_base_swa") != nullptr)
+    fail(f.path(), "key '" + h.key("rope.freq_base_swa") + "': a second RoPE base is implemented for gemma3 only");
 
   c.bos_token_id = optional_token(f, "tokenizer.ggml.bos_token_id");
+  const auto add_eos = [&](token_id id) {
+    if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
+      c.eos_token_ids.push_back(id);
+  };
   for (const auto* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
-    if (const auto id = optional_token(f, key); id && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *id) == c.eos_token_ids.end())
-      c.eos_token_ids.push_back(*id);
+    if (const auto id = optional_token(f, key)) add_eos(*id);
+  // As llama.cpp does, the end-of-turn tokens a chat model stops at, by
+  // their text: a GGUF file names only one EOS (Gemma's <eos>, not its
+  // <end_of_turn>), where generation_config.json lists them all.
+  if (const auto* tokens = f.find("tokenizer.ggml.tokens"); tokens != nullptr && tokens->as_array() != nullptr) {
+    const auto& items = tokens->as_array()->items;
+    for (std::size_t id = 0; id < items.size(); ++id) {
+      const auto text = items[id].as_string();
+      if (!text) continue;
+      for (const auto end : k_end_of_turn)
+        if (*text == end) add_eos(static_cast<token_id>(id));
+    }
+  }
 
-  const auto* embed = find_tensor(f, "token_embd.weight");
+  const auto* embed = f.find_tensor("token_embd.weight");
   if (embed == nullptr) fail(f.path(), "missing tensor 'token_embd.weight'");
   if (embed->ne.size() != 2) fail(f.path(), "tensor 'token_embd.weight' is not a matrix");
   c.vocab_size = embed->ne[1];
-  switch (embed->type) {
-    case gguf::tensor_type::f16: c.torch_dtype = "float16"; break;
-    case gguf::tensor_type::bf16: c.torch_dtype = "bfloat16"; break;
-    default: c.torch_dtype = "float32";
-  }
-  if (fam == model_family::phi3 && scaling == "longrope") {
+  // llama.cpp computes in F32 whatever the weights' type (Gemma's embedding
+  // scale included, unrounded).
+  c.torch_dtype = "float32";
+  // Phi-3's longrope: older converters write its factor tensors without
+  // the scaling key.
+  const bool longrope = scaling == "longrope" || (fam == model_family::phi3 && f.find_tensor("rope_factors_long.weight"));
+  if (longrope && fam != model_family::phi3)
+    fail(f.path(), "key '" + h.key("rope.scaling.type") + "' is 'longrope', which troupe implements for phi3 only");
+  const auto half = c.head_dim / 2;
+  if (longrope) {
     rs.type = "longrope";
     rs.original_max_position_embeddings = h.size("rope.scaling.original_context_length");
     rs.factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(rs.original_max_position_embeddings);
     rs.attention_factor = h.number_or("rope.scaling.attn_factor", 0.0);
-  } else if (scaling == "longrope") {
-    fail(f.path(), "key '" + h.key("rope.scaling.type") + "' is 'longrope', which troupe implements for phi3 only");
+    rs.short_factor = factor_values(f, "rope_factors_short.weight", half);
+    rs.long_factor = factor_values(f, "rope_factors_long.weight", half);
   }
-  // The factor tensors are read with the weights; validate needs their sizes.
-  if (rs.type == "longrope") rs.short_factor = rs.long_factor = std::vector<double>(static_cast<std::size_t>(c.head_dim / 2), 1.0);
-  if (find_tensor(f, "rope_freqs.weight") != nullptr) {
+  if (f.find_tensor("rope_freqs.weight") != nullptr) {
     if (!rs.type.empty())
       fail(f.path(), "tensor 'rope_freqs.weight' together with rope scaling '" + rs.type + "' is not implemented");
     rs.type = "freq_factors";
-    rs.short_factor = std::vector<double>(static_cast<std::size_t>(c.head_dim / 2), 1.0);
+    rs.short_factor = factor_values(f, "rope_freqs.weight", half);
   }
   c.validate(f.path().string());
   return c;
@@ -335,18 +401,10 @@ auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
   const auto d = c.hidden_size, inter = c.intermediate_size, hd = c.head_dim;
   const auto q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
 
-  // Per-dimension RoPE divisors (Llama 3.1's scaling, Phi-3's longrope),
-  // into the config the forward pass reads.
-  const auto factors = [&](const char* name) {
-    const auto values = load.floats(name, hd / 2);
-    return std::vector<double>(values.get(), values.get() + hd / 2);
-  };
-  if (c.rope_scaling.type == "freq_factors") c.rope_scaling.short_factor = factors("rope_freqs.weight");
-  if (c.rope_scaling.type == "longrope") {
-    c.rope_scaling.short_factor = factors("rope_factors_short.weight");
-    c.rope_scaling.long_factor = factors("rope_factors_long.weight");
-  }
-  c.validate(file.string());
+  // The RoPE factor tensors are the config's (gguf_model_config read them).
+  if (c.rope_scaling.type == "freq_factors") (void)load.floats("rope_freqs.weight", hd / 2);
+  if (c.rope_scaling.type == "longrope")
+    for (const auto* name : {"rope_factors_short.weight", "rope_factors_long.weight"}) (void)load.floats(name, hd / 2);
 
   w.embed = load.matrix("token_embd.weight", c.vocab_size, d);
   w.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));

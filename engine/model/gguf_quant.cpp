@@ -35,6 +35,25 @@ void q4_0(const std::byte* b, float* y) {
   }
 }
 
+// Q5_0's 5-bit values: a nibble of qs (low nibbles: values 0-15, high:
+// 16-31) and bit i of the 32-bit qh as the fifth bit of value i.
+void q5_0_values(const std::byte* b, int* q) {
+  std::uint32_t qh;
+  std::memcpy(&qh, b + 2, 4);
+  const auto* qs = u8(b + 6);
+  for (int i = 0; i < 16; ++i) {
+    q[i] = (qs[i] & 0x0F) | static_cast<int>(((qh >> i) & 1u) << 4);
+    q[i + 16] = (qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1u) << 4);
+  }
+}
+
+void q5_0(const std::byte* b, float* y) {
+  const float d = half(b);
+  int q[32];
+  q5_0_values(b, q);
+  for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(q[i] - 16);
+}
+
 // Q4_K and Q5_K: 4 chunks of 64 values, each two sub-blocks of 32 sharing a
 // byte of nibbles (low nibble: the first sub-block) and, for Q5_K, a bit
 // pair of qh (bit 2c: the first sub-block of chunk c, bit 2c+1: the second).
@@ -253,6 +272,7 @@ auto can_dequantize(tensor_type t) -> bool {
     case tensor_type::bf16:
     case tensor_type::q8_0:
     case tensor_type::q4_0:
+    case tensor_type::q5_0:
     case tensor_type::q4_k:
     case tensor_type::q5_k:
     case tensor_type::q6_k: return true;
@@ -276,11 +296,24 @@ void dequantize_row(tensor_type t, const std::byte* src, float* dst, std::int64_
     switch (t) {
       case tensor_type::q8_0: q8_0(b, y); break;
       case tensor_type::q4_0: q4_0(b, y); break;
+      case tensor_type::q5_0: q5_0(b, y); break;
       case tensor_type::q4_k: k4_or_k5(b, y, false); break;
       case tensor_type::q5_k: k4_or_k5(b, y, true); break;
       case tensor_type::q6_k: q6_k(b, y); break;
       default: break;
     }
+  }
+}
+
+void q5_0_to_q8_0(const std::byte* src, std::byte* dst, std::int64_t n) {
+  if (n % 32 != 0) throw std::invalid_argument(std::to_string(n) + " values are not whole Q5_0 blocks");
+  for (std::int64_t i = 0; i < n / 32; ++i) {
+    const std::byte* b = src + i * 22;
+    std::byte* o = dst + i * 34;
+    std::memcpy(o, b, 2); // the same F16 scale
+    int q[32];
+    q5_0_values(b, q);
+    for (int j = 0; j < 32; ++j) o[2 + j] = static_cast<std::byte>(static_cast<std::int8_t>(q[j] - 16));
   }
 }
 

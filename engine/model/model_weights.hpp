@@ -22,14 +22,16 @@ namespace troupe {
 /// A 2-D (or 1-D: rows == 1) tensor that the model does not own: row-major
 /// as loaded; the CPU backend packs its float matrices (place_in_huge_pages).
 struct weight_tensor {
-  dtype type = dtype::f32;    ///< the element type, unless `quant` is set
+  /// The element type; for a quantized matrix, the float type it was
+  /// quantized from (F32 for a GGUF file's: llama.cpp computes in F32).
+  dtype type = dtype::f32;
   const void* data = nullptr; ///< stored_rows() rows of row_bytes()
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   weight_layout layout = weight_layout::row_major;
   /// Set for a block-quantized matrix (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; see
   /// gguf_quant.hpp): each row is cols / block values of ggml blocks, as in
-  /// a GGUF file, always row-major; `type` then means nothing.
+  /// a GGUF file, always row-major.
   std::optional<gguf::tensor_type> quant;
 
   auto numel() const -> std::int64_t { return rows * cols; }

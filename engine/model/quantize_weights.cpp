@@ -41,6 +41,7 @@ void quantize_weights(model_weights& w, gguf::tensor_type type) {
                         std::to_string(t->cols) + " values, not whole blocks of " +
                         std::to_string(block));
     weight_tensor q;
+    q.type = t->type; // the type it was quantized from (Gemma's embedding scale is rounded to it)
     q.quant = as;
     q.rows = t->rows;
     q.cols = t->cols;

@@ -18,7 +18,7 @@ using troupe::testing::gguf_writer;
 
 namespace {
 
-constexpr std::uint32_t k_f32 = 0, k_f16 = 1, k_q8_0 = 8, k_q3_k = 11;
+constexpr std::uint32_t k_f32 = 0, k_f16 = 1, k_q5_0 = 6, k_q8_0 = 8, k_q3_k = 11;
 
 // A one-layer model of hidden 32: 2 heads of 16 (1 KV head), 64 MLP rows,
 // vocabulary 8. Element (r, c) of each matrix is a number that names its
@@ -38,7 +38,7 @@ struct tiny_gguf {
     return static_cast<float>(tensor * 4) + static_cast<float>(r) / 16.0f + static_cast<float>(c) / 4096.0f;
   }
 
-  auto matrix_bytes(int id, std::int64_t rows, std::int64_t cols, std::uint32_t type) const -> std::string {
+  auto matrix_bytes(std::size_t id, std::int64_t rows, std::int64_t cols, std::uint32_t type) const -> std::string {
     std::vector<float> v(static_cast<std::size_t>(rows * cols));
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t c = 0; c < cols; ++c) v[static_cast<std::size_t>(r * cols + c)] = value(id, r, c);
@@ -49,6 +49,12 @@ struct tiny_gguf {
       for (std::size_t i = 0; i < v.size(); ++i) {
         const auto h = f32_to_f16(v[i]);
         std::memcpy(out.data() + 2 * i, &h, 2);
+      }
+    } else if (type == k_q5_0) { // no quantizer of its own: blocks of d = 0.5 and patterned bits
+      for (std::size_t b = 0; b < out.size() / 22; ++b) {
+        out[22 * b] = 0x00;
+        out[22 * b + 1] = 0x38;
+        for (std::size_t j = 2; j < 22; ++j) out[22 * b + j] = static_cast<char>((id * 31 + b * 13 + j * 7) & 0xFF);
       }
     } else if (gguf::can_quantize(static_cast<gguf::tensor_type>(type))) {
       gguf::quantize_row(static_cast<gguf::tensor_type>(type), v.data(), reinterpret_cast<std::byte*>(out.data()),
@@ -182,10 +188,13 @@ TEST_CASE("quantized matrices are kept in their blocks; a missing head ties to t
   REQUIRE(w.layers[0].wv.quant == gguf::tensor_type::q8_0);
   CHECK(w.layers[0].wv.row_bytes() == 34);
   CHECK(w.layers[0].wv.type_name() == "Q8_0");
-  // Q8_0 keeps a value within half a step of its block's scale.
-  const auto row = row_of(w.layers[0].wq, 8); // the file's row 1
-  for (std::int64_t c = 0; c < 32; ++c)
-    CHECK(row[static_cast<std::size_t>(c)] == doctest::Approx(tiny_gguf::value(3, 1, c)).epsilon(0.01));
+  // Q's rows moved as whole blocks: HF row 8 is the file's row 1, bit for bit.
+  const auto f = gguf::file::open(dir / "m.gguf");
+  const auto* q = f->find_tensor("blk.0.attn_q.weight");
+  std::vector<float> file_row(32);
+  gguf::dequantize_row(gguf::tensor_type::q8_0, q->data + 34, file_row.data(), 32);
+  CHECK(row_of(w.layers[0].wq, 8) == file_row);
+  CHECK(row_of(w.layers[0].wq, 1) != file_row);
 }
 
 TEST_CASE("the families' own tensors and keys") {
@@ -234,7 +243,7 @@ TEST_CASE("the families' own tensors and keys") {
     CHECK(w.config.rope_scaling.short_factor[6] == tiny_gguf::value(13, 0, 6));
     g.extra = {{"rope_freqs.weight", 16}};
     CHECK(load_error(dir, g) == (dir / "m.gguf").string() +
-                                    ": tensor 'rope_freqs.weight' has shape [16], expected [8] (GGUF order, fastest dimension first)");
+                                    ": tensor 'rope_freqs.weight' has 16 values, expected head_dim / 2 = 8");
   }
   SUBCASE("phi3: fused q/k/v and gate/up rows as views; longrope's factors") {
     tiny_gguf g;
@@ -273,6 +282,60 @@ TEST_CASE("the families' own tensors and keys") {
   }
 }
 
+TEST_CASE("what llama.cpp makes of a file: ends of turn by their text, windows on Gemma only, Q5_0 as Q8_0") {
+  const temp_dir dir;
+  SUBCASE("a chat model's end-of-turn tokens stop it beside the EOS") {
+    tiny_gguf g;
+    g.extra_keys = [](gguf_writer& w) {
+      w.kv_strings("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "hi", "<end_of_turn>", "<|im_end|>", "x", "y"});
+    };
+    g.write(dir / "m.gguf");
+    CHECK(model_config::load(dir / "m.gguf").eos_token_ids == std::vector<token_id>{2, 4, 5});
+  }
+  SUBCASE("llama.cpp slides no llama layer: the key is read, no window applies") {
+    tiny_gguf g;
+    g.extra_keys = [](gguf_writer& w) { w.kv_u32("llama.attention.sliding_window", 4096); };
+    g.write(dir / "m.gguf");
+    CHECK(model_config::load(dir / "m.gguf").sliding_window == 0);
+  }
+  SUBCASE("gemma3's local RoPE base from rope.freq_base_swa") {
+    tiny_gguf g;
+    g.arch = "gemma3";
+    g.extra_keys = [](gguf_writer& w) { w.kv_f32("gemma3.rope.freq_base_swa", 20000.0f); };
+    g.extra = {{"blk.0.attn_q_norm.weight", 16}, {"blk.0.attn_k_norm.weight", 16},
+               {"blk.0.post_attention_norm.weight", 32}, {"blk.0.post_ffw_norm.weight", 32}};
+    g.write(dir / "m.gguf");
+    CHECK(model_config::load(dir / "m.gguf").rope_local_base_freq == 20000.0);
+  }
+  SUBCASE("Q5_0 matrices (llama-quantize's fallback for Q4_K) held as Q8_0, the same values") {
+    tiny_gguf g;
+    g.matrix_type = k_q5_0;
+    g.write(dir / "m.gguf");
+    const auto w = load_gguf_weights(dir / "m.gguf");
+    REQUIRE(w.layers[0].wv.quant == gguf::tensor_type::q8_0);
+    const auto f = gguf::file::open(dir / "m.gguf");
+    std::vector<float> want(32);
+    gguf::dequantize_row(gguf::tensor_type::q5_0, f->find_tensor("blk.0.attn_v.weight")->data + 3 * 22, want.data(), 32);
+    CHECK(row_of(w.layers[0].wv, 3) == want);
+  }
+  SUBCASE("the config carries the RoPE factors the weights do") {
+    tiny_gguf g;
+    g.extra = {{"rope_freqs.weight", 8}};
+    g.write(dir / "m.gguf");
+    CHECK(model_config::load(dir / "m.gguf") == load_gguf_weights(dir / "m.gguf").config);
+  }
+  SUBCASE("phi3's longrope from its factor tensors alone (older converters write no scaling key)") {
+    tiny_gguf g;
+    g.arch = "phi3";
+    g.extra_keys = [](gguf_writer& w) { w.kv_u32("phi3.rope.scaling.original_context_length", 64); };
+    g.extra = {{"rope_factors_long.weight", 8}, {"rope_factors_short.weight", 8}};
+    g.write(dir / "m.gguf");
+    const auto c = load_gguf_weights(dir / "m.gguf").config;
+    CHECK(c.rope_scaling.type == "longrope");
+    CHECK(c.rope_scaling.long_factor[0] == tiny_gguf::value(13, 0, 0));
+  }
+}
+
 TEST_CASE("a GGUF model troupe cannot compute is refused with one line naming what") {
   const temp_dir dir;
   const auto file = (dir / "m.gguf").string();
@@ -301,13 +364,29 @@ TEST_CASE("a GGUF model troupe cannot compute is refused with one line naming wh
     g.extra_keys = [](gguf_writer& w) { w.kv_string("llama.attention.key_length", "sixteen"); };
     CHECK(load_error(dir, g) == file + ": key 'llama.attention.key_length' is string, expected an integer");
   }
+  SUBCASE("a layer count past the file's tensors") {
+    g.extra_keys = [](gguf_writer& w) { w.kv_u64("llama.block_count", std::uint64_t{1} << 40); };
+    g.skip_keys = {"llama.block_count"};
+    CHECK(load_error(dir, g) == file + ": key 'llama.block_count' is 1099511627776, but the file has no tensor "
+                                       "'blk.1099511627775.attn_norm.weight'");
+  }
+  SUBCASE("a second RoPE base outside gemma3") {
+    g.extra_keys = [](gguf_writer& w) { w.kv_f32("llama.rope.freq_base_swa", 10000.0f); };
+    CHECK(load_error(dir, g) == file + ": key 'llama.rope.freq_base_swa': a second RoPE base is implemented for gemma3 only");
+  }
   SUBCASE("a missing tensor") {
     g.skip = {"blk.0.ffn_up.weight"};
     CHECK(load_error(dir, g) == file + ": missing tensor 'blk.0.ffn_up.weight'");
   }
-  SUBCASE("a tensor of the wrong shape") {
+  SUBCASE("a matrix of the wrong shape") {
+    g.inter = 96;
+    g.skip_keys = {"llama.feed_forward_length"};
+    g.extra_keys = [](gguf_writer& w) { w.kv_u32("llama.feed_forward_length", 64); };
+    CHECK(load_error(dir, g) == file + ": tensor 'blk.0.ffn_gate.weight' has shape [32, 96], expected [32, 64] (GGUF order, fastest dimension first)");
+  }
+  SUBCASE("a vector of the wrong length") {
     g.extra = {{"rope_freqs.weight", 3}};
-    CHECK(load_error(dir, g) == file + ": tensor 'rope_freqs.weight' has shape [3], expected [8] (GGUF order, fastest dimension first)");
+    CHECK(load_error(dir, g) == file + ": tensor 'rope_freqs.weight' has 3 values, expected head_dim / 2 = 8");
   }
   SUBCASE("a tensor nobody uses") {
     g.extra = {{"blk.0.attn_sinks", 2}};
@@ -319,6 +398,6 @@ TEST_CASE("a GGUF model troupe cannot compute is refused with one line naming wh
     g.kv_heads = 16;
     g.inter = 256;
     g.matrix_type = k_q3_k;
-    CHECK(load_error(dir, g) == file + ": tensor 'token_embd.weight' is Q3_K, which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+    CHECK(load_error(dir, g) == file + ": tensor 'token_embd.weight' is Q3_K, which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K)");
   }
 }

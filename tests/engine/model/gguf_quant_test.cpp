@@ -67,6 +67,28 @@ TEST_CASE("Q4_0: low nibbles first, then high, minus 8, times d") {
   }
 }
 
+TEST_CASE("Q5_0: Q4_0's nibbles with bit i of qh as value i's fifth bit, minus 16, times d; as Q8_0 exactly") {
+  block b;
+  b.u16(f16_half);
+  // qh: bits 0-15 set on even i (values 0-15), bits 16-31 set for i >= 24.
+  std::uint32_t qh = 0;
+  for (int i = 0; i < 16; i += 2) qh |= 1u << i;
+  for (int i = 24; i < 32; ++i) qh |= 1u << i;
+  for (int k = 0; k < 4; ++k) b.u8(static_cast<std::uint8_t>(qh >> (8 * k)));
+  for (int i = 0; i < 16; ++i) b.u8(static_cast<std::uint8_t>(i | ((15 - i) << 4)));
+  const auto y = dequantize(tensor_type::q5_0, b, 32);
+  for (int i = 0; i < 16; ++i) {
+    CHECK(y[i] == 0.5f * static_cast<float>((i | (i % 2 == 0 ? 16 : 0)) - 16));
+    CHECK(y[i + 16] == 0.5f * static_cast<float>(((15 - i) | (i + 16 >= 24 ? 16 : 0)) - 16));
+  }
+  std::vector<std::byte> q8(34);
+  gguf::q5_0_to_q8_0(b.bytes.data(), q8.data(), 32);
+  float z[32];
+  gguf::dequantize_row(tensor_type::q8_0, q8.data(), z, 32);
+  CHECK(std::vector<float>(z, z + 32) == y);
+  CHECK_THROWS_AS(gguf::q5_0_to_q8_0(b.bytes.data(), q8.data(), 16), std::invalid_argument);
+}
+
 TEST_CASE("the K-quants' packed 6-bit scales and mins") {
   const std::array<std::pair<int, int>, 8> want = {{{1, 5}, {2, 6}, {3, 7}, {4, 8}, {26, 41}, {11, 0}, {12, 0}, {13, 0}}};
   for (int j = 0; j < 8; ++j) {
