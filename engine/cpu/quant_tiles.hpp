@@ -59,9 +59,9 @@ struct tile_rows {
   // Q5_K and Q6_K at m = 1 then read 14 and 13 GB/s, now 26 and 20.)
   // Rows [part · R / parts, (part + 1) · R / parts) only: the K-quants
   // spread a block's 48 to 80 prefetches over its decode, a quarter at a
-  // time, since one burst of them stalled the core (the misses they wait
-  // on fill the load queue): at m = 1 from DRAM Q4_K then read 26 GB/s
-  // and Q6_K 20, spread 33 and 28. Always inlined: GCC 12 finds a
+  // time. In one burst (more lines than the core keeps misses in flight)
+  // m = 1 from DRAM read Q4_K at 26 GB/s and Q6_K at 20, spread 33 and 28
+  // (one thread; in L2 both run about 37). Always inlined: GCC 12 finds a
   // function of prefetches alone free of side effects and drops its calls.
   [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t block_bytes, std::int64_t num_blocks, int part = 0,
                                        int parts = 1) const {
