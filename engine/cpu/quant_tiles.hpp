@@ -53,16 +53,23 @@ struct tile_rows {
   // static schedule; past the matrix, nothing faults). Sixteen streams at
   // once are more than the hardware prefetcher follows: without this, m = 1
   // on Q8_0 read 10 GB/s from DRAM, with it 42 (one thread; 512 bytes
-  // ahead: 36). Every 64-byte line holds the last byte of a block or lies
-  // within one, so the last byte and each 64 bytes from the start cover
-  // every line. Always inlined: GCC 12 finds a function of prefetches
-  // alone free of side effects and drops its calls.
-  [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t block_bytes, std::int64_t num_blocks) const {
+  // ahead: 36). A point every 64 bytes from the block's start, and its
+  // last byte, fall in every line the block touches. (Stopping one point
+  // short left a line of some 176- and 210-byte blocks to a demand miss:
+  // Q5_K and Q6_K at m = 1 then read 14 and 13 GB/s, now 26 and 20.)
+  // Rows [part · R / parts, (part + 1) · R / parts) only: the K-quants
+  // spread a block's 48 to 80 prefetches over its decode, a quarter at a
+  // time. In one burst (more lines than the core keeps misses in flight)
+  // m = 1 from DRAM read Q4_K at 26 GB/s and Q6_K at 20, spread 33 and 28
+  // (one thread; in L2 both run about 37). Always inlined: GCC 12 finds a
+  // function of prefetches alone free of side effects and drops its calls.
+  [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t block_bytes, std::int64_t num_blocks, int part = 0,
+                                       int parts = 1) const {
     const std::int64_t pos = b + std::max<std::int64_t>(1, 1024 / block_bytes);
     const std::int64_t off = pos < num_blocks ? pos * block_bytes : R * row_bytes + (pos - num_blocks) * block_bytes;
-    for (int r = 0; r < R; ++r) {
+    for (int r = part * R / parts; r < (part + 1) * R / parts; ++r) {
       const std::byte* a = p[r] + off;
-      for (std::int64_t o = 64; o < block_bytes; o += 64) __builtin_prefetch(a + o - 64, 0, 3);
+      for (std::int64_t o = 0; o < block_bytes; o += 64) __builtin_prefetch(a + o, 0, 3);
       __builtin_prefetch(a + block_bytes - 1, 0, 3);
     }
   }
@@ -278,10 +285,11 @@ struct k_format {
   // give lambdas the target pragma of the code around them.
   static auto fifth(typename V::vi qh, int s) -> typename V::vi { return s <= 4 ? V::shl(qh, 4 - s) : V::shr(qh, s - 4); }
 
-  // Superblock b into t[64] (vector v: values 4v..4v+3), the sub-block
-  // scales sc[num_sub], mins mn[8], d and dmin.
-  static void decode(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* t, typename V::vi* sc,
-                     typename V::vi* mn, typename V::vf& d, typename V::vf& dmin) {
+  // Superblock b of nb into t[64] (vector v: values 4v..4v+3), the
+  // sub-block scales sc[num_sub], mins mn[8], d and dmin; prefetches the
+  // block 1 KiB ahead on the way.
+  static void decode(const tile_rows<V::R>& rows, std::int64_t b, std::int64_t nb, typename V::vi* t,
+                     typename V::vi* sc, typename V::vi* mn, typename V::vf& d, typename V::vf& dmin) {
     using vi = typename V::vi;
     const std::int64_t off = b * block_bytes;
     const vi low = V::set1(0x0F0F0F0F);
@@ -293,6 +301,7 @@ struct k_format {
       const vi bit4 = V::set1(0x10101010);
       for (int c = 0; c < 4; ++c) {
         vi qs[8];
+        rows.prefetch(b, block_bytes, nb, c, 4);
         V::transpose32(rows.p, off + (five ? 48 : 16) + 32 * c, qs);
         // Values 64c..64c+31: the low nibbles; 64c+32..64c+63: the high.
         for (int g = 0; g < 8; ++g) {
@@ -311,7 +320,9 @@ struct k_format {
       for (int h = 0; h < 2; ++h) {
         // ql[64h + l] and ql[64h + 32 + l], qh[32h + l]: four values 32 apart.
         vi la[8], lb[8], qh[8];
+        rows.prefetch(b, block_bytes, nb, 2 * h, 4);
         V::transpose32(rows.p, off + 64 * h, la);
+        rows.prefetch(b, block_bytes, nb, 2 * h + 1, 4);
         V::transpose32(rows.p, off + 64 * h + 32, lb);
         V::transpose32(rows.p, off + 128 + 32 * h, qh);
         for (int g = 0; g < 8; ++g) {
@@ -408,10 +419,9 @@ template <class V, tensor_type T, int MR>
   typename V::vf f[MR];
   for (int ii = 0; ii < MR; ++ii) f[ii] = V::set1f(0.0f);
   for (std::int64_t b = 0; b < nb; ++b) {
-    rows.prefetch(b, F::block_bytes, nb);
     typename V::vi t[64], sc[F::num_sub], mn[8];
     typename V::vf d, dmin;
-    F::decode(rows, b, t, sc, mn, d, dmin);
+    F::decode(rows, b, nb, t, sc, mn, d, dmin);
     k_block<V, T, MR>(t, sc, mn, d, dmin, b, a, 0, f);
   }
   for (int ii = 0; ii < MR; ++ii) V::storef(acc + ii * V::R, f[ii]);
@@ -434,8 +444,7 @@ void k_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::
   for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_k) {
     const std::int64_t nc = std::min(chunk_k, nb - b0);
     for (std::int64_t c = 0; c < nc; ++c) {
-      rows.prefetch(b0 + c, F::block_bytes, nb);
-      F::decode(rows, b0 + c, ch.t + 64 * c, ch.sc + F::num_sub * c, ch.mn + 8 * c, ch.d[c], ch.dmin[c]);
+      F::decode(rows, b0 + c, nb, ch.t + 64 * c, ch.sc + F::num_sub * c, ch.mn + 8 * c, ch.d[c], ch.dmin[c]);
     }
     over_rows<V::mr_k>(a.m, [&]<int MR>(std::int64_t i0) { k_rows<V, T, MR>(ch, b0, nc, a, i0, acc); });
   }
