@@ -69,7 +69,7 @@ for kind in q4_k_m bf16; do
 done
 for kv in f32 q8_0; do
   start_server --model "$tl.q4_k_m.gguf" --set scheduler.kv_memory=256MiB --set scheduler.kv_cache_dtype=$kv
-  tokens=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^troupe_kv_cache_capacity_tokens/ {print $2+0; exit}')
+  tokens=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^troupe_kv_cache_capacity_tokens/ {t = $2} END {print t + 0}')
   stop_server
   awk -v kv="$kv" -v t="$tokens" 'BEGIN {
     printf "kv_memory 256MiB, kv_cache_dtype %s: %d tokens, %.1f sequences of 2048 tokens\n", kv, t, t / 2048 }'
