@@ -34,6 +34,17 @@ struct avx512 {
   static auto load256(const std::byte* p) -> __m256i { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static auto load128(const std::byte* p) -> __m128i { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 
+  // In place: a 4×4 transpose of 32-bit elements in each 128-bit lane of
+  // z[0..3] (element j of lane l of z[i] goes to element i of lane l of z[j]).
+  static void transpose4x4(vi* z) {
+    const vi t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    const vi t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    z[0] = _mm512_unpacklo_epi64(t0, t2);
+    z[1] = _mm512_unpackhi_epi64(t0, t2);
+    z[2] = _mm512_unpacklo_epi64(t1, t3);
+    z[3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+
   // 16 rows × 32 bytes: out[g] lane r = bytes 4g..4g+3 of row r. Rows r and
   // r + 4 share a register (rows 8 + r and 12 + r another), an 8×8
   // transpose of 32-bit elements runs in both 256-bit halves, and a
@@ -44,15 +55,8 @@ struct avx512 {
       z[q] = _mm512_inserti64x4(_mm512_castsi256_si512(load256(p[q] + off)), load256(p[q + 4] + off), 1);
       z[4 + q] = _mm512_inserti64x4(_mm512_castsi256_si512(load256(p[8 + q] + off)), load256(p[12 + q] + off), 1);
     }
-    for (int h = 0; h < 2; ++h) {
-      vi* zh = z + 4 * h;
-      const vi t0 = _mm512_unpacklo_epi32(zh[0], zh[1]), t1 = _mm512_unpackhi_epi32(zh[0], zh[1]);
-      const vi t2 = _mm512_unpacklo_epi32(zh[2], zh[3]), t3 = _mm512_unpackhi_epi32(zh[2], zh[3]);
-      zh[0] = _mm512_unpacklo_epi64(t0, t2);
-      zh[1] = _mm512_unpackhi_epi64(t0, t2);
-      zh[2] = _mm512_unpacklo_epi64(t1, t3);
-      zh[3] = _mm512_unpackhi_epi64(t1, t3);
-    }
+    transpose4x4(z);
+    transpose4x4(z + 4);
     for (int g = 0; g < 4; ++g) {
       out[g] = _mm512_shuffle_i32x4(z[g], z[4 + g], _MM_SHUFFLE(2, 0, 2, 0));
       out[4 + g] = _mm512_shuffle_i32x4(z[g], z[4 + g], _MM_SHUFFLE(3, 1, 3, 1));
@@ -62,19 +66,13 @@ struct avx512 {
   // 16 rows × 16 bytes: out[g] lane r = bytes 4g..4g+3 of row r. Register q
   // holds rows q, q + 4, q + 8, q + 12; a 4×4 transpose in each 128-bit lane.
   static void transpose16(const std::byte* const* p, std::int64_t off, vi* out) {
-    vi z[4];
     for (int q = 0; q < 4; ++q) {
-      z[q] = _mm512_castsi128_si512(load128(p[q] + off));
-      z[q] = _mm512_inserti32x4(z[q], load128(p[q + 4] + off), 1);
-      z[q] = _mm512_inserti32x4(z[q], load128(p[q + 8] + off), 2);
-      z[q] = _mm512_inserti32x4(z[q], load128(p[q + 12] + off), 3);
+      out[q] = _mm512_castsi128_si512(load128(p[q] + off));
+      out[q] = _mm512_inserti32x4(out[q], load128(p[q + 4] + off), 1);
+      out[q] = _mm512_inserti32x4(out[q], load128(p[q + 8] + off), 2);
+      out[q] = _mm512_inserti32x4(out[q], load128(p[q + 12] + off), 3);
     }
-    const vi t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-    const vi t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-    out[0] = _mm512_unpacklo_epi64(t0, t2);
-    out[1] = _mm512_unpackhi_epi64(t0, t2);
-    out[2] = _mm512_unpacklo_epi64(t1, t3);
-    out[3] = _mm512_unpackhi_epi64(t1, t3);
+    transpose4x4(out);
   }
 
   static auto gather(const std::byte* base, const std::int32_t* rel) -> vi {

@@ -13,12 +13,6 @@
 namespace troupe::quant {
 namespace {
 
-auto half(const std::byte* p) -> float {
-  std::uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-
 auto u8(const std::byte* p) -> const std::uint8_t* { return reinterpret_cast<const std::uint8_t*>(p); }
 
 // One weight block as integers: the values (Q8_0/Q4_0/Q6_K centred, Q4_K and
@@ -34,18 +28,18 @@ template <gguf::tensor_type T>
 void decode(const std::byte* b, decoded& out) {
   using gguf::tensor_type;
   if constexpr (T == tensor_type::q8_0) {
-    out.d = half(b);
+    out.d = gguf::half_at(b);
     for (int i = 0; i < 32; ++i) out.v[i] = static_cast<std::int8_t>(u8(b + 2)[i]);
   } else if constexpr (T == tensor_type::q4_0) {
-    out.d = half(b);
+    out.d = gguf::half_at(b);
     for (int i = 0; i < 16; ++i) {
       out.v[i] = (u8(b + 2)[i] & 0x0F) - 8;
       out.v[i + 16] = (u8(b + 2)[i] >> 4) - 8;
     }
   } else if constexpr (T == tensor_type::q4_k || T == tensor_type::q5_k) {
     constexpr bool five = T == tensor_type::q5_k;
-    out.d = half(b);
-    out.dmin = half(b + 2);
+    out.d = gguf::half_at(b);
+    out.dmin = gguf::half_at(b + 2);
     for (int j = 0; j < 8; ++j) {
       std::uint8_t sc, mn;
       gguf::k_scale_min(j, u8(b + 4), sc, mn);
@@ -70,7 +64,7 @@ void decode(const std::byte* b, decoded& out) {
     const auto* ql = u8(b);
     const auto* qh = u8(b + 128);
     for (int s = 0; s < 16; ++s) out.sc[s] = static_cast<std::int8_t>(u8(b + 192)[s]);
-    out.d = half(b + 208);
+    out.d = gguf::half_at(b + 208);
     for (int h = 0; h < 2; ++h)
       for (int l = 0; l < 32; ++l) {
         const std::uint8_t lo = ql[64 * h + l], hi = ql[64 * h + l + 32], q = qh[32 * h + l];

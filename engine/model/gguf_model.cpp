@@ -124,8 +124,6 @@ class tensor_reader {
 public:
   tensor_reader(const gguf::file& f, model_weights& out) : f_(f), out_(out) {}
 
-  auto has(std::string_view name) const -> bool { return f_.find_tensor(name) != nullptr; }
-
   /// A [rows, cols] matrix, used in place.
   auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
     const auto& t = get(name, {cols, rows});
@@ -414,12 +412,9 @@ auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
     l.attn_norm = load.vector(p + "attn_norm.weight", d);
     if (fam == model_family::phi3) {
       const auto qkv = load.matrix(p + "attn_qkv.weight", q_rows + 2 * kv_rows, d);
-      l.wq = l.wk = l.wv = qkv;
-      l.wq.rows = q_rows;
-      l.wk.data = qkv.row(q_rows);
-      l.wk.rows = kv_rows;
-      l.wv.data = qkv.row(q_rows + kv_rows);
-      l.wv.rows = kv_rows;
+      l.wq = qkv.rows_view(0, q_rows);
+      l.wk = qkv.rows_view(q_rows, kv_rows);
+      l.wv = qkv.rows_view(q_rows + kv_rows, kv_rows);
     } else if (fam == model_family::llama) {
       l.wq = load.unpermuted(p + "attn_q.weight", c.num_attention_heads, hd, d);
       l.wk = load.unpermuted(p + "attn_k.weight", c.num_key_value_heads, hd, d);
@@ -446,9 +441,8 @@ auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
     }
     if (fam == model_family::phi3) {
       const auto gate_up = load.matrix(p + "ffn_up.weight", 2 * inter, d);
-      l.w_gate = l.w_up = gate_up;
-      l.w_gate.rows = l.w_up.rows = inter;
-      l.w_up.data = gate_up.row(inter);
+      l.w_gate = gate_up.rows_view(0, inter);
+      l.w_up = gate_up.rows_view(inter, inter);
     } else {
       l.w_gate = load.matrix(p + "ffn_gate.weight", inter, d);
       l.w_up = load.matrix(p + "ffn_up.weight", inter, d);

@@ -12,22 +12,16 @@
 namespace troupe::gguf {
 namespace {
 
-auto half(const std::byte* p) -> float {
-  std::uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
-}
-
 auto u8(const std::byte* p) -> const std::uint8_t* { return reinterpret_cast<const std::uint8_t*>(p); }
 
 void q8_0(const std::byte* b, float* y) {
-  const float d = half(b);
+  const float d = half_at(b);
   const auto* q = reinterpret_cast<const std::int8_t*>(b + 2);
   for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(q[i]);
 }
 
 void q4_0(const std::byte* b, float* y) {
-  const float d = half(b);
+  const float d = half_at(b);
   const auto* qs = u8(b + 2);
   for (int i = 0; i < 16; ++i) {
     y[i] = d * static_cast<float>((qs[i] & 0x0F) - 8);
@@ -48,7 +42,7 @@ void q5_0_values(const std::byte* b, int* q) {
 }
 
 void q5_0(const std::byte* b, float* y) {
-  const float d = half(b);
+  const float d = half_at(b);
   int q[32];
   q5_0_values(b, q);
   for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(q[i] - 16);
@@ -58,7 +52,7 @@ void q5_0(const std::byte* b, float* y) {
 // byte of nibbles (low nibble: the first sub-block) and, for Q5_K, a bit
 // pair of qh (bit 2c: the first sub-block of chunk c, bit 2c+1: the second).
 void k4_or_k5(const std::byte* b, float* y, bool five) {
-  const float d = half(b), dmin = half(b + 2);
+  const float d = half_at(b), dmin = half_at(b + 2);
   const auto* scales = u8(b + 4);
   const auto* qh = five ? u8(b + 16) : nullptr;
   const auto* qs = u8(b + (five ? 48 : 16));
@@ -87,7 +81,7 @@ void q6_k(const std::byte* b, float* y) {
   const auto* ql = u8(b);
   const auto* qh = u8(b + 128);
   const auto* sc = reinterpret_cast<const std::int8_t*>(b + 192);
-  const float d = half(b + 208);
+  const float d = half_at(b + 208);
   for (int h = 0; h < 2; ++h) {
     for (int l = 0; l < 32; ++l) {
       const int s = l / 16;

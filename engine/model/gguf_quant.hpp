@@ -16,6 +16,7 @@
 //   Q6_K 256 values: u8 ql[128], u8 qh[64], int8 scales[16], d; 16 sub-blocks
 //        of 16, 6-bit values centred on 32:                  x = d * sc * (q - 32)
 
+#include "engine/model/dtype.hpp"
 #include "engine/model/gguf.hpp"
 
 #include <cstddef>
@@ -23,6 +24,9 @@
 #include <span>
 
 namespace troupe::gguf {
+
+/// The F16 at p (a block's scale), as float.
+inline auto half_at(const std::byte* p) -> float { return load_as_f32(dtype::f16, p, 0); }
 
 /// Whether dequantize_row reads this type.
 auto can_dequantize(tensor_type t) -> bool;

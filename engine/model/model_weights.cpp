@@ -138,10 +138,7 @@ public:
     std::vector<weight_tensor> out;
     std::int64_t first = 0;
     for (const auto n : parts) {
-      weight_tensor v = whole;
-      v.data = whole.row(first);
-      v.rows = n;
-      out.push_back(v);
+      out.push_back(whole.rows_view(first, n));
       first += n;
     }
     return out;

@@ -48,6 +48,14 @@ struct weight_tensor {
   auto num_bytes() const -> std::size_t { return static_cast<std::size_t>(stored_rows() * row_bytes()); }
   /// Row r's start; row-major tensors only.
   auto row(std::int64_t r) const -> const void* { return static_cast<const std::byte*>(data) + r * row_bytes(); }
+  /// Rows [first, first + count) as a view, no copy; row-major tensors only
+  /// (a fused matrix's parts, a tensor-parallel shard).
+  auto rows_view(std::int64_t first, std::int64_t count) const -> weight_tensor {
+    weight_tensor v = *this;
+    v.data = row(first);
+    v.rows = count;
+    return v;
+  }
   /// "Q4_K", "BF16": the stored type, as messages print it.
   auto type_name() const -> std::string_view { return quant ? gguf::type_name(*quant) : dtype_name(type); }
 };

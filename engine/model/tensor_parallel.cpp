@@ -9,14 +9,6 @@
 namespace troupe {
 namespace {
 
-// Rows [first, first + count) of w: a view.
-auto row_slice(const weight_tensor& w, std::int64_t first, std::int64_t count) -> weight_tensor {
-  weight_tensor s = w;
-  s.data = w.row(first);
-  s.rows = count;
-  return s;
-}
-
 // Columns [first, first + count) of w: a copy, owned by `storage`. A
 // quantized matrix is cut between its blocks only.
 auto column_slice(const weight_tensor& w, std::int64_t first, std::int64_t count,
@@ -81,12 +73,12 @@ auto shard_weights(const model_weights& full, tp_rank r) -> model_weights {
     layer_weights x;
     x.attn_norm = l.attn_norm;
     x.mlp_norm = l.mlp_norm;
-    x.wq = row_slice(l.wq, r.rank * heads * hd, heads * hd);
-    x.wk = row_slice(l.wk, r.rank * kv_heads * hd, kv_heads * hd);
-    x.wv = row_slice(l.wv, r.rank * kv_heads * hd, kv_heads * hd);
+    x.wq = l.wq.rows_view(r.rank * heads * hd, heads * hd);
+    x.wk = l.wk.rows_view(r.rank * kv_heads * hd, kv_heads * hd);
+    x.wv = l.wv.rows_view(r.rank * kv_heads * hd, kv_heads * hd);
     x.wo = column_slice(l.wo, r.rank * heads * hd, heads * hd, s.storage);
-    x.w_gate = row_slice(l.w_gate, r.rank * inter, inter);
-    x.w_up = row_slice(l.w_up, r.rank * inter, inter);
+    x.w_gate = l.w_gate.rows_view(r.rank * inter, inter);
+    x.w_up = l.w_up.rows_view(r.rank * inter, inter);
     x.w_down = column_slice(l.w_down, r.rank * inter, inter, s.storage);
     // Biases follow their rows; per-head norms and the norms on the
     // all-reduced hidden state are replicated.
