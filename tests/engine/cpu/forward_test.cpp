@@ -122,6 +122,28 @@ void assign_blocks(std::vector<sequence_plan>& seqs, std::int32_t block_size, rn
   }
 }
 
+// n sequences of min_len .. min_len + spread - 1 random tokens below vocab,
+// their blocks drawn from num_blocks (assign_blocks), all from seed.
+auto random_sequences(std::size_t n, std::uint64_t min_len, std::uint64_t spread, std::uint64_t vocab,
+                      std::int32_t block_size, std::int32_t num_blocks, std::uint64_t seed)
+    -> std::vector<sequence_plan> {
+  rng r(seed);
+  std::vector<sequence_plan> seqs(n);
+  for (auto& q : seqs) {
+    q.tokens.resize(min_len + r.next() % spread);
+    for (auto& t : q.tokens) t = static_cast<token_id>(r.next() % vocab);
+  }
+  assign_blocks(seqs, block_size, r, num_blocks);
+  return seqs;
+}
+
+// run_mixed on a fresh copy of the plans, its steps drawn from seed.
+auto run_copy(cpu_model& m, std::vector<sequence_plan> seqs, std::uint64_t seed, std::size_t max_chunk)
+    -> std::vector<std::vector<float>> {
+  rng steps(seed);
+  return run_mixed(m, seqs, steps, max_chunk);
+}
+
 struct shape_case {
   const char* name;
   model_config config;
@@ -415,18 +437,10 @@ TEST_CASE("a model over a 16-bit or Q8_0 KV cache: logits near the F32 cache's, 
   write_random_model(tmp.path(), cfg, {31, dtype::f32, 1.0, {}});
   const auto w = model_weights::load(tmp.path());
   constexpr std::int32_t bs = 4, num_blocks = 64;
-  rng r(5);
-  std::vector<sequence_plan> seqs(4);
-  for (auto& q : seqs) {
-    q.tokens.resize(5 + r.next() % 30);
-    for (auto& t : q.tokens) t = static_cast<token_id>(r.next() % 97);
-  }
-  assign_blocks(seqs, bs, r, num_blocks);
+  const auto seqs = random_sequences(4, 5, 30, 97, bs, num_blocks, 5);
   const auto run = [&](kv_dtype type, std::size_t max_chunk) {
     cpu_model m(w, bs, num_blocks, nullptr, type);
-    auto plan = seqs;
-    rng steps(9 + max_chunk);
-    return run_mixed(m, plan, steps, max_chunk);
+    return run_copy(m, seqs, 9 + max_chunk, max_chunk);
   };
   const auto exact = run(kv_dtype::f32, 64);
   for (const auto type : {kv_dtype::bf16, kv_dtype::f16, kv_dtype::q8_0}) {
@@ -477,18 +491,10 @@ TEST_CASE("a model of quantized weights: bitwise batch-invariant, and its float 
   auto cfg = make_config(300, 256, 512, 2, 8, 4, 32);
   write_random_model(tmp.path(), cfg, {41, dtype::f32, 1.0, {}});
   constexpr std::int32_t bs = 4, num_blocks = 96;
-  rng r(17);
-  std::vector<sequence_plan> seqs(4);
-  for (auto& q : seqs) {
-    q.tokens.resize(5 + r.next() % 40);
-    for (auto& t : q.tokens) t = static_cast<token_id>(r.next() % 300);
-  }
-  assign_blocks(seqs, bs, r, num_blocks);
+  const auto seqs = random_sequences(4, 5, 40, 300, bs, num_blocks, 17);
   const auto run = [&](const model_weights& w, std::size_t max_chunk) {
     cpu_model m(w, bs, num_blocks);
-    auto plan = seqs;
-    rng steps(3 + max_chunk);
-    return run_mixed(m, plan, steps, max_chunk);
+    return run_copy(m, seqs, 3 + max_chunk, max_chunk);
   };
   for (const auto type : {gguf::tensor_type::q8_0, gguf::tensor_type::q4_k}) {
     CAPTURE(gguf::type_name(type));
