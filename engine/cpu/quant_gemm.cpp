@@ -80,7 +80,7 @@ struct free_deleter {
 // The scale and its inverse are IEEE divisions and q a round-to-nearest-
 // even, so every ISA path reads the same bytes.
 void quantize(const float* x, std::int64_t m, std::int64_t k, std::int64_t block, std::int8_t* q, float* d,
-              std::int32_t* neg_sum16, std::int32_t* neg_sum32) {
+              std::int32_t* neg_sum16, std::int32_t* neg_sum32, std::uint8_t* u, std::int16_t* neg_sum32_h) {
 #pragma omp for schedule(static)
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t b = 0; b < k / block; ++b) {
@@ -101,6 +101,11 @@ void quantize(const float* x, std::int64_t m, std::int64_t k, std::int64_t block
       if (s % 2 == 0) neg_sum32[i * (k / 32) + s / 2] = -sum;
       else neg_sum32[i * (k / 32) + s / 2] -= sum;
     }
+    if (neg_sum32_h != nullptr)
+      for (std::int64_t s = 0; s < k / 32; ++s)
+        neg_sum32_h[i * (k / 32) + s] = static_cast<std::int16_t>(neg_sum32[i * (k / 32) + s]);
+    if (u != nullptr)
+      for (std::int64_t v = 0; v < k; ++v) u[i * k + v] = static_cast<std::uint8_t>(q[i * k + v] + 128);
   }
 }
 
@@ -111,22 +116,30 @@ struct act_buffers {
   float* d;
   std::int32_t* neg_sum16;
   std::int32_t* neg_sum32;
+  std::uint8_t* u;
+  std::int16_t* neg_sum32_h;
   std::int64_t block;
 };
 
 auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block) -> act_buffers {
-  const auto q_bytes = static_cast<std::size_t>(m * k + 63) / 64 * 64;
-  const auto d_bytes = static_cast<std::size_t>(m * (k / block) * 4 + 63) / 64 * 64;
-  const auto s16_bytes = block == 256 ? static_cast<std::size_t>(m * (k / 16) * 4 + 63) / 64 * 64 : 0;
-  const auto s32_bytes = static_cast<std::size_t>(m * (k / 32) * 4);
-  std::byte* p = scratch(slot, q_bytes + d_bytes + s16_bytes + s32_bytes);
+  const auto round = [](std::int64_t bytes) { return static_cast<std::size_t>(bytes + 63) / 64 * 64; };
+  const auto q_bytes = round(m * k); // q, and u for blocks of 32
+  const auto d_bytes = round(m * (k / block) * 4);
+  const auto s16_bytes = block == 256 ? round(m * (k / 16) * 4) : 0;
+  const auto s32_bytes = round(m * (k / 32) * 4);
+  const auto s32h_bytes = block == 256 ? round(m * (k / 32) * 2) : 0;
+  const auto u_bytes = block == 32 ? q_bytes : 0;
+  std::byte* p = scratch(slot, q_bytes + u_bytes + d_bytes + s16_bytes + s32_bytes + s32h_bytes);
   act_buffers b{};
   b.block = block;
   b.q = reinterpret_cast<std::int8_t*>(p);
-  b.d = reinterpret_cast<float*>(p + q_bytes);
-  b.neg_sum16 = block == 256 ? reinterpret_cast<std::int32_t*>(p + q_bytes + d_bytes) : nullptr;
-  b.neg_sum32 = reinterpret_cast<std::int32_t*>(p + q_bytes + d_bytes + s16_bytes);
-  b.a = {b.q, b.d, b.neg_sum16, b.neg_sum32, m, k};
+  b.u = block == 32 ? reinterpret_cast<std::uint8_t*>(p + q_bytes) : nullptr;
+  p += q_bytes + u_bytes;
+  b.d = reinterpret_cast<float*>(p);
+  b.neg_sum16 = block == 256 ? reinterpret_cast<std::int32_t*>(p + d_bytes) : nullptr;
+  b.neg_sum32 = reinterpret_cast<std::int32_t*>(p + d_bytes + s16_bytes);
+  b.neg_sum32_h = block == 256 ? reinterpret_cast<std::int16_t*>(p + d_bytes + s16_bytes + s32_bytes) : nullptr;
+  b.a = {b.q, b.d, b.neg_sum16, b.neg_sum32, b.u, b.neg_sum32_h, m, k};
   return b;
 }
 
@@ -184,8 +197,9 @@ void quant_gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<
   const auto a256 = need256 ? quant::make_acts(1, m, k, 256) : quant::act_buffers{};
 #pragma omp parallel
   {
-    if (need32) quant::quantize(x, m, k, 32, a32.q, a32.d, nullptr, a32.neg_sum32);
-    if (need256) quant::quantize(x, m, k, 256, a256.q, a256.d, a256.neg_sum16, a256.neg_sum32);
+    if (need32) quant::quantize(x, m, k, 32, a32.q, a32.d, nullptr, a32.neg_sum32, a32.u, nullptr);
+    if (need256)
+      quant::quantize(x, m, k, 256, a256.q, a256.d, a256.neg_sum16, a256.neg_sum32, nullptr, a256.neg_sum32_h);
     for (const auto& j : jobs) {
       const auto tr = *gguf::traits(static_cast<std::uint32_t>(j.type));
       const std::int64_t row_bytes = k / tr.block_elements * tr.block_bytes;

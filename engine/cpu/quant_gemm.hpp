@@ -24,6 +24,10 @@
 // multiplied by up to 8 rows of x at a time (vpdpbusd on AVX-512 VNNI,
 // vpmaddubsw on AVX2), x's 4 values broadcast: a matrix-matrix product
 // for any m; parallel over weight rows with OpenMP (set_cpu_threads).
+// Past 8 rows on VNNI, Q8_0 and Q4_0 multiply x as unsigned bytes by
+// signed weights, so that the offset's correction is the weights' own and
+// shared by every row of x; the K-quants' mins go through vpdpwssd. The
+// integer sums are the same, so are the bits.
 
 #include "engine/model/gguf.hpp"
 

@@ -13,11 +13,15 @@ namespace troupe::quant {
 /// m rows of x quantized in blocks of `block` (32 or 256) values: x[i, v] ≈
 /// d[i, v / block] · q[i, v]. The sums are negated, ready to be added:
 /// neg_sum16/32[i, s] = -Σ q over values [16s, 16s + 16) / [32s, 32s + 32).
+/// u holds q + 128 as unsigned bytes, for kernels that multiply unsigned x
+/// by signed weights (decode_signed, on VNNI).
 struct acts {
-  const std::int8_t* q;          // [m, k]
-  const float* d;                // [m, k / block]
-  const std::int32_t* neg_sum16; // [m, k / 16]; 256-blocks only
-  const std::int32_t* neg_sum32; // [m, k / 32]
+  const std::int8_t* q;            // [m, k]
+  const float* d;                  // [m, k / block]
+  const std::int32_t* neg_sum16;   // [m, k / 16]; 256-blocks only
+  const std::int32_t* neg_sum32;   // [m, k / 32]
+  const std::uint8_t* u;           // [m, k]; 32-blocks only
+  const std::int16_t* neg_sum32_h; // [m, k / 32] as int16 (|Σ| <= 4064); 256-blocks only
   std::int64_t m = 0;
   std::int64_t k = 0;
 };

@@ -94,6 +94,9 @@ struct avx512 {
   static auto shr(vi a, int n) -> vi { return _mm512_srli_epi32(a, static_cast<unsigned>(n)); }
   static auto sar(vi a, int n) -> vi { return _mm512_srai_epi32(a, static_cast<unsigned>(n)); }
   static auto add(vi a, vi b) -> vi { return _mm512_add_epi32(a, b); }
+  static auto sub(vi a, vi b) -> vi { return _mm512_sub_epi32(a, b); }
+  static auto sub8(vi a, vi b) -> vi { return _mm512_sub_epi8(a, b); }
+  static auto dotw(vi acc, vi a, vi b) -> vi { return _mm512_dpwssd_epi32(acc, a, b); } // acc + Σ2 s16·s16
   static auto mullo(vi a, vi b) -> vi { return _mm512_mullo_epi32(a, b); }
   static auto dot(vi acc, vi u, vi s) -> vi { return _mm512_dpbusd_epi32(acc, u, s); }
   static auto cvt(vi a) -> vf { return _mm512_cvtepi32_ps(a); }

@@ -18,7 +18,9 @@
 // sar (32-bit lanes), add, mullo, dot (acc + Σ4 u8·s8, u8 <= 128), xor_,
 // cvt, mul, fma, set1f, loadf, storef, mr_small and mr_k (rows of x a
 // micro-kernel carries); without vnni also abs8 and dot_signed (acc +
-// Σ4 s8·s8 from |w| and w).
+// Σ4 s8·s8 from |w| and w); with vnni also sub, sub8 (bytes) and dotw
+// (acc + Σ2 s16·s16), for the signed-weight batch path (decode_signed)
+// and the K-quants' mins in int16 pairs.
 
 #include "engine/cpu/quant_kernels.hpp"
 
@@ -127,6 +129,62 @@ struct small_format {
   }
 };
 
+// Σ over vectors t[0..n) of each lane's four signed bytes.
+template <class V>
+auto byte_sums(const typename V::vi* t, int n) -> typename V::vi {
+  const auto ones = V::set1(0x01010101);
+  auto s = V::set1(0);
+  for (int g = 0; g < n; ++g) s = V::dot(s, ones, t[g]);
+  return s;
+}
+
+// With VNNI, a batch past the fused path multiplies x as unsigned bytes
+// (u = q + 128) by signed weights (Q8_0's own bytes, Q4_0's less 8):
+// Σ u·w = Σ q·w + 128 Σ w, and the correction -128 Σ w is the weights',
+// taken once per decoded block for every row of x, where the unsigned
+// weights' correction (-offset · Σ q) cost each row of x two operations.
+// Block b as signed bytes into t[8]; returns -128 Σ w per row.
+template <class V, tensor_type T>
+auto decode_signed(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* t) -> typename V::vi {
+  using vi = typename V::vi;
+  const std::int64_t off = b * small_format<V, T>::block_bytes + 2;
+  if constexpr (T == tensor_type::q8_0) {
+    V::transpose32(rows.p, off, t);
+  } else {
+    vi raw[4];
+    V::transpose16(rows.p, off, raw);
+    const vi low = V::set1(0x0F0F0F0F), eight = V::set1(0x08080808);
+    for (int g = 0; g < 4; ++g) {
+      t[g] = V::sub8(V::and_(raw[g], low), eight);
+      t[4 + g] = V::sub8(V::and_(V::shr(raw[g], 4), low), eight);
+    }
+  }
+  return V::sub(V::set1(0), V::shl(byte_sums<V>(t, 8), 7));
+}
+
+// small_rows for signed weights (decode_signed): tiles [nc][8], corr [nc].
+template <class V, tensor_type T, int MR>
+[[gnu::noinline]] void signed_rows(const typename V::vi* tiles, const typename V::vi* corr,
+                                   const typename V::vf* scales, std::int64_t b0, std::int64_t nc, const acts& a,
+                                   std::int64_t i0, float* acc) {
+  using vi = typename V::vi;
+  using vf = typename V::vf;
+  const std::int64_t nb = a.k / 32;
+  vf f[MR];
+  for (int ii = 0; ii < MR; ++ii) f[ii] = V::loadf(acc + (i0 + ii) * V::R);
+  for (std::int64_t c = 0; c < nc; ++c) {
+    const std::uint8_t* u = a.u + i0 * a.k + 32 * (b0 + c);
+    const vi* t = tiles + 8 * c;
+    vi s[MR];
+    for (int ii = 0; ii < MR; ++ii) s[ii] = corr[c];
+    for (int g = 0; g < 8; ++g)
+      for (int ii = 0; ii < MR; ++ii) s[ii] = V::dot(s[ii], V::bcast(u + ii * a.k + 4 * g), t[g]);
+    for (int ii = 0; ii < MR; ++ii)
+      f[ii] = V::fma(V::mul(scales[c], V::set1f(a.d[(i0 + ii) * nb + b0 + c])), V::cvt(s[ii]), f[ii]);
+  }
+  for (int ii = 0; ii < MR; ++ii) V::storef(acc + (i0 + ii) * V::R, f[ii]);
+}
+
 // Block b, decoded (t, sg, scale), times MR rows of x from i0 into f.
 template <class V, tensor_type T, int MR>
 [[gnu::always_inline]] inline void small_block(const typename V::vi* t, const typename V::vi* sg,
@@ -227,7 +285,7 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
   using vf = typename V::vf;
   const tile_rows<V::R> rows(w, row_bytes, row0, nr);
   const std::int64_t nb = a.k / 32;
-  constexpr std::int64_t per_block = F::signed_w ? 16 : 8;
+  constexpr std::int64_t per_block = F::signed_w ? 16 : V::vnni ? 9 : 8; // VNNI: 8 and a correction
   auto* buf = scratch(3, static_cast<std::size_t>(chunk_small) * (per_block * sizeof(vi) + sizeof(vf)));
   auto* tiles = reinterpret_cast<vi*>(buf);
   auto* signs = tiles + 8 * chunk_small;
@@ -239,6 +297,22 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
     return;
   }
   float* acc = zeroed_acc<V>(a.m);
+  if constexpr (V::vnni) {
+    vi* corr = signs; // unused by the unsigned path on VNNI
+    for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_small) {
+      const std::int64_t nc = std::min(chunk_small, nb - b0);
+      for (std::int64_t c = 0; c < nc; ++c) {
+        rows.prefetch(b0 + c, F::block_bytes, nb);
+        scales[c] = halves_at<V>(rows, (b0 + c) * F::block_bytes, false);
+        corr[c] = decode_signed<V, T>(rows, b0 + c, tiles + 8 * c);
+      }
+      over_rows<V::mr_small>(a.m, [&]<int MR>(std::int64_t i0) {
+        signed_rows<V, T, MR>(tiles, corr, scales, b0, nc, a, i0, acc);
+      });
+    }
+    store_rows<V>(acc, a.m, row0, nr, y, ldy);
+    return;
+  }
   for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_small) {
     const std::int64_t nc = std::min(chunk_small, nb - b0);
     for (std::int64_t c = 0; c < nc; ++c) {
@@ -388,13 +462,25 @@ template <class V, tensor_type T, int MR>
         p[ii] = V::dot(p[ii], t[groups * s + g], V::bcast(q + ii * a.k + 4 * (groups * s + g)));
     for (int ii = 0; ii < MR; ++ii) isum[ii] = V::add(isum[ii], V::mullo(p[ii], sc[s]));
   }
+  [[maybe_unused]] vi mnp[4];
+  if constexpr (F::mins && V::vnni)
+    for (int p = 0; p < 4; ++p) mnp[p] = V::or_(mn[2 * p], V::shl(mn[2 * p + 1], 16));
   for (int ii = 0; ii < MR; ++ii) {
     const auto dx = V::set1f(a.d[(i0 + ii) * (a.k / 256) + b]);
     f[ii] = V::fma(V::mul(d, dx), V::cvt(isum[ii]), f[ii]);
     if constexpr (F::mins) {
-      const std::int32_t* neg = a.neg_sum32 + (i0 + ii) * (a.k / 32) + 8 * b;
-      vi msum = V::mullo(mn[0], V::bcast(neg));
-      for (int j = 1; j < 8; ++j) msum = V::add(msum, V::mullo(mn[j], V::bcast(neg + j)));
+      vi msum;
+      if constexpr (V::vnni) {
+        // Mins and sums as int16 pairs (mins <= 63, |Σ| <= 4064): four
+        // vpdpwssd for the eight products.
+        const std::int16_t* neg = a.neg_sum32_h + (i0 + ii) * (a.k / 32) + 8 * b;
+        msum = V::dotw(V::set1(0), mnp[0], V::bcast(neg));
+        for (int p = 1; p < 4; ++p) msum = V::dotw(msum, mnp[p], V::bcast(neg + 2 * p));
+      } else {
+        const std::int32_t* neg = a.neg_sum32 + (i0 + ii) * (a.k / 32) + 8 * b;
+        msum = V::mullo(mn[0], V::bcast(neg));
+        for (int j = 1; j < 8; ++j) msum = V::add(msum, V::mullo(mn[j], V::bcast(neg + j)));
+      }
       f[ii] = V::fma(V::mul(dmin, dx), V::cvt(msum), f[ii]);
     }
   }
