@@ -121,24 +121,26 @@ struct act_buffers {
   std::int64_t block;
 };
 
-auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block) -> act_buffers {
+// With u (q + 128) and/or sums32_h (neg_sum32 as int16) where the kernels read them.
+auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block, bool with_u, bool with_sums32_h)
+    -> act_buffers {
   const auto round = [](std::int64_t bytes) { return static_cast<std::size_t>(bytes + 63) / 64 * 64; };
-  const auto q_bytes = round(m * k); // q, and u for blocks of 32
+  const auto q_bytes = round(m * k);
   const auto d_bytes = round(m * (k / block) * 4);
   const auto s16_bytes = block == 256 ? round(m * (k / 16) * 4) : 0;
   const auto s32_bytes = round(m * (k / 32) * 4);
-  const auto s32h_bytes = block == 256 ? round(m * (k / 32) * 2) : 0;
-  const auto u_bytes = block == 32 ? q_bytes : 0;
+  const auto s32h_bytes = with_sums32_h ? round(m * (k / 32) * 2) : 0;
+  const auto u_bytes = with_u ? q_bytes : 0;
   std::byte* p = scratch(slot, q_bytes + u_bytes + d_bytes + s16_bytes + s32_bytes + s32h_bytes);
   act_buffers b{};
   b.block = block;
   b.q = reinterpret_cast<std::int8_t*>(p);
-  b.u = block == 32 ? reinterpret_cast<std::uint8_t*>(p + q_bytes) : nullptr;
+  b.u = with_u ? reinterpret_cast<std::uint8_t*>(p + q_bytes) : nullptr;
   p += q_bytes + u_bytes;
   b.d = reinterpret_cast<float*>(p);
   b.neg_sum16 = block == 256 ? reinterpret_cast<std::int32_t*>(p + d_bytes) : nullptr;
   b.neg_sum32 = reinterpret_cast<std::int32_t*>(p + d_bytes + s16_bytes);
-  b.neg_sum32_h = block == 256 ? reinterpret_cast<std::int16_t*>(p + d_bytes + s16_bytes + s32_bytes) : nullptr;
+  b.neg_sum32_h = with_sums32_h ? reinterpret_cast<std::int16_t*>(p + d_bytes + s16_bytes + s32_bytes) : nullptr;
   b.a = {b.q, b.d, b.neg_sum16, b.neg_sum32, b.u, b.neg_sum32_h, m, k};
   return b;
 }
@@ -193,13 +195,14 @@ void quant_gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<
   }
   // Slots 0 and 1 on the calling thread; the kernels use slots 2 and 3 of
   // their own.
-  const auto a32 = need32 ? quant::make_acts(0, m, k, 32) : quant::act_buffers{};
-  const auto a256 = need256 ? quant::make_acts(1, m, k, 256) : quant::act_buffers{};
+  const bool want_u = ks.vnni && m > ks.mr_small;
+  const auto a32 = need32 ? quant::make_acts(0, m, k, 32, want_u, false) : quant::act_buffers{};
+  const auto a256 = need256 ? quant::make_acts(1, m, k, 256, false, ks.vnni) : quant::act_buffers{};
 #pragma omp parallel
   {
-    if (need32) quant::quantize(x, m, k, 32, a32.q, a32.d, nullptr, a32.neg_sum32, a32.u, nullptr);
+    if (need32) quant::quantize(x, m, k, 32, a32.q, a32.d, nullptr, a32.neg_sum32, a32.u, a32.neg_sum32_h);
     if (need256)
-      quant::quantize(x, m, k, 256, a256.q, a256.d, a256.neg_sum16, a256.neg_sum32, nullptr, a256.neg_sum32_h);
+      quant::quantize(x, m, k, 256, a256.q, a256.d, a256.neg_sum16, a256.neg_sum32, a256.u, a256.neg_sum32_h);
     for (const auto& j : jobs) {
       const auto tr = *gguf::traits(static_cast<std::uint32_t>(j.type));
       const std::int64_t row_bytes = k / tr.block_elements * tr.block_bytes;

@@ -14,14 +14,15 @@ namespace troupe::quant {
 /// d[i, v / block] · q[i, v]. The sums are negated, ready to be added:
 /// neg_sum16/32[i, s] = -Σ q over values [16s, 16s + 16) / [32s, 32s + 32).
 /// u holds q + 128 as unsigned bytes, for kernels that multiply unsigned x
-/// by signed weights (decode_signed, on VNNI).
+/// by signed weights (decode_signed, on VNNI). Each is null where no
+/// kernel reads it.
 struct acts {
   const std::int8_t* q;            // [m, k]
   const float* d;                  // [m, k / block]
   const std::int32_t* neg_sum16;   // [m, k / 16]; 256-blocks only
   const std::int32_t* neg_sum32;   // [m, k / 32]
-  const std::uint8_t* u;           // [m, k]; 32-blocks only
-  const std::int16_t* neg_sum32_h; // [m, k / 32] as int16 (|Σ| <= 4064); 256-blocks only
+  const std::uint8_t* u;           // [m, k]; where kernel_set::vnni and m > mr_small
+  const std::int16_t* neg_sum32_h; // [m, k / 32] as int16 (|Σ| <= 4064); 256-blocks on VNNI
   std::int64_t m = 0;
   std::int64_t k = 0;
 };
@@ -36,6 +37,9 @@ struct kernel_set {
   std::string_view name;
   std::int64_t rows = 0;
   tile_kernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+  /// VNNI kernels read acts::neg_sum32_h, and acts::u past mr_small rows.
+  bool vnni = false;
+  std::int64_t mr_small = 0;
 
   auto get(gguf::tensor_type t) const -> tile_kernel;
 };

@@ -146,47 +146,18 @@ auto byte_sums(const typename V::vi* t, int n) -> typename V::vi {
 // Block b as signed bytes into t[8]; returns -128 Σ w per row.
 template <class V, tensor_type T>
 auto decode_signed(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* t) -> typename V::vi {
-  using vi = typename V::vi;
-  const std::int64_t off = b * small_format<V, T>::block_bytes + 2;
   if constexpr (T == tensor_type::q8_0) {
-    V::transpose32(rows.p, off, t);
+    V::transpose32(rows.p, b * small_format<V, T>::block_bytes + 2, t);
   } else {
-    vi raw[4];
-    V::transpose16(rows.p, off, raw);
-    const vi low = V::set1(0x0F0F0F0F), eight = V::set1(0x08080808);
-    for (int g = 0; g < 4; ++g) {
-      t[g] = V::sub8(V::and_(raw[g], low), eight);
-      t[4 + g] = V::sub8(V::and_(V::shr(raw[g], 4), low), eight);
-    }
+    small_format<V, T>::decode(rows, b, t, nullptr);
+    for (int g = 0; g < 8; ++g) t[g] = V::sub8(t[g], V::set1(0x08080808));
   }
   return V::sub(V::set1(0), V::shl(byte_sums<V>(t, 8), 7));
 }
 
-// small_rows for signed weights (decode_signed): tiles [nc][8], corr [nc].
-template <class V, tensor_type T, int MR>
-[[gnu::noinline]] void signed_rows(const typename V::vi* tiles, const typename V::vi* corr,
-                                   const typename V::vf* scales, std::int64_t b0, std::int64_t nc, const acts& a,
-                                   std::int64_t i0, float* acc) {
-  using vi = typename V::vi;
-  using vf = typename V::vf;
-  const std::int64_t nb = a.k / 32;
-  vf f[MR];
-  for (int ii = 0; ii < MR; ++ii) f[ii] = V::loadf(acc + (i0 + ii) * V::R);
-  for (std::int64_t c = 0; c < nc; ++c) {
-    const std::uint8_t* u = a.u + i0 * a.k + 32 * (b0 + c);
-    const vi* t = tiles + 8 * c;
-    vi s[MR];
-    for (int ii = 0; ii < MR; ++ii) s[ii] = corr[c];
-    for (int g = 0; g < 8; ++g)
-      for (int ii = 0; ii < MR; ++ii) s[ii] = V::dot(s[ii], V::bcast(u + ii * a.k + 4 * g), t[g]);
-    for (int ii = 0; ii < MR; ++ii)
-      f[ii] = V::fma(V::mul(scales[c], V::set1f(a.d[(i0 + ii) * nb + b0 + c])), V::cvt(s[ii]), f[ii]);
-  }
-  for (int ii = 0; ii < MR; ++ii) V::storef(acc + (i0 + ii) * V::R, f[ii]);
-}
-
 // Block b, decoded (t, sg, scale), times MR rows of x from i0 into f.
-template <class V, tensor_type T, int MR>
+// Signed: t from decode_signed, *sg its correction, x read as u.
+template <class V, tensor_type T, int MR, bool Signed = false>
 [[gnu::always_inline]] inline void small_block(const typename V::vi* t, const typename V::vi* sg,
                                                typename V::vf scale, std::int64_t b, const acts& a, std::int64_t i0,
                                                typename V::vf* f) {
@@ -195,12 +166,14 @@ template <class V, tensor_type T, int MR>
   const std::int64_t nb = a.k / 32;
   vi s[MR];
   for (int ii = 0; ii < MR; ++ii) {
-    if constexpr (F::signed_w)
+    if constexpr (Signed)
+      s[ii] = *sg;
+    else if constexpr (F::signed_w)
       s[ii] = V::set1(0);
     else
       s[ii] = V::shl(V::bcast(a.neg_sum32 + (i0 + ii) * nb + b), F::offset_shift);
   }
-  const std::int8_t* q = a.q + i0 * a.k + 32 * b;
+  const auto* q = static_cast<const std::byte*>(Signed ? static_cast<const void*>(a.u) : a.q) + i0 * a.k + 32 * b;
   // One row of x: two chains of four products (the sum is exact either
   // way), or the eight would wait on each other's latency.
   constexpr int chains = MR == 1 ? 2 : 1;
@@ -210,7 +183,9 @@ template <class V, tensor_type T, int MR>
     for (int ii = 0; ii < MR; ++ii) {
       const vi xv = V::bcast(q + ii * a.k + 4 * g);
       vi& acc = chains == 2 && g % 2 == 1 ? s2[ii] : s[ii];
-      if constexpr (F::signed_w)
+      if constexpr (Signed)
+        acc = V::dot(acc, xv, t[g]);
+      else if constexpr (F::signed_w)
         acc = V::dot_signed(acc, t[g], sg[g], xv);
       else
         acc = V::dot(acc, t[g], xv);
@@ -229,8 +204,13 @@ template <class V, tensor_type T, int MR>
                                   std::int64_t i0, float* acc) {
   typename V::vf f[MR];
   for (int ii = 0; ii < MR; ++ii) f[ii] = V::loadf(acc + (i0 + ii) * V::R);
-  for (std::int64_t c = 0; c < nc; ++c)
-    small_block<V, T, MR>(tiles + 8 * c, signs + 8 * c, scales[c], b0 + c, a, i0, f);
+  for (std::int64_t c = 0; c < nc; ++c) {
+    // On VNNI, signs holds decode_signed's corrections, one a block.
+    if constexpr (V::vnni)
+      small_block<V, T, MR, true>(tiles + 8 * c, signs + c, scales[c], b0 + c, a, i0, f);
+    else
+      small_block<V, T, MR>(tiles + 8 * c, signs + 8 * c, scales[c], b0 + c, a, i0, f);
+  }
   for (int ii = 0; ii < MR; ++ii) V::storef(acc + (i0 + ii) * V::R, f[ii]);
 }
 
@@ -285,7 +265,8 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
   using vf = typename V::vf;
   const tile_rows<V::R> rows(w, row_bytes, row0, nr);
   const std::int64_t nb = a.k / 32;
-  constexpr std::int64_t per_block = F::signed_w ? 16 : V::vnni ? 9 : 8; // VNNI: 8 and a correction
+  // Values, and per block 8 signs (Q8_0 without VNNI) or a correction (VNNI).
+  constexpr std::int64_t per_block = F::signed_w ? 16 : V::vnni ? 9 : 8;
   auto* buf = scratch(3, static_cast<std::size_t>(chunk_small) * (per_block * sizeof(vi) + sizeof(vf)));
   auto* tiles = reinterpret_cast<vi*>(buf);
   auto* signs = tiles + 8 * chunk_small;
@@ -297,28 +278,15 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
     return;
   }
   float* acc = zeroed_acc<V>(a.m);
-  if constexpr (V::vnni) {
-    vi* corr = signs; // unused by the unsigned path on VNNI
-    for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_small) {
-      const std::int64_t nc = std::min(chunk_small, nb - b0);
-      for (std::int64_t c = 0; c < nc; ++c) {
-        rows.prefetch(b0 + c, F::block_bytes, nb);
-        scales[c] = halves_at<V>(rows, (b0 + c) * F::block_bytes, false);
-        corr[c] = decode_signed<V, T>(rows, b0 + c, tiles + 8 * c);
-      }
-      over_rows<V::mr_small>(a.m, [&]<int MR>(std::int64_t i0) {
-        signed_rows<V, T, MR>(tiles, corr, scales, b0, nc, a, i0, acc);
-      });
-    }
-    store_rows<V>(acc, a.m, row0, nr, y, ldy);
-    return;
-  }
   for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_small) {
     const std::int64_t nc = std::min(chunk_small, nb - b0);
     for (std::int64_t c = 0; c < nc; ++c) {
       rows.prefetch(b0 + c, F::block_bytes, nb);
       scales[c] = halves_at<V>(rows, (b0 + c) * F::block_bytes, false);
-      F::decode(rows, b0 + c, tiles + 8 * c, signs + 8 * c);
+      if constexpr (V::vnni)
+        signs[c] = decode_signed<V, T>(rows, b0 + c, tiles + 8 * c);
+      else
+        F::decode(rows, b0 + c, tiles + 8 * c, signs + 8 * c);
     }
     over_rows<V::mr_small>(a.m, [&]<int MR>(std::int64_t i0) {
       small_rows<V, T, MR>(tiles, signs, scales, b0, nc, a, i0, acc);
@@ -462,6 +430,8 @@ template <class V, tensor_type T, int MR>
         p[ii] = V::dot(p[ii], t[groups * s + g], V::bcast(q + ii * a.k + 4 * (groups * s + g)));
     for (int ii = 0; ii < MR; ++ii) isum[ii] = V::add(isum[ii], V::mullo(p[ii], sc[s]));
   }
+  // On VNNI the mins go to vpdpwssd as int16 pairs (mins 2p, 2p + 1). Paired
+  // here, once per call: in decode the pairing slowed m = 1 by 7%.
   [[maybe_unused]] vi mnp[4];
   if constexpr (F::mins && V::vnni)
     for (int p = 0; p < 4; ++p) mnp[p] = V::or_(mn[2 * p], V::shl(mn[2 * p + 1], 16));
@@ -545,7 +515,9 @@ auto vector_kernels(std::string_view name) -> kernel_set {
           small_tile<V, tensor_type::q4_0>,
           k_tile<V, tensor_type::q4_k>,
           k_tile<V, tensor_type::q5_k>,
-          k_tile<V, tensor_type::q6_k>};
+          k_tile<V, tensor_type::q6_k>,
+          V::vnni,
+          V::mr_small};
 }
 
 } // namespace
