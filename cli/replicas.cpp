@@ -46,8 +46,14 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   model_setup m;
   m.dir = cfg.model_dir;
   m.name = served_name(cfg.served_model_name, m.dir);
-  m.mc = model_config::load(m.dir);
-  m.tok = std::make_shared<const tokenizer>(tokenizer::load_dir(m.dir));
+  if (gguf::is_gguf_file(m.dir)) {
+    m.gguf = gguf::file::open(m.dir);
+    m.mc = gguf_model_config(*m.gguf);
+    m.tok = std::make_shared<const tokenizer>(tokenizer::load_gguf(*m.gguf));
+  } else {
+    m.mc = model_config::load(m.dir);
+    m.tok = std::make_shared<const tokenizer>(tokenizer::load_dir(m.dir));
+  }
   const auto& mc = m.mc;
   // Fewer pieces than rows is usual (a padded vocabulary, never sampled);
   // more would name ids the model has no row for.
@@ -117,8 +123,12 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   return m;
 }
 
-auto load_cpu_weights(const server_config& cfg, const std::string& dir) -> model_weights {
-  auto w = model_weights::load(dir);
+auto load_model_weights(const model_setup& m) -> model_weights {
+  return m.gguf ? load_gguf_weights(m.gguf, m.mc) : model_weights::load(m.dir);
+}
+
+auto load_cpu_weights(const server_config& cfg, const model_setup& m) -> model_weights {
+  auto w = load_model_weights(m);
   if (cfg.weight_dtype == "q8_0") quantize_weights(w, gguf::tensor_type::q8_0);
   if (cfg.weight_dtype == "q4_k") quantize_weights(w, gguf::tensor_type::q4_k);
   if (cfg.huge_pages) place_in_huge_pages(w);
@@ -144,7 +154,7 @@ auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const m
     ex = std::make_shared<zero_executor>(m.zero);
   } else {
     // The executor refers to its weights: they go when it does.
-    auto w = std::make_shared<model_weights>(load_cpu_weights(cfg, m.dir));
+    auto w = std::make_shared<model_weights>(load_cpu_weights(cfg, m));
     ex = std::shared_ptr<executor>(new cpu_executor(*w, m.cpu), [w](executor* e) { delete e; });
   }
   auto exec = spawn_executor(sys, std::move(ex));

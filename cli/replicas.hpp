@@ -9,6 +9,7 @@
 #include "actors/scheduler_actor.hpp"
 #include "actors/server_config.hpp"
 #include "engine/cpu/cpu_executor.hpp"
+#include "engine/model/gguf.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/zero_executor.hpp"
@@ -26,6 +27,7 @@ namespace troupe::cli {
 
 struct model_setup {
   std::filesystem::path dir;
+  std::shared_ptr<const gguf::file> gguf; ///< dir opened, where it is a GGUF file (read once)
   std::string name; ///< what clients call it
   model_config mc;
   std::shared_ptr<const tokenizer> tok;
@@ -46,9 +48,12 @@ struct model_setup {
 /// with more pieces than the model has rows (model_error).
 auto prepare_model(const server_config& cfg, bool cuda = false) -> model_setup;
 
-/// The weights of dir for a CPU executor: quantized as engine.weight_dtype
-/// says, then placed in huge pages where engine.huge_pages says.
-auto load_cpu_weights(const server_config& cfg, const std::string& dir) -> model_weights;
+/// m's weights, from its opened GGUF file or its directory.
+auto load_model_weights(const model_setup& m) -> model_weights;
+
+/// m's weights for a CPU executor: quantized as engine.weight_dtype says,
+/// then placed in huge pages where engine.huge_pages says.
+auto load_cpu_weights(const server_config& cfg, const model_setup& m) -> model_weights;
 
 /// Throws one line naming the first model directory of cfg ([model], then
 /// model.more) that is not there, and how to make one; `command` ("serve",

@@ -123,7 +123,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
       throw std::runtime_error("engine.devices: " + std::to_string(cfg.devices.size()) +
                                " CUDA devices, but engine.tensor_parallel_size is " +
                                std::to_string(cfg.tensor_parallel_size) + " (the devices of one tensor-parallel executor)");
-    parts.weights = model_weights::load(dir);
+    parts.weights = load_model_weights(setup);
     cuda::cuda_executor_options co;
     co.device = *cuda_device;
     for (const auto& d : cfg.devices) co.devices.push_back(*parse_device(d));
@@ -138,7 +138,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     co.num_sampled_ids = tok->vocab_size(); // never a padding row: it has no text
     executors.push_back(load_cuda_executor(parts.weights, co));
   } else {
-    parts.weights = load_cpu_weights(cfg, dir);
+    parts.weights = load_cpu_weights(cfg, setup);
     auto eo = setup.cpu;
     eo.num_host_blocks = num_host_blocks;
     for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<cpu_executor>(parts.weights, eo));
@@ -179,7 +179,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->prompt_logprobs = !cuda_device || cfg.executor == "zero";
 
   std::shared_ptr<const chat_template> chat;
-  if (auto t = resolve_chat_template(cfg.chat_template, dir.string())) chat = std::make_shared<const chat_template>(std::move(*t));
+  if (auto t = resolve_chat_template(cfg.chat_template, dir.string(), setup.gguf.get())) chat = std::make_shared<const chat_template>(std::move(*t));
   for (int i = 0; i < resolve_threads(cfg.tokenizers); ++i) {
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));

@@ -2,6 +2,7 @@
 
 #include "engine/model/gguf_quant.hpp"
 #include "engine/model/model_error.hpp"
+#include "engine/model/safetensors.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -196,6 +197,9 @@ public:
     return w;
   }
 
+  /// Counts a tensor another reader took (its shape checked again).
+  void mark_used(const std::string& name, std::int64_t size) { (void)get(name, {size}); }
+
   void check_all_used(const std::string& arch) const {
     for (const auto& t : f_.tensors())
       if (!used_.contains(t.name))
@@ -207,15 +211,9 @@ private:
   auto get(const std::string& name, const std::vector<std::int64_t>& ne) -> const gguf::tensor& {
     const auto* t = f_.find_tensor(name);
     if (t == nullptr) fail(f_.path(), "missing tensor '" + name + "'");
-    if (t->ne != ne) {
-      const auto shape = [](const std::vector<std::int64_t>& v) {
-        std::string s = "[";
-        for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-        return s + "]";
-      };
-      fail(f_.path(), "tensor '" + name + "' has shape " + shape(t->ne) + ", expected " + shape(ne) +
+    if (t->ne != ne)
+      fail(f_.path(), "tensor '" + name + "' has shape " + format_shape(t->ne) + ", expected " + format_shape(ne) +
                           " (GGUF order, fastest dimension first)");
-    }
     used_.insert(t->name);
     return *t;
   }
@@ -389,9 +387,14 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
 }
 
 auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
-  const auto f = gguf::file::open(file);
+  auto f = gguf::file::open(file);
+  auto config = gguf_model_config(*f);
+  return load_gguf_weights(std::move(f), std::move(config));
+}
+
+auto load_gguf_weights(std::shared_ptr<const gguf::file> f, model_config config) -> model_weights {
   model_weights w;
-  w.config = gguf_model_config(*f);
+  w.config = std::move(config);
   auto& c = w.config;
   tensor_reader load(*f, w);
   const auto fam = c.family();
@@ -400,9 +403,9 @@ auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
   const auto q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
 
   // The RoPE factor tensors are the config's (gguf_model_config read them).
-  if (c.rope_scaling.type == "freq_factors") (void)load.floats("rope_freqs.weight", hd / 2);
+  if (c.rope_scaling.type == "freq_factors") load.mark_used("rope_freqs.weight", hd / 2);
   if (c.rope_scaling.type == "longrope")
-    for (const auto* name : {"rope_factors_short.weight", "rope_factors_long.weight"}) (void)load.floats(name, hd / 2);
+    for (const auto* name : {"rope_factors_short.weight", "rope_factors_long.weight"}) load.mark_used(name, hd / 2);
 
   w.embed = load.matrix("token_embd.weight", c.vocab_size, d);
   w.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
@@ -452,7 +455,7 @@ auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
   w.final_norm = load.vector("output_norm.weight", d);
   w.lm_head = c.tie_word_embeddings ? w.embed : load.matrix("output.weight", c.vocab_size, d);
   load.check_all_used(std::string(f->require_string("general.architecture")));
-  w.storage.push_back(f);
+  w.storage.push_back(std::move(f));
   return w;
 }
 

@@ -27,4 +27,8 @@ auto gguf_model_config(const gguf::file& f) -> model_config;
 /// the architecture does not use.
 auto load_gguf_weights(const std::filesystem::path& file) -> model_weights;
 
+/// The same from an opened file and its gguf_model_config: the weights keep
+/// the file (and its mapping) alive.
+auto load_gguf_weights(std::shared_ptr<const gguf::file> f, model_config config) -> model_weights;
+
 } // namespace troupe

@@ -227,16 +227,16 @@ auto gguf_chat_template(const gguf::file& f) -> std::optional<chat_template> {
 }
 
 
-auto resolve_chat_template(const std::string& setting, const std::string& model_dir)
+auto resolve_chat_template(const std::string& setting, const std::string& model_dir, const gguf::file* opened)
     -> std::optional<chat_template> {
-  if (setting.empty()) return model_chat_template(model_dir);
+  const auto special_tokens = [&] { return opened ? gguf_special_tokens(*opened) : special_tokens_of_model(model_dir); };
+  if (setting.empty()) return opened ? gguf_chat_template(*opened) : model_chat_template(model_dir);
   if (const auto f = parse_chat_format(setting)) {
     auto t = builtin(*f);
-    t.special_tokens = special_tokens_of_model(model_dir);
+    t.special_tokens = special_tokens();
     return t;
   }
-  if (setting.ends_with(".jinja"))
-    return make_chat_template(read_file(setting), setting, special_tokens_of_model(model_dir));
+  if (setting.ends_with(".jinja")) return make_chat_template(read_file(setting), setting, special_tokens());
   throw model_error("unknown chat template \"" + setting + "\"; known: " + chat_format_names() + ", or a .jinja file");
 }
 

@@ -69,8 +69,10 @@ auto gguf_chat_template(const gguf::file& f) -> std::optional<chat_template>;
 /// name; or a path ending in ".jinja". The special tokens come from the
 /// model in every case. nullopt: the model ships none and none was named.
 /// Throws model_error (an unknown name, a template that does not parse).
-auto resolve_chat_template(const std::string& setting, const std::string& model_dir)
-    -> std::optional<chat_template>;
+/// `opened`: model_dir's GGUF file, already open (read instead of opening
+/// it again).
+auto resolve_chat_template(const std::string& setting, const std::string& model_dir,
+                           const gguf::file* opened = nullptr) -> std::optional<chat_template>;
 
 /// One conversation to render: JSON-shaped values as the OpenAI API and
 /// transformers carry them (messages with role, content, tool_calls,
