@@ -65,23 +65,6 @@ auto corpus() -> std::vector<std::string> {
     }
     if (start < s.size()) words.push_back(s.substr(start));
   }
-  const auto append_utf8 = [](std::string& s, char32_t c) {
-    if (c < 0x80) {
-      s += static_cast<char>(c);
-    } else if (c < 0x800) {
-      s += static_cast<char>(0xC0 | (c >> 6));
-      s += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      s += static_cast<char>(0xE0 | (c >> 12));
-      s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      s += static_cast<char>(0xF0 | (c >> 18));
-      s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  };
   // Ranges of code points to draw from; no lone surrogates.
   const std::pair<char32_t, char32_t> ranges[] = {{0x20, 0x7E},     {0x09, 0x0D},     {0xA0, 0x24F},
                                                   {0x370, 0x3FF},   {0x400, 0x4FF},   {0x600, 0x6FF},
@@ -94,7 +77,7 @@ auto corpus() -> std::vector<std::string> {
     for (auto k = 0u; k < n; ++k) {
       if (rng() % 3 == 0) {
         const auto& [lo, hi] = ranges[rng() % std::size(ranges)];
-        for (auto m = 1 + rng() % 4; m > 0; --m) append_utf8(s, lo + static_cast<char32_t>(rng() % (hi - lo + 1)));
+        for (auto m = 1 + rng() % 4; m > 0; --m) hf::append_utf8(s, lo + static_cast<char32_t>(rng() % (hi - lo + 1)));
       } else {
         s += words[rng() % words.size()];
       }
