@@ -29,6 +29,7 @@ paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
     storage_(mapping_.get()) {
   TROUPE_CHECK(block_size > 0 && num_blocks > 0, "KV cache needs blocks");
   TROUPE_CHECK(type != kv_dtype::q8_0 || head_dim % 32 == 0, "a Q8_0 KV cache needs head_dim a multiple of 32");
+  TROUPE_CHECK(type != kv_dtype::q8_0 || head_dim <= 1024, "a Q8_0 KV cache needs head_dim at most 1024");
 }
 
 void paged_kv_cache::save_block(block_id b, std::byte* dst) const {
@@ -81,32 +82,40 @@ void paged_kv_cache::write(std::int64_t layer, block_id b, std::int64_t kv_head,
 
 namespace {
 
-// The 16-bit tiles widen element by element, in the F32 tile's layout.
+// Elements [from, to) of a 16-bit tile widen in the F32 tile's layout.
 template <class Widen>
-void widen16(const std::byte* tile, std::int64_t n, Widen widen, float* out) {
-  for (std::int64_t i = 0; i < n; ++i) {
+void widen16(const std::byte* tile, std::int64_t from, std::int64_t to, Widen widen, float* out) {
+  for (std::int64_t i = from; i < to; ++i) {
     std::uint16_t h;
     std::memcpy(&h, tile + 2 * i, 2);
     out[i] = widen(h);
   }
 }
 
+// The hardware's conversion where the compiler has one (F16C): exact, as
+// f16_to_f32 is, and it vectorizes.
+auto widen_f16(std::uint16_t h) -> float { return static_cast<float>(std::bit_cast<_Float16>(h)); }
+
 } // namespace
 
-auto paged_kv_cache::keys(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const
-    -> const float* {
+auto paged_kv_cache::keys(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch, std::int32_t lo,
+                          std::int32_t hi) const -> const float* {
   const std::byte* t = key_tile(layer, b, kv_head);
   const std::int64_t hd = head_dim_, bs = block_size_;
+  if (hi < 0) hi = block_size_;
   switch (type_) {
     case kv_dtype::f32: return reinterpret_cast<const float*>(t);
-    case kv_dtype::bf16: widen16(t, hd * bs, bf16_to_f32, scratch); break;
-    case kv_dtype::f16: widen16(t, hd * bs, f16_to_f32, scratch); break;
+    case kv_dtype::bf16:
+      for (std::int64_t i = 0; i < hd; ++i) widen16(t, i * bs + lo, i * bs + hi, bf16_to_f32, scratch);
+      break;
+    case kv_dtype::f16:
+      for (std::int64_t i = 0; i < hd; ++i) widen16(t, i * bs + lo, i * bs + hi, widen_f16, scratch);
+      break;
     case kv_dtype::q8_0: {
       // Per token in the tile; transposed into [head_dim, block_size].
       float row[1024];
-      TROUPE_CHECK(hd <= 1024, "head_dim over 1024");
       const auto bytes = kv_head_bytes(type_, hd);
-      for (std::int64_t j = 0; j < bs; ++j) {
+      for (std::int64_t j = lo; j < hi; ++j) {
         gguf::dequantize_row(gguf::tensor_type::q8_0, t + j * bytes, row, hd);
         for (std::int64_t i = 0; i < hd; ++i) scratch[i * bs + j] = row[i];
       }
@@ -116,15 +125,20 @@ auto paged_kv_cache::keys(std::int64_t layer, block_id b, std::int64_t kv_head, 
   return scratch;
 }
 
-auto paged_kv_cache::values(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const
-    -> const float* {
+auto paged_kv_cache::values(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch, std::int32_t lo,
+                            std::int32_t hi) const -> const float* {
   const std::byte* t = value_tile(layer, b, kv_head);
-  const std::int64_t n = head_dim_ * block_size_;
+  const std::int64_t hd = head_dim_;
+  if (hi < 0) hi = block_size_;
   switch (type_) {
     case kv_dtype::f32: return reinterpret_cast<const float*>(t);
-    case kv_dtype::bf16: widen16(t, n, bf16_to_f32, scratch); break;
-    case kv_dtype::f16: widen16(t, n, f16_to_f32, scratch); break;
-    case kv_dtype::q8_0: gguf::dequantize_row(gguf::tensor_type::q8_0, t, scratch, n); break;
+    case kv_dtype::bf16: widen16(t, lo * hd, hi * hd, bf16_to_f32, scratch); break;
+    case kv_dtype::f16: widen16(t, lo * hd, hi * hd, widen_f16, scratch); break;
+    case kv_dtype::q8_0: {
+      const auto bytes = kv_head_bytes(type_, hd);
+      gguf::dequantize_row(gguf::tensor_type::q8_0, t + lo * bytes, scratch + lo * hd, (hi - lo) * hd);
+      break;
+    }
   }
   return scratch;
 }
@@ -244,9 +258,10 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
         const std::int64_t h0 = kvh * group;
         scores.resize(static_cast<std::size_t>(n * group));
         for (std::int32_t j0 = first / bs * bs; j0 < end; j0 += bs) {
-          const float* kb = cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh, tile.data());
           const std::int32_t lo = std::max(first, j0) - j0;
           const std::int32_t m = std::min(bs, end - j0);
+          const float* kb =
+              cache.keys(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh, tile.data(), lo, m);
           for (std::int64_t g = 0; g < group; ++g)
             block_scores(q + (t * num_heads + h0 + g) * head_dim, kb, head_dim, bs, lo, m, scale,
                          scores.data() + g * n + (j0 + lo - first));
@@ -264,9 +279,10 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
                       static_cast<std::size_t>(head_dim) * sizeof(float));
         }
         for (std::int32_t j0 = first / bs * bs; j0 < end; j0 += bs) {
-          const float* vb = cache.values(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh, tile.data());
           const std::int32_t lo = std::max(first, j0) - j0;
           const std::int32_t m = std::min(bs, end - j0);
+          const float* vb =
+              cache.values(layer, r.block_table[static_cast<std::size_t>(j0 / bs)], kvh, tile.data(), lo, m);
           for (std::int64_t g = 0; g < group; ++g)
             block_values(scores.data() + g * n + (j0 + lo - first), vb + static_cast<std::int64_t>(lo) * head_dim,
                          m - lo, head_dim, out + (t * num_heads + h0 + g) * head_dim);

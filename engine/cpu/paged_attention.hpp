@@ -46,9 +46,13 @@ public:
              const float* v);
   /// One kv head's keys in one block as F32 [head_dim, block_size], and its
   /// values as [block_size, head_dim]: the tile itself for f32, else widened
-  /// into scratch (head_dim * block_size floats) and scratch returned.
-  auto keys(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const -> const float*;
-  auto values(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch) const -> const float*;
+  /// into scratch (head_dim * block_size floats) and scratch returned. Only
+  /// slots [lo, hi) are widened (hi < 0: to the block's end); the others
+  /// of scratch are left as they were.
+  auto keys(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch, std::int32_t lo = 0,
+            std::int32_t hi = -1) const -> const float*;
+  auto values(std::int64_t layer, block_id b, std::int64_t kv_head, float* scratch, std::int32_t lo = 0,
+              std::int32_t hi = -1) const -> const float*;
 
 private:
   auto key_tile(std::int64_t layer, block_id b, std::int64_t kv_head) const -> std::byte* {
