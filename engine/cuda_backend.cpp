@@ -77,15 +77,9 @@ auto load_cuda_executor(const model_weights& weights, const cuda::cuda_executor_
     -> std::unique_ptr<executor> {
   if (const auto why = cuda_supports(weights.config); !why.empty()) throw std::runtime_error(why);
   // Quantized matrices (a GGUF file's, or engine.weight_dtype's) have CPU kernels only.
-  for (const auto* t : {&weights.embed, &weights.lm_head})
-    if (t->quant)
-      throw std::runtime_error("the CUDA backend does not implement " + std::string(t->type_name()) +
-                               " weights (use a cpu device)");
-  for (const auto& l : weights.layers)
-    for (const auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      if (t->quant)
-        throw std::runtime_error("the CUDA backend does not implement " + std::string(t->type_name()) +
-                                 " weights (use a cpu device)");
+  if (const auto* t = weights.first_quantized())
+    throw std::runtime_error("the CUDA backend does not implement " + std::string(t->type_name()) +
+                             " weights (use a cpu device)");
   static void* const lib = open_library(); // kept open: the executor's code lives there
   const auto abi = reinterpret_cast<abi_fn>(dlsym(lib, "troupe_cuda_abi_version"));
   const auto make = reinterpret_cast<make_fn>(dlsym(lib, "troupe_cuda_make_executor"));

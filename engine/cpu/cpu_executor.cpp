@@ -21,10 +21,7 @@ cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_opti
   set_cpu_threads(options.num_threads);
   // The quantized kernels' instruction set (TROUPE_CPU_ISA may name one the
   // CPU lacks): chosen now, so a bad choice stops start-up, not a step.
-  bool quantized = weights.embed.quant || weights.lm_head.quant;
-  for (const auto& l : weights.layers)
-    for (const auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) quantized = quantized || t->quant;
-  if (quantized) (void)quant_isa();
+  if (weights.first_quantized() != nullptr) (void)quant_isa();
 }
 
 void cpu_executor::swap(const scheduler_output& step) {

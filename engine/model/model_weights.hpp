@@ -100,6 +100,18 @@ struct model_weights {
   /// pytorch_model.bin. A GGUF file instead of a directory is read by
   /// load_gguf_weights (gguf_model.hpp).
   static auto load(const std::filesystem::path& dir) -> model_weights;
+
+  /// The first quantized matrix (the embedding, the head, then each layer's
+  /// q, k, v, o, gate, up, down), or null: whether the CPU's quantized
+  /// kernels are needed, and what a backend without them names.
+  auto first_quantized() const -> const weight_tensor* {
+    for (const auto* t : {&embed, &lm_head})
+      if (t->quant) return t;
+    for (const auto& l : layers)
+      for (const auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+        if (t->quant) return t;
+    return nullptr;
+  }
 };
 
 } // namespace troupe
