@@ -44,8 +44,10 @@ namespace {
 // file's first and last MiB and its size.
 auto model_version(const std::filesystem::path& dir, const std::string& name) -> std::string {
   std::uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](const std::filesystem::path& p, std::size_t limit) {
+  // Up to `limit` bytes of p from byte `from`.
+  const auto mix = [&h](const std::filesystem::path& p, std::size_t limit, std::uintmax_t from = 0) {
     std::ifstream in(p, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(from));
     char buf[4096];
     std::size_t done = 0;
     while (done < limit && in.read(buf, sizeof buf).gcount() > 0) {
@@ -60,11 +62,7 @@ auto model_version(const std::filesystem::path& dir, const std::string& name) ->
     std::error_code ec;
     const auto size = std::filesystem::file_size(dir, ec);
     h = (h ^ size) * 1099511628211ull;
-    std::ifstream in(dir, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(size > (1u << 20) ? size - (1u << 20) : 0));
-    char buf[4096];
-    while (in.read(buf, sizeof buf).gcount() > 0)
-      for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
+    mix(dir, 1 << 20, size > (1u << 20) ? size - (1u << 20) : 0);
   } else {
     mix(dir / "config.json", 1 << 20);
     for (const auto& e : std::filesystem::directory_iterator(dir))
