@@ -73,7 +73,7 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   if (cuda && cfg.weight_dtype != "auto")
     throw std::runtime_error("engine.weight_dtype \"" + cfg.weight_dtype +
                              "\": the CUDA backend does not implement quantized weights (use a cpu device)");
-  if (kv == kv_dtype::q8_0 && mc.head_dim % 32 != 0)
+  if (!kv_dtype_fits(kv, mc.head_dim))
     throw std::runtime_error("scheduler.kv_cache_dtype \"q8_0\" stores blocks of 32 values; this model's head_dim " +
                              std::to_string(mc.head_dim) + " is not a multiple of 32");
   m.kv = kv;

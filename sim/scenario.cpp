@@ -291,7 +291,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
       if (r->at("kv_bytes") != nullptr) fail("model.kv_cache_dtype", "and model.kv_bytes both set: give one");
       const auto head_dim = m.head_size();
       const auto t = *parse_kv_dtype(m.kv_cache_dtype);
-      if (t == kv_dtype::q8_0 && head_dim % 32 != 0)
+      if (!kv_dtype_fits(t, head_dim))
         fail("model.kv_cache_dtype", "\"q8_0\" stores blocks of 32 values; head_dim " + std::to_string(head_dim) +
                                          " is not a multiple of 32");
       m.kv_bytes = static_cast<double>(kv_head_bytes(t, head_dim)) / static_cast<double>(head_dim);

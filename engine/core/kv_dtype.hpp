@@ -31,6 +31,11 @@ constexpr auto parse_kv_dtype(std::string_view s) -> std::optional<kv_dtype> {
   return std::nullopt;
 }
 
+/// Whether a head of head_dim values can be stored as t (q8_0: whole blocks of 32).
+constexpr auto kv_dtype_fits(kv_dtype t, std::int64_t head_dim) -> bool {
+  return t != kv_dtype::q8_0 || head_dim % 32 == 0;
+}
+
 /// Bytes of one token's keys (or values) in one KV head.
 constexpr auto kv_head_bytes(kv_dtype t, std::int64_t head_dim) -> std::int64_t {
   switch (t) {

@@ -28,7 +28,7 @@ paged_kv_cache::paged_kv_cache(std::int64_t num_layers, std::int32_t num_blocks,
     mapping_(map_huge_pages(static_cast<std::size_t>(num_layers * layer_bytes_))),
     storage_(mapping_.get()) {
   TROUPE_CHECK(block_size > 0 && num_blocks > 0, "KV cache needs blocks");
-  TROUPE_CHECK(type != kv_dtype::q8_0 || head_dim % 32 == 0, "a Q8_0 KV cache needs head_dim a multiple of 32");
+  TROUPE_CHECK(kv_dtype_fits(type, head_dim), "a Q8_0 KV cache needs head_dim a multiple of 32");
   TROUPE_CHECK(type != kv_dtype::q8_0 || head_dim <= 1024, "a Q8_0 KV cache needs head_dim at most 1024");
 }
 

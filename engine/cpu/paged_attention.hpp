@@ -35,7 +35,9 @@ public:
   auto num_kv_heads() const -> std::int64_t { return num_kv_heads_; }
   auto head_dim() const -> std::int64_t { return head_dim_; }
   /// Bytes one block holds over every layer, keys and values (kv_block_bytes).
-  auto block_bytes() const -> std::int64_t { return num_layers_ * 2 * num_kv_heads_ * tile_bytes_; }
+  auto block_bytes() const -> std::int64_t {
+    return kv_block_bytes(type_, num_layers_, num_kv_heads_, head_dim_, block_size_);
+  }
   /// Copies block b's keys and values of every layer to dst (block_bytes():
   /// host swap space), or back from src.
   void save_block(block_id b, std::byte* dst) const;
