@@ -48,14 +48,14 @@ test-repeat: build
 bench: build
 	$(BUILD)/troupe bench-engine --preset stories110m
 
-# tokenizer.json encode speed, troupe against Hugging Face tokenizers (one
-# thread each, interleaved runs, medians) on the real tokenizers of tests/tools.
 # troupe against llama.cpp (npm node-llama-cpp's prebuilt CPU build) on the
 # same GGUF files, rounds interleaved: TinyLlama-1.1B and stories110M shapes
 # as Q8_0, Q4_K_M and BF16, 1 and 2 threads (scripts/bench_quant.py).
 bench-quant: build
 	python3 scripts/bench_quant.py $(BUILD)/troupe $(BUILD)/tests/write_gguf
 
+# tokenizer.json encode speed, troupe against Hugging Face tokenizers (one
+# thread each, interleaved runs, medians) on the real tokenizers of tests/tools.
 bench-tokenizer: build
 	node scripts/bench_tokenizer.mjs $(BUILD)/troupe
 
@@ -69,10 +69,11 @@ fuzz: build
 soak: build
 	TROUPE=$(BUILD)/troupe N=$(if $(filter command line,$(origin N)),$(N),1000000) scripts/soak.sh
 
-# The server's figures: serving overhead (zero-cost executor, 1000 streams)
-# and stories110m at a few request rates (scripts/bench_serve.sh).
+# The server's figures: serving overhead (zero-cost executor, 1000 streams),
+# stories110m at a few request rates, and a Q4_K_M GGUF beside BF16 with the
+# KV capacity of f32 and q8_0 caches (scripts/bench_serve.sh).
 bench-serve: build
-	TROUPE=$(BUILD)/troupe scripts/bench_serve.sh
+	TROUPE=$(BUILD)/troupe WRITE_GGUF=$(BUILD)/tests/write_gguf scripts/bench_serve.sh
 
 # Scheduling policies on stories110m: continuous vs static batching, prefix
 # caching on/off, vtc vs fcfs under a 4:1 tenant mix (scripts/bench_policies.sh).

@@ -6,6 +6,8 @@
 #     a noisy machine can be compared.
 #  2. The stories110m preset (random weights, real compute) at a few
 #     Poisson request rates.
+#  3. A TinyLlama-shaped GGUF file served as Q4_K_M beside BF16, and the
+#     tokens a 256 MiB KV cache holds with f32 and q8_0 keys and values.
 set -euo pipefail
 troupe=${TROUPE:-build/troupe}
 work=${BENCH_DIR:-/tmp/troupe-bench-serve}
