@@ -18,14 +18,12 @@ using namespace std::string_literals;
 /// How each architecture llama.cpp names maps onto troupe's.
 struct gguf_architecture {
   std::string_view gguf_name;
-  const char* hf_name;
-  model_family family;
+  const char* hf_name; ///< model_config::family() follows from it
 };
 
 constexpr gguf_architecture k_architectures[] = {
-    {"llama", "LlamaForCausalLM", model_family::llama},  {"qwen2", "Qwen2ForCausalLM", model_family::qwen2},
-    {"qwen3", "Qwen3ForCausalLM", model_family::qwen3},  {"gemma2", "Gemma2ForCausalLM", model_family::gemma2},
-    {"gemma3", "Gemma3ForCausalLM", model_family::gemma3}, {"phi3", "Phi3ForCausalLM", model_family::phi3},
+    {"llama", "LlamaForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"},
 };
 
 /// The "{arch}." keys the reader understands. Any other key under the
@@ -272,7 +270,7 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
 
   model_config c;
   c.architecture = arch->hf_name;
-  const auto fam = arch->family;
+  const auto fam = c.family();
   const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
   c.hidden_size = h.size("embedding_length");
   c.intermediate_size = h.size("feed_forward_length");
@@ -294,7 +292,7 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
     fail(f.path(), "key '" + h.key("rope.dimension_count") + "' rotates part of each head (partial RoPE is not implemented)");
   c.max_position_embeddings = h.size_or("context_length", c.max_position_embeddings);
   c.rms_norm_eps = h.number_or("attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  c.rope_theta = h.number_or("rope.freq_base", gemma && fam == model_family::gemma3 ? 1000000.0 : c.rope_theta);
+  c.rope_theta = h.number_or("rope.freq_base", fam == model_family::gemma3 ? 1000000.0 : c.rope_theta);
 
   const auto scaling = h.string_or("rope.scaling.type", "none");
   const auto factor = h.number_or("rope.scaling.factor", 1.0);

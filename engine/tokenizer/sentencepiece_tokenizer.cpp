@@ -203,16 +203,11 @@ auto sentencepiece_tokenizer::encode(std::string_view text, bool add_special, bo
     -> std::vector<token_id> {
   auto out = std::vector<token_id>{};
   if (add_special && add_bos_ && table.bos >= 0) out.push_back(table.bos);
-  if (!match_special) {
-    encode_plain(text, out);
-    if (add_special && add_eos_ && table.eos >= 0) out.push_back(table.eos);
-    return out;
-  }
   // Each stretch between special spellings is encoded on its own, dummy
   // prefix included, as Meta's Llama-2 chat code and HF's legacy mode do.
   auto segment_begin = std::size_t{0};
   auto pos = std::size_t{0};
-  while (pos < text.size()) {
+  while (match_special && pos < text.size()) {
     auto matched = false;
     if (special_first_byte_[static_cast<unsigned char>(text[pos])]) {
       for (const auto& [spelling, id] : specials_) {
