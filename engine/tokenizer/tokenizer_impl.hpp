@@ -73,7 +73,7 @@ struct byte_level_bpe_parts {
   std::vector<std::string> tokens;  ///< per id, in GPT-2's byte alphabet; unique
   std::vector<token_kind> kinds;    ///< per id; control and user_defined ones are matched whole
   std::vector<std::pair<std::string, std::string>> merges; ///< by rank
-  std::vector<std::string> split_regexes; ///< each cuts what the one before left
+  std::vector<std::string_view> split_regexes; ///< each cuts what the one before left; read while loading
   bool ignore_merges = false;
   token_id bos = -1, eos = -1;      ///< -1: none; else < tokens.size()
   bool add_bos = false, add_eos = false;

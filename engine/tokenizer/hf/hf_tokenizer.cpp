@@ -235,9 +235,8 @@ auto hf_tokenizer::load_json(dom::element doc, const config_settings& config) ->
 }
 
 auto hf_tokenizer::load_parts(byte_level_bpe_parts parts) -> void {
-  const auto regexes = std::vector<std::string_view>(parts.split_regexes.begin(), parts.split_regexes.end());
   normalizer_ = std::make_unique<normalizer>(std::nullopt);
-  pre_tokenizer_ = std::make_unique<pre_tokenizer>(regexes);
+  pre_tokenizer_ = std::make_unique<pre_tokenizer>(parts.split_regexes);
   decoder_ = std::make_unique<decoder>(decoder::byte_level());
   auto spec = bpe_spec{};
   spec.ignore_merges = parts.ignore_merges;
