@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -88,7 +89,17 @@ auto write_gguf(const fs::path& model_dir, const fs::path& file) -> std::shared_
   return gguf::file::open(file);
 }
 
-/// The ids of `s` as text, for messages.
+/// The GGUF file of the real tokenizer `name` (its files in model_dir),
+/// written once per process: two test cases read the same vocabularies.
+auto real_gguf(const std::string& name, const fs::path& model_dir) -> std::shared_ptr<const gguf::file> {
+  static const auto tmp = testing::temp_dir{};
+  static auto files = std::map<std::string, std::shared_ptr<const gguf::file>>{};
+  auto& f = files[name];
+  if (!f) f = write_gguf(model_dir, tmp / (name + ".gguf"));
+  return f;
+}
+
+/// The ids as text, for messages.
 auto show(const std::vector<token_id>& ids) -> std::string {
   auto out = std::string{};
   for (const auto id : ids) out += (out.empty() ? "" : " ") + std::to_string(id);
@@ -165,7 +176,7 @@ TEST_CASE("gguf tokenizer: real byte-level vocabularies give tokenizer.json's id
       fs::copy_file(*dir / "tokenizer_config.json", model_dir / "tokenizer_config.json");
       std::ofstream(model_dir / "config.json") << R"({"vocab_size": 200019})";
     }
-    const auto file = write_gguf(model_dir, tmp / "vocab.gguf");
+    const auto file = real_gguf(name, model_dir);
     CHECK(file->require_string("tokenizer.ggml.model") == "gpt2");
     CHECK(file->require_string("tokenizer.ggml.pre") == pre);
     const auto from_gguf = tokenizer::load_gguf(*file);
@@ -251,13 +262,12 @@ TEST_CASE("gguf tokenizer: the embedded chat template renders as tokenizer_confi
       return;
     }
     CAPTURE(name);
-    const auto tmp = testing::temp_dir{};
-    const auto file = write_gguf(*dir, tmp / "vocab.gguf");
+    const auto file = real_gguf(name, *dir);
     const auto embedded = gguf_chat_template(*file);
     const auto original = model_chat_template(dir->string());
     REQUIRE(embedded);
     REQUIRE(original);
-    CHECK(embedded->source == (tmp / "vocab.gguf").string() + " tokenizer.chat_template");
+    CHECK(embedded->source == file->path().string() + " tokenizer.chat_template");
     for (const auto* key : {"bos_token", "eos_token"}) {
       const auto* a = embedded->special_tokens.find(key);
       const auto* b = original->special_tokens.find(key);
