@@ -6,10 +6,10 @@
 //     probabilities (softmax in float64 of llama.cpp's raw logits; no
 //     temperature, no penalties). F32 KV cache and no flash attention, the
 //     arithmetic closest to troupe's.
-//   tokenize FILE --text TEXT [--no-special]
-//     {"ids": [...]}: the text tokenized as llama.cpp does, BOS and EOS added
-//     where the file's add_bos/add_eos say, special-token text parsed
-//     unless --no-special.
+//   tokenize FILE --texts JSON [--no-special]
+//     {"ids": [[...], ...]}: each text of the JSON list tokenized as llama.cpp
+//     does, BOS and EOS added where the file's add_bos/add_eos say,
+//     special-token text parsed unless --no-special.
 //   bench FILE [--threads N] [--steps 64]
 //     tokens/s of batch-1 decode, of prefill for 512 tokens and of decode
 //     with 8 and 32 sequences in one batch; llama.cpp's defaults otherwise.
@@ -28,7 +28,7 @@ const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
 
 function usage() {
   console.error("usage: llama_cpp.mjs greedy FILE --prompt-ids 1,2,3 [--steps 32] [--threads N] [--top 5]\n" +
-                "       llama_cpp.mjs tokenize FILE --text TEXT [--no-special]\n" +
+                "       llama_cpp.mjs tokenize FILE --texts JSON [--no-special]\n" +
                 "       llama_cpp.mjs bench FILE [--threads N] [--steps 64]");
   process.exit(2);
 }
@@ -95,12 +95,16 @@ async function greedy() {
 }
 
 function tokenize() {
-  if (opts.text === undefined) usage();
+  if (opts.texts === undefined) usage();
   const t = model.tokens;
-  const ids = Array.from(model.tokenize(opts.text, !opts["no-special"]));
-  if (t.shouldPrependBosToken && t.bos !== null) ids.unshift(t.bos);
-  if (t.shouldAppendEosToken && t.eos !== null) ids.push(t.eos);
-  return { ids };
+  return {
+    ids: JSON.parse(opts.texts).map((text) => {
+      const ids = Array.from(model.tokenize(text, !opts["no-special"]));
+      if (t.shouldPrependBosToken && t.bos !== null) ids.unshift(t.bos);
+      if (t.shouldAppendEosToken && t.eos !== null) ids.push(t.eos);
+      return ids;
+    }),
+  };
 }
 
 // Decode in lockstep: every step evaluates each sequence's last token in one
