@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -18,7 +19,11 @@ using troupe::testing::gguf_writer;
 
 namespace {
 
-constexpr std::uint32_t k_f32 = 0, k_f16 = 1, k_q5_0 = 6, k_q8_0 = 8, k_q3_k = 11;
+// The writer's type numbers, as the file stores them.
+constexpr auto type_number(gguf::tensor_type t) { return static_cast<std::uint32_t>(t); }
+constexpr std::uint32_t k_f32 = type_number(gguf::tensor_type::f32), k_f16 = type_number(gguf::tensor_type::f16),
+                        k_q5_0 = type_number(gguf::tensor_type::q5_0), k_q8_0 = type_number(gguf::tensor_type::q8_0),
+                        k_q3_k = type_number(gguf::tensor_type::q3_k);
 
 // A one-layer model of hidden 32: 2 heads of 16 (1 KV head), 64 MLP rows,
 // vocabulary 8. Element (r, c) of each matrix is a number that names its
@@ -66,8 +71,11 @@ struct tiny_gguf {
   void write(const std::filesystem::path& path) const {
     gguf_writer w;
     w.kv_string("general.architecture", arch);
+    const auto in = [](const std::vector<std::string>& list, const std::string& x) {
+      return std::find(list.begin(), list.end(), x) != list.end();
+    };
     const auto u32 = [&](const std::string& key, std::int64_t v) {
-      if (std::find(skip_keys.begin(), skip_keys.end(), arch + key) == skip_keys.end())
+      if (!in(skip_keys, arch + key))
         w.kv_u32(arch + key, static_cast<std::uint32_t>(v));
     };
     u32(".embedding_length", hidden);
@@ -86,12 +94,12 @@ struct tiny_gguf {
     int id = 0;
     const auto add = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols, std::uint32_t type) {
       ++id;
-      if (std::find(skip.begin(), skip.end(), name) != skip.end()) return;
+      if (in(skip, name)) return;
       w.tensor(name, {cols, rows}, type, matrix_bytes(id, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols), type));
     };
     const auto norm = [&](const std::string& name, std::uint64_t n) {
       ++id;
-      if (std::find(skip.begin(), skip.end(), name) != skip.end()) return;
+      if (in(skip, name)) return;
       w.tensor(name, {n}, k_f32, matrix_bytes(id, 1, static_cast<std::int64_t>(n), k_f32));
     };
     add("token_embd.weight", static_cast<std::uint64_t>(vocab), d, matrix_type);
