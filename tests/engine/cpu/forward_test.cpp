@@ -228,6 +228,26 @@ auto family_cases() -> std::vector<shape_case> {
   return v;
 }
 
+// Every quantized matrix of w widened back to F32 (owned by the copy): the
+// same weights for the float kernels.
+auto dequantized(const model_weights& q) -> model_weights {
+  model_weights w = q;
+  const auto widen = [&](weight_tensor& t) {
+    if (!t.quant) return;
+    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(t.rows * t.cols)]);
+    for (std::int64_t r = 0; r < t.rows; ++r) load_row(t, r, values.get() + r * t.cols);
+    t = {dtype::f32, values.get(), t.rows, t.cols, weight_layout::row_major, {}};
+    w.storage.push_back(std::move(values));
+  };
+  const bool tied = w.lm_head.data == w.embed.data;
+  widen(w.embed);
+  for (auto& l : w.layers)
+    for (auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) widen(*t);
+  if (tied) w.lm_head = w.embed;
+  else widen(w.lm_head);
+  return w;
+}
+
 } // namespace
 
 TEST_CASE("paged batched forward matches the double-precision reference") {
@@ -459,26 +479,6 @@ TEST_CASE("a model over a 16-bit or Q8_0 KV cache: logits near the F32 cache's, 
       CHECK(relative_error(whole[q], ref) <= tol);
     }
   }
-}
-
-// Every quantized matrix of w widened back to F32 (owned by the copy): the
-// same weights for the float kernels.
-auto dequantized(const model_weights& q) -> model_weights {
-  model_weights w = q;
-  const auto widen = [&](weight_tensor& t) {
-    if (!t.quant) return;
-    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(t.rows * t.cols)]);
-    for (std::int64_t r = 0; r < t.rows; ++r) load_row(t, r, values.get() + r * t.cols);
-    t = {dtype::f32, values.get(), t.rows, t.cols, weight_layout::row_major, {}};
-    w.storage.push_back(std::move(values));
-  };
-  const bool tied = w.lm_head.data == w.embed.data;
-  widen(w.embed);
-  for (auto& l : w.layers)
-    for (auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) widen(*t);
-  if (tied) w.lm_head = w.embed;
-  else widen(w.lm_head);
-  return w;
 }
 
 TEST_CASE("a model of quantized weights: bitwise batch-invariant, and its float twin's logits but for x's 8 bits") {
