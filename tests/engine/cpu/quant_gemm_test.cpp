@@ -103,13 +103,23 @@ auto random_x(std::int64_t m, std::int64_t k, rng& r) -> std::vector<float> {
   return x;
 }
 
+// The largest |x| of each block of `block` values.
+auto block_amax(const std::vector<float>& x, std::int64_t block) -> std::vector<float> {
+  std::vector<float> out(x.size() / static_cast<std::size_t>(block), 0.0f);
+  for (std::size_t v = 0; v < x.size(); ++v) {
+    auto& a = out[v / static_cast<std::size_t>(block)];
+    a = std::max(a, std::fabs(x[v]));
+  }
+  return out;
+}
+
 // x quantized as quant_gemm.hpp specifies (d = amax/127, in F16 for blocks
 // of 32; q = round(x·127/amax)).
 auto quantized_x(const std::vector<float>& x, std::int64_t block) -> std::vector<double> {
   std::vector<double> out(x.size());
+  const auto amaxes = block_amax(x, block);
   for (std::size_t b0 = 0; b0 < x.size(); b0 += static_cast<std::size_t>(block)) {
-    float amax = 0.0f;
-    for (std::int64_t v = 0; v < block; ++v) amax = std::max(amax, std::fabs(x[b0 + static_cast<std::size_t>(v)]));
+    const float amax = amaxes[b0 / static_cast<std::size_t>(block)];
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     const float d = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
     for (std::int64_t v = 0; v < block; ++v) {
@@ -142,15 +152,14 @@ void check_against_reference(tensor_type t, const std::vector<float>& x, std::in
   const std::int64_t block = act_block(t);
   const auto deq = dequantize(t, w, n, k);
   const auto xq = quantized_x(x, block);
+  const auto amaxes = block_amax(x, block);
   const double blocks = static_cast<double>(k / type_traits(t).block_elements);
   double worst_rounding = 0.0, worst_quant = 0.0;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       double exact = 0.0, with_xq = 0.0, magnitude = 0.0, quant_tol = 0.0;
       for (std::int64_t b0 = 0; b0 < k; b0 += block) {
-        float amax = 0.0f;
-        for (std::int64_t v = b0; v < b0 + block; ++v)
-          amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(i * k + v)]));
+        const float amax = amaxes[static_cast<std::size_t>((i * k + b0) / block)];
         for (std::int64_t v = b0; v < b0 + block; ++v) {
           const auto xi = static_cast<std::size_t>(i * k + v), wi = static_cast<std::size_t>(j * k + v);
           exact += static_cast<double>(deq.w[wi]) * x[xi];
