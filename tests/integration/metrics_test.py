@@ -112,15 +112,19 @@ def test_bad_values(model):
         busy.close()
 
 
+def completes(srv, what):
+    """A greedy completion of 8 tokens runs on srv."""
+    status, body = get(srv.port, "/v1/completions", "POST",
+                       {"prompt": "Hello", "max_tokens": 8, "temperature": 0, "ignore_eos": True})
+    check(status == 200 and json.loads(body)["usage"]["completion_tokens"] == 8, what)
+
+
 def test_kv_cache_dtype(model):
     # The tiny model: 2 layers of 2 KV heads of 32, blocks of 16 tokens; 1 MiB of KV.
     for kv, block_bytes in [("f32", 2 * 2 * 2 * 32 * 4 * 16), ("q8_0", 2 * 2 * 2 * 34 * 16)]:
         srv = server(model, "scheduler.kv_cache_dtype=" + kv, "scheduler.kv_memory=1MiB")
         try:
-            status, body = get(srv.port, "/v1/completions", "POST",
-                               {"prompt": "Hello", "max_tokens": 8, "temperature": 0, "ignore_eos": True})
-            check(status == 200 and json.loads(body)["usage"]["completion_tokens"] == 8,
-                  f"kv_cache_dtype {kv}: a completion runs over it")
+            completes(srv, f"kv_cache_dtype {kv}: a completion runs over it")
             _, text = get(srv.port, "/metrics")
             got = re.search(r'troupe_kv_cache_block_bytes\{[^}]*kv_cache_dtype="' + kv + r'"[^}]*\} (\S+)', text)
             cap = re.search(r"troupe_kv_cache_capacity_tokens\{[^}]*\} (\S+)", text)
@@ -140,10 +144,7 @@ def test_kv_cache_dtype(model):
     for wd in ["q8_0", "q4_k"]:
         srv = server(model, "engine.weight_dtype=" + wd)
         try:
-            status, body = get(srv.port, "/v1/completions", "POST",
-                               {"prompt": "Hello", "max_tokens": 8, "temperature": 0, "ignore_eos": True})
-            check(status == 200 and json.loads(body)["usage"]["completion_tokens"] == 8,
-                  f"weight_dtype {wd}: the model quantized at start-up serves")
+            completes(srv, f"weight_dtype {wd}: the model quantized at start-up serves")
         finally:
             srv.stop()
 
