@@ -49,7 +49,8 @@ void load_row(const weight_tensor& w, std::int64_t row, float* out) {
     for (std::int64_t c = 0; c < w.cols; ++c) out[c] = packed16_at(w.data, w.type, w.cols, row, c);
     return;
   }
-  for (std::int64_t c = 0; c < w.cols; ++c) out[c] = load_as_f32(w.type, w.row(row), static_cast<std::size_t>(c));
+  const void* src = w.row(row);
+  for (std::int64_t c = 0; c < w.cols; ++c) out[c] = load_as_f32(w.type, src, static_cast<std::size_t>(c));
 }
 
 } // namespace troupe

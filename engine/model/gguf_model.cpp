@@ -117,6 +117,14 @@ auto optional_token(const gguf::file& f, std::string_view key) -> std::optional<
   return static_cast<token_id>(*n);
 }
 
+/// A vector tensor of a float type (F32, F16, BF16) widened into out; one
+/// line naming it where it is of another type.
+void widen_floats(const gguf::file& f, const gguf::tensor& t, const std::string& name, float* out) {
+  if (t.type != gguf::tensor_type::f32 && t.type != gguf::tensor_type::f16 && t.type != gguf::tensor_type::bf16)
+    fail(f.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) + ", expected F32, F16 or BF16");
+  gguf::dequantize_row(t.type, t.data, out, t.numel());
+}
+
 /// Rows of the matrices and the tensors of one file, each checked and
 /// marked used; check_all_used then refuses what nobody asked for.
 class tensor_reader {
@@ -167,11 +175,8 @@ public:
 
   /// A vector's values as F32 (any float type).
   auto floats(const std::string& name, std::int64_t size) -> std::shared_ptr<float[]> {
-    const auto& t = get(name, {size});
-    if (t.type != gguf::tensor_type::f32 && t.type != gguf::tensor_type::f16 && t.type != gguf::tensor_type::bf16)
-      fail(f_.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) + ", expected F32, F16 or BF16");
     auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(size)]);
-    gguf::dequantize_row(t.type, t.data, values.get(), size);
+    widen_floats(f_, get(name, {size}), name, values.get());
     return values;
   }
 
@@ -229,10 +234,8 @@ auto factor_values(const gguf::file& f, const std::string& name, std::int64_t n)
   if (t->ne != std::vector<std::int64_t>{n})
     fail(f.path(), "tensor '" + name + "' has " + std::to_string(t->numel()) + " values, expected head_dim / 2 = " +
                        std::to_string(n));
-  if (t->type != gguf::tensor_type::f32 && t->type != gguf::tensor_type::f16 && t->type != gguf::tensor_type::bf16)
-    fail(f.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t->type)) + ", expected F32, F16 or BF16");
   std::vector<float> values(static_cast<std::size_t>(n));
-  gguf::dequantize_row(t->type, t->data, values.data(), n);
+  widen_floats(f, *t, name, values.data());
   return {values.begin(), values.end()};
 }
 
