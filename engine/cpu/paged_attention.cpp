@@ -57,20 +57,21 @@ void paged_kv_cache::write(std::int64_t layer, block_id b, std::int64_t kv_head,
   const std::int64_t hd = head_dim_, bs = block_size_;
   std::byte* kt = key_tile(layer, b, kv_head);
   std::byte* vt = value_tile(layer, b, kv_head);
-  const auto put16 = [](std::byte* p, std::uint16_t h) { std::memcpy(p, &h, 2); };
+  // Keys go down a column of the [head_dim, block_size] tile, values along a row.
+  const auto narrow16 = [&](auto narrow) {
+    for (std::int64_t i = 0; i < hd; ++i) {
+      const std::uint16_t hk = narrow(k[i]), hv = narrow(v[i]);
+      std::memcpy(kt + 2 * (i * bs + slot), &hk, 2);
+      std::memcpy(vt + 2 * (slot * hd + i), &hv, 2);
+    }
+  };
   switch (type_) {
     case kv_dtype::f32:
       for (std::int64_t i = 0; i < hd; ++i) std::memcpy(kt + 4 * (i * bs + slot), k + i, 4);
       std::memcpy(vt + 4 * slot * hd, v, static_cast<std::size_t>(hd) * 4);
       break;
-    case kv_dtype::bf16:
-      for (std::int64_t i = 0; i < hd; ++i) put16(kt + 2 * (i * bs + slot), f32_to_bf16(k[i]));
-      for (std::int64_t i = 0; i < hd; ++i) put16(vt + 2 * (slot * hd + i), f32_to_bf16(v[i]));
-      break;
-    case kv_dtype::f16:
-      for (std::int64_t i = 0; i < hd; ++i) put16(kt + 2 * (i * bs + slot), f32_to_f16(k[i]));
-      for (std::int64_t i = 0; i < hd; ++i) put16(vt + 2 * (slot * hd + i), f32_to_f16(v[i]));
-      break;
+    case kv_dtype::bf16: narrow16(f32_to_bf16); break;
+    case kv_dtype::f16: narrow16(f32_to_f16); break;
     case kv_dtype::q8_0: {
       const auto row = kv_head_bytes(type_, hd);
       gguf::quantize_row(gguf::tensor_type::q8_0, k, kt + slot * row, hd);
