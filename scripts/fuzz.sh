@@ -25,7 +25,7 @@ sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp a
   actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
   engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda_backend.cpp
   engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf.cpp
-  engine/model/gguf_quant.cpp engine/model/mapping.cpp $policies"
+  engine/model/gguf_quant.cpp engine/model/mapping.cpp engine/model/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
 libs[safetensors]="-lsimdjson"
@@ -34,7 +34,7 @@ sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokeniz
   engine/model/mapping.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
 sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp engine/model/mapping.cpp engine/model/gguf_model.cpp
-  engine/model/gguf_quant.cpp engine/model/model_config.cpp engine/model/config_fields.cpp
+  engine/model/gguf_quant.cpp engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/safetensors.cpp
   engine/tokenizer/tokenizer.cpp engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp
   $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[gguf]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
