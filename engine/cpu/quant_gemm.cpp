@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -25,6 +28,24 @@ auto kernel_set::get(gguf::tensor_type t) const -> tile_kernel {
     case gguf::tensor_type::q6_k: return q6_k;
     default: return nullptr;
   }
+}
+
+auto kernel_set::get_batch(gguf::tensor_type t) const -> tile_kernel {
+  switch (t) {
+    case gguf::tensor_type::q8_0: return q8_0_t;
+    case gguf::tensor_type::q4_0: return q4_0_t;
+    case gguf::tensor_type::q4_k: return q4_k_t;
+    case gguf::tensor_type::q5_k: return q5_k_t;
+    case gguf::tensor_type::q6_k: return q6_k_t;
+    default: return nullptr;
+  }
+}
+
+// Whole slabs only: a partial slab, padded or passed to the other kernels,
+// ran 3-9% slower than the other kernels alone (m = 40 to 56, Q8_0 and
+// Q4_K, one thread), and past m = 128 the two ran alike.
+auto kernel_set::batch(std::int64_t m) const -> bool {
+  return batch_min > 0 && m >= batch_min && m % batch_slab == 0;
 }
 
 auto kernels_named(std::string_view name) -> const kernel_set& {
@@ -75,41 +96,8 @@ struct free_deleter {
   void operator()(std::byte* p) const { std::free(p); }
 };
 
-// Inside a parallel region: the rows of x quantized in blocks of `block`
-// (quant_gemm.hpp's rule), rows shared among the team; ends in a barrier.
-// The scale and its inverse are IEEE divisions and q a round-to-nearest-
-// even, so every ISA path reads the same bytes.
-void quantize(const float* x, std::int64_t m, std::int64_t k, std::int64_t block, std::int8_t* q, float* d,
-              std::int32_t* neg_sum16, std::int32_t* neg_sum32, std::uint8_t* u, std::int16_t* neg_sum32_h) {
-#pragma omp for schedule(static)
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t b = 0; b < k / block; ++b) {
-      const float* xb = x + i * k + b * block;
-      std::int8_t* qb = q + i * k + b * block;
-      float amax = 0.0f;
-      for (std::int64_t v = 0; v < block; ++v) amax = std::max(amax, std::fabs(xb[v]));
-      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-      // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does.
-      d[i * (k / block) + b] = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
-      for (std::int64_t v = 0; v < block; ++v)
-        qb[v] = static_cast<std::int8_t>(std::clamp(std::nearbyint(xb[v] * id), -127.0f, 127.0f));
-    }
-    for (std::int64_t s = 0; s < k / 16; ++s) {
-      std::int32_t sum = 0;
-      for (std::int64_t v = 0; v < 16; ++v) sum += q[i * k + 16 * s + v];
-      if (neg_sum16 != nullptr) neg_sum16[i * (k / 16) + s] = -sum;
-      if (s % 2 == 0) neg_sum32[i * (k / 32) + s / 2] = -sum;
-      else neg_sum32[i * (k / 32) + s / 2] -= sum;
-    }
-    if (neg_sum32_h != nullptr)
-      for (std::int64_t s = 0; s < k / 32; ++s)
-        neg_sum32_h[i * (k / 32) + s] = static_cast<std::int16_t>(neg_sum32[i * (k / 32) + s]);
-    if (u != nullptr)
-      for (std::int64_t v = 0; v < k; ++v) u[i * k + v] = static_cast<std::uint8_t>(q[i * k + v] + 128);
-  }
-}
-
-// The buffers of one quantized x, carved from one scratch slot.
+// The buffers of one quantized x (acts' arrays, writable), carved from one
+// scratch slot.
 struct act_buffers {
   acts a;
   std::int8_t* q;
@@ -118,30 +106,111 @@ struct act_buffers {
   std::int32_t* neg_sum32;
   std::uint8_t* u;
   std::int16_t* neg_sum32_h;
+  std::int32_t* qt;
+  float* dt;
+  std::int32_t* ns16t;
+  std::int32_t* ns32t;
+  std::int32_t* ns32pt;
   std::int64_t block;
 };
 
-// With u (q + 128) and/or sums32_h (neg_sum32 as int16) where the kernels read them.
-auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block, bool with_u, bool with_sums32_h)
-    -> act_buffers {
+// Inside a parallel region: the rows of x quantized in blocks of b.block
+// (quant_gemm.hpp's rule) into b's arrays, rows shared among the team;
+// ends in a barrier. The scale and its inverse are IEEE divisions and q a
+// round-to-nearest-even, so every ISA path reads the same bytes.
+void quantize(const float* x, const act_buffers& b) {
+  const std::int64_t m = b.a.m, k = b.a.k, block = b.block;
+  const auto at = [](std::int64_t i, std::int64_t j, std::int64_t columns) { return lane_index(i, j, columns); };
+#pragma omp for schedule(static)
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < k / block; ++j) {
+      const float* xb = x + i * k + j * block;
+      std::int8_t* qb = b.q + i * k + j * block;
+      // The largest |x| as the largest magnitude's bits (their order is the
+      // floats' for all but NaN), a loop that vectorizes.
+      std::uint32_t amax_bits = 0;
+      for (std::int64_t v = 0; v < block; ++v) amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(xb[v]) & 0x7FFFFFFFu);
+      const float amax = std::bit_cast<float>(amax_bits);
+      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+      // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does.
+      b.d[i * (k / block) + j] = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
+      for (std::int64_t v = 0; v < block; ++v)
+        qb[v] = static_cast<std::int8_t>(std::clamp(std::nearbyint(xb[v] * id), -127.0f, 127.0f));
+    }
+    std::int32_t* neg32 = b.neg_sum32 + i * (k / 32);
+    for (std::int64_t s = 0; s < k / 16; ++s) {
+      std::int32_t sum = 0;
+      for (std::int64_t v = 0; v < 16; ++v) sum += b.q[i * k + 16 * s + v];
+      if (b.neg_sum16 != nullptr) b.neg_sum16[i * (k / 16) + s] = -sum;
+      if (s % 2 == 0) neg32[s / 2] = -sum;
+      else neg32[s / 2] -= sum;
+    }
+    if (b.neg_sum32_h != nullptr)
+      for (std::int64_t s = 0; s < k / 32; ++s) b.neg_sum32_h[i * (k / 32) + s] = static_cast<std::int16_t>(neg32[s]);
+    if (b.u != nullptr)
+      for (std::int64_t v = 0; v < k; ++v) b.u[i * k + v] = static_cast<std::uint8_t>(b.q[i * k + v] + 128);
+    if (b.qt == nullptr) continue;
+    // Through locals: a store through b.qt might otherwise be b.qt itself.
+    std::int32_t* const qt = b.qt + at(i, 0, k / 4);
+    const std::int8_t* const qi = b.q + i * k;
+    for (std::int64_t g = 0; g < k / 4; ++g) std::memcpy(qt + g * batch_slab, qi + 4 * g, 4);
+    for (std::int64_t j = 0; j < k / block; ++j) b.dt[at(i, j, k / block)] = b.d[i * (k / block) + j];
+    for (std::int64_t s = 0; s < k / 32; ++s) b.ns32t[at(i, s, k / 32)] = neg32[s];
+    if (b.ns16t != nullptr)
+      for (std::int64_t s = 0; s < k / 16; ++s) b.ns16t[at(i, s, k / 16)] = b.neg_sum16[i * (k / 16) + s];
+    if (b.ns32pt != nullptr)
+      for (std::int64_t s = 0; s < k / 64; ++s)
+        b.ns32pt[at(i, s, k / 64)] = static_cast<std::int32_t>(static_cast<std::uint16_t>(neg32[2 * s]) |
+                                                              static_cast<std::uint32_t>(neg32[2 * s + 1]) << 16);
+  }
+}
+
+// With u (q + 128) and/or sums32_h (neg_sum32 as int16) where the kernels
+// read them, and the transposed arrays for the batch kernels (pairs: the
+// K-quants' min pairs).
+auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block, bool with_u, bool with_sums32_h,
+               bool transposed) -> act_buffers {
   const auto round = [](std::int64_t bytes) { return static_cast<std::size_t>(bytes + 63) / 64 * 64; };
-  const auto q_bytes = round(m * k);
-  const auto d_bytes = round(m * (k / block) * 4);
-  const auto s16_bytes = block == 256 ? round(m * (k / 16) * 4) : 0;
-  const auto s32_bytes = round(m * (k / 32) * 4);
-  const auto s32h_bytes = with_sums32_h ? round(m * (k / 32) * 2) : 0;
-  const auto u_bytes = with_u ? q_bytes : 0;
-  std::byte* p = scratch(slot, q_bytes + u_bytes + d_bytes + s16_bytes + s32_bytes + s32h_bytes);
+  const std::int64_t ms = transposed ? m : 0;
+  const bool k_block = block == 256;
+  // The arrays in order, each 64-byte aligned.
+  const std::size_t sizes[] = {
+      round(m * k),                                     // q
+      with_u ? round(m * k) : 0,                        // u
+      round(m * (k / block) * 4),                       // d
+      k_block ? round(m * (k / 16) * 4) : 0,            // neg_sum16
+      round(m * (k / 32) * 4),                          // neg_sum32
+      with_sums32_h ? round(m * (k / 32) * 2) : 0,      // neg_sum32_h
+      round(ms * k),                                    // qt
+      round(ms * (k / block) * 4),                      // dt
+      k_block ? round(ms * (k / 16) * 4) : 0,           // ns16t
+      round(ms * (k / 32) * 4),                         // ns32t
+      k_block ? round(ms * (k / 64) * 4) : 0,           // ns32pt
+  };
+  std::size_t total = 0;
+  for (const auto n : sizes) total += n;
+  std::byte* p = scratch(slot, total);
+  std::byte* at[std::size(sizes)];
+  for (std::size_t j = 0; j < std::size(sizes); ++j) {
+    at[j] = sizes[j] > 0 ? p : nullptr;
+    p += sizes[j];
+  }
   act_buffers b{};
   b.block = block;
-  b.q = reinterpret_cast<std::int8_t*>(p);
-  b.u = with_u ? reinterpret_cast<std::uint8_t*>(p + q_bytes) : nullptr;
-  p += q_bytes + u_bytes;
-  b.d = reinterpret_cast<float*>(p);
-  b.neg_sum16 = block == 256 ? reinterpret_cast<std::int32_t*>(p + d_bytes) : nullptr;
-  b.neg_sum32 = reinterpret_cast<std::int32_t*>(p + d_bytes + s16_bytes);
-  b.neg_sum32_h = with_sums32_h ? reinterpret_cast<std::int16_t*>(p + d_bytes + s16_bytes + s32_bytes) : nullptr;
-  b.a = {b.q, b.d, b.neg_sum16, b.neg_sum32, b.u, b.neg_sum32_h, m, k};
+  b.q = reinterpret_cast<std::int8_t*>(at[0]);
+  b.u = reinterpret_cast<std::uint8_t*>(at[1]);
+  b.d = reinterpret_cast<float*>(at[2]);
+  b.neg_sum16 = reinterpret_cast<std::int32_t*>(at[3]);
+  b.neg_sum32 = reinterpret_cast<std::int32_t*>(at[4]);
+  b.neg_sum32_h = reinterpret_cast<std::int16_t*>(at[5]);
+  if (transposed) {
+    b.qt = reinterpret_cast<std::int32_t*>(at[6]);
+    b.dt = reinterpret_cast<float*>(at[7]);
+    b.ns16t = reinterpret_cast<std::int32_t*>(at[8]);
+    b.ns32t = reinterpret_cast<std::int32_t*>(at[9]);
+    b.ns32pt = reinterpret_cast<std::int32_t*>(at[10]);
+  }
+  b.a = {b.q, b.d, b.neg_sum16, b.neg_sum32, b.u, b.neg_sum32_h, m, k, b.qt, b.dt, b.ns16t, b.ns32t, b.ns32pt};
   return b;
 }
 
@@ -195,23 +264,24 @@ void quant_gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<
   }
   // Slots 0 and 1 on the calling thread; the kernels use slots 2 and 3 of
   // their own.
-  const bool want_u = ks.vnni && m > ks.mr_small;
-  const auto a32 = need32 ? quant::make_acts(0, m, k, 32, want_u, false) : quant::act_buffers{};
-  const auto a256 = need256 ? quant::make_acts(1, m, k, 256, false, ks.vnni) : quant::act_buffers{};
+  const bool batch = ks.batch(m);
+  const bool want_u = ks.vnni && m > ks.mr_small && !batch;
+  const auto a32 = need32 ? quant::make_acts(0, m, k, 32, want_u, false, batch) : quant::act_buffers{};
+  const auto a256 = need256 ? quant::make_acts(1, m, k, 256, false, ks.vnni && !batch, batch) : quant::act_buffers{};
 #pragma omp parallel
   {
-    if (need32) quant::quantize(x, m, k, 32, a32.q, a32.d, nullptr, a32.neg_sum32, a32.u, a32.neg_sum32_h);
-    if (need256)
-      quant::quantize(x, m, k, 256, a256.q, a256.d, a256.neg_sum16, a256.neg_sum32, a256.u, a256.neg_sum32_h);
+    if (need32) quant::quantize(x, a32);
+    if (need256) quant::quantize(x, a256);
     for (const auto& j : jobs) {
       const auto tr = *gguf::traits(static_cast<std::uint32_t>(j.type));
       const std::int64_t row_bytes = k / tr.block_elements * tr.block_bytes;
-      const quant::tile_kernel kernel = ks.get(j.type);
+      const quant::tile_kernel kernel = batch ? ks.get_batch(j.type) : ks.get(j.type);
       const quant::acts& a = quant::block_of(j.type) == 32 ? a32.a : a256.a;
-      const std::int64_t num_tiles = (j.n + ks.rows - 1) / ks.rows;
+      const std::int64_t rows = batch ? ks.batch_rows : ks.rows;
+      const std::int64_t num_tiles = (j.n + rows - 1) / rows;
 #pragma omp for schedule(static) nowait
       for (std::int64_t t = 0; t < num_tiles; ++t)
-        kernel(j.w, row_bytes, t * ks.rows, std::min(ks.rows, j.n - t * ks.rows), a, j.y, j.n);
+        kernel(j.w, row_bytes, t * rows, std::min(rows, j.n - t * rows), a, j.y, j.n);
     }
   }
 }

@@ -25,7 +25,24 @@ struct acts {
   const std::int16_t* neg_sum32_h; // [m, k / 32] as int16 (|Σ| <= 4064); 256-blocks on VNNI
   std::int64_t m = 0;
   std::int64_t k = 0;
+  // The same for the batch kernels (where kernel_set::batch(m); else
+  // null), transposed: rows of x in lanes, element (i, j) at
+  // lane_index(i, j, columns).
+  const std::int32_t* qt = nullptr;     // k / 4 columns: values 4j..4j+3 of each row
+  const float* dt = nullptr;            // k / block
+  const std::int32_t* ns16t = nullptr;  // k / 16; 256-blocks
+  const std::int32_t* ns32t = nullptr;  // k / 32
+  const std::int32_t* ns32pt = nullptr; // k / 64: neg_sum32 2j and 2j + 1 as int16 pairs; 256-blocks
 };
+
+/// Rows of x a vector of the batch kernels holds, and a slab (two vectors).
+constexpr std::int64_t batch_lanes = 16, batch_slab = 2 * batch_lanes;
+
+/// Where (row i, column j) of a transposed array of acts lives: slab after
+/// slab, each [columns][batch_slab], so that a slab's rows are contiguous.
+constexpr auto lane_index(std::int64_t i, std::int64_t j, std::int64_t columns) -> std::int64_t {
+  return (i / batch_slab) * columns * batch_slab + j * batch_slab + i % batch_slab;
+}
 
 /// Rows [row0, row0 + nr) of the weight w (each row_bytes long) times every
 /// row of x into y (row stride ldy): y[i, row0 + r] for i < a.m.
@@ -40,8 +57,16 @@ struct kernel_set {
   /// VNNI kernels read acts::neg_sum32_h, and acts::u past mr_small rows.
   bool vnni = false;
   std::int64_t mr_small = 0;
+  /// For batch_min rows of x or more, in whole slabs of batch_slab (0:
+  /// never), the batch kernels, which read x transposed (acts::qt and the
+  /// rest).
+  tile_kernel q8_0_t = nullptr, q4_0_t = nullptr, q4_k_t = nullptr, q5_k_t = nullptr, q6_k_t = nullptr;
+  std::int64_t batch_min = 0;
+  std::int64_t batch_rows = 0; ///< weight rows a batch kernel call takes at most
 
   auto get(gguf::tensor_type t) const -> tile_kernel;
+  auto get_batch(gguf::tensor_type t) const -> tile_kernel;
+  auto batch(std::int64_t m) const -> bool;
 };
 
 auto generic_kernels() -> const kernel_set&;

@@ -86,6 +86,13 @@ struct avx512 {
     return _mm512_set1_epi32(v);
   }
   static auto set1(std::int32_t v) -> vi { return _mm512_set1_epi32(v); }
+  static auto half_bcast(const void* p) -> vf { // the F16 at p, in every lane
+    std::int16_t h;
+    std::memcpy(&h, p, 2);
+    return _mm512_cvtph_ps(_mm256_set1_epi16(h));
+  }
+  static auto load(const void* p) -> vi { return _mm512_loadu_si512(p); }
+  static void store(void* p, vi v) { _mm512_storeu_si512(p, v); }
   static auto and_(vi a, vi b) -> vi { return _mm512_and_si512(a, b); }
   static auto or_(vi a, vi b) -> vi { return _mm512_or_si512(a, b); }
   static auto xor_(vi a, vi b) -> vi { return _mm512_xor_si512(a, b); }
@@ -104,18 +111,25 @@ struct avx512 {
   static auto fma(vf a, vf b, vf c) -> vf { return _mm512_fmadd_ps(a, b, c); }
   static auto set1f(float v) -> vf { return _mm512_set1_ps(v); }
   static auto loadf(const float* p) -> vf { return _mm512_loadu_ps(p); }
+  // dst[t] = src[t · stride] for t < n (n <= 16): a gather and a masked store.
+  static void store_column(const float* src, std::int32_t stride, float* dst, std::int64_t n) {
+    const vi idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                      _mm512_set1_epi32(stride));
+    const auto mask = static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1);
+    _mm512_mask_storeu_ps(dst, mask, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, idx, src, 4));
+  }
   static void storef(float* p, vf v) { _mm512_storeu_ps(p, v); }
 };
 
 } // namespace
 } // namespace troupe::quant
 
-#include "engine/cpu/quant_tiles.hpp"
+#include "engine/cpu/quant_batch_tiles.hpp"
 
 namespace troupe::quant {
 
 auto avx512_kernels() -> const kernel_set& {
-  static const kernel_set k = vector_kernels<avx512>("avx512-vnni");
+  static const kernel_set k = with_batch_kernels<avx512>(vector_kernels<avx512>("avx512-vnni"), batch_slab);
   return k;
 }
 

@@ -65,9 +65,10 @@ struct tile_rows {
   // m = 1 from DRAM read Q4_K at 26 GB/s and Q6_K at 20, spread 33 and 28
   // (one thread; in L2 both run about 37). Always inlined: GCC 12 finds a
   // function of prefetches alone free of side effects and drops its calls.
+  // `ahead`, where given: the blocks ahead instead of 1 KiB's worth.
   [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t block_bytes, std::int64_t num_blocks, int part = 0,
-                                       int parts = 1) const {
-    const std::int64_t pos = b + std::max<std::int64_t>(1, 1024 / block_bytes);
+                                       int parts = 1, std::int64_t ahead = 0) const {
+    const std::int64_t pos = b + (ahead > 0 ? ahead : std::max<std::int64_t>(1, 1024 / block_bytes));
     const std::int64_t off = pos < num_blocks ? pos * block_bytes : R * row_bytes + (pos - num_blocks) * block_bytes;
     for (int r = part * R / parts; r < (part + 1) * R / parts; ++r) {
       const std::byte* a = p[r] + off;
@@ -330,14 +331,29 @@ struct k_format {
   // Superblock b of nb into t[64] (vector v: values 4v..4v+3), the
   // sub-block scales sc[num_sub], mins mn[8], d and dmin; prefetches the
   // block 1 KiB ahead on the way.
+  // Superblock b's scales alone: sc[num_sub], mn[8] (Q4_K, Q5_K), d, dmin.
+  static void header(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* sc, typename V::vi* mn,
+                     typename V::vf& d, typename V::vf& dmin) {
+    const std::int64_t off = b * block_bytes;
+    if constexpr (mins) {
+      d = decode_scales(rows, off, sc, mn, dmin);
+    } else {
+      d = halves_at<V>(rows, off + 208, true);
+      // Sixteen int8 scales: four bytes a lane, sign-extended.
+      typename V::vi s[4];
+      V::transpose16(rows.p, off + 192, s);
+      for (int j = 0; j < 16; ++j) sc[j] = V::sar(V::shl(s[j / 4], 24 - 8 * (j % 4)), 24);
+    }
+  }
+
   static void decode(const tile_rows<V::R>& rows, std::int64_t b, std::int64_t nb, typename V::vi* t,
                      typename V::vi* sc, typename V::vi* mn, typename V::vf& d, typename V::vf& dmin) {
     using vi = typename V::vi;
     const std::int64_t off = b * block_bytes;
     const vi low = V::set1(0x0F0F0F0F);
+    header(rows, b, sc, mn, d, dmin);
     if constexpr (T == tensor_type::q4_k || T == tensor_type::q5_k) {
       constexpr bool five = T == tensor_type::q5_k;
-      d = decode_scales(rows, off, sc, mn, dmin);
       vi qh[8];
       if constexpr (five) V::transpose32(rows.p, off + 16, qh);
       const vi bit4 = V::set1(0x10101010);
@@ -357,7 +373,6 @@ struct k_format {
         }
       }
     } else {
-      d = halves_at<V>(rows, off + 208, true);
       const vi bits45 = V::set1(0x30303030);
       for (int h = 0; h < 2; ++h) {
         // ql[64h + l] and ql[64h + 32 + l], qh[32h + l]: four values 32 apart.
@@ -374,10 +389,6 @@ struct k_format {
           t[32 * h + 24 + g] = V::merge(V::and_(V::shr(lb[g], 4), low), V::shr(qh[g], 2), bits45);
         }
       }
-      // Sixteen int8 scales: four bytes a lane, sign-extended.
-      vi s[4];
-      V::transpose16(rows.p, off + 192, s);
-      for (int j = 0; j < 16; ++j) sc[j] = V::sar(V::shl(s[j / 4], 24 - 8 * (j % 4)), 24);
     }
   }
 };

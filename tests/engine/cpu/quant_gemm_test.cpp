@@ -212,9 +212,14 @@ TEST_CASE("quant_gemm equals the double-precision product of the dequantized wei
       const std::int64_t kb = act_block(t);
       for (int trial = 0; trial < 12; ++trial) {
         // m: decode, small batches across the micro-kernel's 8 (6, 4) rows,
-        // a prefill; n across the 16- and 8-row tiles; k across the 32-block
-        // (4-superblock) chunks.
-        const std::int64_t m = trial == 0 ? 1 : trial == 1 ? 300 : 1 + static_cast<std::int64_t>(r.next() % 40);
+        // a prefill, whole slabs of 32 (VNNI's batch kernels); n across the
+        // 16- and 8-row tiles and the batch kernels' 48; k across the
+        // 32-block (4-superblock) chunks.
+        const std::int64_t m = trial == 0   ? 1
+                               : trial == 1 ? 300
+                               : trial == 3 ? 32
+                               : trial == 4 ? 64
+                                            : 1 + static_cast<std::int64_t>(r.next() % 40);
         const std::int64_t n = trial == 1 ? 19 : 1 + static_cast<std::int64_t>(r.next() % 50);
         const std::int64_t k = kb * (trial == 2 ? (kb == 32 ? 70 : 9) : 1 + static_cast<std::int64_t>(r.next() % (kb == 32 ? 40 : 5)));
         if (isa == "generic" && m * n * k > 2'000'000) continue; // the scalar path is slow; its bits are checked below
@@ -236,8 +241,11 @@ TEST_CASE("every ISA path gives the generic path's bits") {
   rng r(21);
   for (const auto t : all_types) {
     const std::int64_t kb = act_block(t);
-    for (int trial = 0; trial < 3; ++trial) {
-      const std::int64_t m = 1 + static_cast<std::int64_t>(r.next() % 20), n = 1 + static_cast<std::int64_t>(r.next() % 40);
+    for (int trial = 0; trial < 4; ++trial) {
+      // The last: two slabs of 32 rows, three calls of the batch kernels (48
+      // weight rows, 48, 4).
+      const std::int64_t m = trial == 3 ? 64 : 1 + static_cast<std::int64_t>(r.next() % 20);
+      const std::int64_t n = trial == 3 ? 100 : 1 + static_cast<std::int64_t>(r.next() % 40);
       const std::int64_t k = kb * (kb == 32 ? 33 + trial : 1 + trial * 2);
       CAPTURE(gguf::type_name(t));
       CAPTURE(m);
@@ -261,7 +269,9 @@ TEST_CASE("a row of x gives the same bits whatever the batch, its place in it an
   for_each_isa([&](const std::string& isa) {
     for (const auto t : all_types) {
       const std::int64_t kb = act_block(t);
-      const std::int64_t m = isa == "generic" ? 12 : 45, n = 37, k = kb == 32 ? 32 * 35 : 256 * 5;
+      // m = 64: VNNI's batch kernels; 47 weight rows: their micro-kernel
+      // calls of 6, 4 and 1 rows.
+      const std::int64_t m = isa == "generic" ? 12 : 64, n = 47, k = kb == 32 ? 32 * 35 : 256 * 5;
       CAPTURE(gguf::type_name(t));
       const auto w = make_weights(t, n, k, true, r);
       const auto x = random_x(m, k, r);
@@ -274,36 +284,44 @@ TEST_CASE("a row of x gives the same bits whatever the batch, its place in it an
         const std::vector<float> row(x.begin() + i * k, x.begin() + (i + 1) * k);
         CHECK(bits_equal(quant_gemm_of(t, row, 1, w, n, k).data(), full.data() + i * n, static_cast<std::size_t>(n)));
       }
-      // A batch starting at row 3: every row in another slot of the micro-kernel.
-      const std::int64_t start = 3, rows = m - 5;
-      const std::vector<float> sub(x.begin() + start * k, x.begin() + (start + rows) * k);
-      set_cpu_threads(2);
-      CHECK(bits_equal(quant_gemm_of(t, sub, rows, w, n, k).data(), full.data() + start * n,
-                       static_cast<std::size_t>(rows * n)));
+      // Batches starting at row 3 and 7: every row in another slot of the
+      // micro-kernel (or another lane of a slab).
+      for (const auto& [start, rows] : {std::pair<std::int64_t, std::int64_t>{3, m - 5}, {7, std::min<std::int64_t>(32, m - 7)}}) {
+        CAPTURE(start);
+        CAPTURE(rows);
+        const std::vector<float> sub(x.begin() + start * k, x.begin() + (start + rows) * k);
+        set_cpu_threads(2);
+        CHECK(bits_equal(quant_gemm_of(t, sub, rows, w, n, k).data(), full.data() + start * n,
+                         static_cast<std::size_t>(rows * n)));
+      }
     }
   });
 }
 
 TEST_CASE("quant_gemm_multi equals separate quant_gemm calls, bitwise") {
   rng r(23);
-  const std::int64_t m = 9, k = 512;
+  const std::int64_t k = 512;
   const tensor_type types[] = {tensor_type::q4_k, tensor_type::q8_0, tensor_type::q6_k, tensor_type::q4_0};
   const std::int64_t ns[] = {40, 17, 23, 64};
-  std::vector<std::vector<std::byte>> ws;
-  std::vector<std::vector<float>> ys;
-  std::vector<quant_job> jobs;
-  for (int j = 0; j < 4; ++j) {
-    ws.push_back(make_weights(types[j], ns[j], k, true, r));
-    ys.emplace_back(static_cast<std::size_t>(m * ns[j]), NAN);
-  }
-  for (int j = 0; j < 4; ++j) jobs.push_back({ws[j].data(), types[j], ns[j], ys[j].data()});
-  const auto x = random_x(m, k, r);
-  set_cpu_threads(2);
-  quant_gemm_multi(x.data(), m, k, jobs);
-  for (int j = 0; j < 4; ++j) {
-    CAPTURE(j);
-    const auto alone = quant_gemm_of(types[j], x, m, ws[j], ns[j], k);
-    CHECK(bits_equal(ys[j].data(), alone.data(), alone.size()));
+  // m = 32: VNNI's batch kernels.
+  for (const std::int64_t m : {9, 32}) {
+    CAPTURE(m);
+    std::vector<std::vector<std::byte>> ws;
+    std::vector<std::vector<float>> ys;
+    std::vector<quant_job> jobs;
+    for (int j = 0; j < 4; ++j) {
+      ws.push_back(make_weights(types[j], ns[j], k, true, r));
+      ys.emplace_back(static_cast<std::size_t>(m * ns[j]), NAN);
+    }
+    for (int j = 0; j < 4; ++j) jobs.push_back({ws[j].data(), types[j], ns[j], ys[j].data()});
+    const auto x = random_x(m, k, r);
+    set_cpu_threads(2);
+    quant_gemm_multi(x.data(), m, k, jobs);
+    for (int j = 0; j < 4; ++j) {
+      CAPTURE(j);
+      const auto alone = quant_gemm_of(types[j], x, m, ws[j], ns[j], k);
+      CHECK(bits_equal(ys[j].data(), alone.data(), alone.size()));
+    }
   }
 }
 
