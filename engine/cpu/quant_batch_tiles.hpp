@@ -46,13 +46,11 @@ void store_bytes(std::uint8_t* p, U v) {
 }
 
 // One weight row's block at src as unsigned bytes in the order of its
-// values: Q8_0 plus 128, Q4_0 and the K-quants their stored codes (the
-// offsets of Q8_0, Q4_0 and Q6_K are x's corrections, as in quant_tiles).
+// values: Q4_0 and the K-quants their stored codes (the offsets of Q4_0 and
+// Q6_K are x's corrections, as in quant_tiles). Q8_0 is used in place.
 template <tensor_type T>
 void decode_row(const std::byte* src, std::uint8_t* dst) {
-  if constexpr (T == tensor_type::q8_0) {
-    store_bytes(dst, load_bytes<u8x32>(src + 2) ^ 0x80);
-  } else if constexpr (T == tensor_type::q4_0) {
+  if constexpr (T == tensor_type::q4_0) {
     const auto v = load_bytes<u8x16>(src + 2);
     store_bytes(dst, v & 15);
     store_bytes(dst + 16, v >> 4);
@@ -105,9 +103,11 @@ auto xf_at(const float* p, std::int64_t v0, std::int64_t j, std::int64_t columns
   return V::loadf(p + lane_index(v0, j, columns) + batch_lanes * mx);
 }
 
-// Rows r0..r0 + NR of the decoded chunk (w: [R][chunk_t], dw: [nc][R]
-// block scales) times x lanes v0..v0 + 16·MX, for blocks b0..b0 + nc;
-// acc: [R][mpad] running sums.
+// Rows r0..r0 + NR (Q8_0: in place at rp, flipped to unsigned as
+// broadcast; Q4_0: decoded, w at stride ldw) times x lanes v0..v0 + 16·MX,
+// for blocks b0..b0 + nc; each block's sum starts from x's correction for
+// the weights' offset. acc: [batch_rows][slab] running sums (from zero
+// where b0 = 0).
 template <class V, tensor_type T, int NR, int MX>
 [[gnu::noinline]] void small_t_rows(const std::uint8_t* w, std::int64_t ldw, const std::byte* const* rp,
                                     std::int64_t b0, std::int64_t nc, const acts& a, std::int64_t r0, std::int64_t v0,
@@ -119,15 +119,15 @@ template <class V, tensor_type T, int NR, int MX>
   #pragma GCC unroll 16
   for (int r = 0; r < NR; ++r)
     #pragma GCC unroll 16
-    for (int mx = 0; mx < MX; ++mx) f[r][mx] = V::loadf(acc + (r0 + r) * slab + batch_lanes * mx);
+    for (int mx = 0; mx < MX; ++mx) f[r][mx] = b0 == 0 ? V::set1f(0.0f) : V::loadf(acc + (r0 + r) * slab + batch_lanes * mx);
   for (std::int64_t c = 0; c < nc; ++c) {
     const std::int64_t b = b0 + c;
     vi s[NR][MX];
     #pragma GCC unroll 16
     for (int mx = 0; mx < MX; ++mx) {
-      const vi corr = V::shl(x_at<V>(a.ns32t, v0, b, a.k / 32, mx), F::offset_shift);
+      const vi start = V::shl(x_at<V>(a.ns32t, v0, b, a.k / 32, mx), F::offset_shift);
       #pragma GCC unroll 16
-      for (int r = 0; r < NR; ++r) s[r][mx] = corr;
+      for (int r = 0; r < NR; ++r) s[r][mx] = start;
     }
     #pragma GCC unroll 16
     for (int g = 0; g < 8; ++g) {
@@ -136,11 +136,9 @@ template <class V, tensor_type T, int NR, int MX>
       for (int mx = 0; mx < MX; ++mx) xv[mx] = x_at<V>(a.qt, v0, 8 * b + g, a.k / 4, mx);
       #pragma GCC unroll 16
       for (int r = 0; r < NR; ++r) {
-        vi wv;
-        if constexpr (T == tensor_type::q8_0)
-          wv = V::xor_(V::bcast(rp[r0 + r] + b * F::block_bytes + 2 + 4 * g), V::set1(static_cast<std::int32_t>(0x80808080u)));
-        else
-          wv = V::bcast(w + (r0 + r) * ldw + 32 * c + 4 * g);
+        const vi wv = T == tensor_type::q8_0
+                          ? V::xor_(V::bcast(rp[r0 + r] + b * F::block_bytes + 2 + 4 * g), V::set1(std::int32_t(0x80808080u)))
+                          : V::bcast(w + (r0 + r) * ldw + 32 * c + 4 * g);
         #pragma GCC unroll 16
         for (int mx = 0; mx < MX; ++mx) s[r][mx] = V::dot(s[r][mx], wv, xv[mx]);
       }
@@ -224,7 +222,7 @@ template <class V, tensor_type T, int NR, int MX>
     #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
       float* out = acc + (r0 + r) * slab + batch_lanes * mx;
-      vf f = V::fma(V::mul(V::set1f(ks.d[r0 + r]), dx), V::cvt(isum[r][mx]), V::loadf(out));
+      vf f = V::fma(V::mul(V::set1f(ks.d[r0 + r]), dx), V::cvt(isum[r][mx]), b == 0 ? V::set1f(0.0f) : V::loadf(out));
       if constexpr (F::mins) {
         vi msum = V::set1(0);
         #pragma GCC unroll 16
@@ -254,12 +252,12 @@ void over_rows_t(std::int64_t nr, Micro&& micro) {
 }
 
 // Runs Slab(v0, acc) for every slab of x's rows (m is whole slabs), acc
-// [batch_rows][slab] zeroed before and stored into y's rows after each.
+// [batch_rows][slab] stored into y's rows after each (the micro-kernels
+// start it from zero at the first block).
 template <class V, class Slab>
 void over_slabs(const acts& a, std::int64_t row0, std::int64_t nr, float* y, std::int64_t ldy, Slab&& run) {
   auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(batch_rows<V> * slab) * sizeof(float)));
   for (std::int64_t v0 = 0; v0 < a.m; v0 += slab) {
-    std::fill(acc, acc + batch_rows<V> * slab, 0.0f);
     run(v0, acc);
     for (std::int64_t i = 0; i < slab; ++i)
       for (std::int64_t r = 0; r < nr; r += V::R)
@@ -339,8 +337,7 @@ struct decoded_rows {
 };
 
 // The first slab decodes each chunk just before it multiplies it; later
-// slabs read the decoded rows again. Q8_0 is read in place, its bytes
-// flipped to unsigned as broadcast.
+// slabs read the decoded rows again. Q8_0 is read in place.
 template <class V, tensor_type T>
 void small_tile_t(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a,
                   float* y, std::int64_t ldy) {
@@ -354,12 +351,11 @@ void small_tile_t(const std::byte* w, std::int64_t row_bytes, std::int64_t row0,
     for (std::int64_t b0 = 0; b0 < nb; b0 += per_chunk) {
       const std::int64_t nc = std::min(per_chunk, nb - b0);
       std::uint8_t* chunk = decoded ? wt.at(32 * b0) : nullptr;
-      if (v0 == 0) {
-        if constexpr (decoded)
+      if constexpr (decoded)
+        if (v0 == 0)
           for (std::int64_t r = 0; r < nr; ++r)
             for (std::int64_t c = 0; c < nc; ++c)
               decode_row<T>(rows.p[r] + (b0 + c) * F::block_bytes, chunk + r * wt.ld + 32 * c);
-      }
       over_rows_t(nr, [&]<int NR>(std::int64_t r0) {
         if (v0 == 0) rows.prefetch((b0 + per_chunk) * F::block_bytes, per_chunk * F::block_bytes, r0, NR);
         small_t_rows<V, T, NR, 2>(chunk, wt.ld, rows.p, b0, nc, a, r0, v0, acc);

@@ -114,6 +114,41 @@ struct act_buffers {
   std::int64_t block;
 };
 
+// Row x[0, k) into q (blocks of `block`), d and the negated sums of 32 (and
+// of 16 where neg16 is not null). Apart from the arrays it writes, so that
+// its loops vectorize.
+void quantize_row(const float* __restrict x, std::int64_t k, std::int64_t block, std::int8_t* __restrict q,
+                  float* __restrict d, std::int32_t* __restrict neg16, std::int32_t* __restrict neg32) {
+  for (std::int64_t j = 0; j < k / block; ++j) {
+    const float* xb = x + j * block;
+    std::int8_t* qb = q + j * block;
+    // The largest |x| as the largest magnitude's bits (their order is the
+    // floats' for all but NaN).
+    std::uint32_t amax_bits = 0;
+    for (std::int64_t v = 0; v < block; ++v)
+      amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(xb[v]) & 0x7FFFFFFFu);
+    const float amax = std::bit_cast<float>(amax_bits);
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does.
+    d[j] = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
+    // Sixteen at a time (a vector of floats), with their sum. |x · id| is
+    // at most 127 and a rounding, below 127.5: q needs no clamp.
+    for (std::int64_t v0 = 0; v0 < block; v0 += 16) {
+      std::int32_t qv[16];
+      for (int v = 0; v < 16; ++v) qv[v] = static_cast<std::int32_t>(std::nearbyint(xb[v0 + v] * id));
+      for (int v = 0; v < 16; ++v) qb[v0 + v] = static_cast<std::int8_t>(qv[v]);
+      std::int32_t sum = 0;
+      for (int v = 0; v < 16; ++v) sum += qv[v];
+      const std::int64_t s = (j * block + v0) / 16;
+      if (neg16 != nullptr) neg16[s] = -sum;
+      if (s % 2 == 0)
+        neg32[s / 2] = -sum;
+      else
+        neg32[s / 2] -= sum;
+    }
+  }
+}
+
 // Inside a parallel region: the rows of x quantized in blocks of b.block
 // (quant_gemm.hpp's rule) into b's arrays, rows shared among the team;
 // ends in a barrier. The scale and its inverse are IEEE divisions and q a
@@ -123,28 +158,9 @@ void quantize(const float* x, const act_buffers& b) {
   const auto at = [](std::int64_t i, std::int64_t j, std::int64_t columns) { return lane_index(i, j, columns); };
 #pragma omp for schedule(static)
   for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < k / block; ++j) {
-      const float* xb = x + i * k + j * block;
-      std::int8_t* qb = b.q + i * k + j * block;
-      // The largest |x| as the largest magnitude's bits (their order is the
-      // floats' for all but NaN), a loop that vectorizes.
-      std::uint32_t amax_bits = 0;
-      for (std::int64_t v = 0; v < block; ++v) amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(xb[v]) & 0x7FFFFFFFu);
-      const float amax = std::bit_cast<float>(amax_bits);
-      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-      // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does.
-      b.d[i * (k / block) + j] = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
-      for (std::int64_t v = 0; v < block; ++v)
-        qb[v] = static_cast<std::int8_t>(std::clamp(std::nearbyint(xb[v] * id), -127.0f, 127.0f));
-    }
     std::int32_t* neg32 = b.neg_sum32 + i * (k / 32);
-    for (std::int64_t s = 0; s < k / 16; ++s) {
-      std::int32_t sum = 0;
-      for (std::int64_t v = 0; v < 16; ++v) sum += b.q[i * k + 16 * s + v];
-      if (b.neg_sum16 != nullptr) b.neg_sum16[i * (k / 16) + s] = -sum;
-      if (s % 2 == 0) neg32[s / 2] = -sum;
-      else neg32[s / 2] -= sum;
-    }
+    quantize_row(x + i * k, k, block, b.q + i * k, b.d + i * (k / block),
+                 b.neg_sum16 != nullptr ? b.neg_sum16 + i * (k / 16) : nullptr, neg32);
     if (b.neg_sum32_h != nullptr)
       for (std::int64_t s = 0; s < k / 32; ++s) b.neg_sum32_h[i * (k / 32) + s] = static_cast<std::int16_t>(neg32[s]);
     if (b.u != nullptr)
@@ -155,7 +171,8 @@ void quantize(const float* x, const act_buffers& b) {
     const std::int8_t* const qi = b.q + i * k;
     for (std::int64_t g = 0; g < k / 4; ++g) std::memcpy(qt + g * batch_slab, qi + 4 * g, 4);
     for (std::int64_t j = 0; j < k / block; ++j) b.dt[at(i, j, k / block)] = b.d[i * (k / block) + j];
-    for (std::int64_t s = 0; s < k / 32; ++s) b.ns32t[at(i, s, k / 32)] = neg32[s];
+    if (b.ns32t != nullptr)
+      for (std::int64_t s = 0; s < k / 32; ++s) b.ns32t[at(i, s, k / 32)] = neg32[s];
     if (b.ns16t != nullptr)
       for (std::int64_t s = 0; s < k / 16; ++s) b.ns16t[at(i, s, k / 16)] = b.neg_sum16[i * (k / 16) + s];
     if (b.ns32pt != nullptr)
@@ -184,7 +201,7 @@ auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block, boo
       round(ms * k),                                    // qt
       round(ms * (k / block) * 4),                      // dt
       k_block ? round(ms * (k / 16) * 4) : 0,           // ns16t
-      round(ms * (k / 32) * 4),                         // ns32t
+      k_block ? 0 : round(ms * (k / 32) * 4),           // ns32t
       k_block ? round(ms * (k / 64) * 4) : 0,           // ns32pt
   };
   std::size_t total = 0;

@@ -31,7 +31,7 @@ struct acts {
   const std::int32_t* qt = nullptr;     // k / 4 columns: values 4j..4j+3 of each row
   const float* dt = nullptr;            // k / block
   const std::int32_t* ns16t = nullptr;  // k / 16; 256-blocks
-  const std::int32_t* ns32t = nullptr;  // k / 32
+  const std::int32_t* ns32t = nullptr;  // k / 32; 32-blocks
   const std::int32_t* ns32pt = nullptr; // k / 64: neg_sum32 2j and 2j + 1 as int16 pairs; 256-blocks
 };
 
