@@ -129,8 +129,10 @@ void quantize_row(const float* __restrict x, std::int64_t k, std::int64_t block,
       amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(xb[v]) & 0x7FFFFFFFu);
     const float amax = std::bit_cast<float>(amax_bits);
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does.
-    d[j] = block == 32 ? f16_to_f32(f32_to_f16(amax / 127.0f)) : amax / 127.0f;
+    // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does
+    // (_Float16: the conversion instruction, rounding to nearest even as
+    // f32_to_f16 does).
+    d[j] = block == 32 ? static_cast<float>(static_cast<_Float16>(amax / 127.0f)) : amax / 127.0f;
     // Sixteen at a time (a vector of floats), with their sum. |x · id| is
     // at most 127 and a rounding, below 127.5: q needs no clamp.
     for (std::int64_t v0 = 0; v0 < block; v0 += 16) {
