@@ -1,17 +1,26 @@
 #pragma once
-// quant_gemm's batch kernels on VNNI: rows of x in the lanes, weights
-// broadcast (quant_kernels_avx512.cpp includes this after quant_tiles.hpp;
-// nothing else may).
+// quant_gemm's batch kernels on VNNI, for m a multiple of 32: rows of x in
+// the lanes, weights broadcast (quant_kernels_avx512.cpp includes this
+// after quant_tiles.hpp; nothing else may).
 //
 // quant_tiles.hpp's kernels hold 16 weight rows in a vector's lanes and
-// broadcast x, one broadcast load per vpdpbusd. Here x, quantized once per
-// call, is stored transposed (acts::qt: vector g holds values 4g..4g+3 of
-// 16 rows of x, a row a lane), and the weights are decoded row by row into
-// unsigned bytes in L1. A micro-kernel then multiplies 6 weight rows,
-// each 4-byte group broadcast, by 2 vectors of x: 12 products for 8 loads
-// where the weight-lane kernels load 8 times for 7 (measured here, a pure
-// loop of vpdpbusd at those two ratios ran 450 and 527 GMAC/s). Weight
-// rows are also decoded without transposes.
+// broadcast x: 9 loads for 8 vpdpbusd (a weight vector, 8 rows of x). Here
+// x, quantized once per call, is stored transposed in slabs of 32 rows
+// (acts::qt: vector j of a slab holds values 4j..4j+3 of 16 rows, a row a
+// lane), and a micro-kernel multiplies 6 weight rows, each 4-byte group
+// broadcast, by the slab's 2 vectors: 8 loads for 12 vpdpbusd. Measured
+// here, one core, data in L1, a pure loop of vpdpbusd with the K-quants'
+// scale multiplies: 6 weight rows x 2 vectors 504 GMAC/s, 8 rows of x
+// against one weight vector 443. Q8_0 is read in place (its bytes flipped
+// to unsigned as broadcast); Q4_0 and the K-quants are decoded row by row,
+// without transposes. A call takes 48 weight rows and prefetches each
+// micro-kernel's rows of the next chunk as it goes: 288 prefetches at once
+// were more than the core keeps in flight (from DRAM, Q8_0 ran 200 GMAC/s
+// so, 292 spread).
+//
+// V provides, beyond quant_tiles.hpp's operations: load and store (a vector
+// of int32), half_bcast (an F16 to every lane) and store_transposed (a
+// 16 × 16 block of floats, transposed).
 //
 // The integer sums are quant_gemm.hpp's, and every lane follows the same
 // float chain (the same operands, in the same order), so each output has
@@ -22,11 +31,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-
-
-
-
-
 
 namespace troupe::quant {
 namespace {
@@ -259,9 +263,10 @@ void over_slabs(const acts& a, std::int64_t row0, std::int64_t nr, float* y, std
   auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(batch_rows<V> * slab) * sizeof(float)));
   for (std::int64_t v0 = 0; v0 < a.m; v0 += slab) {
     run(v0, acc);
-    for (std::int64_t i = 0; i < slab; ++i)
-      for (std::int64_t r = 0; r < nr; r += V::R)
-        V::store_column(acc + r * slab + i, slab, y + (v0 + i) * ldy + row0 + r, std::min<std::int64_t>(V::R, nr - r));
+    for (std::int64_t r = 0; r < nr; r += V::R)
+      for (std::int64_t i = 0; i < slab; i += batch_lanes)
+        V::store_transposed(acc + r * slab + i, slab, y + (v0 + i) * ldy + row0 + r, ldy,
+                            std::min<std::int64_t>(V::R, nr - r));
   }
 }
 

@@ -26,8 +26,11 @@
 // for any m; parallel over weight rows with OpenMP (set_cpu_threads).
 // Past 8 rows on VNNI, Q8_0 and Q4_0 multiply x as unsigned bytes by
 // signed weights, so that the offset's correction is the weights' own and
-// shared by every row of x; the K-quants' mins go through vpdpwssd. The
-// integer sums are the same, so are the bits.
+// shared by every row of x; the K-quants' mins go through vpdpwssd. And a
+// batch of whole slabs of 32 rows (decode at batch 32, 64, ...; prefill
+// chunks) turns round on VNNI: x is transposed once, a row of x a lane,
+// and 6 weight rows are broadcast against 2 vectors of x
+// (quant_batch_tiles.hpp). The integer sums are the same, so are the bits.
 
 #include "engine/model/gguf.hpp"
 

@@ -111,12 +111,30 @@ struct avx512 {
   static auto fma(vf a, vf b, vf c) -> vf { return _mm512_fmadd_ps(a, b, c); }
   static auto set1f(float v) -> vf { return _mm512_set1_ps(v); }
   static auto loadf(const float* p) -> vf { return _mm512_loadu_ps(p); }
-  // dst[t] = src[t · stride] for t < n (n <= 16): a gather and a masked store.
-  static void store_column(const float* src, std::int32_t stride, float* dst, std::int64_t n) {
-    const vi idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                      _mm512_set1_epi32(stride));
+  // A 16 × 16 block transposed: dst[i · ldd + r] = src[r · lds + i] for
+  // i < 16, r < n (n <= 16; src's rows past n are read, not stored).
+  static void store_transposed(const float* src, std::int64_t lds, float* dst, std::int64_t ldd, std::int64_t n) {
+    vf t[16], u[16];
+    for (int r = 0; r < 16; r += 2) {
+      const vf a = _mm512_loadu_ps(src + r * lds), b = _mm512_loadu_ps(src + (r + 1) * lds);
+      t[r] = _mm512_unpacklo_ps(a, b); // per 128-bit lane L: a, b at 4L, 4L + 1
+      t[r + 1] = _mm512_unpackhi_ps(a, b); // 4L + 2, 4L + 3
+    }
+    for (int q = 0; q < 4; ++q) { // rows 4q..4q+3: u[4q + f], lane L = element 4L + f of the four rows
+      u[4 * q] = _mm512_shuffle_ps(t[4 * q], t[4 * q + 2], 0x44);
+      u[4 * q + 1] = _mm512_shuffle_ps(t[4 * q], t[4 * q + 2], 0xEE);
+      u[4 * q + 2] = _mm512_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0x44);
+      u[4 * q + 3] = _mm512_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0xEE);
+    }
     const auto mask = static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1);
-    _mm512_mask_storeu_ps(dst, mask, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, idx, src, 4));
+    for (int f = 0; f < 4; ++f) {
+      const vf v0 = _mm512_shuffle_f32x4(u[f], u[4 + f], 0x88), v1 = _mm512_shuffle_f32x4(u[f], u[4 + f], 0xDD);
+      const vf v2 = _mm512_shuffle_f32x4(u[8 + f], u[12 + f], 0x88), v3 = _mm512_shuffle_f32x4(u[8 + f], u[12 + f], 0xDD);
+      _mm512_mask_storeu_ps(dst + f * ldd, mask, _mm512_shuffle_f32x4(v0, v2, 0x88));
+      _mm512_mask_storeu_ps(dst + (8 + f) * ldd, mask, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+      _mm512_mask_storeu_ps(dst + (4 + f) * ldd, mask, _mm512_shuffle_f32x4(v1, v3, 0x88));
+      _mm512_mask_storeu_ps(dst + (12 + f) * ldd, mask, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    }
   }
   static void storef(float* p, vf v) { _mm512_storeu_ps(p, v); }
 };

@@ -65,10 +65,9 @@ struct tile_rows {
   // m = 1 from DRAM read Q4_K at 26 GB/s and Q6_K at 20, spread 33 and 28
   // (one thread; in L2 both run about 37). Always inlined: GCC 12 finds a
   // function of prefetches alone free of side effects and drops its calls.
-  // `ahead`, where given: the blocks ahead instead of 1 KiB's worth.
   [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t block_bytes, std::int64_t num_blocks, int part = 0,
-                                       int parts = 1, std::int64_t ahead = 0) const {
-    const std::int64_t pos = b + (ahead > 0 ? ahead : std::max<std::int64_t>(1, 1024 / block_bytes));
+                                       int parts = 1) const {
+    const std::int64_t pos = b + std::max<std::int64_t>(1, 1024 / block_bytes);
     const std::int64_t off = pos < num_blocks ? pos * block_bytes : R * row_bytes + (pos - num_blocks) * block_bytes;
     for (int r = part * R / parts; r < (part + 1) * R / parts; ++r) {
       const std::byte* a = p[r] + off;
