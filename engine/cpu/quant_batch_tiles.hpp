@@ -1,7 +1,8 @@
 #pragma once
 // quant_gemm's batch kernels on VNNI, for m a multiple of 32: rows of x in
-// the lanes, weights broadcast (quant_kernels_avx512.cpp includes this
-// after quant_tiles.hpp; nothing else may).
+// the lanes, weights broadcast (quant_kernels_avx512.cpp includes this,
+// and through it quant_tiles.hpp, after its target pragma; nothing else
+// may).
 //
 // quant_tiles.hpp's kernels hold 16 weight rows in a vector's lanes and
 // broadcast x: 9 loads for 8 vpdpbusd (a weight vector, 8 rows of x). Here
@@ -12,8 +13,9 @@
 // here, one core, data in L1, a pure loop of vpdpbusd with the K-quants'
 // scale multiplies: 6 weight rows x 2 vectors 504 GMAC/s, 8 rows of x
 // against one weight vector 443. Q8_0 is read in place (its bytes flipped
-// to unsigned as broadcast); Q4_0 and the K-quants are decoded row by row,
-// without transposes. A call takes 48 weight rows and prefetches each
+// to unsigned as broadcast); the values of Q4_0 and the K-quants are
+// decoded row by row, without transposes (the K-quants' scales, 16 rows at
+// a time, with quant_tiles.hpp's header decode). A call takes 48 weight rows and prefetches each
 // micro-kernel's rows of the next chunk as it goes: 288 prefetches at once
 // were more than the core keeps in flight (from DRAM, Q8_0 ran 200 GMAC/s
 // so, 292 spread).
@@ -186,7 +188,7 @@ template <class V, tensor_type T, int NR, int MX>
   for (int r = 0; r < NR; ++r)
     #pragma GCC unroll 16
     for (int mx = 0; mx < MX; ++mx) isum[r][mx] = V::set1(0);
-    for (int s = 0; s < F::num_sub; ++s) {
+  for (int s = 0; s < F::num_sub; ++s) {
     vi p[NR][MX];
     #pragma GCC unroll 16
     for (int mx = 0; mx < MX; ++mx) {
@@ -257,10 +259,14 @@ void over_rows_t(std::int64_t nr, Micro&& micro) {
 
 // Runs Slab(v0, acc) for every slab of x's rows (m is whole slabs), acc
 // [batch_rows][slab] stored into y's rows after each (the micro-kernels
-// start it from zero at the first block).
+// start it from zero at the first block), 16 x 16 blocks transposed.
 template <class V, class Slab>
 void over_slabs(const acts& a, std::int64_t row0, std::int64_t nr, float* y, std::int64_t ldy, Slab&& run) {
   auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(batch_rows<V> * slab) * sizeof(float)));
+  // The rows past nr that the last block's transpose reads (and does not
+  // store), zero rather than whatever the scratch held.
+  const std::int64_t read = (nr + V::R - 1) / V::R * V::R;
+  std::fill(acc + nr * slab, acc + read * slab, 0.0f);
   for (std::int64_t v0 = 0; v0 < a.m; v0 += slab) {
     run(v0, acc);
     for (std::int64_t r = 0; r < nr; r += V::R)
@@ -317,7 +323,6 @@ struct batch_tiles {
     const std::int64_t first = std::min<std::int64_t>(h * V::R, nr - 1);
     return {w, row_bytes, row0 + first, std::min<std::int64_t>(V::R, nr - first)};
   }
-  auto row(std::int64_t r) const -> const std::byte* { return tile[r / V::R].p[r % V::R]; }
 };
 
 // Where a batch call keeps its decoded weights (rows of a chunk at stride
@@ -362,7 +367,7 @@ void small_tile_t(const std::byte* w, std::int64_t row_bytes, std::int64_t row0,
             for (std::int64_t c = 0; c < nc; ++c)
               decode_row<T>(rows.p[r] + (b0 + c) * F::block_bytes, chunk + r * wt.ld + 32 * c);
       over_rows_t(nr, [&]<int NR>(std::int64_t r0) {
-        if (v0 == 0) rows.prefetch((b0 + per_chunk) * F::block_bytes, per_chunk * F::block_bytes, r0, NR);
+        if (v0 == 0) rows.prefetch(std::min(b0 + per_chunk, nb) * F::block_bytes, per_chunk * F::block_bytes, r0, NR);
         small_t_rows<V, T, NR, 2>(chunk, wt.ld, rows.p, b0, nc, a, r0, v0, acc);
       });
     }

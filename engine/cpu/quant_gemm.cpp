@@ -2,7 +2,6 @@
 
 #include "engine/check.hpp"
 #include "engine/cpu/quant_kernels.hpp"
-#include "engine/model/dtype.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -128,7 +128,9 @@ void quantize_row(const float* __restrict x, std::int64_t k, std::int64_t block,
     for (std::int64_t v = 0; v < block; ++v)
       amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(xb[v]) & 0x7FFFFFFFu);
     const float amax = std::bit_cast<float>(amax_bits);
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    // At most the largest float: for amax below 127 / FLT_MAX the inverse
+    // would be infinite, and 0 · inf NaN.
+    const float id = amax > 0.0f ? std::min(127.0f / amax, std::numeric_limits<float>::max()) : 0.0f;
     // Blocks of 32 keep their scale in F16, as llama.cpp's Q8_0 does
     // (_Float16: the conversion instruction, rounding to nearest even as
     // f32_to_f16 does).
@@ -168,7 +170,6 @@ void quantize(const float* x, const act_buffers& b) {
     if (b.u != nullptr)
       for (std::int64_t v = 0; v < k; ++v) b.u[i * k + v] = static_cast<std::uint8_t>(b.q[i * k + v] + 128);
     if (b.qt == nullptr) continue;
-    // Through locals: a store through b.qt might otherwise be b.qt itself.
     std::int32_t* const qt = b.qt + at(i, 0, k / 4);
     const std::int8_t* const qi = b.q + i * k;
     for (std::int64_t g = 0; g < k / 4; ++g) std::memcpy(qt + g * batch_slab, qi + 4 * g, 4);
@@ -185,8 +186,7 @@ void quantize(const float* x, const act_buffers& b) {
 }
 
 // With u (q + 128) and/or sums32_h (neg_sum32 as int16) where the kernels
-// read them, and the transposed arrays for the batch kernels (pairs: the
-// K-quants' min pairs).
+// read them, and the transposed arrays where the batch kernels run.
 auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block, bool with_u, bool with_sums32_h,
                bool transposed) -> act_buffers {
   const auto round = [](std::int64_t bytes) { return static_cast<std::size_t>(bytes + 63) / 64 * 64; };

@@ -21,8 +21,8 @@ struct acts {
   const float* d;                  // [m, k / block]
   const std::int32_t* neg_sum16;   // [m, k / 16]; 256-blocks only
   const std::int32_t* neg_sum32;   // [m, k / 32]
-  const std::uint8_t* u;           // [m, k]; where kernel_set::vnni and m > mr_small
-  const std::int16_t* neg_sum32_h; // [m, k / 32] as int16 (|Σ| <= 4064); 256-blocks on VNNI
+  const std::uint8_t* u;           // [m, k]; where kernel_set::vnni, m > mr_small and not batch(m)
+  const std::int16_t* neg_sum32_h; // [m, k / 32] as int16 (|Σ| <= 4064); 256-blocks on VNNI, not batch(m)
   std::int64_t m = 0;
   std::int64_t k = 0;
   // The same for the batch kernels (where kernel_set::batch(m); else

@@ -1,7 +1,8 @@
 #pragma once
 // The vector tile kernels of quant_gemm, written once over an ISA's vector
-// operations V (quant_kernels_avx512.cpp, quant_kernels_avx2.cpp include
-// this after their target pragma; nothing else may).
+// operations V (quant_kernels_avx2.cpp includes this after its target
+// pragma, quant_kernels_avx512.cpp through quant_batch_tiles.hpp; nothing
+// else may).
 //
 // A tile is V::R weight rows (16 on AVX-512, 8 on AVX2). A chunk of their
 // blocks is first rearranged into L1 (transposed: vector t holds values
@@ -327,9 +328,6 @@ struct k_format {
   // give lambdas the target pragma of the code around them.
   static auto fifth(typename V::vi qh, int s) -> typename V::vi { return s <= 4 ? V::shl(qh, 4 - s) : V::shr(qh, s - 4); }
 
-  // Superblock b of nb into t[64] (vector v: values 4v..4v+3), the
-  // sub-block scales sc[num_sub], mins mn[8], d and dmin; prefetches the
-  // block 1 KiB ahead on the way.
   // Superblock b's scales alone: sc[num_sub], mn[8] (Q4_K, Q5_K), d, dmin.
   static void header(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* sc, typename V::vi* mn,
                      typename V::vf& d, typename V::vf& dmin) {
@@ -345,6 +343,9 @@ struct k_format {
     }
   }
 
+  // Superblock b of nb into t[64] (vector v: values 4v..4v+3), the
+  // sub-block scales sc[num_sub], mins mn[8], d and dmin; prefetches the
+  // block 1 KiB ahead on the way.
   static void decode(const tile_rows<V::R>& rows, std::int64_t b, std::int64_t nb, typename V::vi* t,
                      typename V::vi* sc, typename V::vi* mn, typename V::vf& d, typename V::vf& dmin) {
     using vi = typename V::vi;

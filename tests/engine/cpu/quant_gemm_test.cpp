@@ -219,6 +219,7 @@ TEST_CASE("quant_gemm equals the double-precision product of the dequantized wei
                                : trial == 1 ? 300
                                : trial == 3 ? 32
                                : trial == 4 ? 64
+                               : trial == 5 ? 96
                                             : 1 + static_cast<std::int64_t>(r.next() % 40);
         const std::int64_t n = trial == 1 ? 19 : 1 + static_cast<std::int64_t>(r.next() % 50);
         const std::int64_t k = kb * (trial == 2 ? (kb == 32 ? 70 : 9) : 1 + static_cast<std::int64_t>(r.next() % (kb == 32 ? 40 : 5)));
@@ -243,9 +244,10 @@ TEST_CASE("every ISA path gives the generic path's bits") {
     const std::int64_t kb = act_block(t);
     for (int trial = 0; trial < 4; ++trial) {
       // The last: two slabs of 32 rows, three calls of the batch kernels (48
-      // weight rows, 48, 4).
+      // weight rows, 48, 3: micro-kernel calls of 2 and 1), two threads.
       const std::int64_t m = trial == 3 ? 64 : 1 + static_cast<std::int64_t>(r.next() % 20);
-      const std::int64_t n = trial == 3 ? 100 : 1 + static_cast<std::int64_t>(r.next() % 40);
+      const std::int64_t n = trial == 3 ? 99 : 1 + static_cast<std::int64_t>(r.next() % 40);
+      set_cpu_threads(2);
       const std::int64_t k = kb * (kb == 32 ? 33 + trial : 1 + trial * 2);
       CAPTURE(gguf::type_name(t));
       CAPTURE(m);
@@ -269,9 +271,9 @@ TEST_CASE("a row of x gives the same bits whatever the batch, its place in it an
   for_each_isa([&](const std::string& isa) {
     for (const auto t : all_types) {
       const std::int64_t kb = act_block(t);
-      // m = 64: VNNI's batch kernels; 47 weight rows: their micro-kernel
-      // calls of 6, 4 and 1 rows.
-      const std::int64_t m = isa == "generic" ? 12 : 64, n = 47, k = kb == 32 ? 32 * 35 : 256 * 5;
+      // m = 64: VNNI's batch kernels; 95 weight rows: two calls (one a
+      // thread), the second's micro-kernel calls of 6, 4 and 1 rows.
+      const std::int64_t m = isa == "generic" ? 12 : 64, n = 95, k = kb == 32 ? 32 * 35 : 256 * 5;
       CAPTURE(gguf::type_name(t));
       const auto w = make_weights(t, n, k, true, r);
       const auto x = random_x(m, k, r);
@@ -303,8 +305,8 @@ TEST_CASE("quant_gemm_multi equals separate quant_gemm calls, bitwise") {
   const std::int64_t k = 512;
   const tensor_type types[] = {tensor_type::q4_k, tensor_type::q8_0, tensor_type::q6_k, tensor_type::q4_0};
   const std::int64_t ns[] = {40, 17, 23, 64};
-  // m = 32: VNNI's batch kernels.
-  for (const std::int64_t m : {9, 32}) {
+  // m = 32 and 64: VNNI's batch kernels, one slab and two.
+  for (const std::int64_t m : {9, 32, 64}) {
     CAPTURE(m);
     std::vector<std::vector<std::byte>> ws;
     std::vector<std::vector<float>> ys;
