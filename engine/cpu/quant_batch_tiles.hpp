@@ -330,13 +330,14 @@ struct batch_tiles {
 // with more, every chunk, for the later slabs to read again, rows a line
 // longer than k (k a power of two would put a chunk's rows in the same L1
 // sets).
+// `extra`: extra_bytes more in the same scratch buffer, for the caller.
 struct decoded_rows {
   std::uint8_t* base;
+  std::byte* extra;
   std::int64_t ld;
   bool whole;
 
-  decoded_rows(std::int64_t rows, const acts& a, std::size_t extra_bytes, std::byte*& extra)
-      : whole(a.m > slab) {
+  decoded_rows(std::int64_t rows, const acts& a, std::size_t extra_bytes = 0) : whole(a.m > slab) {
     ld = whole ? a.k + 64 : chunk_t;
     auto* p = scratch(3, static_cast<std::size_t>(rows * ld) + extra_bytes);
     base = reinterpret_cast<std::uint8_t*>(p);
@@ -355,8 +356,7 @@ void small_tile_t(const std::byte* w, std::int64_t row_bytes, std::int64_t row0,
   constexpr bool decoded = T != tensor_type::q8_0;
   const std::int64_t nb = a.k / 32, per_chunk = chunk_t / 32;
   const batch_rows_of<V> rows(w, row_bytes, row0, nr);
-  std::byte* unused = nullptr;
-  const decoded_rows wt(decoded ? batch_rows<V> : 0, a, 0, unused);
+  const decoded_rows wt(decoded ? batch_rows<V> : 0, a);
   over_slabs<V>(a, row0, nr, y, ldy, [&](std::int64_t v0, float* acc) {
     for (std::int64_t b0 = 0; b0 < nb; b0 += per_chunk) {
       const std::int64_t nc = std::min(per_chunk, nb - b0);
@@ -386,10 +386,9 @@ void k_tile_t(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std
   const std::int64_t nb = a.k / 256;
   // Per superblock (kept for later slabs, as the decoded rows are): the scales.
   constexpr std::int64_t per_block = (F::num_sub + 4 + 2) * TR;
-  std::byte* extra = nullptr;
-  const decoded_rows wt(TR, a, static_cast<std::size_t>((a.m > slab ? nb : 1) * per_block * 4), extra);
+  const decoded_rows wt(TR, a, static_cast<std::size_t>((a.m > slab ? nb : 1) * per_block * 4));
   const auto scales = [&](std::int64_t b) {
-    auto* p = reinterpret_cast<std::int32_t*>(extra) + (wt.whole ? b : 0) * per_block;
+    auto* p = reinterpret_cast<std::int32_t*>(wt.extra) + (wt.whole ? b : 0) * per_block;
     return k_scales{p, p + F::num_sub * TR, reinterpret_cast<float*>(p + (F::num_sub + 4) * TR),
                     reinterpret_cast<float*>(p + (F::num_sub + 5) * TR)};
   };
@@ -406,7 +405,7 @@ void k_tile_t(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std
           V::storef(ks.d + at, dv);
           if constexpr (F::mins) {
             V::storef(ks.dmin + at, dminv);
-            for (int q = 0; q < 4; ++q) V::store(ks.mpairs + q * TR + at, V::or_(mnv[2 * q], V::shl(mnv[2 * q + 1], 16)));
+            for (int q = 0; q < 4; ++q) V::store(ks.mpairs + q * TR + at, F::min_pair(mnv, q));
           }
         }
         for (std::int64_t r = 0; r < nr; ++r) decode_row<T>(rows.p[r] + b * F::block_bytes, wt.at(256 * b) + r * wt.ld);
@@ -420,13 +419,12 @@ void k_tile_t(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std
 }
 
 template <class V>
-auto with_batch_kernels(kernel_set k, std::int64_t batch_min) -> kernel_set {
+auto with_batch_kernels(kernel_set k) -> kernel_set {
   k.q8_0_t = small_tile_t<V, tensor_type::q8_0>;
   k.q4_0_t = small_tile_t<V, tensor_type::q4_0>;
   k.q4_k_t = k_tile_t<V, tensor_type::q4_k>;
   k.q5_k_t = k_tile_t<V, tensor_type::q5_k>;
   k.q6_k_t = k_tile_t<V, tensor_type::q6_k>;
-  k.batch_min = batch_min;
   k.batch_rows = batch_rows<V>;
   return k;
 }

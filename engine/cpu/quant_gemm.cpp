@@ -19,24 +19,13 @@
 namespace troupe {
 namespace quant {
 
-auto kernel_set::get(gguf::tensor_type t) const -> tile_kernel {
+auto kernel_set::get(gguf::tensor_type t, bool batched) const -> tile_kernel {
   switch (t) {
-    case gguf::tensor_type::q8_0: return q8_0;
-    case gguf::tensor_type::q4_0: return q4_0;
-    case gguf::tensor_type::q4_k: return q4_k;
-    case gguf::tensor_type::q5_k: return q5_k;
-    case gguf::tensor_type::q6_k: return q6_k;
-    default: return nullptr;
-  }
-}
-
-auto kernel_set::get_batch(gguf::tensor_type t) const -> tile_kernel {
-  switch (t) {
-    case gguf::tensor_type::q8_0: return q8_0_t;
-    case gguf::tensor_type::q4_0: return q4_0_t;
-    case gguf::tensor_type::q4_k: return q4_k_t;
-    case gguf::tensor_type::q5_k: return q5_k_t;
-    case gguf::tensor_type::q6_k: return q6_k_t;
+    case gguf::tensor_type::q8_0: return batched ? q8_0_t : q8_0;
+    case gguf::tensor_type::q4_0: return batched ? q4_0_t : q4_0;
+    case gguf::tensor_type::q4_k: return batched ? q4_k_t : q4_k;
+    case gguf::tensor_type::q5_k: return batched ? q5_k_t : q5_k;
+    case gguf::tensor_type::q6_k: return batched ? q6_k_t : q6_k;
     default: return nullptr;
   }
 }
@@ -45,7 +34,7 @@ auto kernel_set::get_batch(gguf::tensor_type t) const -> tile_kernel {
 // ran 3-9% slower than the other kernels alone (m = 40 to 56, Q8_0 and
 // Q4_K, one thread), and past m = 128 the two ran alike.
 auto kernel_set::batch(std::int64_t m) const -> bool {
-  return batch_min > 0 && m >= batch_min && m % batch_slab == 0;
+  return q8_0_t != nullptr && m > 0 && m % batch_slab == 0;
 }
 
 auto kernels_named(std::string_view name) -> const kernel_set& {
@@ -159,7 +148,6 @@ void quantize_row(const float* __restrict x, std::int64_t k, std::int64_t block,
 // round-to-nearest-even, so every ISA path reads the same bytes.
 void quantize(const float* x, const act_buffers& b) {
   const std::int64_t m = b.a.m, k = b.a.k, block = b.block;
-  const auto at = [](std::int64_t i, std::int64_t j, std::int64_t columns) { return lane_index(i, j, columns); };
 #pragma omp for schedule(static)
   for (std::int64_t i = 0; i < m; ++i) {
     std::int32_t* neg32 = b.neg_sum32 + i * (k / 32);
@@ -170,18 +158,18 @@ void quantize(const float* x, const act_buffers& b) {
     if (b.u != nullptr)
       for (std::int64_t v = 0; v < k; ++v) b.u[i * k + v] = static_cast<std::uint8_t>(b.q[i * k + v] + 128);
     if (b.qt == nullptr) continue;
-    std::int32_t* const qt = b.qt + at(i, 0, k / 4);
+    std::int32_t* const qt = b.qt + lane_index(i, 0, k / 4);
     const std::int8_t* const qi = b.q + i * k;
     for (std::int64_t g = 0; g < k / 4; ++g) std::memcpy(qt + g * batch_slab, qi + 4 * g, 4);
-    for (std::int64_t j = 0; j < k / block; ++j) b.dt[at(i, j, k / block)] = b.d[i * (k / block) + j];
+    for (std::int64_t j = 0; j < k / block; ++j) b.dt[lane_index(i, j, k / block)] = b.d[i * (k / block) + j];
     if (b.ns32t != nullptr)
-      for (std::int64_t s = 0; s < k / 32; ++s) b.ns32t[at(i, s, k / 32)] = neg32[s];
+      for (std::int64_t s = 0; s < k / 32; ++s) b.ns32t[lane_index(i, s, k / 32)] = neg32[s];
     if (b.ns16t != nullptr)
-      for (std::int64_t s = 0; s < k / 16; ++s) b.ns16t[at(i, s, k / 16)] = b.neg_sum16[i * (k / 16) + s];
+      for (std::int64_t s = 0; s < k / 16; ++s) b.ns16t[lane_index(i, s, k / 16)] = b.neg_sum16[i * (k / 16) + s];
     if (b.ns32pt != nullptr)
       for (std::int64_t s = 0; s < k / 64; ++s)
-        b.ns32pt[at(i, s, k / 64)] = static_cast<std::int32_t>(static_cast<std::uint16_t>(neg32[2 * s]) |
-                                                              static_cast<std::uint32_t>(neg32[2 * s + 1]) << 16);
+        b.ns32pt[lane_index(i, s, k / 64)] = static_cast<std::int32_t>(static_cast<std::uint16_t>(neg32[2 * s]) |
+                                                                      static_cast<std::uint32_t>(neg32[2 * s + 1]) << 16);
   }
 }
 
@@ -222,13 +210,12 @@ auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block, boo
   b.neg_sum16 = reinterpret_cast<std::int32_t*>(at[3]);
   b.neg_sum32 = reinterpret_cast<std::int32_t*>(at[4]);
   b.neg_sum32_h = reinterpret_cast<std::int16_t*>(at[5]);
-  if (transposed) {
-    b.qt = reinterpret_cast<std::int32_t*>(at[6]);
-    b.dt = reinterpret_cast<float*>(at[7]);
-    b.ns16t = reinterpret_cast<std::int32_t*>(at[8]);
-    b.ns32t = reinterpret_cast<std::int32_t*>(at[9]);
-    b.ns32pt = reinterpret_cast<std::int32_t*>(at[10]);
-  }
+  // Null where not transposed: their sizes are zero.
+  b.qt = reinterpret_cast<std::int32_t*>(at[6]);
+  b.dt = reinterpret_cast<float*>(at[7]);
+  b.ns16t = reinterpret_cast<std::int32_t*>(at[8]);
+  b.ns32t = reinterpret_cast<std::int32_t*>(at[9]);
+  b.ns32pt = reinterpret_cast<std::int32_t*>(at[10]);
   b.a = {b.q, b.d, b.neg_sum16, b.neg_sum32, b.u, b.neg_sum32_h, m, k, b.qt, b.dt, b.ns16t, b.ns32t, b.ns32pt};
   return b;
 }
@@ -294,7 +281,7 @@ void quant_gemm_multi(const float* x, std::int64_t m, std::int64_t k, std::span<
     for (const auto& j : jobs) {
       const auto tr = *gguf::traits(static_cast<std::uint32_t>(j.type));
       const std::int64_t row_bytes = k / tr.block_elements * tr.block_bytes;
-      const quant::tile_kernel kernel = batch ? ks.get_batch(j.type) : ks.get(j.type);
+      const quant::tile_kernel kernel = ks.get(j.type, batch);
       const quant::acts& a = quant::block_of(j.type) == 32 ? a32.a : a256.a;
       const std::int64_t rows = batch ? ks.batch_rows : ks.rows;
       const std::int64_t num_tiles = (j.n + rows - 1) / rows;

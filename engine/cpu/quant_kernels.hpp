@@ -57,15 +57,14 @@ struct kernel_set {
   /// VNNI kernels read acts::neg_sum32_h, and acts::u past mr_small rows.
   bool vnni = false;
   std::int64_t mr_small = 0;
-  /// For batch_min rows of x or more, in whole slabs of batch_slab (0:
-  /// never), the batch kernels, which read x transposed (acts::qt and the
-  /// rest).
+  /// The batch kernels, where the ISA has them (null: none), for x in
+  /// whole slabs of batch_slab rows (batch(m)); they read x transposed
+  /// (acts::qt and the rest).
   tile_kernel q8_0_t = nullptr, q4_0_t = nullptr, q4_k_t = nullptr, q5_k_t = nullptr, q6_k_t = nullptr;
-  std::int64_t batch_min = 0;
   std::int64_t batch_rows = 0; ///< weight rows a batch kernel call takes at most
 
-  auto get(gguf::tensor_type t) const -> tile_kernel;
-  auto get_batch(gguf::tensor_type t) const -> tile_kernel;
+  /// The kernel for type t: the batch kernel where `batched`.
+  auto get(gguf::tensor_type t, bool batched = false) const -> tile_kernel;
   auto batch(std::int64_t m) const -> bool;
 };
 

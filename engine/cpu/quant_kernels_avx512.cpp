@@ -147,7 +147,7 @@ struct avx512 {
 namespace troupe::quant {
 
 auto avx512_kernels() -> const kernel_set& {
-  static const kernel_set k = with_batch_kernels<avx512>(vector_kernels<avx512>("avx512-vnni"), batch_slab);
+  static const kernel_set k = with_batch_kernels<avx512>(vector_kernels<avx512>("avx512-vnni"));
   return k;
 }
 

@@ -328,6 +328,11 @@ struct k_format {
   // give lambdas the target pragma of the code around them.
   static auto fifth(typename V::vi qh, int s) -> typename V::vi { return s <= 4 ? V::shl(qh, 4 - s) : V::shr(qh, s - 4); }
 
+  // Mins 2q and 2q + 1 as an int16 pair per lane, for vpdpwssd (q < 4).
+  static auto min_pair(const typename V::vi* mn, int q) -> typename V::vi {
+    return V::or_(mn[2 * q], V::shl(mn[2 * q + 1], 16));
+  }
+
   // Superblock b's scales alone: sc[num_sub], mn[8] (Q4_K, Q5_K), d, dmin.
   static void header(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* sc, typename V::vi* mn,
                      typename V::vf& d, typename V::vf& dmin) {
@@ -445,7 +450,7 @@ template <class V, tensor_type T, int MR>
   // here, once per call: in decode the pairing slowed m = 1 by 7%.
   [[maybe_unused]] vi mnp[4];
   if constexpr (F::mins && V::vnni)
-    for (int p = 0; p < 4; ++p) mnp[p] = V::or_(mn[2 * p], V::shl(mn[2 * p + 1], 16));
+    for (int p = 0; p < 4; ++p) mnp[p] = F::min_pair(mn, p);
   for (int ii = 0; ii < MR; ++ii) {
     const auto dx = V::set1f(a.d[(i0 + ii) * (a.k / 256) + b]);
     f[ii] = V::fma(V::mul(d, dx), V::cvt(isum[ii]), f[ii]);
