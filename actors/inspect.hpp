@@ -6,7 +6,7 @@
 
 #include "actors/messages.hpp"
 #include "engine/core/batch_scheduler.hpp"
-#include "engine/router_core.hpp"
+#include "engine/core/router_core.hpp"
 
 #include <caf/error.hpp>
 #include <caf/meta/load_callback.hpp>

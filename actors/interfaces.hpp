@@ -65,7 +65,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<fault_atom, std::string>>;
 
 /// Chooses each request's replica with the configured routing policy, from
-/// the replicas' load reports and what it routed since (engine/router_core).
+/// the replicas' load reports and what it routed since (engine/core/router_core).
 using router_actor = caf::typed_actor<
     /// The replica's index for a request, or -1: no replica can take it
     /// (503). The vector: per replica, the prompt's blocks its device caches

@@ -1,7 +1,7 @@
 #pragma once
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
-#include "engine/router_core.hpp"
+#include "engine/core/router_core.hpp"
 
 #include <caf/actor_system.hpp>
 

@@ -7,7 +7,7 @@
 #include "actors/messages.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/memory_manager.hpp"
-#include "engine/router_core.hpp"
+#include "engine/core/router_core.hpp"
 #include "policies/api/routing.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>

@@ -1,6 +1,6 @@
 // The router's bookkeeping: load reports, what is in flight, readiness.
 
-#include "engine/router_core.hpp"
+#include "engine/core/router_core.hpp"
 #include "policies/registry.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-#include "engine/router_core.hpp"
+#include "engine/core/router_core.hpp"
 
 #include "engine/check.hpp"
 
