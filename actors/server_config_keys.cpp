@@ -430,7 +430,7 @@ auto key_specs() -> const std::vector<key_spec>& {
        "host memory per device for preemption_mode \"swap\" (bytes or a size string)"},
 
       {"router", "policy", text(&c::router_policy, policy_name("routing", policy::routing_policy_names())),
-       "routing policy: " + joined(policy::routing_policy_names()) +
+       "routing policy: " + joined(policy::routing_policy_names()) + "; or a plug-in's path" +
            "\n(consistent_hash: session affinity by x-session-id, else user, else the conversation's opening)"},
       {"router", "weights", positive_numbers(&c::router_weights),
        "weighted's capacity per replica index (local replicas first), e.g. [2.0, 1.0]; the rest 1"},

@@ -190,6 +190,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ro.share = share;
   router_options rto;
   rto.policy = cfg.router_policy;
+  // Its cached-block counts come from probing each device's prefix cache.
+  const bool reads_cached = policy::make_routing_policy(cfg.router_policy)->reads_cached_blocks();
   rto.weights = cfg.router_weights;
   rto.health = {cfg.unhealthy_after, cfg.healthy_after};
   rto.check_interval_s = cfg.health_check_interval_s;
@@ -209,7 +211,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, device_names[static_cast<std::size_t>(d)]);
     parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
     parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
-    if (cfg.router_policy == "prefix_affinity" && cfg.enable_prefix_caching) ctx->memories.push_back(mm);
+    if (reads_cached && cfg.enable_prefix_caching) ctx->memories.push_back(mm);
     for (int k = 0; k < cfg.replicas; ++k) {
       ctx->replica_device.push_back(static_cast<std::size_t>(d));
       const int r = d * cfg.replicas + k;

@@ -40,6 +40,10 @@ auto load_eviction_policy(const std::string& path) -> std::unique_ptr<eviction_p
   return load<eviction_policy>(path, "troupe_make_eviction_policy", "eviction");
 }
 
+auto load_routing_policy(const std::string& path) -> std::unique_ptr<routing_policy> {
+  return load<routing_policy>(path, "troupe_make_routing_policy", "routing");
+}
+
 auto names_a_library(const std::string& name) -> bool { return name.find('/') != std::string::npos; }
 
 } // namespace troupe::policy

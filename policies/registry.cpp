@@ -101,6 +101,7 @@ auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_pol
 auto routing_policy_names() -> std::vector<std::string> { return names_of(routing_policies()); }
 
 auto make_routing_policy(std::string_view name) -> std::unique_ptr<routing_policy> {
+  if (names_a_library(std::string(name))) return load_routing_policy(std::string(name));
   return make(routing_policies(), "routing", name);
 }
 

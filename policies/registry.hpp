@@ -34,9 +34,10 @@ auto make_eviction_policy(std::string_view name) -> std::unique_ptr<eviction_pol
 /// "prefix_affinity", "weighted".
 auto routing_policy_names() -> std::vector<std::string>;
 
-/// A fresh instance of the built-in routing policy `name` (policies keep
-/// state: one per router); throws std::invalid_argument with one line
-/// listing the known names.
+/// A fresh instance of the built-in routing policy `name`, or of the one a
+/// shared object exports when `name` is a path (policies keep state: one per
+/// router); throws std::invalid_argument with one line listing the known
+/// names.
 auto make_routing_policy(std::string_view name) -> std::unique_ptr<routing_policy>;
 
 /// "queue_depth", "ttft_slo", "tokens_per_second".

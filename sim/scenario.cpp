@@ -246,7 +246,10 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   });
   if (!replicas.empty()) sc.replicas = replicas;
   if (auto r = top.table("routing")) {
-    r->text("policy", sc.routing, policy::routing_policy_names());
+    r->text("policy", sc.routing);
+    const auto routing = policy::routing_policy_names();
+    if (sc.routing.find('/') == std::string::npos && std::find(routing.begin(), routing.end(), sc.routing) == routing.end())
+      fail(r->path("policy"), "unknown value \"" + sc.routing + "\"; known: " + join(routing));
     r->finish();
   }
   if (auto r = top.table("autoscaler")) {

@@ -142,7 +142,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   std::priority_queue<step_event, std::vector<step_event>, std::greater<>> steps;
   std::uint64_t seq = 0;
   const auto routing = policy::make_routing_policy(sc.routing);
-  const bool by_prefix = sc.routing == "prefix_affinity"; // the only one that reads cached_blocks
+  const bool by_prefix = routing->reads_cached_blocks();
   std::vector<policy::replica_view> views(replicas.size());
   out.replica_busy.assign(replicas.size(), 0.0);
   const auto vocab = sc.cost.model.vocab;

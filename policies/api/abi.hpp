@@ -5,6 +5,6 @@
 namespace troupe::policy {
 
 /// Bumped whenever a view, decision or interface in policies/api/ changes.
-inline constexpr int abi_version = 2;
+inline constexpr int abi_version = 3;
 
 } // namespace troupe::policy

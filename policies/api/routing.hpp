@@ -59,6 +59,11 @@ public:
   virtual auto name() const -> std::string_view = 0;
   /// An index into v.replicas (one that is ready), or no_replica.
   virtual auto route(const route_view& v) -> std::size_t = 0;
+  /// Whether route() reads replica_view::cached_blocks. Counting a prompt's
+  /// cached blocks asks every device's prefix cache before each request, so
+  /// the server and the simulator count them only for a policy that says so;
+  /// for the others the field is 0.
+  virtual auto reads_cached_blocks() const -> bool { return false; }
 };
 
 } // namespace troupe::policy

@@ -44,6 +44,7 @@ public:
 
   auto name() const -> std::string_view override { return "prefix_affinity"; }
   auto route(const route_view& v) -> std::size_t override;
+  auto reads_cached_blocks() const -> bool override { return true; }
 
 private:
   std::size_t turn_ = 0;

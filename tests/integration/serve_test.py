@@ -857,16 +857,23 @@ def test_routing(model):
         check(sorted(set(got)) == ["0", "1", "2", "3"], f"round_robin (the default) spreads even one session ({got})")
     finally:
         srv.stop()
-    # prefix_affinity over two CPU devices: a prompt goes where its prefix is cached.
-    srv = server(model, 'engine.devices=["cpu", "cpu"]', "router.policy=prefix_affinity", "engine.threads=1")
-    try:
-        shared = "This License applies to any program or other work which contains a notice. " * 6
-        first = replica_of(srv, {"messages": [{"role": "user", "content": shared + "One?"}], "max_tokens": 1})
-        later = {replica_of(srv, {"messages": [{"role": "user", "content": shared + f"Two {i}?"}], "max_tokens": 1})
-                 for i in range(4)}
-        check(later == {first}, f"prefix_affinity: the same long prefix finds its device again ({first}, {sorted(later)})")
-    finally:
-        srv.stop()
+    # prefix_affinity over two CPU devices: a prompt goes where its prefix is
+    # cached. So with the out-of-tree example, which declares that it reads
+    # cached blocks and takes the devices in turn when nothing is cached.
+    policies = ["prefix_affinity"]
+    if os.environ.get("EXAMPLE_ROUTING_POLICY"):
+        policies.append(os.environ["EXAMPLE_ROUTING_POLICY"])
+    for policy in policies:
+        srv = server(model, 'engine.devices=["cpu", "cpu"]', f"router.policy={policy}", "engine.threads=1")
+        try:
+            shared = "This License applies to any program or other work which contains a notice. " * 6
+            first = replica_of(srv, {"messages": [{"role": "user", "content": shared + "One?"}], "max_tokens": 1})
+            later = {replica_of(srv, {"messages": [{"role": "user", "content": shared + f"Two {i}?"}], "max_tokens": 1})
+                     for i in range(4)}
+            check(later == {first}, f"{os.path.basename(policy)}: the same long prefix finds its device again "
+                                    f"({first}, {sorted(later)})")
+        finally:
+            srv.stop()
     # Two CPU devices: each its own executor, KV cache and memory manager.
     srv = server(model, 'engine.devices=["cpu", "cpu"]', "engine.threads=1")
     try:

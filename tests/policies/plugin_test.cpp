@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 using namespace troupe::policy;
 
@@ -40,7 +41,8 @@ TEST_CASE("an out-of-tree scheduling policy loads by path and decides") {
 TEST_CASE("a library built against another policy ABI is refused") {
   const auto path = env("EXAMPLE_POLICY_ABI999");
   CHECK_THROWS_WITH_AS(make_scheduling_policy(path),
-                       ("scheduling policy " + path + ": built against policy ABI 999, this troupe has 2").c_str(),
+                       ("scheduling policy " + path + ": built against policy ABI 999, this troupe has " +
+                        std::to_string(abi_version)).c_str(),
                        std::invalid_argument);
 }
 
@@ -53,4 +55,26 @@ TEST_CASE("a missing library or one without the entry point is refused with its 
     CHECK(std::string(e.what()).find("exports no troupe_policy_abi_version or troupe_make_eviction_policy") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("an out-of-tree routing policy loads by path, declares that it reads cached blocks and routes") {
+  auto p = make_routing_policy(env("EXAMPLE_ROUTING_POLICY"));
+  CHECK(p->name() == "most_cached");
+  CHECK(p->reads_cached_blocks());
+  CHECK_FALSE(make_routing_policy("round_robin")->reads_cached_blocks());
+  CHECK(make_routing_policy("prefix_affinity")->reads_cached_blocks());
+  std::vector<replica_view> r(3);
+  r[0].cached_blocks = 4;
+  r[0].ready = false; // caches the most, but out of rotation
+  r[1].cached_blocks = 2;
+  r[1].running = 3;
+  r[2].cached_blocks = 2;
+  r[2].running = 1;
+  CHECK(p->route({0.0, {}, r}) == 2); // the most cached among the ready, then the fewest requests
+  r[1].cached_blocks = r[2].cached_blocks = 0;
+  CHECK(p->route({0.0, {}, r}) == 1); // nothing cached: the ready ones in turn
+  CHECK(p->route({0.0, {}, r}) == 2);
+  CHECK(p->route({0.0, {}, r}) == 1);
+  r[1].ready = r[2].ready = false;
+  CHECK(p->route({0.0, {}, r}) == no_replica);
 }

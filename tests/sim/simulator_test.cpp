@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -418,9 +419,13 @@ fraction = 1.0
   const std::vector<scenario_override> base = {{"replicas.count", "4"}, {"replicas.kv_blocks", "160"},
                                                {"sim.num_requests", "150"}, {"arrival.rate", "20"}};
   std::map<std::string, run_summary> s;
-  for (const auto* name : {"round_robin", "least_tokens", "consistent_hash", "prefix_affinity", "weighted"}) {
+  const char* env = std::getenv("EXAMPLE_ROUTING_POLICY"); // an out-of-tree policy that reads cached blocks
+  REQUIRE(env != nullptr);
+  const std::string most_cached = env;
+  for (const std::string& name : std::vector<std::string>{"round_robin", "least_tokens", "consistent_hash", "prefix_affinity", "weighted",
+                                 most_cached}) {
     auto o = base;
-    o.emplace_back("routing.policy", name);
+    o.emplace_back("routing.policy", "\"" + name + "\"");
     const auto r = simulate(one(text, o));
     s[name] = summarize(r);
     CHECK(s[name].completed == 600);
@@ -429,6 +434,7 @@ fraction = 1.0
   }
   CHECK(s["prefix_affinity"].cached_prompt_share > s["round_robin"].cached_prompt_share + 0.05);
   CHECK(s["consistent_hash"].cached_prompt_share > s["round_robin"].cached_prompt_share);
+  CHECK(s[most_cached].cached_prompt_share > s["round_robin"].cached_prompt_share + 0.05);
   CHECK(s["prefix_affinity"].replica_load_max_over_mean <= 1.5);
   CHECK(s["round_robin"].replica_load_max_over_mean <= 1.5);
   // weighted: a replica of weight 3 beside one of weight 1 gets three requests in four.
