@@ -5,7 +5,7 @@
 // Counters end in _total. Every series is created once, here: recording is
 // then a plain (thread-safe) update, with no registry lookup on hot paths.
 
-#include "engine/finish_reason.hpp"
+#include "engine/core/finish_reason.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>

@@ -5,6 +5,8 @@
 // key with its default and description (config/default.toml is its output).
 // Plain C++: nothing here knows CAF or Beast.
 
+#include "engine/core/scheduler_config.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
@@ -86,24 +88,12 @@ struct server_config {
   std::string weight_dtype = "auto";       ///< "auto" (as stored) | "q8_0" | "q4_k": quantize float matrices on load (CPU)
   bool cuda_graphs = true;                 ///< on a CUDA device: decode steps replay captured graphs
   std::int32_t tensor_parallel_size = 1;   ///< >= 1: CUDA devices one executor spans (NCCL)
-  // [scheduler]
-  std::int32_t max_num_seqs = 256;         ///< >= 1
-  std::int32_t max_num_batched_tokens = 2048; ///< >= 1 (may be below block_size)
-  std::int32_t long_prefill_token_threshold = 0; ///< >= 0: a request's prefill tokens per step, at most (0: the budget)
-  std::int32_t max_num_partial_prefills = 0; ///< >= 0: prefills spanning steps running at once (0: no limit)
-  std::int32_t block_size = 16;            ///< [1, 1024] tokens per KV block
+  // [scheduler]: the scheduler's and KV cache's keys, shared with the
+  // simulator's [[replicas]] (engine/core/scheduler_config.hpp) ...
+  scheduler_config scheduler;
+  // ... and how much memory the KV cache takes.
   std::int64_t kv_memory_bytes = 256 << 20; ///< key "kv_memory"; >= 1; integer bytes or "512MiB"
   std::string kv_cache_dtype = "auto";     ///< "auto" (CPU: f32; CUDA: engine.dtype) | "f32" | "bf16" | "f16" | "q8_0"
-  std::int32_t max_waiting_requests = 4096; ///< >= 1; beyond it requests get 429
-  std::int64_t max_waiting_tokens = 1 << 22; ///< >= 1
-  std::int32_t max_model_len = 0;          ///< >= 0; 0: the model's max_position_embeddings
-  std::int32_t max_input_tokens = 0;       ///< >= 0 per request; 0: max_model_len
-  std::int32_t max_output_tokens = 0;      ///< >= 0 per request; 0: up to the context
-  std::string policy = "fcfs";             ///< a scheduling policy's name (policies/registry.hpp)
-  std::string eviction = "lru";            ///< an eviction policy's name
-  bool enable_prefix_caching = true;
-  std::int32_t watermark_blocks = 0;       ///< >= 0 KV blocks admissions leave free
-  std::string preemption_mode = "recompute"; ///< "recompute" | "swap" (KV to host memory while preempted)
   std::int64_t swap_space_bytes = std::int64_t{4} << 30; ///< key "swap_space"; >= 0; host memory for swap, per device
   // [router]
   std::string router_policy = "round_robin"; ///< key "policy": a routing policy's name (policies/registry.hpp)

@@ -15,6 +15,8 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 namespace troupe::config_keys {
 
@@ -84,67 +86,98 @@ auto in_range(std::int64_t v, const std::string& path, std::int64_t lo, std::opt
   return static_cast<Int>(v);
 }
 
-template <class Int>
-auto integer(Int server_config::*field, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt) -> key_io {
+/// A key's field: a member of server_config, or a member of one of its
+/// sections (scheduler_key(&scheduler_config::policy)).
+template <class S, class M>
+struct section_member {
+  S server_config::*section;
+  M S::*member;
+};
+template <class M>
+auto scheduler_key(M scheduler_config::*member) -> section_member<scheduler_config, M> {
+  return {&server_config::scheduler, member};
+}
+
+template <class M>
+auto ref(server_config& c, M server_config::*f) -> M& { return c.*f; }
+template <class M>
+auto ref(const server_config& c, M server_config::*f) -> const M& { return c.*f; }
+template <class S, class M>
+auto ref(server_config& c, section_member<S, M> f) -> M& { return (c.*f.section).*f.member; }
+template <class S, class M>
+auto ref(const server_config& c, section_member<S, M> f) -> const M& { return (c.*f.section).*f.member; }
+
+/// The type a field holds.
+template <class Field>
+using field_type = std::remove_cvref_t<decltype(ref(std::declval<server_config&>(), std::declval<Field>()))>;
+
+template <class Field>
+auto integer(Field field, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt) -> key_io {
+  using Int = field_type<Field>;
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
-            c.*field = in_range<Int>(as_integer(n, path), path, lo, hi);
+            ref(c, field) = in_range<Int>(as_integer(n, path), path, lo, hi);
           },
-          [=](const server_config& c) { return std::to_string(c.*field); }};
+          [=](const server_config& c) { return std::to_string(ref(c, field)); }};
 }
 
 /// A duration in seconds: > 0, or >= 0 where zero_ok; finite either way.
-auto seconds(double server_config::*field, bool zero_ok) -> key_io {
+template <class Field>
+auto seconds(Field field, bool zero_ok) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
             const auto v = as_number(n, path);
             if (zero_ok ? !(v >= 0) : !(v > 0))
               fail(path, (zero_ok ? "must be >= 0, got " : "must be > 0, got ") + show_number(v));
             if (!std::isfinite(v)) fail(path, "must be finite, got " + show_number(v));
-            c.*field = v;
+            ref(c, field) = v;
           },
-          [=](const server_config& c) { return toml_float(c.*field); }};
+          [=](const server_config& c) { return toml_float(ref(c, field)); }};
 }
 
 /// A plain number >= lo (an integer is taken too).
-auto number(double server_config::*field, double lo) -> key_io {
+template <class Field>
+auto number(Field field, double lo) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
             const auto v = as_number(n, path);
             if (!(v >= lo)) fail(path, "must be >= " + show_number(lo) + ", got " + show_number(v));
-            c.*field = v;
+            ref(c, field) = v;
           },
-          [=](const server_config& c) { return toml_float(c.*field); }};
+          [=](const server_config& c) { return toml_float(ref(c, field)); }};
 }
 
-auto boolean(bool server_config::*field) -> key_io {
+template <class Field>
+auto boolean(Field field) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
             if (!n.is_boolean()) wrong_type(path, "a boolean", n);
-            c.*field = n.as_boolean()->get();
+            ref(c, field) = n.as_boolean()->get();
           },
-          [=](const server_config& c) { return std::string(c.*field ? "true" : "false"); }};
+          [=](const server_config& c) { return std::string(ref(c, field) ? "true" : "false"); }};
 }
 
 /// A size in bytes: an integer, or a string like "512MiB" (written so when it divides).
-auto byte_size(std::int64_t server_config::*field, std::int64_t min) -> key_io {
+template <class Field>
+auto byte_size(Field field, std::int64_t min) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
             std::int64_t bytes = 0;
             if (n.is_integer()) bytes = n.as_integer()->get();
             else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
             else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
-            c.*field = in_range<std::int64_t>(bytes, path, min, std::nullopt);
+            ref(c, field) = in_range<std::int64_t>(bytes, path, min, std::nullopt);
           },
-          [=](const server_config& c) { return toml_byte_size(c.*field); }};
+          [=](const server_config& c) { return toml_byte_size(ref(c, field)); }};
 }
 
 /// Checks a string key's value; throws config_error naming `path`.
 using text_check = std::function<void(const std::string& value, const std::string& path)>;
 
 /// A string; any one where `check` is empty.
-auto text(std::string server_config::*field, text_check check = {}) -> key_io {
+template <class Field>
+auto text(Field field, text_check check = {}) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
             const auto& s = as_string(n, path);
             if (check) check(s, path);
-            c.*field = s;
+            ref(c, field) = s;
           },
-          [=](const server_config& c) { return toml_quoted(c.*field); }, true};
+          [=](const server_config& c) { return toml_quoted(ref(c, field)); }, true};
 }
 
 void non_empty(const std::string& s, const std::string& path) {
@@ -389,16 +422,16 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1),
        "CUDA: the listed devices form one tensor-parallel executor (NCCL); must equal their count"},
 
-      {"scheduler", "max_num_seqs", integer(&c::max_num_seqs, 1), "sequences in one batch (>= 1)"},
-      {"scheduler", "max_num_batched_tokens", integer(&c::max_num_batched_tokens, 1),
+      {"scheduler", "max_num_seqs", integer(scheduler_key(&scheduler_config::max_num_seqs), 1), "sequences in one batch (>= 1)"},
+      {"scheduler", "max_num_batched_tokens", integer(scheduler_key(&scheduler_config::max_num_batched_tokens), 1),
        "tokens in one step, prefill chunks included (>= 1)"},
-      {"scheduler", "long_prefill_token_threshold", integer(&c::long_prefill_token_threshold, 0),
+      {"scheduler", "long_prefill_token_threshold", integer(scheduler_key(&scheduler_config::long_prefill_token_threshold), 0),
        "a request's prefill tokens in one step, at most (0: the whole budget); long prompts then\n"
        "leave room in each step for new requests (their TTFT under a flood)"},
-      {"scheduler", "max_num_partial_prefills", integer(&c::max_num_partial_prefills, 0),
+      {"scheduler", "max_num_partial_prefills", integer(scheduler_key(&scheduler_config::max_num_partial_prefills), 0),
        "prompts whose prefill spans steps, running at once (0: no limit); with the key above,\n"
        "a flood of long prompts cannot take every step's budget from new requests"},
-      {"scheduler", "block_size", integer(&c::block_size, 1, 1024), "tokens per KV block (1..1024)"},
+      {"scheduler", "block_size", integer(scheduler_key(&scheduler_config::block_size), 1, 1024), "tokens per KV block (1..1024)"},
       {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1),
        "KV cache size: bytes, or a string with B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},
       {"scheduler", "kv_cache_dtype",
@@ -406,25 +439,25 @@ auto key_specs() -> const std::vector<key_spec>& {
        "how cached keys and values are stored: \"f32\", \"bf16\", \"f16\" or \"q8_0\" (CPU; q8_0 needs\n"
        "head_dim a multiple of 32); \"auto\": f32 on the CPU, engine.dtype on CUDA. kv_memory then\n"
        "holds 1x, 2x, 2x or 3.8x the f32 cache's tokens"},
-      {"scheduler", "max_waiting_requests", integer(&c::max_waiting_requests, 1),
+      {"scheduler", "max_waiting_requests", integer(scheduler_key(&scheduler_config::max_waiting_requests), 1),
        "queued requests beyond this get 429 (>= 1)"},
-      {"scheduler", "max_waiting_tokens", integer(&c::max_waiting_tokens, 1),
+      {"scheduler", "max_waiting_tokens", integer(scheduler_key(&scheduler_config::max_waiting_tokens), 1),
        "cap on the tokens of all queued requests (>= 1)"},
-      {"scheduler", "max_model_len", integer(&c::max_model_len, 0),
+      {"scheduler", "max_model_len", integer(scheduler_key(&scheduler_config::max_model_len), 0),
        "longest prompt + output in tokens; 0: the model's max_position_embeddings"},
-      {"scheduler", "max_input_tokens", integer(&c::max_input_tokens, 0),
+      {"scheduler", "max_input_tokens", integer(scheduler_key(&scheduler_config::max_input_tokens), 0),
        "per-request prompt limit in tokens (400 above); 0: max_model_len"},
-      {"scheduler", "max_output_tokens", integer(&c::max_output_tokens, 0),
+      {"scheduler", "max_output_tokens", integer(scheduler_key(&scheduler_config::max_output_tokens), 0),
        "per-request max_tokens limit (400 above); 0: up to the context"},
-      {"scheduler", "policy", text(&c::policy, policy_name("scheduling", policy::scheduling_policy_names())),
+      {"scheduler", "policy", text(scheduler_key(&scheduler_config::policy), policy_name("scheduling", policy::scheduling_policy_names())),
        "scheduling policy: " + joined(policy::scheduling_policy_names()) + "; or a plug-in's path"},
-      {"scheduler", "eviction", text(&c::eviction, policy_name("eviction", policy::eviction_policy_names())),
+      {"scheduler", "eviction", text(scheduler_key(&scheduler_config::eviction), policy_name("eviction", policy::eviction_policy_names())),
        "prefix-cache eviction policy: " + joined(policy::eviction_policy_names()) + "; or a plug-in's path"},
-      {"scheduler", "enable_prefix_caching", boolean(&c::enable_prefix_caching),
+      {"scheduler", "enable_prefix_caching", boolean(scheduler_key(&scheduler_config::enable_prefix_caching)),
        "share the KV blocks of equal prompt prefixes (per tenant)"},
-      {"scheduler", "watermark_blocks", integer(&c::watermark_blocks, 0),
+      {"scheduler", "watermark_blocks", integer(scheduler_key(&scheduler_config::watermark_blocks), 0),
        "KV blocks admissions leave free for running requests to grow (>= 0)"},
-      {"scheduler", "preemption_mode", text(&c::preemption_mode, one_of("preemption mode", {"recompute", "swap"})),
+      {"scheduler", "preemption_mode", text(scheduler_key(&scheduler_config::preemption_mode), one_of("preemption mode", {"recompute", "swap"})),
        "a preempted request's KV: \"recompute\" it later, or \"swap\" it to host memory"},
       {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0),
        "host memory per device for preemption_mode \"swap\" (bytes or a size string)"},

@@ -4,7 +4,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
-#include "engine/sampling/sampling_params.hpp"
+#include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 #include <atomic>

@@ -5,9 +5,9 @@
 #include "actors/http/load_client.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "engine/model/json_text.hpp"
-#include "engine/sampling/rng.hpp"
-#include "engine/stats.hpp"
+#include "engine/core/json_text.hpp"
+#include "engine/core/rng.hpp"
+#include "engine/core/stats.hpp"
 #include "sim/workload.hpp"
 
 #include <algorithm>

@@ -11,7 +11,7 @@
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
-#include "engine/stats.hpp"
+#include "engine/core/stats.hpp"
 
 #include <cblas.h>
 

@@ -7,6 +7,7 @@
 #include "engine/generator.hpp"
 #include "engine/model/model_error.hpp"
 #include "engine/model/model_weights.hpp"
+#include "engine/sampling/sampler.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 
 #include <algorithm>

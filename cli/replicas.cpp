@@ -2,6 +2,7 @@
 
 #include "actors/executor_actor.hpp"
 #include "actors/wire.hpp"
+#include "engine/core/scheduler_config.hpp"
 #include "engine/cpu/threads.hpp"
 #include "actors/memory_manager_actor.hpp"
 #include "engine/cpu/huge_pages.hpp"
@@ -77,18 +78,18 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
     throw std::runtime_error("scheduler.kv_cache_dtype \"q8_0\" stores blocks of 32 values; this model's head_dim " +
                              std::to_string(mc.head_dim) + " is not a multiple of 32");
   m.kv = kv;
-  m.block_bytes = kv_block_bytes(kv, mc.num_hidden_layers, mc.num_key_value_heads, mc.head_dim, cfg.block_size);
+  m.block_bytes = kv_block_bytes(kv, mc.num_hidden_layers, mc.num_key_value_heads, mc.head_dim, cfg.scheduler.block_size);
   m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / m.block_bytes, 1 << 30));
   if (m.num_blocks < 1)
     throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
                              " bytes hold no KV block of " + std::to_string(m.block_bytes) + " bytes");
   // Policies named by path are loaded here, so a bad one stops start-up with
   // its reason (each replica then makes its own instance).
-  (void)policy::make_scheduling_policy(cfg.policy);
-  (void)policy::make_eviction_policy(cfg.eviction);
-  m.max_model_len = cfg.max_model_len > 0 ? cfg.max_model_len : static_cast<std::int32_t>(mc.max_position_embeddings);
+  (void)policy::make_scheduling_policy(cfg.scheduler.policy);
+  (void)policy::make_eviction_policy(cfg.scheduler.eviction);
+  m.max_model_len = cfg.scheduler.max_model_len > 0 ? cfg.scheduler.max_model_len : static_cast<std::int32_t>(mc.max_position_embeddings);
 
-  m.zero.block_size = cfg.block_size;
+  m.zero.block_size = cfg.scheduler.block_size;
   m.zero.num_kv_blocks = m.num_blocks;
   m.zero.vocab_size = mc.vocab_size;
   m.zero.num_sampled_ids = m.tok->vocab_size();
@@ -96,29 +97,28 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   for (token_id t = 0; t < m.tok->vocab_size(); ++t)
     if (m.tok->is_control(t) || m.tok->is_unknown(t)) m.zero.avoid.push_back(t);
   m.zero.step_time = std::chrono::microseconds(cfg.zero_step_us);
-  m.cpu.block_size = cfg.block_size;
+  m.cpu.block_size = cfg.scheduler.block_size;
   m.cpu.num_kv_blocks = m.num_blocks;
   m.cpu.num_threads = cfg.threads;
   m.cpu.num_sampled_ids = m.tok->vocab_size();
   m.cpu.kv_type = kv;
 
   auto& ro = m.replica;
-  ro.limits = {cfg.max_num_seqs, cfg.max_num_batched_tokens, m.max_model_len, cfg.max_waiting_requests,
-               cfg.max_waiting_tokens, cfg.max_input_tokens, cfg.max_output_tokens};
+  ro.limits = limits_of(cfg.scheduler, m.max_model_len);
+  // Swap space is the local devices' (cli/serve.cpp sets it); an autoscaled
+  // or remote replica recomputes.
   ro.limits.preemption = preemption_mode::recompute;
-  ro.limits.long_prefill_token_threshold = cfg.long_prefill_token_threshold;
-  ro.limits.max_num_partial_prefills = cfg.max_num_partial_prefills;
-  ro.kv = {cfg.block_size, cfg.watermark_blocks, cfg.enable_prefix_caching};
+  ro.kv = kv_options_of(cfg.scheduler);
   // Where every layer slides (Mistral, Phi-3) a request's blocks that leave
   // the window are released as it goes; a global layer needs them all.
   bool all_slide = mc.sliding_window > 0 && mc.sliding_window < m.max_model_len;
   for (std::int64_t l = 0; all_slide && l < mc.num_hidden_layers; ++l) all_slide = mc.is_sliding(l);
   if (all_slide) ro.kv.sliding_window_tokens = static_cast<std::int32_t>(mc.sliding_window);
-  ro.scheduling = cfg.policy;
+  ro.scheduling = cfg.scheduler.policy;
   ro.share = m.num_blocks;
   ro.eos_ids = m.eos;
-  if (cfg.watermark_blocks >= m.num_blocks)
-    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
+  if (cfg.scheduler.watermark_blocks >= m.num_blocks)
+    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(m.num_blocks) + " for admissions");
   return m;
 }
@@ -158,7 +158,7 @@ auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const m
     ex = std::shared_ptr<executor>(new cpu_executor(*w, m.cpu), [w](executor* e) { delete e; });
   }
   auto exec = spawn_executor(sys, std::move(ex));
-  auto mm = spawn_memory_manager(sys, m.num_blocks, cfg.eviction, metrics, device);
+  auto mm = spawn_memory_manager(sys, m.num_blocks, cfg.scheduler.eviction, metrics, device);
   out.actors = {caf::actor_cast<caf::actor>(exec), caf::actor_cast<caf::actor>(mm)};
   std::vector<block_id> lease;
   try {

@@ -21,6 +21,7 @@
 #include "engine/model/model_config.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/output_processor.hpp"
+#include "engine/sampling/sampler.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/registry.hpp"
 
@@ -99,7 +100,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   const int num_devices = cuda_device ? 1 : static_cast<int>(cfg.devices.size());
   const int replicas = cfg.replicas * num_devices;
   // Swap space, per device: each of its replicas gets an equal share of the host blocks.
-  const bool swap = cfg.preemption_mode == "swap";
+  const bool swap = cfg.scheduler.preemption_mode == "swap";
   const auto num_host_blocks =
       swap ? static_cast<std::int32_t>(std::min<std::int64_t>(cfg.swap_space_bytes / block_bytes, 1 << 30)) : 0;
   if (swap && num_host_blocks < cfg.replicas)
@@ -125,12 +126,12 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     cuda::cuda_executor_options co;
     co.device = *cuda_device;
     for (const auto& d : cfg.devices) co.devices.push_back(*parse_device(d));
-    co.block_size = cfg.block_size;
+    co.block_size = cfg.scheduler.block_size;
     co.num_kv_blocks = num_blocks;
     co.act = cfg.dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
     co.cuda_graphs = cfg.cuda_graphs;
-    co.max_num_seqs = cfg.max_num_seqs;
-    co.max_num_batched_tokens = cfg.max_num_batched_tokens;
+    co.max_num_seqs = cfg.scheduler.max_num_seqs;
+    co.max_num_batched_tokens = cfg.scheduler.max_num_batched_tokens;
     co.max_model_len = max_model_len;
     co.num_host_blocks = num_host_blocks;
     co.num_sampled_ids = tok->vocab_size(); // never a padding row: it has no text
@@ -143,8 +144,8 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   }
 
   const std::int32_t share = num_blocks / cfg.replicas; // of the device's blocks, per replica
-  if (cfg.watermark_blocks >= share)
-    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.watermark_blocks) +
+  if (cfg.scheduler.watermark_blocks >= share)
+    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(share) + " for admissions");
   const std::string version = cfg.model_version.empty() ? model_version(dir, name) : cfg.model_version;
   // The autoscaler's replicas (each on a device of its own, named
@@ -165,7 +166,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
                                                    metric_devices);
   server_metrics* const metrics = parts.metrics.get();
   metrics->kv_cache_shape(kv_dtype_name(setup.kv), block_bytes,
-                          static_cast<std::int64_t>(num_blocks) * cfg.block_size * num_devices);
+                          static_cast<std::int64_t>(num_blocks) * cfg.scheduler.block_size * num_devices);
   auto ctx = std::make_shared<serving_context>();
   ctx->tok = tok;
   ctx->model_name = name;
@@ -202,16 +203,16 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   rto.num_ready = ctx->num_ready;
   rto.slots = static_cast<std::size_t>(metric_replicas);
   ctx->router = spawn_router(sys, std::move(rto));
-  ctx->block_size = cfg.block_size;
+  ctx->block_size = cfg.scheduler.block_size;
   ctx->max_retries = cfg.max_retries;
   parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->router));
   ro.router = ctx->router;
   for (int d = 0; d < num_devices; ++d) {
     auto exec = spawn_executor(sys, executors[static_cast<std::size_t>(d)]);
-    auto mm = spawn_memory_manager(sys, num_blocks, cfg.eviction, metrics, device_names[static_cast<std::size_t>(d)]);
+    auto mm = spawn_memory_manager(sys, num_blocks, cfg.scheduler.eviction, metrics, device_names[static_cast<std::size_t>(d)]);
     parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
     parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
-    if (reads_cached && cfg.enable_prefix_caching) ctx->memories.push_back(mm);
+    if (reads_cached && cfg.scheduler.enable_prefix_caching) ctx->memories.push_back(mm);
     for (int k = 0; k < cfg.replicas; ++k) {
       ctx->replica_device.push_back(static_cast<std::size_t>(d));
       const int r = d * cfg.replicas + k;
@@ -258,7 +259,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   info << "model " << name;
   if (!cfg.model_version.empty()) info << " version " << cfg.model_version;
   info << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
-       << cfg.block_size << " tokens, ";
+       << cfg.scheduler.block_size << " tokens, ";
   if (num_devices > 1) info << "per device on " << num_devices << " devices, ";
   if (swap) info << num_host_blocks << " in host swap space, ";
   info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router_policy;

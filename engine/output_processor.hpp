@@ -2,8 +2,8 @@
 // Turns one request's sampled tokens into streamed text and decides when it
 // is finished: EOS and stop token ids, stop strings, max_tokens.
 
-#include "engine/finish_reason.hpp"
-#include "engine/sampling/sampling_params.hpp"
+#include "engine/core/finish_reason.hpp"
+#include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "engine/request_tables.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 
 namespace troupe {
 

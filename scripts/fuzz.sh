@@ -19,7 +19,7 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 policies=$(grep -o "'policies/[^']*\.cpp'" meson.build | tr -d "'")
 declare -A sources libs
 sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp actors/http/openai_api.cpp actors/http/json_reader.cpp actors/http/openai_format.cpp
-  engine/sampling/sampling_params.cpp"
+  engine/core/sampling_params.cpp"
 libs[openai_request]="-lsimdjson"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp actors/config_toml.cpp
   actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp

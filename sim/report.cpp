@@ -1,7 +1,7 @@
 #include "sim/report.hpp"
 
-#include "engine/model/json_text.hpp"
-#include "engine/stats.hpp"
+#include "engine/core/json_text.hpp"
+#include "engine/core/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

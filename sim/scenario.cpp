@@ -235,6 +235,11 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r.integer("max_num_batched_tokens", s.max_num_batched_tokens, 1);
     r.integer("max_model_len", s.max_model_len, 1);
     r.integer("max_waiting_requests", s.max_waiting_requests, 1);
+    r.integer("max_waiting_tokens", s.max_waiting_tokens, 1);
+    r.integer("max_input_tokens", s.max_input_tokens, 0);
+    r.integer("max_output_tokens", s.max_output_tokens, 0);
+    r.integer("long_prefill_token_threshold", s.long_prefill_token_threshold, 0);
+    r.integer("max_num_partial_prefills", s.max_num_partial_prefills, 0);
     r.integer("watermark_blocks", s.watermark_blocks, 0);
     r.boolean("enable_prefix_caching", s.enable_prefix_caching);
     r.text("preemption_mode", s.preemption_mode, {"recompute", "swap"});

@@ -3,6 +3,8 @@
 // their policies and KV budgets, the cost model, the SLOs; and the runs it
 // asks for (variants of it, each over a sweep of one key).
 
+#include "engine/core/scheduler_config.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
@@ -34,22 +36,22 @@ struct tenant_spec {
   std::int32_t priority = 0; ///< its requests' priority
 };
 
-struct replica_spec {
+/// [[replicas]]: the server's [scheduler] keys (scheduler_config, mapped to
+/// the scheduler's limits by the same limits_of()), and how the replica's KV
+/// memory is sized. Three defaults differ from the server's: the context
+/// (the server's is the model's), and the waiting queue, which the simulator
+/// leaves unbounded unless a scenario bounds it.
+struct replica_spec : scheduler_config {
+  replica_spec() {
+    max_model_len = 8192;
+    max_waiting_requests = 1 << 30;
+    max_waiting_tokens = std::int64_t{1} << 50;
+  }
   std::int32_t count = 1;
-  std::string policy = "fcfs";
-  std::string eviction = "lru";
   std::int32_t kv_blocks = 4096;
   /// > 0: kv_blocks is what this many bytes hold, as the server's
   /// scheduler.kv_memory (needs [model] kv_cache_dtype).
   std::int64_t kv_memory = 0;
-  std::int32_t block_size = 16;
-  std::int32_t max_num_seqs = 256;
-  std::int32_t max_num_batched_tokens = 2048;
-  std::int32_t max_model_len = 8192;
-  std::int32_t max_waiting_requests = 1 << 30;
-  std::int32_t watermark_blocks = 0;
-  bool enable_prefix_caching = true;
-  std::string preemption_mode = "recompute";
   std::int32_t host_blocks = 0;
   double weight = 1.0; ///< capacity weight, for the `weighted` routing policy; > 0
 };

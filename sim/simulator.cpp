@@ -1,6 +1,6 @@
 #include "sim/simulator.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/kv_cache_manager.hpp"
 #include "engine/core/memory_manager.hpp"
@@ -64,22 +64,11 @@ struct replica {
     : eviction(std::move(ev)),
       policy(std::move(pol)),
       cache(r.kv_blocks, *eviction),
-      kv(cache, {r.block_size, r.watermark_blocks, r.enable_prefix_caching}),
-      core(limits_of(r), kv, *policy, {}) {}
+      kv(cache, kv_options_of(r)),
+      core(limits_of(r, r.max_model_len, r.host_blocks), kv, *policy, {}) {}
 
   auto kv_use() const -> double { return static_cast<double>(cache.num_referenced()) / cache.num_blocks(); }
 
-  static auto limits_of(const replica_spec& r) -> scheduler_limits {
-    scheduler_limits l;
-    l.max_num_seqs = r.max_num_seqs;
-    l.max_num_batched_tokens = r.max_num_batched_tokens;
-    l.max_model_len = r.max_model_len;
-    l.max_waiting_requests = r.max_waiting_requests;
-    l.max_waiting_tokens = std::int64_t{1} << 50;
-    l.preemption = r.preemption_mode == "swap" ? preemption_mode::swap : preemption_mode::recompute;
-    l.num_host_blocks = r.host_blocks;
-    return l;
-  }
 };
 
 // A step ending: ordered by time, then by when it was scheduled.

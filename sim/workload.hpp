@@ -9,8 +9,8 @@
 // decrease. Requests of one prefix_group share their first prefix.tokens
 // tokens (at most all but one of the prompt's).
 
-#include "engine/sampling/rng.hpp"
-#include "engine/types.hpp"
+#include "engine/core/rng.hpp"
+#include "engine/core/types.hpp"
 #include "sim/scenario.hpp"
 
 #include <cstdint>

@@ -3,9 +3,9 @@
 // and /v1/chat/completions parsed into a plain struct, responses, stream
 // chunks and errors written as JSON text.
 
-#include "engine/sampling/sampling_params.hpp"
+#include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/chat_template.hpp"
-#include "engine/types.hpp"
+#include "engine/core/types.hpp"
 
 #include <cstdint>
 #include <optional>

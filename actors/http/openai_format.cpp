@@ -2,7 +2,7 @@
 // JSON text, built by appending to one string.
 #include "actors/http/openai_api.hpp"
 
-#include "engine/model/json_text.hpp"
+#include "engine/core/json_text.hpp"
 #include "engine/tokenizer/utf8.hpp"
 
 #include <charconv>

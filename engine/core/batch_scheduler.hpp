@@ -13,7 +13,7 @@
 #include "engine/core/kv_cache_manager.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/scheduler_output.hpp"
-#include "engine/finish_reason.hpp"
+#include "engine/core/finish_reason.hpp"
 #include "policies/api/scheduling.hpp"
 
 #include <cstdint>

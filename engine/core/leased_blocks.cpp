@@ -1,6 +1,6 @@
 #include "engine/core/leased_blocks.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 
 namespace troupe {
 

@@ -1,8 +1,8 @@
 #pragma once
 // One request as the scheduler core tracks it.
 
-#include "engine/sampling/sampling_params.hpp"
-#include "engine/types.hpp"
+#include "engine/core/sampling_params.hpp"
+#include "engine/core/types.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -2,9 +2,9 @@
 // The seam between scheduling and execution (vLLM v1's SchedulerOutput and
 // ModelRunnerOutput): one step is one plain value in, one plain value out.
 
-#include "engine/sampling/sampler.hpp"
-#include "engine/sampling/sampling_params.hpp"
-#include "engine/types.hpp"
+#include "engine/core/sample_result.hpp"
+#include "engine/core/sampling_params.hpp"
+#include "engine/core/types.hpp"
 
 #include <cstdint>
 #include <span>

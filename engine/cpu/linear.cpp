@@ -1,6 +1,6 @@
 #include "engine/cpu/linear.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/quant_gemm.hpp"
 #include "engine/model/gguf_quant.hpp"

@@ -1,6 +1,6 @@
 #include "engine/cpu/local_all_reduce.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 
 #include <algorithm>
 

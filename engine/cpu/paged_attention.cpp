@@ -1,8 +1,8 @@
 #include "engine/cpu/paged_attention.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 #include "engine/cpu/huge_pages.hpp"
-#include "engine/model/dtype.hpp"
+#include "engine/core/dtype.hpp"
 #include "engine/model/gguf_quant.hpp"
 #include "engine/vec_exp.hpp"
 

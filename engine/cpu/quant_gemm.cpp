@@ -1,6 +1,6 @@
 #include "engine/cpu/quant_gemm.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 #include "engine/cpu/quant_kernels.hpp"
 
 #include <algorithm>

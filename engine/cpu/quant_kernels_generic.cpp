@@ -4,7 +4,7 @@
 
 #include "engine/cpu/quant_kernels.hpp"
 
-#include "engine/model/dtype.hpp"
+#include "engine/core/dtype.hpp"
 #include "engine/model/gguf_quant.hpp"
 
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "engine/cuda/cuda_executor.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 #include "engine/cpu/ops.hpp"
 #include "engine/cuda/cuda_memory.hpp"
 #include "engine/cuda/device_samplers.hpp"

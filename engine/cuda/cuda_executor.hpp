@@ -9,7 +9,7 @@
 // engine/cuda_backend.hpp (dlopen), so troupe never links libcudart.
 
 #include "engine/executor.hpp"
-#include "engine/model/dtype.hpp"
+#include "engine/core/dtype.hpp"
 #include "engine/model/model_weights.hpp"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "engine/cuda/step_plan.hpp"
 
-#include "engine/check.hpp"
+#include "engine/core/check.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "engine/model/gguf_quant.hpp"
 
-#include "engine/model/dtype.hpp"
+#include "engine/core/dtype.hpp"
 
 #include <algorithm>
 #include <array>

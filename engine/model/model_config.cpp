@@ -2,7 +2,7 @@
 
 #include "engine/model/config_fields.hpp"
 #include "engine/model/gguf_model.hpp"
-#include "engine/model/json_text.hpp"
+#include "engine/core/json_text.hpp"
 #include "engine/model/model_error.hpp"
 
 #include <simdjson.h>

@@ -4,7 +4,7 @@
 // Gemma 2, Gemma 3 (text) and Phi-3. A field troupe does not implement stops
 // loading with one line naming it, so that no model computes silently wrong.
 
-#include "engine/types.hpp"
+#include "engine/core/types.hpp"
 
 #include <cstdint>
 #include <filesystem>

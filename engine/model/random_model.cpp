@@ -1,7 +1,7 @@
 #include "engine/model/random_model.hpp"
 
 #include "engine/model/safetensors.hpp"
-#include "engine/sampling/rng.hpp"
+#include "engine/core/rng.hpp"
 
 #include <cmath>
 #include <cstring>

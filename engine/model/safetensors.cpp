@@ -1,6 +1,6 @@
 #include "engine/model/safetensors.hpp"
 
-#include "engine/model/json_text.hpp"
+#include "engine/core/json_text.hpp"
 #include "engine/model/mapping.hpp"
 #include "engine/model/model_error.hpp"
 

@@ -2,7 +2,7 @@
 
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
-#include "engine/sampling/rng.hpp"
+#include "engine/core/rng.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/tokenizer/train_tokenizer.hpp"
 

@@ -1,5 +1,6 @@
 #include "engine/sampling/sampler.hpp"
 
+#include "engine/model/model_config.hpp"
 #include "engine/vec_exp.hpp"
 
 #include <algorithm>
@@ -333,6 +334,14 @@ auto request_sampler::select_nucleus(std::span<const float> logits) -> std::int3
     if (mass >= target) return j + 1;
   }
   return num;
+}
+
+auto default_sampling_params(const model_config& c) -> sampling_params {
+  sampling_params p;
+  p.temperature = c.default_temperature.value_or(p.temperature);
+  p.top_p = c.default_top_p.value_or(p.top_p);
+  p.top_k = c.default_top_k.value_or(p.top_k);
+  return p;
 }
 
 } // namespace troupe

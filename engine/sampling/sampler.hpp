@@ -1,9 +1,10 @@
 #pragma once
 // Turns one row of logits into a token, per request, deterministically.
 
-#include "engine/sampling/rng.hpp"
-#include "engine/sampling/sampling_params.hpp"
-#include "engine/types.hpp"
+#include "engine/core/rng.hpp"
+#include "engine/core/sample_result.hpp"
+#include "engine/core/sampling_params.hpp"
+#include "engine/core/types.hpp"
 
 #include <cstdint>
 #include <span>
@@ -13,16 +14,11 @@
 
 namespace troupe {
 
-struct token_logprob {
-  token_id token = -1;
-  float logprob = 0.0f;
-};
+struct model_config;
 
-struct sample_result {
-  token_id token = -1;
-  float logprob = 0.0f;                    ///< of `token`, under the raw logits
-  std::vector<token_logprob> top_logprobs; ///< params.logprobs entries, best first
-};
+/// A request's settings before it says anything: sampling_params{} with the
+/// temperature, top_p and top_k of the model's generation_config.json.
+auto default_sampling_params(const model_config& c) -> sampling_params;
 
 /// One request's sampler: its parameters, its random stream and the counts the
 /// penalties need. Not thread-safe; one per request.

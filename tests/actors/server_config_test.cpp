@@ -67,20 +67,20 @@ TEST_CASE("config/default.toml gives exactly the struct's defaults") {
   CHECK(c.threads == d.threads);
   CHECK(c.huge_pages == d.huge_pages);
   CHECK(c.step_log == d.step_log);
-  CHECK(c.max_num_seqs == d.max_num_seqs);
-  CHECK(c.max_num_batched_tokens == d.max_num_batched_tokens);
-  CHECK(c.block_size == d.block_size);
+  CHECK(c.scheduler.max_num_seqs == d.scheduler.max_num_seqs);
+  CHECK(c.scheduler.max_num_batched_tokens == d.scheduler.max_num_batched_tokens);
+  CHECK(c.scheduler.block_size == d.scheduler.block_size);
   CHECK(c.kv_memory_bytes == d.kv_memory_bytes);
-  CHECK(c.max_waiting_requests == d.max_waiting_requests);
-  CHECK(c.max_waiting_tokens == d.max_waiting_tokens);
-  CHECK(c.max_model_len == d.max_model_len);
-  CHECK(c.max_input_tokens == d.max_input_tokens);
-  CHECK(c.max_output_tokens == d.max_output_tokens);
-  CHECK(c.policy == d.policy);
-  CHECK(c.eviction == d.eviction);
-  CHECK(c.enable_prefix_caching == d.enable_prefix_caching);
-  CHECK(c.watermark_blocks == d.watermark_blocks);
-  CHECK(c.preemption_mode == d.preemption_mode);
+  CHECK(c.scheduler.max_waiting_requests == d.scheduler.max_waiting_requests);
+  CHECK(c.scheduler.max_waiting_tokens == d.scheduler.max_waiting_tokens);
+  CHECK(c.scheduler.max_model_len == d.scheduler.max_model_len);
+  CHECK(c.scheduler.max_input_tokens == d.scheduler.max_input_tokens);
+  CHECK(c.scheduler.max_output_tokens == d.scheduler.max_output_tokens);
+  CHECK(c.scheduler.policy == d.scheduler.policy);
+  CHECK(c.scheduler.eviction == d.scheduler.eviction);
+  CHECK(c.scheduler.enable_prefix_caching == d.scheduler.enable_prefix_caching);
+  CHECK(c.scheduler.watermark_blocks == d.scheduler.watermark_blocks);
+  CHECK(c.scheduler.preemption_mode == d.scheduler.preemption_mode);
   CHECK(c.swap_space_bytes == d.swap_space_bytes);
   CHECK(c.tokenizers == d.tokenizers);
   CHECK(c.caf_threads == d.caf_threads);
@@ -159,8 +159,8 @@ TEST_CASE("a rendered config reads back as the same config") {
   c.tensor_parallel_size = 2;
   c.huge_pages = false;
   c.dtype = "float32";
-  c.policy = "./build/liblongest_wait_first.so";
-  c.preemption_mode = "swap";
+  c.scheduler.policy = "./build/liblongest_wait_first.so";
+  c.scheduler.preemption_mode = "swap";
   c.router_policy = "weighted";
   c.router_weights = {2.0, 0.5, 1.0 / 3};
   c.capability_rules = {{"auto", "small", "large", 64, 0, {"free", "x"}}, {"a", "s", "l", 0, 9, {}}};
@@ -215,7 +215,7 @@ block_size = 1024
   CHECK(c.executor == "zero");
   CHECK(c.devices == std::vector<std::string>{"cpu", "cpu"});
   CHECK_FALSE(c.huge_pages);
-  CHECK(c.block_size == 1024);
+  CHECK(c.scheduler.block_size == 1024);
   auto expected = server_config{};
   expected.port = 0;
   expected.idle_timeout_s = 5.0;
@@ -223,7 +223,7 @@ block_size = 1024
   expected.executor = "zero";
   expected.devices = {"cpu", "cpu"};
   expected.huge_pages = false;
-  expected.block_size = 1024;
+  expected.scheduler.block_size = 1024;
   CHECK(c == expected);
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("kv_memory takes bytes or a size with a unit") {
 }
 
 TEST_CASE("preemption by swap: a mode and a swap space size") {
-  CHECK(with("scheduler.preemption_mode", "swap").preemption_mode == "swap");
+  CHECK(with("scheduler.preemption_mode", "swap").scheduler.preemption_mode == "swap");
   CHECK(with("scheduler.swap_space", "2GiB").swap_space_bytes == std::int64_t{2} << 30);
   CHECK(with("scheduler.swap_space", "0").swap_space_bytes == 0);
   CHECK(error_of("", {{"scheduler.preemption_mode", "spill"}}) ==
@@ -376,7 +376,7 @@ TEST_CASE("out-of-range values say the range and the value") {
   CHECK_FALSE(with("engine.cuda_graphs", "false").cuda_graphs);
   CHECK(error_of("[scheduler]\nmax_num_batched_tokens = 0\n") ==
         "scheduler.max_num_batched_tokens: must be >= 1, got 0");
-  CHECK(with("scheduler.max_num_batched_tokens", "1").max_num_batched_tokens == 1);
+  CHECK(with("scheduler.max_num_batched_tokens", "1").scheduler.max_num_batched_tokens == 1);
   CHECK(error_of("[scheduler]\nblock_size = 0\n") == "scheduler.block_size: must be in [1, 1024], got 0");
   CHECK(error_of("[scheduler]\nblock_size = 1025\n") == "scheduler.block_size: must be in [1, 1024], got 1025");
   CHECK(error_of("[scheduler]\nmax_waiting_requests = 0\n") == "scheduler.max_waiting_requests: must be >= 1, got 0");

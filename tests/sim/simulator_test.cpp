@@ -404,6 +404,38 @@ TEST_CASE("replicas: requests reach them round robin, each runs its own core and
   CHECK(summarize(r).completed == 400);
 }
 
+TEST_CASE("the server's [scheduler] limits: a chunk cap keeps decode steps short behind long prompts; "
+          "per-request and queue limits refuse as the server does") {
+  // Prompts up to 3000 tokens at a light load: a long prompt's prefill fills
+  // whole steps, and the decodes batched with it wait for them.
+  std::string text = k_base;
+  text.replace(text.find("max = 200 }"), 11, "max = 3000 }");
+  const std::vector<scenario_override> light = {{"arrival.rate", "6"}};
+  const auto plain = summarize(simulate(one(text, light)));
+  auto capped_at = light;
+  capped_at.emplace_back("replicas.long_prefill_token_threshold", "128");
+  capped_at.emplace_back("replicas.max_num_partial_prefills", "1");
+  const auto capped = summarize(simulate(one(text, capped_at)));
+  CHECK(plain.completed == 400);
+  CHECK(capped.completed == 400);
+  CHECK(capped.tpot.p99 < 0.7 * plain.tpot.p99); // vLLM's reason for the threshold
+
+  auto short_only = light;
+  short_only.emplace_back("replicas.max_input_tokens", "1000");
+  const auto r = simulate(one(text, short_only));
+  std::int64_t refused = 0;
+  for (const auto& q : r.requests) {
+    CHECK((q.status == 400) == (q.prompt_tokens > 1000)); // what the server answers 400
+    refused += q.status == 400;
+  }
+  CHECK(refused > 100);
+  auto queue = light;
+  queue.emplace_back("replicas.max_waiting_tokens", "3000");
+  const auto q = summarize(simulate(one(text, queue)));
+  CHECK(q.refused > 0); // 429s: the waiting prompts' tokens over the cap
+  CHECK(q.refused + q.completed == 400);
+}
+
 TEST_CASE("routing: the server's routing policies pick the replicas; affinity finds more of the prompt cached") {
   // Four replicas, multi-turn chats behind 4 shared system prompts, KV for
   // part of what is live.

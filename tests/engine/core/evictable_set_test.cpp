@@ -1,5 +1,5 @@
 #include "engine/core/evictable_set.hpp"
-#include "engine/sampling/rng.hpp"
+#include "engine/core/rng.hpp"
 
 #include <doctest/doctest.h>
 

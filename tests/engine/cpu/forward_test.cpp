@@ -8,7 +8,7 @@
 #include "engine/model/presets.hpp"
 #include "engine/model/quantize_weights.hpp"
 #include "engine/model/random_model.hpp"
-#include "engine/sampling/rng.hpp"
+#include "engine/core/rng.hpp"
 #include "tests/reference/hf_forward.hpp"
 #include "tests/reference/naive_forward.hpp"
 #include "tests/support/temp_dir.hpp"

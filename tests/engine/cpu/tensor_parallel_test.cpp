@@ -8,7 +8,7 @@
 #include "engine/model/presets.hpp"
 #include "engine/model/random_model.hpp"
 #include "engine/model/tensor_parallel.hpp"
-#include "engine/sampling/rng.hpp"
+#include "engine/core/rng.hpp"
 #include "tests/reference/hf_forward.hpp"
 #include "tests/support/temp_dir.hpp"
 

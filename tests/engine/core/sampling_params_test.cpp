@@ -1,4 +1,5 @@
-#include "engine/sampling/sampling_params.hpp"
+#include "engine/core/sampling_params.hpp"
+#include "engine/sampling/sampler.hpp"
 #include "engine/model/model_config.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,5 @@
-#include "engine/sampling/sampling_params.hpp"
+#include "engine/core/sampling_params.hpp"
 
-#include "engine/model/model_config.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -52,14 +51,6 @@ auto sampling_params::validate() const -> std::string {
       return "logit_bias must map to biases in [-100, 100], got " + show(bias) + " for token " + show(id);
   }
   return "";
-}
-
-auto default_sampling_params(const model_config& c) -> sampling_params {
-  sampling_params p;
-  p.temperature = c.default_temperature.value_or(p.temperature);
-  p.top_p = c.default_top_p.value_or(p.top_p);
-  p.top_k = c.default_top_k.value_or(p.top_k);
-  return p;
 }
 
 } // namespace troupe

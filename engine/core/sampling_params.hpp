@@ -1,7 +1,7 @@
 #pragma once
 // What a request asks of the sampler, as in OpenAI's and vLLM's APIs.
 
-#include "engine/types.hpp"
+#include "engine/core/types.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -10,8 +10,6 @@
 #include <vector>
 
 namespace troupe {
-
-struct model_config;
 
 /// Per-request sampling settings. Defaults sample the plain softmax.
 struct sampling_params {
@@ -42,9 +40,5 @@ struct sampling_params {
   [[nodiscard]] auto validate() const -> std::string;
   friend auto operator==(const sampling_params&, const sampling_params&) -> bool = default;
 };
-
-/// A request's settings before it says anything: sampling_params{} with the
-/// temperature, top_p and top_k of the model's generation_config.json.
-auto default_sampling_params(const model_config& c) -> sampling_params;
 
 } // namespace troupe

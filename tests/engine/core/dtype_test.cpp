@@ -1,4 +1,4 @@
-#include "engine/model/dtype.hpp"
+#include "engine/core/dtype.hpp"
 
 #include <doctest/doctest.h>
 
