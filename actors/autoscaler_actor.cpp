@@ -1,5 +1,6 @@
 #include "actors/autoscaler_actor.hpp"
 
+#include "engine/core/fleet_lifecycle.hpp"
 #include "policies/registry.hpp"
 
 #include <caf/all.hpp>
@@ -66,50 +67,33 @@ auto window_quantile(const histogram_mark& before, const histogram_mark& after, 
   return after.bounds.size() > 1 ? after.bounds[n - 2] : 0;
 }
 
-enum class replica_state : std::uint8_t { off, starting, serving, warm, draining };
-
-auto state_name(replica_state s) -> const char* {
-  switch (s) {
-    case replica_state::off: return "off";
-    case replica_state::starting: return "starting";
-    case replica_state::serving: return "serving";
-    case replica_state::warm: return "warm";
-    case replica_state::draining: return "draining";
-  }
-  return "";
-}
-
+/// A replica slot's actors: what to stop when it is retired (none for the
+/// initial replicas), and whether the router has shown it alive (so that a
+/// later "not alive" means it died).
 struct replica_record {
-  replica_state state = replica_state::off;
-  bool to_pool = false; ///< starting: joins the warm pool rather than the rotation
-  std::vector<caf::actor> actors; ///< what to stop on retirement (none for the initial replicas)
-  bool seen_alive = false;        ///< the router has shown it alive (so a later "not alive" means it died)
+  std::vector<caf::actor> actors;
+  bool seen_alive = false;
 };
 
 struct autoscaler_state {
   autoscaler_options options;
-  std::unique_ptr<policy::autoscaling_policy> policy;
-  std::vector<replica_record> replicas;
+  std::unique_ptr<fleet_lifecycle> fleet; ///< the states and the rules (engine/core/fleet_lifecycle)
+  std::vector<replica_record> replicas;   ///< by slot
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  double last_change = -1e300; ///< when it last scaled (either way)
   std::int32_t last_desired = 0; ///< the last decision's count
   std::string last_reason;      ///< and its reason
   histogram_mark ttft, tpot;
   double tokens = 0;     ///< prompt + generated tokens counted at the last tick
   double last_tick = 0;
-  std::int64_t decisions = 0, outs = 0, ins = 0;
 
   auto now_s() const -> double {
+    if (options.clock) return options.clock();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  }
-  auto count(replica_state s) const -> std::int32_t {
-    return static_cast<std::int32_t>(
-        std::count_if(replicas.begin(), replicas.end(), [s](const auto& r) { return r.state == s; }));
   }
   void publish() {
     if (!options.metrics) return;
     for (const auto s : {replica_state::starting, replica_state::serving, replica_state::warm, replica_state::draining})
-      options.metrics->autoscaler_replicas(state_name(s)).Set(count(s));
+      options.metrics->autoscaler_replicas(std::string(replica_state_name(s))).Set(fleet->count(s));
   }
 };
 
@@ -119,23 +103,17 @@ auto seconds(double s) -> std::chrono::microseconds {
   return std::chrono::microseconds(static_cast<std::int64_t>(s * 1e6));
 }
 
+void stop_actors(replica_record& r) {
+  for (auto& a : r.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  r.actors.clear();
+  r.seen_alive = false;
+}
+
 // A cold start on a thread of its own; its replica comes back as a message.
-void cold_start(self_ptr self, bool to_pool) {
-  auto& st = self->state;
-  std::size_t i = 0;
-  while (i < st.replicas.size() && st.replicas[i].state != replica_state::off) ++i;
-  if (i >= static_cast<std::size_t>(st.options.capacity)) {
-    std::fprintf(stderr, "troupe: autoscaler: no replica slot left (%d in use); not starting one\n",
-                 st.options.capacity);
-    return;
-  }
-  if (i == st.replicas.size()) st.replicas.emplace_back();
-  st.replicas[i].state = replica_state::starting;
-  st.replicas[i].to_pool = to_pool;
-  const auto index = static_cast<std::int32_t>(i);
+void cold_start(self_ptr self, std::int32_t index, bool to_pool) {
   std::fprintf(stderr, "troupe: autoscaler: starting replica %d%s\n", index, to_pool ? " (for the warm pool)" : "");
   auto back = caf::actor_cast<autoscaler_actor>(self);
-  self->spawn<caf::detached>([factory = st.options.start, index, back](caf::event_based_actor* worker) {
+  self->spawn<caf::detached>([factory = self->state.options.start, index, back](caf::event_based_actor* worker) {
     started_replica r;
     try {
       r = factory(index);
@@ -161,75 +139,74 @@ void cold_start(self_ptr self, bool to_pool) {
   });
 }
 
-void retire(self_ptr self, std::size_t i) {
+// Carries out the lifecycle's actions: the router's rotation, cold starts,
+// stopped replicas.
+void act(self_ptr self, const std::vector<fleet_action>& actions) {
   auto& st = self->state;
-  auto& r = st.replicas[i];
-  // (The initial replicas, which it did not start, are never stopped.)
-  const bool park = r.actors.empty() || st.count(replica_state::warm) < st.options.warm_pool;
-  std::fprintf(stderr, "troupe: autoscaler: replica %zu drained; %s\n", i, park ? "parked in the warm pool" : "stopped");
-  if (park) {
-    r.state = replica_state::warm; // (still drained at the router: out of rotation, loaded)
-    return;
+  for (const auto& a : actions) {
+    const auto i = static_cast<std::int32_t>(a.replica);
+    switch (a.what) {
+      case fleet_action::kind::start: cold_start(self, i, a.to_pool); break;
+      case fleet_action::kind::serve:
+        std::fprintf(stderr, "troupe: autoscaler: replica %d back into rotation\n", i);
+        self->send(st.options.router, drain_atom_v, i, false);
+        break;
+      case fleet_action::kind::drain:
+        std::fprintf(stderr, "troupe: autoscaler: draining replica %d\n", i);
+        self->send(st.options.router, drain_atom_v, i, true);
+        break;
+      case fleet_action::kind::park: // (still drained at the router: out of rotation, loaded)
+        std::fprintf(stderr, "troupe: autoscaler: replica %d drained; parked in the warm pool\n", i);
+        break;
+      case fleet_action::kind::stop:
+        std::fprintf(stderr, "troupe: autoscaler: replica %d drained; stopped\n", i);
+        stop_actors(st.replicas[a.replica]);
+        break;
+    }
   }
-  for (auto& a : r.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  r.actors.clear();
-  r.state = replica_state::off;
-  r.seen_alive = false;
 }
 
 void decide(self_ptr self, const fleet_snapshot& fleet) {
   auto& st = self->state;
   const double now = st.now_s();
   auto& o = st.options;
-  policy::fleet_view v;
-  v.now = now;
-  v.min_replicas = o.min_replicas;
-  v.max_replicas = o.max_replicas;
-  v.starting = static_cast<std::int32_t>(std::count_if(st.replicas.begin(), st.replicas.end(), [](const auto& r) {
-    return r.state == replica_state::starting && !r.to_pool;
-  }));
   // A replica that died (its scheduler crashed) is off: stopped, its slot
   // free. (Only once seen alive: one that just joined may not show yet.)
   for (std::size_t i = 0; i < fleet.size() && i < st.replicas.size(); ++i) {
     auto& r = st.replicas[i];
-    if (r.state == replica_state::off || r.state == replica_state::starting) continue;
+    const auto s = st.fleet->state(i);
+    if (s == replica_state::off || s == replica_state::starting) continue;
     if (fleet[i].alive) {
       r.seen_alive = true;
       continue;
     }
     if (!r.seen_alive) continue;
     std::fprintf(stderr, "troupe: autoscaler: replica %zu died; its slot is free\n", i);
-    for (auto& a : r.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    r.actors.clear();
-    r.state = replica_state::off;
-    r.seen_alive = false;
+    stop_actors(r);
+    st.fleet->lost(i);
   }
-  v.serving = st.count(replica_state::serving);
-  double kv = 0;
-  for (std::size_t i = 0; i < fleet.size() && i < st.replicas.size(); ++i) {
+  std::vector<replica_load> loads(fleet.size());
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
     const auto& f = fleet[i];
-    if (st.replicas[i].state != replica_state::serving && st.replicas[i].state != replica_state::draining) continue;
-    v.queue_depth += f.waiting + f.in_flight;
-    v.active_seqs += f.running;
-    v.queue_age_s = std::max(v.queue_age_s, f.queue_age_s);
-    if (st.replicas[i].state == replica_state::serving) kv += f.kv_use;
+    loads[i] = {f.running, f.waiting, f.in_flight, f.queue_age_s, f.kv_use,
+                f.draining && f.running == 0 && f.waiting == 0 && f.in_flight == 0};
   }
-  v.kv_use = v.serving > 0 ? kv / v.serving : 0;
+  fleet_window w;
   if (o.metrics) {
     auto t = mark(*o.metrics, &server_metrics::request_series::time_to_first_token);
     auto p = mark(*o.metrics, &server_metrics::request_series::time_per_output_token);
-    v.ttft_p95_s = window_quantile(st.ttft, t, 0.95);
-    v.tpot_p95_s = window_quantile(st.tpot, p, 0.95);
+    w.ttft_p95_s = window_quantile(st.ttft, t, 0.95);
+    w.tpot_p95_s = window_quantile(st.tpot, p, 0.95);
     st.ttft = std::move(t);
     st.tpot = std::move(p);
     const double tokens = tokens_so_far(*o.metrics);
-    v.tokens_per_s = now > st.last_tick ? (tokens - st.tokens) / (now - st.last_tick) : 0;
+    w.tokens_per_s = now > st.last_tick ? (tokens - st.tokens) / (now - st.last_tick) : 0;
     st.tokens = tokens;
   }
   st.last_tick = now;
 
-  const auto d = st.policy->decide(v);
-  ++st.decisions;
+  const auto d = st.fleet->decide(now, loads, w);
+  const auto& v = d.view;
   const std::string reason(d.reason);
   if (d.desired != st.last_desired || reason != st.last_reason)
     std::fprintf(stderr,
@@ -243,115 +220,72 @@ void decide(self_ptr self, const fleet_snapshot& fleet) {
     o.metrics->autoscaler_desired.Set(d.desired);
     o.metrics->set_autoscaler_reason(reason);
   }
-
-  const auto have = v.serving + v.starting;
-  if (d.desired > have) {
-    ++st.outs;
-    st.last_change = now;
-    for (auto n = d.desired - have; n > 0; --n) {
-      // The warm pool first: into rotation at once.
-      auto warm = std::find_if(st.replicas.begin(), st.replicas.end(),
-                               [](const auto& r) { return r.state == replica_state::warm; });
-      if (warm != st.replicas.end()) {
-        warm->state = replica_state::serving;
-        const auto i = static_cast<std::int32_t>(warm - st.replicas.begin());
-        std::fprintf(stderr, "troupe: autoscaler: replica %d from the warm pool into rotation\n", i);
-        self->send(o.router, drain_atom_v, i, false);
-        continue;
-      }
-      // A draining one is loaded too: it stays.
-      auto draining = std::find_if(st.replicas.begin(), st.replicas.end(),
-                                   [](const auto& r) { return r.state == replica_state::draining; });
-      if (draining != st.replicas.end()) {
-        draining->state = replica_state::serving;
-        self->send(o.router, drain_atom_v, static_cast<std::int32_t>(draining - st.replicas.begin()), false);
-        continue;
-      }
-      cold_start(self, false);
-    }
-  } else if (d.desired < v.serving && now - st.last_change >= o.scale_in_delay_s) {
-    // One per delay, the last serving one (started last), drained first.
-    for (auto i = st.replicas.size(); i-- > 0;)
-      if (st.replicas[i].state == replica_state::serving) {
-        ++st.ins;
-        st.last_change = now;
-        st.replicas[i].state = replica_state::draining;
-        std::fprintf(stderr, "troupe: autoscaler: draining replica %zu\n", i);
-        self->send(o.router, drain_atom_v, static_cast<std::int32_t>(i), true);
-        break;
-      }
-  }
-  // Drained: nothing running, waiting or on its way.
-  for (std::size_t i = 0; i < st.replicas.size() && i < fleet.size(); ++i)
-    if (st.replicas[i].state == replica_state::draining && fleet[i].draining && fleet[i].running == 0 &&
-        fleet[i].waiting == 0 && fleet[i].in_flight == 0)
-      retire(self, i);
-  // The warm pool refilled (counting those on their way to it).
-  const auto pooled = st.count(replica_state::warm) +
-                      static_cast<std::int32_t>(std::count_if(st.replicas.begin(), st.replicas.end(), [](const auto& r) {
-                        return r.state == replica_state::starting && r.to_pool;
-                      }));
-  for (auto n = o.warm_pool - pooled; n > 0; --n) cold_start(self, true);
+  act(self, d.actions);
+  if (d.out_of_slots)
+    std::fprintf(stderr, "troupe: autoscaler: no replica slot left (%zu in use); not starting one\n", o.fleet.slots);
   st.publish();
 }
 
 auto status_json(const autoscaler_state& st) -> std::string {
   std::ostringstream o;
-  o << R"({"policy":")" << st.policy->name() << R"(","desired":)" << st.last_desired << R"(,"reason":")"
-    << st.last_reason << R"(","decisions":)" << st.decisions << R"(,"scale_outs":)" << st.outs
-    << R"(,"scale_ins":)" << st.ins << R"(,"replicas":[)";
-  for (std::size_t i = 0; i < st.replicas.size(); ++i)
-    o << (i ? "," : "") << '"' << state_name(st.replicas[i].state) << '"';
+  const auto& f = *st.fleet;
+  o << R"({"policy":")" << f.policy().name() << R"(","desired":)" << st.last_desired << R"(,"reason":")"
+    << st.last_reason << R"(","decisions":)" << f.decisions() << R"(,"scale_outs":)" << f.scale_outs()
+    << R"(,"scale_ins":)" << f.scale_ins() << R"(,"replicas":[)";
+  for (std::size_t i = 0; i < f.slots_used(); ++i)
+    o << (i ? "," : "") << '"' << replica_state_name(f.state(i)) << '"';
   o << "]}";
   return o.str();
 }
 
 auto autoscaler(self_ptr self, autoscaler_options options) -> autoscaler_actor::behavior_type {
   auto& st = self->state;
-  st.policy = policy::make_autoscaling_policy(options.policy, options.target);
+  st.fleet = std::make_unique<fleet_lifecycle>(policy::make_autoscaling_policy(options.policy, options.target),
+                                                options.fleet);
   st.options = std::move(options);
-  st.replicas.resize(static_cast<std::size_t>(st.options.initial));
-  for (auto& r : st.replicas) r.state = replica_state::serving;
-  st.last_desired = st.options.initial;
+  st.replicas.resize(st.options.fleet.slots);
+  st.last_desired = st.options.fleet.initial;
   if (st.options.metrics) {
     st.ttft = mark(*st.options.metrics, &server_metrics::request_series::time_to_first_token);
     st.tpot = mark(*st.options.metrics, &server_metrics::request_series::time_per_output_token);
     st.tokens = tokens_so_far(*st.options.metrics);
-    st.options.metrics->autoscaler_desired.Set(st.options.initial);
+    st.options.metrics->autoscaler_desired.Set(st.options.fleet.initial);
   }
+  st.last_tick = st.now_s();
   // Its own replicas stop with it (on exit, before the state goes).
   self->set_exit_handler([self](caf::exit_msg& m) {
-    for (auto& r : self->state.replicas)
-      for (auto& a : r.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& r : self->state.replicas) stop_actors(r);
     self->quit(m.reason);
   });
-  for (auto n = st.options.warm_pool; n > 0; --n) cold_start(self, true);
+  act(self, st.fleet->start());
   st.publish();
-  self->delayed_send(self, seconds(st.options.interval_s), tick_atom_v);
+  if (st.options.interval_s > 0) self->delayed_send(self, seconds(st.options.interval_s), tick_atom_v);
   return {
       [self](tick_atom) {
-        self->request(self->state.options.router, std::chrono::seconds(10), fleet_atom_v)
+        auto& st = self->state;
+        self->request(st.options.router, std::chrono::seconds(10), fleet_atom_v)
             .then([self](const fleet_snapshot& f) { decide(self, f); }, [](caf::error&) {});
-        self->delayed_send(self, seconds(self->state.options.interval_s), tick_atom_v);
+        if (st.options.interval_s > 0) self->delayed_send(self, seconds(st.options.interval_s), tick_atom_v);
       },
       [self](started_atom, started_replica& r) -> bool {
         auto& st = self->state;
         if (r.index < 0 || static_cast<std::size_t>(r.index) >= st.replicas.size()) return false;
-        auto& rec = st.replicas[static_cast<std::size_t>(r.index)];
+        const auto i = static_cast<std::size_t>(r.index);
+        if (st.fleet->state(i) != replica_state::starting) return false;
         if (!r.error.empty() || !r.scheduler) {
           std::fprintf(stderr, "troupe: autoscaler: replica %d failed to start: %s\n", r.index, r.error.c_str());
-          rec.state = replica_state::off;
+          st.fleet->lost(i);
           st.publish();
           return false;
         }
-        rec.actors = std::move(r.actors);
-        rec.state = rec.to_pool ? replica_state::warm : replica_state::serving;
+        st.replicas[i].actors = std::move(r.actors);
+        const bool pooled = st.fleet->loaded(i) == replica_state::warm;
         std::fprintf(stderr, "troupe: autoscaler: replica %d loaded; %s\n", r.index,
-                     rec.to_pool ? "in the warm pool" : "into rotation");
+                     pooled ? "in the warm pool" : "into rotation");
         // Joined (monitored, checked); one for the pool joins drained, out of
         // rotation from the start (a join, then a drain, let requests reach
         // it in between: fleet_test saw a warm replica serve under load).
-        self->send(st.options.router, join_atom_v, r.index, caf::actor_cast<scheduler_actor>(r.scheduler), rec.to_pool,
+        self->send(st.options.router, join_atom_v, r.index, caf::actor_cast<scheduler_actor>(r.scheduler), pooled,
                    false);
         st.publish();
         return true;

@@ -1,6 +1,7 @@
 #pragma once
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
+#include "engine/core/fleet_lifecycle.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -18,12 +19,14 @@ using replica_factory = std::function<started_replica(std::int32_t index)>;
 struct autoscaler_options {
   std::string policy;      ///< an autoscaling policy (policies/registry.hpp)
   double target = 0;       ///< the policy's target (<= 0: its default)
-  std::int32_t min_replicas = 1, max_replicas = 1;
+  /// The lifecycle's bounds: min and max replicas, the scale-in delay, the
+  /// warm pool, the replicas serving from the start (`initial`, never
+  /// stopped: parked warm) and the router's slots for it (`slots`).
+  fleet_options fleet;
   double interval_s = 5;   ///< a decision this often
-  double scale_in_delay_s = 60; ///< after any change, this long before a scale-in
-  std::int32_t warm_pool = 0;   ///< loaded idle replicas kept out of rotation, for bursts
-  std::int32_t initial = 1;     ///< replicas 0..initial-1 serve from the start (never stopped: parked warm)
-  std::int32_t capacity = 1;    ///< its replicas' indices are below this (the router's slots for it)
+  /// Seconds on its clock; empty: a steady clock from spawn. (The tests set
+  /// one, with interval_s 0: no ticks of its own, each sent by the test.)
+  std::function<double()> clock;
   replica_factory start;
   server_metrics* metrics = nullptr; ///< its series: desired replicas, reason, replicas by state
   router_actor router;
@@ -31,11 +34,11 @@ struct autoscaler_options {
 
 /// The autoscaler of one model: every interval it gathers the fleet's load
 /// (the router's snapshot: queue depth and age, active sequences, KV use;
-/// the metrics' windows: TTFT and TPOT p95, tokens/s), asks the policy for
-/// a replica count and acts: scale-out at once, from the warm pool first
-/// (into rotation at once), then by cold starts that join the router once
-/// loaded; scale-in one replica per delay, draining it (no new requests, the
-/// ones it has finish) before it is parked in the pool or stopped.
+/// the metrics' windows: TTFT and TPOT p95, tokens/s) and hands it to the
+/// fleet's lifecycle (engine/core/fleet_lifecycle, the simulator's too),
+/// which asks the policy for a replica count and says what to do: replicas
+/// back into rotation or out of it (the router), cold starts (joining the
+/// router once loaded), drained replicas parked in the warm pool or stopped.
 auto spawn_autoscaler(caf::actor_system& sys, autoscaler_options options) -> autoscaler_actor;
 
 } // namespace troupe

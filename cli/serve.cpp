@@ -237,13 +237,9 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     autoscaler_options ao;
     ao.policy = cfg.autoscaler_policy;
     ao.target = cfg.autoscaler_target;
-    ao.min_replicas = cfg.min_replicas;
-    ao.max_replicas = cfg.max_replicas;
+    ao.fleet = {cfg.min_replicas, cfg.max_replicas, cfg.scale_in_delay_s, cfg.warm_pool, replicas,
+                static_cast<std::size_t>(metric_replicas)};
     ao.interval_s = cfg.autoscaler_interval_s;
-    ao.scale_in_delay_s = cfg.scale_in_delay_s;
-    ao.warm_pool = cfg.warm_pool;
-    ao.initial = replicas;
-    ao.capacity = metric_replicas;
     ao.start = std::move(start);
     ao.metrics = metrics;
     ao.router = ctx->router;

@@ -8,130 +8,78 @@
 namespace troupe::sim {
 
 autoscaled_fleet::autoscaled_fleet(const autoscaler_spec& as, std::size_t replicas, run_result& out)
-  : as_(as), out_(out), states_(replicas, state::serving), ready_at_(replicas, INFINITY), to_warm_(replicas, false) {
+  : as_(as), out_(out), replicas_(replicas), ready_at_(replicas, INFINITY) {
   out_.replica_loaded.assign(replicas, 0.0);
   if (!as.enabled()) return;
-  scaler_ = policy::make_autoscaling_policy(as.policy, as.target);
-  for (std::size_t i = 0; i < replicas; ++i)
-    states_[i] = static_cast<std::int32_t>(i) < as.min_replicas                   ? state::serving
-                 : static_cast<std::int32_t>(i) < as.min_replicas + as.warm_pool ? state::warm
-                                                                                  : state::off;
+  // It starts from min_replicas serving; its slots are the fleet's replicas.
+  lifecycle_.emplace(policy::make_autoscaling_policy(as.policy, as.target),
+                     fleet_options{as.min_replicas, as.max_replicas, as.scale_in_delay_s, as.warm_pool,
+                                   as.min_replicas, replicas});
+  std::vector<std::size_t> none;
+  act(lifecycle_->start(), 0.0, none); // the warm pool loads from the start, as the server's
   next_tick_ = as.interval_s;
 }
 
-auto autoscaled_fleet::count(state s) const -> std::int64_t { return std::count(states_.begin(), states_.end(), s); }
-
-auto autoscaled_fleet::pooled() const -> std::int64_t {
-  return count(state::warm) + std::count(to_warm_.begin(), to_warm_.end(), true);
+auto autoscaled_fleet::loaded_count() const -> std::size_t {
+  return enabled() ? replicas_ - static_cast<std::size_t>(lifecycle_->count(replica_state::off)) : replicas_;
 }
 
 void autoscaled_fleet::advance(double t) {
   if (t <= seconds_at_) return;
-  out_.replica_seconds += static_cast<double>(states_.size() - static_cast<std::size_t>(count(state::off))) *
-                          (t - seconds_at_);
-  for (std::size_t i = 0; i < states_.size(); ++i)
-    if (states_[i] != state::off) out_.replica_loaded[i] += t - seconds_at_;
+  out_.replica_seconds += static_cast<double>(loaded_count()) * (t - seconds_at_);
+  for (std::size_t i = 0; i < replicas_; ++i)
+    if (state(i) != replica_state::off) out_.replica_loaded[i] += t - seconds_at_;
   seconds_at_ = t;
 }
 
 auto autoscaled_fleet::next_ready() const -> std::pair<double, std::size_t> {
-  std::pair<double, std::size_t> next{INFINITY, states_.size()};
-  if (!enabled()) return next;
-  for (std::size_t i = 0; i < states_.size(); ++i)
-    if (states_[i] == state::starting && ready_at_[i] < next.first) next = {ready_at_[i], i};
+  std::pair<double, std::size_t> next{INFINITY, replicas_};
+  for (std::size_t i = 0; i < replicas_; ++i)
+    if (ready_at_[i] < next.first) next = {ready_at_[i], i};
   return next;
 }
 
 void autoscaled_fleet::ready(std::size_t i, double now) {
   advance(now);
-  states_[i] = to_warm_[i] ? state::warm : state::serving;
-  to_warm_[i] = false;
+  lifecycle_->loaded(i);
   ready_at_[i] = INFINITY;
 }
 
-void autoscaled_fleet::start(std::size_t i, double now, bool for_pool) {
-  states_[i] = state::starting;
-  ready_at_[i] = now + as_.cold_start_s;
-  to_warm_[i] = for_pool;
-}
-
-void autoscaled_fleet::retire_idle(double now, const probe& load, std::vector<std::size_t>& stopped) {
-  for (std::size_t i = 0; i < states_.size(); ++i) {
-    if (states_[i] != state::draining) continue;
-    const auto l = load(i);
-    if (l.stepping || l.running != 0 || l.waiting != 0) continue;
-    advance(now);
-    states_[i] = pooled() < as_.warm_pool ? state::warm : state::off;
-    if (states_[i] == state::off) stopped.push_back(i); // its KV cache goes with it
+void autoscaled_fleet::act(const std::vector<fleet_action>& actions, double now, std::vector<std::size_t>& stopped) {
+  for (const auto& a : actions) {
+    if (a.what == fleet_action::kind::start) ready_at_[a.replica] = now + as_.cold_start_s;
+    if (a.what == fleet_action::kind::stop) stopped.push_back(a.replica); // its KV cache goes with it
   }
 }
 
-// Out at once (draining replicas first, still loaded; then warm ones; then
-// cold starts), in one drained replica per scale_in_delay_s of lower counts.
-void autoscaled_fleet::tick(const probe& load, std::vector<std::size_t>& stopped) {
+auto autoscaled_fleet::tick(const probe& load, std::vector<std::size_t>& stopped) -> fleet_decision {
   const double now = next_tick_;
   next_tick_ += as_.interval_s;
-  policy::fleet_view v;
-  v.now = now;
-  v.min_replicas = as_.min_replicas;
-  v.max_replicas = as_.max_replicas;
-  double oldest = INFINITY, kv = 0;
-  std::vector<replica_load> loads(states_.size());
-  for (std::size_t i = 0; i < states_.size(); ++i) {
-    if (states_[i] == state::serving || states_[i] == state::draining) loads[i] = load(i);
-    if (states_[i] == state::serving) ++v.serving, kv += loads[i].kv_use;
-    if (states_[i] == state::starting && !to_warm_[i]) ++v.starting;
-    if (states_[i] == state::serving || states_[i] == state::draining) {
-      v.queue_depth += loads[i].waiting;
-      v.active_seqs += loads[i].running;
-      oldest = std::min(oldest, loads[i].oldest_arrival);
-    }
+  std::vector<troupe::replica_load> loads(replicas_);
+  for (std::size_t i = 0; i < replicas_; ++i) {
+    const auto s = lifecycle_->state(i);
+    if (s != replica_state::serving && s != replica_state::draining) continue;
+    const auto l = load(i);
+    auto& f = loads[i];
+    f.running = l.running;
+    f.waiting = l.waiting;
+    f.queue_age_s = std::isfinite(l.oldest_arrival) ? now - l.oldest_arrival : 0.0;
+    f.kv_use = l.kv_use;
+    f.idle = !l.stepping && l.running == 0 && l.waiting == 0;
   }
-  v.queue_age_s = std::isfinite(oldest) ? now - oldest : 0.0;
-  v.kv_use = v.serving > 0 ? kv / v.serving : 0.0;
+  fleet_window w;
   if (!window_ttft_.empty()) {
     std::sort(window_ttft_.begin(), window_ttft_.end());
-    v.ttft_p95_s = window_ttft_[static_cast<std::size_t>(0.95 * static_cast<double>(window_ttft_.size() - 1))];
+    w.ttft_p95_s = window_ttft_[static_cast<std::size_t>(0.95 * static_cast<double>(window_ttft_.size() - 1))];
   }
-  v.tokens_per_s = window_tokens_ / as_.interval_s;
+  w.tokens_per_s = window_tokens_ / as_.interval_s;
   window_ttft_.clear();
   window_tokens_ = 0;
-  const auto d = scaler_->decide(v);
-  const auto desired = std::clamp(d.desired, as_.min_replicas, as_.max_replicas);
-  out_.scale_events.push_back({now, v.serving, v.starting, desired, std::string(d.reason)});
   advance(now);
-  std::int32_t have = v.serving + v.starting;
-  const auto n = states_.size();
-  if (desired > have) {
-    below_since_ = -1;
-    for (std::size_t i = 0; i < n && have < desired; ++i)
-      if (states_[i] == state::draining) states_[i] = state::serving, ++have;
-    for (std::size_t i = 0; i < n && have < desired; ++i)
-      if (states_[i] == state::warm) states_[i] = state::serving, ++have;
-    for (std::size_t i = 0; i < n && have < desired; ++i)
-      if (states_[i] == state::starting && to_warm_[i]) to_warm_[i] = false, ++have; // already on its way
-    for (std::size_t i = 0; i < n && have < desired; ++i)
-      if (states_[i] == state::off) start(i, now, false), ++have;
-    // Refill the warm pool behind them.
-    auto warm = pooled();
-    for (std::size_t i = 0; i < n && warm < as_.warm_pool; ++i)
-      if (states_[i] == state::off) start(i, now, true), ++warm;
-  } else if (desired < have) {
-    if (below_since_ < 0) below_since_ = now;
-    if (now - below_since_ >= as_.scale_in_delay_s && v.serving > as_.min_replicas) {
-      // The serving replica with the least work drains: no new requests, its own finish.
-      std::size_t pick = n;
-      for (std::size_t i = 0; i < n; ++i)
-        if (states_[i] == state::serving &&
-            (pick == n || loads[i].running + loads[i].waiting < loads[pick].running + loads[pick].waiting))
-          pick = i;
-      if (pick < n) states_[pick] = state::draining;
-      below_since_ = now; // the next one only after another delay
-    }
-  } else {
-    below_since_ = -1;
-  }
-  retire_idle(now, load, stopped);
+  auto d = lifecycle_->decide(now, loads, w);
+  out_.scale_events.push_back({now, d.view.serving, d.view.starting, d.desired, std::string(d.reason)});
+  act(d.actions, now, stopped);
+  return d;
 }
 
 } // namespace troupe::sim

@@ -1,12 +1,12 @@
 #pragma once
-// The simulator's autoscaler: each replica's state (off, starting, serving,
-// draining, warm), a decision by the autoscaling policy every interval, cold
-// starts that serve only once loaded, a warm pool, and scale-in one drained
-// replica per delay. The same policies as the server's autoscaler actor; the
-// clock is the simulator's. Without an autoscaler every replica serves
-// throughout.
+// The simulator's side of the autoscaled fleet: the lifecycle itself is the
+// server's (engine/core/fleet_lifecycle), driven on the simulator's clock.
+// This shell adds what only the simulator has: cold starts that end
+// cold_start_s after they begin, the decision window's measurements (exact
+// TTFT ranks, tokens computed), and the replica-seconds. Without an
+// autoscaler every replica serves throughout.
 
-#include "policies/api/autoscaling.hpp"
+#include "engine/core/fleet_lifecycle.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulator.hpp"
 
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -33,8 +34,11 @@ public:
   /// `out` gets the replica-seconds, the decisions and each replica's loaded time.
   autoscaled_fleet(const autoscaler_spec& as, std::size_t replicas, run_result& out);
 
-  auto enabled() const -> bool { return scaler_ != nullptr; }
-  auto serving(std::size_t i) const -> bool { return states_[i] == state::serving; }
+  auto enabled() const -> bool { return lifecycle_.has_value(); }
+  auto serving(std::size_t i) const -> bool { return !enabled() || lifecycle_->state(i) == replica_state::serving; }
+  auto state(std::size_t i) const -> replica_state {
+    return enabled() ? lifecycle_->state(i) : replica_state::serving;
+  }
   /// When the next decision is due (INFINITY without an autoscaler).
   auto next_tick() const -> double { return next_tick_; }
   /// The replica whose cold start ends first, and when (INFINITY: none).
@@ -45,32 +49,26 @@ public:
   void note_tokens(double n) { window_tokens_ += n; }
 
   /// The decision due at next_tick(); `stopped` gets the replicas it shut
-  /// down (their caches are lost).
-  void tick(const probe& load, std::vector<std::size_t>& stopped);
+  /// down (their caches are lost). Returns it.
+  auto tick(const probe& load, std::vector<std::size_t>& stopped) -> fleet_decision;
   /// Replica i has loaded at `now`: it serves, or joins the warm pool.
   void ready(std::size_t i, double now);
-  /// Drained replicas with nothing left stop, or rejoin the warm pool.
-  void retire_idle(double now, const probe& load, std::vector<std::size_t>& stopped);
   /// Integrates the replica-seconds up to t.
   void advance(double t);
 
 private:
-  enum class state : std::uint8_t { off, starting, serving, draining, warm };
-  auto count(state s) const -> std::int64_t;
-  auto pooled() const -> std::int64_t; ///< warm, or starting for the pool
-  void start(std::size_t i, double now, bool for_pool);
+  void act(const std::vector<fleet_action>& actions, double now, std::vector<std::size_t>& stopped);
+  auto loaded_count() const -> std::size_t;
 
   autoscaler_spec as_;
   run_result& out_;
-  std::unique_ptr<policy::autoscaling_policy> scaler_;
-  std::vector<state> states_;
+  std::size_t replicas_;
+  std::optional<fleet_lifecycle> lifecycle_;
   std::vector<double> ready_at_;
-  std::vector<bool> to_warm_;      ///< starting to refill the warm pool
-  double seconds_at_ = 0;          ///< replica-seconds are integrated up to here
+  double seconds_at_ = 0;           ///< replica-seconds are integrated up to here
   std::vector<double> window_ttft_; ///< TTFTs of first tokens since the last decision
-  double window_tokens_ = 0;       ///< tokens computed since the last decision
+  double window_tokens_ = 0;        ///< tokens computed since the last decision
   double next_tick_ = INFINITY;
-  double below_since_ = -1;        ///< desired has been under the fleet since then; -1: it is not
 };
 
 } // namespace troupe::sim

@@ -249,7 +249,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     const auto [t_ready, readying] = scaled.next_ready();
     // The autoscaler's clock: decisions, then replicas coming up, before the traffic of that instant.
     if (scaled.next_tick() <= std::min({t_arrival, t_turn, t_step, t_ready})) {
-      scaled.tick(load_of, stopped);
+      (void)scaled.tick(load_of, stopped);
       forget_stopped();
       continue;
     }
@@ -317,10 +317,6 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     out.itl.add_run(gap, gaps);
     out.end_s = std::max(out.end_s, ev.t);
     start_step(ev.replica, ev.t);
-    if (scaled.enabled()) {
-      scaled.retire_idle(ev.t, load_of, stopped);
-      forget_stopped();
-    }
   }
   scaled.advance(out.end_s);
   for (const auto& r : replicas) {
