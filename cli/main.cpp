@@ -57,6 +57,11 @@ constexpr std::array k_commands = {
             "the CPU time of one scheduler step"},
     command{"sim", cli::run_sim,
             "SCENARIO.toml [--out DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
+            "| [SCENARIO.toml | --trace FILE [--hardware NAME | --calibration STEP_LOG]\n"
+            "  [--cold-start-s S]] --server-config SERVER.toml  (the server that config describes:\n"
+            "  its [scheduler], [router] and [autoscaler], its model's KV blocks; the traffic and\n"
+            "  cost model of the scenario, else the trace and the roofline of its model on a\n"
+            "  hardware preset: h100, h200, a100, l40s, l4, cpu; default cpu, or h100 for CUDA)\n"
             "| --replay STEP_LOG  (schedules a server's step log again, checks each step)\n"
             "the discrete-event simulator: the server's scheduler and policies, a cost model\n"
             "for the executor (scenarios in the repository's config/sim/)"},

@@ -158,7 +158,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
                              " replica(s) to start with are outside the autoscaler's [" +
                              std::to_string(cfg.min_replicas) + ", " + std::to_string(cfg.max_replicas) + "]");
   // (Draining ones are on top of max_replicas and the pool: twice the maximum.)
-  const int metric_replicas = autoscaled ? std::max(replicas, 2 * cfg.max_replicas + cfg.warm_pool) : replicas;
+  const int metric_replicas = autoscaled ? fleet_slots(replicas, cfg.max_replicas, cfg.warm_pool) : replicas;
   auto metric_devices = device_names;
   if (autoscaled)
     for (int r = 0; r < metric_replicas; ++r) metric_devices.push_back("scaled:" + std::to_string(r));

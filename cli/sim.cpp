@@ -1,7 +1,12 @@
-// `troupe sim SCENARIO.toml`: the discrete-event simulator (sim/).
+// `troupe sim SCENARIO.toml`: the discrete-event simulator (sim/); with
+// --server-config, of the server a config file describes.
 
+#include "actors/server_config.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/replicas.hpp"
+#include "engine/cuda_backend.hpp"
+#include "sim/cost_model.hpp"
 #include "sim/replay.hpp"
 #include "sim/report.hpp"
 #include "sim/simulator.hpp"
@@ -10,11 +15,103 @@
 
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 
 namespace troupe::cli {
+namespace {
+
+// The bytes a parameter takes as the server reads it: engine.weight_dtype's
+// where it quantizes on load, else as stored (the GGUF file, or the
+// safetensors files, over the parameters of the shape).
+auto weight_bytes(const server_config& cfg, const model_setup& m, const sim::model_shape& shape) -> double {
+  if (cfg.weight_dtype == "q8_0") return 34.0 / 32;
+  if (cfg.weight_dtype == "q4_k") return 144.0 / 256;
+  double bytes = 0;
+  std::error_code ec;
+  if (m.gguf) {
+    bytes = static_cast<double>(std::filesystem::file_size(m.dir, ec));
+  } else {
+    for (const auto& e : std::filesystem::directory_iterator(m.dir, ec))
+      if (e.path().extension() == ".safetensors") bytes += static_cast<double>(e.file_size(ec));
+  }
+  if (bytes > 0 && !ec) return bytes / sim::parameter_count(shape);
+  return m.mc.torch_dtype == "float32" ? 4.0 : 2.0;
+}
+
+// The server's fleet, scheduler and routing as the config describes them,
+// over `sc` (its traffic, and its cost model where `own_cost`; else the
+// roofline of the config's model on `hardware`, or the calibration).
+auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cost, const std::string& hardware,
+                        const std::string& calibration) -> sim::scenario {
+  if (!cfg.more_models.empty())
+    throw std::runtime_error("model.more: the simulator runs one model; simulate each with a config of its own");
+  const bool cuda = parse_device(cfg.devices.front()).has_value();
+  const auto m = prepare_model(cfg, cuda); // the server's own numbers: KV blocks, context, policies checked
+  const std::int32_t devices = cuda ? 1 : static_cast<std::int32_t>(cfg.devices.size());
+  const std::int32_t replicas = cfg.replicas * devices;
+  sim::replica_spec spec;
+  static_cast<scheduler_config&>(spec) = cfg.scheduler;
+  spec.max_model_len = m.max_model_len;
+  spec.kv_blocks = m.num_blocks / cfg.replicas; // a replica's share of its device's blocks
+  spec.kv_memory = 0;
+  if (cfg.scheduler.preemption_mode == "swap")
+    spec.host_blocks = static_cast<std::int32_t>(
+        std::min<std::int64_t>(cfg.swap_space_bytes / m.block_bytes, 1 << 30) / cfg.replicas);
+  if (spec.watermark_blocks >= spec.kv_blocks)
+    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(spec.watermark_blocks) +
+                             " leaves no block of a replica's " + std::to_string(spec.kv_blocks) + " for admissions");
+  sc.replicas.clear();
+  if (cfg.router_weights.empty()) {
+    spec.count = replicas;
+    sc.replicas.push_back(spec);
+  } else {
+    for (std::int32_t i = 0; i < replicas; ++i) { // weighted: one spec per replica index
+      spec.count = 1;
+      spec.weight = static_cast<std::size_t>(i) < cfg.router_weights.size() ? cfg.router_weights[i] : 1.0;
+      sc.replicas.push_back(spec);
+    }
+  }
+  sc.routing = cfg.router_policy;
+  auto& as = sc.autoscaler;
+  as.policy = cfg.autoscaler_policy;
+  as.target = cfg.autoscaler_target;
+  as.min_replicas = cfg.min_replicas;
+  as.max_replicas = cfg.max_replicas;
+  as.interval_s = cfg.autoscaler_interval_s;
+  as.scale_in_delay_s = cfg.scale_in_delay_s;
+  as.warm_pool = cfg.warm_pool;
+  as.initial = replicas;
+  if (as.enabled() && (replicas < as.min_replicas || replicas > as.max_replicas))
+    throw std::runtime_error("autoscaler: the " + std::to_string(replicas) +
+                             " replica(s) to start with are outside [min_replicas, max_replicas]");
+  if (own_cost) return sc;
+  auto& shape = sc.cost.model;
+  const auto& mc = m.mc;
+  shape.layers = mc.num_hidden_layers;
+  shape.hidden = mc.hidden_size;
+  shape.intermediate = mc.intermediate_size;
+  shape.heads = mc.num_attention_heads;
+  shape.kv_heads = mc.num_key_value_heads;
+  shape.head_dim = mc.head_dim;
+  shape.vocab = mc.vocab_size;
+  shape.kv_cache_dtype = std::string(kv_dtype_name(m.kv));
+  shape.kv_bytes = static_cast<double>(kv_head_bytes(m.kv, mc.head_dim)) / static_cast<double>(mc.head_dim);
+  shape.weight_bytes = weight_bytes(cfg, m, shape);
+  if (!calibration.empty()) {
+    sc.cost.kind = "calibrated";
+    sc.cost.step_log = calibration;
+  } else {
+    sc.cost.kind = "roofline";
+    sc.cost.hardware = sim::hardware_preset(hardware.empty() ? (cuda ? "h100" : "cpu") : hardware);
+  }
+  return sc;
+}
+
+} // namespace
 
 auto run_sim(std::span<char* const> argv) -> int {
-  const args a(argv, {"out", "set", "replay"}, {"quiet", "progress"}, 1);
+  const args a(argv, {"out", "set", "replay", "server-config", "trace", "hardware", "calibration", "cold-start-s"},
+               {"quiet", "progress"}, 1);
   if (a.has("replay")) {
     if (!a.positional().empty()) throw usage_error("--replay takes a step log instead of a scenario");
     const auto r = sim::replay_step_log(a.str("replay", ""));
@@ -27,9 +124,33 @@ auto run_sim(std::span<char* const> argv) -> int {
                 static_cast<long long>(r.schedules), static_cast<long long>(r.steps));
     return 0;
   }
-  if (a.positional().empty()) throw usage_error("sim needs a scenario file, e.g. config/sim/chat.toml");
+  const bool server = a.has("server-config");
+  for (const char* o : {"trace", "hardware", "calibration", "cold-start-s"})
+    if (a.has(o) && (!server || !a.positional().empty()))
+      throw usage_error(std::string("--") + o + " goes with --server-config and no scenario (a scenario sets its own)");
+  if (a.has("hardware") && a.has("calibration")) throw usage_error("--hardware or --calibration, not both");
+  if (server && a.positional().empty() && !a.has("trace"))
+    throw usage_error("--server-config needs the traffic: a scenario file, or --trace FILE");
+  if (!server && a.positional().empty()) throw usage_error("sim needs a scenario file, e.g. config/sim/chat.toml");
   // (A scenario_error reaches main(), which prints "troupe sim: <what>".)
-  const auto runs = sim::load_scenario(a.positional().front(), a.key_values("set"));
+  std::vector<sim::scenario> runs;
+  if (!a.positional().empty()) {
+    runs = sim::load_scenario(a.positional().front(), a.key_values("set"));
+  } else {
+    if (!a.key_values("set").empty()) throw usage_error("--set sets a scenario's keys; give a scenario");
+    sim::scenario sc;
+    sc.name = std::filesystem::path(a.str("server-config", "")).stem().string();
+    sc.process = "trace";
+    sc.trace = a.str("trace", "");
+    sc.autoscaler.cold_start_s = a.real("cold-start-s", sc.autoscaler.cold_start_s);
+    if (!(sc.autoscaler.cold_start_s >= 0)) throw usage_error("--cold-start-s must be >= 0");
+    runs.push_back(sc);
+  }
+  if (server) {
+    const auto cfg = load_server_config(a.str("server-config", ""));
+    for (auto& sc : runs)
+      sc = from_server_config(cfg, sc, !a.positional().empty(), a.str("hardware", ""), a.str("calibration", ""));
+  }
   // A progress bar on a terminal (or when asked), on stderr: never part of the results.
   const bool progress = !a.has("quiet") && (a.has("progress") || isatty(STDERR_FILENO));
   std::vector<sim::run_result> results;

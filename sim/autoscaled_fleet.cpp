@@ -11,10 +11,10 @@ autoscaled_fleet::autoscaled_fleet(const autoscaler_spec& as, std::size_t replic
   : as_(as), out_(out), replicas_(replicas), ready_at_(replicas, INFINITY) {
   out_.replica_loaded.assign(replicas, 0.0);
   if (!as.enabled()) return;
-  // It starts from min_replicas serving; its slots are the fleet's replicas.
+  // Its slots are the fleet's replicas.
   lifecycle_.emplace(policy::make_autoscaling_policy(as.policy, as.target),
                      fleet_options{as.min_replicas, as.max_replicas, as.scale_in_delay_s, as.warm_pool,
-                                   as.min_replicas, replicas});
+                                   as.initial_replicas(), replicas});
   std::vector<std::size_t> none;
   act(lifecycle_->start(), 0.0, none); // the warm pool loads from the start, as the server's
   next_tick_ = as.interval_s;

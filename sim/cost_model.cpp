@@ -38,13 +38,18 @@ auto read_step_log(const std::filesystem::path& file) -> std::vector<logged_step
   return steps;
 }
 
-roofline_cost::roofline_cost(const model_shape& m, const hardware_spec& h, std::int32_t block_size) : h_(h) {
+auto parameter_count(const model_shape& m) -> double {
   const double head_dim = static_cast<double>(m.head_size());
   // q_proj and o_proj: hidden x heads·head_dim each (hidden² where head_dim is hidden / heads).
   const double q = static_cast<double>(m.hidden) * static_cast<double>(m.heads) * head_dim,
                kv = 2.0 * m.hidden * m.kv_heads * head_dim;
   const double mlp = 3.0 * m.hidden * m.intermediate;
-  params_ = static_cast<double>(m.layers) * (2 * q + kv + mlp) + static_cast<double>(m.vocab) * m.hidden;
+  return static_cast<double>(m.layers) * (2 * q + kv + mlp) + static_cast<double>(m.vocab) * m.hidden;
+}
+
+roofline_cost::roofline_cost(const model_shape& m, const hardware_spec& h, std::int32_t block_size) : h_(h) {
+  const double head_dim = static_cast<double>(m.head_size());
+  params_ = parameter_count(m);
   weight_bytes_ = params_ * m.weight_bytes;
   // Attention: QK and PV, 4 FLOPs per (query, key) pair per head dimension per layer.
   pair_flops_ = 4.0 * m.layers * m.heads * head_dim;

@@ -38,6 +38,9 @@ inline void add_chunk(step_features& f, std::int64_t num_computed, std::int64_t 
 }
 auto features_of(const scheduler_output& step) -> step_features;
 
+/// The weights of a model of this shape: attention, MLP, the embedding.
+auto parameter_count(const model_shape& m) -> double;
+
 class cost_model {
 public:
   virtual ~cost_model() = default;

@@ -224,7 +224,10 @@ auto summarize(const run_result& r) -> run_summary {
   s.cached_prompt_share = r.prompt_blocks ? static_cast<double>(r.prefix_hits) / static_cast<double>(r.prompt_blocks) : 0;
   s.kv_use_mean = r.busy_time > 0 ? r.kv_use_time / r.busy_time : 0;
   s.kv_use_peak = r.kv_use_peak;
+  // The replicas ever loaded (an autoscaled fleet's slots may never all be).
   s.replicas = static_cast<std::int64_t>(r.replica_busy.size());
+  if (r.sc.autoscaler.enabled())
+    s.replicas = std::count_if(r.replica_loaded.begin(), r.replica_loaded.end(), [](double t) { return t > 0; });
   s.replica_seconds = r.replica_seconds;
   s.ttft_p95 = percentile(l.ttft, 0.95);
   if (r.sc.autoscaler.enabled()) {

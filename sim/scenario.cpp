@@ -325,6 +325,9 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   }
   if (auto r = top.table("hardware")) {
     auto& h = sc.cost.hardware;
+    std::string preset;
+    r->text("preset", preset, hardware_preset_names());
+    if (!preset.empty()) h = hardware_preset(preset); // its keys below override the preset's
     r->number("memory_bandwidth_gbs", h.memory_bandwidth_gbs, 0, true);
     r->number("peak_tflops", h.peak_tflops, 0, true);
     r->number("step_overhead_us", h.step_overhead_us, 0);
@@ -340,6 +343,17 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   top.at("sweep");
   top.finish();
   return sc;
+}
+
+// Dense peak throughput in the 16-bit type and memory bandwidth, from the
+// makers' data sheets; cpu: what this project's 2-core CI machine reads
+// and multiplies in F32 (config/sim/cpu_stories110m.toml), roughly.
+const std::vector<std::pair<std::string, hardware_spec>>& presets() {
+  static const std::vector<std::pair<std::string, hardware_spec>> all{
+      {"h100", {3350, 989, 0}}, {"h200", {4800, 989, 0}}, {"a100", {2039, 312, 0}},
+      {"l40s", {864, 362, 0}},  {"l4", {300, 121, 0}},    {"cpu", {40, 0.4, 100}},
+  };
+  return all;
 }
 
 // Sets `value` at a dotted key path in `t`, creating tables on the way; in
@@ -397,6 +411,19 @@ void flatten(const toml::table& t, const std::string& prefix, std::vector<std::p
 }
 
 } // namespace
+
+auto hardware_preset_names() -> std::vector<std::string> {
+  std::vector<std::string> out;
+  for (const auto& [name, spec] : presets()) out.push_back(name);
+  return out;
+}
+
+auto hardware_preset(const std::string& name) -> hardware_spec {
+  for (const auto& [n, spec] : presets())
+    if (n == name) return spec;
+  throw scenario_error("unknown hardware preset \"" + name + "\"; known: " + join(hardware_preset_names()));
+}
+
 
 auto parse_scenario(std::string_view text, const std::string& origin, const std::filesystem::path& dir,
                     const std::vector<scenario_override>& overrides) -> std::vector<scenario> {

@@ -65,7 +65,9 @@ struct autoscaler_spec {
   double cold_start_s = 30;       ///< a started replica takes traffic this much later
   double scale_in_delay_s = 60;   ///< one replica drained per this long of lower desired counts
   std::int32_t warm_pool = 0;     ///< replicas kept loaded and idle, ready at once
+  std::int32_t initial = 0;       ///< replicas serving from the start; 0: min_replicas (the server's: its replicas)
   auto enabled() const -> bool { return policy != "none"; }
+  auto initial_replicas() const -> std::int32_t { return initial > 0 ? initial : min_replicas; }
 };
 
 /// The model's shape, for the roofline cost model.
@@ -86,6 +88,12 @@ struct hardware_spec {
   double peak_tflops = 989;           ///< dense, in the weights' type
   double step_overhead_us = 0;        ///< per step, on top of the roofline
 };
+
+/// A named hardware spec ([hardware] preset, `troupe sim --hardware`):
+/// h100 (the default spec), h200, a100, l40s, l4, cpu (a 2-core machine).
+/// Throws scenario_error listing the names for an unknown one.
+auto hardware_preset(const std::string& name) -> hardware_spec;
+auto hardware_preset_names() -> std::vector<std::string>;
 
 struct cost_spec {
   std::string kind = "roofline"; ///< roofline | calibrated

@@ -95,12 +95,13 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   out.tenant_names = traffic.tenant_names();
   out.requests.resize(static_cast<std::size_t>(traffic.size()));
 
-  // The fleet: every replica spec's count, or with an autoscaler up to
-  // max_replicas copies of the first spec.
+  // The fleet: every replica spec's count, or with an autoscaler the
+  // server's slots (fleet_slots), each a copy of the first spec.
   const auto& as = sc.autoscaler;
   std::vector<const replica_spec*> fleet;
   if (as.enabled())
-    fleet.assign(static_cast<std::size_t>(as.max_replicas), &sc.replicas.front());
+    fleet.assign(static_cast<std::size_t>(fleet_slots(as.initial_replicas(), as.max_replicas, as.warm_pool)),
+                 &sc.replicas.front());
   else
     for (const auto& spec : sc.replicas)
       for (std::int32_t i = 0; i < spec.count; ++i) fleet.push_back(&spec);

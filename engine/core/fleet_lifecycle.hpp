@@ -39,6 +39,12 @@ enum class replica_state : std::uint8_t { off, starting, serving, warm, draining
 
 auto replica_state_name(replica_state s) -> std::string_view;
 
+/// The slots an autoscaled fleet needs: room for max_replicas serving, as
+/// many draining or warm beside them, and the pool.
+constexpr auto fleet_slots(std::int32_t initial, std::int32_t max_replicas, std::int32_t warm_pool) -> std::int32_t {
+  return initial > 2 * max_replicas + warm_pool ? initial : 2 * max_replicas + warm_pool;
+}
+
 struct fleet_options {
   std::int32_t min_replicas = 1, max_replicas = 1;
   double scale_in_delay_s = 60;

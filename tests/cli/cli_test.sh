@@ -142,6 +142,33 @@ check "sim malformed trace: exit 1" test "$(exit_code "$troupe" sim "$src/config
   --set arrival.process=trace --set "arrival.trace=$tmp/bad.csv")" = 1
 check "sim malformed trace: the line named" grep -q "bad.csv:3: prompt_tokens" "$tmp/err"
 
+# The server's own config simulated: its [scheduler], [router] and
+# [autoscaler] keys, its model's KV blocks; the traffic from a trace.
+printf '[model]\ndir = "%s"\n[engine]\nreplicas = 2\n[scheduler]\nmax_input_tokens = 100\n[router]\npolicy = "least_requests"\n' \
+  "$tmp/tiny" >"$tmp/server.toml"
+trace="$src/tests/sim/example_trace.csv"
+check "sim --server-config --trace: exit 0" \
+  test "$(exit_code "$troupe" sim --server-config "$tmp/server.toml" --trace "$trace" --quiet --out "$tmp/simsrv")" = 0
+check "sim --server-config: the config's replicas, on the cpu preset" \
+  grep -q "^server: 2 replicas" "$tmp/out"
+long=$(awk -F, 'NR > 1 && $2 > 100 { n++ } END { print n + 0 }' "$trace")
+check "sim --server-config: scheduler.max_input_tokens refuses the longer prompts (400), as the server" \
+  test "$long" -gt 0 -a "$(awk -F, 'NR > 1 && $4 == 400 { n++ } END { print n + 0 }' "$tmp/simsrv/server/requests.csv")" = "$long"
+check "sim --server-config with a scenario: its traffic and cost model" test "$(exit_code "$troupe" sim \
+  "$src/config/sim/chat.toml" --server-config "$tmp/server.toml" --set sim.num_requests=100 --quiet)" = 0
+check "sim --server-config without traffic: exit 2" test "$(exit_code "$troupe" sim --server-config "$tmp/server.toml")" = 2
+check "sim --server-config without traffic: says what is missing" \
+  grep -q "troupe sim: --server-config needs the traffic: a scenario file, or --trace FILE" "$tmp/err"
+check "sim --trace with a scenario: exit 2" \
+  test "$(exit_code "$troupe" sim "$src/config/sim/chat.toml" --server-config "$tmp/server.toml" --trace "$trace")" = 2
+check "sim unknown hardware preset: exit 1" test "$(exit_code "$troupe" sim --server-config "$tmp/server.toml" \
+  --trace "$trace" --hardware tpu)" = 1
+check "sim unknown hardware preset: one line naming the known ones" \
+  test "$(cat "$tmp/err")" = 'troupe sim: unknown hardware preset "tpu"; known: h100, h200, a100, l40s, l4, cpu'
+printf '[model]\ndir = "%s"\n[autoscaler]\npolicy = "queue_depth"\nmin_replicas = 2\n' "$tmp/tiny" >"$tmp/scaled.toml"
+check "sim --server-config: a bad fleet is refused as the server refuses it" test "$(exit_code "$troupe" sim \
+  --server-config "$tmp/scaled.toml" --trace "$trace")" = 1 -a "$(wc -l <"$tmp/err")" = 1
+
 mkdir -p "$tmp/empty"
 check "missing model: exit 1" test "$(exit_code "$troupe" generate --model "$tmp/empty" --prompt hi)" = 1
 check "missing model names config.json" grep -q "config.json" "$tmp/err"
