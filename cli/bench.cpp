@@ -5,6 +5,7 @@
 #include "actors/http/load_client.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/trace_flags.hpp"
 #include "engine/core/json_text.hpp"
 #include "engine/core/rng.hpp"
 #include "engine/core/stats.hpp"
@@ -101,10 +102,11 @@ void print_summary(const char* title, const char* unit, const summary& s) {
 } // namespace
 
 auto run_bench(std::span<char* const> argv) -> int {
-  const args a(argv, {"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
-                      "random-input-len", "random-output-len", "seed", "model", "endpoint", "tenant-weights",
-                      "shared-prefix-len", "trace", "api-key"},
-               {});
+  auto options = trace_flag_names();
+  options.insert({"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
+                  "random-input-len", "random-output-len", "seed", "model", "endpoint", "tenant-weights",
+                  "shared-prefix-len", "trace", "api-key"});
+  const args a(argv, options, {});
   const std::string url = a.str("url", "http://127.0.0.1:8080");
   const std::string prefix = "http://";
   if (!url.starts_with(prefix)) throw usage_error("--url must start with http://");
@@ -116,6 +118,8 @@ auto run_bench(std::span<char* const> argv) -> int {
   if (dataset != "random" && dataset != "sharegpt-like" && dataset != "trace")
     throw usage_error("--dataset is random, sharegpt-like or trace");
   if ((dataset == "trace") != a.has("trace")) throw usage_error("--dataset trace goes with --trace FILE");
+  for (const auto& f : trace_flag_names())
+    if (a.has(f) && dataset != "trace") throw usage_error("--" + f + " goes with --dataset trace");
   const std::string rate_s = a.str("request-rate", "inf");
   const double rate = rate_s == "inf" ? std::numeric_limits<double>::infinity() : a.real("request-rate", 1.0);
   const double burstiness = a.real("burstiness", 1.0);
@@ -163,6 +167,7 @@ auto run_bench(std::span<char* const> argv) -> int {
     trace_scenario.prefix_tokens = static_cast<std::int32_t>(shared_words);
     trace_scenario.cost.model.vocab = 1000; // ids every preset's tokenizer has
     trace_scenario.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+    apply_trace_flags(a, trace_scenario);
     trace.emplace(trace_scenario); // a scenario_error names the line; main() prints it
     std::vector<token_id> ids;
     while (auto q = trace->next()) {

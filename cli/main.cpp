@@ -42,7 +42,9 @@ constexpr std::array k_commands = {
             "the server's settings as TOML, each key with what it does: --defaults, the\n"
             "built-in ones (config/default.toml); else those serve runs with, given the same options"},
     command{"bench", cli::run_bench,
-            "[--url http://HOST:PORT] [--dataset random|sharegpt-like|trace] [--trace FILE]\n"
+            "[--url http://HOST:PORT] [--dataset random|sharegpt-like|trace] [--trace FILE\n"
+            " [--trace-format auto|troupe|azure|burstgpt|mooncake] [--time-scale X] [--max-rows N]\n"
+            " [--trace-block-tokens N]] (a trace: troupe's CSV, Azure, BurstGPT or Mooncake JSON lines)\n"
             "[--request-rate R|inf] [--burstiness B] [--max-concurrency C] [--num-prompts N]\n"
             "[--random-input-len N] [--random-output-len N] [--shared-prefix-len N]\n"
             "[--tenant-weights 4,1] [--goodput ttft:MS,tpot:MS,e2el:MS] [--endpoint PATH]\n"
@@ -57,8 +59,9 @@ constexpr std::array k_commands = {
             "the CPU time of one scheduler step"},
     command{"sim", cli::run_sim,
             "SCENARIO.toml [--out DIR] [--set KEY=VALUE]... [--quiet] [--progress]\n"
-            "| [SCENARIO.toml | --trace FILE [--hardware NAME | --calibration STEP_LOG]\n"
-            "  [--cold-start-s S]] --server-config SERVER.toml  (the server that config describes:\n"
+            "| [SCENARIO.toml | --trace FILE [--trace-format F] [--time-scale X] [--max-rows N]\n"
+            "  [--trace-block-tokens N] [--hardware NAME | --calibration STEP_LOG] [--cold-start-s S]]\n"
+            "  --server-config SERVER.toml  (the server that config describes:\n"
             "  its [scheduler], [router] and [autoscaler], its model's KV blocks; the traffic and\n"
             "  cost model of the scenario, else the trace and the roofline of its model on a\n"
             "  hardware preset: h100, h200, a100, l40s, l4, cpu; default cpu, or h100 for CUDA)\n"

@@ -5,6 +5,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/replicas.hpp"
+#include "cli/trace_flags.hpp"
 #include "engine/cuda_backend.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/replay.hpp"
@@ -110,8 +111,9 @@ auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cos
 } // namespace
 
 auto run_sim(std::span<char* const> argv) -> int {
-  const args a(argv, {"out", "set", "replay", "server-config", "trace", "hardware", "calibration", "cold-start-s"},
-               {"quiet", "progress"}, 1);
+  auto options = trace_flag_names();
+  options.insert({"out", "set", "replay", "server-config", "trace", "hardware", "calibration", "cold-start-s"});
+  const args a(argv, options, {"quiet", "progress"}, 1);
   if (a.has("replay")) {
     if (!a.positional().empty()) throw usage_error("--replay takes a step log instead of a scenario");
     const auto r = sim::replay_step_log(a.str("replay", ""));
@@ -125,9 +127,11 @@ auto run_sim(std::span<char* const> argv) -> int {
     return 0;
   }
   const bool server = a.has("server-config");
-  for (const char* o : {"trace", "hardware", "calibration", "cold-start-s"})
+  auto flags = trace_flag_names();
+  flags.insert({"trace", "hardware", "calibration", "cold-start-s"});
+  for (const auto& o : flags)
     if (a.has(o) && (!server || !a.positional().empty()))
-      throw usage_error(std::string("--") + o + " goes with --server-config and no scenario (a scenario sets its own)");
+      throw usage_error("--" + o + " goes with --server-config and no scenario (a scenario sets its own)");
   if (a.has("hardware") && a.has("calibration")) throw usage_error("--hardware or --calibration, not both");
   if (server && a.positional().empty() && !a.has("trace"))
     throw usage_error("--server-config needs the traffic: a scenario file, or --trace FILE");
@@ -142,6 +146,7 @@ auto run_sim(std::span<char* const> argv) -> int {
     sc.name = std::filesystem::path(a.str("server-config", "")).stem().string();
     sc.process = "trace";
     sc.trace = a.str("trace", "");
+    apply_trace_flags(a, sc);
     sc.autoscaler.cold_start_s = a.real("cold-start-s", sc.autoscaler.cold_start_s);
     if (!(sc.autoscaler.cold_start_s >= 0)) throw usage_error("--cold-start-s must be >= 0");
     runs.push_back(sc);
@@ -170,10 +175,15 @@ auto run_sim(std::span<char* const> argv) -> int {
       };
     auto r = sim::simulate(sc, o);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (!a.has("quiet"))
-      std::fprintf(stderr, "%s: %zu requests simulated in %.2f s (%.0f requests/s); %s\n", sc.name.c_str(),
+    if (!a.has("quiet")) {
+      std::string trace;
+      if (!r.trace_format.empty())
+        trace = "; a " + r.trace_format + " trace" +
+                (r.trace_skipped > 0 ? ", " + std::to_string(r.trace_skipped) + " failed requests left out" : "");
+      std::fprintf(stderr, "%s: %zu requests simulated in %.2f s (%.0f requests/s); %s%s\n", sc.name.c_str(),
                    r.requests.size(), wall, static_cast<double>(r.requests.size()) / std::max(wall, 1e-9),
-                   r.cost_description.c_str());
+                   r.cost_description.c_str(), trace.c_str());
+    }
     summaries.push_back(sim::summarize(r));
     if (a.has("out")) results.push_back(std::move(r));
   }

@@ -1,5 +1,7 @@
 #include "sim/scenario.hpp"
 
+#include "sim/trace.hpp"
+
 #include "engine/core/kv_dtype.hpp"
 
 #include "policies/registry.hpp"
@@ -184,9 +186,15 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->number("rate", sc.rate, 0, true);
     r->number("cv", sc.cv, 0, true);
     r->file("trace", sc.trace, dir);
+    auto formats = trace_format_names();
+    formats.insert(formats.begin(), "auto");
+    r->text("trace_format", sc.trace_format, formats);
+    r->number("time_scale", sc.time_scale, 0, true);
+    r->integer("max_rows", sc.max_rows, 0);
+    r->integer("trace_block_tokens", sc.trace_block_tokens, 1, 1 << 20);
     r->finish();
   }
-  if (sc.process == "trace" && sc.trace.empty()) fail("arrival.trace", "missing: the process \"trace\" needs a CSV file");
+  if (sc.process == "trace" && sc.trace.empty()) fail("arrival.trace", "missing: the process \"trace\" needs a trace file");
   if (auto r = top.table("lengths")) {
     read_length(*r, "prompt", sc.prompt);
     read_length(*r, "output", sc.output);

@@ -114,7 +114,11 @@ struct scenario {
   std::string process = "poisson"; ///< poisson | gamma | constant | all_at_once | trace
   double rate = 10;                ///< requests per second
   double cv = 1;                   ///< gamma: coefficient of variation of the gaps
-  std::filesystem::path trace;     ///< trace: CSV (see workload.hpp)
+  std::filesystem::path trace;     ///< trace: a file (sim/trace.hpp)
+  std::string trace_format = "auto"; ///< auto, troupe, azure, burstgpt, mooncake
+  double time_scale = 1;           ///< a trace's arrival times are multiplied by it
+  std::int64_t max_rows = 0;       ///< a trace's first this many requests (0: all)
+  std::int32_t trace_block_tokens = 512; ///< a Mooncake trace's tokens per hash id
   // [lengths]
   length_dist prompt{length_dist::kind::sharegpt_prompt};
   length_dist output{length_dist::kind::sharegpt_output};

@@ -92,6 +92,8 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
   const auto cost = make_cost_model(sc);
   out.cost_description = cost->describe();
   workload traffic(sc);
+  out.trace_format = traffic.trace_format();
+  out.trace_skipped = traffic.trace_skipped();
   out.tenant_names = traffic.tenant_names();
   out.requests.resize(static_cast<std::size_t>(traffic.size()));
 

@@ -58,6 +58,8 @@ private:
 struct run_result {
   scenario sc;
   std::string cost_description;
+  std::string trace_format;      ///< the trace read, if any
+  std::int64_t trace_skipped = 0; ///< its failed requests left out
   std::vector<std::string> tenant_names;
   std::vector<request_record> requests;
   std::vector<step_record> steps;

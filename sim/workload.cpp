@@ -1,5 +1,7 @@
 #include "sim/workload.hpp"
 
+#include "sim/trace.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -66,93 +68,22 @@ workload::workload(const scenario& sc)
     tenant_priority_.push_back(t.priority);
   }
   if (sc.process == "trace") {
-    read_trace(sc.trace);
+    trace_options o;
+    o.format = sc.trace_format;
+    o.time_scale = sc.time_scale;
+    o.max_rows = sc.max_rows;
+    o.block_tokens = sc.trace_block_tokens;
+    o.prefix_tokens = sc.prefix_tokens;
+    auto t = read_trace(sc.trace, o, tenant_names_);
+    tenant_priority_.resize(tenant_names_.size(), 0);
+    trace_ = std::move(t.requests);
+    trace_blocks_ = std::move(t.blocks);
+    trace_format_ = t.format;
+    trace_skipped_ = t.skipped;
     total_ = static_cast<std::int64_t>(trace_.size());
   } else {
     total_ = sc.num_requests;
   }
-}
-
-void workload::read_trace(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw scenario_error(file.string() + ": cannot read the trace");
-  std::string line;
-  std::vector<std::string> columns;
-  std::int64_t line_no = 0;
-  const auto where = [&] { return file.string() + ":" + std::to_string(line_no) + ": "; };
-  const auto split = [](const std::string& s) {
-    std::vector<std::string> cells(1);
-    for (const char c : s) {
-      if (c == ',') cells.emplace_back();
-      else if (c != '\r') cells.back() += c;
-    }
-    for (auto& c : cells) {
-      while (!c.empty() && c.front() == ' ') c.erase(c.begin());
-      while (!c.empty() && c.back() == ' ') c.pop_back();
-    }
-    return cells;
-  };
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty() || line[0] == '#') continue;
-    const auto cells = split(line);
-    if (columns.empty()) {
-      columns = cells;
-      for (const char* need : {"arrival_s", "prompt_tokens", "output_tokens"})
-        if (std::find(columns.begin(), columns.end(), need) == columns.end())
-          throw scenario_error(where() + "the header names no column " + need +
-                               " (columns: arrival_s, prompt_tokens, output_tokens, tenant, priority, prefix_group)");
-      for (const auto& c : columns)
-        if (c != "arrival_s" && c != "prompt_tokens" && c != "output_tokens" && c != "tenant" && c != "priority" &&
-            c != "prefix_group")
-          throw scenario_error(where() + "unknown column \"" + c + "\"");
-      continue;
-    }
-    if (cells.size() != columns.size())
-      throw scenario_error(where() + std::to_string(cells.size()) + " cells, the header has " +
-                           std::to_string(columns.size()));
-    sim_request r;
-    r.index = static_cast<std::int64_t>(trace_.size());
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      const auto& c = cells[i];
-      const auto& col = columns[i];
-      const auto integer = [&](std::int64_t lo) {
-        std::int64_t v = 0;
-        const auto [p, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
-        if (ec != std::errc{} || p != c.data() + c.size() || v < lo || v > (1 << 30))
-          throw scenario_error(where() + col + ": \"" + c + "\" is not an integer in [" + std::to_string(lo) + ", 2^30]");
-        return static_cast<std::int32_t>(v);
-      };
-      if (col == "arrival_s") {
-        double v = 0;
-        const auto [p, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
-        if (ec != std::errc{} || p != c.data() + c.size() || !std::isfinite(v) || v < 0)
-          throw scenario_error(where() + "arrival_s: \"" + c + "\" is not a time in seconds >= 0");
-        if (!trace_.empty() && v < trace_.back().arrival_s)
-          throw scenario_error(where() + "arrival_s goes back in time (" + c + " after " +
-                               std::to_string(trace_.back().arrival_s) + ")");
-        r.arrival_s = v;
-      } else if (col == "prompt_tokens") {
-        r.prompt_tokens = integer(1);
-      } else if (col == "output_tokens") {
-        r.output_tokens = integer(1);
-      } else if (col == "priority" && !c.empty()) {
-        r.priority = integer(-1'000'000);
-      } else if (col == "prefix_group" && !c.empty()) {
-        r.prefix_group = integer(0);
-      } else if (col == "tenant" && !c.empty()) {
-        const auto at = std::find(tenant_names_.begin(), tenant_names_.end(), c) - tenant_names_.begin();
-        if (at == static_cast<std::ptrdiff_t>(tenant_names_.size())) {
-          tenant_names_.push_back(c);
-          tenant_priority_.push_back(0);
-        }
-        r.tenant = static_cast<std::int32_t>(at);
-      }
-    }
-    if (r.prefix_group >= 0) r.prefix_tokens = std::min(sc_.prefix_tokens, r.prompt_tokens - 1); // once the row is read
-    trace_.push_back(r);
-  }
-  if (trace_.empty()) throw scenario_error(file.string() + ": the trace holds no request");
 }
 
 auto workload::draw(std::int64_t index) -> sim_request {
@@ -209,6 +140,13 @@ auto workload::next() -> std::optional<sim_request> {
 void workload::prompt_of(const sim_request& r, std::vector<token_id>& out) const {
   out.resize(static_cast<std::size_t>(r.prompt_tokens));
   const auto vocab = sc_.cost.model.vocab;
+  if (!trace_blocks_.empty()) { // Mooncake: block b's tokens from its hash id's stream
+    const auto& ids = trace_blocks_[static_cast<std::size_t>(r.index)];
+    const auto n = static_cast<std::size_t>(sc_.trace_block_tokens);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = token_at(sc_.seed, hash_stream + ids[i / n], i % n, vocab);
+    return;
+  }
   const auto shared = static_cast<std::size_t>(std::clamp(r.prefix_tokens, 0, r.prompt_tokens));
   // Two plain loops (the group's prefix, then its own tokens): they vectorise.
   const std::uint64_t group = 1 + static_cast<std::uint64_t>(r.prefix_group);

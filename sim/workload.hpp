@@ -3,11 +3,10 @@
 // order from its seed (or read from a trace), so a million requests need no
 // more memory than one.
 //
-// A trace is a CSV file whose first line names its columns: arrival_s,
-// prompt_tokens, output_tokens (required), tenant, priority, prefix_group
-// (optional; an empty cell is the default). Arrival times must not
-// decrease. Requests of one prefix_group share their first prefix.tokens
-// tokens (at most all but one of the prompt's).
+// A trace is read by sim/trace (troupe's CSV, Azure, BurstGPT, Mooncake).
+// Requests of one prefix_group share their first prefix.tokens tokens (at
+// most all but one of the prompt's); a Mooncake trace's requests share the
+// blocks whose hash ids they share.
 
 #include "engine/core/rng.hpp"
 #include "engine/core/types.hpp"
@@ -34,7 +33,7 @@ inline auto token_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t pos
 /// Streams of token_at: a request's own prompt tokens, a later turn's new
 /// message, a request's sampled output (prefix group g is stream 1 + g).
 inline constexpr std::uint64_t prompt_stream = std::uint64_t{1} << 40, message_stream = std::uint64_t{1} << 41,
-                               output_stream = std::uint64_t{1} << 42;
+                               output_stream = std::uint64_t{1} << 42, hash_stream = std::uint64_t{1} << 43;
 
 struct sim_request {
   std::int64_t index = 0; ///< 0, 1, ... in arrival order
@@ -70,6 +69,9 @@ public:
   auto next() -> std::optional<sim_request>;
   auto size() const -> std::int64_t { return total_; }
   auto tenant_names() const -> const std::vector<std::string>& { return tenant_names_; }
+  /// A trace's format, and its failed requests left out.
+  auto trace_format() const -> const std::string& { return trace_format_; }
+  auto trace_skipped() const -> std::int64_t { return trace_skipped_; }
 
   /// The prompt's token ids: its group's shared prefix, then its own.
   void prompt_of(const sim_request& r, std::vector<token_id>& out) const;
@@ -82,7 +84,6 @@ public:
 
 private:
   auto draw(std::int64_t index) -> sim_request;
-  void read_trace(const std::filesystem::path& file);
 
   const scenario& sc_;
   rng g_;
@@ -91,6 +92,9 @@ private:
   std::vector<std::string> tenant_names_;
   std::vector<std::int32_t> tenant_priority_;
   std::vector<sim_request> trace_;
+  std::vector<std::vector<std::uint64_t>> trace_blocks_; ///< Mooncake: each request's hash ids
+  std::string trace_format_;
+  std::int64_t trace_skipped_ = 0;
   std::int64_t total_ = 0;
   std::int64_t issued_ = 0;
   double t_ = 0;

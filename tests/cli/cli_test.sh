@@ -165,6 +165,19 @@ check "sim unknown hardware preset: exit 1" test "$(exit_code "$troupe" sim --se
   --trace "$trace" --hardware tpu)" = 1
 check "sim unknown hardware preset: one line naming the known ones" \
   test "$(cat "$tmp/err")" = 'troupe sim: unknown hardware preset "tpu"; known: h100, h200, a100, l40s, l4, cpu'
+printf 'Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,72,18,90,Conversation log
+45,ChatGPT,87,0,87,Conversation log\n118,GPT-4,41,27,68,API log\n130,GPT-4,40,20,60,API log\n' >"$tmp/burst.csv"
+check "sim --server-config a BurstGPT trace, scaled and cut: exit 0" test "$(exit_code "$troupe" sim --server-config \
+  "$tmp/server.toml" --trace "$tmp/burst.csv" --time-scale 0.1 --max-rows 2 --out "$tmp/simburst")" = 0
+check "sim a BurstGPT trace: the failed request left out and counted" grep -q "a burstgpt trace, 1 failed requests left out" "$tmp/err"
+check "sim a BurstGPT trace: two rows, the second at (118 - 5) x 0.1 s" \
+  test "$(cut -d, -f5 "$tmp/simburst/server/requests.csv" | tail -n +2 | tr '\n' ' ')" = "0.000000 11.300000 "
+check "sim --trace-format unknown: exit 2" test "$(exit_code "$troupe" sim --server-config "$tmp/server.toml" \
+  --trace "$tmp/burst.csv" --trace-format csv)" = 2
+check "sim --trace-format unknown: the formats listed" \
+  grep -q "troupe sim: --trace-format is one of auto, troupe, azure, burstgpt, mooncake" "$tmp/err"
+check "sim a trace read as another format: exit 1, the line" test "$(exit_code "$troupe" sim --server-config \
+  "$tmp/server.toml" --trace "$tmp/burst.csv" --trace-format azure)" = 1 -a -n "$(grep -F 'burst.csv:1: a burstgpt trace, not azure' "$tmp/err")"
 printf '[model]\ndir = "%s"\n[autoscaler]\npolicy = "queue_depth"\nmin_replicas = 2\n' "$tmp/tiny" >"$tmp/scaled.toml"
 check "sim --server-config: a bad fleet is refused as the server refuses it" test "$(exit_code "$troupe" sim \
   --server-config "$tmp/scaled.toml" --trace "$trace")" = 1 -a "$(wc -l <"$tmp/err")" = 1

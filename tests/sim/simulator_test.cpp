@@ -113,7 +113,8 @@ values = [5, 10.5]
 TEST_CASE("a bad scenario names the key and the problem") {
   CHECK(error_of(k_base, {{"arrival.rate", "-1"}}) == "arrival.rate: must be > 0, got -1");
   CHECK(error_of(k_base, {{"arrival.rat", "1"}}) ==
-        "arrival.rat: unknown key; known: process, rate, cv, trace");
+        "arrival.rat: unknown key; known: process, rate, cv, trace, trace_format, time_scale, max_rows, "
+        "trace_block_tokens");
   CHECK(error_of("[arival]\nrate = 1\n").starts_with("arival: unknown key; known: sim, arrival"));
   CHECK(error_of(k_base, {{"arrival.process", "\"burst\""}}) ==
         "arrival.process: unknown value \"burst\"; known: poisson, gamma, constant, all_at_once, trace");
@@ -127,7 +128,7 @@ TEST_CASE("a bad scenario names the key and the problem") {
   CHECK(error_of(k_base, {{"replicas.kv_blocks", "\"many\""}}) ==
         "replicas[0].kv_blocks: expected an integer, got a string");
   CHECK(error_of(k_base, {{"arrival.process", "trace"}}) ==
-        "arrival.trace: missing: the process \"trace\" needs a CSV file");
+        "arrival.trace: missing: the process \"trace\" needs a trace file");
   CHECK(error_of(k_base, {{"cost.kind", "calibrated"}}).starts_with("cost.step_log: missing"));
   CHECK(error_of("[sim\nseed = 1\n").starts_with("test.toml:1: "));
   CHECK(error_of(std::string(k_base) + "[sweep]\nkey = \"arrival.rate\"\nvalues = []\n") ==
