@@ -1,6 +1,6 @@
 #include "actors/wire.hpp"
 
-#include "actors/config_toml.hpp"
+#include "settings/toml_settings.hpp"
 #include "actors/tenancy/sha256.hpp"
 
 #include <caf/all.hpp>
@@ -263,7 +263,7 @@ auto read_worker_secret(const server_config& config) -> std::string {
                        "secret of at least 16 bytes (the same on the router node and every worker)");
   auto secret = std::string{};
   try {
-    secret = read_config_file(path);
+    secret = settings::read_file(path);
   } catch (const config_error& e) {
     throw config_error("router.worker_secret_file: " + std::string(e.what()));
   }

@@ -1,6 +1,6 @@
 #include "actors/server_config.hpp"
 
-#include "actors/config_toml.hpp"
+#include "settings/toml_settings.hpp"
 #include "actors/server_config_keys.hpp"
 
 #include <toml++/toml.h>
@@ -35,25 +35,14 @@ auto find_key(std::string_view section, std::string_view key) -> const key_spec&
   fail(std::string(section) + "." + std::string(key), "unknown key; known: " + known);
 }
 
-void apply_override(const config_override& o, server_config& c) {
+/// An override into the document, over the file's value: a string-valued
+/// key takes the text as it is; the others read it as a TOML value.
+void apply_override(const config_override& o, toml::table& root) {
   const auto& [path, value] = o;
   const auto dot = path.find('.');
   if (dot == std::string::npos) fail(path, "an override names section.key");
   const auto& spec = find_key(std::string_view(path).substr(0, dot), std::string_view(path).substr(dot + 1));
-  // Parsed as the right-hand side of one key; anything else (a bare word, a
-  // path, text that smuggles in more keys) is the plain string.
-  auto doc = toml::table{};
-  try {
-    doc = toml::parse("v = " + value);
-  } catch (const toml::parse_error&) {
-  }
-  const toml::node* node = doc.size() == 1 ? doc.get("v") : nullptr;
-  if (node == nullptr || (spec.io.takes_string && !node->is_string())) {
-    doc = toml::table{};
-    doc.insert_or_assign("v", value);
-    node = doc.get("v");
-  }
-  spec.io.apply(*node, path, c);
+  settings::set_path(root, path, *settings::override_value(value, spec.io.takes_string).get("v"), "--set " + path);
 }
 
 // The column where a line's comment starts (as long as what comes before fits).
@@ -104,7 +93,8 @@ auto default_server_config_toml() -> std::string {
 
 auto parse_server_config(std::string_view toml_text, std::string_view origin,
                          const std::vector<config_override>& overrides) -> server_config {
-  const auto root = parse_toml(toml_text, origin);
+  auto root = settings::parse(toml_text, origin);
+  for (const auto& o : overrides) apply_override(o, root);
   auto config = server_config{};
   for (const auto& [section_key, section] : root) {
     const auto section_name = std::string(section_key.str());
@@ -113,7 +103,6 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
     for (const auto& [key, value] : *section.as_table())
       find_key(section_name, key.str()).io.apply(value, section_name + "." + std::string(key.str()), config);
   }
-  for (const auto& o : overrides) apply_override(o, config);
   // Metrics thought internal but served on the main port: refused, not guessed.
   if (!config.metrics_host.empty() && config.metrics_port < 0)
     fail("server.metrics_host", "\"" + config.metrics_host +
@@ -129,7 +118,7 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
 
 auto load_server_config(const std::filesystem::path& path, const std::vector<config_override>& overrides)
     -> server_config {
-  return parse_server_config(read_config_file(path), path.string(), overrides);
+  return parse_server_config(settings::read_file(path), path.string(), overrides);
 }
 
 auto default_server_config(const std::vector<config_override>& overrides) -> server_config {

@@ -6,6 +6,7 @@
 // Plain C++: nothing here knows CAF or Beast.
 
 #include "engine/core/scheduler_config.hpp"
+#include "settings/error.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -19,10 +20,9 @@ namespace troupe {
 
 /// Thrown at start-up; what() is one line "<key path>: <reason>" (e.g.
 /// "scheduler.max_num_seqs: must be >= 1, got 0") or
-/// "<file>: line L, column C: <TOML parse error>".
-struct config_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+/// "<file>: line L, column C: <TOML parse error>": the settings reader's
+/// error (settings/toml_settings.hpp).
+using config_error = settings::error;
 
 /// One more model served beside [model] (key model.more): its own replicas,
 /// executors, KV cache and router. One whose name is already served is a new

@@ -1,6 +1,6 @@
 #include "actors/server_config_keys.hpp"
 
-#include "actors/config_toml.hpp"
+#include "settings/toml_settings.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 #include "policies/registry.hpp"
@@ -20,40 +20,14 @@
 
 namespace troupe::config_keys {
 
-void fail(const std::string& where, std::string_view reason) {
-  throw config_error(where + ": " + std::string(reason));
-}
-
-void wrong_type(const std::string& path, std::string_view expected, const toml::node& n) {
-  fail(path, "expected " + std::string(expected) + ", got " + toml_type_name(n));
-}
-
 namespace {
 
-auto as_integer(const toml::node& n, const std::string& path) -> std::int64_t {
-  if (!n.is_integer()) wrong_type(path, "an integer", n);
-  return n.as_integer()->get();
-}
-
-/// A number (an integer is taken too). Not node::value<double>(), which
-/// refuses integers a double cannot hold exactly.
-auto as_number(const toml::node& n, const std::string& path) -> double {
-  if (!n.is_number()) wrong_type(path, "a number", n);
-  return n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
-}
-
-auto as_string(const toml::node& n, const std::string& path) -> const std::string& {
-  if (!n.is_string()) wrong_type(path, "a string", n);
-  return n.as_string()->get();
-}
-
-/// "a, b, c".
-template <class Range>
-auto joined(const Range& names) -> std::string {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
-  return out;
-}
+using settings::joined;
+using settings::parse_byte_size;
+using settings::show_number;
+using settings::toml_byte_size;
+using settings::toml_float;
+using settings::toml_quoted;
 
 /// "[a, b]": each element written by `write`.
 template <class T, class Write>
@@ -68,22 +42,6 @@ auto inline_table(const std::vector<std::pair<std::string_view, std::string>>& e
   std::string out;
   for (const auto& [k, v] : entries) out += (out.empty() ? "" : ", ") + std::string(k) + " = " + v;
   return "{ " + out + " }";
-}
-
-/// v, unless it lies outside [lo, hi] (hi defaults to Int's maximum).
-template <class Int>
-auto in_range(std::int64_t v, const std::string& path, std::int64_t lo, std::optional<std::int64_t> hi) -> Int {
-  if (hi) {
-    if (v < lo || v > *hi)
-      fail(path, "must be in [" + std::to_string(lo) + ", " + std::to_string(*hi) + "], got " + std::to_string(v));
-  } else if (v < lo) {
-    fail(path, "must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
-  }
-  if constexpr (sizeof(Int) < sizeof(std::int64_t)) {
-    constexpr auto max = std::int64_t{std::numeric_limits<Int>::max()};
-    if (v > max) fail(path, "must be <= " + std::to_string(max) + ", got " + std::to_string(v));
-  }
-  return static_cast<Int>(v);
 }
 
 /// A key's field: a member of server_config, or a member of one of its
@@ -115,7 +73,7 @@ template <class Field>
 auto integer(Field field, std::int64_t lo, std::optional<std::int64_t> hi = std::nullopt) -> key_io {
   using Int = field_type<Field>;
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
-            ref(c, field) = in_range<Int>(as_integer(n, path), path, lo, hi);
+            ref(c, field) = settings::integer_of<Int>(n, path, lo, hi);
           },
           [=](const server_config& c) { return std::to_string(ref(c, field)); }};
 }
@@ -124,11 +82,7 @@ auto integer(Field field, std::int64_t lo, std::optional<std::int64_t> hi = std:
 template <class Field>
 auto seconds(Field field, bool zero_ok) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
-            const auto v = as_number(n, path);
-            if (zero_ok ? !(v >= 0) : !(v > 0))
-              fail(path, (zero_ok ? "must be >= 0, got " : "must be > 0, got ") + show_number(v));
-            if (!std::isfinite(v)) fail(path, "must be finite, got " + show_number(v));
-            ref(c, field) = v;
+            ref(c, field) = settings::number(n, path, 0, !zero_ok);
           },
           [=](const server_config& c) { return toml_float(ref(c, field)); }};
 }
@@ -137,9 +91,7 @@ auto seconds(Field field, bool zero_ok) -> key_io {
 template <class Field>
 auto number(Field field, double lo) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
-            const auto v = as_number(n, path);
-            if (!(v >= lo)) fail(path, "must be >= " + show_number(lo) + ", got " + show_number(v));
-            ref(c, field) = v;
+            ref(c, field) = settings::number(n, path, lo);
           },
           [=](const server_config& c) { return toml_float(ref(c, field)); }};
 }
@@ -161,7 +113,7 @@ auto byte_size(Field field, std::int64_t min) -> key_io {
             if (n.is_integer()) bytes = n.as_integer()->get();
             else if (n.is_string()) bytes = parse_byte_size(n.as_string()->get(), path);
             else wrong_type(path, "an integer or a size string like \"512MiB\"", n);
-            ref(c, field) = in_range<std::int64_t>(bytes, path, min, std::nullopt);
+            ref(c, field) = settings::in_range<std::int64_t>(bytes, path, min, std::nullopt);
           },
           [=](const server_config& c) { return toml_byte_size(ref(c, field)); }};
 }
@@ -173,7 +125,7 @@ using text_check = std::function<void(const std::string& value, const std::strin
 template <class Field>
 auto text(Field field, text_check check = {}) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
-            const auto& s = as_string(n, path);
+            const auto& s = settings::string(n, path);
             if (check) check(s, path);
             ref(c, field) = s;
           },
@@ -221,7 +173,7 @@ auto device_list() -> key_io {
     if (list.empty()) fail(path, "must not be empty");
     auto devices = std::vector<std::string>{};
     for (std::size_t i = 0; i < list.size(); ++i) {
-      const auto& name = as_string(list[i], path + "[" + std::to_string(i) + "]");
+      const auto& name = settings::string(list[i], path + "[" + std::to_string(i) + "]");
       try {
         (void)parse_device(name);
       } catch (const std::invalid_argument& e) {
@@ -245,9 +197,7 @@ auto positive_numbers(std::vector<double> server_config::*field) -> key_io {
     std::size_t i = 0;
     for (const auto& e : *n.as_array()) {
       const auto at = path + "[" + std::to_string(i++) + "]";
-      const auto v = as_number(e, at);
-      if (!(v > 0) || !std::isfinite(v)) fail(at, "must be > 0, got " + show_number(v));
-      out.push_back(v);
+      out.push_back(settings::number(e, at, 0, true));
     }
     c.*field = std::move(out);
   };
@@ -286,7 +236,7 @@ auto string_at(const toml::table& t, const std::string& at, std::string_view key
     if (required) fail(path, "missing");
     return {};
   }
-  const auto& s = as_string(*n, path);
+  const auto& s = settings::string(*n, path);
   if (required && s.empty()) fail(path, "must not be empty");
   return s;
 }
@@ -296,7 +246,7 @@ auto int_at(const toml::table& t, const std::string& at, std::string_view key, s
   const auto* n = t.get(key);
   if (n == nullptr) return fallback;
   const auto path = at + "." + std::string(key);
-  return in_range<std::int32_t>(as_integer(*n, path), path, lo, hi);
+  return settings::integer_of<std::int32_t>(*n, path, lo, hi);
 }
 
 void read_model_entry(const toml::table& t, const std::string& at, model_entry& m) {
@@ -327,7 +277,7 @@ void read_capability_rule(const toml::table& t, const std::string& at, capabilit
   r.max_tokens = int_at(t, at, "max_tokens", 0, 0, std::nullopt);
   if (const auto* n = t.get("tiers")) {
     if (!n->is_array()) wrong_type(at + ".tiers", "an array of strings", *n);
-    for (const auto& e : *n->as_array()) r.tiers.push_back(as_string(e, at + ".tiers"));
+    for (const auto& e : *n->as_array()) r.tiers.push_back(settings::string(e, at + ".tiers"));
   }
 }
 

@@ -4,6 +4,7 @@
 // and its description for `troupe config`. Internal to the config reader.
 
 #include "actors/server_config.hpp"
+#include "settings/toml_settings.hpp"
 
 #include <toml++/toml.h>
 
@@ -15,10 +16,9 @@
 
 namespace troupe::config_keys {
 
-/// Throws config_error("<where>: <reason>").
-[[noreturn]] void fail(const std::string& where, std::string_view reason);
-/// Throws config_error("<path>: expected <expected>, got <the node's type>").
-[[noreturn]] void wrong_type(const std::string& path, std::string_view expected, const toml::node& n);
+// config_error("<where>: <reason>"), config_error("<path>: expected X, got Y").
+using settings::fail;
+using settings::wrong_type;
 
 /// Checks a TOML value and stores it in its field; throws config_error naming `path`.
 using apply_fn = std::function<void(const toml::node&, const std::string& path, server_config&)>;

@@ -21,7 +21,7 @@ declare -A sources libs
 sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp actors/http/openai_api.cpp actors/http/json_reader.cpp actors/http/openai_format.cpp
   engine/core/sampling_params.cpp"
 libs[openai_request]="-lsimdjson"
-sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp actors/config_toml.cpp
+sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp settings/toml_settings.cpp
   actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
   engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda_backend.cpp
   engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf.cpp

@@ -1,6 +1,7 @@
 #include "sim/scenario.hpp"
 
 #include "sim/trace.hpp"
+#include "settings/toml_settings.hpp"
 
 #include "engine/core/kv_dtype.hpp"
 
@@ -19,120 +20,16 @@
 namespace troupe::sim {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) { throw scenario_error(path + ": " + what); }
+using settings::fail;
+using settings::joined;
+using reader = settings::table_reader;
 
-auto kind_of(const toml::node& n) -> std::string {
-  switch (n.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date or time";
-  }
+/// A path key, relative to the scenario's folder.
+void read_file_key(reader& r, std::string_view key, std::filesystem::path& out, const std::filesystem::path& dir) {
+  std::string s;
+  r.text(key, s);
+  if (!s.empty()) out = dir / s;
 }
-
-auto show(double v) -> std::string {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-auto join(const std::vector<std::string>& names) -> std::string {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-// One table being read: typed fields with the key path in every error, and
-// at the end a check that it held no key nobody asked for.
-class reader {
-public:
-  reader(const toml::table& t, std::string path) : t_(t), path_(std::move(path)) {}
-
-  auto at(std::string_view key) -> const toml::node* {
-    known_.emplace_back(key);
-    return t_.get(key);
-  }
-  auto path(std::string_view key) const -> std::string { return path_.empty() ? std::string(key) : path_ + "." + std::string(key); }
-
-  void number(std::string_view key, double& out, double lo, bool lo_open = false) {
-    const auto* n = at(key);
-    if (n == nullptr) return;
-    if (!n->is_number()) fail(path(key), "expected a number, got " + kind_of(*n));
-    const double v = n->is_integer() ? static_cast<double>(n->as_integer()->get()) : n->as_floating_point()->get();
-    if (!std::isfinite(v) || v < lo || (lo_open && v == lo))
-      fail(path(key), std::string("must be ") + (lo_open ? "> " : ">= ") + show(lo) + ", got " + show(v));
-    out = v;
-  }
-  template <class Int>
-  void integer(std::string_view key, Int& out, std::int64_t lo,
-               std::int64_t hi = static_cast<std::int64_t>(
-                   std::min<std::uint64_t>(std::numeric_limits<Int>::max(), std::numeric_limits<std::int64_t>::max()))) {
-    const auto* n = at(key);
-    if (n == nullptr) return;
-    if (!n->is_integer()) fail(path(key), "expected an integer, got " + kind_of(*n));
-    const auto v = n->as_integer()->get();
-    if (v < lo || v > hi)
-      fail(path(key), "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
-    out = static_cast<Int>(v);
-  }
-  void boolean(std::string_view key, bool& out) {
-    const auto* n = at(key);
-    if (n == nullptr) return;
-    if (!n->is_boolean()) fail(path(key), "expected a boolean, got " + kind_of(*n));
-    out = n->as_boolean()->get();
-  }
-  void text(std::string_view key, std::string& out, const std::vector<std::string>& allowed = {}) {
-    const auto* n = at(key);
-    if (n == nullptr) return;
-    if (!n->is_string()) fail(path(key), "expected a string, got " + kind_of(*n));
-    const auto& s = n->as_string()->get();
-    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), s) == allowed.end())
-      fail(path(key), "unknown value \"" + s + "\"; known: " + join(allowed));
-    out = s;
-  }
-  void file(std::string_view key, std::filesystem::path& out, const std::filesystem::path& dir) {
-    std::string s;
-    text(key, s);
-    if (!s.empty()) out = dir / s;
-  }
-  /// A sub-table, or nullopt when absent.
-  auto table(std::string_view key) -> std::optional<reader> {
-    const auto* n = at(key);
-    if (n == nullptr) return std::nullopt;
-    if (!n->is_table()) fail(path(key), "expected a table, got " + kind_of(*n));
-    return reader(*n->as_table(), path(key));
-  }
-  /// An array of tables ([[key]]), each read by f(reader&, index).
-  template <class F>
-  auto tables(std::string_view key, F f) -> bool {
-    const auto* n = at(key);
-    if (n == nullptr) return false;
-    if (!n->is_array_of_tables() || n->as_array()->empty())
-      fail(path(key), "expected one or more [[" + std::string(key) + "]] tables, got " + kind_of(*n));
-    std::size_t i = 0;
-    for (const auto& e : *n->as_array()) {
-      reader r(*e.as_table(), path(key) + "[" + std::to_string(i) + "]");
-      f(r, i++);
-      r.finish();
-    }
-    return true;
-  }
-  void finish() const {
-    for (const auto& [k, v] : t_) {
-      (void)v;
-      if (std::find(known_.begin(), known_.end(), k.str()) == known_.end())
-        fail(path(k.str()), "unknown key; known: " + join(known_));
-    }
-  }
-
-private:
-  const toml::table& t_;
-  std::string path_;
-  std::vector<std::string> known_;
-};
 
 void read_length(reader& parent, std::string_view key, length_dist& d) {
   const auto* n = parent.at(key);
@@ -145,7 +42,7 @@ void read_length(reader& parent, std::string_view key, length_dist& d) {
     if (d.value < 1) fail(where, "must be >= 1, got " + std::to_string(d.value));
     return;
   }
-  if (!n->is_table()) fail(where, "expected an integer or a table like { dist = \"lognormal\", median = 150, sigma = 0.8 }, got " + kind_of(*n));
+  if (!n->is_table()) fail(where, "expected an integer or a table like { dist = \"lognormal\", median = 150, sigma = 0.8 }, got " + settings::type_name(*n));
   reader r(*n->as_table(), where);
   std::string dist;
   r.text("dist", dist, {"fixed", "uniform", "lognormal", "zipf", "sharegpt"});
@@ -185,7 +82,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->text("process", sc.process, {"poisson", "gamma", "constant", "all_at_once", "trace"});
     r->number("rate", sc.rate, 0, true);
     r->number("cv", sc.cv, 0, true);
-    r->file("trace", sc.trace, dir);
+    read_file_key(*r, "trace", sc.trace, dir);
     auto formats = trace_format_names();
     formats.insert(formats.begin(), "auto");
     r->text("trace_format", sc.trace_format, formats);
@@ -214,7 +111,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->integer("groups", sc.prefix_groups, 0);
     r->integer("tokens", sc.prefix_tokens, 0);
     r->number("fraction", sc.prefix_fraction, 0);
-    if (sc.prefix_fraction > 1) fail("prefix.fraction", "must be <= 1, got " + show(sc.prefix_fraction));
+    if (sc.prefix_fraction > 1) fail("prefix.fraction", "must be <= 1, got " + settings::show_number(sc.prefix_fraction));
     r->finish();
   }
   if (auto r = top.table("chat")) {
@@ -232,7 +129,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r.integer("count", s.count, 1, 4096);
     r.text("policy", s.policy);
     if (s.policy.find('/') == std::string::npos && std::find(scheduling.begin(), scheduling.end(), s.policy) == scheduling.end())
-      fail(r.path("policy"), "unknown scheduling policy \"" + s.policy + "\"; known: " + join(scheduling));
+      fail(r.path("policy"), "unknown scheduling policy \"" + s.policy + "\"; known: " + joined(scheduling));
     r.text("eviction", s.eviction, eviction);
     r.integer("kv_blocks", s.kv_blocks, 1);
     r.integer("kv_memory", s.kv_memory, 1);
@@ -262,7 +159,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->text("policy", sc.routing);
     const auto routing = policy::routing_policy_names();
     if (sc.routing.find('/') == std::string::npos && std::find(routing.begin(), routing.end(), sc.routing) == routing.end())
-      fail(r->path("policy"), "unknown value \"" + sc.routing + "\"; known: " + join(routing));
+      fail(r->path("policy"), "unknown value \"" + sc.routing + "\"; known: " + joined(routing));
     r->finish();
   }
   if (auto r = top.table("autoscaler")) {
@@ -284,7 +181,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   }
   if (auto r = top.table("cost")) {
     r->text("kind", sc.cost.kind, {"roofline", "calibrated"});
-    r->file("step_log", sc.cost.step_log, dir);
+    read_file_key(*r, "step_log", sc.cost.step_log, dir);
     r->finish();
   }
   if (sc.cost.kind == "calibrated" && sc.cost.step_log.empty())
@@ -364,48 +261,12 @@ const std::vector<std::pair<std::string, hardware_spec>>& presets() {
   return all;
 }
 
-// Sets `value` at a dotted key path in `t`, creating tables on the way; in
-// an array of tables ([[replicas]]) it is set in every element.
-void set_path(toml::table& t, std::string_view path, const toml::node& value, const std::string& origin) {
-  const auto dot = path.find('.');
-  const auto head = std::string(path.substr(0, dot));
-  if (head.empty() || dot == path.size() - 1) fail(std::string(path), "not a key path like section.key (" + origin + ")");
-  if (dot == std::string_view::npos) {
-    t.insert_or_assign(head, value);
-    return;
-  }
-  const auto rest = path.substr(dot + 1);
-  auto* n = t.get(head);
-  if (n == nullptr) {
-    t.insert(head, toml::table{});
-    n = t.get(head);
-  }
-  if (n->is_table()) {
-    set_path(*n->as_table(), rest, value, origin);
-  } else if (n->is_array_of_tables()) {
-    for (auto& e : *n->as_array()) set_path(*e.as_table(), rest, value, origin);
-  } else {
-    fail(head, "is " + kind_of(*n) + ", so " + std::string(path) + " cannot be set (" + origin + ")");
-  }
-}
-
-// An override's text as a TOML value; text that is not one is a string.
-auto value_of(const std::string& text) -> toml::table {
-  try {
-    return toml::parse("v = " + text);
-  } catch (const toml::parse_error&) {
-    toml::table t;
-    t.insert("v", text);
-    return t;
-  }
-}
-
 auto format_value(const toml::node& n) -> std::string {
   if (n.is_string()) return n.as_string()->get();
   if (n.is_integer()) return std::to_string(n.as_integer()->get());
-  if (n.is_floating_point()) return show(n.as_floating_point()->get());
+  if (n.is_floating_point()) return settings::show_number(n.as_floating_point()->get());
   if (n.is_boolean()) return n.as_boolean()->get() ? "true" : "false";
-  return kind_of(n);
+  return settings::type_name(n);
 }
 
 // A variant's overrides as (key path, value): `set = { "replicas.policy" =
@@ -429,19 +290,15 @@ auto hardware_preset_names() -> std::vector<std::string> {
 auto hardware_preset(const std::string& name) -> hardware_spec {
   for (const auto& [n, spec] : presets())
     if (n == name) return spec;
-  throw scenario_error("unknown hardware preset \"" + name + "\"; known: " + join(hardware_preset_names()));
+  throw scenario_error("unknown hardware preset \"" + name + "\"; known: " + joined(hardware_preset_names()));
 }
 
 
 auto parse_scenario(std::string_view text, const std::string& origin, const std::filesystem::path& dir,
                     const std::vector<scenario_override>& overrides) -> std::vector<scenario> {
-  toml::table base;
-  try {
-    base = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    throw scenario_error(origin + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
-  }
-  for (const auto& [key, value] : overrides) set_path(base, key, *value_of(value).get("v"), "--set " + key);
+  auto base = settings::parse(text, origin);
+  for (const auto& [key, value] : overrides)
+    settings::set_path(base, key, *settings::override_value(value).get("v"), "--set " + key);
 
   // The runs: variants (each a table of key paths to set) times sweep values.
   struct variant {
@@ -485,10 +342,10 @@ auto parse_scenario(std::string_view text, const std::string& origin, const std:
   for (const auto& var : variants)
     for (const auto* sv : sweep_values) {
       toml::table t = base;
-      for (const auto& [k, val] : var.sets) set_path(t, k, *val, "variant " + var.name);
+      for (const auto& [k, val] : var.sets) settings::set_path(t, k, *val, "variant " + var.name);
       std::string name = var.name;
       if (sv != nullptr) {
-        set_path(t, sweep_key, *sv, "sweep");
+        settings::set_path(t, sweep_key, *sv, "sweep");
         name += " " + sweep_key + "=" + format_value(*sv);
       }
       runs.push_back(read_scenario(t, name, dir));
@@ -498,11 +355,7 @@ auto parse_scenario(std::string_view text, const std::string& origin, const std:
 
 auto load_scenario(const std::filesystem::path& file, const std::vector<scenario_override>& overrides)
     -> std::vector<scenario> {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw scenario_error(file.string() + ": cannot read the scenario file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_scenario(text.str(), file.string(), file.parent_path(), overrides);
+  return parse_scenario(settings::read_file(file), file.string(), file.parent_path(), overrides);
 }
 
 } // namespace troupe::sim

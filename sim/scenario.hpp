@@ -4,6 +4,7 @@
 // asks for (variants of it, each over a sweep of one key).
 
 #include "engine/core/scheduler_config.hpp"
+#include "settings/error.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -14,11 +15,9 @@
 
 namespace troupe::sim {
 
-/// "key.path: problem", or "file:line: problem" for a trace.
-class scenario_error : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
+/// "key.path: problem", or "file:line: problem" for a trace: the settings
+/// reader's error (settings/toml_settings.hpp).
+using scenario_error = settings::error;
 
 /// A distribution of token counts.
 struct length_dist {

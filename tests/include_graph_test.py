@@ -4,11 +4,12 @@ folder names a folder of its own library or of one it links (meson.build).
 
     policies/     libtroupe_policies  standard C++ only
     engine/core/  libtroupe_core      + policies/ (the mechanisms, the foundation types)
-    sim/          libtroupe_sim       + engine/core/, policies/
+    settings/     libtroupe_settings  its own (the TOML reader; toml++)
+    sim/          libtroupe_sim       + engine/core/, policies/, settings/
     kernels/      libtroupe_cuda      + engine/core/ (dtype)
     engine/       libtroupe_engine    + engine/core/, policies/
     engine/cuda/  libtroupe_cuda (+ its host-side plans in libtroupe_engine): + engine/, kernels/
-    actors/       libtroupe_actors    + engine/, policies/
+    actors/       libtroupe_actors    + engine/, policies/, settings/
     cli/          troupe              anything
     examples/     out-of-tree policies: policies/api/ alone
 
@@ -28,8 +29,9 @@ ALLOWED = [
     ("engine/cuda/", ["engine/", "policies/", "kernels/"]),
     ("engine/", ["engine/", "policies/", "install_paths.hpp"]),
     ("kernels/", ["kernels/", "engine/core/"]),
-    ("sim/", ["sim/", "engine/core/", "policies/"]),
-    ("actors/", ["actors/", "engine/", "policies/"]),
+    ("settings/", ["settings/"]),
+    ("sim/", ["sim/", "engine/core/", "policies/", "settings/"]),
+    ("actors/", ["actors/", "engine/", "policies/", "settings/"]),
     ("cli/", [""]),
     ("examples/", ["policies/api/"]),
 ]
@@ -45,7 +47,7 @@ def folder_of(path):
 
 def main():
     bad, edges = [], {}
-    for top in ("policies", "engine", "kernels", "sim", "actors", "cli", "examples"):
+    for top in ("policies", "engine", "kernels", "settings", "sim", "actors", "cli", "examples"):
         for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
             for name in sorted(files):
                 if not name.endswith(SOURCES):

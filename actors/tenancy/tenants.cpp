@@ -1,7 +1,7 @@
 #include "actors/tenancy/tenants.hpp"
 
 #include "actors/http/openai_api.hpp"
-#include "actors/config_toml.hpp"
+#include "settings/toml_settings.hpp"
 
 #include <toml++/toml.h>
 
@@ -13,116 +13,71 @@
 namespace troupe {
 namespace {
 
-[[noreturn]] void fail(std::string_view origin, const std::string& where, const std::string& reason) {
-  throw config_error(std::string(origin) + ": " + where + ": " + reason);
-}
-
-struct reader {
-  std::string_view origin;
-
-  [[noreturn]] void wrong(const std::string& path, std::string_view want, const toml::node& n) const {
-    fail(origin, path, "expected " + std::string(want) + ", got " + toml_type_name(n));
-  }
-  auto integer(const toml::node& n, const std::string& path, std::int64_t lo, std::int64_t hi) const -> std::int64_t {
-    if (!n.is_integer()) wrong(path, "an integer", n);
-    const auto v = n.as_integer()->get();
-    if (v < lo) fail(origin, path, "must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
-    if (v > hi) fail(origin, path, "must be <= " + std::to_string(hi) + ", got " + std::to_string(v));
-    return v;
-  }
-  auto number(const toml::node& n, const std::string& path) const -> double {
-    if (!n.is_number()) wrong(path, "a number", n);
-    return n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
-  }
-  auto string(const toml::node& n, const std::string& path) const -> std::string {
-    if (!n.is_string()) wrong(path, "a string", n);
-    return n.as_string()->get();
-  }
-  auto boolean(const toml::node& n, const std::string& path) const -> bool {
-    if (!n.is_boolean()) wrong(path, "a boolean", n);
-    return n.as_boolean()->get();
-  }
-  /// A string, or an array of strings.
-  auto strings(const toml::node& n, const std::string& path) const -> std::vector<std::string> {
-    if (n.is_string()) return {n.as_string()->get()};
-    if (!n.is_array()) wrong(path, "a string or an array of strings", n);
-    std::vector<std::string> out;
-    std::size_t i = 0;
-    for (const auto& e : *n.as_array()) out.push_back(string(e, path + "[" + std::to_string(i++) + "]"));
-    return out;
-  }
-  auto table(const toml::node& n, const std::string& path) const -> const toml::table& {
-    if (!n.is_table()) wrong(path, "a table", n);
-    return *n.as_table();
-  }
-};
+using settings::fail;
 
 constexpr auto max_i32 = std::int64_t{std::numeric_limits<std::int32_t>::max()};
 
-auto parse_tier(const reader& rd, const std::string& name, const toml::table& t) -> tenant_tier {
+/// A string, or an array of strings.
+auto strings(const toml::node& n, const std::string& path) -> std::vector<std::string> {
+  if (n.is_string()) return {n.as_string()->get()};
+  if (!n.is_array()) settings::wrong_type(path, "a string or an array of strings", n);
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  for (const auto& e : *n.as_array()) out.push_back(settings::string(e, path + "[" + std::to_string(i++) + "]"));
+  return out;
+}
+
+auto parse_tier(const std::string& name, settings::table_reader r) -> tenant_tier {
   tenant_tier tier;
   tier.name = name;
-  for (const auto& [k, v] : t) {
-    const std::string key(k.str());
-    const auto path = "tiers." + name + "." + key;
-    if (key == "priority") {
-      tier.priority = static_cast<std::int32_t>(rd.integer(v, path, -max_i32, max_i32));
-    } else if (key == "vtc_weight") {
-      tier.vtc_weight = rd.number(v, path);
-      if (!(tier.vtc_weight > 0) || !std::isfinite(tier.vtc_weight))
-        fail(rd.origin, path, "must be a number > 0");
-    } else {
-      fail(rd.origin, path, "unknown key; known: priority, vtc_weight");
-    }
+  r.integer("priority", tier.priority, -max_i32);
+  if (const auto* v = r.at("vtc_weight")) {
+    tier.vtc_weight = settings::number(*v, r.path("vtc_weight"));
+    if (!(tier.vtc_weight > 0)) fail(r.path("vtc_weight"), "must be a number > 0");
   }
+  r.finish();
   return tier;
 }
 
-auto parse_tenant(const reader& rd, const std::string& name, const toml::table& t,
-                  const std::vector<tenant_tier>& tiers) -> tenant_spec {
+auto parse_tenant(const std::string& name, settings::table_reader r, const std::vector<tenant_tier>& tiers)
+    -> tenant_spec {
   tenant_spec s;
   s.name = name;
   s.tier.name = "standard";
-  std::string tier_name;
-  for (const auto& [k, v] : t) {
-    const std::string key(k.str());
-    const auto path = "tenants." + name + "." + key;
-    if (key == "api_key_sha256") {
-      std::size_t i = 0;
-      for (const auto& hex : rd.strings(v, path)) {
-        const auto d = parse_sha256_hex(hex);
-        if (!d)
-          fail(rd.origin, path + (v.is_array() ? "[" + std::to_string(i) + "]" : ""),
-               "must be 64 hex digits (the SHA-256 of the key: `troupe hash-key`)");
-        s.keys.push_back(*d);
-        ++i;
-      }
-    } else if (key == "requests_per_minute") {
-      s.requests_per_minute = rd.integer(v, path, 0, std::int64_t{1} << 40);
-    } else if (key == "tokens_per_minute") {
-      s.tokens_per_minute = rd.integer(v, path, 0, std::int64_t{1} << 50);
-    } else if (key == "max_concurrent") {
-      s.max_concurrent = static_cast<std::int32_t>(rd.integer(v, path, 0, max_i32));
-    } else if (key == "max_input_tokens") {
-      s.max_input_tokens = static_cast<std::int32_t>(rd.integer(v, path, 0, max_i32));
-    } else if (key == "max_output_tokens") {
-      s.max_output_tokens = static_cast<std::int32_t>(rd.integer(v, path, 0, max_i32));
-    } else if (key == "models") {
-      if (!v.is_array()) rd.wrong(path, "an array of strings", v);
-      s.models = rd.strings(v, path);
-    } else if (key == "tier") {
-      tier_name = rd.string(v, path);
-    } else if (key == "prefix_cache_namespace") {
-      s.cache_namespace = rd.string(v, path);
-      if (s.cache_namespace.empty()) fail(rd.origin, path, "must not be empty");
-    } else if (key == "response_cache") {
-      s.response_cache = rd.boolean(v, path);
-    } else {
-      fail(rd.origin, path,
-           "unknown key; known: api_key_sha256, requests_per_minute, tokens_per_minute, max_concurrent, "
-           "max_input_tokens, max_output_tokens, models, tier, prefix_cache_namespace, response_cache");
+  if (const auto* v = r.at("api_key_sha256")) {
+    const auto path = r.path("api_key_sha256");
+    std::size_t i = 0;
+    for (const auto& hex : strings(*v, path)) {
+      const auto d = parse_sha256_hex(hex);
+      if (!d)
+        fail(path + (v->is_array() ? "[" + std::to_string(i) + "]" : ""),
+             "must be 64 hex digits (the SHA-256 of the key: `troupe hash-key`)");
+      s.keys.push_back(*d);
+      ++i;
     }
   }
+  // Caps far past any real quota, so a bucket's arithmetic cannot overflow.
+  const auto capped = [&](const char* key, std::int64_t& out, std::int64_t cap) {
+    r.integer(key, out, 0);
+    if (out > cap) fail(r.path(key), "must be <= " + std::to_string(cap) + ", got " + std::to_string(out));
+  };
+  capped("requests_per_minute", s.requests_per_minute, std::int64_t{1} << 40);
+  capped("tokens_per_minute", s.tokens_per_minute, std::int64_t{1} << 50);
+  r.integer("max_concurrent", s.max_concurrent, 0);
+  r.integer("max_input_tokens", s.max_input_tokens, 0);
+  r.integer("max_output_tokens", s.max_output_tokens, 0);
+  if (const auto* v = r.at("models")) {
+    if (!v->is_array()) settings::wrong_type(r.path("models"), "an array of strings", *v);
+    s.models = strings(*v, r.path("models"));
+  }
+  std::string tier_name;
+  r.text("tier", tier_name);
+  if (r.at("prefix_cache_namespace") != nullptr) {
+    r.text("prefix_cache_namespace", s.cache_namespace);
+    if (s.cache_namespace.empty()) fail(r.path("prefix_cache_namespace"), "must not be empty");
+  }
+  r.boolean("response_cache", s.response_cache);
+  r.finish();
   if (!tier_name.empty()) {
     const auto it = std::find_if(tiers.begin(), tiers.end(), [&](const auto& x) { return x.name == tier_name; });
     if (it != tiers.end()) {
@@ -130,7 +85,7 @@ auto parse_tenant(const reader& rd, const std::string& name, const toml::table& 
     } else if (tier_name != "standard") {
       std::string known = "standard";
       for (const auto& x : tiers) known += ", " + x.name;
-      fail(rd.origin, "tenants." + name + ".tier", "no tier '" + tier_name + "'; known: " + known);
+      fail("tenants." + name + ".tier", "no tier '" + tier_name + "'; known: " + known);
     }
   } else if (const auto it = std::find_if(tiers.begin(), tiers.end(), [](const auto& x) { return x.name == "standard"; });
              it != tiers.end()) {
@@ -138,10 +93,46 @@ auto parse_tenant(const reader& rd, const std::string& name, const toml::table& 
   }
   if (s.cache_namespace.empty()) s.cache_namespace = name;
   if (name == "anonymous" && !s.keys.empty())
-    fail(rd.origin, "tenants.anonymous.api_key_sha256", "the anonymous tenant takes no keys");
+    fail("tenants.anonymous.api_key_sha256", "the anonymous tenant takes no keys");
   if (name != "anonymous" && s.keys.empty())
-    fail(rd.origin, "tenants." + name, "needs api_key_sha256 (the SHA-256 of its key: `troupe hash-key`)");
+    fail("tenants." + name, "needs api_key_sha256 (the SHA-256 of its key: `troupe hash-key`)");
   return s;
+}
+
+/// Each sub-table of the table at `key` ([tiers.gold], [tenants.alpha]), by name.
+template <class F>
+void each_table(settings::table_reader& top, const char* key, F f) {
+  const auto* n = top.at(key);
+  if (n == nullptr) return;
+  if (!n->is_table()) settings::wrong_type(key, "a table", *n);
+  for (const auto& [k, v] : *n->as_table()) {
+    const auto path = std::string(key) + "." + std::string(k.str());
+    if (!v.is_table()) settings::wrong_type(path, "a table", v);
+    f(std::string(k.str()), settings::table_reader(*v.as_table(), path));
+  }
+}
+
+auto read_tenants(const toml::table& root) -> tenants_config {
+  tenants_config c;
+  settings::table_reader top(root, "");
+  top.boolean("allow_anonymous", c.allow_anonymous);
+  // Tiers first: tenants name them.
+  each_table(top, "tiers", [&](const std::string& name, settings::table_reader r) {
+    c.tiers.push_back(parse_tier(name, std::move(r)));
+  });
+  each_table(top, "tenants", [&](const std::string& name, settings::table_reader r) {
+    c.tenants.push_back(parse_tenant(name, std::move(r), c.tiers));
+  });
+  top.finish();
+  // One key, one tenant.
+  for (std::size_t a = 0; a < c.tenants.size(); ++a)
+    for (std::size_t b = a; b < c.tenants.size(); ++b)
+      for (std::size_t i = 0; i < c.tenants[a].keys.size(); ++i)
+        for (std::size_t j = a == b ? i + 1 : 0; j < c.tenants[b].keys.size(); ++j)
+          if (c.tenants[a].keys[i] == c.tenants[b].keys[j])
+            fail("tenants." + c.tenants[b].name + ".api_key_sha256",
+                 "a key hash is listed twice (also for tenant '" + c.tenants[a].name + "')");
+  return c;
 }
 
 } // namespace
@@ -151,39 +142,17 @@ auto tenant_spec::allows(std::string_view model) const -> bool {
 }
 
 auto parse_tenants(std::string_view text, std::string_view origin) -> tenants_config {
-  const auto root = parse_toml(text, origin);
-  const reader rd{origin};
-  tenants_config c;
-  // Tiers first: tenants name them.
-  if (const auto* tiers = root.get("tiers"))
-    for (const auto& [k, v] : rd.table(*tiers, "tiers"))
-      c.tiers.push_back(parse_tier(rd, std::string(k.str()), rd.table(v, "tiers." + std::string(k.str()))));
-  for (const auto& [k, v] : root) {
-    const std::string key(k.str());
-    if (key == "allow_anonymous") {
-      c.allow_anonymous = rd.boolean(v, key);
-    } else if (key == "tenants") {
-      for (const auto& [name, t] : rd.table(v, key)) {
-        const std::string n(name.str());
-        c.tenants.push_back(parse_tenant(rd, n, rd.table(t, "tenants." + n), c.tiers));
-      }
-    } else if (key != "tiers") {
-      fail(origin, key, "unknown key; known: allow_anonymous, tiers, tenants");
-    }
+  const auto root = settings::parse(text, origin);
+  // A key's error names the file too: a reload's is logged beside others.
+  try {
+    return read_tenants(root);
+  } catch (const settings::error& e) {
+    throw settings::error(std::string(origin) + ": " + e.what());
   }
-  // One key, one tenant.
-  for (std::size_t a = 0; a < c.tenants.size(); ++a)
-    for (std::size_t b = a; b < c.tenants.size(); ++b)
-      for (std::size_t i = 0; i < c.tenants[a].keys.size(); ++i)
-        for (std::size_t j = a == b ? i + 1 : 0; j < c.tenants[b].keys.size(); ++j)
-          if (c.tenants[a].keys[i] == c.tenants[b].keys[j])
-            fail(origin, "tenants." + c.tenants[b].name + ".api_key_sha256",
-                 "a key hash is listed twice (also for tenant '" + c.tenants[a].name + "')");
-  return c;
 }
 
 auto load_tenants(const std::filesystem::path& path) -> tenants_config {
-  return parse_tenants(read_config_file(path), path.string());
+  return parse_tenants(settings::read_file(path), path.string());
 }
 
 void token_bucket::configure(double capacity, double now_s) {

@@ -126,11 +126,11 @@ TEST_CASE("a bad scenario names the key and the problem") {
         "lengths.output: min (9) is over max (3)");
   CHECK(error_of(k_base, {{"model.vocab", "1"}}) == "model.vocab: must be in [2, 2147483647], got 1");
   CHECK(error_of(k_base, {{"replicas.kv_blocks", "\"many\""}}) ==
-        "replicas[0].kv_blocks: expected an integer, got a string");
+        "replicas[0].kv_blocks: expected an integer, got string");
   CHECK(error_of(k_base, {{"arrival.process", "trace"}}) ==
         "arrival.trace: missing: the process \"trace\" needs a trace file");
   CHECK(error_of(k_base, {{"cost.kind", "calibrated"}}).starts_with("cost.step_log: missing"));
-  CHECK(error_of("[sim\nseed = 1\n").starts_with("test.toml:1: "));
+  CHECK(error_of("[sim\nseed = 1\n").starts_with("test.toml: line 1, column "));
   CHECK(error_of(std::string(k_base) + "[sweep]\nkey = \"arrival.rate\"\nvalues = []\n") ==
         "sweep.values: expected a non-empty array");
   CHECK(error_of(k_base, {{"routing.policy", "random"}}) ==
