@@ -22,9 +22,9 @@ import statistics
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-JUDGE = os.path.join(ROOT, "tests", "integration", "llama_cpp.mjs")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from troupe_harness import TOOLS, llama_cpp, make_model, use_troupe  # noqa: E402
+
 WORK = os.path.join(os.environ.get("TMPDIR", "/tmp"), "troupe-bench-quant")
 
 
@@ -42,7 +42,7 @@ def troupe_round(troupe, gguf, threads):
 
 
 def llama_round(gguf, threads):
-    r = json.loads(run(["node", JUDGE, "bench", gguf, "--threads", str(threads), "--steps", "32"]))
+    r = llama_cpp("bench", gguf, "--threads", str(threads), "--steps", "32")
     d = r["decode_tokens_per_s"]
     return {"1": d["1"], "8": d["8"], "32": d["32"], "prefill": r["prefill_512_tokens_per_s"]}
 
@@ -56,7 +56,8 @@ def main():
     p.add_argument("--models", default="tinyllama-1.1b,stories110m")
     p.add_argument("--types", default="q8_0,q4_k_m,bf16")
     a = p.parse_args()
-    if not os.path.isdir(os.path.join(ROOT, "tests", "tools", "node_modules", "node-llama-cpp")):
+    use_troupe(a.troupe)
+    if not os.path.isdir(os.path.join(TOOLS, "node-llama-cpp")):
         print("bench-quant: tests/tools' node-llama-cpp is missing (scripts/bootstrap.sh installs it)")
         return 1
     os.makedirs(WORK, exist_ok=True)
@@ -65,7 +66,7 @@ def main():
         src = os.path.join(WORK, model)
         if not os.path.exists(os.path.join(src, "config.json")):
             print(f"(writing random {model} weights to {src})", file=sys.stderr)
-            run([a.troupe, "make-model", "--preset", model, "--out", src])
+            make_model(src, model)
         for kind in a.types.split(","):
             gguf = os.path.join(WORK, f"{model}.{kind}.gguf")
             if not os.path.exists(gguf):

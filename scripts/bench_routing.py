@@ -14,31 +14,22 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-import troupe_server
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from troupe_harness import make_tiny, server, use_troupe  # noqa: E402
 
-TROUPE = os.environ.get("TROUPE", "build/troupe")
+use_troupe(os.environ.get("TROUPE", "build/troupe"))
 POLICIES = ["round_robin", "least_tokens", "consistent_hash", "prefix_affinity"]
 CONVERSATIONS, TURNS, CONCURRENCY = 48, 6, 8
 
 
 def serve(model, policy):
-    args = [TROUPE, "serve", "--config", "config/default.toml", "--port", "0", "--model", model,
-            "--set", 'engine.devices=["cpu", "cpu", "cpu", "cpu"]', "--set", "engine.threads=1",
-            "--set", "scheduler.kv_memory=24MiB", "--set", "router.policy=" + policy]
-    return troupe_server.start(args)
-
-
-def metric(port, name):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("GET", "/metrics")
-    text = c.getresponse().read().decode()
-    return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith(name + "{"))
+    return server(model, 'engine.devices=["cpu", "cpu", "cpu", "cpu"]', "engine.threads=1",
+                  "scheduler.kv_memory=24MiB", "router.policy=" + policy)
 
 
 def ttft_of(port, session, messages):
@@ -67,7 +58,7 @@ def ttft_of(port, session, messages):
 
 
 def run(model, policy):
-    p, port = serve(model, policy)
+    srv = serve(model, policy)
     rng = random.Random(7)
     systems = [" ".join(rng.choice(["licence", "program", "copy", "work", "notice", "terms", "source", "modify"])
                         for _ in range(160)) for _ in range(4)]
@@ -86,29 +77,27 @@ def run(model, policy):
             messages = [{"role": "system", "content": system}]
             for q in questions:
                 messages.append({"role": "user", "content": q})
-                t, answer = ttft_of(port, session, messages)
+                t, answer = ttft_of(srv.port, session, messages)
                 with lock:
                     ttfts.append(t)
                 messages.append({"role": "assistant", "content": answer})
 
     try:
-        q0, h0 = metric(port, "troupe_prefix_cache_queries_total"), metric(port, "troupe_prefix_cache_hits_total")
+        q0, h0 = srv.metric("troupe_prefix_cache_queries_total"), srv.metric("troupe_prefix_cache_hits_total")
         threads = [threading.Thread(target=worker) for _ in range(CONCURRENCY)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        q1, h1 = metric(port, "troupe_prefix_cache_queries_total"), metric(port, "troupe_prefix_cache_hits_total")
+        q1, h1 = srv.metric("troupe_prefix_cache_queries_total"), srv.metric("troupe_prefix_cache_hits_total")
     finally:
-        troupe_server.stop(p)
+        srv.stop(timeout=120)
     ttfts = sorted(t for t in ttfts if t is not None)
     return (h1 - h0) / max(q1 - q0, 1), statistics.median(ttfts), ttfts[int(0.9 * (len(ttfts) - 1))], len(ttfts)
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="troupe-bench-routing-")
-    model = os.path.join(tmp, "tiny")
-    subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True, stdout=subprocess.DEVNULL)
+    model = make_tiny(tempfile.mkdtemp(prefix="troupe-bench-routing-"))
     print(f"{CONVERSATIONS} conversations x {TURNS} turns, {CONCURRENCY} at a time, 4 system prompts; "
           f"4 replicas on 4 CPU devices (tiny model, 24 MiB of KV each)")
     print(f"{'policy':>16} {'hit rate':>9} {'TTFT p50 ms':>12} {'TTFT p90 ms':>12} {'requests':>9}")

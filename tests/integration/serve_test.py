@@ -3,7 +3,6 @@
 driven by real clients (http.client, raw sockets, curl, Node's fetch)."""
 
 import concurrent.futures
-import http.client
 import json
 import os
 import random
@@ -15,115 +14,14 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-TROUPE = os.path.abspath(sys.argv[1])
 SOURCE = os.path.dirname(os.path.abspath(__file__))
-CONFIG = os.path.join(SOURCE, "..", "..", "config", "default.toml")
-failures = []
+sys.path.insert(0, os.path.join(SOURCE, "..", "support"))
+from troupe_harness import (CONFIG, NODE, bench_field, check, make_tiny, poll, server, sse_events,  # noqa: E402
+                            stream, summary, token_bytes, use_troupe)
 
-
-def check(cond, what):
-    if cond:
-        print(f"ok    {what}", flush=True)
-    else:
-        print(f"FAIL  {what}", flush=True)
-        failures.append(what)
-
-
-class server:
-    """A `troupe serve` process on a free port; stopped with SIGTERM."""
-
-    def __init__(self, model, *sets):
-        args = [TROUPE, "serve", "--config", CONFIG, "--port", "0", "--model", model]
-        for s in sets:
-            args += ["--set", s]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.log = []
-        self.port = None
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("troupe serve exited: " + "".join(self.log))
-            self.log.append(line)
-            m = re.search(r"listening on http://[^:]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-            if "ready:" in line:
-                break
-        # The rest of its output is read as it comes (a full pipe would stall the server).
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.log.append(line)
-
-    def read_log(self):
-        """What the server has printed so far (stdout and stderr)."""
-        return list(self.log)
-
-    def conn(self, timeout=60):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-
-    def request(self, method, path, body=None, headers=None):
-        c = self.conn()
-        data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
-        c.request(method, path, body=data, headers=headers or {})
-        r = c.getresponse()
-        text = r.read().decode()
-        c.close()
-        return r, text
-
-    def metric(self, name, labels=""):
-        _, text = self.request("GET", "/metrics")
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith(name + "{") and labels in line:
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
-        self._reader.join(timeout=10)
-        return self.proc.returncode
-
-
-def make_tiny(tmp):
-    """Writes the tiny model into tmp/tiny; returns its path."""
-    model = os.path.join(tmp, "tiny")
-    subprocess.run([TROUPE, "make-model", "--preset", "tiny", "--out", model], check=True, stdout=subprocess.DEVNULL)
-    return model
-
-
-def summary():
-    """Prints the failure count; the exit code."""
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
-
-
-def sse_events(text):
-    return [e[len("data: "):] for e in text.split("\n\n") if e.startswith("data: ")]
-
-
-def stream(srv, path, body):
-    """POSTs a streaming request; returns (status, content pieces, finish reason, usage, done)."""
-    r, text = srv.request("POST", path, dict(body, stream=True))
-    events = sse_events(text)
-    pieces, finish, usage = [], None, None
-    for e in events[:-1]:
-        obj = json.loads(e)
-        if obj.get("usage"):
-            usage = obj["usage"]
-        for ch in obj["choices"]:
-            piece = ch.get("text") if "text" in ch else ch.get("delta", {}).get("content")
-            if piece:
-                pieces.append(piece)
-            if ch.get("finish_reason"):
-                finish = ch["finish_reason"]
-    return r.status, pieces, finish, usage, bool(events) and events[-1] == "[DONE]"
+TROUPE = use_troupe(sys.argv[1])
 
 
 def test_basics(srv):
@@ -177,13 +75,6 @@ def test_non_streaming(srv):
                           {"prompt": "The", "max_tokens": 64, "ignore_eos": True, "stop": [" the"], "temperature": 0})
     body = json.loads(text)
     check(" the" not in body["choices"][0]["text"], "completions: a stop string never shows")
-
-
-def token_bytes(token):
-    """A logprobs token back to its bytes: text, or OpenAI's "bytes:\\xNN" form."""
-    if not token.startswith("bytes:"):
-        return token.encode()
-    return re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), token[6:].encode())
 
 
 def test_logprobs_shape(srv):
@@ -432,11 +323,10 @@ def test_streaming(srv):
 
 
 def test_node_fetch(srv):
-    node = shutil.which("node") or shutil.which("nodejs")
-    if node is None:
+    if NODE is None:
         print("skip  Node fetch: no node on this machine")
         return
-    out = subprocess.run([node, os.path.join(SOURCE, "sse_fetch.mjs"), f"http://127.0.0.1:{srv.port}"],
+    out = subprocess.run([NODE, os.path.join(SOURCE, "sse_fetch.mjs"), f"http://127.0.0.1:{srv.port}"],
                          capture_output=True, text=True, timeout=120)
     check(out.returncode == 0, "Node's fetch reads both SSE streams: " + (out.stdout + out.stderr).strip()[-300:])
 
@@ -538,10 +428,8 @@ def test_disconnect(srv):
         got += more
     check(srv.metric("troupe_kv_cache_usage_perc") > 0, "a live stream holds KV blocks")
     s.close()
-    deadline = time.time() + 10
-    while time.time() < deadline and (srv.metric("troupe_kv_cache_usage_perc") > 0 or
-                                       srv.metric("troupe_num_requests_running") > 0):
-        time.sleep(0.02)
+    poll(lambda: srv.metric("troupe_kv_cache_usage_perc") == 0 and srv.metric("troupe_num_requests_running") == 0,
+         10, 0.02)
     check(srv.metric("troupe_kv_cache_usage_perc") == 0 and srv.metric("troupe_num_requests_running") == 0,
           "a client that disconnects mid-stream frees its KV blocks")
     check(srv.metric("troupe_request_success_total", 'finished_reason="abort"') == before + 1,
@@ -590,8 +478,7 @@ def test_bench(model):
                              capture_output=True, text=True, timeout=120)
         text = out.stdout
         def field(name):
-            m = re.search(re.escape(name) + r"\s+([0-9.]+)", text)
-            return float(m.group(1)) if m else None
+            return bench_field(text, name)
         check(out.returncode == 0 and field("Successful requests:") == 40, "troupe bench: 40 requests succeed")
         check(field("Total generated tokens:") == 40 * 9, "troupe bench: counts every generated token")
         check(field("Request goodput (req/s):") == field("Request throughput (req/s):"),
@@ -962,12 +849,9 @@ def test_queue_full(model):
         body = {"prompt": "x", "max_tokens": 5, "ignore_eos": True}
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             first = pool.submit(srv.request, "POST", "/v1/completions", body)
-            deadline = time.time() + 10
-            while time.time() < deadline and srv.metric("troupe_num_requests_running") == 0:
-                time.sleep(0.01)
+            poll(lambda: srv.metric("troupe_num_requests_running") > 0, 10, 0.01)
             second = pool.submit(srv.request, "POST", "/v1/completions", body)
-            while time.time() < deadline and srv.metric("troupe_num_requests_waiting") == 0:
-                time.sleep(0.01)
+            poll(lambda: srv.metric("troupe_num_requests_waiting") > 0, 10, 0.01)
             r, text = srv.request("POST", "/v1/completions", body)
             check(r.status == 429 and r.getheader("retry-after") == "1" and json.loads(text)["error"]["message"],
                   f"a full queue answers 429 with Retry-After (got {r.status})")
@@ -987,9 +871,7 @@ def test_drain(model):
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         fut = pool.submit(long_stream)
-        deadline = time.time() + 10
-        while time.time() < deadline and srv.metric("troupe_num_requests_running") == 0:
-            time.sleep(0.01)
+        poll(lambda: srv.metric("troupe_num_requests_running") > 0, 10, 0.01)
         srv.proc.send_signal(signal.SIGTERM)
         time.sleep(0.05)
         r, _ = srv.request("GET", "/health/ready")

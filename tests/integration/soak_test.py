@@ -14,8 +14,10 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_test import check, make_tiny, server, sse_events, summary  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from troupe_harness import check, make_tiny, server, sse_events, summary, use_troupe  # noqa: E402
+
+use_troupe(sys.argv[1])
 
 BOUND_KIB = 4096
 

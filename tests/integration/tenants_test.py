@@ -7,7 +7,6 @@ a grep of the logs for the keys. The keys are in api_keys.txt (CI greps the
 whole run's logs for them too)."""
 
 import base64
-import hashlib
 import json
 import os
 import shutil
@@ -18,16 +17,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_test import SOURCE, TROUPE, check, make_tiny, server, sse_events, summary  # noqa: E402
+SOURCE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(SOURCE, "..", "support"))
+from troupe_harness import (KEYS, NODE, check, make_tiny, poll, server, sha256, sse_events, summary,  # noqa: E402
+                            use_troupe)
 
-KEYS = dict(zip(["alpha", "beta", "gamma", "delta", "eps", "omega", "zeta"],
-                open(os.path.join(SOURCE, "api_keys.txt")).read().split()))
-NODE = shutil.which("node") or shutil.which("nodejs")
-
-
-def sha(key):
-    return hashlib.sha256(key.encode()).hexdigest()
+use_troupe(sys.argv[1])
 
 
 def tenants_file(extra=""):
@@ -37,31 +32,31 @@ priority = 5
 vtc_weight = 2.0
 
 [tenants.alpha]
-api_key_sha256 = "{sha(KEYS['alpha'])}"
+api_key_sha256 = "{sha256(KEYS['alpha'])}"
 requests_per_minute = 4
 max_input_tokens = 40
 max_output_tokens = 8
 models = ["tiny"]
 
 [tenants.beta]
-api_key_sha256 = ["{sha('an-old-key')}", "{sha(KEYS['beta'])}"]
+api_key_sha256 = ["{sha256('an-old-key')}", "{sha256(KEYS['beta'])}"]
 max_concurrent = 1
 
 [tenants.gamma]
-api_key_sha256 = "{sha(KEYS['gamma'])}"
+api_key_sha256 = "{sha256(KEYS['gamma'])}"
 tokens_per_minute = 60
 tier = "gold"
 
 [tenants.delta]
-api_key_sha256 = "{sha(KEYS['delta'])}"
+api_key_sha256 = "{sha256(KEYS['delta'])}"
 response_cache = true
 
 [tenants.eps]
-api_key_sha256 = "{sha(KEYS['eps'])}"
+api_key_sha256 = "{sha256(KEYS['eps'])}"
 response_cache = true
 
 [tenants.omega]
-api_key_sha256 = "{sha(KEYS['omega'])}"
+api_key_sha256 = "{sha256(KEYS['omega'])}"
 """ + extra
 
 
@@ -76,20 +71,9 @@ def chat(srv, name, body, headers=None):
     return r, (json.loads(text) if text.startswith("{") else text)
 
 
-def until(f, tries=100, pause=0.05):
-    """f()'s first truthy value, polled (else its last value)."""
-    v = f()
-    for _ in range(tries - 1):
-        if v:
-            break
-        time.sleep(pause)
-        v = f()
-    return v
-
-
 def status_becomes(srv, tenant, status):
     """Whether the tenant's chat request soon gets `status`."""
-    return bool(until(lambda: chat(srv, tenant, HELLO)[0].status == status))
+    return bool(poll(lambda: chat(srv, tenant, HELLO)[0].status == status, 10))
 
 
 HELLO = {"messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 12, "temperature": 0}
@@ -244,12 +228,12 @@ def test_reload(srv, path):
     r, _ = chat(srv, "zeta", HELLO)
     check(r.status == 401, "zeta's key is unknown before the reload")
     with open(path, "a") as f:
-        f.write(f'\n[tenants.zeta]\napi_key_sha256 = "{sha(KEYS["zeta"])}"\n')
+        f.write(f'\n[tenants.zeta]\napi_key_sha256 = "{sha256(KEYS["zeta"])}"\n')
     check(status_becomes(srv, "zeta", 200), "a changed file is picked up without a restart")
     good = open(path).read()
     with open(path, "w") as f:
         f.write(good.replace("requests_per_minute = 4", "requests_per_minute = -4"))
-    line = until(lambda: next((l for l in srv.read_log() if "not reloaded" in l), ""))
+    line = poll(lambda: next((l for l in srv.read_log() if "not reloaded" in l), ""), 10)
     check("tenants.alpha.requests_per_minute: must be >= 0, got -4" in line and "previous tenants stay" in line,
           f"an invalid file is logged with its key and reason: {line.strip()}")
     r, _ = chat(srv, "zeta", HELLO)
@@ -332,9 +316,7 @@ def test_slow_reader(model):
         # kernel's socket buffers (a few MB), so the queue passes the limit
         # however fast the server runs. (Reading earlier raced the server:
         # under load, a reader that drains fast enough never falls behind.)
-        deadline = time.time() + 120
-        while srv.metric("troupe_request_success_total", 'finished_reason="abort"') < 1 and time.time() < deadline:
-            time.sleep(0.1)
+        poll(lambda: srv.metric("troupe_request_success_total", 'finished_reason="abort"') >= 1, 120, 0.1)
         # Now read everything: the slow reader's requests ended with slow_reader errors.
         s.settimeout(2)
         data = b""
