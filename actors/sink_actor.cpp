@@ -1,5 +1,6 @@
 #include "actors/sink_actor.hpp"
 
+#include "actors/http/stream_writer.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
@@ -27,7 +28,7 @@ struct sink_state {
   server_status* status = nullptr;
   std::shared_ptr<http::exchange> client;
   sink_request req;
-  api::response_head head;
+  std::optional<stream_writer> writer; ///< the response's text (set as the sink starts)
   request_id id = 0;
   std::int32_t replica_index = -1;
   /// Its replica now (none before routing, or after it failed) and the id it
@@ -47,11 +48,6 @@ struct sink_state {
   encode_job job;              ///< kept for a capability route, which may encode again
   bool route_decided = false;  ///< the capability route chose small or large
   caf::strong_actor_ptr keep_alive; ///< itself, until it quits
-  std::int64_t prompt_tokens = 0;
-  std::int64_t completion_tokens = 0;
-  std::int64_t text_offset = 0;            ///< code points in the settled tokens' bytes
-  std::string text;                        ///< the whole text (non-streaming)
-  std::vector<api::token_logprob> logprobs; ///< non-streaming, when asked
   /// Logprobs of tokens whose bytes are not settled yet (a byte piece of an
   /// unfinished character), oldest first.
   std::deque<api::token_logprob> unsettled;
@@ -62,7 +58,6 @@ struct sink_state {
   bool settled = false;              ///< its generated tokens were charged to its tenant
   std::vector<std::string> pieces;   ///< the text per token, kept for the response cache
 
-  auto ws() const -> bool { return !req.ws_id.empty(); }
 };
 
 using self_ptr = sink_actor::stateful_pointer<sink_state>;
@@ -71,23 +66,9 @@ auto seconds_now() -> double {
   return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
 }
 
-// One event, appended to what goes out in this write: an SSE event, or a
-// WebSocket message (a line; the connection sends each line as a message).
-void add_event(const sink_state& st, std::string& out, std::string_view json) {
-  if (st.ws()) {
-    out += json;
-    out += '\n';
-    return;
-  }
-  out += "data: ";
-  out += json;
-  out += "\n\n";
-}
-
-// The stream's last write: `batch`, then [DONE] (SSE).
-void close_stream(sink_state& st, std::string batch, delivery_count credit = nullptr) {
-  if (!st.ws()) batch += "data: [DONE]\n\n";
-  st.client->write(std::move(batch), std::move(credit));
+// The stream's last write, then its end.
+void close_stream(sink_state& st, std::string last, delivery_count credit = nullptr) {
+  st.client->write(std::move(last), std::move(credit));
   st.client->end_stream();
 }
 
@@ -95,62 +76,21 @@ void close_stream(sink_state& st, std::string batch, delivery_count credit = nul
 void settle(sink_state& st) {
   if (st.settled || !st.req.ticket) return;
   st.settled = true;
-  st.req.ticket->charge_completion(st.completion_tokens, seconds_now());
+  st.req.ticket->charge_completion(st.writer->completion_tokens(), seconds_now());
 }
 
-// The WebSocket events (gateway.hpp).
-auto ws_event(const sink_state& st, std::string_view type) -> std::string {
-  return R"({"type":")" + std::string(type) + R"(","id":)" + st.req.ws_id;
-}
-auto ws_token(const sink_state& st, std::string_view text) -> std::string {
-  return ws_event(st, "token") + R"(,"n":)" + std::to_string(st.completion_tokens) + R"(,"text":)" +
-         api::json_string(text) + "}";
-}
-auto ws_done(const sink_state& st, std::string_view reason) -> std::string {
-  return ws_event(st, "done") + R"(,"model":)" + api::json_string(st.head.model) + R"(,"finish_reason":")" +
-         std::string(reason) + R"(","usage":{"prompt_tokens":)" + std::to_string(st.prompt_tokens) +
-         R"(,"completion_tokens":)" + std::to_string(st.completion_tokens) + R"(,"total_tokens":)" +
-         std::to_string(st.prompt_tokens + st.completion_tokens) + "}}";
-}
-
-// The stream's head: the 200 and its headers, and chat's role chunk (SSE),
-// or a start event (WebSocket).
+// The stream's head: the 200 and its headers (SSE), then what the stream
+// opens with.
 void start_stream(sink_state& st) {
   if (st.stream_started) return;
   st.stream_started = true;
-  if (st.ws()) {
-    st.client->write(ws_event(st, "start") + R"(,"model":)" + api::json_string(st.head.model) + "}\n");
-    return;
+  if (!st.writer->websocket()) {
+    auto headers = st.req.headers;
+    headers.emplace_back("Content-Type", "text/event-stream");
+    headers.emplace_back("Cache-Control", "no-cache");
+    st.client->start_stream(200, std::move(headers));
   }
-  auto headers = st.req.headers;
-  headers.emplace_back("Content-Type", "text/event-stream");
-  headers.emplace_back("Cache-Control", "no-cache");
-  st.client->start_stream(200, std::move(headers));
-  if (st.req.body.kind == api::endpoint::chat) {
-    std::string first;
-    add_event(st, first, api::stream_chunk(st.req.body.kind, st.head, "", "", nullptr, 0, true, st.req.body.include_usage));
-    st.client->write(std::move(first));
-  }
-}
-
-// One token's text (counted already): a token event (WebSocket), an SSE
-// chunk, or more of the whole text; and its logprobs, when asked.
-void add_text(sink_state& st, std::string& batch, std::string_view text, std::vector<api::token_logprob> lps) {
-  // OpenAI's text_offset counts code points, not bytes. (Settled bytes end
-  // on a character boundary: a character settles all its bytes at once.)
-  std::int64_t num_lp_code_points = 0;
-  for (const auto& l : lps) num_lp_code_points += num_code_points(l.token);
-  if (st.ws()) {
-    if (!text.empty()) add_event(st, batch, ws_token(st, text));
-  } else if (st.req.body.stream) {
-    if (!text.empty() || !lps.empty())
-      add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, text, "", lps.empty() ? nullptr : &lps,
-                                             st.text_offset, false, st.req.body.include_usage));
-  } else {
-    st.text += text;
-    for (auto& l : lps) st.logprobs.push_back(std::move(l));
-  }
-  st.text_offset += num_lp_code_points;
+  if (auto first = st.writer->opening(); !first.empty()) st.client->write(std::move(first));
 }
 
 // The most tokens the prompt may have: below the model's context, and
@@ -202,9 +142,7 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   if (status == 503) e.type = "service_unavailable";
   settle(st);
   if (st.stream_started) {
-    std::string batch;
-    add_event(st, batch, st.ws() ? api::ws_error_event(st.req.ws_id, status, api::error_body(e)) : api::error_body(e));
-    close_stream(st, std::move(batch));
+    close_stream(st, st.writer->error_closing(e));
     stop(self);
     return;
   }
@@ -250,38 +188,30 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
   const auto now = clock_type::now();
   auto& m = *st.series;
   const std::string reason_name(finish_reason_name(reason));
-  const api::usage u{st.prompt_tokens, st.completion_tokens};
+  const auto& w = *st.writer;
   settle(st);
   // A whole answer of a cacheable request is kept for its repeats.
   if (st.req.cache && (reason == finish_reason::stop || reason == finish_reason::length) &&
-      st.pieces.size() == static_cast<std::size_t>(st.completion_tokens))
+      st.pieces.size() == static_cast<std::size_t>(w.completion_tokens()))
     st.req.cache->put(st.req.cache_key,
-                      {std::move(st.pieces), static_cast<std::uint8_t>(reason), st.prompt_tokens, st.completion_tokens},
+                      {std::move(st.pieces), static_cast<std::uint8_t>(reason), w.prompt_tokens(), w.completion_tokens()},
                       seconds_now());
   // Counted before the answer goes out: a client that reads /metrics once it
   // has its answer finds it counted (fleet_test read it a moment early).
   m.e2e_latency->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
-  if (st.completion_tokens > 1)
+  if (w.completion_tokens() > 1)
     m.time_per_output_token->Observe(std::chrono::duration<double>(now - st.first_token).count() /
-                                     static_cast<double>(st.completion_tokens - 1));
-  m.prompt_tokens->Increment(static_cast<double>(st.prompt_tokens));
-  m.generation_tokens->Increment(static_cast<double>(st.completion_tokens));
+                                     static_cast<double>(w.completion_tokens() - 1));
+  m.prompt_tokens->Increment(static_cast<double>(w.prompt_tokens()));
+  m.generation_tokens->Increment(static_cast<double>(w.completion_tokens()));
   m.request_success(reason).Increment();
-  if (st.ws()) {
-    add_event(st, batch, ws_done(st, reason_name));
-    close_stream(st, std::move(batch), std::move(credit));
-  } else if (st.req.body.stream) {
-    add_event(st, batch, api::stream_chunk(st.req.body.kind, st.head, "", reason_name, nullptr, st.text_offset, false,
-                                           st.req.body.include_usage));
-    if (st.req.body.include_usage) add_event(st, batch, api::usage_chunk(st.req.body.kind, st.head, u));
-    close_stream(st, std::move(batch), std::move(credit));
+  if (w.streaming()) {
+    close_stream(st, w.closing(std::move(batch), reason_name), std::move(credit));
   } else {
     if (credit) credit->fetch_sub(1, std::memory_order_relaxed);
     auto headers = st.req.headers;
     headers.emplace_back("Content-Type", "application/json");
-    st.client->respond(200, std::move(headers),
-                       api::full_response(st.req.body.kind, st.head, st.text, reason_name,
-                                          st.req.body.want_logprobs ? &st.logprobs : nullptr, u));
+    st.client->respond(200, std::move(headers), w.whole(reason_name));
   }
   stop(self);
 }
@@ -305,14 +235,15 @@ void on_tokens(self_ptr self, request_update& u) {
     const auto& s = *u.token;
     const auto now = clock_type::now();
     auto& m = *st.series;
-    if (st.completion_tokens == 0) {
+    auto& w = *st.writer;
+    if (w.completion_tokens() == 0) {
       st.first_token = now;
       m.time_to_first_token->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
     } else {
       m.inter_token_latency->Observe(std::chrono::duration<double>(now - st.last_token).count());
     }
     st.last_token = now;
-    if (st.completion_tokens == 0 && st.req.body.echo) {
+    if (w.completion_tokens() == 0 && st.req.body.echo) {
       std::vector<api::token_logprob> lps;
       if (st.req.body.want_logprobs) {
         auto echoed = echo_logprobs(st, u.prompt_logprobs);
@@ -323,9 +254,9 @@ void on_tokens(self_ptr self, request_update& u) {
         }
         lps = std::move(*echoed);
       }
-      add_text(st, batch, st.echo_text, std::move(lps));
+      w.add_text(batch, st.echo_text, std::move(lps));
     }
-    ++st.completion_tokens;
+    w.count_token();
     if (st.req.body.want_logprobs) st.unsettled.push_back(logprob_of(*st.out, s));
     auto delta = st.out->on_token(s.token);
     std::vector<api::token_logprob> lps;
@@ -337,7 +268,7 @@ void on_tokens(self_ptr self, request_update& u) {
       }
     }
     if (st.req.cache) st.pieces.push_back(delta.text);
-    add_text(st, batch, delta.text, std::move(lps));
+    w.add_text(batch, delta.text, std::move(lps));
     if (delta.finished != finish_reason::none) {
       // A stop string (or EOS) the scheduler may not have acted on: the abort
       // this sink sends as it quits frees the request's blocks now rather
@@ -371,7 +302,7 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   if (ctx == st.ctx) return true;
   st.ctx = std::move(ctx);
   st.series = &st.ctx->metrics->tenant(st.req.tenant);
-  st.head.model = st.ctx->model_name;
+  st.writer->set_model(st.ctx->model_name);
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
   if (!st.req.body.prompt_tokens.empty()) return true; // (token ids go as they are)
   st.job.max_tokens = prompt_limit(st);
@@ -419,7 +350,7 @@ void submit(self_ptr self, encoded& e) {
                 prompt_param(st));
   r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
-  st.prompt_tokens = n;
+  st.writer->set_prompt_tokens(n);
   if (st.req.ticket) st.req.ticket->charge_prompt(n, seconds_now());
   st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
   // The router picks the replica (routing policy over the replicas' loads).
@@ -482,7 +413,7 @@ void replica_failed(self_ptr self) {
                 std::string(shutting_down) + ": the request was cut off when server.drain_timeout_s ran out", "",
                 "server_shutdown");
   auto& m = *st.ctx->metrics;
-  const bool streamed = st.req.body.stream && st.completion_tokens > 0;
+  const bool streamed = st.req.body.stream && st.writer->completion_tokens() > 0;
   if (streamed || st.retries >= st.ctx->max_retries) {
     m.request_failures.Increment();
     return fail(self, 503,
@@ -498,10 +429,7 @@ void replica_failed(self_ptr self) {
   st.admitted = false;
   // A new id, so that late tokens from the failed replica are told apart.
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
-  st.completion_tokens = 0;
-  st.text_offset = 0;
-  st.text.clear();
-  st.logprobs.clear();
+  st.writer->restart();
   st.unsettled.clear();
   st.out.emplace(*st.ctx->tok, st.original.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
   auto r = st.original;
@@ -543,17 +471,13 @@ void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor s
 void replay(self_ptr self, const cached_response& hit) {
   auto& st = self->state;
   st.req.cache = nullptr; // (nothing to store again)
-  st.prompt_tokens = hit.prompt_tokens;
+  st.writer->set_prompt_tokens(hit.prompt_tokens);
   if (st.req.ticket) st.req.ticket->charge_prompt(hit.prompt_tokens, seconds_now());
   if (st.req.body.stream) start_stream(st);
-  std::string batch;
   const auto now = clock_type::now();
   st.first_token = now;
   st.series->time_to_first_token->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
-  for (const auto& piece : hit.pieces) {
-    ++st.completion_tokens;
-    add_text(st, batch, piece, {});
-  }
+  auto batch = st.writer->replay(hit.pieces);
   finish(self, static_cast<finish_reason>(hit.finish), std::move(batch));
 }
 
@@ -574,9 +498,12 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   st.client = std::move(client);
   st.req = std::move(req);
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
-  st.head = {(st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
-             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
-             st.ctx->model_name};
+  st.writer.emplace(
+      st.req.body, st.req.ws_id,
+      api::response_head{
+          (st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+          st.ctx->model_name});
   status->num_live_requests.fetch_add(1, std::memory_order_relaxed);
   self->attach_functor([status] { status->num_live_requests.fetch_sub(1, std::memory_order_relaxed); });
   // The client may go at any moment; the session calls this at most once.

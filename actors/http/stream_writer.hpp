@@ -1,0 +1,75 @@
+#pragma once
+// What a response looks like on the wire, as plain text: the SSE and
+// WebSocket framing of a stream, its chunks (token text and logprobs, the
+// finish, the usage), the whole response when it is not streamed, an error
+// once a stream has started, and a cached answer replayed. The sink actor
+// does the I/O (start_stream, write, respond) with what this returns; no CAF,
+// no Beast.
+
+#include "actors/http/openai_api.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe {
+
+class stream_writer {
+public:
+  /// `ws_id` non-empty: a WebSocket request (GET /v1/chat/stream) with that
+  /// id (JSON text); else SSE where body.stream, or one whole response.
+  stream_writer(const api::completion_request& body, std::string ws_id, api::response_head head);
+
+  auto websocket() const -> bool { return !ws_id_.empty(); }
+  /// Sent as it comes (WebSocket or SSE), rather than whole at the end.
+  auto streaming() const -> bool { return websocket() || stream_; }
+  auto head() const -> const api::response_head& { return head_; }
+  void set_model(std::string model) { head_.model = std::move(model); }
+
+  void set_prompt_tokens(std::int64_t n) { prompt_tokens_ = n; }
+  auto prompt_tokens() const -> std::int64_t { return prompt_tokens_; }
+  /// One more generated token (before its text is added).
+  void count_token() { ++completion_tokens_; }
+  auto completion_tokens() const -> std::int64_t { return completion_tokens_; }
+
+  /// What a stream opens with once its 200 and headers are out: chat's role
+  /// chunk (SSE), or the start event (WebSocket, which has no headers); ""
+  /// for a completions stream.
+  auto opening() const -> std::string;
+  /// One token's text and its logprobs (when asked): a token event
+  /// (WebSocket), an SSE chunk appended to `batch`, or more of the whole
+  /// text. Text offsets count code points, as OpenAI's do.
+  void add_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
+  /// A stream's last write: `batch`, the finish (and usage) events, and
+  /// [DONE] for SSE.
+  auto closing(std::string batch, std::string_view finish_reason) const -> std::string;
+  /// The whole response, not streamed.
+  auto whole(std::string_view finish_reason) const -> std::string;
+  /// An error once the stream has started: its event, and the end.
+  auto error_closing(const api::api_error& e) const -> std::string;
+  /// A retry from the start on another replica, nothing streamed yet: the
+  /// tokens generated so far are forgotten.
+  void restart();
+  /// A cached answer's tokens (one event each when streaming): counted and
+  /// added as add_text would; returns the batch.
+  auto replay(const std::vector<std::string>& pieces) -> std::string;
+
+private:
+  /// One event appended to `out`: an SSE event, or a WebSocket message (a
+  /// line; the connection sends each line as a message).
+  void event(std::string& out, std::string_view json) const;
+  auto ws_event(std::string_view type) const -> std::string;
+
+  api::endpoint kind_;
+  bool stream_, include_usage_;
+  std::string ws_id_;
+  api::response_head head_;
+  std::int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
+  std::int64_t text_offset_ = 0;            ///< code points in the settled tokens' bytes
+  std::string text_;                        ///< the whole text (not streamed)
+  std::vector<api::token_logprob> logprobs_; ///< not streamed, when asked
+  bool want_logprobs_;
+};
+
+} // namespace troupe

@@ -1,0 +1,192 @@
+// A response on the wire (actors/http/stream_writer): SSE and WebSocket
+// framing, chunks, the finish and usage, the whole response, an error once
+// streaming, a cached answer replayed, a retry. The JSON is read back with
+// simdjson, so each event is checked as a client parses it.
+
+#include "actors/http/stream_writer.hpp"
+
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <string>
+#include <vector>
+
+using namespace troupe;
+
+namespace {
+
+auto request(api::endpoint kind, bool stream, bool include_usage = false, bool logprobs = false)
+    -> api::completion_request {
+  api::completion_request r;
+  r.kind = kind;
+  r.stream = stream;
+  r.include_usage = include_usage;
+  r.want_logprobs = logprobs;
+  return r;
+}
+
+const api::response_head k_head{"cmpl-7", 1700000000, "tiny"};
+
+/// The events of an SSE text: each "data: X\n\n"'s X.
+auto sse_events(const std::string& text) -> std::vector<std::string> {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    REQUIRE(text.compare(at, 6, "data: ") == 0);
+    const auto end = text.find("\n\n", at);
+    REQUIRE(end != std::string::npos);
+    out.push_back(text.substr(at + 6, end - at - 6));
+    at = end + 2;
+  }
+  return out;
+}
+
+/// A WebSocket text's messages: one per line.
+auto lines(const std::string& text) -> std::vector<std::string> {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto end = text.find('\n', at);
+    REQUIRE(end != std::string::npos);
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+auto json(const std::string& text) -> simdjson::dom::element {
+  static simdjson::dom::parser parser; // (one document alive at a time, as used here)
+  simdjson::dom::element e;
+  REQUIRE(parser.parse(text).get(e) == simdjson::SUCCESS);
+  return e;
+}
+
+auto str(simdjson::dom::element e) -> std::string { return std::string(e.get_string().value()); }
+
+} // namespace
+
+TEST_CASE("SSE chat: the role chunk, content chunks, the finish, usage, [DONE]") {
+  stream_writer w(request(api::endpoint::chat, true, true), "", k_head);
+  CHECK(w.streaming());
+  CHECK_FALSE(w.websocket());
+  const auto opening = sse_events(w.opening());
+  REQUIRE(opening.size() == 1);
+  CHECK(str(json(opening[0])["choices"].at(0)["delta"]["role"]) == "assistant");
+  w.set_prompt_tokens(5);
+  std::string batch;
+  w.count_token();
+  w.add_text(batch, "Hel", {});
+  w.count_token();
+  w.add_text(batch, "", {}); // an unsettled byte piece: nothing to send
+  w.count_token();
+  w.add_text(batch, "lo", {});
+  const auto events = sse_events(w.closing(batch, "length"));
+  REQUIRE(events.size() == 5);
+  CHECK(str(json(events[0])["choices"].at(0)["delta"]["content"]) == "Hel");
+  CHECK(json(events[0])["usage"].is_null()); // with include_usage, every chunk's usage is null
+  CHECK(str(json(events[1])["choices"].at(0)["delta"]["content"]) == "lo");
+  CHECK(str(json(events[2])["choices"].at(0)["finish_reason"]) == "length");
+  CHECK(json(events[3])["usage"]["completion_tokens"].get_int64().value() == 3);
+  CHECK(json(events[3])["usage"]["total_tokens"].get_int64().value() == 8);
+  CHECK(events[4] == "[DONE]");
+}
+
+TEST_CASE("SSE completions: no opening chunk; logprobs' text offsets count code points") {
+  stream_writer w(request(api::endpoint::completions, true, false, true), "", k_head);
+  CHECK(w.opening().empty());
+  std::string batch;
+  api::token_logprob e, x;
+  e.token = "\xc3\xa9"; // é: two bytes, one code point
+  e.logprob = -0.5f;
+  x.token = "x";
+  x.logprob = -1.0f;
+  w.count_token();
+  w.add_text(batch, "\xc3\xa9", {e});
+  w.count_token();
+  w.add_text(batch, "x", {x});
+  const auto events = sse_events(w.closing(batch, "stop"));
+  REQUIRE(events.size() == 4);
+  CHECK(json(events[0])["choices"].at(0)["logprobs"]["text_offset"].at(0).get_int64().value() == 0);
+  CHECK(json(events[1])["choices"].at(0)["logprobs"]["text_offset"].at(0).get_int64().value() == 1);
+  CHECK(str(json(events[2])["choices"].at(0)["finish_reason"]) == "stop");
+  CHECK(events[3] == "[DONE]");
+}
+
+TEST_CASE("WebSocket: a start event, numbered tokens, done with usage; no [DONE]; an error event") {
+  stream_writer w(request(api::endpoint::chat, false), "\"q1\"", k_head);
+  CHECK(w.websocket());
+  CHECK(w.streaming()); // a WebSocket request always streams
+  const auto start = lines(w.opening());
+  REQUIRE(start.size() == 1);
+  CHECK(str(json(start[0])["type"]) == "start");
+  CHECK(str(json(start[0])["id"]) == "q1");
+  CHECK(str(json(start[0])["model"]) == "tiny");
+  w.set_prompt_tokens(2);
+  std::string batch;
+  w.count_token();
+  w.add_text(batch, "Hi", {});
+  w.count_token();
+  w.add_text(batch, "!", {});
+  const auto messages = lines(w.closing(batch, "stop"));
+  REQUIRE(messages.size() == 3);
+  CHECK(str(json(messages[0])["type"]) == "token");
+  CHECK(json(messages[0])["n"].get_int64().value() == 1);
+  CHECK(json(messages[1])["n"].get_int64().value() == 2);
+  CHECK(str(json(messages[2])["type"]) == "done");
+  CHECK(str(json(messages[2])["finish_reason"]) == "stop");
+  CHECK(json(messages[2])["usage"]["total_tokens"].get_int64().value() == 4);
+  api::api_error err;
+  err.status = 503;
+  err.message = "the replica serving the request failed mid-stream";
+  err.type = "service_unavailable";
+  const auto failed = lines(w.error_closing(err));
+  REQUIRE(failed.size() == 1);
+  CHECK(str(json(failed[0])["type"]) == "error");
+  CHECK(json(failed[0])["status"].get_int64().value() == 503);
+  CHECK(str(json(failed[0])["error"]["message"]) == err.message);
+}
+
+TEST_CASE("not streamed: the whole text and logprobs in one response; a retry forgets what came before") {
+  stream_writer w(request(api::endpoint::completions, false, false, true), "", k_head);
+  CHECK_FALSE(w.streaming());
+  std::string batch;
+  api::token_logprob lp;
+  lp.token = "a";
+  w.count_token();
+  w.add_text(batch, "a", {lp});
+  w.restart(); // the replica failed before the answer went out
+  CHECK(w.completion_tokens() == 0);
+  w.count_token();
+  w.add_text(batch, "Hello", {lp});
+  w.count_token();
+  w.add_text(batch, " world", {lp});
+  CHECK(batch.empty());
+  w.set_prompt_tokens(3);
+  const auto body = json(w.whole("stop"));
+  CHECK(str(body["choices"].at(0)["text"]) == "Hello world");
+  CHECK(body["choices"].at(0)["logprobs"]["tokens"].get_array().size() == 2);
+  CHECK(body["usage"]["completion_tokens"].get_int64().value() == 2);
+  CHECK(body["usage"]["prompt_tokens"].get_int64().value() == 3);
+  // An error before anything went out is the sink's plain response; once a
+  // stream started, it is an event and [DONE].
+  stream_writer sse(request(api::endpoint::completions, true), "", k_head);
+  api::api_error err;
+  err.status = 400;
+  err.message = "bad";
+  const auto events = sse_events(sse.error_closing(err));
+  REQUIRE(events.size() == 2);
+  CHECK(str(json(events[0])["error"]["message"]) == "bad");
+  CHECK(events[1] == "[DONE]");
+}
+
+TEST_CASE("a cached answer replayed: one event per stored token, counted, as it streamed first") {
+  stream_writer w(request(api::endpoint::chat, true), "", k_head);
+  const auto batch = w.replay({"The", " sky", "", " is blue"});
+  CHECK(w.completion_tokens() == 4);
+  const auto events = sse_events(batch);
+  REQUIRE(events.size() == 3); // the empty piece sends nothing
+  CHECK(str(json(events[1])["choices"].at(0)["delta"]["content"]) == " sky");
+  stream_writer whole(request(api::endpoint::chat, false), "", k_head);
+  CHECK(whole.replay({"The", " sky"}).empty());
+  CHECK(str(json(whole.whole("stop"))["choices"].at(0)["message"]["content"]) == "The sky");
+}
