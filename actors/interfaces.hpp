@@ -108,4 +108,38 @@ using autoscaler_actor = caf::typed_actor<
     /// Its last decision and every replica's state, as JSON (the admin API).
     caf::replies_to<status_atom>::with<std::string>>;
 
+// Replicas on other machines (actors/wire.hpp): the worker's endpoint, the
+// router node's door and the remote replica's local stand-in.
+
+/// On the worker: one replica's side of the wire. Submissions come with
+/// their age (clocks differ between machines); tokens go back to whoever
+/// submitted. It is its local scheduler's sink for every remote request.
+using endpoint_actor = caf::typed_actor<
+    caf::replies_to<rsubmit_atom, request, std::int64_t>::with<admission>,
+    caf::reacts_to<abort_atom, request_id>,
+    caf::reacts_to<evacuate_atom>,
+    caf::reacts_to<fault_atom, std::string>,
+    caf::reacts_to<tokens_atom, request_update>,
+    caf::reacts_to<gone_atom>>;
+
+/// On the router node, published at router.worker_port: where workers join.
+/// A worker proves it knows the fleet's secret (router.worker_secret_file)
+/// before it gets anything: a stranger who reaches the port learns nothing
+/// and reaches no actor but this one.
+using door_actor = caf::typed_actor<
+    /// A challenge: a fresh nonce (hex), good for one join within a minute.
+    caf::replies_to<hello_atom>::with<std::string>,
+    /// A worker asks for a replica of this model, with a challenge it was
+    /// given and its proof (worker_proof): the replica's index, the router
+    /// (its load reports' address) and a ticket for the replica's endpoint;
+    /// or an error (wrong proof, unknown model: naming the served ones).
+    caf::replies_to<join_atom, std::string, std::string, std::string>::with<std::int32_t, router_actor,
+                                                                          std::string>,
+    /// The replica (index, model) is loaded: here is its endpoint, with the
+    /// ticket its join got (one use).
+    caf::reacts_to<join_atom, std::int32_t, std::string, endpoint_actor, std::string>>;
+
+/// The remote replica's stand-in on the router node.
+using proxy_actor = scheduler_actor::extend<caf::reacts_to<tokens_atom, request_update>>;
+
 } // namespace troupe
