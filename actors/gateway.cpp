@@ -1,7 +1,7 @@
 #include "actors/gateway.hpp"
 
-#include "actors/http/chat_page.hpp"
-#include "actors/http/openai_api.hpp"
+#include "service/http/chat_page.hpp"
+#include "service/http/openai_api.hpp"
 #include "actors/sink_actor.hpp"
 
 #include <caf/all.hpp>

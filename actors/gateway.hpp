@@ -23,10 +23,10 @@
 // with an error event, code "slow_reader": the engine never waits for a reader.
 
 #include "actors/http/http_server.hpp"
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 #include "actors/serving_context.hpp"
-#include "actors/tenancy/response_cache.hpp"
-#include "actors/tenancy/tenants.hpp"
+#include "service/tenancy/response_cache.hpp"
+#include "service/tenancy/tenants.hpp"
 
 #include <caf/actor_system.hpp>
 

@@ -1,7 +1,7 @@
 #include "actors/wire.hpp"
 
 #include "settings/toml_settings.hpp"
-#include "actors/tenancy/sha256.hpp"
+#include "service/tenancy/sha256.hpp"
 
 #include <caf/all.hpp>
 

@@ -1,6 +1,6 @@
 #include "actors/sink_actor.hpp"
 
-#include "actors/http/stream_writer.hpp"
+#include "service/http/stream_writer.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"

@@ -1,10 +1,10 @@
 #pragma once
 #include "actors/http/http_server.hpp"
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/serving_context.hpp"
-#include "actors/tenancy/response_cache.hpp"
-#include "actors/tenancy/tenants.hpp"
+#include "service/tenancy/response_cache.hpp"
+#include "service/tenancy/tenants.hpp"
 
 #include <caf/actor_system.hpp>
 

@@ -11,7 +11,7 @@
 // retry or end their requests.
 
 #include "actors/interfaces.hpp"
-#include "actors/server_config.hpp"
+#include "service/server_config.hpp"
 #include "actors/serving_context.hpp"
 
 #include <caf/actor_system.hpp>

@@ -3,7 +3,7 @@
 // built-in defaults, the keys of a file over them when --config FILE is
 // given (none is read otherwise), then the command line's overrides.
 
-#include "actors/server_config.hpp"
+#include "service/server_config.hpp"
 #include "cli/args.hpp"
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 // troupe hash-key: what goes in a tenants file for an API key.
-#include "actors/tenancy/sha256.hpp"
+#include "service/tenancy/sha256.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 

@@ -7,7 +7,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
 #include "actors/scheduler_actor.hpp"
-#include "actors/server_config.hpp"
+#include "service/server_config.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/model/gguf.hpp"
 #include "engine/model/model_config.hpp"

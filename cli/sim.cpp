@@ -1,7 +1,7 @@
 // `troupe sim SCENARIO.toml`: the discrete-event simulator (sim/); with
 // --server-config, of the server a config file describes.
 
-#include "actors/server_config.hpp"
+#include "service/server_config.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/replicas.hpp"

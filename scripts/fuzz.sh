@@ -18,11 +18,11 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -I. -I"$build" $(pkg-config --cflags tomlplusplus))
 policies=$(grep -o "'policies/[^']*\.cpp'" meson.build | tr -d "'")
 declare -A sources libs
-sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp actors/http/openai_api.cpp actors/http/json_reader.cpp actors/http/openai_format.cpp
+sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp service/http/openai_api.cpp service/http/json_reader.cpp service/http/openai_format.cpp
   engine/core/sampling_params.cpp"
 libs[openai_request]="-lsimdjson"
-sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp actors/server_config.cpp actors/server_config_keys.cpp settings/toml_settings.cpp
-  actors/tenancy/tenants.cpp actors/tenancy/sha256.cpp actors/http/openai_format.cpp
+sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp service/server_config_keys.cpp settings/toml_settings.cpp
+  service/tenancy/tenants.cpp service/tenancy/sha256.cpp service/http/openai_format.cpp
   engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda_backend.cpp
   engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf.cpp
   engine/model/gguf_quant.cpp engine/model/mapping.cpp engine/model/safetensors.cpp $policies"

@@ -9,7 +9,8 @@ folder names a folder of its own library or of one it links (meson.build).
     kernels/      libtroupe_cuda      + engine/core/ (dtype)
     engine/       libtroupe_engine    + engine/core/, policies/
     engine/cuda/  libtroupe_cuda (+ its host-side plans in libtroupe_engine): + engine/, kernels/
-    actors/       libtroupe_actors    + engine/, policies/, settings/
+    service/      libtroupe_service   + engine/, policies/, settings/ (no CAF, no Beast)
+    actors/       libtroupe_actors    + engine/, policies/, settings/, service/
     cli/          troupe              anything
     examples/     out-of-tree policies: policies/api/ alone
 
@@ -31,7 +32,8 @@ ALLOWED = [
     ("kernels/", ["kernels/", "engine/core/"]),
     ("settings/", ["settings/"]),
     ("sim/", ["sim/", "engine/core/", "policies/", "settings/"]),
-    ("actors/", ["actors/", "engine/", "policies/", "settings/"]),
+    ("service/", ["service/", "engine/", "policies/", "settings/"]),
+    ("actors/", ["actors/", "engine/", "policies/", "settings/", "service/"]),
     ("cli/", [""]),
     ("examples/", ["policies/api/"]),
 ]
@@ -47,7 +49,7 @@ def folder_of(path):
 
 def main():
     bad, edges = [], {}
-    for top in ("policies", "engine", "kernels", "settings", "sim", "actors", "cli", "examples"):
+    for top in ("policies", "engine", "kernels", "settings", "sim", "service", "actors", "cli", "examples"):
         for dirpath, _, files in os.walk(os.path.join(ROOT, top)):
             for name in sorted(files):
                 if not name.endswith(SOURCES):

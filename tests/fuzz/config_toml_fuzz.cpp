@@ -1,8 +1,8 @@
 // libFuzzer harness (make fuzz): the server config and the tenants file on
 // any text. Every input must give settings or one config_error, never a crash.
 
-#include "actors/server_config.hpp"
-#include "actors/tenancy/tenants.hpp"
+#include "service/server_config.hpp"
+#include "service/tenancy/tenants.hpp"
 #include <cstdint>
 #include <stdexcept>
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

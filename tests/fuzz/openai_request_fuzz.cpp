@@ -2,7 +2,7 @@
 // a completions body, a chat body, a WebSocket chat message and a WebSocket
 // envelope. Every input must give a request or a 4xx error, never a crash.
 
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 #include <cstdint>
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,4 @@
-#include "actors/tenancy/response_cache.hpp"
+#include "service/tenancy/response_cache.hpp"
 
 namespace troupe {
 

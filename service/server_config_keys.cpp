@@ -1,4 +1,4 @@
-#include "actors/server_config_keys.hpp"
+#include "service/server_config_keys.hpp"
 
 #include "settings/toml_settings.hpp"
 #include "engine/cuda_backend.hpp"

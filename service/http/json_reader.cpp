@@ -1,5 +1,5 @@
 // The shared JSON readers of json_reader.hpp.
-#include "actors/http/json_reader.hpp"
+#include "service/http/json_reader.hpp"
 
 #include <cfloat>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Requests to the OpenAI API parsed into completion requests, or refused.
 
-#include "tests/actors/openai_api_test_util.hpp"
+#include "tests/service/http/openai_api_test_util.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>

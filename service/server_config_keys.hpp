@@ -3,7 +3,7 @@
 // section, how it is read and written back (from server_config{}'s field),
 // and its description for `troupe config`. Internal to the config reader.
 
-#include "actors/server_config.hpp"
+#include "service/server_config.hpp"
 #include "settings/toml_settings.hpp"
 
 #include <toml++/toml.h>

@@ -1,7 +1,7 @@
 // Responses of the OpenAI API: stream chunks, full responses, logprobs,
 // the models list and error bodies.
 
-#include "tests/actors/openai_api_test_util.hpp"
+#include "tests/service/http/openai_api_test_util.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>

@@ -1,8 +1,8 @@
 // The reading half of openai_api.hpp: one pass of simdjson On-Demand over the
 // body, each field read where it stands (JSON objects have no order).
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 
-#include "actors/http/json_reader.hpp"
+#include "service/http/json_reader.hpp"
 
 #include <simdjson.h>
 

@@ -1,9 +1,9 @@
 // Tenants: SHA-256, the tenants file, token buckets, admission decisions,
 // reload, and the response cache. Time is driven by hand.
-#include "actors/server_config.hpp"
-#include "actors/tenancy/response_cache.hpp"
-#include "actors/tenancy/sha256.hpp"
-#include "actors/tenancy/tenants.hpp"
+#include "service/server_config.hpp"
+#include "service/tenancy/response_cache.hpp"
+#include "service/tenancy/sha256.hpp"
+#include "service/tenancy/tenants.hpp"
 
 #include <doctest/doctest.h>
 

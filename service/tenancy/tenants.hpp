@@ -8,7 +8,7 @@
 // compared with every stored hash in constant time. Keys are never logged
 // and never put in a metric label: a tenant is named by its table's name.
 
-#include "actors/tenancy/sha256.hpp"
+#include "service/tenancy/sha256.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -58,7 +58,7 @@ struct tenants_config {
   friend auto operator==(const tenants_config&, const tenants_config&) -> bool = default;
 };
 
-/// Reads a tenants file. Throws config_error (actors/server_config.hpp) with
+/// Reads a tenants file. Throws config_error (service/server_config.hpp) with
 /// one line "<file>: <key path>: <reason>", e.g. "t.toml:
 /// tenants.acme.requests_per_minute: must be >= 0, got -1". The reason never
 /// quotes a key hash's text.

@@ -1,6 +1,6 @@
 // The writing half of openai_api.hpp: responses, stream chunks and errors as
 // JSON text, built by appending to one string.
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 
 #include "engine/core/json_text.hpp"
 #include "engine/tokenizer/utf8.hpp"

@@ -3,7 +3,7 @@
 // requests parsed or refused, and responses parsed back so that the tests
 // read fields, not text.
 
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>

@@ -1,4 +1,4 @@
-#include "actors/tenancy/sha256.hpp"
+#include "service/tenancy/sha256.hpp"
 
 #include <cstring>
 

@@ -5,7 +5,7 @@
 // tenant's name first, so two tenants never share an entry. Bounded in bytes
 // (least recently used goes first) and in age (ttl). Thread-safe.
 
-#include "actors/tenancy/sha256.hpp"
+#include "service/tenancy/sha256.hpp"
 
 #include <chrono>
 #include <cstdint>

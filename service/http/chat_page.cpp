@@ -1,4 +1,4 @@
-#include "actors/http/chat_page.hpp"
+#include "service/http/chat_page.hpp"
 
 namespace troupe {
 

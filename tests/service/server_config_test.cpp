@@ -1,4 +1,4 @@
-#include "actors/server_config.hpp"
+#include "service/server_config.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

@@ -3,7 +3,7 @@
 // OpenAI-style errors: the helpers every endpoint's reader shares
 // (openai_api.cpp, tokenize_api.cpp). Internal to actors/http.
 
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 
 #include <simdjson.h>
 

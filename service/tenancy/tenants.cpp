@@ -1,6 +1,6 @@
-#include "actors/tenancy/tenants.hpp"
+#include "service/tenancy/tenants.hpp"
 
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 #include "settings/toml_settings.hpp"
 
 #include <toml++/toml.h>

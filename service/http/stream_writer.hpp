@@ -6,7 +6,7 @@
 // does the I/O (start_stream, write, respond) with what this returns; no CAF,
 // no Beast.
 
-#include "actors/http/openai_api.hpp"
+#include "service/http/openai_api.hpp"
 
 #include <cstdint>
 #include <string>

@@ -3,7 +3,7 @@
 // streaming, a cached answer replayed, a retry. The JSON is read back with
 // simdjson, so each event is checked as a client parses it.
 
-#include "actors/http/stream_writer.hpp"
+#include "service/http/stream_writer.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>

@@ -1,7 +1,7 @@
-#include "actors/server_config.hpp"
+#include "service/server_config.hpp"
 
 #include "settings/toml_settings.hpp"
-#include "actors/server_config_keys.hpp"
+#include "service/server_config_keys.hpp"
 
 #include <toml++/toml.h>
 

@@ -1,4 +1,4 @@
-#include "actors/http/stream_writer.hpp"
+#include "service/http/stream_writer.hpp"
 
 #include "engine/tokenizer/utf8.hpp"
 
