@@ -101,4 +101,15 @@ void append_number(std::string& out, Number v) {
   out.append(buf, res.ptr);
 }
 
+/// A number as a message shows a request's value: the shortest natural
+/// spelling, %g's (1.5, 0.1, -2, 1e-06, inf), and "nan" for any NaN. (The
+/// settings files' messages use settings::show_number, which reads back
+/// exactly.)
+inline auto show_number(double v) -> std::string {
+  if (std::isnan(v)) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 } // namespace troupe::json_text

@@ -1,5 +1,7 @@
 #include "engine/core/sampling_params.hpp"
 
+#include "engine/core/json_text.hpp"
+
 
 #include <cmath>
 #include <cstdio>
@@ -8,13 +10,7 @@ namespace troupe {
 
 namespace {
 
-/// Shortest natural spelling: 1.5, 0.1, -2, 1e-06, inf, nan.
-auto show(double v) -> std::string {
-  if (std::isnan(v)) return "nan";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+auto show(double v) -> std::string { return json_text::show_number(v); }
 
 auto show(std::int32_t v) -> std::string { return std::to_string(v); }
 

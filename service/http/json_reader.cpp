@@ -1,6 +1,8 @@
 // The shared JSON readers of json_reader.hpp.
 #include "service/http/json_reader.hpp"
 
+#include "engine/core/json_text.hpp"
+
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -25,11 +27,7 @@ auto failed(simdjson::error_code e, std::string_view param, std::string_view pat
   return e == simdjson::INCORRECT_TYPE ? bad_type(param, path, expected) : bad_json(e);
 }
 
-auto show(double v) -> std::string {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+auto show(double v) -> std::string { return json_text::show_number(v); }
 
 auto is_json_number(std::string_view s) -> bool {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
