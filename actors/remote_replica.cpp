@@ -257,7 +257,7 @@ auto spawn_door(caf::actor_system& sys, std::shared_ptr<const fleet> models, std
 }
 
 auto read_worker_secret(const server_config& config) -> std::string {
-  const auto& path = config.worker_secret_file;
+  const auto& path = config.router.worker_secret_file;
   if (path.empty())
     throw config_error("router.worker_secret_file: workers must prove who they are: name a file holding a shared "
                        "secret of at least 16 bytes (the same on the router node and every worker)");

@@ -34,19 +34,19 @@ void check_model_dirs(const server_config& cfg, const std::string& command) {
     return !std::filesystem::is_directory(dir, ec) && !gguf::is_gguf_file(dir);
   };
   const auto make = [](const std::string& dir) { return "troupe make-model --preset tiny --out " + dir; };
-  if (missing(cfg.model_dir))
-    throw std::runtime_error("no model directory or GGUF file '" + cfg.model_dir + "' (give one: troupe " + command +
-                             " DIR|FILE.gguf; or make a tiny one: " + make(cfg.model_dir) + ")");
-  for (std::size_t i = 0; i < cfg.more_models.size(); ++i)
-    if (const auto& dir = cfg.more_models[i].dir; missing(dir))
+  if (missing(cfg.model.dir))
+    throw std::runtime_error("no model directory or GGUF file '" + cfg.model.dir + "' (give one: troupe " + command +
+                             " DIR|FILE.gguf; or make a tiny one: " + make(cfg.model.dir) + ")");
+  for (std::size_t i = 0; i < cfg.model.more.size(); ++i)
+    if (const auto& dir = cfg.model.more[i].dir; missing(dir))
       throw std::runtime_error("model.more[" + std::to_string(i) + "].dir: no model directory or GGUF file '" + dir +
                                "' (make a tiny one: " + make(dir) + ")");
 }
 
 auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   model_setup m;
-  m.dir = cfg.model_dir;
-  m.name = served_name(cfg.served_model_name, m.dir);
+  m.dir = cfg.model.dir;
+  m.name = served_name(cfg.model.served_model_name, m.dir);
   if (gguf::is_gguf_file(m.dir)) {
     m.gguf = gguf::file::open(m.dir);
     m.mc = gguf_model_config(*m.gguf);
@@ -64,24 +64,24 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   m.eos = eos_token_ids(m.mc, *m.tok);
   // The KV cache's type: the CPU's is configurable; a CUDA device keeps
   // its cache in engine.dtype, and quantized weights are the CPU's too.
-  auto kv = cuda && cfg.dtype == "bfloat16" ? kv_dtype::bf16 : kv_dtype::f32;
-  if (cfg.kv_cache_dtype != "auto") {
+  auto kv = cuda && cfg.engine.dtype == "bfloat16" ? kv_dtype::bf16 : kv_dtype::f32;
+  if (cfg.scheduler.kv_cache_dtype != "auto") {
     if (cuda)
-      throw std::runtime_error("scheduler.kv_cache_dtype \"" + cfg.kv_cache_dtype +
+      throw std::runtime_error("scheduler.kv_cache_dtype \"" + cfg.scheduler.kv_cache_dtype +
                                "\": the CUDA backend keeps its KV cache in engine.dtype (leave it \"auto\")");
-    kv = *parse_kv_dtype(cfg.kv_cache_dtype);
+    kv = *parse_kv_dtype(cfg.scheduler.kv_cache_dtype);
   }
-  if (cuda && cfg.weight_dtype != "auto")
-    throw std::runtime_error("engine.weight_dtype \"" + cfg.weight_dtype +
+  if (cuda && cfg.engine.weight_dtype != "auto")
+    throw std::runtime_error("engine.weight_dtype \"" + cfg.engine.weight_dtype +
                              "\": the CUDA backend does not implement quantized weights (use a cpu device)");
   if (!kv_dtype_fits(kv, mc.head_dim))
     throw std::runtime_error("scheduler.kv_cache_dtype \"q8_0\" stores blocks of 32 values; this model's head_dim " +
                              std::to_string(mc.head_dim) + " is not a multiple of 32");
   m.kv = kv;
   m.block_bytes = kv_block_bytes(kv, mc.num_hidden_layers, mc.num_key_value_heads, mc.head_dim, cfg.scheduler.block_size);
-  m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.kv_memory_bytes / m.block_bytes, 1 << 30));
+  m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.kv_memory_bytes / m.block_bytes, 1 << 30));
   if (m.num_blocks < 1)
-    throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.kv_memory_bytes) +
+    throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.scheduler.kv_memory_bytes) +
                              " bytes hold no KV block of " + std::to_string(m.block_bytes) + " bytes");
   // Policies named by path are loaded here, so a bad one stops start-up with
   // its reason (each replica then makes its own instance).
@@ -96,10 +96,10 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   m.zero.avoid = m.eos;
   for (token_id t = 0; t < m.tok->vocab_size(); ++t)
     if (m.tok->is_control(t) || m.tok->is_unknown(t)) m.zero.avoid.push_back(t);
-  m.zero.step_time = std::chrono::microseconds(cfg.zero_step_us);
+  m.zero.step_time = std::chrono::microseconds(cfg.engine.zero_step_us);
   m.cpu.block_size = cfg.scheduler.block_size;
   m.cpu.num_kv_blocks = m.num_blocks;
-  m.cpu.num_threads = cfg.threads;
+  m.cpu.num_threads = cfg.engine.threads;
   m.cpu.num_sampled_ids = m.tok->vocab_size();
   m.cpu.kv_type = kv;
 
@@ -129,9 +129,9 @@ auto load_model_weights(const model_setup& m) -> model_weights {
 
 auto load_cpu_weights(const server_config& cfg, const model_setup& m) -> model_weights {
   auto w = load_model_weights(m);
-  if (cfg.weight_dtype == "q8_0") quantize_weights(w, gguf::tensor_type::q8_0);
-  if (cfg.weight_dtype == "q4_k") quantize_weights(w, gguf::tensor_type::q4_k);
-  if (cfg.huge_pages) place_in_huge_pages(w);
+  if (cfg.engine.weight_dtype == "q8_0") quantize_weights(w, gguf::tensor_type::q8_0);
+  if (cfg.engine.weight_dtype == "q4_k") quantize_weights(w, gguf::tensor_type::q4_k);
+  if (cfg.engine.huge_pages) place_in_huge_pages(w);
   return w;
 }
 
@@ -150,7 +150,7 @@ auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const m
   started_replica out;
   out.index = index;
   std::shared_ptr<executor> ex;
-  if (cfg.executor == "zero") {
+  if (cfg.engine.executor == "zero") {
     ex = std::make_shared<zero_executor>(m.zero);
   } else {
     // The executor refers to its weights: they go when it does.
@@ -186,7 +186,7 @@ auto block_stop_signals() -> sigset_t {
 }
 
 void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cfg, bool network) {
-  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(resolve_threads(cfg.caf_threads)));
+  caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(resolve_threads(cfg.actors.caf_threads)));
   add_wire_types(caf_cfg);
   if (!network) return;
   caf_cfg.load<caf::io::middleman>();
@@ -195,12 +195,12 @@ void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cf
   // replicas go down as if it died.
   caf_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
   caf_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(3)});
-  if (!cfg.worker_tls_cert.empty()) {
+  if (!cfg.router.worker_tls_cert.empty()) {
     // Mutual TLS: each side shows a certificate the shared CA signed.
     caf_cfg.load<caf::openssl::manager>();
-    caf_cfg.openssl_certificate = cfg.worker_tls_cert;
-    caf_cfg.openssl_key = cfg.worker_tls_key;
-    caf_cfg.openssl_cafile = cfg.worker_tls_ca;
+    caf_cfg.openssl_certificate = cfg.router.worker_tls_cert;
+    caf_cfg.openssl_key = cfg.router.worker_tls_key;
+    caf_cfg.openssl_cafile = cfg.router.worker_tls_ca;
   }
 }
 

@@ -86,7 +86,7 @@ struct engine_parts {
 // replicas, executors, memory managers and router; its metrics go to `registry`.
 auto start_engine(caf::actor_system& sys, const server_config& cfg, server_status& status, engine_parts& parts,
                   std::shared_ptr<prometheus::Registry> registry) -> std::string {
-  const auto cuda_device = parse_device(cfg.devices.front());
+  const auto cuda_device = parse_device(cfg.engine.devices.front());
   const auto setup = prepare_model(cfg, cuda_device.has_value());
   const auto& dir = setup.dir;
   const auto& mc = setup.mc;
@@ -97,14 +97,14 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   const auto num_blocks = setup.num_blocks;
   // Each CPU device has its own executor, KV cache (kv_memory) and memory
   // manager, with engine.replicas replicas; a CUDA group is one device.
-  const int num_devices = cuda_device ? 1 : static_cast<int>(cfg.devices.size());
-  const int replicas = cfg.replicas * num_devices;
+  const int num_devices = cuda_device ? 1 : static_cast<int>(cfg.engine.devices.size());
+  const int replicas = cfg.engine.replicas * num_devices;
   // Swap space, per device: each of its replicas gets an equal share of the host blocks.
   const bool swap = cfg.scheduler.preemption_mode == "swap";
   const auto num_host_blocks =
-      swap ? static_cast<std::int32_t>(std::min<std::int64_t>(cfg.swap_space_bytes / block_bytes, 1 << 30)) : 0;
-  if (swap && num_host_blocks < cfg.replicas)
-    throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.swap_space_bytes) + " bytes hold " +
+      swap ? static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.swap_space_bytes / block_bytes, 1 << 30)) : 0;
+  if (swap && num_host_blocks < cfg.engine.replicas)
+    throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.scheduler.swap_space_bytes) + " bytes hold " +
                              std::to_string(num_host_blocks) + " KV blocks of " + std::to_string(block_bytes) +
                              " bytes, fewer than one per replica");
   const auto max_model_len = setup.max_model_len;
@@ -112,24 +112,24 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   // The devices' names, distinct for the metrics and the log ("cpu:0", "cpu:1"... when several).
   std::vector<std::string> device_names;
   for (int d = 0; d < num_devices; ++d)
-    device_names.push_back(num_devices > 1 ? cfg.devices[static_cast<std::size_t>(d)] + ":" + std::to_string(d)
-                                           : cfg.devices.front());
+    device_names.push_back(num_devices > 1 ? cfg.engine.devices[static_cast<std::size_t>(d)] + ":" + std::to_string(d)
+                                           : cfg.engine.devices.front());
   std::vector<std::shared_ptr<executor>> executors;
-  if (cfg.executor == "zero") {
+  if (cfg.engine.executor == "zero") {
     for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<zero_executor>(setup.zero));
   } else if (cuda_device) {
-    if (static_cast<std::int32_t>(cfg.devices.size()) != cfg.tensor_parallel_size)
-      throw std::runtime_error("engine.devices: " + std::to_string(cfg.devices.size()) +
+    if (static_cast<std::int32_t>(cfg.engine.devices.size()) != cfg.engine.tensor_parallel_size)
+      throw std::runtime_error("engine.devices: " + std::to_string(cfg.engine.devices.size()) +
                                " CUDA devices, but engine.tensor_parallel_size is " +
-                               std::to_string(cfg.tensor_parallel_size) + " (the devices of one tensor-parallel executor)");
+                               std::to_string(cfg.engine.tensor_parallel_size) + " (the devices of one tensor-parallel executor)");
     parts.weights = load_model_weights(setup);
     cuda::cuda_executor_options co;
     co.device = *cuda_device;
-    for (const auto& d : cfg.devices) co.devices.push_back(*parse_device(d));
+    for (const auto& d : cfg.engine.devices) co.devices.push_back(*parse_device(d));
     co.block_size = cfg.scheduler.block_size;
     co.num_kv_blocks = num_blocks;
-    co.act = cfg.dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
-    co.cuda_graphs = cfg.cuda_graphs;
+    co.act = cfg.engine.dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
+    co.cuda_graphs = cfg.engine.cuda_graphs;
     co.max_num_seqs = cfg.scheduler.max_num_seqs;
     co.max_num_batched_tokens = cfg.scheduler.max_num_batched_tokens;
     co.max_model_len = max_model_len;
@@ -143,26 +143,26 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<cpu_executor>(parts.weights, eo));
   }
 
-  const std::int32_t share = num_blocks / cfg.replicas; // of the device's blocks, per replica
+  const std::int32_t share = num_blocks / cfg.engine.replicas; // of the device's blocks, per replica
   if (cfg.scheduler.watermark_blocks >= share)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(share) + " for admissions");
-  const std::string version = cfg.model_version.empty() ? model_version(dir, name) : cfg.model_version;
+  const std::string version = cfg.model.version.empty() ? model_version(dir, name) : cfg.model.version;
   // The autoscaler's replicas (each on a device of its own, named
   // "scaled:N") get their series up front: max_replicas + warm_pool at most.
-  const bool autoscaled = cfg.autoscaler_policy != "none";
+  const bool autoscaled = cfg.autoscaler.policy != "none";
   if (autoscaled && cuda_device)
     throw std::runtime_error("autoscaler.policy: the autoscaler starts CPU replicas; engine.devices names CUDA ones");
-  if (autoscaled && (replicas < cfg.min_replicas || replicas > cfg.max_replicas))
+  if (autoscaled && (replicas < cfg.autoscaler.min_replicas || replicas > cfg.autoscaler.max_replicas))
     throw std::runtime_error("engine.replicas: the " + std::to_string(replicas) +
                              " replica(s) to start with are outside the autoscaler's [" +
-                             std::to_string(cfg.min_replicas) + ", " + std::to_string(cfg.max_replicas) + "]");
+                             std::to_string(cfg.autoscaler.min_replicas) + ", " + std::to_string(cfg.autoscaler.max_replicas) + "]");
   // (Draining ones are on top of max_replicas and the pool: twice the maximum.)
-  const int metric_replicas = autoscaled ? fleet_slots(replicas, cfg.max_replicas, cfg.warm_pool) : replicas;
+  const int metric_replicas = autoscaled ? fleet_slots(replicas, cfg.autoscaler.max_replicas, cfg.autoscaler.warm_pool) : replicas;
   auto metric_devices = device_names;
   if (autoscaled)
     for (int r = 0; r < metric_replicas; ++r) metric_devices.push_back("scaled:" + std::to_string(r));
-  parts.metrics = std::make_unique<server_metrics>(std::move(registry), name, cfg.model_version, metric_replicas,
+  parts.metrics = std::make_unique<server_metrics>(std::move(registry), name, cfg.model.version, metric_replicas,
                                                    metric_devices);
   server_metrics* const metrics = parts.metrics.get();
   metrics->kv_cache_shape(kv_dtype_name(setup.kv), block_bytes,
@@ -175,11 +175,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->eos_ids = eos;
   ctx->defaults = default_sampling_params(mc);
   ctx->metrics = metrics;
-  ctx->prompt_logprobs = !cuda_device || cfg.executor == "zero";
+  ctx->prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";
 
   std::shared_ptr<const chat_template> chat;
-  if (auto t = resolve_chat_template(cfg.chat_template, dir.string(), setup.gguf.get())) chat = std::make_shared<const chat_template>(std::move(*t));
-  for (int i = 0; i < resolve_threads(cfg.tokenizers); ++i) {
+  if (auto t = resolve_chat_template(cfg.model.chat_template, dir.string(), setup.gguf.get())) chat = std::make_shared<const chat_template>(std::move(*t));
+  for (int i = 0; i < resolve_threads(cfg.actors.tokenizers); ++i) {
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
   }
@@ -187,16 +187,16 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   // equal share of its blocks.
   auto ro = setup.replica;
   ro.limits.preemption = swap ? preemption_mode::swap : preemption_mode::recompute;
-  ro.limits.num_host_blocks = num_host_blocks / cfg.replicas;
+  ro.limits.num_host_blocks = num_host_blocks / cfg.engine.replicas;
   ro.share = share;
   router_options rto;
-  rto.policy = cfg.router_policy;
+  rto.policy = cfg.router.policy;
   // Its cached-block counts come from probing each device's prefix cache.
-  const bool reads_cached = policy::make_routing_policy(cfg.router_policy)->reads_cached_blocks();
-  rto.weights = cfg.router_weights;
-  rto.health = {cfg.unhealthy_after, cfg.healthy_after};
-  rto.check_interval_s = cfg.health_check_interval_s;
-  rto.check_timeout_s = cfg.health_check_timeout_s;
+  const bool reads_cached = policy::make_routing_policy(cfg.router.policy)->reads_cached_blocks();
+  rto.weights = cfg.router.weights;
+  rto.health = {cfg.router.unhealthy_after, cfg.router.healthy_after};
+  rto.check_interval_s = cfg.router.health_check_interval_s;
+  rto.check_timeout_s = cfg.router.health_check_timeout_s;
   rto.check_prompt = tok->encode("ping", true);
   if (rto.check_prompt.empty()) rto.check_prompt.push_back(0);
   rto.metrics = metrics;
@@ -204,7 +204,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   rto.slots = static_cast<std::size_t>(metric_replicas);
   ctx->router = spawn_router(sys, std::move(rto));
   ctx->block_size = cfg.scheduler.block_size;
-  ctx->max_retries = cfg.max_retries;
+  ctx->max_retries = cfg.router.max_retries;
   parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->router));
   ro.router = ctx->router;
   for (int d = 0; d < num_devices; ++d) {
@@ -213,13 +213,13 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
     parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
     if (reads_cached && cfg.scheduler.enable_prefix_caching) ctx->memories.push_back(mm);
-    for (int k = 0; k < cfg.replicas; ++k) {
+    for (int k = 0; k < cfg.engine.replicas; ++k) {
       ctx->replica_device.push_back(static_cast<std::size_t>(d));
-      const int r = d * cfg.replicas + k;
+      const int r = d * cfg.engine.replicas + k;
       auto lease = first_lease(sys, mm, share);
       ro.replica = r;
-      if (!cfg.step_log.empty())
-        ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.step_log : cfg.step_log + "." + std::to_string(r),
+      if (!cfg.engine.step_log.empty())
+        ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.engine.step_log : cfg.engine.step_log + "." + std::to_string(r),
                                                         step_log::setup{ro.scheduling, ro.limits, ro.kv, ro.share, ro.eos_ids});
       ro.limits.first_host_block = k * ro.limits.num_host_blocks;
       auto scheduler = spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status);
@@ -235,11 +235,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
       return start_own_replica(sys, cfg, setup, index, router, metrics, status, "scaled:" + std::to_string(index));
     };
     autoscaler_options ao;
-    ao.policy = cfg.autoscaler_policy;
-    ao.target = cfg.autoscaler_target;
-    ao.fleet = {cfg.min_replicas, cfg.max_replicas, cfg.scale_in_delay_s, cfg.warm_pool, replicas,
+    ao.policy = cfg.autoscaler.policy;
+    ao.target = cfg.autoscaler.target;
+    ao.fleet = {cfg.autoscaler.min_replicas, cfg.autoscaler.max_replicas, cfg.autoscaler.scale_in_delay_s, cfg.autoscaler.warm_pool, replicas,
                 static_cast<std::size_t>(metric_replicas)};
-    ao.interval_s = cfg.autoscaler_interval_s;
+    ao.interval_s = cfg.autoscaler.interval_s;
     ao.start = std::move(start);
     ao.metrics = metrics;
     ao.router = ctx->router;
@@ -253,15 +253,15 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   parts.ctx = ctx;
   std::ostringstream info;
   info << "model " << name;
-  if (!cfg.model_version.empty()) info << " version " << cfg.model_version;
-  info << " (" << cfg.executor << " executor), " << num_blocks << " KV blocks of "
+  if (!cfg.model.version.empty()) info << " version " << cfg.model.version;
+  info << " (" << cfg.engine.executor << " executor), " << num_blocks << " KV blocks of "
        << cfg.scheduler.block_size << " tokens, ";
   if (num_devices > 1) info << "per device on " << num_devices << " devices, ";
   if (swap) info << num_host_blocks << " in host swap space, ";
-  info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router_policy;
+  info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router.policy;
   if (autoscaled)
-    info << "; autoscaler: " << cfg.autoscaler_policy << ", " << cfg.min_replicas << " to " << cfg.max_replicas
-         << ", warm pool " << cfg.warm_pool;
+    info << "; autoscaler: " << cfg.autoscaler.policy << ", " << cfg.autoscaler.min_replicas << " to " << cfg.autoscaler.max_replicas
+         << ", warm pool " << cfg.autoscaler.warm_pool;
   info << ")"
        << ", context " << max_model_len;
   return info.str();
@@ -275,9 +275,9 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status
   auto out = std::make_shared<fleet>();
   auto registry = std::make_shared<prometheus::Registry>();
   // Checked before any model loads.
-  std::vector<std::string> names{served_name(cfg.served_model_name, cfg.model_dir)};
-  for (std::size_t i = 0; i < cfg.more_models.size(); ++i) {
-    const auto& e = cfg.more_models[i];
+  std::vector<std::string> names{served_name(cfg.model.served_model_name, cfg.model.dir)};
+  for (std::size_t i = 0; i < cfg.model.more.size(); ++i) {
+    const auto& e = cfg.model.more[i];
     const auto where = "model.more[" + std::to_string(i) + "]";
     const auto name = served_name(e.name, e.dir);
     const bool served = std::find(names.begin(), names.end(), name) != names.end();
@@ -294,8 +294,8 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status
       throw config_error(where + ": '" + name + "' has a canary version already");
     names.push_back(name);
   }
-  for (std::size_t i = 0; i < cfg.capability_rules.size(); ++i) {
-    const auto& r = cfg.capability_rules[i];
+  for (std::size_t i = 0; i < cfg.router.capability_rules.size(); ++i) {
+    const auto& r = cfg.router.capability_rules[i];
     const auto where = "router.capability_rules[" + std::to_string(i) + "]";
     if (std::find(names.begin(), names.end(), r.model) != names.end())
       throw config_error(where + ".model: '" + r.model + "' is a served model's name; a rule needs a name of its own");
@@ -309,17 +309,17 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status
     info.push_back(start_engine(sys, c, status, *parts.back(), registry));
     return parts.back()->ctx;
   };
-  out->models.reserve(1 + cfg.more_models.size());
+  out->models.reserve(1 + cfg.model.more.size());
   out->models.push_back({names[0], load(cfg), nullptr, 0});
-  for (std::size_t i = 0; i < cfg.more_models.size(); ++i) {
-    const auto& e = cfg.more_models[i];
+  for (std::size_t i = 0; i < cfg.model.more.size(); ++i) {
+    const auto& e = cfg.model.more[i];
     auto c = cfg;
-    c.model_dir = e.dir;
-    c.served_model_name = names[i + 1];
-    c.model_version = e.version;
-    c.replicas = e.replicas;
-    c.step_log.clear(); // (the step log is [model]'s)
-    c.more_models.clear();
+    c.model.dir = e.dir;
+    c.model.served_model_name = names[i + 1];
+    c.model.version = e.version;
+    c.engine.replicas = e.replicas;
+    c.engine.step_log.clear(); // (the step log is [model]'s)
+    c.model.more.clear();
     auto ctx = load(c);
     if (e.canary_percent > 0) {
       for (auto& m : out->models)
@@ -331,7 +331,7 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status
       out->models.push_back({names[i + 1], ctx, nullptr, 0});
     }
   }
-  for (const auto& r : cfg.capability_rules)
+  for (const auto& r : cfg.router.capability_rules)
     out->routes.push_back({r.model, out->find(r.small), out->find(r.large), r.max_prompt_tokens, r.max_tokens, r.tiers});
   return out;
 }
@@ -350,27 +350,27 @@ auto run_serve(std::span<char* const> argv) -> int {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   caf::actor_system_config caf_cfg;
-  configure_actors(caf_cfg, cfg, cfg.worker_port >= 0);
+  configure_actors(caf_cfg, cfg, cfg.router.worker_port >= 0);
   caf::actor_system sys{caf_cfg};
   server_status status;
   gateway_options go;
   go.stall_timeout =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(cfg.stall_timeout_s));
-  go.admin_api = cfg.admin_api;
-  go.tenants_file = cfg.tenants_file;
-  go.response_cache_bytes = static_cast<std::size_t>(cfg.response_cache_bytes);
-  go.response_cache_ttl_s = cfg.response_cache_ttl_s;
-  go.websocket_max_buffered = static_cast<std::size_t>(cfg.websocket_max_buffered_bytes);
-  go.metrics_elsewhere = cfg.metrics_port >= 0;
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(cfg.server.stall_timeout_s));
+  go.admin_api = cfg.server.admin_api;
+  go.tenants_file = cfg.server.tenants_file;
+  go.response_cache_bytes = static_cast<std::size_t>(cfg.server.response_cache_bytes);
+  go.response_cache_ttl_s = cfg.server.response_cache_ttl_s;
+  go.websocket_max_buffered = static_cast<std::size_t>(cfg.server.websocket_max_buffered_bytes);
+  go.metrics_elsewhere = cfg.server.metrics_port >= 0;
   gateway gw(sys, status, go);
-  gw.watch_tenants(std::chrono::milliseconds(static_cast<std::int64_t>(cfg.tenants_poll_s * 1000)));
+  gw.watch_tenants(std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.tenants_poll_s * 1000)));
   http::server_options so;
-  so.host = cfg.host;
-  so.port = cfg.port;
-  so.threads = cfg.http_threads;
-  so.max_body_bytes = cfg.max_body_bytes;
-  so.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.idle_timeout_s * 1000));
-  so.websocket_idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.websocket_idle_timeout_s * 1000));
+  so.host = cfg.server.host;
+  so.port = cfg.server.port;
+  so.threads = cfg.server.http_threads;
+  so.max_body_bytes = cfg.server.max_body_bytes;
+  so.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.idle_timeout_s * 1000));
+  so.websocket_idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.websocket_idle_timeout_s * 1000));
   so.error_body = [](int status, const std::string& message) {
     api::api_error e;
     e.status = status;
@@ -382,21 +382,21 @@ auto run_serve(std::span<char* const> argv) -> int {
     return api::error_body(e);
   };
   http::server srv(so, [&gw](http::request r, std::shared_ptr<http::exchange> c) { gw.handle(std::move(r), std::move(c)); });
-  std::printf("troupe: listening on http://%s:%u\n", cfg.host.c_str(), static_cast<unsigned>(srv.port()));
+  std::printf("troupe: listening on http://%s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(srv.port()));
   // server.metrics_port: /metrics (its series name tenants) on an internal
   // address; the same server, a listener of its own, one thread.
   std::optional<http::server> metrics_srv;
-  if (cfg.metrics_port >= 0) {
+  if (cfg.server.metrics_port >= 0) {
     auto mo = so;
-    mo.host = cfg.metrics_host.empty() ? cfg.host : cfg.metrics_host;
-    mo.port = static_cast<std::uint16_t>(cfg.metrics_port);
+    mo.host = cfg.server.metrics_host.empty() ? cfg.server.host : cfg.server.metrics_host;
+    mo.port = static_cast<std::uint16_t>(cfg.server.metrics_port);
     mo.threads = 1;
     try {
       metrics_srv.emplace(mo, [&gw](http::request r, std::shared_ptr<http::exchange> c) {
         gw.handle(std::move(r), std::move(c), listener::metrics);
       });
     } catch (const std::runtime_error& e) {
-      throw config_error(std::string(cfg.metrics_host.empty() ? "server.metrics_port" : "server.metrics_host") + ": " +
+      throw config_error(std::string(cfg.server.metrics_host.empty() ? "server.metrics_port" : "server.metrics_host") + ": " +
                          e.what());
     }
     std::printf("troupe: metrics at http://%s:%u/metrics\n", mo.host.c_str(),
@@ -417,17 +417,17 @@ auto run_serve(std::span<char* const> argv) -> int {
   try {
     std::vector<std::string> info;
     auto served = start_fleet(sys, cfg, status, parts, info);
-    if (cfg.worker_port >= 0) {
+    if (cfg.router.worker_port >= 0) {
       // Workers join at the door (their replicas then serve like local ones).
       auto door = spawn_door(sys, served, read_worker_secret(cfg));
       parts.front()->actors.push_back(caf::actor_cast<caf::actor>(door));
-      auto port = cfg.worker_tls_cert.empty()
-                      ? sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.worker_port), cfg.host.c_str(), true)
-                      : caf::openssl::publish(door, static_cast<std::uint16_t>(cfg.worker_port), cfg.host.c_str(), true);
+      auto port = cfg.router.worker_tls_cert.empty()
+                      ? sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.router.worker_port), cfg.server.host.c_str(), true)
+                      : caf::openssl::publish(door, static_cast<std::uint16_t>(cfg.router.worker_port), cfg.server.host.c_str(), true);
       if (!port)
-        throw std::runtime_error("router.worker_port: cannot listen on " + cfg.host + ":" +
-                                 std::to_string(cfg.worker_port) + ": " + sys.render(port.error()));
-      std::printf("troupe: workers join at %s:%u\n", cfg.host.c_str(), static_cast<unsigned>(*port));
+        throw std::runtime_error("router.worker_port: cannot listen on " + cfg.server.host + ":" +
+                                 std::to_string(cfg.router.worker_port) + ": " + sys.render(port.error()));
+      std::printf("troupe: workers join at %s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(*port));
     }
     gw.set_fleet(std::move(served));
     status.last_progress_ns = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -456,7 +456,7 @@ auto run_serve(std::span<char* const> argv) -> int {
   };
   wait_for_requests(std::chrono::steady_clock::now() +
                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                        std::chrono::duration<double>(cfg.drain_timeout_s)));
+                        std::chrono::duration<double>(cfg.server.drain_timeout_s)));
   const auto left = status.num_live_requests.load();
   // Requests still live are cut off: their sinks tell the clients why while
   // the HTTP threads still run to send it (a second at most), then they stop.

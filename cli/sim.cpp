@@ -25,8 +25,8 @@ namespace {
 // where it quantizes on load, else as stored (the GGUF file, or the
 // safetensors files, over the parameters of the shape).
 auto weight_bytes(const server_config& cfg, const model_setup& m, const sim::model_shape& shape) -> double {
-  if (cfg.weight_dtype == "q8_0") return 34.0 / 32;
-  if (cfg.weight_dtype == "q4_k") return 144.0 / 256;
+  if (cfg.engine.weight_dtype == "q8_0") return 34.0 / 32;
+  if (cfg.engine.weight_dtype == "q4_k") return 144.0 / 256;
   double bytes = 0;
   std::error_code ec;
   if (m.gguf) {
@@ -44,43 +44,37 @@ auto weight_bytes(const server_config& cfg, const model_setup& m, const sim::mod
 // roofline of the config's model on `hardware`, or the calibration).
 auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cost, const std::string& hardware,
                         const std::string& calibration) -> sim::scenario {
-  if (!cfg.more_models.empty())
+  if (!cfg.model.more.empty())
     throw std::runtime_error("model.more: the simulator runs one model; simulate each with a config of its own");
-  const bool cuda = parse_device(cfg.devices.front()).has_value();
+  const bool cuda = parse_device(cfg.engine.devices.front()).has_value();
   const auto m = prepare_model(cfg, cuda); // the server's own numbers: KV blocks, context, policies checked
-  const std::int32_t devices = cuda ? 1 : static_cast<std::int32_t>(cfg.devices.size());
-  const std::int32_t replicas = cfg.replicas * devices;
+  const std::int32_t devices = cuda ? 1 : static_cast<std::int32_t>(cfg.engine.devices.size());
+  const std::int32_t replicas = cfg.engine.replicas * devices;
   sim::replica_spec spec;
   static_cast<scheduler_config&>(spec) = cfg.scheduler;
   spec.max_model_len = m.max_model_len;
-  spec.kv_blocks = m.num_blocks / cfg.replicas; // a replica's share of its device's blocks
+  spec.kv_blocks = m.num_blocks / cfg.engine.replicas; // a replica's share of its device's blocks
   spec.kv_memory = 0;
   if (cfg.scheduler.preemption_mode == "swap")
     spec.host_blocks = static_cast<std::int32_t>(
-        std::min<std::int64_t>(cfg.swap_space_bytes / m.block_bytes, 1 << 30) / cfg.replicas);
+        std::min<std::int64_t>(cfg.scheduler.swap_space_bytes / m.block_bytes, 1 << 30) / cfg.engine.replicas);
   if (spec.watermark_blocks >= spec.kv_blocks)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(spec.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(spec.kv_blocks) + " for admissions");
   sc.replicas.clear();
-  if (cfg.router_weights.empty()) {
+  if (cfg.router.weights.empty()) {
     spec.count = replicas;
     sc.replicas.push_back(spec);
   } else {
     for (std::int32_t i = 0; i < replicas; ++i) { // weighted: one spec per replica index
       spec.count = 1;
-      spec.weight = static_cast<std::size_t>(i) < cfg.router_weights.size() ? cfg.router_weights[i] : 1.0;
+      spec.weight = static_cast<std::size_t>(i) < cfg.router.weights.size() ? cfg.router.weights[i] : 1.0;
       sc.replicas.push_back(spec);
     }
   }
-  sc.routing = cfg.router_policy;
+  sc.routing = cfg.router.policy;
   auto& as = sc.autoscaler;
-  as.policy = cfg.autoscaler_policy;
-  as.target = cfg.autoscaler_target;
-  as.min_replicas = cfg.min_replicas;
-  as.max_replicas = cfg.max_replicas;
-  as.interval_s = cfg.autoscaler_interval_s;
-  as.scale_in_delay_s = cfg.scale_in_delay_s;
-  as.warm_pool = cfg.warm_pool;
+  static_cast<autoscaler_config&>(as) = cfg.autoscaler; // every [autoscaler] key, as the server reads it
   as.initial = replicas;
   if (as.enabled() && (replicas < as.min_replicas || replicas > as.max_replicas))
     throw std::runtime_error("autoscaler: the " + std::to_string(replicas) +

@@ -41,7 +41,7 @@ auto run_worker(std::span<char* const> argv) -> int {
   const auto cfg = config_source_of(a, {}).load();
   check_model_dirs(cfg, "worker");
   const auto secret = read_worker_secret(cfg); // before connecting: no credentials, no join
-  if (cfg.executor != "zero" && parse_device(cfg.devices.front()))
+  if (cfg.engine.executor != "zero" && parse_device(cfg.engine.devices.front()))
     throw std::runtime_error("engine.devices: a worker's replicas run on the CPU (or the zero executor)");
 
   auto signals = block_stop_signals();
@@ -60,12 +60,12 @@ auto run_worker(std::span<char* const> argv) -> int {
   };
   bool router_gone = false;
   try {
-    auto door = cfg.worker_tls_cert.empty()
+    auto door = cfg.router.worker_tls_cert.empty()
                     ? sys.middleman().remote_actor<door_actor>(host, static_cast<std::uint16_t>(port))
                     : caf::openssl::remote_actor<door_actor>(sys, host, static_cast<std::uint16_t>(port));
     if (!door) {
       auto why = sys.render(door.error());
-      if (!cfg.worker_tls_cert.empty() && why.find("handshake") != std::string::npos)
+      if (!cfg.router.worker_tls_cert.empty() && why.find("handshake") != std::string::npos)
         why += " (the TLS handshake failed: each side's certificate must be signed by the other's router.worker_tls_ca)";
       throw std::runtime_error("cannot reach " + join + ": " + why);
     }
@@ -77,7 +77,7 @@ auto run_worker(std::span<char* const> argv) -> int {
     std::vector<std::int32_t> indices;
     std::vector<std::string> tickets;
     router_actor router;
-    for (int k = 0; k < cfg.replicas; ++k) {
+    for (int k = 0; k < cfg.engine.replicas; ++k) {
       std::string challenge;
       self->request(*door, std::chrono::seconds(30), hello_atom_v)
           .receive([&](std::string& c) { challenge = std::move(c); },

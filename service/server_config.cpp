@@ -104,15 +104,15 @@ auto parse_server_config(std::string_view toml_text, std::string_view origin,
       find_key(section_name, key.str()).io.apply(value, section_name + "." + std::string(key.str()), config);
   }
   // Metrics thought internal but served on the main port: refused, not guessed.
-  if (!config.metrics_host.empty() && config.metrics_port < 0)
-    fail("server.metrics_host", "\"" + config.metrics_host +
+  if (!config.server.metrics_host.empty() && config.server.metrics_port < 0)
+    fail("server.metrics_host", "\"" + config.server.metrics_host +
                                     "\" is set, but server.metrics_port is -1 (/metrics on the main port); set it");
-  const int tls_parts = !config.worker_tls_cert.empty() + !config.worker_tls_key.empty() + !config.worker_tls_ca.empty();
+  const int tls_parts = !config.router.worker_tls_cert.empty() + !config.router.worker_tls_key.empty() + !config.router.worker_tls_ca.empty();
   if (tls_parts != 0 && tls_parts != 3)
     fail("router.worker_tls_cert", "worker_tls_cert, worker_tls_key and worker_tls_ca go together (mutual TLS)");
-  if (config.min_replicas > config.max_replicas)
-    fail("autoscaler.min_replicas", "(" + std::to_string(config.min_replicas) + ") is over max_replicas (" +
-                                        std::to_string(config.max_replicas) + ")");
+  if (config.autoscaler.min_replicas > config.autoscaler.max_replicas)
+    fail("autoscaler.min_replicas", "(" + std::to_string(config.autoscaler.min_replicas) + ") is over max_replicas (" +
+                                        std::to_string(config.autoscaler.max_replicas) + ")");
   return config;
 }
 

@@ -5,6 +5,7 @@
 // key with its default and description (config/default.toml is its output).
 // Plain C++: nothing here knows CAF or Beast.
 
+#include "engine/core/fleet_lifecycle.hpp"
 #include "engine/core/scheduler_config.hpp"
 #include "settings/error.hpp"
 
@@ -48,12 +49,8 @@ struct capability_rule {
   friend auto operator==(const capability_rule&, const capability_rule&) -> bool = default;
 };
 
-/// Every field holds a valid value after loading; the TOML key is named where
-/// it differs from the field. A key's description lives beside its spec in
-/// server_config.cpp (key_specs()). Relative paths stay as written (relative to the
-/// working directory), and nothing on disk is checked here.
-struct server_config {
-  // [server]
+/// [server]
+struct server_section {
   std::string host = "127.0.0.1";          ///< non-empty
   std::uint16_t port = 8080;               ///< 0: pick a free port (the server prints it)
   std::int32_t http_threads = 1;           ///< >= 1: Beast io_context threads
@@ -70,13 +67,21 @@ struct server_config {
   double websocket_idle_timeout_s = 60.0;  ///< > 0: a silent WebSocket is pinged at half of it, closed at it
   std::string metrics_host;                ///< "" or an IP address: where metrics_port listens ("": host)
   std::int32_t metrics_port = -1;          ///< [-1, 65535]: /metrics on a listener of its own (-1: on port; 0: any free port)
-  // [model]
-  std::string model_dir = "models/tiny";   ///< key "dir"; non-empty
+  friend auto operator==(const server_section&, const server_section&) -> bool = default;
+};
+
+/// [model]
+struct model_section {
+  std::string dir = "models/tiny";         ///< non-empty
   std::string served_model_name;           ///< "": the model dir's last path component (resolved by the caller)
   std::string chat_template;               ///< "": from the model; else a parse_chat_format name
-  std::string model_version;               ///< key "version": the x-model-version tag; "": name@content hash
-  std::vector<model_entry> more_models;    ///< key "more": models served beside this one (array of tables)
-  // [engine]
+  std::string version;                     ///< the x-model-version tag; "": name@content hash
+  std::vector<model_entry> more;           ///< models served beside this one (array of tables)
+  friend auto operator==(const model_section&, const model_section&) -> bool = default;
+};
+
+/// [engine]
+struct engine_section {
   std::string executor = "cpu";            ///< "cpu" | "zero" (returns tokens without running a model)
   std::int32_t zero_step_us = 0;           ///< >= 0: the zero executor's simulated step time, µs
   std::vector<std::string> devices = {"cpu"}; ///< non-empty: "cpu"s, or "cuda:N"s (as many as tensor_parallel_size)
@@ -88,16 +93,23 @@ struct server_config {
   std::string weight_dtype = "auto";       ///< "auto" (as stored) | "q8_0" | "q4_k": quantize float matrices on load (CPU)
   bool cuda_graphs = true;                 ///< on a CUDA device: decode steps replay captured graphs
   std::int32_t tensor_parallel_size = 1;   ///< >= 1: CUDA devices one executor spans (NCCL)
-  // [scheduler]: the scheduler's and KV cache's keys, shared with the
-  // simulator's [[replicas]] (engine/core/scheduler_config.hpp) ...
-  scheduler_config scheduler;
-  // ... and how much memory the KV cache takes.
+  friend auto operator==(const engine_section&, const engine_section&) -> bool = default;
+};
+
+/// [scheduler]: the scheduler's and KV cache's keys, shared with the
+/// simulator's [[replicas]] (engine/core/scheduler_config.hpp), and how much
+/// memory the KV cache takes.
+struct scheduler_section : scheduler_config {
   std::int64_t kv_memory_bytes = 256 << 20; ///< key "kv_memory"; >= 1; integer bytes or "512MiB"
   std::string kv_cache_dtype = "auto";     ///< "auto" (CPU: f32; CUDA: engine.dtype) | "f32" | "bf16" | "f16" | "q8_0"
   std::int64_t swap_space_bytes = std::int64_t{4} << 30; ///< key "swap_space"; >= 0; host memory for swap, per device
-  // [router]
-  std::string router_policy = "round_robin"; ///< key "policy": a routing policy's name (policies/registry.hpp)
-  std::vector<double> router_weights;      ///< key "weights": > 0 each, by replica index (the rest 1): `weighted`'s capacities
+  friend auto operator==(const scheduler_section&, const scheduler_section&) -> bool = default;
+};
+
+/// [router]
+struct router_section {
+  std::string policy = "round_robin";      ///< a routing policy's name (policies/registry.hpp), or a plug-in's path
+  std::vector<double> weights;             ///< > 0 each, by replica index (the rest 1): `weighted`'s capacities
   double health_check_interval_s = 5.0;    ///< > 0: a deep check (a one-token inference) per replica this often
   double health_check_timeout_s = 30.0;    ///< > 0: a check not answered within this fails
   std::int32_t unhealthy_after = 3;        ///< >= 1 consecutive failed checks take a replica out of rotation
@@ -109,17 +121,32 @@ struct server_config {
   std::string worker_tls_cert;             ///< PEM: this node's certificate; with key and ca, the workers' link is mutual TLS
   std::string worker_tls_key;              ///< PEM: its private key
   std::string worker_tls_ca;               ///< PEM: the CA that signs every node's certificate
-  // [autoscaler] (the [model]'s replicas; CPU and zero executors)
-  std::string autoscaler_policy = "none";  ///< key "policy": "none", or an autoscaling policy's name
-  double autoscaler_target = 0;            ///< key "target": >= 0; the policy's (0: its default)
-  std::int32_t min_replicas = 1;           ///< >= 1
-  std::int32_t max_replicas = 4;           ///< >= min_replicas
-  double autoscaler_interval_s = 5.0;      ///< key "interval_s": > 0
-  double scale_in_delay_s = 60.0;          ///< >= 0: after any change, this long before a scale-in
-  std::int32_t warm_pool = 0;              ///< >= 0 loaded idle replicas kept for bursts
-  // [actors]
+  friend auto operator==(const router_section&, const router_section&) -> bool = default;
+};
+
+/// [actors]
+struct actors_section {
   std::int32_t tokenizers = 0;             ///< >= 0 tokenizer pool size; 0: cores
   std::int32_t caf_threads = 0;            ///< >= 0 CAF scheduler.max-threads; 0: cores
+  friend auto operator==(const actors_section&, const actors_section&) -> bool = default;
+};
+
+/// Every field holds a valid value after loading: one struct per section,
+/// its fields named as the keys (cfg.router.policy is router.policy) but
+/// where a unit is spelled out (scheduler.kv_memory: kv_memory_bytes;
+/// server.tenants: tenants_file). A key's description lives beside its spec
+/// in server_config_keys.cpp (key_specs()). Relative paths stay as written
+/// (relative to the working directory), and nothing on disk is checked here.
+struct server_config {
+  server_section server;
+  model_section model;
+  engine_section engine;
+  scheduler_section scheduler;
+  router_section router;
+  /// [autoscaler] (the [model]'s replicas; CPU and zero executors): the
+  /// simulator's [autoscaler] is the same struct (engine/core/fleet_lifecycle.hpp).
+  autoscaler_config autoscaler;
+  actors_section actors;
 
   friend auto operator==(const server_config&, const server_config&) -> bool = default;
 };

@@ -44,26 +44,25 @@ auto inline_table(const std::vector<std::pair<std::string_view, std::string>>& e
   return "{ " + out + " }";
 }
 
-/// A key's field: a member of server_config, or a member of one of its
-/// sections (scheduler_key(&scheduler_config::policy)).
-template <class S, class M>
+/// A key's field: a member of one of server_config's sections, e.g.
+/// in(&server_config::router, &router_section::policy) (Owner: the section,
+/// or a base of it, that declares the member).
+template <class Section, class Owner, class M>
 struct section_member {
-  S server_config::*section;
-  M S::*member;
+  Section server_config::*section;
+  M Owner::*member;
 };
-template <class M>
-auto scheduler_key(M scheduler_config::*member) -> section_member<scheduler_config, M> {
-  return {&server_config::scheduler, member};
+template <class Section, class Owner, class M>
+auto in(Section server_config::*section, M Owner::*member) -> section_member<Section, Owner, M> {
+  return {section, member};
 }
 
-template <class M>
-auto ref(server_config& c, M server_config::*f) -> M& { return c.*f; }
-template <class M>
-auto ref(const server_config& c, M server_config::*f) -> const M& { return c.*f; }
-template <class S, class M>
-auto ref(server_config& c, section_member<S, M> f) -> M& { return (c.*f.section).*f.member; }
-template <class S, class M>
-auto ref(const server_config& c, section_member<S, M> f) -> const M& { return (c.*f.section).*f.member; }
+template <class S, class O, class M>
+auto ref(server_config& c, section_member<S, O, M> f) -> M& { return static_cast<O&>(c.*f.section).*f.member; }
+template <class S, class O, class M>
+auto ref(const server_config& c, section_member<S, O, M> f) -> const M& {
+  return static_cast<const O&>(c.*f.section).*f.member;
+}
 
 /// The type a field holds.
 template <class Field>
@@ -184,13 +183,14 @@ auto device_list() -> key_io {
     const auto cpus = std::count(devices.begin(), devices.end(), "cpu");
     if (cpus != 0 && cpus != static_cast<std::ptrdiff_t>(devices.size()))
       fail(path, "\"cpu\" and CUDA devices cannot be mixed");
-    c.devices = std::move(devices);
+    c.engine.devices = std::move(devices);
   };
-  return {apply, [](const server_config& c) { return toml_array(c.devices, toml_quoted); }};
+  return {apply, [](const server_config& c) { return toml_array(c.engine.devices, toml_quoted); }};
 }
 
 /// Numbers, each > 0 and finite.
-auto positive_numbers(std::vector<double> server_config::*field) -> key_io {
+template <class Field>
+auto positive_numbers(Field field) -> key_io {
   const auto apply = [=](const toml::node& n, const std::string& path, server_config& c) {
     if (!n.is_array()) wrong_type(path, "an array of numbers", n);
     std::vector<double> out;
@@ -199,15 +199,15 @@ auto positive_numbers(std::vector<double> server_config::*field) -> key_io {
       const auto at = path + "[" + std::to_string(i++) + "]";
       out.push_back(settings::number(e, at, 0, true));
     }
-    c.*field = std::move(out);
+    ref(c, field) = std::move(out);
   };
-  return {apply, [=](const server_config& c) { return toml_array(c.*field, toml_float); }};
+  return {apply, [=](const server_config& c) { return toml_array(ref(c, field), toml_float); }};
 }
 
 /// An array of inline tables, each with these keys only; `read` reads one,
 /// `write` writes one back as an inline table.
-template <class T>
-auto table_array(std::vector<T> server_config::*field, std::vector<std::string_view> keys,
+template <class T, class Field>
+auto table_array(Field field, std::vector<std::string_view> keys,
                  void (*read)(const toml::table&, const std::string&, T&), std::string (*write)(const T&))
     -> key_io {
   const auto apply = [=](const toml::node& n, const std::string& path, server_config& c) {
@@ -224,9 +224,9 @@ auto table_array(std::vector<T> server_config::*field, std::vector<std::string_v
       read(*e.as_table(), at, t);
       out.push_back(std::move(t));
     }
-    c.*field = std::move(out);
+    ref(c, field) = std::move(out);
   };
-  return {apply, [=](const server_config& c) { return toml_array(c.*field, write); }};
+  return {apply, [=](const server_config& c) { return toml_array(ref(c, field), write); }};
 }
 
 auto string_at(const toml::table& t, const std::string& at, std::string_view key, bool required) -> std::string {
@@ -302,47 +302,47 @@ auto autoscaling_names() -> std::vector<std::string> {
 auto key_specs() -> const std::vector<key_spec>& {
   using c = server_config;
   static const auto specs = std::vector<key_spec>{
-      {"server", "host", text(&c::host, non_empty), "address to listen on"},
-      {"server", "port", integer(&c::port, 0, 65535), "0: pick a free port and print it"},
-      {"server", "http_threads", integer(&c::http_threads, 1), "HTTP I/O threads (>= 1)"},
-      {"server", "max_body_bytes", integer(&c::max_body_bytes, 1024), "larger request bodies get 413 (>= 1024)"},
-      {"server", "idle_timeout_s", seconds(&c::idle_timeout_s, false),
+      {"server", "host", text(in(&c::server, &server_section::host), non_empty), "address to listen on"},
+      {"server", "port", integer(in(&c::server, &server_section::port), 0, 65535), "0: pick a free port and print it"},
+      {"server", "http_threads", integer(in(&c::server, &server_section::http_threads), 1), "HTTP I/O threads (>= 1)"},
+      {"server", "max_body_bytes", integer(in(&c::server, &server_section::max_body_bytes), 1024), "larger request bodies get 413 (>= 1024)"},
+      {"server", "idle_timeout_s", seconds(in(&c::server, &server_section::idle_timeout_s), false),
        "close a keep-alive connection idle, or a request read stalled, this long (> 0)"},
-      {"server", "drain_timeout_s", seconds(&c::drain_timeout_s, true),
+      {"server", "drain_timeout_s", seconds(in(&c::server, &server_section::drain_timeout_s), true),
        "on SIGTERM, in-flight streams get this long to finish (>= 0)"},
-      {"server", "stall_timeout_s", seconds(&c::stall_timeout_s, false),
+      {"server", "stall_timeout_s", seconds(in(&c::server, &server_section::stall_timeout_s), false),
        "/health/ready turns 503 when work is queued and no step finished for this long (> 0)"},
-      {"server", "admin_api", boolean(&c::admin_api),
+      {"server", "admin_api", boolean(in(&c::server, &server_section::admin_api)),
        "/admin/replicas: list the replicas, drain or resume one, inject faults (for tests; keep it off)"},
-      {"server", "tenants", text(&c::tenants_file),
+      {"server", "tenants", text(in(&c::server, &server_section::tenants_file)),
        "\"\": no API keys, anyone may call; else a tenants file (like config/tenants.example.toml):\n"
        "keys, quotas, tiers. Reloaded on SIGHUP and when the file changes."},
-      {"server", "tenants_poll_s", seconds(&c::tenants_poll_s, true),
+      {"server", "tenants_poll_s", seconds(in(&c::server, &server_section::tenants_poll_s), true),
        "how often the tenants file is checked for changes (0: on SIGHUP only)"},
-      {"server", "response_cache", byte_size(&c::response_cache_bytes, 0),
+      {"server", "response_cache", byte_size(in(&c::server, &server_section::response_cache_bytes), 0),
        "the exact-repeat response cache (tenants that opt in; deterministic requests); 0: off"},
-      {"server", "response_cache_ttl_s", seconds(&c::response_cache_ttl_s, false),
+      {"server", "response_cache_ttl_s", seconds(in(&c::server, &server_section::response_cache_ttl_s), false),
        "an answer is served from the cache for this long (> 0)"},
-      {"server", "websocket_max_buffered", byte_size(&c::websocket_max_buffered_bytes, 1024),
+      {"server", "websocket_max_buffered", byte_size(in(&c::server, &server_section::websocket_max_buffered_bytes), 1024),
        "unsent bytes a WebSocket may hold; past it, the request writing is cancelled"},
-      {"server", "websocket_idle_timeout_s", seconds(&c::websocket_idle_timeout_s, false),
+      {"server", "websocket_idle_timeout_s", seconds(in(&c::server, &server_section::websocket_idle_timeout_s), false),
        "a silent WebSocket is pinged at half of this, and closed at it (> 0)"},
-      {"server", "metrics_host", text(&c::metrics_host, ip_address),
+      {"server", "metrics_host", text(in(&c::server, &server_section::metrics_host), ip_address),
        "where metrics_port listens: \"\": host; else an IP address (an internal one)"},
-      {"server", "metrics_port", integer(&c::metrics_port, -1, 65535),
+      {"server", "metrics_port", integer(in(&c::server, &server_section::metrics_port), -1, 65535),
        "-1: /metrics on port; else /metrics (with /health) only on this port, and port answers it 404;\n"
        "0: any free port (printed). Its series name tenants: keep them off a public address."},
 
-      {"model", "dir", text(&c::model_dir, non_empty),
+      {"model", "dir", text(in(&c::model, &model_section::dir), non_empty),
        "Hugging Face model directory (`troupe serve DIR` sets it; checked when the model loads)"},
-      {"model", "served_model_name", text(&c::served_model_name),
+      {"model", "served_model_name", text(in(&c::model, &model_section::served_model_name)),
        "the \"model\" name clients use; \"\": the directory's last path component"},
-      {"model", "chat_template", text(&c::chat_template, chat_template_name),
+      {"model", "chat_template", text(in(&c::model, &model_section::chat_template), chat_template_name),
        "\"\": from tokenizer_config.json; or " + chat_format_names()},
-      {"model", "version", text(&c::model_version),
+      {"model", "version", text(in(&c::model, &model_section::version)),
        "the x-model-version tag on every response; \"\": name@content hash"},
       {"model", "more",
-       table_array<model_entry>(&c::more_models, {"dir", "name", "version", "canary_percent", "replicas"},
+       table_array<model_entry>(in(&c::model, &model_section::more), {"dir", "name", "version", "canary_percent", "replicas"},
                                 read_model_entry, write_model_entry),
        "more models served at once (each its own replicas, KV cache and router), routed by\n"
        "\"model\". An entry with a name already served is a new version of it taking\n"
@@ -350,95 +350,95 @@ auto key_specs() -> const std::vector<key_spec>& {
        "  more = [{ dir = \"models/small\", name = \"small\" },\n"
        "          { dir = \"models/tiny-v2\", name = \"tiny\", version = \"v2\", canary_percent = 10 }]"},
 
-      {"engine", "executor", text(&c::executor, one_of("executor", {"cpu", "zero"})),
+      {"engine", "executor", text(in(&c::engine, &engine_section::executor), one_of("executor", {"cpu", "zero"})),
        "\"cpu\", or \"zero\": returns tokens without running the model"},
-      {"engine", "zero_step_us", integer(&c::zero_step_us, 0),
+      {"engine", "zero_step_us", integer(in(&c::engine, &engine_section::zero_step_us), 0),
        "zero executor only: simulated step time in microseconds (>= 0)"},
       {"engine", "devices", device_list(),
        "\"cpu\"s (each its own executor, KV cache and memory manager), or \"cuda:N\" devices (needs "
        "libtroupe_cuda.so)"},
-      {"engine", "replicas", integer(&c::replicas, 1), "scheduler + executor replicas per device (>= 1)"},
-      {"engine", "threads", integer(&c::threads, 0), "compute threads per executor; 0: all cores"},
-      {"engine", "huge_pages", boolean(&c::huge_pages), "copy the weights into 2 MiB pages, packed for the CPU kernels (faster decode, more memory)"},
-      {"engine", "step_log", text(&c::step_log),
+      {"engine", "replicas", integer(in(&c::engine, &engine_section::replicas), 1), "scheduler + executor replicas per device (>= 1)"},
+      {"engine", "threads", integer(in(&c::engine, &engine_section::threads), 0), "compute threads per executor; 0: all cores"},
+      {"engine", "huge_pages", boolean(in(&c::engine, &engine_section::huge_pages)), "copy the weights into 2 MiB pages, packed for the CPU kernels (faster decode, more memory)"},
+      {"engine", "step_log", text(in(&c::engine, &engine_section::step_log)),
        "a file for every scheduler event and step (troupe sim fits and replays it); \"\": none"},
-      {"engine", "dtype", text(&c::dtype, one_of("dtype", {"bfloat16", "float32"})),
+      {"engine", "dtype", text(in(&c::engine, &engine_section::dtype), one_of("dtype", {"bfloat16", "float32"})),
        "on a CUDA device: \"bfloat16\" or \"float32\" weights and activations (the CPU computes in float32)"},
-      {"engine", "weight_dtype", text(&c::weight_dtype, one_of("weight dtype", {"auto", "q8_0", "q4_k"})),
+      {"engine", "weight_dtype", text(in(&c::engine, &engine_section::weight_dtype), one_of("weight dtype", {"auto", "q8_0", "q4_k"})),
        "\"auto\": the matrices as the model stores them; \"q8_0\" or \"q4_k\": F32/F16/BF16 matrices\n"
        "quantized at start-up (CPU only), as a GGUF file of that type would hold them"},
-      {"engine", "cuda_graphs", boolean(&c::cuda_graphs),
+      {"engine", "cuda_graphs", boolean(in(&c::engine, &engine_section::cuda_graphs)),
        "on a CUDA device: decode steps replay CUDA graphs captured per padded batch size"},
-      {"engine", "tensor_parallel_size", integer(&c::tensor_parallel_size, 1),
+      {"engine", "tensor_parallel_size", integer(in(&c::engine, &engine_section::tensor_parallel_size), 1),
        "CUDA: the listed devices form one tensor-parallel executor (NCCL); must equal their count"},
 
-      {"scheduler", "max_num_seqs", integer(scheduler_key(&scheduler_config::max_num_seqs), 1), "sequences in one batch (>= 1)"},
-      {"scheduler", "max_num_batched_tokens", integer(scheduler_key(&scheduler_config::max_num_batched_tokens), 1),
+      {"scheduler", "max_num_seqs", integer(in(&c::scheduler, &scheduler_config::max_num_seqs), 1), "sequences in one batch (>= 1)"},
+      {"scheduler", "max_num_batched_tokens", integer(in(&c::scheduler, &scheduler_config::max_num_batched_tokens), 1),
        "tokens in one step, prefill chunks included (>= 1)"},
-      {"scheduler", "long_prefill_token_threshold", integer(scheduler_key(&scheduler_config::long_prefill_token_threshold), 0),
+      {"scheduler", "long_prefill_token_threshold", integer(in(&c::scheduler, &scheduler_config::long_prefill_token_threshold), 0),
        "a request's prefill tokens in one step, at most (0: the whole budget); long prompts then\n"
        "leave room in each step for new requests (their TTFT under a flood)"},
-      {"scheduler", "max_num_partial_prefills", integer(scheduler_key(&scheduler_config::max_num_partial_prefills), 0),
+      {"scheduler", "max_num_partial_prefills", integer(in(&c::scheduler, &scheduler_config::max_num_partial_prefills), 0),
        "prompts whose prefill spans steps, running at once (0: no limit); with the key above,\n"
        "a flood of long prompts cannot take every step's budget from new requests"},
-      {"scheduler", "block_size", integer(scheduler_key(&scheduler_config::block_size), 1, 1024), "tokens per KV block (1..1024)"},
-      {"scheduler", "kv_memory", byte_size(&c::kv_memory_bytes, 1),
+      {"scheduler", "block_size", integer(in(&c::scheduler, &scheduler_config::block_size), 1, 1024), "tokens per KV block (1..1024)"},
+      {"scheduler", "kv_memory", byte_size(in(&c::scheduler, &scheduler_section::kv_memory_bytes), 1),
        "KV cache size: bytes, or a string with B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},
       {"scheduler", "kv_cache_dtype",
-       text(&c::kv_cache_dtype, one_of("KV cache dtype", {"auto", "f32", "bf16", "f16", "q8_0"})),
+       text(in(&c::scheduler, &scheduler_section::kv_cache_dtype), one_of("KV cache dtype", {"auto", "f32", "bf16", "f16", "q8_0"})),
        "how cached keys and values are stored: \"f32\", \"bf16\", \"f16\" or \"q8_0\" (CPU; q8_0 needs\n"
        "head_dim a multiple of 32); \"auto\": f32 on the CPU, engine.dtype on CUDA. kv_memory then\n"
        "holds 1x, 2x, 2x or 3.8x the f32 cache's tokens"},
-      {"scheduler", "max_waiting_requests", integer(scheduler_key(&scheduler_config::max_waiting_requests), 1),
+      {"scheduler", "max_waiting_requests", integer(in(&c::scheduler, &scheduler_config::max_waiting_requests), 1),
        "queued requests beyond this get 429 (>= 1)"},
-      {"scheduler", "max_waiting_tokens", integer(scheduler_key(&scheduler_config::max_waiting_tokens), 1),
+      {"scheduler", "max_waiting_tokens", integer(in(&c::scheduler, &scheduler_config::max_waiting_tokens), 1),
        "cap on the tokens of all queued requests (>= 1)"},
-      {"scheduler", "max_model_len", integer(scheduler_key(&scheduler_config::max_model_len), 0),
+      {"scheduler", "max_model_len", integer(in(&c::scheduler, &scheduler_config::max_model_len), 0),
        "longest prompt + output in tokens; 0: the model's max_position_embeddings"},
-      {"scheduler", "max_input_tokens", integer(scheduler_key(&scheduler_config::max_input_tokens), 0),
+      {"scheduler", "max_input_tokens", integer(in(&c::scheduler, &scheduler_config::max_input_tokens), 0),
        "per-request prompt limit in tokens (400 above); 0: max_model_len"},
-      {"scheduler", "max_output_tokens", integer(scheduler_key(&scheduler_config::max_output_tokens), 0),
+      {"scheduler", "max_output_tokens", integer(in(&c::scheduler, &scheduler_config::max_output_tokens), 0),
        "per-request max_tokens limit (400 above); 0: up to the context"},
-      {"scheduler", "policy", text(scheduler_key(&scheduler_config::policy), policy_name("scheduling", policy::scheduling_policy_names())),
+      {"scheduler", "policy", text(in(&c::scheduler, &scheduler_config::policy), policy_name("scheduling", policy::scheduling_policy_names())),
        "scheduling policy: " + joined(policy::scheduling_policy_names()) + "; or a plug-in's path"},
-      {"scheduler", "eviction", text(scheduler_key(&scheduler_config::eviction), policy_name("eviction", policy::eviction_policy_names())),
+      {"scheduler", "eviction", text(in(&c::scheduler, &scheduler_config::eviction), policy_name("eviction", policy::eviction_policy_names())),
        "prefix-cache eviction policy: " + joined(policy::eviction_policy_names()) + "; or a plug-in's path"},
-      {"scheduler", "enable_prefix_caching", boolean(scheduler_key(&scheduler_config::enable_prefix_caching)),
+      {"scheduler", "enable_prefix_caching", boolean(in(&c::scheduler, &scheduler_config::enable_prefix_caching)),
        "share the KV blocks of equal prompt prefixes (per tenant)"},
-      {"scheduler", "watermark_blocks", integer(scheduler_key(&scheduler_config::watermark_blocks), 0),
+      {"scheduler", "watermark_blocks", integer(in(&c::scheduler, &scheduler_config::watermark_blocks), 0),
        "KV blocks admissions leave free for running requests to grow (>= 0)"},
-      {"scheduler", "preemption_mode", text(scheduler_key(&scheduler_config::preemption_mode), one_of("preemption mode", {"recompute", "swap"})),
+      {"scheduler", "preemption_mode", text(in(&c::scheduler, &scheduler_config::preemption_mode), one_of("preemption mode", {"recompute", "swap"})),
        "a preempted request's KV: \"recompute\" it later, or \"swap\" it to host memory"},
-      {"scheduler", "swap_space", byte_size(&c::swap_space_bytes, 0),
+      {"scheduler", "swap_space", byte_size(in(&c::scheduler, &scheduler_section::swap_space_bytes), 0),
        "host memory per device for preemption_mode \"swap\" (bytes or a size string)"},
 
-      {"router", "policy", text(&c::router_policy, policy_name("routing", policy::routing_policy_names())),
+      {"router", "policy", text(in(&c::router, &router_section::policy), policy_name("routing", policy::routing_policy_names())),
        "routing policy: " + joined(policy::routing_policy_names()) + "; or a plug-in's path" +
            "\n(consistent_hash: session affinity by x-session-id, else user, else the conversation's opening)"},
-      {"router", "weights", positive_numbers(&c::router_weights),
+      {"router", "weights", positive_numbers(in(&c::router, &router_section::weights)),
        "weighted's capacity per replica index (local replicas first), e.g. [2.0, 1.0]; the rest 1"},
-      {"router", "health_check_interval_s", seconds(&c::health_check_interval_s, false),
+      {"router", "health_check_interval_s", seconds(in(&c::router, &router_section::health_check_interval_s), false),
        "each replica gets a deep check (a one-token inference) this often"},
-      {"router", "health_check_timeout_s", seconds(&c::health_check_timeout_s, false),
+      {"router", "health_check_timeout_s", seconds(in(&c::router, &router_section::health_check_timeout_s), false),
        "a check not answered within this fails"},
-      {"router", "unhealthy_after", integer(&c::unhealthy_after, 1),
+      {"router", "unhealthy_after", integer(in(&c::router, &router_section::unhealthy_after), 1),
        "consecutive failed checks take a replica out of rotation (its requests move elsewhere)"},
-      {"router", "healthy_after", integer(&c::healthy_after, 1), "consecutive passed checks bring it back"},
-      {"router", "max_retries", integer(&c::max_retries, 0),
+      {"router", "healthy_after", integer(in(&c::router, &router_section::healthy_after), 1), "consecutive passed checks bring it back"},
+      {"router", "max_retries", integer(in(&c::router, &router_section::max_retries), 0),
        "a request whose replica fails before its first token is retried on another this often"},
-      {"router", "worker_port", integer(&c::worker_port, -1, 65535),
+      {"router", "worker_port", integer(in(&c::router, &router_section::worker_port), -1, 65535),
        "remote replicas join here (troupe worker --join HOST:PORT, host: server.host); -1: none, 0: any free "
        "port"},
-      {"router", "worker_secret_file", text(&c::worker_secret_file),
+      {"router", "worker_secret_file", text(in(&c::router, &router_section::worker_secret_file)),
        "a file holding the fleet's secret (at least 16 bytes), needed with worker_port and by every worker:\n"
        "a worker proves it knows it (HMAC-SHA256 of a one-use challenge); it is never sent or logged"},
-      {"router", "worker_tls_cert", text(&c::worker_tls_cert),
+      {"router", "worker_tls_cert", text(in(&c::router, &router_section::worker_tls_cert)),
        "with worker_tls_key and worker_tls_ca: the link to the workers is mutual TLS; this node's certificate (PEM)"},
-      {"router", "worker_tls_key", text(&c::worker_tls_key), "the private key of worker_tls_cert (PEM)"},
-      {"router", "worker_tls_ca", text(&c::worker_tls_ca),
+      {"router", "worker_tls_key", text(in(&c::router, &router_section::worker_tls_key)), "the private key of worker_tls_cert (PEM)"},
+      {"router", "worker_tls_ca", text(in(&c::router, &router_section::worker_tls_ca)),
        "the CA certificate (PEM) that every node's certificate must be signed by; \"\": no TLS"},
       {"router", "capability_rules",
-       table_array<capability_rule>(&c::capability_rules,
+       table_array<capability_rule>(in(&c::router, &router_section::capability_rules),
                                     {"model", "small", "large", "max_prompt_tokens", "max_tokens", "tiers"},
                                     read_capability_rule, write_capability_rule),
        "capability routing: requests for `model` go to `small` when the prompt has at most\n"
@@ -447,20 +447,20 @@ auto key_specs() -> const std::vector<key_spec>& {
        "  capability_rules = [{ model = \"auto\", small = \"small\", large = \"tiny\",\n"
        "                        max_prompt_tokens = 256, max_tokens = 128, tiers = [\"free\"] }]"},
 
-      {"autoscaler", "policy", text(&c::autoscaler_policy, policy_name("autoscaling", autoscaling_names(), false)),
+      {"autoscaler", "policy", text(in(&c::autoscaler, &autoscaler_config::policy), policy_name("autoscaling", autoscaling_names(), false)),
        "\"none\" (a fixed fleet), " + joined(policy::autoscaling_policy_names())},
-      {"autoscaler", "target", number(&c::autoscaler_target, 0),
+      {"autoscaler", "target", number(in(&c::autoscaler, &autoscaler_config::target), 0),
        "the policy's target: requests per replica, TTFT seconds, tokens/s per replica (0: its default)"},
-      {"autoscaler", "min_replicas", integer(&c::min_replicas, 1), "fewest replicas (>= 1)"},
-      {"autoscaler", "max_replicas", integer(&c::max_replicas, 1), "most replicas (>= min_replicas)"},
-      {"autoscaler", "interval_s", seconds(&c::autoscaler_interval_s, false), "a decision this often"},
-      {"autoscaler", "scale_in_delay_s", seconds(&c::scale_in_delay_s, true),
+      {"autoscaler", "min_replicas", integer(in(&c::autoscaler, &autoscaler_config::min_replicas), 1), "fewest replicas (>= 1)"},
+      {"autoscaler", "max_replicas", integer(in(&c::autoscaler, &autoscaler_config::max_replicas), 1), "most replicas (>= min_replicas)"},
+      {"autoscaler", "interval_s", seconds(in(&c::autoscaler, &autoscaler_config::interval_s), false), "a decision this often"},
+      {"autoscaler", "scale_in_delay_s", seconds(in(&c::autoscaler, &autoscaler_config::scale_in_delay_s), true),
        "after any scaling, this long before a scale-in (one drained replica at a time)"},
-      {"autoscaler", "warm_pool", integer(&c::warm_pool, 0),
+      {"autoscaler", "warm_pool", integer(in(&c::autoscaler, &autoscaler_config::warm_pool), 0),
        "loaded idle replicas kept out of rotation, which take a burst at once"},
 
-      {"actors", "tokenizers", integer(&c::tokenizers, 0), "tokenizer actors; 0: one per core"},
-      {"actors", "caf_threads", integer(&c::caf_threads, 0), "CAF scheduler threads; 0: one per core"},
+      {"actors", "tokenizers", integer(in(&c::actors, &actors_section::tokenizers), 0), "tokenizer actors; 0: one per core"},
+      {"actors", "caf_threads", integer(in(&c::actors, &actors_section::caf_threads), 0), "CAF scheduler threads; 0: one per core"},
   };
   return specs;
 }

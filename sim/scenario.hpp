@@ -3,6 +3,7 @@
 // their policies and KV budgets, the cost model, the SLOs; and the runs it
 // asks for (variants of it, each over a sweep of one key).
 
+#include "engine/core/fleet_lifecycle.hpp"
 #include "engine/core/scheduler_config.hpp"
 #include "settings/error.hpp"
 
@@ -56,16 +57,16 @@ struct replica_spec : scheduler_config {
 };
 
 /// [autoscaler]: a fleet of replicas[0]'s spec that grows and shrinks.
-struct autoscaler_spec {
-  std::string policy = "none";    ///< "none" (a fixed fleet) or an autoscaling policy's name
-  double target = 0;              ///< the policy's target; 0: its default
-  std::int32_t min_replicas = 1, max_replicas = 8;
-  double interval_s = 10;         ///< between decisions
+/// [autoscaler]: the server's [autoscaler] keys (autoscaler_config), and the
+/// cold start the simulator gives a started replica. Two defaults differ
+/// from the server's: up to 8 replicas, a decision every 10 s.
+struct autoscaler_spec : autoscaler_config {
+  autoscaler_spec() {
+    max_replicas = 8;
+    interval_s = 10;
+  }
   double cold_start_s = 30;       ///< a started replica takes traffic this much later
-  double scale_in_delay_s = 60;   ///< one replica drained per this long of lower desired counts
-  std::int32_t warm_pool = 0;     ///< replicas kept loaded and idle, ready at once
   std::int32_t initial = 0;       ///< replicas serving from the start; 0: min_replicas (the server's: its replicas)
-  auto enabled() const -> bool { return policy != "none"; }
   auto initial_replicas() const -> std::int32_t { return initial > 0 ? initial : min_replicas; }
 };
 

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +39,20 @@ namespace troupe {
 enum class replica_state : std::uint8_t { off, starting, serving, warm, draining };
 
 auto replica_state_name(replica_state s) -> std::string_view;
+
+/// The [autoscaler] keys, as the server's config and the simulator's
+/// scenarios name them (the simulator's autoscaler_spec adds its cold start).
+struct autoscaler_config {
+  std::string policy = "none";   ///< "none" (a fixed fleet), or an autoscaling policy's name
+  double target = 0;             ///< >= 0: the policy's target (0: its default)
+  std::int32_t min_replicas = 1; ///< >= 1
+  std::int32_t max_replicas = 4; ///< >= min_replicas
+  double interval_s = 5.0;       ///< > 0: a decision this often
+  double scale_in_delay_s = 60.0; ///< >= 0: desired below the fleet this long before each scale-in
+  std::int32_t warm_pool = 0;    ///< >= 0 loaded idle replicas kept for bursts
+  auto enabled() const -> bool { return policy != "none"; }
+  friend auto operator==(const autoscaler_config&, const autoscaler_config&) -> bool = default;
+};
 
 /// The slots an autoscaled fleet needs: room for max_replicas serving, as
 /// many draining or warm beside them, and the pool.

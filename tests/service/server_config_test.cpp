@@ -50,27 +50,27 @@ auto with(std::string key, std::string value) -> server_config {
 TEST_CASE("config/default.toml gives exactly the struct's defaults") {
   const auto c = load_server_config(default_toml);
   const auto d = server_config{};
-  CHECK(c.host == d.host);
-  CHECK(c.port == d.port);
-  CHECK(c.http_threads == d.http_threads);
-  CHECK(c.max_body_bytes == d.max_body_bytes);
-  CHECK(c.idle_timeout_s == d.idle_timeout_s);
-  CHECK(c.drain_timeout_s == d.drain_timeout_s);
-  CHECK(c.stall_timeout_s == d.stall_timeout_s);
-  CHECK(c.model_dir == d.model_dir);
-  CHECK(c.served_model_name == d.served_model_name);
-  CHECK(c.chat_template == d.chat_template);
-  CHECK(c.executor == d.executor);
-  CHECK(c.zero_step_us == d.zero_step_us);
-  CHECK(c.devices == d.devices);
-  CHECK(c.replicas == d.replicas);
-  CHECK(c.threads == d.threads);
-  CHECK(c.huge_pages == d.huge_pages);
-  CHECK(c.step_log == d.step_log);
+  CHECK(c.server.host == d.server.host);
+  CHECK(c.server.port == d.server.port);
+  CHECK(c.server.http_threads == d.server.http_threads);
+  CHECK(c.server.max_body_bytes == d.server.max_body_bytes);
+  CHECK(c.server.idle_timeout_s == d.server.idle_timeout_s);
+  CHECK(c.server.drain_timeout_s == d.server.drain_timeout_s);
+  CHECK(c.server.stall_timeout_s == d.server.stall_timeout_s);
+  CHECK(c.model.dir == d.model.dir);
+  CHECK(c.model.served_model_name == d.model.served_model_name);
+  CHECK(c.model.chat_template == d.model.chat_template);
+  CHECK(c.engine.executor == d.engine.executor);
+  CHECK(c.engine.zero_step_us == d.engine.zero_step_us);
+  CHECK(c.engine.devices == d.engine.devices);
+  CHECK(c.engine.replicas == d.engine.replicas);
+  CHECK(c.engine.threads == d.engine.threads);
+  CHECK(c.engine.huge_pages == d.engine.huge_pages);
+  CHECK(c.engine.step_log == d.engine.step_log);
   CHECK(c.scheduler.max_num_seqs == d.scheduler.max_num_seqs);
   CHECK(c.scheduler.max_num_batched_tokens == d.scheduler.max_num_batched_tokens);
   CHECK(c.scheduler.block_size == d.scheduler.block_size);
-  CHECK(c.kv_memory_bytes == d.kv_memory_bytes);
+  CHECK(c.scheduler.kv_memory_bytes == d.scheduler.kv_memory_bytes);
   CHECK(c.scheduler.max_waiting_requests == d.scheduler.max_waiting_requests);
   CHECK(c.scheduler.max_waiting_tokens == d.scheduler.max_waiting_tokens);
   CHECK(c.scheduler.max_model_len == d.scheduler.max_model_len);
@@ -81,12 +81,12 @@ TEST_CASE("config/default.toml gives exactly the struct's defaults") {
   CHECK(c.scheduler.enable_prefix_caching == d.scheduler.enable_prefix_caching);
   CHECK(c.scheduler.watermark_blocks == d.scheduler.watermark_blocks);
   CHECK(c.scheduler.preemption_mode == d.scheduler.preemption_mode);
-  CHECK(c.swap_space_bytes == d.swap_space_bytes);
-  CHECK(c.tokenizers == d.tokenizers);
-  CHECK(c.caf_threads == d.caf_threads);
+  CHECK(c.scheduler.swap_space_bytes == d.scheduler.swap_space_bytes);
+  CHECK(c.actors.tokenizers == d.actors.tokenizers);
+  CHECK(c.actors.caf_threads == d.actors.caf_threads);
   // The defaulted == also covers any field added later.
   CHECK(c == d);
-  CHECK(d.model_dir == "models/tiny");
+  CHECK(d.model.dir == "models/tiny");
 }
 
 TEST_CASE("config/default.toml spells out every key, each with a description") {
@@ -139,39 +139,39 @@ TEST_CASE("the defaults: each key, its value and its description on one line; mo
 TEST_CASE("a rendered config reads back as the same config") {
   CHECK(parse_server_config(render_server_config(server_config{}, ""), "rendered") == server_config{});
   auto c = server_config{};
-  c.host = "h \"q\" \\ n\nt\tc\x01\x7f \xc3\xa9";
-  c.port = 0;
-  c.admin_api = true;
-  c.idle_timeout_s = 0.1;
-  c.drain_timeout_s = 0;
-  c.stall_timeout_s = 1e300;
-  c.response_cache_bytes = 0;
-  c.websocket_max_buffered_bytes = 1536;
-  c.kv_memory_bytes = std::int64_t{3} << 40;
-  c.swap_space_bytes = 1000;
-  c.tenants_file = "/etc/troupe/tenants.toml";
-  c.model_dir = "models/x y";
-  c.served_model_name = "2024";
-  c.chat_template = "chatml";
-  c.more_models = {{"models/a", "", "", 0, 1}, {"models/b", "tiny", "v2", 10, 2}};
-  c.executor = "zero";
-  c.devices = {"cuda:0", "cuda:1"};
-  c.tensor_parallel_size = 2;
-  c.huge_pages = false;
-  c.dtype = "float32";
+  c.server.host = "h \"q\" \\ n\nt\tc\x01\x7f \xc3\xa9";
+  c.server.port = 0;
+  c.server.admin_api = true;
+  c.server.idle_timeout_s = 0.1;
+  c.server.drain_timeout_s = 0;
+  c.server.stall_timeout_s = 1e300;
+  c.server.response_cache_bytes = 0;
+  c.server.websocket_max_buffered_bytes = 1536;
+  c.scheduler.kv_memory_bytes = std::int64_t{3} << 40;
+  c.scheduler.swap_space_bytes = 1000;
+  c.server.tenants_file = "/etc/troupe/tenants.toml";
+  c.model.dir = "models/x y";
+  c.model.served_model_name = "2024";
+  c.model.chat_template = "chatml";
+  c.model.more = {{"models/a", "", "", 0, 1}, {"models/b", "tiny", "v2", 10, 2}};
+  c.engine.executor = "zero";
+  c.engine.devices = {"cuda:0", "cuda:1"};
+  c.engine.tensor_parallel_size = 2;
+  c.engine.huge_pages = false;
+  c.engine.dtype = "float32";
   c.scheduler.policy = "./build/liblongest_wait_first.so";
   c.scheduler.preemption_mode = "swap";
-  c.router_policy = "weighted";
-  c.router_weights = {2.0, 0.5, 1.0 / 3};
-  c.capability_rules = {{"auto", "small", "large", 64, 0, {"free", "x"}}, {"a", "s", "l", 0, 9, {}}};
-  c.worker_port = 0;
-  c.metrics_host = "::1";
-  c.metrics_port = 9090;
-  c.autoscaler_policy = "queue_depth";
-  c.autoscaler_target = 2.5;
-  c.min_replicas = 2;
-  c.max_replicas = 3;
-  c.caf_threads = 7;
+  c.router.policy = "weighted";
+  c.router.weights = {2.0, 0.5, 1.0 / 3};
+  c.router.capability_rules = {{"auto", "small", "large", 64, 0, {"free", "x"}}, {"a", "s", "l", 0, 9, {}}};
+  c.router.worker_port = 0;
+  c.server.metrics_host = "::1";
+  c.server.metrics_port = 9090;
+  c.autoscaler.policy = "queue_depth";
+  c.autoscaler.target = 2.5;
+  c.autoscaler.min_replicas = 2;
+  c.autoscaler.max_replicas = 3;
+  c.actors.caf_threads = 7;
   const auto text = render_server_config(c, "# a header\n");
   CAPTURE(text);
   CHECK(text.starts_with("# a header\n\n[server]"));
@@ -189,8 +189,8 @@ TEST_CASE("a rendered config reads back as the same config") {
 TEST_CASE("no file: the defaults, with the overrides") {
   CHECK(default_server_config() == server_config{});
   const auto c = default_server_config({{"server.port", "0"}, {"model.dir", "m"}});
-  CHECK(c.port == 0);
-  CHECK(c.model_dir == "m");
+  CHECK(c.server.port == 0);
+  CHECK(c.model.dir == "m");
   CHECK_THROWS_WITH_AS(default_server_config({{"server.port", "x"}}), "server.port: expected an integer, got string",
                        config_error);
 }
@@ -209,49 +209,49 @@ huge_pages = false
 block_size = 1024
 )",
                                      "test.toml");
-  CHECK(c.port == 0);
-  CHECK(c.idle_timeout_s == 5.0);
-  CHECK(c.drain_timeout_s == 0.25);
-  CHECK(c.executor == "zero");
-  CHECK(c.devices == std::vector<std::string>{"cpu", "cpu"});
-  CHECK_FALSE(c.huge_pages);
+  CHECK(c.server.port == 0);
+  CHECK(c.server.idle_timeout_s == 5.0);
+  CHECK(c.server.drain_timeout_s == 0.25);
+  CHECK(c.engine.executor == "zero");
+  CHECK(c.engine.devices == std::vector<std::string>{"cpu", "cpu"});
+  CHECK_FALSE(c.engine.huge_pages);
   CHECK(c.scheduler.block_size == 1024);
   auto expected = server_config{};
-  expected.port = 0;
-  expected.idle_timeout_s = 5.0;
-  expected.drain_timeout_s = 0.25;
-  expected.executor = "zero";
-  expected.devices = {"cpu", "cpu"};
-  expected.huge_pages = false;
+  expected.server.port = 0;
+  expected.server.idle_timeout_s = 5.0;
+  expected.server.drain_timeout_s = 0.25;
+  expected.engine.executor = "zero";
+  expected.engine.devices = {"cpu", "cpu"};
+  expected.engine.huge_pages = false;
   expected.scheduler.block_size = 1024;
   CHECK(c == expected);
 }
 
 TEST_CASE("overrides: TOML values, else the plain string, applied in order after the file") {
-  CHECK(with("server.port", "9000").port == 9000);
-  CHECK(with("server.stall_timeout_s", "2.5").stall_timeout_s == 2.5);
-  CHECK(with("model.dir", "models/x").model_dir == "models/x");
-  CHECK(with("model.dir", "\"quoted dir\"").model_dir == "quoted dir");
-  CHECK(with("model.served_model_name", "2024").served_model_name == "2024");
-  CHECK(with("model.served_model_name", "").served_model_name.empty());
-  CHECK(with("engine.devices", R"(["cpu", "cpu"])").devices == std::vector<std::string>{"cpu", "cpu"});
-  CHECK_FALSE(with("engine.huge_pages", "false").huge_pages);
-  CHECK(with("engine.executor", "zero").executor == "zero");
-  CHECK(with("model.chat_template", "chatml").chat_template == "chatml");
+  CHECK(with("server.port", "9000").server.port == 9000);
+  CHECK(with("server.stall_timeout_s", "2.5").server.stall_timeout_s == 2.5);
+  CHECK(with("model.dir", "models/x").model.dir == "models/x");
+  CHECK(with("model.dir", "\"quoted dir\"").model.dir == "quoted dir");
+  CHECK(with("model.served_model_name", "2024").model.served_model_name == "2024");
+  CHECK(with("model.served_model_name", "").model.served_model_name.empty());
+  CHECK(with("engine.devices", R"(["cpu", "cpu"])").engine.devices == std::vector<std::string>{"cpu", "cpu"});
+  CHECK_FALSE(with("engine.huge_pages", "false").engine.huge_pages);
+  CHECK(with("engine.executor", "zero").engine.executor == "zero");
+  CHECK(with("model.chat_template", "chatml").model.chat_template == "chatml");
 
   // The file says 7000; overrides follow, the last one winning.
   const auto c = parse_server_config("[server]\nport = 7000\nhttp_threads = 3\n", "test.toml",
                                      {{"server.port", "7001"}, {"server.port", "7002"}});
-  CHECK(c.port == 7002);
-  CHECK(c.http_threads == 3);
+  CHECK(c.server.port == 7002);
+  CHECK(c.server.http_threads == 3);
 
   // Text that would smuggle a second key in is one plain string.
-  CHECK(with("server.host", "h\nport = 1").host == "h\nport = 1");
+  CHECK(with("server.host", "h\nport = 1").server.host == "h\nport = 1");
   CHECK(error_of("", {{"server.port", "1\nhttp_threads = 9"}}) == "server.port: expected an integer, got string");
 }
 
 TEST_CASE("kv_memory takes bytes or a size with a unit") {
-  const auto kv = [](std::string v) { return with("scheduler.kv_memory", std::move(v)).kv_memory_bytes; };
+  const auto kv = [](std::string v) { return with("scheduler.kv_memory", std::move(v)).scheduler.kv_memory_bytes; };
   CHECK(kv("1024") == 1024);
   CHECK(kv("\"1024\"") == 1024);
   CHECK(kv("512MiB") == std::int64_t{512} << 20);
@@ -261,9 +261,9 @@ TEST_CASE("kv_memory takes bytes or a size with a unit") {
   CHECK(kv("\"64 KiB\"") == 65536);
   CHECK(kv("2TiB") == std::int64_t{2} << 40);
   CHECK(kv("7B") == 7);
-  CHECK(parse_server_config("[scheduler]\nkv_memory = \"1GiB\"\n", "test.toml").kv_memory_bytes ==
+  CHECK(parse_server_config("[scheduler]\nkv_memory = \"1GiB\"\n", "test.toml").scheduler.kv_memory_bytes ==
         std::int64_t{1} << 30);
-  CHECK(parse_server_config("[scheduler]\nkv_memory = 3000\n", "test.toml").kv_memory_bytes == 3000);
+  CHECK(parse_server_config("[scheduler]\nkv_memory = 3000\n", "test.toml").scheduler.kv_memory_bytes == 3000);
 
   const auto bad_size = [](std::string v) {
     return "scheduler.kv_memory: cannot read \"" + v +
@@ -282,8 +282,8 @@ TEST_CASE("kv_memory takes bytes or a size with a unit") {
 
 TEST_CASE("preemption by swap: a mode and a swap space size") {
   CHECK(with("scheduler.preemption_mode", "swap").scheduler.preemption_mode == "swap");
-  CHECK(with("scheduler.swap_space", "2GiB").swap_space_bytes == std::int64_t{2} << 30);
-  CHECK(with("scheduler.swap_space", "0").swap_space_bytes == 0);
+  CHECK(with("scheduler.swap_space", "2GiB").scheduler.swap_space_bytes == std::int64_t{2} << 30);
+  CHECK(with("scheduler.swap_space", "0").scheduler.swap_space_bytes == 0);
   CHECK(error_of("", {{"scheduler.preemption_mode", "spill"}}) ==
         "scheduler.preemption_mode: unknown preemption mode \"spill\"; known: recompute, swap");
   CHECK(error_of("", {{"scheduler.swap_space", "-1"}}) == "scheduler.swap_space: must be >= 0, got -1");
@@ -329,26 +329,26 @@ TEST_CASE("out-of-range values say the range and the value") {
   CHECK(error_of("[scheduler]\nmax_num_seqs = 0\n") == "scheduler.max_num_seqs: must be >= 1, got 0");
   CHECK(error_of("[server]\nport = 65536\n") == "server.port: must be in [0, 65535], got 65536");
   CHECK(error_of("[server]\nport = -1\n") == "server.port: must be in [0, 65535], got -1");
-  CHECK(with("server.port", "65535").port == 65535);
+  CHECK(with("server.port", "65535").server.port == 65535);
   CHECK(error_of("[server]\nhttp_threads = 0\n") == "server.http_threads: must be >= 1, got 0");
   CHECK(error_of("[server]\nmax_body_bytes = 1023\n") == "server.max_body_bytes: must be >= 1024, got 1023");
-  CHECK(with("server.max_body_bytes", "1024").max_body_bytes == 1024);
+  CHECK(with("server.max_body_bytes", "1024").server.max_body_bytes == 1024);
   CHECK(error_of("[server]\nidle_timeout_s = 0\n") == "server.idle_timeout_s: must be > 0, got 0");
   CHECK(error_of("[server]\nstall_timeout_s = -0.5\n") == "server.stall_timeout_s: must be > 0, got -0.5");
   CHECK(error_of("[server]\ndrain_timeout_s = -1\n") == "server.drain_timeout_s: must be >= 0, got -1");
-  CHECK(with("server.drain_timeout_s", "0").drain_timeout_s == 0.0);
-  CHECK(with("server.drain_timeout_s", "9007199254740993").drain_timeout_s == 9007199254740992.0);
+  CHECK(with("server.drain_timeout_s", "0").server.drain_timeout_s == 0.0);
+  CHECK(with("server.drain_timeout_s", "9007199254740993").server.drain_timeout_s == 9007199254740992.0);
   CHECK(error_of("[server]\ndrain_timeout_s = nan\n") == "server.drain_timeout_s: must be >= 0, got nan");
   CHECK(error_of("[server]\nidle_timeout_s = inf\n") == "server.idle_timeout_s: must be finite, got inf");
   CHECK(error_of("[server]\nhost = \"\"\n") == "server.host: must not be empty");
   CHECK(error_of("[server]\nmetrics_port = 65536\n") == "server.metrics_port: must be in [-1, 65535], got 65536");
   CHECK(error_of("[server]\nmetrics_port = -2\n") == "server.metrics_port: must be in [-1, 65535], got -2");
-  CHECK(with("server.metrics_port", "0").metrics_port == 0);
+  CHECK(with("server.metrics_port", "0").server.metrics_port == 0);
   CHECK(error_of("[server]\nmetrics_port = 0\nmetrics_host = \"internal\"\n") ==
         "server.metrics_host: \"internal\" is not an IP address");
   CHECK(error_of("[server]\nmetrics_port = 0\nmetrics_host = \"10.0.0.300\"\n") ==
         "server.metrics_host: \"10.0.0.300\" is not an IP address");
-  CHECK(parse_server_config("[server]\nmetrics_port = 0\nmetrics_host = \"10.0.0.5\"\n", "t").metrics_host == "10.0.0.5");
+  CHECK(parse_server_config("[server]\nmetrics_port = 0\nmetrics_host = \"10.0.0.5\"\n", "t").server.metrics_host == "10.0.0.5");
   CHECK(error_of("[server]\nmetrics_host = \"127.0.0.1\"\n") ==
         "server.metrics_host: \"127.0.0.1\" is set, but server.metrics_port is -1 (/metrics on the main port); set it");
   CHECK(error_of("[model]\ndir = \"\"\n") == "model.dir: must not be empty");
@@ -358,10 +358,10 @@ TEST_CASE("out-of-range values say the range and the value") {
   CHECK(error_of("[engine]\ndevices = []\n") == "engine.devices: must not be empty");
   CHECK(error_of("[engine]\ndevices = [\"cpu\", \"cuda:0\"]\n") ==
         "engine.devices: \"cpu\" and CUDA devices cannot be mixed");
-  CHECK(with("engine.devices", "[\"cuda:0\", \"cuda:1\"]").devices.size() == 2);
-  CHECK(with("engine.tensor_parallel_size", "2").tensor_parallel_size == 2);
+  CHECK(with("engine.devices", "[\"cuda:0\", \"cuda:1\"]").engine.devices.size() == 2);
+  CHECK(with("engine.tensor_parallel_size", "2").engine.tensor_parallel_size == 2);
   CHECK(error_of("[engine]\ntensor_parallel_size = 0\n") == "engine.tensor_parallel_size: must be >= 1, got 0");
-  CHECK(with("router.policy", "consistent_hash").router_policy == "consistent_hash");
+  CHECK(with("router.policy", "consistent_hash").router.policy == "consistent_hash");
   CHECK(error_of("[router]\npolicy = \"random\"\n") ==
         "router.policy: unknown routing policy \"random\"; known: round_robin, least_requests, least_tokens, "
         "consistent_hash, prefix_affinity, weighted");
@@ -369,11 +369,11 @@ TEST_CASE("out-of-range values say the range and the value") {
         "engine.devices: unknown device \"gpu0\"; known: \"cpu\", \"cuda:N\" (N >= 0)");
   CHECK(error_of("[engine]\ndevices = [\"cuda:x\"]\n") ==
         "engine.devices: unknown device \"cuda:x\"; known: \"cpu\", \"cuda:N\" (N >= 0)");
-  CHECK(with("engine.devices", "[\"cuda:1\"]").devices == std::vector<std::string>{"cuda:1"});
-  CHECK(with("engine.devices", "[\"cpu\", \"cpu\"]").devices.size() == 2);
+  CHECK(with("engine.devices", "[\"cuda:1\"]").engine.devices == std::vector<std::string>{"cuda:1"});
+  CHECK(with("engine.devices", "[\"cpu\", \"cpu\"]").engine.devices.size() == 2);
   CHECK(error_of("[engine]\ndtype = \"fp8\"\n") == "engine.dtype: unknown dtype \"fp8\"; known: bfloat16, float32");
-  CHECK(with("engine.dtype", "float32").dtype == "float32");
-  CHECK_FALSE(with("engine.cuda_graphs", "false").cuda_graphs);
+  CHECK(with("engine.dtype", "float32").engine.dtype == "float32");
+  CHECK_FALSE(with("engine.cuda_graphs", "false").engine.cuda_graphs);
   CHECK(error_of("[scheduler]\nmax_num_batched_tokens = 0\n") ==
         "scheduler.max_num_batched_tokens: must be >= 1, got 0");
   CHECK(with("scheduler.max_num_batched_tokens", "1").scheduler.max_num_batched_tokens == 1);
@@ -400,7 +400,7 @@ TEST_CASE("chat templates and executors are checked by name") {
   CHECK(error_of("", {{"model.chat_template", "vicuna"}}) ==
         "model.chat_template: unknown chat template \"vicuna\"; known: llama-2, chatml, zephyr");
   for (const auto* name : {"llama-2", "chatml", "zephyr"})
-    CHECK(with("model.chat_template", name).chat_template == name);
+    CHECK(with("model.chat_template", name).model.chat_template == name);
   CHECK(error_of("[engine]\nexecutor = \"cuda\"\n") == "engine.executor: unknown executor \"cuda\"; known: cpu, zero");
   CHECK(error_of("", {{"engine.executor", "gpu"}}) == "engine.executor: unknown executor \"gpu\"; known: cpu, zero");
 }
@@ -432,9 +432,9 @@ TEST_CASE("files: a missing or unreadable one cannot be read; a real one loads w
   const auto file = dir / "troupe.toml";
   std::ofstream(file) << "[server]\nport = 1234\n[scheduler]\nkv_memory = \"1MiB\"\n";
   const auto c = load_server_config(file, {{"engine.threads", "4"}});
-  CHECK(c.port == 1234);
-  CHECK(c.kv_memory_bytes == 1 << 20);
-  CHECK(c.threads == 4);
+  CHECK(c.server.port == 1234);
+  CHECK(c.scheduler.kv_memory_bytes == 1 << 20);
+  CHECK(c.engine.threads == 4);
 
   const auto broken = dir / "broken.toml";
   std::ofstream(broken) << "[server]\n\nport = = 1\n";
@@ -458,22 +458,22 @@ more = [{ dir = "models/small", name = "small" },
 capability_rules = [{ model = "auto", small = "small", large = "tiny", max_prompt_tokens = 64, tiers = ["free"] }]
 )",
                                      "test");
-  REQUIRE(c.more_models.size() == 2);
-  CHECK(c.more_models[0] == model_entry{"models/small", "small", "", 0, 1});
-  CHECK(c.more_models[1] == model_entry{"models/v2", "tiny", "v2", 10, 2});
-  REQUIRE(c.capability_rules.size() == 1);
-  CHECK(c.capability_rules[0] == capability_rule{"auto", "small", "tiny", 64, 0, {"free"}});
+  REQUIRE(c.model.more.size() == 2);
+  CHECK(c.model.more[0] == model_entry{"models/small", "small", "", 0, 1});
+  CHECK(c.model.more[1] == model_entry{"models/v2", "tiny", "v2", 10, 2});
+  REQUIRE(c.router.capability_rules.size() == 1);
+  CHECK(c.router.capability_rules[0] == capability_rule{"auto", "small", "tiny", 64, 0, {"free"}});
   // An override sets the whole array.
   const auto o = parse_server_config("", "test", {{"model.more", R"([{ dir = "x" }])"}});
-  REQUIRE(o.more_models.size() == 1);
-  CHECK(o.more_models[0].dir == "x");
+  REQUIRE(o.model.more.size() == 1);
+  CHECK(o.model.more[0].dir == "x");
 
   CHECK(error_of("[model]\nmore = [{ name = \"x\" }]\n") == "model.more[0].dir: missing");
   CHECK(error_of("[model]\nmore = [{ dir = \"x\", canary_percent = 101 }]\n") ==
         "model.more[0].canary_percent: must be in [0, 100], got 101");
   CHECK(error_of("[model]\nmore = [{ dir = \"x\", gpu = 1 }]\n") ==
         "model.more[0].gpu: unknown key; known: dir, name, version, canary_percent, replicas");
-  CHECK(with("router.weights", "[2, 0.5]").router_weights == std::vector<double>{2.0, 0.5});
+  CHECK(with("router.weights", "[2, 0.5]").router.weights == std::vector<double>{2.0, 0.5});
   CHECK(error_of("[router]\nweights = [1, 0]\n") == "router.weights[1]: must be > 0, got 0");
   CHECK(error_of("[router]\nweights = [\"x\"]\n") == "router.weights[0]: expected a number, got string");
   CHECK(error_of("[autoscaler]\npolicy = \"magic\"\n") ==
