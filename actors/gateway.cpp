@@ -1,14 +1,14 @@
 #include "actors/gateway.hpp"
 
+#include "actors/admin_api.hpp"
 #include "service/http/chat_page.hpp"
 #include "service/http/openai_api.hpp"
+#include "service/http/request_keys.hpp"
 #include "actors/sink_actor.hpp"
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
-
-#include <cstdio>
 
 namespace troupe {
 
@@ -32,104 +32,22 @@ auto presented_key(const http::request& req) -> std::optional<std::string> {
   return req.header("x-api-key");
 }
 
-// What makes a deterministic request's answer: every field that shapes it.
-// "" when the request is not cacheable (sampled without a seed; logprobs;
-// echo, whose prompt text the stored pieces do not hold).
-auto canonical_request(const api::completion_request& r, const std::string& version) -> std::string {
-  const auto& s = r.sampling;
-  if (!(s.temperature == 0 || s.seed) || r.want_logprobs || r.echo) return {};
-  std::string k = version;
-  k += r.kind == api::endpoint::chat ? "\nchat\n" : "\ncompletion\n";
-  const auto field = [&](std::string_view text) {
-    k += std::to_string(text.size());
-    k += ':';
-    k += text;
-  };
-  for (const auto& m : r.messages) {
-    field(m.role);
-    field(m.content);
-  }
-  field(r.prompt);
-  for (auto t : r.prompt_tokens) k += std::to_string(t) + ",";
-  char nums[256];
-  std::snprintf(nums, sizeof nums, "|%a|%d|%a|%a|%a|%a|%a|%llu|%d|%d|%d|", static_cast<double>(s.temperature), s.top_k,
-                static_cast<double>(s.top_p), static_cast<double>(s.min_p), static_cast<double>(s.repetition_penalty),
-                static_cast<double>(s.presence_penalty), static_cast<double>(s.frequency_penalty),
-                static_cast<unsigned long long>(s.seed.value_or(0)), s.seed ? 1 : 0, r.max_tokens.value_or(-1),
-                s.ignore_eos ? 1 : 0);
-  k += nums;
-  for (const auto& stop : s.stop) field(stop);
-  for (auto t : s.stop_token_ids) k += std::to_string(t) + ",";
-  k += '|';
-  for (const auto& [t, bias] : s.logit_bias) {
-    std::snprintf(nums, sizeof nums, "%d:%a,", t, static_cast<double>(bias));
-    k += nums;
-  }
-  return k;
-}
-
 } // namespace
 
 gateway::gateway(caf::actor_system& sys, server_status& status, gateway_options options)
   : sys_(sys), status_(status), options_(std::move(options)) {
   if (!options_.tenants_file.empty()) {
-    tenants_ = std::make_unique<tenant_registry>(load_tenants(options_.tenants_file), now_s());
-    std::error_code ec;
-    seen_mtime_ = std::filesystem::last_write_time(options_.tenants_file, ec);
-    seen_size_ = std::filesystem::file_size(options_.tenants_file, ec);
+    tenants_ = std::make_unique<tenant_registry>(load_tenants(options_.tenants_file), steady_now_s());
+    watcher_.emplace(options_.tenants_file, *tenants_);
   }
   if (options_.response_cache_bytes > 0)
     cache_ = std::make_unique<response_cache>(options_.response_cache_bytes, options_.response_cache_ttl_s);
-}
-
-gateway::~gateway() {
-  {
-    std::lock_guard lock(watch_mu_);
-    stopping_ = true;
-  }
-  watch_cv_.notify_all();
-  if (watcher_.joinable()) watcher_.join();
 }
 
 auto gateway::unauthenticated(bool key_given) -> api::api_error {
   return key_given ? api::api_error{401, "the API key is not valid", "authentication_error", "", "invalid_api_key"}
                    : api::api_error{401, "an API key is required (Authorization: Bearer <key>)", "authentication_error",
                                     "", "missing_api_key"};
-}
-
-auto gateway::now_s() -> double {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-auto gateway::reload_tenants(const char* why) -> bool {
-  if (!tenants_) return false;
-  try {
-    auto c = load_tenants(options_.tenants_file);
-    const auto n = c.tenants.size();
-    tenants_->reload(std::move(c), now_s());
-    std::fprintf(stderr, "troupe: tenants: reloaded %s (%s): %zu tenant(s)\n", options_.tenants_file.c_str(), why, n);
-    return true;
-  } catch (const std::exception& e) {
-    // (config_error's text names the file, the key and the reason; never a key's value.)
-    std::fprintf(stderr, "troupe: tenants: not reloaded (%s): %s; the previous tenants stay in force\n", why, e.what());
-    return false;
-  }
-}
-
-void gateway::watch_tenants(std::chrono::milliseconds period) {
-  if (!tenants_ || period.count() <= 0 || watcher_.joinable()) return;
-  watcher_ = std::thread([this, period] {
-    std::unique_lock lock(watch_mu_);
-    while (!watch_cv_.wait_for(lock, period, [this] { return stopping_; })) {
-      std::error_code ec1, ec2;
-      const auto mtime = std::filesystem::last_write_time(options_.tenants_file, ec1);
-      const auto size = std::filesystem::file_size(options_.tenants_file, ec2);
-      if (ec1 || ec2 || (mtime == seen_mtime_ && size == seen_size_)) continue;
-      seen_mtime_ = mtime;
-      seen_size_ = size;
-      reload_tenants("the file changed");
-    }
-  });
 }
 
 void gateway::set_fleet(std::shared_ptr<const fleet> f) {
@@ -230,20 +148,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   }
   if (path.starts_with("/admin/")) {
     if (!options_.admin_api) return no_route();
-    if (path == "/admin/tenants") {
-      if (!get) return wrong_method("GET");
-      if (!tenants_) return error(404, "no tenants are configured (server.tenants)", "invalid_request_error", "", "not_found");
-      std::string body = R"({"object":"list","unauthenticated":)" + std::to_string(tenants_->unauthenticated()) +
-                         R"(,"data":[)";
-      bool first = true;
-      for (const auto& t : tenants_->tenants()) {
-        body += (first ? "" : ",") + t->usage_json(now_s());
-        first = false;
-      }
-      return reply(200, "application/json", body + "]}");
-    }
-    if (!fl) return error(503, "the model is loading", "service_unavailable");
-    return admin(path, req, named ? *named->stable : *fl->models.front().stable, client, headers);
+    return handle_admin(sys_, path, req, tenants_.get(), named ? named->stable.get() : dflt, client, headers);
   }
 
   const bool completions = path == "/v1/completions";
@@ -274,7 +179,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   }
   if (usage) {
     if (!tenants_) return error(404, "no tenants are configured (server.tenants)", "invalid_request_error", "", "not_found");
-    return reply(200, "application/json", tenant->usage_json(now_s()));
+    return reply(200, "application/json", tenant->usage_json(steady_now_s()));
   }
   if (models) {
     if (!fl) return error(503, "the model is loading", "service_unavailable");
@@ -360,7 +265,7 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   // max_tokens (400), then its place and its rate limits (429).
   if (call.tenant) {
     const auto spec = call.tenant->spec();
-    auto d = tenants_->admit(call.tenant, model_name, now_s(), body.max_tokens);
+    auto d = tenants_->admit(call.tenant, model_name, steady_now_s(), body.max_tokens);
     for (auto& h : d.headers) headers.push_back(std::move(h));
     if (d.status != 0) {
       count_rejection(spec->name, d.reason);
@@ -377,27 +282,13 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     if (spec->response_cache) sr.cache = cache_.get(); // (its key once the version is known, below)
   }
 
-  // The session key: x-session-id, else the OpenAI user, else the
-  // conversation's opening (its messages up to the first user message, which
-  // every later turn repeats; or the prompt's start).
   sr.body = std::move(body);
   sr.request_id = call.request_id;
   sr.arrival = call.arrival;
-  std::string key = call.session;
-  if (!key.empty()) key = "s:" + key;
-  else if (!sr.body.user.empty()) key = "u:" + sr.body.user;
-  else if (!sr.body.messages.empty())
-    for (const auto& m : sr.body.messages) {
-      key += "m:" + m.role + "\n" + m.content + "\n";
-      if (m.role == "user") break;
-    }
-  else if (!sr.body.prompt.empty())
-    key = "p:" + sr.body.prompt.substr(0, 256);
-  else
-    for (std::size_t i = 0; i < std::min<std::size_t>(64, sr.body.prompt_tokens.size()); ++i)
-      key += (i ? "," : "t:") + std::to_string(sr.body.prompt_tokens[i]);
+  // The session key: x-session-id, else the OpenAI user, else the
+  // conversation's opening (request_keys.hpp).
   sr.has_session = true;
-  sr.session = std::hash<std::string>{}(key);
+  sr.session = api::session_key(sr.body, call.session);
   // The version: sticky per session (a canary takes its share of sessions).
   auto ctx = model->pick(sr.session);
   std::erase_if(headers, [](const auto& h) { return h.first == "x-model-version"; });
@@ -410,7 +301,7 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     headers.emplace_back("x-model-version", ctx->model_version);
   }
   if (sr.cache) {
-    const auto canonical = canonical_request(sr.body, ctx->model_version);
+    const auto canonical = api::canonical_request(sr.body, ctx->model_version);
     if (canonical.empty())
       sr.cache = nullptr;
     else
@@ -486,69 +377,6 @@ void gateway::tokens(bool tokenize, std::string_view body, const fleet& fl,
               fail({503, "the server is shutting down", "service_unavailable", "", "server_shutdown"});
             });
   });
-}
-
-// /admin/replicas (GET: each replica's health and load) and
-// /admin/replicas/N/ACTION (POST): drain, resume (the router), hang,
-// recover, crash (faults injected into its scheduler, for tests).
-void gateway::admin(const std::string& path, const http::request& req, serving_context& ctx,
-                    const std::shared_ptr<http::exchange>& client, const http::header_list& headers) {
-  const auto reply = [&](int status, std::string body) {
-    auto h = headers;
-    h.emplace_back("Content-Type", "application/json");
-    client->respond(status, std::move(h), std::move(body));
-  };
-  const auto error = [&](int status, std::string message, std::string code) {
-    api::api_error e{status, std::move(message), "invalid_request_error", "", std::move(code)};
-    reply(status, api::error_body(e));
-  };
-  const auto wrong_method = [&] {
-    error(405, "method " + req.method + " is not allowed on " + path, "method_not_allowed");
-  };
-  // An actor's status JSON, "" when it does not answer. (An admin call:
-  // blocking this HTTP thread for the answer is fine.)
-  const auto status_of = [&](const auto& handle) {
-    caf::scoped_actor self{sys_};
-    std::string body;
-    self->request(handle, std::chrono::seconds(5), status_atom_v)
-        .receive([&](std::string& s) { body = std::move(s); }, [&](caf::error&) {});
-    return body;
-  };
-  if (path == "/admin/autoscaler") {
-    if (req.method != "GET") return wrong_method();
-    if (!ctx.autoscaler) return error(404, "the model has no autoscaler (autoscaler.policy is \"none\")", "not_found");
-    const auto body = status_of(ctx.autoscaler);
-    if (body.empty()) return error(503, "the autoscaler did not answer", "autoscaler_unavailable");
-    return reply(200, body);
-  }
-  const std::string base = "/admin/replicas";
-  if (path == base) {
-    if (req.method != "GET") return wrong_method();
-    const auto body = status_of(ctx.router);
-    if (body.empty()) return error(503, "the router did not answer", "router_unavailable");
-    return reply(200, R"({"object":"list","data":)" + body + "}");
-  }
-  if (!path.starts_with(base + "/")) return error(404, "no route for " + path, "not_found");
-  const auto rest = path.substr(base.size() + 1);
-  const auto slash = rest.find('/');
-  std::int32_t replica = -1;
-  try {
-    std::size_t used = 0;
-    replica = std::stoi(rest.substr(0, slash), &used);
-    if (used != slash && slash != std::string::npos) replica = -1;
-  } catch (...) {
-  }
-  if (replica < 0 || slash == std::string::npos)
-    return error(404, "no replica '" + rest.substr(0, slash) + "' (see GET /admin/replicas)", "not_found");
-  if (req.method != "POST") return wrong_method();
-  const auto action = rest.substr(slash + 1);
-  if (action == "drain" || action == "resume")
-    caf::anon_send(ctx.router, drain_atom_v, replica, action == "drain");
-  else if (action == "hang" || action == "recover" || action == "crash")
-    caf::anon_send(ctx.router, fault_atom_v, replica, action);
-  else
-    return error(400, "unknown action '" + action + "'; known: drain, resume, hang, recover, crash", "invalid_value");
-  reply(200, R"({"replica":)" + std::to_string(replica) + R"(,"action":")" + action + R"("})");
 }
 
 } // namespace troupe

@@ -1,7 +1,7 @@
 #pragma once
 // The HTTP routes: OpenAI's /v1 API, the WebSocket stream, the chat page,
-// health and metrics. Runs on the HTTP server's threads; each completion
-// request gets a sink actor.
+// health and metrics (and /admin/..., admin_api.hpp). Runs on the HTTP
+// server's threads; each completion request gets a sink actor.
 //
 // Tenants (server.tenants): every /v1 call names its tenant by its API key
 // (Authorization: Bearer KEY, or x-api-key). The gateway checks the key, the
@@ -27,15 +27,14 @@
 #include "actors/serving_context.hpp"
 #include "service/tenancy/response_cache.hpp"
 #include "service/tenancy/tenants.hpp"
+#include "service/tenancy/tenants_watcher.hpp"
 
 #include <caf/actor_system.hpp>
 
 #include <atomic>
-#include <condition_variable>
-#include <filesystem>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <optional>
 
 namespace prometheus {
 class Counter;
@@ -69,7 +68,6 @@ class gateway {
 public:
   /// Reads the tenants file, if any (throws config_error when it is invalid).
   gateway(caf::actor_system& sys, server_status& status, gateway_options options);
-  ~gateway();
 
   /// Until set, completions get 503 "loading" (the models are still loading).
   void set_fleet(std::shared_ptr<const fleet> f);
@@ -78,10 +76,12 @@ public:
 
   /// Reads the tenants file again. An invalid file keeps the tenants in
   /// force and logs the key and the reason. `why` names the trigger in the log.
-  auto reload_tenants(const char* why) -> bool;
+  auto reload_tenants(const char* why) -> bool { return watcher_ && watcher_->reload(why); }
   /// Watches the tenants file (its modification time and size, every
   /// `period`) on a thread of its own, reloading when it changes.
-  void watch_tenants(std::chrono::milliseconds period);
+  void watch_tenants(std::chrono::milliseconds period) {
+    if (watcher_) watcher_->watch(period);
+  }
 
   struct ws_connection;
 
@@ -101,8 +101,6 @@ private:
   auto served() -> std::shared_ptr<const fleet>;
   /// "" when ready, else why not: every model (or `model`) has a replica ready.
   auto readiness(const fleet* f, const served_model* model) const -> std::string;
-  void admin(const std::string& path, const http::request& req, serving_context& ctx,
-             const std::shared_ptr<http::exchange>& client, const http::header_list& headers);
   /// POST /tokenize (tokenize) or /detokenize: parsed, then answered.
   void tokens(bool tokenize, std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
               const http::header_list& headers);
@@ -115,7 +113,6 @@ private:
   /// The 401 for a key not given, or not valid.
   static auto unauthenticated(bool key_given) -> api::api_error;
   void count_rejection(const std::string& tenant, const std::string& reason);
-  static auto now_s() -> double;
 
   caf::actor_system& sys_;
   server_status& status_;
@@ -124,16 +121,9 @@ private:
   std::shared_ptr<const fleet> fleet_;
   std::atomic<std::uint64_t> next_id_{1};
   std::unique_ptr<tenant_registry> tenants_; ///< null: no tenants
+  std::optional<tenants_watcher> watcher_;   ///< with tenants (declared after them: stops first)
   std::unique_ptr<response_cache> cache_;    ///< null: off
   prometheus::Family<prometheus::Counter>* rejections_ = nullptr; ///< troupe_tenant_rejections_total
-
-  // The tenants file's watcher.
-  std::thread watcher_;
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  bool stopping_ = false;
-  std::filesystem::file_time_type seen_mtime_{};
-  std::uintmax_t seen_size_ = 0;
 };
 
 } // namespace troupe

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -185,6 +186,10 @@ auto format_reset(double s) -> std::string {
   else
     std::snprintf(buf, sizeof buf, "%lldm%llds", m, sec);
   return buf;
+}
+
+auto steady_now_s() -> double {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 auto tenant_state::spec() const -> std::shared_ptr<const tenant_spec> {

@@ -184,4 +184,7 @@ private:
 /// "1.5s", "6m0s", "1h2m3s": OpenAI's x-ratelimit-reset-* format.
 auto format_reset(double seconds) -> std::string;
 
+/// The clock the server runs the registry on: the steady clock, in seconds.
+auto steady_now_s() -> double;
+
 } // namespace troupe

@@ -1,0 +1,26 @@
+#pragma once
+// What a parsed request is known by besides its id: its session (the same
+// for every turn of a conversation, so that a canary keeps the sessions it
+// takes) and, when its answer is deterministic, its response-cache text.
+// Plain C++, like openai_api.hpp.
+
+#include "service/http/openai_api.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace troupe::api {
+
+/// The session key: x-session-id (`session`), else the OpenAI user, else the
+/// conversation's opening (its messages up to the first user message, which
+/// every later turn repeats; or the prompt's start), hashed.
+auto session_key(const completion_request& r, const std::string& session) -> std::uint64_t;
+
+/// What makes a deterministic request's answer: every field that shapes it,
+/// after the model `version`. "" when the request is not cacheable (sampled
+/// without a seed; logprobs; echo, whose prompt text the stored pieces do
+/// not hold).
+auto canonical_request(const completion_request& r, const std::string& version) -> std::string;
+
+} // namespace troupe::api
