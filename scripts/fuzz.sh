@@ -44,7 +44,7 @@ libs[chat_template]=""
 # Seeds: the requests of tests/fuzz/corpus, the shipped TOML files, two
 # small safetensors files, a small GGUF file, and the chat templates the tests render (the
 # models' of tests/tools where installed, the built-ins, the language tour
-# of tests/integration/chat_template_test.py).
+# of tests/support/chat_template_features.py).
 seed() {
   local name=$1 dir=$out/$1/corpus
   mkdir -p "$dir"
@@ -70,8 +70,8 @@ PY
     hf_tokenizer) printf 'The 123 <|end|>  word <TOOL> x\n' >"$dir/text"; printf '\xe6\x97\xa5 \xff ﬁ' >"$dir/bytes" ;;
     chat_template) python3 - "$dir" <<'PY'
 import glob, json, os, re, sys
-sys.path.insert(0, "tests/integration")
-import chat_template_test as t
+sys.path.insert(0, "tests/support")
+import chat_template_features as t
 out = sys.argv[1]
 for name, text in t.FEATURES.items():
     open(os.path.join(out, "feature_" + re.sub(r"\W+", "_", name)), "w").write(text)

@@ -495,6 +495,28 @@ def test_bench(model):
                               "--shared-prefix-len", "20"], capture_output=True, text=True, timeout=120)
         check(out.returncode == 0 and re.search(r"tenant-0 \(weight 3, \d+ requests\): median TTFT", out.stdout)
               and "tenant-1 (weight 1," in out.stdout, "troupe bench: per-tenant TTFT with --tenant-weights")
+        # The public traces, replayed: BurstGPT (its failed row, 0 response
+        # tokens, left out) and Mooncake JSON lines (shared hash ids).
+        tmp = tempfile.mkdtemp(prefix="troupe-bench-trace-")
+        burst = os.path.join(tmp, "burst.csv")
+        with open(burst, "w") as f:
+            f.write("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                    "5,ChatGPT,30,7,37,Conversation log\n6,ChatGPT,40,0,40,Conversation log\n"
+                    "8,GPT-4,20,5,25,API log\n9,GPT-4,25,4,29,API log\n")
+        moon = os.path.join(tmp, "moon.jsonl")
+        with open(moon, "w") as f:
+            for t, n, out_n, ids in ((0, 40, 6, [1, 2, 3]), (300, 36, 3, [1, 2, 4]), (500, 10, 2, [9])):
+                f.write(json.dumps({"timestamp": t, "input_length": n, "output_length": out_n, "hash_ids": ids}) + "\n")
+        for trace, extra, requests, tokens, what in (
+                (burst, ["--time-scale", "0.05"], 3, 16, "BurstGPT, its failed row left out"),
+                (burst, ["--max-rows", "2", "--time-scale", "0.05"], 2, 12, "BurstGPT, --max-rows 2"),
+                (moon, ["--trace-block-tokens", "16"], 3, 11, "Mooncake JSON lines, blocks of 16 tokens")):
+            out = subprocess.run([TROUPE, "bench", "--url", f"http://127.0.0.1:{srv.port}", "--dataset", "trace",
+                                  "--trace", trace] + extra, capture_output=True, text=True, timeout=120)
+            check(out.returncode == 0 and bench_field(out.stdout, "Successful requests:") == requests
+                  and bench_field(out.stdout, "Total generated tokens:") == tokens,
+                  f"troupe bench --dataset trace: {what} ({out.stderr.strip()[:120]})")
+        shutil.rmtree(tmp, ignore_errors=True)
         out = subprocess.run([TROUPE, "bench", "--dataset", "nope"], capture_output=True, text=True)
         check(out.returncode == 2 and "--dataset" in out.stderr, "troupe bench: a bad flag is a usage error")
     finally:
