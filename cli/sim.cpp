@@ -50,14 +50,29 @@ auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cos
   const auto m = prepare_model(cfg, cuda); // the server's own numbers: KV blocks, context, policies checked
   const std::int32_t devices = cuda ? 1 : static_cast<std::int32_t>(cfg.engine.devices.size());
   const std::int32_t replicas = cfg.engine.replicas * devices;
+  const bool autoscaled = cfg.autoscaler.enabled();
+  // What serve refuses, refused alike.
+  if (autoscaled && cuda)
+    throw std::runtime_error("autoscaler.policy: the autoscaler starts CPU replicas; engine.devices names CUDA ones");
+  if (autoscaled && !cfg.router.weights.empty())
+    throw std::runtime_error("router.weights: the simulator's autoscaled replicas are copies of one spec, "
+                             "with one weight; simulate weights with a fixed fleet");
   sim::replica_spec spec;
   static_cast<scheduler_config&>(spec) = cfg.scheduler;
   spec.max_model_len = m.max_model_len;
-  spec.kv_blocks = m.num_blocks / cfg.engine.replicas; // a replica's share of its device's blocks
   spec.kv_memory = 0;
-  if (cfg.scheduler.preemption_mode == "swap")
-    spec.host_blocks = static_cast<std::int32_t>(
-        std::min<std::int64_t>(cfg.scheduler.swap_space_bytes / m.block_bytes, 1 << 30) / cfg.engine.replicas);
+  // A fixed fleet's replicas share their device's blocks; each replica the
+  // autoscaler starts has a device of its own, and recomputes when preempted.
+  spec.kv_blocks = autoscaled ? m.num_blocks : m.num_blocks / cfg.engine.replicas;
+  if (autoscaled) spec.preemption_mode = "recompute";
+  if (spec.preemption_mode == "swap") {
+    const auto host = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.swap_space_bytes / m.block_bytes, 1 << 30));
+    if (host < cfg.engine.replicas)
+      throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.scheduler.swap_space_bytes) +
+                               " bytes hold " + std::to_string(host) + " KV blocks of " + std::to_string(m.block_bytes) +
+                               " bytes, fewer than one per replica");
+    spec.host_blocks = host / cfg.engine.replicas;
+  }
   if (spec.watermark_blocks >= spec.kv_blocks)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(spec.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(spec.kv_blocks) + " for admissions");

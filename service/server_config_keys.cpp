@@ -452,10 +452,10 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"autoscaler", "target", number(in(&c::autoscaler, &autoscaler_config::target), 0),
        "the policy's target: requests per replica, TTFT seconds, tokens/s per replica (0: its default)"},
       {"autoscaler", "min_replicas", integer(in(&c::autoscaler, &autoscaler_config::min_replicas), 1), "fewest replicas (>= 1)"},
-      {"autoscaler", "max_replicas", integer(in(&c::autoscaler, &autoscaler_config::max_replicas), 1), "most replicas (>= min_replicas)"},
+      {"autoscaler", "max_replicas", integer(in(&c::autoscaler, &autoscaler_config::max_replicas), 1, 4096), "most replicas (>= min_replicas, <= 4096)"},
       {"autoscaler", "interval_s", seconds(in(&c::autoscaler, &autoscaler_config::interval_s), false), "a decision this often"},
       {"autoscaler", "scale_in_delay_s", seconds(in(&c::autoscaler, &autoscaler_config::scale_in_delay_s), true),
-       "after any scaling, this long before a scale-in (one drained replica at a time)"},
+       "the wanted count stays below the fleet this long, with no scaling meanwhile,\nbefore a scale-in (one drained replica at a time)"},
       {"autoscaler", "warm_pool", integer(in(&c::autoscaler, &autoscaler_config::warm_pool), 0),
        "loaded idle replicas kept out of rotation, which take a burst at once"},
 

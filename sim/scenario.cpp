@@ -169,7 +169,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->text("policy", a.policy, names);
     r->number("target", a.target, 0);
     r->integer("min_replicas", a.min_replicas, 1);
-    r->integer("max_replicas", a.max_replicas, 1);
+    r->integer("max_replicas", a.max_replicas, 1, 4096);
     r->number("interval_s", a.interval_s, 0, true);
     r->number("cold_start_s", a.cold_start_s, 0);
     r->number("scale_in_delay_s", a.scale_in_delay_s, 0);

@@ -58,9 +58,19 @@ auto days_from_civil(std::int64_t y, std::int64_t m, std::int64_t d) -> std::int
   return era * 146097 + doe - 719468;
 }
 
-/// "YYYY-MM-DD HH:MM:SS[.fraction]" (a 'T' for the space too): whole
-/// seconds since 1970 and the fraction.
-auto parse_date_time(const std::string& s, std::int64_t& whole, double& fraction) -> bool {
+/// "YYYY-MM-DD HH:MM:SS[.fraction][Z|±HH:MM]" (a 'T' for the space too;
+/// Azure 2024 writes "+00:00"): whole seconds since 1970 (UTC) and the fraction.
+auto parse_date_time(std::string s, std::int64_t& whole, double& fraction) -> bool {
+  std::int64_t offset_s = 0;
+  if (!s.empty() && s.back() == 'Z') {
+    s.pop_back();
+  } else if (s.size() >= 25 && (s[s.size() - 6] == '+' || s[s.size() - 6] == '-') && s[s.size() - 3] == ':') {
+    int oh = 0, om = 0;
+    const auto* p = s.data() + s.size() - 5;
+    if (std::from_chars(p, p + 2, oh).ptr != p + 2 || std::from_chars(p + 3, p + 5, om).ptr != p + 5) return false;
+    offset_s = (s[s.size() - 6] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    s.resize(s.size() - 6);
+  }
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
   const auto field = [&](std::size_t at, std::size_t n, int& out) {
     if (at + n > s.size()) return false;
@@ -81,7 +91,7 @@ auto parse_date_time(const std::string& s, std::int64_t& whole, double& fraction
       fraction += (s[i] - '0') * scale;
     }
   }
-  whole = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+  whole = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
   return true;
 }
 
@@ -254,10 +264,18 @@ private:
     simdjson::dom::object fields;
     if (parser_.parse(text).get(row) != simdjson::SUCCESS || row.get_object().get(fields) != simdjson::SUCCESS)
       fail("not a JSON object");
+    // Qwen-Bailian's rows add a conversation's fields, and their times are
+    // seconds; Mooncake's are milliseconds.
+    bool bailian = false;
     for (const auto field : fields) {
       const auto k = field.key;
-      if (k != "timestamp" && k != "input_length" && k != "output_length" && k != "hash_ids")
-        fail("unknown field \"" + std::string(k) + "\" (fields: timestamp, input_length, output_length, hash_ids)");
+      if (k == "chat_id" || k == "parent_chat_id" || k == "type" || k == "turn") {
+        bailian = true;
+      } else if (k != "timestamp" && k != "input_length" && k != "output_length" && k != "hash_ids") {
+        fail("unknown field \"" + std::string(k) +
+             "\" (fields: timestamp, input_length, output_length, hash_ids; Qwen-Bailian's chat_id, parent_chat_id, "
+             "type, turn)");
+      }
     }
     const auto count = [&](const char* key) -> std::int64_t {
       std::int64_t v = 0;
@@ -266,11 +284,11 @@ private:
       return v;
     };
     sim_request r;
-    double ms = 0;
-    if (row["timestamp"].get_double().get(ms) != simdjson::SUCCESS || !std::isfinite(ms) || ms < 0)
-      fail("timestamp: missing, or not a time in milliseconds >= 0");
-    if (!started_) start_ = ms, started_ = true;
-    arrive(r, (ms - start_) / 1000, ms, std::to_string(ms), "timestamp");
+    double stamp = 0;
+    if (row["timestamp"].get_double().get(stamp) != simdjson::SUCCESS || !std::isfinite(stamp) || stamp < 0)
+      fail(std::string("timestamp: missing, or not a time in ") + (bailian ? "seconds" : "milliseconds") + " >= 0");
+    if (!started_) start_ = stamp, started_ = true;
+    arrive(r, (stamp - start_) / (bailian ? 1 : 1000), stamp, std::to_string(stamp), "timestamp");
     r.prompt_tokens = static_cast<std::int32_t>(count("input_length"));
     r.output_tokens = static_cast<std::int32_t>(count("output_length"));
     std::vector<std::uint64_t> ids;
@@ -281,6 +299,7 @@ private:
       if (e.get_uint64().get(id) != simdjson::SUCCESS) fail("hash_ids: an id that is not an integer >= 0");
       ids.push_back(id);
     }
+    if (r.prompt_tokens == 0 || r.output_tokens == 0) return keep(r); // a failed request: counted, left out
     // One id per block of the prompt, the last one partial.
     const auto blocks = (static_cast<std::int64_t>(r.prompt_tokens) + o_.block_tokens - 1) / o_.block_tokens;
     if (static_cast<std::int64_t>(ids.size()) != blocks)

@@ -42,6 +42,7 @@ auto fleet_lifecycle::cold_start(bool to_pool, std::vector<fleet_action>& out) -
   if (free == slots_.end()) return false;
   free->state = replica_state::starting;
   free->to_pool = to_pool;
+  free->ours = true;
   const auto i = static_cast<std::size_t>(free - slots_.begin());
   used_ = std::max(used_, i + 1);
   out.push_back({fleet_action::kind::start, i, to_pool});
@@ -145,7 +146,7 @@ auto fleet_lifecycle::decide(double now, std::span<const replica_load> loads, co
   // Drained with nothing left: parked while the pool is short, else stopped.
   for (std::size_t i = 0; i < n; ++i) {
     if (slots_[i].state != replica_state::draining || i == drained_now || !load(i).idle) continue;
-    const bool park = static_cast<std::int32_t>(i) < options_.initial || pooled() < options_.warm_pool;
+    const bool park = !slots_[i].ours || pooled() < options_.warm_pool;
     slots_[i].state = park ? replica_state::warm : replica_state::off;
     d.actions.push_back({park ? fleet_action::kind::park : fleet_action::kind::stop, i});
   }

@@ -20,7 +20,8 @@
 //   finish.
 // - At each later decision a draining replica with nothing left retires:
 //   parked in the warm pool while the pool is short, else stopped. The initial replicas
-//   (which the fleet did not start) are never stopped: they park.
+//   (which the fleet did not start) are never stopped: they park. A replica
+//   the fleet starts in a lost initial replica's slot is the fleet's own.
 // - The warm pool refills by cold starts at start-up and after each
 //   decision, counting the replicas already starting for it.
 
@@ -57,7 +58,8 @@ struct autoscaler_config {
 /// The slots an autoscaled fleet needs: room for max_replicas serving, as
 /// many draining or warm beside them, and the pool.
 constexpr auto fleet_slots(std::int32_t initial, std::int32_t max_replicas, std::int32_t warm_pool) -> std::int32_t {
-  return initial > 2 * max_replicas + warm_pool ? initial : 2 * max_replicas + warm_pool;
+  const auto need = 2 * std::int64_t{max_replicas} + warm_pool; // (the readers bound max_replicas)
+  return static_cast<std::int32_t>(initial > need ? initial : need);
 }
 
 struct fleet_options {
@@ -134,6 +136,7 @@ private:
   struct slot {
     replica_state state = replica_state::off;
     bool to_pool = false; ///< starting: joins the warm pool rather than the rotation
+    bool ours = false;    ///< the fleet started it (else an initial replica: never stopped)
   };
   /// Warm, or starting for the pool.
   auto pooled() const -> std::int32_t;

@@ -33,8 +33,9 @@ auto parse_tier(const std::string& name, settings::table_reader r) -> tenant_tie
   tier.name = name;
   r.integer("priority", tier.priority, -max_i32);
   if (const auto* v = r.at("vtc_weight")) {
-    tier.vtc_weight = settings::number(*v, r.path("vtc_weight"));
-    if (!(tier.vtc_weight > 0)) fail(r.path("vtc_weight"), "must be a number > 0");
+    const auto w = v->is_number() ? v->value<double>().value_or(0) : settings::number(*v, r.path("vtc_weight"));
+    if (!(w > 0) || !std::isfinite(w)) fail(r.path("vtc_weight"), "must be a number > 0");
+    tier.vtc_weight = w;
   }
   r.finish();
   return tier;

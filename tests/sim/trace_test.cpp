@@ -79,6 +79,12 @@ TEST_CASE("Azure LLM inference traces: date-time stamps from the first row, fail
   CHECK(r.tenants == std::vector<std::string>{"default"});
   CHECK(error_of("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,1,1\n2023-11-16 18:61:00,1,1\n") ==
         "3: TIMESTAMP: \"2023-11-16 18:61:00\" is not a date and time like 2023-11-16 18:15:46.6805900");
+  // The 2024 traces write an offset: the times are UTC.
+  const auto r2024 = read("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:00.009930+00:00,2048,28\n"
+                          "2024-05-10 02:00:01+02:00,100,5\n2024-05-10 00:00:03Z,10,1\n");
+  REQUIRE(r2024.t.requests.size() == 3);
+  CHECK(r2024.t.requests[1].arrival_s == doctest::Approx(0.99007));
+  CHECK(r2024.t.requests[2].arrival_s == doctest::Approx(2.99007));
   CHECK(error_of("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,-4,1\n") ==
         "2: ContextTokens: \"-4\" is not an integer in [0, 2^30]");
 }
@@ -116,10 +122,24 @@ TEST_CASE("Mooncake JSON lines: milliseconds, hash ids as shared blocks") {
             .t.requests.size() == 1);
   CHECK(error_of(std::string(k_mooncake) + "{\"timestamp\": 40000, \"input_length\": 1,\n") ==
         "4: not a JSON object");
-  CHECK(error_of(R"({"timestamp": 1, "input_length": 1, "output_length": 5, "hash_ids": [1], "turn": 2})") ==
-        "1: unknown field \"turn\" (fields: timestamp, input_length, output_length, hash_ids)");
+  CHECK(error_of(R"({"timestamp": 1, "input_length": 1, "output_length": 5, "hash_ids": [1], "session": 2})") ==
+        "1: unknown field \"session\" (fields: timestamp, input_length, output_length, hash_ids; Qwen-Bailian's "
+        "chat_id, parent_chat_id, type, turn)");
   CHECK(error_of(R"({"timestamp": 1, "output_length": 5, "hash_ids": []})") ==
         "1: input_length: missing, or not an integer in [0, 2^30]");
+  // A failed request (no prompt) is left out before its ids are counted.
+  CHECK(read(std::string(k_mooncake) + R"({"timestamp": 40000, "input_length": 0, "output_length": 3, "hash_ids": [7]})")
+            .t.skipped == 1);
+  // Qwen-Bailian: a conversation's fields, and times in seconds.
+  trace_options sixteen_b;
+  sixteen_b.block_tokens = 16;
+  const auto b = read("{\"chat_id\": 159, \"parent_chat_id\": -1, \"timestamp\": 61.114, \"input_length\": 20, "
+                      "\"output_length\": 5, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [1, 2]}\n"
+                      "{\"chat_id\": 160, \"parent_chat_id\": 159, \"timestamp\": 63.614, \"input_length\": 10, "
+                      "\"output_length\": 2, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [1]}\n",
+                      sixteen_b);
+  REQUIRE(b.t.requests.size() == 2);
+  CHECK(b.t.requests[1].arrival_s == doctest::Approx(2.5));
 }
 
 TEST_CASE("any format: time scaling, a row limit, a named format, an unknown one") {

@@ -131,6 +131,22 @@ TEST_CASE("a drained replica the fleet started stops once the pool is full; a lo
   CHECK(f.slots_used() == 3);
 }
 
+TEST_CASE("a replica the fleet starts in a lost initial replica's slot stops like any it started") {
+  std::int32_t want = 2;
+  fleet_options o;
+  o.max_replicas = 2;
+  o.initial = 2;
+  o.slots = 2;
+  o.scale_in_delay_s = 0;
+  fleet_lifecycle f(std::make_unique<asked>(want), o);
+  f.lost(1); // died
+  CHECK(f.decide(0, idle(2), {}).actions == std::vector<fleet_action>{{kind::start, 1, false}});
+  f.loaded(1);
+  want = 1;
+  CHECK(f.decide(1, idle(2), {}).actions == std::vector<fleet_action>{{kind::drain, 1}});
+  CHECK(f.decide(2, idle(2), {}).actions == std::vector<fleet_action>{{kind::stop, 1}}); // not parked for ever
+}
+
 TEST_CASE("the policy sees the fleet: serving and rotation-bound starting replicas, queues of serving and draining "
           "ones, KV use of serving ones, the window") {
   fleet_options o;
