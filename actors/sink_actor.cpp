@@ -62,10 +62,6 @@ struct sink_state {
 
 using self_ptr = sink_actor::stateful_pointer<sink_state>;
 
-auto seconds_now() -> double {
-  return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
-}
-
 // The stream's last write, then its end.
 void close_stream(sink_state& st, std::string last, delivery_count credit = nullptr) {
   st.client->write(std::move(last), std::move(credit));
@@ -76,7 +72,7 @@ void close_stream(sink_state& st, std::string last, delivery_count credit = null
 void settle(sink_state& st) {
   if (st.settled || !st.req.ticket) return;
   st.settled = true;
-  st.req.ticket->charge_completion(st.writer->completion_tokens(), seconds_now());
+  st.req.ticket->charge_completion(st.writer->completion_tokens(), steady_now_s());
 }
 
 // The stream's head: the 200 and its headers (SSE), then what the stream
@@ -195,7 +191,7 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
       st.pieces.size() == static_cast<std::size_t>(w.completion_tokens()))
     st.req.cache->put(st.req.cache_key,
                       {std::move(st.pieces), static_cast<std::uint8_t>(reason), w.prompt_tokens(), w.completion_tokens()},
-                      seconds_now());
+                      steady_now_s());
   // Counted before the answer goes out: a client that reads /metrics once it
   // has its answer finds it counted (fleet_test read it a moment early).
   m.e2e_latency->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
@@ -351,7 +347,7 @@ void submit(self_ptr self, encoded& e) {
   r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
   st.writer->set_prompt_tokens(n);
-  if (st.req.ticket) st.req.ticket->charge_prompt(n, seconds_now());
+  if (st.req.ticket) st.req.ticket->charge_prompt(n, steady_now_s());
   st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
   // The router picks the replica (routing policy over the replicas' loads).
   auto& q = st.route;
@@ -472,7 +468,7 @@ void replay(self_ptr self, const cached_response& hit) {
   auto& st = self->state;
   st.req.cache = nullptr; // (nothing to store again)
   st.writer->set_prompt_tokens(hit.prompt_tokens);
-  if (st.req.ticket) st.req.ticket->charge_prompt(hit.prompt_tokens, seconds_now());
+  if (st.req.ticket) st.req.ticket->charge_prompt(hit.prompt_tokens, steady_now_s());
   if (st.req.body.stream) start_stream(st);
   const auto now = clock_type::now();
   st.first_token = now;
@@ -518,7 +514,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   });
   st.series = &st.ctx->metrics->tenant(st.req.tenant);
   if (st.req.cache) {
-    const auto hit = st.req.cache->get(st.req.cache_key, seconds_now());
+    const auto hit = st.req.cache->get(st.req.cache_key, steady_now_s());
     if (st.req.ticket) st.req.ticket->count_cache(hit != nullptr);
     (hit ? st.series->cache_hits : st.series->cache_misses)->Increment();
     if (hit) {

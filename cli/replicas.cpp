@@ -3,6 +3,7 @@
 #include "actors/executor_actor.hpp"
 #include "actors/wire.hpp"
 #include "engine/core/scheduler_config.hpp"
+#include "engine/cuda_backend.hpp"
 #include "engine/cpu/threads.hpp"
 #include "actors/memory_manager_actor.hpp"
 #include "engine/cpu/huge_pages.hpp"
@@ -121,6 +122,34 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(m.num_blocks) + " for admissions");
   return m;
+}
+
+auto plan_fleet(const server_config& cfg, const model_setup& m) -> fleet_plan {
+  fleet_plan p;
+  p.cuda = parse_device(cfg.engine.devices.front()).has_value();
+  p.devices = p.cuda ? 1 : static_cast<std::int32_t>(cfg.engine.devices.size());
+  p.replicas = cfg.engine.replicas * p.devices;
+  // Swap space, per device: each of its replicas gets an equal share of the host blocks.
+  if (cfg.scheduler.preemption_mode == "swap") {
+    p.num_host_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.swap_space_bytes / m.block_bytes, 1 << 30));
+    if (p.num_host_blocks < cfg.engine.replicas)
+      throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.scheduler.swap_space_bytes) +
+                               " bytes hold " + std::to_string(p.num_host_blocks) + " KV blocks of " +
+                               std::to_string(m.block_bytes) + " bytes, fewer than one per replica");
+  }
+  p.share = m.num_blocks / cfg.engine.replicas;
+  if (cfg.scheduler.watermark_blocks >= p.share)
+    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
+                             " leaves no block of a replica's " + std::to_string(p.share) + " for admissions");
+  p.autoscaled = cfg.autoscaler.enabled();
+  if (p.autoscaled && p.cuda)
+    throw std::runtime_error("autoscaler.policy: the autoscaler starts CPU replicas; engine.devices names CUDA ones");
+  if (p.autoscaled && (p.replicas < cfg.autoscaler.min_replicas || p.replicas > cfg.autoscaler.max_replicas))
+    throw std::runtime_error("engine.replicas: the " + std::to_string(p.replicas) +
+                             " replica(s) to start with are outside the autoscaler's [" +
+                             std::to_string(cfg.autoscaler.min_replicas) + ", " +
+                             std::to_string(cfg.autoscaler.max_replicas) + "]");
+  return p;
 }
 
 auto load_model_weights(const model_setup& m) -> model_weights {

@@ -48,6 +48,22 @@ struct model_setup {
 /// with more pieces than the model has rows (model_error).
 auto prepare_model(const server_config& cfg, bool cuda = false) -> model_setup;
 
+/// The local fleet cfg describes on m's KV blocks: the same for `serve` and
+/// `sim --server-config`.
+struct fleet_plan {
+  bool cuda = false;              ///< engine.devices names CUDA ones (one tensor-parallel device)
+  std::int32_t devices = 1;       ///< each with its own executor, KV cache and memory manager
+  std::int32_t replicas = 1;      ///< on every device together
+  std::int32_t share = 0;         ///< a replica's share of its device's KV blocks
+  std::int32_t num_host_blocks = 0; ///< a device's swap space in blocks (preemption_mode "swap")
+  bool autoscaled = false;
+};
+
+/// Throws the one line serve refuses a fleet with: swap space under a block
+/// per replica, a watermark that leaves a replica no block, the autoscaler
+/// on CUDA devices or a replica count outside its range.
+auto plan_fleet(const server_config& cfg, const model_setup& m) -> fleet_plan;
+
 /// m's weights, from its opened GGUF file or its directory.
 auto load_model_weights(const model_setup& m) -> model_weights;
 

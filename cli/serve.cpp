@@ -88,6 +88,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
                   std::shared_ptr<prometheus::Registry> registry) -> std::string {
   const auto cuda_device = parse_device(cfg.engine.devices.front());
   const auto setup = prepare_model(cfg, cuda_device.has_value());
+  const auto plan = plan_fleet(cfg, setup);
   const auto& dir = setup.dir;
   const auto& mc = setup.mc;
   const auto& tok = setup.tok;
@@ -97,16 +98,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   const auto num_blocks = setup.num_blocks;
   // Each CPU device has its own executor, KV cache (kv_memory) and memory
   // manager, with engine.replicas replicas; a CUDA group is one device.
-  const int num_devices = cuda_device ? 1 : static_cast<int>(cfg.engine.devices.size());
-  const int replicas = cfg.engine.replicas * num_devices;
-  // Swap space, per device: each of its replicas gets an equal share of the host blocks.
+  const int num_devices = plan.devices;
+  const int replicas = plan.replicas;
   const bool swap = cfg.scheduler.preemption_mode == "swap";
-  const auto num_host_blocks =
-      swap ? static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.swap_space_bytes / block_bytes, 1 << 30)) : 0;
-  if (swap && num_host_blocks < cfg.engine.replicas)
-    throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.scheduler.swap_space_bytes) + " bytes hold " +
-                             std::to_string(num_host_blocks) + " KV blocks of " + std::to_string(block_bytes) +
-                             " bytes, fewer than one per replica");
+  const auto num_host_blocks = plan.num_host_blocks;
   const auto max_model_len = setup.max_model_len;
 
   // The devices' names, distinct for the metrics and the log ("cpu:0", "cpu:1"... when several).
@@ -143,20 +138,11 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<cpu_executor>(parts.weights, eo));
   }
 
-  const std::int32_t share = num_blocks / cfg.engine.replicas; // of the device's blocks, per replica
-  if (cfg.scheduler.watermark_blocks >= share)
-    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
-                             " leaves no block of a replica's " + std::to_string(share) + " for admissions");
+  const std::int32_t share = plan.share; // of the device's blocks, per replica
   const std::string version = cfg.model.version.empty() ? model_version(dir, name) : cfg.model.version;
   // The autoscaler's replicas (each on a device of its own, named
   // "scaled:N") get their series up front: max_replicas + warm_pool at most.
-  const bool autoscaled = cfg.autoscaler.policy != "none";
-  if (autoscaled && cuda_device)
-    throw std::runtime_error("autoscaler.policy: the autoscaler starts CPU replicas; engine.devices names CUDA ones");
-  if (autoscaled && (replicas < cfg.autoscaler.min_replicas || replicas > cfg.autoscaler.max_replicas))
-    throw std::runtime_error("engine.replicas: the " + std::to_string(replicas) +
-                             " replica(s) to start with are outside the autoscaler's [" +
-                             std::to_string(cfg.autoscaler.min_replicas) + ", " + std::to_string(cfg.autoscaler.max_replicas) + "]");
+  const bool autoscaled = plan.autoscaled;
   // (Draining ones are on top of max_replicas and the pool: twice the maximum.)
   const int metric_replicas = autoscaled ? fleet_slots(replicas, cfg.autoscaler.max_replicas, cfg.autoscaler.warm_pool) : replicas;
   auto metric_devices = device_names;

@@ -48,12 +48,8 @@ auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cos
     throw std::runtime_error("model.more: the simulator runs one model; simulate each with a config of its own");
   const bool cuda = parse_device(cfg.engine.devices.front()).has_value();
   const auto m = prepare_model(cfg, cuda); // the server's own numbers: KV blocks, context, policies checked
-  const std::int32_t devices = cuda ? 1 : static_cast<std::int32_t>(cfg.engine.devices.size());
-  const std::int32_t replicas = cfg.engine.replicas * devices;
-  const bool autoscaled = cfg.autoscaler.enabled();
-  // What serve refuses, refused alike.
-  if (autoscaled && cuda)
-    throw std::runtime_error("autoscaler.policy: the autoscaler starts CPU replicas; engine.devices names CUDA ones");
+  const auto plan = plan_fleet(cfg, m);    // and its fleet, refused as serve refuses it
+  const bool autoscaled = plan.autoscaled;
   if (autoscaled && !cfg.router.weights.empty())
     throw std::runtime_error("router.weights: the simulator's autoscaled replicas are copies of one spec, "
                              "with one weight; simulate weights with a fixed fleet");
@@ -63,19 +59,10 @@ auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cos
   spec.kv_memory = 0;
   // A fixed fleet's replicas share their device's blocks; each replica the
   // autoscaler starts has a device of its own, and recomputes when preempted.
-  spec.kv_blocks = autoscaled ? m.num_blocks : m.num_blocks / cfg.engine.replicas;
+  spec.kv_blocks = autoscaled ? m.num_blocks : plan.share;
   if (autoscaled) spec.preemption_mode = "recompute";
-  if (spec.preemption_mode == "swap") {
-    const auto host = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.swap_space_bytes / m.block_bytes, 1 << 30));
-    if (host < cfg.engine.replicas)
-      throw std::runtime_error("scheduler.swap_space: " + std::to_string(cfg.scheduler.swap_space_bytes) +
-                               " bytes hold " + std::to_string(host) + " KV blocks of " + std::to_string(m.block_bytes) +
-                               " bytes, fewer than one per replica");
-    spec.host_blocks = host / cfg.engine.replicas;
-  }
-  if (spec.watermark_blocks >= spec.kv_blocks)
-    throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(spec.watermark_blocks) +
-                             " leaves no block of a replica's " + std::to_string(spec.kv_blocks) + " for admissions");
+  spec.host_blocks = spec.preemption_mode == "swap" ? plan.num_host_blocks / cfg.engine.replicas : 0;
+  const auto replicas = plan.replicas;
   sc.replicas.clear();
   if (cfg.router.weights.empty()) {
     spec.count = replicas;
@@ -91,9 +78,6 @@ auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cos
   auto& as = sc.autoscaler;
   static_cast<autoscaler_config&>(as) = cfg.autoscaler; // every [autoscaler] key, as the server reads it
   as.initial = replicas;
-  if (as.enabled() && (replicas < as.min_replicas || replicas > as.max_replicas))
-    throw std::runtime_error("autoscaler: the " + std::to_string(replicas) +
-                             " replica(s) to start with are outside [min_replicas, max_replicas]");
   if (own_cost) return sc;
   auto& shape = sc.cost.model;
   const auto& mc = m.mc;

@@ -1,5 +1,6 @@
 #include "cli/trace_flags.hpp"
 
+#include "settings/toml_settings.hpp"
 #include "sim/trace.hpp"
 
 #include <algorithm>
@@ -13,11 +14,8 @@ auto trace_flag_names() -> std::set<std::string> {
 void apply_trace_flags(const args& a, sim::scenario& sc) {
   const auto formats = sim::trace_format_names();
   sc.trace_format = a.str("trace-format", sc.trace_format);
-  if (sc.trace_format != "auto" && std::find(formats.begin(), formats.end(), sc.trace_format) == formats.end()) {
-    std::string known = "auto";
-    for (const auto& f : formats) known += ", " + f;
-    throw usage_error("--trace-format is one of " + known);
-  }
+  if (std::find(formats.begin(), formats.end(), sc.trace_format) == formats.end())
+    throw usage_error("--trace-format is one of " + settings::joined(formats));
   sc.time_scale = a.real("time-scale", sc.time_scale);
   if (!(sc.time_scale > 0)) throw usage_error("--time-scale must be > 0");
   sc.max_rows = a.integer("max-rows", sc.max_rows);

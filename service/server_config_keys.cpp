@@ -3,6 +3,7 @@
 #include "settings/toml_settings.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/tokenizer/chat_template.hpp"
+#include "policies/loader.hpp"
 #include "policies/registry.hpp"
 
 #include <toml++/toml.h>
@@ -98,8 +99,7 @@ auto number(Field field, double lo) -> key_io {
 template <class Field>
 auto boolean(Field field) -> key_io {
   return {[=](const toml::node& n, const std::string& path, server_config& c) {
-            if (!n.is_boolean()) wrong_type(path, "a boolean", n);
-            ref(c, field) = n.as_boolean()->get();
+            ref(c, field) = settings::boolean(n, path);
           },
           [=](const server_config& c) { return std::string(ref(c, field) ? "true" : "false"); }};
 }
@@ -137,10 +137,7 @@ void non_empty(const std::string& s, const std::string& path) {
 
 /// One of `known`: "unknown <kind> \"x\"; known: a, b".
 auto one_of(std::string kind, std::vector<std::string> known) -> text_check {
-  return [=](const std::string& s, const std::string& path) {
-    if (std::find(known.begin(), known.end(), s) == known.end())
-      fail(path, "unknown " + kind + " \"" + s + "\"; known: " + joined(known));
-  };
+  return [=](const std::string& s, const std::string& path) { settings::one_of(s, known, path, kind); };
 }
 
 /// One of the built-in policies of a kind, by name; where `paths`, a path
@@ -148,7 +145,7 @@ auto one_of(std::string kind, std::vector<std::string> known) -> text_check {
 auto policy_name(const std::string& kind, std::vector<std::string> known, bool paths = true) -> text_check {
   auto built_in = one_of(kind + " policy", std::move(known));
   return [=](const std::string& s, const std::string& path) {
-    if (!(paths && s.find('/') != std::string::npos)) built_in(s, path);
+    if (!(paths && policy::names_a_library(s))) built_in(s, path);
   };
 }
 

@@ -8,7 +8,7 @@
 namespace troupe::sim {
 
 autoscaled_fleet::autoscaled_fleet(const autoscaler_spec& as, std::size_t replicas, run_result& out)
-  : as_(as), out_(out), replicas_(replicas), ready_at_(replicas, INFINITY) {
+  : as_(as), out_(out), ready_at_(replicas, INFINITY) {
   out_.replica_loaded.assign(replicas, 0.0);
   if (!as.enabled()) return;
   // Its slots are the fleet's replicas.
@@ -21,20 +21,20 @@ autoscaled_fleet::autoscaled_fleet(const autoscaler_spec& as, std::size_t replic
 }
 
 auto autoscaled_fleet::loaded_count() const -> std::size_t {
-  return enabled() ? replicas_ - static_cast<std::size_t>(lifecycle_->count(replica_state::off)) : replicas_;
+  return enabled() ? ready_at_.size() - static_cast<std::size_t>(lifecycle_->count(replica_state::off)) : ready_at_.size();
 }
 
 void autoscaled_fleet::advance(double t) {
   if (t <= seconds_at_) return;
   out_.replica_seconds += static_cast<double>(loaded_count()) * (t - seconds_at_);
-  for (std::size_t i = 0; i < replicas_; ++i)
+  for (std::size_t i = 0; i < ready_at_.size(); ++i)
     if (state(i) != replica_state::off) out_.replica_loaded[i] += t - seconds_at_;
   seconds_at_ = t;
 }
 
 auto autoscaled_fleet::next_ready() const -> std::pair<double, std::size_t> {
-  std::pair<double, std::size_t> next{INFINITY, replicas_};
-  for (std::size_t i = 0; i < replicas_; ++i)
+  std::pair<double, std::size_t> next{INFINITY, ready_at_.size()};
+  for (std::size_t i = 0; i < ready_at_.size(); ++i)
     if (ready_at_[i] < next.first) next = {ready_at_[i], i};
   return next;
 }
@@ -55,8 +55,8 @@ void autoscaled_fleet::act(const std::vector<fleet_action>& actions, double now,
 auto autoscaled_fleet::tick(const probe& load, std::vector<std::size_t>& stopped) -> fleet_decision {
   const double now = next_tick_;
   next_tick_ += as_.interval_s;
-  std::vector<troupe::replica_load> loads(replicas_);
-  for (std::size_t i = 0; i < replicas_; ++i) {
+  std::vector<troupe::replica_load> loads(ready_at_.size());
+  for (std::size_t i = 0; i < ready_at_.size(); ++i) {
     const auto s = lifecycle_->state(i);
     if (s != replica_state::serving && s != replica_state::draining) continue;
     const auto l = load(i);

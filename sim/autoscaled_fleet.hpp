@@ -62,7 +62,6 @@ private:
 
   autoscaler_spec as_;
   run_result& out_;
-  std::size_t replicas_;
   std::optional<fleet_lifecycle> lifecycle_;
   std::vector<double> ready_at_;
   double seconds_at_ = 0;           ///< replica-seconds are integrated up to here

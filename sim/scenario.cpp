@@ -5,17 +5,15 @@
 
 #include "engine/core/kv_dtype.hpp"
 
+#include "policies/loader.hpp"
 #include "policies/registry.hpp"
 
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <sstream>
 
 namespace troupe::sim {
 namespace {
@@ -23,6 +21,13 @@ namespace {
 using settings::fail;
 using settings::joined;
 using reader = settings::table_reader;
+
+/// A policy's name: a built-in one (`known`), or a plug-in's path.
+void read_policy(reader& r, std::string_view key, std::string& out, const std::vector<std::string>& known,
+                 std::string_view what) {
+  r.text(key, out);
+  if (!policy::names_a_library(out)) settings::one_of(out, known, r.path(key), what);
+}
 
 /// A path key, relative to the scenario's folder.
 void read_file_key(reader& r, std::string_view key, std::filesystem::path& out, const std::filesystem::path& dir) {
@@ -83,9 +88,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->number("rate", sc.rate, 0, true);
     r->number("cv", sc.cv, 0, true);
     read_file_key(*r, "trace", sc.trace, dir);
-    auto formats = trace_format_names();
-    formats.insert(formats.begin(), "auto");
-    r->text("trace_format", sc.trace_format, formats);
+    r->text("trace_format", sc.trace_format, trace_format_names());
     r->number("time_scale", sc.time_scale, 0, true);
     r->integer("max_rows", sc.max_rows, 0);
     r->integer("trace_block_tokens", sc.trace_block_tokens, 1, 1 << 20);
@@ -127,9 +130,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   top.tables("replicas", [&](reader& r, std::size_t) {
     replica_spec s;
     r.integer("count", s.count, 1, 4096);
-    r.text("policy", s.policy);
-    if (s.policy.find('/') == std::string::npos && std::find(scheduling.begin(), scheduling.end(), s.policy) == scheduling.end())
-      fail(r.path("policy"), "unknown scheduling policy \"" + s.policy + "\"; known: " + joined(scheduling));
+    read_policy(r, "policy", s.policy, scheduling, "scheduling policy");
     r.text("eviction", s.eviction, eviction);
     r.integer("kv_blocks", s.kv_blocks, 1);
     r.integer("kv_memory", s.kv_memory, 1);
@@ -156,10 +157,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   });
   if (!replicas.empty()) sc.replicas = replicas;
   if (auto r = top.table("routing")) {
-    r->text("policy", sc.routing);
-    const auto routing = policy::routing_policy_names();
-    if (sc.routing.find('/') == std::string::npos && std::find(routing.begin(), routing.end(), sc.routing) == routing.end())
-      fail(r->path("policy"), "unknown value \"" + sc.routing + "\"; known: " + joined(routing));
+    read_policy(*r, "policy", sc.routing, policy::routing_policy_names(), "value");
     r->finish();
   }
   if (auto r = top.table("autoscaler")) {

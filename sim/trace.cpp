@@ -10,8 +10,6 @@
 namespace troupe::sim {
 namespace {
 
-const std::vector<std::string> k_formats{"troupe", "azure", "burstgpt", "mooncake"};
-
 /// A CSV line's cells, spaces around each trimmed; a double-quoted cell may
 /// hold commas ("" is a quote).
 auto split(const std::string& s) -> std::vector<std::string> {
@@ -324,7 +322,7 @@ private:
 
 } // namespace
 
-auto trace_format_names() -> std::vector<std::string> { return k_formats; }
+auto trace_format_names() -> std::vector<std::string> { return {"auto", "troupe", "azure", "burstgpt", "mooncake"}; }
 
 auto read_trace(const std::filesystem::path& file, const trace_options& options, std::vector<std::string>& tenants)
     -> trace {

@@ -41,6 +41,7 @@ struct trace {
   std::int64_t skipped = 0;                        ///< failed requests left out
 };
 
+/// What trace_options::format takes: "auto", then each format.
 auto trace_format_names() -> std::vector<std::string>;
 
 /// Reads `file`; a troupe CSV's tenant names are looked up in, or appended

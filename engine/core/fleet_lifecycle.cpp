@@ -31,10 +31,9 @@ auto fleet_lifecycle::count(replica_state s) const -> std::int32_t {
 }
 
 auto fleet_lifecycle::pooled() const -> std::int32_t {
-  return count(replica_state::warm) +
-         static_cast<std::int32_t>(std::count_if(slots_.begin(), slots_.end(), [](const slot& r) {
-           return r.state == replica_state::starting && r.to_pool;
-         }));
+  return static_cast<std::int32_t>(std::count_if(slots_.begin(), slots_.end(), [](const slot& r) {
+    return r.state == replica_state::warm || (r.state == replica_state::starting && r.to_pool);
+  }));
 }
 
 auto fleet_lifecycle::cold_start(bool to_pool, std::vector<fleet_action>& out) -> bool {
@@ -103,18 +102,13 @@ auto fleet_lifecycle::decide(double now, std::span<const replica_load> loads, co
   if (d.desired > have) {
     ++outs_;
     below_since_ = -1;
-    for (std::size_t i = 0; i < n && have < d.desired; ++i)
-      if (slots_[i].state == replica_state::draining) {
-        slots_[i].state = replica_state::serving;
-        d.actions.push_back({fleet_action::kind::serve, i});
-        ++have;
-      }
-    for (std::size_t i = 0; i < n && have < d.desired; ++i)
-      if (slots_[i].state == replica_state::warm) {
-        slots_[i].state = replica_state::serving;
-        d.actions.push_back({fleet_action::kind::serve, i});
-        ++have;
-      }
+    for (const auto loaded : {replica_state::draining, replica_state::warm}) // in that order
+      for (std::size_t i = 0; i < n && have < d.desired; ++i)
+        if (slots_[i].state == loaded) {
+          slots_[i].state = replica_state::serving;
+          d.actions.push_back({fleet_action::kind::serve, i});
+          ++have;
+        }
     for (std::size_t i = 0; i < n && have < d.desired; ++i)
       if (slots_[i].state == replica_state::starting && slots_[i].to_pool) {
         slots_[i].to_pool = false; // already on its way: it serves once loaded

@@ -123,7 +123,6 @@ public:
   void lost(std::size_t i);
 
   auto state(std::size_t i) const -> replica_state { return slots_[i].state; }
-  auto starting_for_pool(std::size_t i) const -> bool { return slots_[i].to_pool; }
   auto count(replica_state s) const -> std::int32_t;
   /// Slots used so far: every slot at or past it has always been off.
   auto slots_used() const -> std::size_t { return used_; }

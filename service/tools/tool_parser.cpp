@@ -39,7 +39,6 @@ public:
     return true;
   }
   auto ended() const -> bool { return ended_; }
-  auto started() const -> bool { return depth_ > 0; }
   /// What is left (a call cut off): the name and arguments so far.
   void flush(parse_delta& out) {
     if (!named_ && !name_.empty()) {
