@@ -102,7 +102,7 @@ private:
     }
     if (included) raw_ += c;
     const bool arguments = key_ == "arguments" || key_ == "parameters";
-    if (arguments && !string_value_ && included) args(std::string(1, c), out);
+    if (arguments && !string_value_ && included) args(std::string_view(&c, 1), out);
     if (!ends) return;
     in_value_ = false;
     if (key_ == "name" && string_value_) {
@@ -121,13 +121,13 @@ private:
     pending_args_.clear();
   }
 
-  void args(std::string text, parse_delta& out) {
+  void args(std::string_view text, parse_delta& out) {
     if (!named_) {
       pending_args_ += text; // (the name comes later in this object)
       return;
     }
     if (!out.calls.empty() && out.calls.back().index == index_) out.calls.back().arguments += text;
-    else out.calls.push_back({index_, "", "", std::move(text)});
+    else out.calls.push_back({index_, "", "", std::string(text)});
   }
 
   std::size_t index_;
