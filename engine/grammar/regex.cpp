@@ -1,0 +1,349 @@
+// A recursive-descent reader of the regex that writes GBNF as it goes:
+// alternation, sequences, quantified atoms. Classes are kept as code-point
+// ranges until written, so negation and the JSON-string escapes are exact.
+
+#include "engine/grammar/regex.hpp"
+
+#include "engine/grammar/grammar.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+namespace troupe::grammar {
+namespace {
+
+using range = std::pair<std::uint32_t, std::uint32_t>;
+constexpr std::uint32_t max_cp = 0x10FFFF;
+
+auto complement(std::vector<range> r) -> std::vector<range> {
+  std::sort(r.begin(), r.end());
+  std::vector<range> out;
+  std::uint32_t next = 0;
+  for (const auto& [lo, hi] : r) {
+    if (lo > next) out.emplace_back(next, lo - 1);
+    next = std::max(next, hi + 1);
+  }
+  if (next <= max_cp) out.emplace_back(next, max_cp);
+  return out;
+}
+
+auto class_escape(std::uint32_t cp) -> std::string {
+  char buf[16];
+  if (cp <= 0xFFFF) std::snprintf(buf, sizeof buf, "\\u%04X", cp);
+  else std::snprintf(buf, sizeof buf, "\\U%08X", cp);
+  return buf;
+}
+
+auto utf8(std::uint32_t cp) -> std::string {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+/// How a JSON string writes a character that must be escaped.
+auto json_escape(std::uint32_t cp) -> std::string {
+  switch (cp) {
+  case '"': return "\\\"";
+  case '\\': return "\\\\";
+  case '\n': return "\\n";
+  case '\r': return "\\r";
+  case '\t': return "\\t";
+  case '\b': return "\\b";
+  case '\f': return "\\f";
+  default: {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+    return buf;
+  }
+  }
+}
+
+class reader {
+public:
+  reader(std::string_view re, regex_target target) : re_(re), target_(target) {}
+
+  auto run(bool search) -> std::string {
+    bool anchored_start = false, anchored_end = false;
+    if (!re_.empty() && re_[0] == '^') {
+      anchored_start = true;
+      pos_ = 1;
+    }
+    auto body = alternation();
+    if (pos_ < re_.size() && re_[pos_] == '$') {
+      anchored_end = true;
+      ++pos_;
+    }
+    if (pos_ < re_.size()) fail(re_[pos_] == ')' ? "an unmatched ')'" : "'" + std::string(1, re_[pos_]) + "' here");
+    if (!search) return "(" + body + ")";
+    const auto any = emit_class(complement({{'\n', '\n'}})) + "*";
+    return "(" + (anchored_start ? "" : any + " ") + body + (anchored_end ? "" : " " + any) + ")";
+  }
+
+private:
+  std::string_view re_;
+  regex_target target_;
+  std::size_t pos_ = 0;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw grammar_error("regex /" + std::string(re_) + "/ at " + std::to_string(pos_) + ": " + what +
+                        " is not supported");
+  }
+  [[noreturn]] void bad(const std::string& what) const {
+    throw grammar_error("regex /" + std::string(re_) + "/ at " + std::to_string(pos_) + ": " + what);
+  }
+
+  auto alternation() -> std::string {
+    std::string out = sequence();
+    while (pos_ < re_.size() && re_[pos_] == '|') {
+      ++pos_;
+      out += " | " + sequence();
+    }
+    return out;
+  }
+
+  auto sequence() -> std::string {
+    std::string out;
+    while (pos_ < re_.size() && re_[pos_] != '|' && re_[pos_] != ')') {
+      if (re_[pos_] == '$' && pos_ + 1 == re_.size()) break;
+      auto a = atom();
+      a += quantifier();
+      out += (out.empty() ? "" : " ") + a;
+    }
+    return out.empty() ? "\"\"" : out;
+  }
+
+  auto quantifier() -> std::string {
+    if (pos_ >= re_.size()) return "";
+    std::string q;
+    const char c = re_[pos_];
+    if (c == '*' || c == '+' || c == '?') {
+      q = std::string(1, c);
+      ++pos_;
+    } else if (c == '{') {
+      const auto close = re_.find('}', pos_);
+      if (close == std::string_view::npos) bad("an unterminated '{'");
+      const auto body = re_.substr(pos_ + 1, close - pos_ - 1);
+      bool ok = !body.empty() && (body[0] >= '0' && body[0] <= '9');
+      int commas = 0;
+      for (const char b : body) {
+        if (b == ',') ++commas;
+        else if (b < '0' || b > '9') ok = false;
+      }
+      if (!ok || commas > 1) bad("a malformed {m,n}");
+      q = "{" + std::string(body) + "}";
+      pos_ = close + 1;
+    } else {
+      return "";
+    }
+    if (pos_ < re_.size() && re_[pos_] == '?') ++pos_;   // lazy: the same language
+    if (pos_ < re_.size() && re_[pos_] == '+') fail("a possessive quantifier");
+    if (pos_ < re_.size() && (re_[pos_] == '*' || re_[pos_] == '+' || re_[pos_] == '{')) bad("a quantifier after a quantifier");
+    return q;
+  }
+
+  auto atom() -> std::string {
+    const char c = re_[pos_];
+    if (c == '(') {
+      ++pos_;
+      if (re_.substr(pos_, 2) == "?:") {
+        pos_ += 2;
+      } else if (re_.substr(pos_, 2) == "?<" && re_.substr(pos_, 3) != "?<=" && re_.substr(pos_, 3) != "?<!") {
+        const auto close = re_.find('>', pos_);
+        if (close == std::string_view::npos) bad("an unterminated group name");
+        pos_ = close + 1;
+      } else if (re_.substr(pos_, 3) == "?P<") {
+        const auto close = re_.find('>', pos_);
+        if (close == std::string_view::npos) bad("an unterminated group name");
+        pos_ = close + 1;
+      } else if (pos_ < re_.size() && re_[pos_] == '?') {
+        fail(re_.substr(pos_, 2) == "?=" || re_.substr(pos_, 2) == "?!" ? "lookahead"
+             : re_.substr(pos_, 2) == "?<"                                ? "lookbehind"
+                                                                          : "a group flag");
+      }
+      auto inner = alternation();
+      if (pos_ >= re_.size() || re_[pos_] != ')') bad("a '(' without ')'");
+      ++pos_;
+      return "(" + inner + ")";
+    }
+    if (c == '[') return emit_class(read_class());
+    if (c == '.') {
+      ++pos_;
+      return emit_class(complement({{'\n', '\n'}}));
+    }
+    if (c == '^' || c == '$') fail("an anchor inside the pattern");
+    if (c == '*' || c == '+' || c == '?' || c == '{') bad("a quantifier with nothing before it");
+    if (c == '\\') {
+      auto r = escape(false);
+      return emit_class(r);
+    }
+    return emit_class({{read_utf8(), 0}}, true);
+  }
+
+  auto read_utf8() -> std::uint32_t {
+    const auto b = static_cast<unsigned char>(re_[pos_]);
+    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    if (n == 0 || pos_ + static_cast<std::size_t>(n) > re_.size()) bad("text that is not UTF-8");
+    std::uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
+    for (int i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(re_[pos_ + static_cast<std::size_t>(i)]) & 0x3F);
+    pos_ += static_cast<std::size_t>(n);
+    return cp;
+  }
+
+  auto hex(int digits) -> std::uint32_t {
+    std::uint32_t v = 0;
+    for (int i = 0; i < digits; ++i) {
+      if (pos_ >= re_.size()) bad("an unterminated escape");
+      const char h = re_[pos_++];
+      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      if (d < 0) bad("a bad hex digit");
+      v = v * 16 + static_cast<std::uint32_t>(d);
+    }
+    return v;
+  }
+
+  /// An escape at pos_ ('\\'), as code-point ranges.
+  auto escape(bool in_class) -> std::vector<range> {
+    ++pos_;
+    if (pos_ >= re_.size()) bad("a trailing backslash");
+    const char e = re_[pos_++];
+    const std::vector<range> digit{{'0', '9'}}, word{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}},
+        space{{'\t', '\r'}, {' ', ' '}};
+    switch (e) {
+    case 'd': return digit;
+    case 'D': return complement(digit);
+    case 'w': return word;
+    case 'W': return complement(word);
+    case 's': return space;
+    case 'S': return complement(space);
+    case 'n': return {{'\n', '\n'}};
+    case 't': return {{'\t', '\t'}};
+    case 'r': return {{'\r', '\r'}};
+    case 'f': return {{'\f', '\f'}};
+    case 'v': return {{'\v', '\v'}};
+    case '0': return {{0, 0}};
+    case 'x': { auto v = hex(2); return {{v, v}}; }
+    case 'u': { auto v = hex(4); return {{v, v}}; }
+    case 'b':
+      if (in_class) return {{'\b', '\b'}};
+      fail("\\b (a word boundary)");
+    case 'B': fail("\\B");
+    default:
+      if (e >= '1' && e <= '9') fail("a backreference");
+      if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z')) fail(std::string("\\") + e);
+      return {{static_cast<unsigned char>(e), static_cast<unsigned char>(e)}};
+    }
+  }
+
+  auto read_class() -> std::vector<range> {
+    ++pos_; // [
+    bool negate = false;
+    if (pos_ < re_.size() && re_[pos_] == '^') {
+      negate = true;
+      ++pos_;
+    }
+    std::vector<range> out;
+    bool first = true;
+    while (pos_ < re_.size() && (re_[pos_] != ']' || first)) {
+      first = false;
+      std::vector<range> lo_set;
+      if (re_[pos_] == '\\') {
+        lo_set = escape(true);
+      } else {
+        const auto cp = read_utf8();
+        lo_set = {{cp, cp}};
+      }
+      if (lo_set.size() == 1 && lo_set[0].first == lo_set[0].second && pos_ + 1 < re_.size() && re_[pos_] == '-' &&
+          re_[pos_ + 1] != ']') {
+        ++pos_;
+        std::vector<range> hi_set;
+        if (re_[pos_] == '\\') hi_set = escape(true);
+        else {
+          const auto cp = read_utf8();
+          hi_set = {{cp, cp}};
+        }
+        if (hi_set.size() != 1 || hi_set[0].first != hi_set[0].second) bad("a class range ending in a class");
+        if (hi_set[0].first < lo_set[0].first) bad("a class range that runs backwards");
+        out.emplace_back(lo_set[0].first, hi_set[0].first);
+      } else {
+        out.insert(out.end(), lo_set.begin(), lo_set.end());
+      }
+    }
+    if (pos_ >= re_.size()) bad("a '[' without ']'");
+    ++pos_;
+    return negate ? complement(out) : out;
+  }
+
+  /// Code points as GBNF: a literal for one (`single`: the pair's first),
+  /// else a class; in a JSON string, characters that need an escape become
+  /// alternatives spelling it.
+  auto emit_class(std::vector<range> r, bool single = false) -> std::string {
+    if (single) r[0].second = r[0].first;
+    std::sort(r.begin(), r.end());
+    std::vector<range> plain;
+    std::vector<std::uint32_t> escaped;
+    for (auto [lo, hi] : r) {
+      if (target_ == regex_target::json_string) {
+        for (std::uint32_t cp = lo; cp <= hi && cp < 0x20; ++cp) escaped.push_back(cp);
+        if (lo < 0x20) lo = 0x20;
+        if (lo > hi) continue;
+        for (const std::uint32_t special : {std::uint32_t{'"'}, std::uint32_t{'\\'}})
+          if (lo <= special && special <= hi) escaped.push_back(special);
+      }
+      plain.emplace_back(lo, hi);
+    }
+    std::vector<std::string> alts;
+    if (target_ == regex_target::json_string) {
+      // Cut '"' and '\' out of the plain ranges.
+      std::vector<range> cut;
+      for (auto [lo, hi] : plain) {
+        for (const std::uint32_t special : {std::uint32_t{'"'}, std::uint32_t{'\\'}}) {
+          if (lo <= special && special <= hi) {
+            if (lo < special) cut.emplace_back(lo, special - 1);
+            lo = special + 1;
+          }
+        }
+        if (lo <= hi) cut.emplace_back(lo, hi);
+      }
+      plain = std::move(cut);
+    }
+    if (plain.size() == 1 && plain[0].first == plain[0].second && escaped.empty()) return gbnf_literal(utf8(plain[0].first));
+    if (!plain.empty()) {
+      std::string cls = "[";
+      for (const auto& [lo, hi] : plain) cls += class_escape(lo) + (hi > lo ? "-" + class_escape(hi) : "");
+      alts.push_back(cls + "]");
+    }
+    std::sort(escaped.begin(), escaped.end());
+    escaped.erase(std::unique(escaped.begin(), escaped.end()), escaped.end());
+    for (const auto cp : escaped) alts.push_back(gbnf_literal(json_escape(cp)));
+    if (alts.empty()) bad("a class that matches nothing");
+    if (alts.size() == 1) return alts[0];
+    std::string out = "(";
+    for (std::size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
+    return out + ")";
+  }
+};
+
+} // namespace
+
+auto regex_to_gbnf(std::string_view re, regex_target target, bool search) -> std::string {
+  return reader(re, target).run(search);
+}
+
+} // namespace troupe::grammar
