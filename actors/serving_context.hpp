@@ -33,6 +33,7 @@ struct serving_context {
   std::vector<std::size_t> replica_device;
   std::int32_t block_size = 16;
   bool prompt_logprobs = true; ///< its backend computes them (echo with logprobs); CUDA's does not
+  bool grammars = true;        ///< its backend applies sampling_params::grammar; CUDA's does not
   std::int32_t max_retries = 2; ///< on other replicas, for a request whose replica failed before its first token
   /// Replicas in the router's rotation (kept by the router).
   std::shared_ptr<std::atomic<std::int32_t>> num_ready = std::make_shared<std::atomic<std::int32_t>>(0);

@@ -527,6 +527,11 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
          "unsupported_parameter");
     return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
   }
+  if (!st.req.body.sampling.grammar.empty() && !st.ctx->grammars) {
+    fail(self, 400, "structured output (response_format, guided_*) runs on the CPU backend only", "response_format",
+         "unsupported_parameter");
+    return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
+  }
   encode_job job;
   job.chat = st.req.body.kind == api::endpoint::chat;
   if (job.chat)

@@ -103,6 +103,9 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   m.cpu.num_threads = cfg.engine.threads;
   m.cpu.num_sampled_ids = m.tok->vocab_size();
   m.cpu.kv_type = kv;
+  m.cpu.vocabulary = std::make_shared<const grammar::token_vocabulary>(
+      grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size()));
+  m.zero.vocabulary = m.cpu.vocabulary;
 
   auto& ro = m.replica;
   ro.limits = limits_of(cfg.scheduler, m.max_model_len);

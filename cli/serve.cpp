@@ -162,6 +162,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->defaults = default_sampling_params(mc);
   ctx->metrics = metrics;
   ctx->prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";
+  ctx->grammars = ctx->prompt_logprobs;
 
   std::shared_ptr<const chat_template> chat;
   if (auto t = resolve_chat_template(cfg.model.chat_template, dir.string(), setup.gguf.get())) chat = std::make_shared<const chat_template>(std::move(*t));

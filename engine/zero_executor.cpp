@@ -15,19 +15,35 @@ zero_executor::zero_executor(zero_executor_options options) : options_(std::move
     if (std::find(options_.avoid.begin(), options_.avoid.end(), t) == options_.avoid.end())
       tokens_.push_back(t);
   TROUPE_CHECK(!tokens_.empty(), "zero executor has no token to return");
+  if (options_.vocabulary) grammars_.emplace(options_.vocabulary);
 }
 
 auto zero_executor::execute(const scheduler_output& step) -> step_result {
   if (options_.step_time.count() > 0) std::this_thread::sleep_for(options_.step_time);
   step_result out;
   out.sampled.reserve(step.scheduled.size());
-  for (const auto& r : step.new_requests)
+  for (const auto& r : step.new_requests) {
     if (r.sampling.prompt_logprobs >= 0) scoring_[r.id] = r.prompt_tokens;
+    if (auto g = grammar::compile_grammar(r.sampling.grammar, grammars_))
+      constrained_.insert_or_assign(r.id, constrained{grammar::grammar_matcher(std::move(g)), r.sampling.max_tokens});
+  }
   const auto n = static_cast<std::uint64_t>(tokens_.size());
   for (const auto& c : step.scheduled) {
     if (!c.sample) continue;
     const auto position = static_cast<std::uint64_t>(c.num_computed_tokens + c.num_tokens);
-    const token_id t = tokens_[(c.id * 7919 + position * 104729) % n];
+    const auto first = (c.id * 7919 + position * 104729) % n;
+    token_id t = tokens_[first];
+    if (auto it = constrained_.find(c.id); it != constrained_.end()) {
+      auto& [matcher, left] = it->second;
+      t = -1;
+      for (std::uint64_t k = 0; k < n && t < 0; ++k)
+        if (matcher.allows(tokens_[(first + k) % n], left)) t = tokens_[(first + k) % n];
+      for (const auto e : matcher.grammar().vocabulary().end_ids())
+        if (t < 0 && matcher.allows(e, left)) t = e;
+      if (t < 0) t = tokens_[first]; // nothing allowed at all: cannot happen (fill_mask allows an end)
+      matcher.accept(t);
+      --left;
+    }
     sampled_token s{c.id, {t, 0.0f, {}}, {}};
     if (const auto it = scoring_.find(c.id); it != scoring_.end()) {
       for (std::size_t i = 1; i < it->second.size(); ++i) s.prompt_logprobs.push_back({it->second[i], 0.0f, {}});
@@ -35,7 +51,10 @@ auto zero_executor::execute(const scheduler_output& step) -> step_result {
     }
     out.sampled.push_back(std::move(s));
   }
-  for (const auto id : step.finished) scoring_.erase(id);
+  for (const auto id : step.finished) {
+    scoring_.erase(id);
+    constrained_.erase(id);
+  }
   return out;
 }
 

@@ -4,9 +4,12 @@
 // the model: actors, HTTP, SSE framing, detokenization.
 
 #include "engine/executor.hpp"
+#include "engine/grammar/grammar_matcher.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +23,8 @@ struct zero_executor_options {
   std::chrono::microseconds step_time{0};
   /// Ids it may return: [0, n), the tokenizer's vocabulary; 0 = vocab_size.
   std::int64_t num_sampled_ids = 0;
+  /// The tokenizer's ids as bytes, for requests with a grammar.
+  std::shared_ptr<const grammar::token_vocabulary> vocabulary = nullptr;
 };
 
 class zero_executor final : public executor {
@@ -28,7 +33,8 @@ public:
 
   /// Sampled token for a chunk: a fixed function of the request id and the
   /// position, below num_sampled_ids, skipping `avoid`; logprob 0 and no
-  /// alternatives. Prompt logprobs, when asked, are the same: 0 for each.
+  /// alternatives. Under a grammar, the first token from there on that the
+  /// grammar allows (an end id where only an end is). Prompt logprobs, when asked, are the same: 0 for each.
   auto execute(const scheduler_output& step) -> step_result override;
   auto block_size() const -> std::int32_t override { return options_.block_size; }
   auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }
@@ -38,6 +44,12 @@ private:
   zero_executor_options options_;
   std::vector<token_id> tokens_; ///< the ids it cycles through
   std::unordered_map<request_id, std::vector<token_id>> scoring_; ///< prompts to score, until the first token
+  struct constrained {
+    grammar::grammar_matcher matcher;
+    std::int32_t tokens_left = 0;
+  };
+  std::optional<grammar::grammar_cache> grammars_;
+  std::unordered_map<request_id, constrained> constrained_;
 };
 
 } // namespace troupe

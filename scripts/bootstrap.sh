@@ -14,6 +14,7 @@ packages=(
   libssl-dev openssl # CAF's TLS for the workers' link; the tests make certificates
   libpcre2-dev libutf8proc-dev # tokenizer.json: pre-tokenizer regexes (JIT), Unicode normalization
   python3-jinja2 # the chat-template tests' reference renderer
+  python3-jsonschema # the structured-output tests' judge
 )
 
 # The test tooling from npm, pinned by each package-lock.json: the chat

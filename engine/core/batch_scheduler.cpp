@@ -296,7 +296,10 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     r.state = request_state::running;
     running_.push_back(&r);
     if (!r.known_to_executor) {
+      // The executor's sampler learns the request's real length limit (a
+      // grammar ends its output within it).
       out.new_requests.push_back({r.id, r.prompt, r.sampling});
+      out.new_requests.back().sampling.max_tokens = r.output_limit;
       r.known_to_executor = true;
     }
     add_chunk(r, num_new, out);

@@ -34,6 +34,12 @@ struct sampling_params {
   /// included (OpenAI's logit_bias); one entry per id. The caller checks the
   /// ids against the tokenizer's vocabulary.
   std::vector<std::pair<token_id, float>> logit_bias;
+  /// GBNF text the output must match (engine/grammar): structured output,
+  /// a regex, choices or a forced tool call, written by the API layer, which
+  /// has checked that it compiles. "" is none. Applied before every other
+  /// step of sampling, greedy included; logprobs are then of the masked
+  /// distribution.
+  std::string grammar;
 
   /// Empty when valid, else one line naming the bad field, e.g.
   /// "top_p must be in (0, 1], got 1.5".

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 namespace troupe {
@@ -24,6 +25,9 @@ struct cpu_executor_options {
   /// pads its rows past it); 0 = the model's whole vocabulary. At most vocab_size.
   std::int64_t num_sampled_ids = 0;
   kv_dtype kv_type = kv_dtype::f32; ///< how the KV cache stores keys and values
+  /// The tokenizer's ids as bytes, for requests with a grammar (null: a
+  /// request with one is a bug in the caller, which checks).
+  std::shared_ptr<const grammar::token_vocabulary> vocabulary = nullptr;
 };
 
 class cpu_executor final : public executor {
@@ -51,6 +55,7 @@ private:
   cpu_model model_;
   std::unique_ptr<std::byte[]> host_; ///< num_host_blocks × the KV cache's block_bytes()
   rng seed_source_;
+  std::optional<grammar::grammar_cache> grammars_;
   std::unordered_map<request_id, request_sampler> samplers_;
   std::unordered_map<request_id, prompt_scores> scoring_;
   request_tables tables_;

@@ -9,6 +9,7 @@ namespace troupe::cuda {
 
 void device_samplers::add(std::span<const new_request_data> requests) {
   for (const auto& r : requests) {
+    TROUPE_CHECK(r.sampling.grammar.empty(), "a grammar on the CUDA backend (the gateway refuses them)");
     // Seeds as the CPU executor draws them, so that both backends agree.
     const auto fallback = seed_source_.next();
     state st{r.sampling, rng(r.sampling.seed.value_or(fallback)), {}, {}, nullptr};

@@ -224,9 +224,17 @@ void compiled_grammar::fill_mask(std::int32_t state, std::int32_t tokens_left, s
   std::lock_guard lock(mutex_);
   const auto words = (static_cast<std::size_t>(vocab_->size()) + 63) / 64;
   mask.assign(words, 0);
-  if (state == dead) return;
-  // After this token, tokens_left - 1 remain for the rest, one byte each.
-  const std::int32_t budget = tokens_left >= 1 ? tokens_left - 1 : std::numeric_limits<std::int32_t>::max();
+  if (state == dead) { // nothing can follow: the output ends
+    for (const auto id : vocab_->end_ids())
+      if (id >= 0 && id < vocab_->size())
+        mask[static_cast<std::size_t>(id) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(id) % 64);
+    return;
+  }
+  // After this token, tokens_left - 1 remain for the rest, one byte each,
+  // and the last of them for an end token where there is one (the output
+  // then finishes as "stop", not "length").
+  const std::int32_t reserve = vocab_->end_ids().empty() ? 1 : 2;
+  const std::int32_t budget = tokens_left >= 1 ? tokens_left - reserve : std::numeric_limits<std::int32_t>::max();
   auto it = masks_.find(state);
   if (it == masks_.end() || it->second.worst_end > budget) {
     cached_mask all;

@@ -50,6 +50,7 @@ public:
   /// grammar accepts next, end ids where it can end. With tokens_left >= 1
   /// (this token included), a token is allowed only if what it leaves can
   /// still be finished in the tokens after it, counting one token per byte
+  /// and keeping the last for an end id (where the vocabulary has one)
   /// (every byte has a token in a byte-fallback or byte-level vocabulary):
   /// the output always ends as a sentence of the grammar. When no token
   /// keeps that promise, those that leave the fewest bytes are; when the grammar

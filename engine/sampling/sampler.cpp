@@ -72,7 +72,7 @@ auto inverse_cdf(std::span<const float> probs, std::int32_t num, IdAt id_at, flo
 } // namespace
 
 request_sampler::request_sampler(sampling_params params, std::span<const token_id> prompt,
-                                 std::uint64_t fallback_seed)
+                                 std::uint64_t fallback_seed, std::shared_ptr<grammar::compiled_grammar> grammar)
     : params_(std::move(params)), rng_(params_.seed.value_or(fallback_seed)),
       counts_needed_(params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                      params_.frequency_penalty != 0.0f) {
@@ -87,11 +87,13 @@ request_sampler::request_sampler(sampling_params params, std::span<const token_i
   if (counts_needed_)
     output_counts_.reserve(static_cast<std::size_t>(std::clamp(params_.max_tokens, 1, 4096)));
   scratch_top_.reserve(static_cast<std::size_t>(std::max(params_.logprobs, 0)) + 1);
+  if (grammar) matcher_.emplace(std::move(grammar));
 }
 
 auto request_sampler::sample(std::span<float> logits) -> sample_result {
   assert(!logits.empty());
   const auto vocab = static_cast<std::int32_t>(logits.size());
+  if (matcher_) matcher_->mask(logits, params_.max_tokens - num_generated_);
 
   // A broken checkpoint can produce NaN or infinite logits: NaN counts as
   // impossible (-inf) and +inf as the largest float, so the arithmetic below
@@ -102,6 +104,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
     none.token = 0;
     none.logprob = -std::numeric_limits<float>::infinity();
     if (counts_needed_) ++output_counts_[none.token];
+    if (matcher_) matcher_->accept(none.token);
     ++num_generated_;
     return none;
   }
@@ -133,6 +136,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
       static_cast<float>(static_cast<double>(logits[result.token]) - log_sum_exp);
 
   if (counts_needed_) ++output_counts_[result.token];
+  if (matcher_) matcher_->accept(result.token);
   ++num_generated_;
   return result;
 }

@@ -5,8 +5,11 @@
 #include "engine/core/sample_result.hpp"
 #include "engine/core/sampling_params.hpp"
 #include "engine/core/types.hpp"
+#include "engine/grammar/grammar_matcher.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -26,8 +29,10 @@ class request_sampler {
 public:
   /// `fallback_seed` is used when params.seed is unset (the caller draws it
   /// from its own seeded generator, so runs stay reproducible).
+  /// `grammar`: the compiled params.grammar (null when it is ""), whose
+  /// mask comes first, with params.max_tokens as the budget it ends within.
   request_sampler(sampling_params params, std::span<const token_id> prompt,
-                  std::uint64_t fallback_seed);
+                  std::uint64_t fallback_seed, std::shared_ptr<grammar::compiled_grammar> grammar = nullptr);
 
   /// Samples from `logits` (overwritten as scratch) and records the token as
   /// generated. The ids it may return, and that logprobs cover, are
@@ -56,6 +61,7 @@ public:
 private:
   sampling_params params_;
   rng rng_;
+  std::optional<grammar::grammar_matcher> matcher_;
   bool counts_needed_;                                       ///< some penalty is on
   std::unordered_map<token_id, std::int32_t> output_counts_; ///< only when counts_needed_
   std::vector<token_id> prompt_tokens_; ///< sorted, unique: repetition penalty

@@ -3,6 +3,7 @@
 #include "service/http/openai_api.hpp"
 
 #include "service/http/json_reader.hpp"
+#include "service/http/structured_output.hpp"
 
 #include <simdjson.h>
 
@@ -186,7 +187,94 @@ struct fields {
   std::optional<bool> chat_logprobs;
   std::optional<std::int32_t> logprobs_count; // completions' logprobs, chat's top_logprobs
   std::string unknown; // the first field troupe does not know (refused after a missing input)
+  output_constraint constraint;
+  std::string second_constraint; // a second constraining field: refused
 };
+
+/// An object's JSON text, as given (a schema).
+auto read_raw_object(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem {
+  od::object o;
+  if (auto e = v.get_object().get(o)) return failed(e, param, path, "an object");
+  std::string_view raw;
+  if (auto e = o.raw_json().get(raw)) return failed(e, param, path, "an object");
+  out.assign(raw);
+  return {};
+}
+
+/// response_format: {"type": "text" | "json_object" | "json_schema", "json_schema": {"name", "schema", "strict", "description"}}.
+auto read_response_format(od::value& v, output_constraint& c) -> problem {
+  constexpr std::string_view key = "response_format";
+  od::object format;
+  if (auto e = v.get_object().get(format)) return failed(e, key, key, "an object");
+  std::string type;
+  bool has_schema_field = false;
+  if (auto p = for_each_field(format, [&](std::string_view k, od::value& x) -> problem {
+        if (k == "type") return read_string(x, key, "response_format.type", type);
+        if (k == "json_schema") {
+          has_schema_field = true;
+          od::object js;
+          if (auto e = x.get_object().get(js)) return failed(e, key, "response_format.json_schema", "an object");
+          return for_each_field(js, [&](std::string_view jk, od::value& y) -> problem {
+            if (jk == "schema") return read_raw_object(y, key, "response_format.json_schema.schema", c.text);
+            if (jk == "name" || jk == "description") {
+              std::string ignored;
+              return read_string(y, key, "response_format.json_schema." + std::string(jk), ignored);
+            }
+            if (jk == "strict") {
+              bool strict = false;
+              return read_bool(y, key, strict); // the grammar is always strict
+            }
+            return error("unknown_parameter", std::string(key),
+                         "unknown parameter response_format.json_schema." + std::string(jk));
+          });
+        }
+        return error("unknown_parameter", std::string(key), "unknown parameter response_format." + std::string(k));
+      }))
+    return *p;
+  c.param = key;
+  if (type == "text") {
+    c.what = output_constraint::kind::none;
+  } else if (type == "json_object") {
+    c.what = output_constraint::kind::json_object;
+  } else if (type == "json_schema") {
+    if (!has_schema_field) return error("missing_field", std::string(key), "response_format.json_schema is missing");
+    if (c.text.empty()) return error("missing_field", std::string(key), "response_format.json_schema.schema is missing");
+    c.what = output_constraint::kind::json_schema;
+  } else {
+    return error("invalid_value", std::string(key),
+                 "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got \"" + type + "\"");
+  }
+  return {};
+}
+
+/// vLLM's guided_json (a schema, as an object or its text), guided_regex,
+/// guided_choice (strings) and guided_grammar (GBNF).
+auto read_guided(std::string_view key, od::value& v, output_constraint& c) -> problem {
+  c.param = key;
+  if (key == "guided_choice") {
+    od::array items;
+    if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of strings");
+    for (auto item : items) {
+      od::value x;
+      if (auto e = item.get(x)) return bad_json(e);
+      if (auto p = read_string(x, key, key, c.choices.emplace_back())) return p;
+    }
+    if (c.choices.empty()) return error("invalid_value", std::string(key), "guided_choice must not be empty");
+    c.what = output_constraint::kind::choice;
+    return {};
+  }
+  if (key == "guided_json") {
+    c.what = output_constraint::kind::json_schema;
+    od::json_type t;
+    if (auto e = v.type().get(t)) return bad_json(e);
+    if (t == od::json_type::string) return read_string(v, key, key, c.text);
+    return read_raw_object(v, key, key, c.text);
+  }
+  c.what = key == "guided_regex" ? output_constraint::kind::regex : output_constraint::kind::grammar;
+  if (auto p = read_string(v, key, key, c.text)) return p;
+  if (c.text.empty()) return error("invalid_value", std::string(key), std::string(key) + " must not be empty");
+  return {};
+}
 
 auto read_stream_options(od::value& v, bool& include_usage) -> problem {
   od::object options;
@@ -279,17 +367,18 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
     if (auto p = read_int(v, key, 1, int32_max, best_of)) return p;
     return best_of == 1 ? problem{} : not_supported(key, "best_of > 1");
   }
-  if (key == "response_format" && chat) {
-    // {"type":"text"} is what every answer is already; JSON modes are not.
-    od::object format;
-    if (auto e = v.get_object().get(format)) return failed(e, key, key, "an object");
-    std::string type;
-    if (auto p = for_each_field(format, [&](std::string_view k, od::value& x) -> problem {
-          if (k == "type") return read_string(x, key, "response_format.type", type);
-          return check_json(x, 2);
-        }))
-      return *p;
-    return type == "text" ? problem{} : not_supported(key, "response_format other than {\"type\":\"text\"}");
+  if (key == "response_format" || key == "guided_json" || key == "guided_regex" || key == "guided_choice" ||
+      key == "guided_grammar") {
+    output_constraint c;
+    if (auto p = key == "response_format" ? read_response_format(v, c) : read_guided(key, v, c)) return p;
+    if (c.what != output_constraint::kind::none) {
+      if (f.constraint.what != output_constraint::kind::none) {
+        f.second_constraint = std::string(key);
+        return {};
+      }
+      f.constraint = std::move(c);
+    }
+    return {};
   }
   if ((key == "suffix" && !chat) ||
       (chat && (key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call")))
@@ -331,6 +420,14 @@ auto finish(endpoint kind, fields& f) -> problem {
     r.sampling.logprobs = r.top_logprobs;
   }
   if (r.echo && r.want_logprobs) r.sampling.prompt_logprobs = r.top_logprobs; // the echoed tokens' too
+  if (!f.second_constraint.empty())
+    return error("invalid_value", f.second_constraint,
+                 f.second_constraint + " and " + f.constraint.param +
+                     " both constrain the output; give one of response_format, guided_json, guided_regex, "
+                     "guided_choice, guided_grammar");
+  auto g = constraint_grammar(f.constraint);
+  if (auto* e = std::get_if<api_error>(&g)) return *e;
+  r.sampling.grammar = std::move(std::get<std::string>(g));
   // validate()'s line opens with the field's name: "top_p must be in (0, 1], got 1.5".
   if (auto line = r.sampling.validate(); !line.empty()) {
     auto param = line.substr(0, line.find_first_of(" ["));

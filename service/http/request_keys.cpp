@@ -53,6 +53,7 @@ auto canonical_request(const completion_request& r, const std::string& version) 
     std::snprintf(nums, sizeof nums, "%d:%a,", t, static_cast<double>(bias));
     k += nums;
   }
+  field(s.grammar);
   return k;
 }
 

@@ -1,0 +1,62 @@
+#include "engine/grammar/grammar_matcher.hpp"
+
+#include "engine/core/check.hpp"
+
+#include <limits>
+
+namespace troupe::grammar {
+
+void grammar_matcher::mask(std::span<float> logits, std::int32_t tokens_left) {
+  g_->fill_mask(state_, tokens_left, bits_);
+  const auto n = std::min(logits.size(), bits_.size() * 64);
+  constexpr float off = -std::numeric_limits<float>::infinity();
+  for (std::size_t w = 0; w * 64 < n; ++w) {
+    const auto word = bits_[w];
+    if (word == ~std::uint64_t{0}) continue;
+    const auto end = std::min(n, (w + 1) * 64);
+    for (std::size_t i = w * 64; i < end; ++i)
+      if (!((word >> (i % 64)) & 1)) logits[i] = off;
+  }
+  for (auto i = n; i < logits.size(); ++i) logits[i] = off;
+}
+
+auto grammar_matcher::allows(token_id id, std::int32_t tokens_left) -> bool {
+  g_->fill_mask(state_, tokens_left, bits_);
+  const auto i = static_cast<std::size_t>(id);
+  return id >= 0 && i / 64 < bits_.size() && ((bits_[i / 64] >> (i % 64)) & 1);
+}
+
+void grammar_matcher::accept(token_id id) {
+  const auto& v = g_->vocabulary();
+  if (id < 0 || id >= v.size()) return;
+  const auto bytes = v.surface(id);
+  if (!bytes.empty()) state_ = g_->advance(state_, bytes);
+}
+
+auto grammar_cache::get(const std::string& gbnf) -> std::shared_ptr<compiled_grammar> {
+  if (auto it = by_text_.find(gbnf); it != by_text_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
+  }
+  auto g = std::make_shared<compiled_grammar>(parse_gbnf(gbnf), vocab_);
+  lru_.emplace_front(gbnf, g);
+  by_text_.emplace(gbnf, lru_.begin());
+  if (lru_.size() > capacity_) {
+    by_text_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  return g;
+}
+
+auto compile_grammar(const std::string& gbnf, std::optional<grammar_cache>& cache) -> std::shared_ptr<compiled_grammar> {
+  if (gbnf.empty()) return nullptr;
+  TROUPE_CHECK(cache.has_value(), "a request with a grammar on a backend without the tokenizer's vocabulary");
+  try {
+    return cache->get(gbnf);
+  } catch (const grammar_error& e) {
+    TROUPE_CHECK(false, e.what());
+  }
+  return nullptr;
+}
+
+} // namespace troupe::grammar

@@ -1,0 +1,65 @@
+#pragma once
+// One request's place in its grammar, and the cache of compiled grammars
+// that requests bringing the same grammar text share (with their masks).
+
+#include "engine/core/types.hpp"
+#include "engine/grammar/compiled_grammar.hpp"
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace troupe::grammar {
+
+/// Not thread-safe (one per request); the compiled grammar it shares is.
+class grammar_matcher {
+public:
+  explicit grammar_matcher(std::shared_ptr<compiled_grammar> g) : g_(std::move(g)), state_(g_->start()) {}
+
+  /// Sets the logits of the tokens the grammar refuses next to -inf (ids past
+  /// the vocabulary too). tokens_left: the tokens the request may still
+  /// produce, this one included (compiled_grammar::fill_mask's budget).
+  void mask(std::span<float> logits, std::int32_t tokens_left);
+  /// Whether `id` is allowed next (the mask's bit).
+  auto allows(token_id id, std::int32_t tokens_left) -> bool;
+  /// Moves past `id`'s bytes; an end id changes nothing.
+  void accept(token_id id);
+
+  auto grammar() const -> compiled_grammar& { return *g_; }
+  auto state() const -> std::int32_t { return state_; }
+
+private:
+  std::shared_ptr<compiled_grammar> g_;
+  std::int32_t state_;
+  std::vector<std::uint64_t> bits_;
+};
+
+/// Compiled grammars by their GBNF text, the least recently used dropped
+/// past `capacity` (a request holds its own reference). Not thread-safe.
+class grammar_cache {
+public:
+  explicit grammar_cache(std::shared_ptr<const token_vocabulary> vocab, std::size_t capacity = 32)
+    : vocab_(std::move(vocab)), capacity_(capacity) {}
+
+  /// Throws grammar_error for text parse_gbnf refuses.
+  auto get(const std::string& gbnf) -> std::shared_ptr<compiled_grammar>;
+  auto vocabulary() const -> const std::shared_ptr<const token_vocabulary>& { return vocab_; }
+
+private:
+  std::shared_ptr<const token_vocabulary> vocab_;
+  std::size_t capacity_;
+  std::list<std::pair<std::string, std::shared_ptr<compiled_grammar>>> lru_; ///< most recent first
+  std::unordered_map<std::string, decltype(lru_)::iterator> by_text_;
+};
+
+/// The compiled `gbnf` from `cache`, or null for "". A backend's check:
+/// the API layer compiled the same text already, so a failure here (or no
+/// cache: a backend without the tokenizer's vocabulary) is a bug, not input.
+auto compile_grammar(const std::string& gbnf, std::optional<grammar_cache>& cache) -> std::shared_ptr<compiled_grammar>;
+
+} // namespace troupe::grammar
