@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -53,6 +53,12 @@ bench: build
 # as Q8_0, Q4_K_M and BF16, 1 and 2 threads (scripts/bench_quant.py).
 bench-quant: build
 	python3 scripts/bench_quant.py $(BUILD)/troupe $(BUILD)/tests/write_gguf
+
+# Structured output's cost: decode tokens/s under a JSON schema against plain
+# decoding, interleaved, at batch 1 and 32, with Llama 2's and Llama 3.2's
+# vocabularies (tests/tools), and a large schema's compile time.
+bench-grammar: build
+	$(BUILD)/troupe bench-grammar
 
 # tokenizer.json encode speed, troupe against Hugging Face tokenizers (one
 # thread each, interleaved runs, medians) on the real tokenizers of tests/tools.

@@ -18,8 +18,9 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -I. -I"$build" $(pkg-config --cflags tomlplusplus))
 policies=$(grep -o "'policies/[^']*\.cpp'" meson.build | tr -d "'")
 declare -A sources libs
+grammar="engine/grammar/gbnf.cpp engine/grammar/json_schema.cpp engine/grammar/regex.cpp"
 sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp service/http/openai_api.cpp service/http/json_reader.cpp service/http/openai_format.cpp
-  engine/core/sampling_params.cpp"
+  service/http/structured_output.cpp engine/core/sampling_params.cpp $grammar"
 libs[openai_request]="-lsimdjson"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp service/server_config_keys.cpp settings/toml_settings.cpp
   service/tenancy/tenants.cpp service/tenancy/sha256.cpp service/http/openai_format.cpp
@@ -27,6 +28,8 @@ sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp 
   engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf.cpp
   engine/model/gguf_quant.cpp engine/model/mapping.cpp engine/model/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
+sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/token_vocabulary.cpp"
+libs[grammar]="-lsimdjson"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
 libs[safetensors]="-lsimdjson"
 sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokenizer.cpp engine/tokenizer/detokenizer.cpp
@@ -41,7 +44,7 @@ libs[gguf]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
 sources[chat_template]="tests/fuzz/chat_template_fuzz.cpp $(ls engine/template/*.cpp | tr '\n' ' ')"
 libs[chat_template]=""
 
-# Seeds: the requests of tests/fuzz/corpus, the shipped TOML files, two
+# Seeds: the requests and grammars of tests/fuzz/corpus, the shipped TOML files, two
 # small safetensors files, a small GGUF file, and the chat templates the tests render (the
 # models' of tests/tools where installed, the built-ins, the language tour
 # of tests/support/chat_template_features.py).
@@ -50,6 +53,7 @@ seed() {
   mkdir -p "$dir"
   case $name in
     openai_request) cp tests/fuzz/corpus/openai_request/* "$dir"/ ;;
+    grammar) cp tests/fuzz/corpus/grammar/* "$dir"/ ;;
     config_toml) cp config/default.toml config/tenants.example.toml config/sim/chat.toml "$dir"/ ;;
     gguf) python3 - "$dir" <<'PY'
 import struct, sys
@@ -99,7 +103,7 @@ PY
 }
 
 failed=0
-for name in openai_request config_toml safetensors gguf hf_tokenizer chat_template; do
+for name in openai_request grammar config_toml safetensors gguf hf_tokenizer chat_template; do
   exe=$out/$name/fuzz_$name
   mkdir -p "$out/$name"
   seed "$name"

@@ -18,6 +18,7 @@ namespace {
 
 constexpr std::uint32_t max_code_point = 0x10FFFF;
 constexpr int max_repetition = 10000; // {m,n} beyond this is surely a mistake
+constexpr int max_nesting = 256;      // of parentheses: the reader recurses
 
 using range = std::pair<std::uint32_t, std::uint32_t>; // code points, inclusive
 
@@ -91,24 +92,21 @@ public:
   auto run() -> grammar {
     skip_space();
     while (pos_ < text_.size()) {
-      const auto [line, col] = where(pos_);
+      const auto rule_start = pos_;
       const auto name = read_name();
       if (name.empty()) fail(pos_, "expected a rule name");
       skip_space();
       if (text_.substr(pos_, 3) != "::=") fail(pos_, "expected '::=' after '" + name + "'");
       pos_ += 3;
       const auto id = rule_id(name);
-      if (defined_.at(static_cast<std::size_t>(id))) fail(line, col, "rule '" + name + "' is defined twice");
+      if (defined_.at(static_cast<std::size_t>(id))) fail(rule_start, "rule '" + name + "' is defined twice");
       defined_[static_cast<std::size_t>(id)] = true;
       auto alts = read_alternatives(false);
       g_.rules[static_cast<std::size_t>(id)].alternatives = std::move(alts);
       skip_space();
     }
     for (std::size_t i = 0; i < g_.rules.size(); ++i)
-      if (!defined_[i]) {
-        const auto [line, col] = first_use_[i];
-        fail(line, col, "undefined rule '" + g_.rules[i].name + "'");
-      }
+      if (!defined_[i]) fail(first_use_[i], "undefined rule '" + g_.rules[i].name + "'");
     const auto root = names_.find("root");
     if (root == names_.end()) throw grammar_error("the grammar has no rule named 'root'");
     g_.root = root->second;
@@ -122,9 +120,10 @@ private:
   grammar g_;
   std::map<std::string, std::int32_t, std::less<>> names_;
   std::vector<bool> defined_;
-  std::vector<std::pair<int, int>> first_use_;
+  std::vector<std::size_t> first_use_; // where each rule is first named (for 'undefined rule')
   std::unordered_map<byte_set, std::int32_t, set_hash> set_ids_;
   int helpers_ = 0;
+  int nesting_ = 0;
 
   auto where(std::size_t at) const -> std::pair<int, int> {
     int line = 1, col = 1;
@@ -181,14 +180,14 @@ private:
     g_.rules.push_back({name, {}});
     names_.emplace(name, id);
     defined_.push_back(false);
-    first_use_.push_back(where(pos_));
+    first_use_.push_back(pos_ - name.size());
     return id;
   }
   auto helper(std::vector<std::vector<element>> alts) -> element {
     const auto id = static_cast<std::int32_t>(g_.rules.size());
     g_.rules.push_back({"_" + std::to_string(helpers_++), std::move(alts)});
     defined_.push_back(true);
-    first_use_.emplace_back(0, 0);
+    first_use_.push_back(0);
     return {element::kind::rule, id};
   }
   auto set_element(const byte_set& s) -> element {
@@ -237,8 +236,10 @@ private:
         ++pos_;
         seq.push_back(class_element({{0, max_code_point}}));
       } else if (c == '(') {
+        if (++nesting_ > max_nesting) fail(pos_, "parentheses nested over " + std::to_string(max_nesting) + " deep");
         ++pos_;
         auto alts = read_alternatives(true);
+        --nesting_;
         skip_space();
         if (pos_ >= text_.size() || text_[pos_] != ')') fail(pos_, "expected ')'");
         ++pos_;

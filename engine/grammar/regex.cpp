@@ -100,6 +100,7 @@ private:
   std::string_view re_;
   regex_target target_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;
 
   [[noreturn]] void fail(const std::string& what) const {
     throw grammar_error("regex /" + std::string(re_) + "/ at " + std::to_string(pos_) + ": " + what +
@@ -161,6 +162,7 @@ private:
   auto atom() -> std::string {
     const char c = re_[pos_];
     if (c == '(') {
+      if (++nesting_ > 256) bad("groups nested over 256 deep");
       ++pos_;
       if (re_.substr(pos_, 2) == "?:") {
         pos_ += 2;
@@ -180,6 +182,7 @@ private:
       auto inner = alternation();
       if (pos_ >= re_.size() || re_[pos_] != ')') bad("a '(' without ')'");
       ++pos_;
+      --nesting_;
       return "(" + inner + ")";
     }
     if (c == '[') return emit_class(read_class());

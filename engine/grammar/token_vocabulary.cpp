@@ -1,7 +1,5 @@
 #include "engine/grammar/token_vocabulary.hpp"
 
-#include "engine/tokenizer/tokenizer.hpp"
-
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -46,18 +44,6 @@ token_vocabulary::token_vocabulary(std::vector<std::string> surfaces, std::vecto
     prev = s;
   }
   for (const auto i : path) nodes_[static_cast<std::size_t>(i)].end = static_cast<std::int32_t>(nodes_.size());
-}
-
-auto token_vocabulary::of(const tokenizer& tok, std::vector<token_id> end_ids, std::int64_t num_ids)
-    -> token_vocabulary {
-  const auto n = num_ids < 0 ? tok.vocab_size() : std::min<std::int64_t>(num_ids, tok.vocab_size());
-  std::vector<std::string> surfaces(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto id = static_cast<token_id>(i);
-    if (tok.is_control(id) || tok.is_unknown(id)) continue;
-    surfaces[static_cast<std::size_t>(i)] = std::string(tok.token_surface(id));
-  }
-  return token_vocabulary(std::move(surfaces), std::move(end_ids));
 }
 
 } // namespace troupe::grammar
