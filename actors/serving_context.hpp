@@ -34,6 +34,8 @@ struct serving_context {
   std::int32_t block_size = 16;
   bool prompt_logprobs = true; ///< its backend computes them (echo with logprobs); CUDA's does not
   bool grammars = true;        ///< its backend applies sampling_params::grammar; CUDA's does not
+  std::string tool_parser;     ///< the tool-call format its answers are parsed for; "": none known
+  std::vector<token_id> tool_markers; ///< that format's special tokens, shown in the text for the parser
   std::int32_t max_retries = 2; ///< on other replicas, for a request whose replica failed before its first token
   /// Replicas in the router's rotation (kept by the router).
   std::shared_ptr<std::atomic<std::int32_t>> num_ready = std::make_shared<std::atomic<std::int32_t>>(0);

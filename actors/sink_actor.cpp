@@ -1,6 +1,8 @@
 #include "actors/sink_actor.hpp"
 
 #include "service/http/stream_writer.hpp"
+#include "service/tools/tool_grammar.hpp"
+#include "engine/grammar/grammar.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
@@ -177,6 +179,38 @@ auto echo_logprobs(const sink_state& st, const std::vector<sample_result>& score
   return lps;
 }
 
+/// The special tokens the answer's text shows: the tool-call markers, when
+/// the text is parsed for calls.
+auto shown_controls(const sink_state& st) -> std::vector<token_id> {
+  if (st.req.body.choice.what == api::tool_choice::mode::none) return {};
+  return st.ctx->tool_markers;
+}
+
+/// A request with tools: the model must have a tool-call format; a call
+/// that tool_choice requires is enforced by a grammar in that format.
+/// Returns the 400 to answer, or an error with no message.
+auto prepare_tools(sink_state& st) -> api::api_error {
+  auto& body = st.req.body;
+  if (body.choice.what == api::tool_choice::mode::none) return {0, "", "", "", ""};
+  if (st.ctx->tool_parser.empty())
+    return {400, "tools: this model's chat template writes no tool-call format troupe knows; set model.tool_parser ("
+                 "hermes, llama3_json or mistral)", "invalid_request_error", "tools", "unsupported_parameter"};
+  if (body.choice.what == api::tool_choice::mode::automatic) return {0, "", "", "", ""};
+  if (!body.sampling.grammar.empty())
+    return {400, "tool_choice requires a call and response_format (or guided_*) constrains the answer too; give one",
+            "invalid_request_error", "tool_choice", "invalid_value"};
+  if (!st.ctx->grammars)
+    return {400, "tool_choice \"required\" or a named function runs on the CPU backend only", "invalid_request_error",
+            "tool_choice", "unsupported_parameter"};
+  try {
+    body.sampling.grammar = tools::tool_call_grammar(st.ctx->tool_parser, body.tools, body.choice, body.parallel_tool_calls);
+    (void)grammar::parse_gbnf(body.sampling.grammar);
+  } catch (const grammar::grammar_error& e) {
+    return {400, e.what(), "invalid_request_error", "tools", "invalid_value"};
+  }
+  return {0, "", "", "", ""};
+}
+
 // Ends the response. `batch`: stream text not yet written, sent with the
 // final events in one write; `credit` is this message's delivery count.
 void finish(self_ptr self, finish_reason reason, std::string batch = {}, delivery_count credit = nullptr) {
@@ -184,7 +218,7 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
   const auto now = clock_type::now();
   auto& m = *st.series;
   const std::string reason_name(finish_reason_name(reason));
-  const auto& w = *st.writer;
+  auto& w = *st.writer;
   settle(st);
   // A whole answer of a cacheable request is kept for its repeats.
   if (st.req.cache && (reason == finish_reason::stop || reason == finish_reason::length) &&
@@ -348,7 +382,7 @@ void submit(self_ptr self, encoded& e) {
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
   st.writer->set_prompt_tokens(n);
   if (st.req.ticket) st.req.ticket->charge_prompt(n, steady_now_s());
-  st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
+  st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat, shown_controls(st));
   // The router picks the replica (routing policy over the replicas' loads).
   auto& q = st.route;
   q.has_session = st.req.has_session;
@@ -427,7 +461,8 @@ void replica_failed(self_ptr self) {
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
   st.writer->restart();
   st.unsettled.clear();
-  st.out.emplace(*st.ctx->tok, st.original.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat);
+  st.out.emplace(*st.ctx->tok, st.original.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat,
+                 shown_controls(st));
   auto r = st.original;
   r.id = st.id;
   route(self, std::move(r), st.route, {});
@@ -494,12 +529,14 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   st.client = std::move(client);
   st.req = std::move(req);
   st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
+  const bool tools = st.req.body.choice.what != api::tool_choice::mode::none;
   st.writer.emplace(
       st.req.body, st.req.ws_id,
       api::response_head{
           (st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
-          st.ctx->model_name});
+          st.ctx->model_name},
+      tools ? std::string_view(st.ctx->tool_parser) : std::string_view());
   status->num_live_requests.fetch_add(1, std::memory_order_relaxed);
   self->attach_functor([status] { status->num_live_requests.fetch_sub(1, std::memory_order_relaxed); });
   // The client may go at any moment; the session calls this at most once.
@@ -532,8 +569,13 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
          "unsupported_parameter");
     return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
   }
+  if (auto why = prepare_tools(st); !why.message.empty()) {
+    fail(self, why.status, why.message, why.param, why.code);
+    return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
+  }
   encode_job job;
   job.chat = st.req.body.kind == api::endpoint::chat;
+  if (st.req.body.choice.what != api::tool_choice::mode::none) job.tools_json = st.req.body.tools_json;
   if (job.chat)
     job.messages = std::move(st.req.body.messages);
   else

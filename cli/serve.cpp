@@ -9,6 +9,7 @@
 #include "actors/scheduler_actor.hpp"
 #include "service/server_config.hpp"
 #include "actors/tokenizer_actor.hpp"
+#include "service/tools/tool_grammar.hpp"
 #include "actors/wire.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -166,6 +167,10 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
 
   std::shared_ptr<const chat_template> chat;
   if (auto t = resolve_chat_template(cfg.model.chat_template, dir.string(), setup.gguf.get())) chat = std::make_shared<const chat_template>(std::move(*t));
+  ctx->tool_parser = cfg.model.tool_parser == "auto" ? (chat ? tools::detect_tool_parser(chat->text) : "")
+                     : cfg.model.tool_parser == "none" ? "" : cfg.model.tool_parser;
+  for (const auto& marker : tools::tool_markers(ctx->tool_parser))
+    if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->tool_markers.push_back(id);
   for (int i = 0; i < resolve_threads(cfg.actors.tokenizers); ++i) {
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));

@@ -15,8 +15,9 @@ auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vec
 }
 
 output_processor::output_processor(const tokenizer& tok, const sampling_params& params,
-                                   std::vector<token_id> eos_ids, bool at_text_start)
+                                   std::vector<token_id> eos_ids, bool at_text_start, std::vector<token_id> shown_controls)
   : params_(params), eos_ids_(std::move(eos_ids)), detok_(tok, at_text_start) {
+  if (!shown_controls.empty()) detok_.show_controls(std::move(shown_controls));
   for (const auto& s : params_.stop) max_stop_len_ = std::max(max_stop_len_, s.size());
 }
 

@@ -35,8 +35,10 @@ class output_processor {
 public:
   /// eos_ids: the model's end tokens (ignored when params.ignore_eos).
   /// at_text_start: the output opens a text (no prompt text before it).
+  /// shown_controls: special tokens whose piece the text shows
+  /// (incremental_detokenizer::show_controls).
   output_processor(const tokenizer& tok, const sampling_params& params,
-                   std::vector<token_id> eos_ids, bool at_text_start);
+                   std::vector<token_id> eos_ids, bool at_text_start, std::vector<token_id> shown_controls = {});
 
   /// Feeds the next sampled token. A stop string is never shown, even in
   /// part: text that could still begin one is held back until it cannot.

@@ -336,6 +336,11 @@ auto key_specs() -> const std::vector<key_spec>& {
        "the \"model\" name clients use; \"\": the directory's last path component"},
       {"model", "chat_template", text(in(&c::model, &model_section::chat_template), chat_template_name),
        "\"\": from tokenizer_config.json; or " + chat_format_names()},
+      {"model", "tool_parser",
+       text(in(&c::model, &model_section::tool_parser), one_of("tool parser", {"auto", "none", "hermes", "llama3_json", "mistral"})),
+       "the format of the model's tool calls, parsed into tool_calls: \"auto\" reads it from the chat\n"
+       "template (<tool_call>: hermes, [TOOL_CALLS]: mistral, <|python_tag|> or ipython: llama3_json);\n"
+       "\"none\": requests with tools are refused"},
       {"model", "version", text(in(&c::model, &model_section::version)),
        "the x-model-version tag on every response; \"\": name@content hash"},
       {"model", "more",

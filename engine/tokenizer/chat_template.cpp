@@ -170,7 +170,7 @@ auto builtin_chat_template(chat_format f) -> std::string_view {
 
 auto make_chat_template(std::string_view text, std::string source, jinja::object special_tokens) -> chat_template {
   try {
-    return chat_template{source, jinja::jinja_template(text), std::move(special_tokens)};
+    return chat_template{source, std::string(text), jinja::jinja_template(text), std::move(special_tokens)};
   } catch (const jinja::template_error& e) {
     throw model_error(source + ": " + e.what());
   }
@@ -245,7 +245,12 @@ auto messages_value(std::span<const chat_message> messages) -> jinja::value {
   for (const auto& m : messages) {
     jinja::object o;
     o.set("role", m.role);
-    o.set("content", m.content);
+    if (m.null_content) o.set("content", jinja::value::none());
+    else o.set("content", m.content);
+    if (!m.tool_calls_json.empty()) o.set("tool_calls", jinja::parse_json(m.tool_calls_json, "tool_calls"));
+    if (!m.tool_call_id.empty()) o.set("tool_call_id", m.tool_call_id);
+    if (!m.name.empty()) o.set("name", m.name);
+    if (!m.reasoning_content.empty()) o.set("reasoning_content", m.reasoning_content);
     out.emplace_back(std::move(o));
   }
   return out;

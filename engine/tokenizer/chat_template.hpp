@@ -22,8 +22,16 @@ class file;
 enum class chat_format { llama2, chatml, zephyr };
 
 struct chat_message {
-  std::string role;    ///< "system", "user" or "assistant"
+  std::string role;    ///< "system", "user", "assistant" or "tool"
   std::string content;
+  bool null_content = false;   ///< an assistant's tool calls alone: content is null
+  /// An assistant's tool calls, a JSON array of {"id", "type": "function",
+  /// "function": {"name", "arguments"}} with each arguments string that holds
+  /// a JSON object given as that object (as templates read it); "" for none.
+  std::string tool_calls_json = {};
+  std::string tool_call_id = {};      ///< a tool's answer: the call it answers
+  std::string name = {};              ///< the optional "name" field
+  std::string reasoning_content = {}; ///< an assistant's reasoning, for templates that show it
 };
 
 /// "llama-2" / "llama2", "chatml", "zephyr" / "tinyllama"; nullopt otherwise.
@@ -37,6 +45,7 @@ auto builtin_chat_template(chat_format f) -> std::string_view;
 /// A parsed template and what it renders with besides the conversation.
 struct chat_template {
   std::string source; ///< where it came from, for messages: "tokenizer_config.json chat_template"
+  std::string text;   ///< the template itself (tool-call and reasoning formats are read from it)
   jinja::jinja_template jinja;
   /// bos_token, eos_token, ... and additional_special_tokens of
   /// tokenizer_config.json (transformers' special_tokens_map), as strings.
@@ -86,7 +95,8 @@ struct chat_request {
   jinja::object extra;
 };
 
-/// `messages` as a list of {"role", "content"} objects.
+/// `messages` as a list of {"role", "content"} objects, with tool_calls,
+/// tool_call_id, name and reasoning_content where a message has them.
 auto messages_value(std::span<const chat_message> messages) -> jinja::value;
 
 /// The prompt text, special tokens spelled out, for

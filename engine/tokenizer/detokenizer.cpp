@@ -99,6 +99,15 @@ auto incremental_detokenizer::drain(std::string& out, bool run_ended) -> void {
   settle();
 }
 
+void incremental_detokenizer::show_controls(std::vector<token_id> ids) {
+  std::sort(ids.begin(), ids.end());
+  shown_ = std::move(ids);
+}
+
+auto incremental_detokenizer::shown(token_id id) const -> bool {
+  return !shown_.empty() && std::binary_search(shown_.begin(), shown_.end(), id);
+}
+
 auto incremental_detokenizer::push(token_id id) -> std::string {
   auto out = std::string{};
   if (id < 0 || id >= tok_->vocab_size()) { // no text, and the byte run goes on
@@ -112,7 +121,7 @@ auto incremental_detokenizer::push(token_id id) -> std::string {
     emitted_ = emitted_ || !out.empty();
     return out;
   }
-  if (tok_->is_control(id)) { // ends the byte run, as in sentencepiece's decoder
+  if (tok_->is_control(id) && !shown(id)) { // ends the byte run, as in sentencepiece's decoder
     drain(out, true);
     hold({});
     settle();
@@ -134,7 +143,8 @@ auto incremental_detokenizer::push(token_id id) -> std::string {
 }
 
 auto incremental_detokenizer::token_bytes(token_id id) const -> std::string {
-  if (id < 0 || id >= tok_->vocab_size() || tok_->is_control(id)) return {};
+  if (id < 0 || id >= tok_->vocab_size()) return {};
+  if (tok_->is_control(id)) return shown(id) ? std::string(tok_->piece(id)) : std::string();
   auto surface = tok_->token_surface(id);
   if (tok_->is_byte(id) || tok_->is_unknown(id)) return std::string(surface);
   // push drops the leading space only while nothing was emitted, no space was

@@ -30,6 +30,10 @@ class incremental_detokenizer {
 public:
   incremental_detokenizer(const tokenizer& tok, bool at_text_start);
 
+  /// Control tokens among `ids` add their piece as text from now on ("<tool_call>",
+  /// "[TOOL_CALLS]": markers a parser reads), rather than nothing.
+  void show_controls(std::vector<token_id> ids);
+
   /// Text completed by this id; often empty mid-character. O(token length).
   auto push(token_id id) -> std::string;
 
@@ -51,6 +55,8 @@ public:
   auto take_settled() -> std::vector<std::string>;
 
 private:
+  auto shown(token_id id) const -> bool;
+  std::vector<token_id> shown_; ///< sorted
   /// Moves whole characters (or U+FFFD for impossible bytes) from pending_ to
   /// out; with `run_ended`, an incomplete tail becomes U+FFFD too.
   auto drain(std::string& out, bool run_ended) -> void;

@@ -4,6 +4,7 @@
 
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"
+#include "service/http/tool_fields.hpp"
 
 #include <simdjson.h>
 
@@ -152,7 +153,7 @@ auto read_messages(od::value& v, std::vector<chat_message>& out) -> problem {
     od::object message;
     if (auto e = item.get_object().get(message)) return failed(e, "messages", path, "an object");
     chat_message m;
-    bool has_role = false, has_content = false;
+    bool has_role = false, has_content = false, has_tool_calls = false;
     if (auto p = for_each_field(message, [&](std::string_view key, od::value& v) -> problem {
           if (key == "role") {
             has_role = true;
@@ -163,15 +164,30 @@ auto read_messages(od::value& v, std::vector<chat_message>& out) -> problem {
             has_content = true;
             return read_content(v, path + ".content", m.content);
           }
+          if (key == "tool_calls") {
+            has_tool_calls = true;
+            return tool_fields::read_tool_calls(v, path + ".tool_calls", m.tool_calls_json);
+          }
+          if (key == "tool_call_id") return read_string(v, path + ".tool_call_id", path + ".tool_call_id", m.tool_call_id);
+          if (key == "name") return read_string(v, path + ".name", path + ".name", m.name);
+          if (key == "reasoning_content")
+            return read_string(v, path + ".reasoning_content", path + ".reasoning_content", m.reasoning_content);
           return check_json(v, 1);
         }))
       return p;
     if (!has_role) return error("missing_field", path + ".role", path + ".role is missing");
     if (m.role == "developer") m.role = "system"; // OpenAI's newer name for it
-    if (m.role != "system" && m.role != "user" && m.role != "assistant")
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
       return error("invalid_value", path + ".role",
-                   path + ".role must be \"system\", \"user\" or \"assistant\", got \"" + m.role + "\"");
-    if (!has_content) return error("missing_field", path + ".content", path + ".content is missing");
+                   path + ".role must be \"system\", \"user\", \"assistant\" or \"tool\", got \"" + m.role + "\"");
+    if (has_tool_calls && m.role != "assistant")
+      return error("invalid_value", path + ".tool_calls", path + ".tool_calls is for assistant messages");
+    if (m.role == "tool" && m.tool_call_id.empty())
+      return error("missing_field", path + ".tool_call_id", path + ".tool_call_id is missing (a tool message answers a call)");
+    if (!has_content) {
+      if (m.tool_calls_json.empty()) return error("missing_field", path + ".content", path + ".content is missing");
+      m.null_content = true; // an assistant's calls alone
+    }
     out.push_back(std::move(m));
   }
   if (out.empty()) return error("invalid_value", "messages", "messages must not be empty");
@@ -189,6 +205,7 @@ struct fields {
   std::string unknown; // the first field troupe does not know (refused after a missing input)
   output_constraint constraint;
   std::string second_constraint; // a second constraining field: refused
+  bool has_tool_choice = false;
 };
 
 /// An object's JSON text, as given (a schema).
@@ -380,12 +397,17 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
     }
     return {};
   }
-  if ((key == "suffix" && !chat) ||
-      (chat && (key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call")))
-    return not_supported(key);
+  if (chat && key == "tools") return tool_fields::read_tools(v, key, r.tools_json, &r.tools);
+  if (chat && key == "tool_choice") {
+    f.has_tool_choice = true;
+    return tool_fields::read_tool_choice(v, r.choice);
+  }
+  if (chat && key == "parallel_tool_calls") return read_bool(v, key, r.parallel_tool_calls);
+  if ((key == "suffix" && !chat) || (chat && (key == "functions" || key == "function_call")))
+    return not_supported(key, key == "suffix" ? "suffix" : std::string(key) + " (the deprecated form of tools)");
   // Documented by OpenAI as optional and without effect on the text; see docs/api.md.
-  if (key == "metadata" || key == "store" || key == "service_tier" || key == "parallel_tool_calls" ||
-      key == "prompt_cache_key" || key == "safety_identifier")
+  if (key == "metadata" || key == "store" || key == "service_tier" || key == "prompt_cache_key" ||
+      key == "safety_identifier" || (!chat && key == "parallel_tool_calls"))
     return check_json(v, 1);
   if (ws_message && (key == "id" || key == "type")) return {}; // the WebSocket envelope's (parse_ws_envelope)
   if (auto p = check_json(v, 1)) return p; // broken JSON is reported as such first
@@ -425,6 +447,14 @@ auto finish(endpoint kind, fields& f) -> problem {
                  f.second_constraint + " and " + f.constraint.param +
                      " both constrain the output; give one of response_format, guided_json, guided_regex, "
                      "guided_choice, guided_grammar");
+  if (r.tools.empty()) {
+    if (f.has_tool_choice && r.choice.what != tool_choice::mode::none)
+      return error("invalid_value", "tool_choice", "tool_choice needs tools");
+    r.choice.what = tool_choice::mode::none;
+  } else if (r.choice.what == tool_choice::mode::named) {
+    const bool known = std::any_of(r.tools.begin(), r.tools.end(), [&](const tool_spec& t) { return t.name == r.choice.name; });
+    if (!known) return error("invalid_value", "tool_choice", "tool_choice names \"" + r.choice.name + "\", which is not among the tools");
+  }
   auto g = constraint_grammar(f.constraint);
   if (auto* e = std::get_if<api_error>(&g)) return *e;
   r.sampling.grammar = std::move(std::get<std::string>(g));
@@ -476,51 +506,6 @@ auto parse_request(endpoint kind, std::string_view body, const sampling_params& 
   return std::move(f.r);
 }
 
-namespace {
-
-// tools: an array of {"type": "function", "function": {"name": string, ...}}
-// objects, kept as their JSON text for the chat template.
-auto read_tools(od::value& v, std::string_view key, std::string& out) -> problem {
-  od::array items;
-  if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of tools");
-  std::string_view raw;
-  if (items.raw_json().get(raw) != simdjson::SUCCESS) return error("invalid_type", std::string(key), "tools must be an array");
-  if (auto e = items.reset().error()) return failed(e, key, key, "an array of tools");
-  std::size_t i = 0;
-  for (auto item : items) {
-    const auto where = std::string(key) + "[" + std::to_string(i++) + "]";
-    od::object tool;
-    if (auto e = item.get_object().get(tool)) return failed(e, where, where, "an object");
-    std::string_view type, name;
-    bool has_function = false;
-    for (auto field : tool) {
-      std::string_view k;
-      if (auto e = field.unescaped_key().get(k)) return failed(e, where, where, "an object");
-      if (k == "type") {
-        if (auto e = field.value().get_string().get(type)) return failed(e, where + ".type", where + ".type", "a string");
-      } else if (k == "function") {
-        has_function = true;
-        od::object fn;
-        if (auto e = field.value().get_object().get(fn)) return failed(e, where + ".function", where + ".function", "an object");
-        for (auto f : fn) {
-          std::string_view fk;
-          if (auto e = f.unescaped_key().get(fk)) return failed(e, where, where, "an object");
-          if (fk == "name" && f.value().get_string().get(name) != simdjson::SUCCESS)
-            return error("invalid_type", where + ".function.name", where + ".function.name must be a string");
-        }
-      }
-    }
-    if (type != "function")
-      return error("invalid_value", where + ".type", where + ".type must be \"function\"");
-    if (!has_function || name.empty())
-      return error("missing_field", where + ".function.name", where + ".function.name is missing");
-  }
-  out.assign(raw);
-  return std::nullopt;
-}
-
-} // namespace
-
 auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api_error> {
   tokenize_request r;
   bool has_prompt = false;
@@ -538,7 +523,7 @@ auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api
         if (key == "add_special_tokens") return read_bool(v, key, add_special.emplace());
         if (key == "add_generation_prompt") return read_bool(v, key, add_generation.emplace());
         if (key == "return_token_strs") return read_bool(v, key, r.return_token_strs);
-        if (key == "tools") return read_tools(v, key, r.tools_json);
+        if (key == "tools") return tool_fields::read_tools(v, key, r.tools_json, nullptr);
         return error("unknown_parameter", std::string(key),
                      "unknown parameter " + std::string(key) + " (troupe refuses fields it would ignore)");
       }))

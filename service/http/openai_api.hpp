@@ -6,6 +6,7 @@
 #include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 #include "engine/core/types.hpp"
+#include "service/tools/tool_parser.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -29,6 +30,19 @@ struct api_error {
   std::string code;
 };
 
+/// One function a request offers the model (tools[i].function).
+struct tool_spec {
+  std::string name;
+  std::string parameters; ///< its JSON Schema's text; "" for none (any object)
+};
+
+/// tool_choice: "none", "auto", "required", or one named function.
+struct tool_choice {
+  enum class mode { none, automatic, required, named };
+  mode what = mode::automatic;
+  std::string name; ///< named: the function
+};
+
 /// One request, validated. Exactly one of prompt / prompt_tokens / messages
 /// carries the input: prompt or prompt_tokens for completions, messages for chat.
 struct completion_request {
@@ -49,6 +63,13 @@ struct completion_request {
   std::int32_t top_logprobs = 0;      ///< alternatives asked for per token, 0..20
   bool want_logprobs = false;         ///< completions: logprobs given; chat: logprobs true
   bool echo = false;                  ///< completions: the prompt's text opens the answer
+  /// chat: the tools as given (a JSON array, for the template), "" for none;
+  /// their functions; tool_choice (absent: auto with tools, none without)
+  /// and parallel_tool_calls.
+  std::string tools_json;
+  std::vector<tool_spec> tools;
+  tool_choice choice;
+  bool parallel_tool_calls = true;
 };
 
 /// Parses and validates a request body. `defaults` are the model's defaults
@@ -114,6 +135,21 @@ struct response_head {
 auto stream_chunk(endpoint kind, const response_head& h, std::string_view text,
                   std::string_view finish_reason, const std::vector<token_logprob>* logprobs,
                   std::int64_t text_offset0, bool first, bool include_usage) -> std::string;
+
+/// A chat chunk whose delta carries more than plain text: "content" (when
+/// non-empty), "reasoning_content" (when non-empty) and "tool_calls" (each
+/// call's first delta {"index", "id", "type": "function", "function":
+/// {"name", "arguments": ""}}, later ones {"index", "function":
+/// {"arguments": fragment}}), as OpenAI and vLLM stream them.
+auto chat_delta_chunk(const response_head& h, std::string_view content, std::string_view reasoning,
+                      const std::vector<tools::call_delta>& calls, bool include_usage) -> std::string;
+
+/// The non-streamed chat body with a message of content (null when empty
+/// and there are calls), reasoning_content (when non-empty) and tool_calls
+/// (when any: {"id", "type": "function", "function": {"name", "arguments"}}).
+auto chat_response(const response_head& h, std::string_view content, std::string_view reasoning,
+                   const std::vector<tools::tool_call>& calls, std::string_view finish_reason,
+                   const std::vector<token_logprob>* logprobs, const usage& u) -> std::string;
 
 /// The last chunk when stream_options.include_usage: "choices": [] and
 /// "usage": {"prompt_tokens","completion_tokens","total_tokens"}.

@@ -219,6 +219,87 @@ auto full_response(endpoint kind, const response_head& h, std::string_view text,
   return out;
 }
 
+auto chat_delta_chunk(const response_head& h, std::string_view content, std::string_view reasoning,
+                      const std::vector<tools::call_delta>& calls, bool include_usage) -> std::string {
+  std::string out;
+  add_head(out, object_name(endpoint::chat, true), h);
+  out += "{\"index\":0,\"delta\":{";
+  bool first = true;
+  const auto sep = [&] {
+    if (!first) out += ',';
+    first = false;
+  };
+  if (!content.empty()) {
+    sep();
+    out += "\"content\":";
+    add_string(out, content);
+  }
+  if (!reasoning.empty()) {
+    sep();
+    out += "\"reasoning_content\":";
+    add_string(out, reasoning);
+  }
+  if (!calls.empty()) {
+    sep();
+    out += "\"tool_calls\":[";
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto& c = calls[i];
+      out += i ? ",{\"index\":" : "{\"index\":";
+      add_int(out, static_cast<std::int64_t>(c.index));
+      if (!c.id.empty()) {
+        out += ",\"id\":";
+        add_string(out, c.id);
+        out += ",\"type\":\"function\",\"function\":{\"name\":";
+        add_string(out, c.name);
+        out += ",\"arguments\":";
+      } else {
+        out += ",\"function\":{\"arguments\":";
+      }
+      add_string(out, c.arguments);
+      out += "}}";
+    }
+    out += ']';
+  }
+  out += "},\"logprobs\":null,\"finish_reason\":null}]";
+  if (include_usage) out += ",\"usage\":null";
+  out += '}';
+  return out;
+}
+
+auto chat_response(const response_head& h, std::string_view content, std::string_view reasoning,
+                   const std::vector<tools::tool_call>& calls, std::string_view finish_reason,
+                   const std::vector<token_logprob>* logprobs, const usage& u) -> std::string {
+  std::string out;
+  add_head(out, object_name(endpoint::chat, false), h);
+  out += "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
+  if (content.empty() && !calls.empty()) out += "null";
+  else add_string(out, content);
+  if (!reasoning.empty()) {
+    out += ",\"reasoning_content\":";
+    add_string(out, reasoning);
+  }
+  if (!calls.empty()) {
+    out += ",\"tool_calls\":[";
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      out += i ? ",{\"id\":" : "{\"id\":";
+      add_string(out, calls[i].id);
+      out += ",\"type\":\"function\",\"function\":{\"name\":";
+      add_string(out, calls[i].name);
+      out += ",\"arguments\":";
+      add_string(out, calls[i].arguments);
+      out += "}}";
+    }
+    out += ']';
+  }
+  out += '}';
+  add_logprobs(out, endpoint::chat, logprobs, 0);
+  add_finish_reason(out, finish_reason);
+  out += "}]";
+  add_usage(out, u);
+  out += '}';
+  return out;
+}
+
 auto models_list(const std::vector<model_card>& models, std::int64_t created) -> std::string {
   std::string out = "{\"object\":\"list\",\"data\":[";
   for (std::size_t i = 0; i < models.size(); ++i) {

@@ -4,13 +4,28 @@
 
 namespace troupe {
 
-stream_writer::stream_writer(const api::completion_request& body, std::string ws_id, api::response_head head)
+namespace {
+
+auto mix(std::uint64_t x) -> std::uint64_t { // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+} // namespace
+
+stream_writer::stream_writer(const api::completion_request& body, std::string ws_id, api::response_head head,
+                             std::string_view tool_parser)
   : kind_(body.kind),
     stream_(body.stream),
     include_usage_(body.include_usage),
     ws_id_(std::move(ws_id)),
     head_(std::move(head)),
-    want_logprobs_(body.want_logprobs) {}
+    want_logprobs_(body.want_logprobs),
+    tool_family_(tool_parser) {
+  restart();
+}
 
 void stream_writer::event(std::string& out, std::string_view json) const {
   if (websocket()) {
@@ -35,6 +50,28 @@ auto stream_writer::opening() const -> std::string {
 }
 
 void stream_writer::add_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs) {
+  if (tools_) return emit(batch, tools_->feed(text), std::move(logprobs));
+  plain_text(batch, text, std::move(logprobs));
+}
+
+void stream_writer::emit(std::string& batch, const tools::parse_delta& d, std::vector<api::token_logprob> logprobs) {
+  if (!d.content.empty() || !logprobs.empty()) plain_text(batch, d.content, std::move(logprobs));
+  if (d.calls.empty()) return;
+  for (const auto& c : d.calls) num_calls_ = std::max(num_calls_, c.index + 1);
+  if (websocket()) {
+    for (const auto& c : d.calls)
+      event(batch, ws_event("tool_call") + R"(,"index":)" + std::to_string(c.index) +
+                       (c.id.empty() ? std::string() : R"(,"call_id":)" + api::json_string(c.id) + R"(,"name":)" + api::json_string(c.name)) +
+                       R"(,"arguments":)" + api::json_string(c.arguments) + "}");
+  } else if (stream_) {
+    event(batch, api::chat_delta_chunk(head_, "", "", d.calls, include_usage_));
+  } else {
+    std::string ignored;
+    tools::merge({{}, d.calls}, ignored, calls_);
+  }
+}
+
+void stream_writer::plain_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs) {
   // OpenAI's text_offset counts code points, not bytes. (Settled bytes end
   // on a character boundary: a character settles all its bytes at once.)
   std::int64_t code_points = 0;
@@ -54,7 +91,13 @@ void stream_writer::add_text(std::string& batch, std::string_view text, std::vec
   text_offset_ += code_points;
 }
 
-auto stream_writer::closing(std::string batch, std::string_view finish_reason) const -> std::string {
+auto stream_writer::final_reason(std::string_view finish_reason) const -> std::string_view {
+  return num_calls_ > 0 && finish_reason == "stop" ? "tool_calls" : finish_reason;
+}
+
+auto stream_writer::closing(std::string batch, std::string_view reason) -> std::string {
+  if (tools_) emit(batch, tools_->finish(), {});
+  const auto finish_reason = final_reason(reason);
   if (websocket()) {
     event(batch, ws_event("done") + R"(,"model":)" + api::json_string(head_.model) + R"(,"finish_reason":")" +
                      std::string(finish_reason) + R"(","usage":{"prompt_tokens":)" + std::to_string(prompt_tokens_) +
@@ -67,8 +110,14 @@ auto stream_writer::closing(std::string batch, std::string_view finish_reason) c
   return batch + "data: [DONE]\n\n";
 }
 
-auto stream_writer::whole(std::string_view finish_reason) const -> std::string {
-  return api::full_response(kind_, head_, text_, finish_reason, want_logprobs_ ? &logprobs_ : nullptr,
+auto stream_writer::whole(std::string_view reason) -> std::string {
+  if (tools_) {
+    std::string ignored;
+    emit(ignored, tools_->finish(), {});
+    return api::chat_response(head_, text_, "", calls_, final_reason(reason), want_logprobs_ ? &logprobs_ : nullptr,
+                              {prompt_tokens_, completion_tokens_});
+  }
+  return api::full_response(kind_, head_, text_, reason, want_logprobs_ ? &logprobs_ : nullptr,
                             {prompt_tokens_, completion_tokens_});
 }
 
@@ -84,6 +133,25 @@ void stream_writer::restart() {
   text_offset_ = 0;
   text_.clear();
   logprobs_.clear();
+  calls_.clear();
+  num_calls_ = 0;
+  tools_.reset();
+  if (!tool_family_.empty()) {
+    // Call ids as OpenAI's look ("call_" and 24 characters), a function of
+    // the response's id: a repeated request gets the same ones.
+    const auto seed = std::hash<std::string>{}(head_.id);
+    tools_ = tools::make_tool_parser(tool_family_, [seed, n = std::uint64_t{0}]() mutable {
+      static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+      std::string id = "call_";
+      auto x = mix(seed ^ mix(++n));
+      for (int i = 0; i < 24; ++i) {
+        if (i % 8 == 0) x = mix(x + static_cast<std::uint64_t>(i)); // 8 characters use 48 of its bits
+        id += alphabet[x % 62];
+        x /= 62;
+      }
+      return id;
+    });
+  }
 }
 
 auto stream_writer::replay(const std::vector<std::string>& pieces) -> std::string {

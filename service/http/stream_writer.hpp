@@ -9,6 +9,7 @@
 #include "service/http/openai_api.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,12 @@ class stream_writer {
 public:
   /// `ws_id` non-empty: a WebSocket request (GET /v1/chat/stream) with that
   /// id (JSON text); else SSE where body.stream, or one whole response.
-  stream_writer(const api::completion_request& body, std::string ws_id, api::response_head head);
+  /// `tool_parser`: the tool-call format the text is parsed for (a family of
+  /// tools::make_tool_parser), "" for plain text: calls go out as tool_calls
+  /// deltas (WebSocket: "tool_call" events), and a stream that made one
+  /// finishes "tool_calls".
+  stream_writer(const api::completion_request& body, std::string ws_id, api::response_head head,
+                std::string_view tool_parser = {});
 
   auto websocket() const -> bool { return !ws_id_.empty(); }
   /// Sent as it comes (WebSocket or SSE), rather than whole at the end.
@@ -42,10 +48,10 @@ public:
   /// text. Text offsets count code points, as OpenAI's do.
   void add_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
   /// A stream's last write: `batch`, the finish (and usage) events, and
-  /// [DONE] for SSE.
-  auto closing(std::string batch, std::string_view finish_reason) const -> std::string;
+  /// [DONE] for SSE. (Not const: the tool parser gives up what it held.)
+  auto closing(std::string batch, std::string_view finish_reason) -> std::string;
   /// The whole response, not streamed.
-  auto whole(std::string_view finish_reason) const -> std::string;
+  auto whole(std::string_view finish_reason) -> std::string;
   /// An error once the stream has started: its event, and the end.
   auto error_closing(const api::api_error& e) const -> std::string;
   /// A retry from the start on another replica, nothing streamed yet: the
@@ -60,6 +66,10 @@ private:
   /// line; the connection sends each line as a message).
   void event(std::string& out, std::string_view json) const;
   auto ws_event(std::string_view type) const -> std::string;
+  /// What the tool parser said: content and call deltas, written out.
+  void emit(std::string& batch, const tools::parse_delta& d, std::vector<api::token_logprob> logprobs);
+  void plain_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
+  auto final_reason(std::string_view finish_reason) const -> std::string_view;
 
   api::endpoint kind_;
   bool stream_, include_usage_;
@@ -70,6 +80,10 @@ private:
   std::string text_;                        ///< the whole text (not streamed)
   std::vector<api::token_logprob> logprobs_; ///< not streamed, when asked
   bool want_logprobs_;
+  std::string tool_family_;
+  std::unique_ptr<tools::tool_parser> tools_; ///< set when the text is parsed for tool calls
+  std::vector<tools::tool_call> calls_;       ///< not streamed: the calls made
+  std::size_t num_calls_ = 0;                 ///< calls begun so far
 };
 
 } // namespace troupe

@@ -23,7 +23,7 @@ check "unknown preset: exit 2" test "$(exit_code "$troupe" make-model --preset n
 
 # Every command is in `troupe --help`; `troupe CMD --help` and `-h` print its
 # usage on stdout and exit 0 (and `troupe help CMD` the same).
-commands="serve worker config bench bench-loopback bench-scheduler sim generate render-template hash-key make-model bench-engine tokenize"
+commands="serve worker config bench bench-loopback bench-scheduler sim generate render-template hash-key make-model bench-engine bench-grammar tokenize"
 check "--help: exit 0" test "$(exit_code "$troupe" --help)" = 0
 cp "$tmp/out" "$tmp/help"
 check "--help: the overview on stdout" grep -q "^usage: troupe <command>" "$tmp/help"

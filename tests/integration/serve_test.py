@@ -186,11 +186,10 @@ def test_openai_fields(srv):
     refused("/v1/completions", {"logit_bias": {"5": 101}}, "logit_bias", "invalid_value")
     refused("/v1/completions", {"best_of": 2}, "best_of", "unsupported_parameter")
     refused("/v1/completions", {"suffix": "end"}, "suffix", "unsupported_parameter")
-    refused("/v1/chat/completions", {"response_format": {"type": "json_object"}}, "response_format",
-            "unsupported_parameter")
+    refused("/v1/chat/completions", {"response_format": {"type": "yaml"}}, "response_format", "invalid_value")
     refused("/v1/chat/completions", {"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools",
             "unsupported_parameter")
-    refused("/v1/chat/completions", {"tool_choice": "auto"}, "tool_choice", "unsupported_parameter")
+    refused("/v1/chat/completions", {"tool_choice": "auto"}, "tool_choice", "invalid_value")
     refused("/v1/chat/completions", {"functions": [{"name": "f"}]}, "functions", "unsupported_parameter")
     refused("/v1/chat/completions", {"function_call": "auto"}, "function_call", "unsupported_parameter")
     refused("/v1/chat/completions", {"n": 2}, "n", "invalid_value")

@@ -51,7 +51,8 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
       {H, R"({"messages":[]})", "messages", "invalid_value"},
       {H, R"({"messages":"hi"})", "messages", "invalid_type"},
       {H, R"({"messages":[5]})", "messages", "invalid_type"},
-      {H, R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].role", "invalid_value"},
+      {H, R"({"messages":[{"role":"robot","content":"x"}]})", "messages[0].role", "invalid_value"},
+      {H, R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].tool_call_id", "missing_field"},
       {H, R"({"messages":[{"role":1,"content":"x"}]})", "messages[0].role", "invalid_type"},
       {H, R"({"messages":[{"role":"user","content":"a"},{"content":"x"}]})", "messages[1].role",
        "missing_field"},
@@ -134,14 +135,18 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
       {C, R"({"prompt":"a","best_of":0})", "best_of", "invalid_value"},
       {C, R"({"prompt":"a","suffix":"end"})", "suffix", "unsupported_parameter"},
       {C, R"({"prompt":"a","echo":"yes"})", "echo", "invalid_type"},
-      {H, R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_object"}})",
-       "response_format", "unsupported_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"yaml"}})",
+       "response_format", "invalid_value"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"guided_json":{"oneOf":[]}})", "guided_json", "invalid_value"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"guided_regex":"a","guided_choice":["a"]})", "guided_choice",
+       "invalid_value"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"response_format":"text"})", "response_format",
        "invalid_type"},
-      {H, R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})", "tools",
-       "unsupported_parameter"},
-      {H, R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"auto"})", "tool_choice",
-       "unsupported_parameter"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})", "tools[0].function.name",
+       "missing_field"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"auto"})", "tool_choice", "invalid_value"},
+      {H, R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}})",
+       "tool_choice", "invalid_value"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"functions":[]})", "functions", "unsupported_parameter"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"function_call":"none"})", "function_call",
        "unsupported_parameter"},
@@ -178,8 +183,8 @@ TEST_CASE("error messages name the field and the problem") {
   CHECK(parse_error(C, "[]").message == "request body must be a JSON object");
   CHECK(parse_error(C, R"({"prompt":"a"}{})").message == "request body has text after the JSON object");
   CHECK(parse_error(C, R"({"prompt":"a","max_tokens":1e400})").message == "max_tokens is out of range");
-  CHECK(parse_error(H, R"({"messages":[{"role":"tool","content":"x"}]})").message ==
-        R"(messages[0].role must be "system", "user" or "assistant", got "tool")");
+  CHECK(parse_error(H, R"({"messages":[{"role":"robot","content":"x"}]})").message ==
+        R"(messages[0].role must be "system", "user", "assistant" or "tool", got "robot")");
   CHECK(parse_error(H, R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]})")
             .message == R"(messages[0].content[1].type must be "text" (only text content is supported))");
 }
@@ -357,4 +362,33 @@ TEST_CASE("a chat request: roles, content parts, logprobs") {
   const auto off = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":false,"top_logprobs":0})");
   CHECK_FALSE(off.want_logprobs);
   CHECK(off.sampling.logprobs == -1);
+}
+
+TEST_CASE("structured output and tools: fields read into the request") {
+  const auto with_schema = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}})");
+  CHECK(with_schema.sampling.grammar.find("root ::=") != std::string::npos);
+  CHECK(parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"text"}})").sampling.grammar.empty());
+  CHECK(parse_ok(C, R"({"prompt":"a","guided_choice":["x","y"]})").sampling.grammar == "root ::= \"x\" | \"y\"\n");
+  const auto r = parse_ok(H, R"({"messages":[{"role":"user","content":"a"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"x\": 1}"}},
+                                                        {"id":"c2","type":"function","function":{"name":"g","arguments":"not json"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"42"}],
+      "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}},{"type":"function","function":{"name":"g"}}],
+      "tool_choice":{"type":"function","function":{"name":"g"}},"parallel_tool_calls":false})");
+  REQUIRE(r.tools.size() == 2);
+  CHECK(r.tools[0].name == "f");
+  CHECK(r.tools[0].parameters == R"({"type":"object"})");
+  CHECK(r.tools[1].parameters.empty());
+  CHECK(r.choice.what == api::tool_choice::mode::named);
+  CHECK(r.choice.name == "g");
+  CHECK_FALSE(r.parallel_tool_calls);
+  REQUIRE(r.messages.size() == 3);
+  CHECK(r.messages[1].null_content);
+  // Arguments that are a JSON object reach the template as that object; others stay a string.
+  CHECK(r.messages[1].tool_calls_json ==
+        R"([{"id":"c1","type":"function","function":{"name":"f","arguments":{"x": 1}}},)"
+        R"({"id":"c2","type":"function","function":{"name":"g","arguments":"not json"}}])");
+  CHECK(r.messages[2].tool_call_id == "c1");
+  CHECK(parse_ok(H, R"({"messages":[{"role":"user","content":"a"}]})").choice.what == api::tool_choice::mode::none);
 }

@@ -1,0 +1,137 @@
+#include "service/http/tool_fields.hpp"
+
+#include <set>
+
+namespace troupe::api::tool_fields {
+
+using namespace json_reader;
+
+auto read_tools(od::value& v, std::string_view key, std::string& raw_out, std::vector<tool_spec>* specs) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of tools");
+  std::string_view raw;
+  if (items.raw_json().get(raw) != simdjson::SUCCESS) return error("invalid_type", std::string(key), "tools must be an array");
+  if (auto e = items.reset().error()) return failed(e, key, key, "an array of tools");
+  std::size_t i = 0;
+  std::set<std::string> names;
+  for (auto item : items) {
+    const auto where = std::string(key) + "[" + std::to_string(i++) + "]";
+    od::object tool;
+    if (auto e = item.get_object().get(tool)) return failed(e, where, where, "an object");
+    std::string type;
+    tool_spec spec;
+    bool has_function = false;
+    if (auto p = for_each_field(tool, [&](std::string_view k, od::value& x) -> problem {
+          if (k == "type") return read_string(x, where + ".type", where + ".type", type);
+          if (k != "function") return check_json(x, 1);
+          has_function = true;
+          od::object fn;
+          if (auto e = x.get_object().get(fn)) return failed(e, where + ".function", where + ".function", "an object");
+          return for_each_field(fn, [&](std::string_view fk, od::value& y) -> problem {
+            const auto at = where + ".function." + std::string(fk);
+            if (fk == "name") return read_string(y, at, at, spec.name);
+            if (fk == "parameters") {
+              od::object params;
+              if (auto e = y.get_object().get(params)) return failed(e, at, at, "an object (a JSON Schema)");
+              std::string_view text;
+              if (auto e = params.raw_json().get(text)) return failed(e, at, at, "an object (a JSON Schema)");
+              spec.parameters.assign(text);
+              return {};
+            }
+            return check_json(y, 1); // description, strict, ...
+          });
+        }))
+      return p;
+    if (type != "function")
+      return error("invalid_value", where + ".type",
+                   where + ".type must be \"function\"" + (type.empty() ? std::string() : ", got \"" + type + "\""));
+    if (!has_function || spec.name.empty())
+      return error("missing_field", where + ".function.name", where + ".function.name is missing");
+    if (!names.insert(spec.name).second)
+      return error("invalid_value", where + ".function.name", "two tools are named \"" + spec.name + "\"");
+    if (specs) specs->push_back(std::move(spec));
+  }
+  raw_out.assign(raw);
+  return {};
+}
+
+auto read_tool_choice(od::value& v, tool_choice& out) -> problem {
+  constexpr std::string_view key = "tool_choice";
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) {
+    std::string s;
+    if (auto p = read_string(v, key, key, s)) return p;
+    if (s == "none") out.what = tool_choice::mode::none;
+    else if (s == "auto") out.what = tool_choice::mode::automatic;
+    else if (s == "required") out.what = tool_choice::mode::required;
+    else
+      return error("invalid_value", std::string(key),
+                   "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+                   "{\"name\": ...}}, got \"" + s + "\"");
+    return {};
+  }
+  od::object o;
+  if (auto e = v.get_object().get(o)) return failed(e, key, key, "a string or an object");
+  std::string type;
+  if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+        if (k == "type") return read_string(x, key, "tool_choice.type", type);
+        if (k != "function") return error("unknown_parameter", std::string(key), "unknown parameter tool_choice." + std::string(k));
+        od::object fn;
+        if (auto e = x.get_object().get(fn)) return failed(e, key, "tool_choice.function", "an object");
+        return for_each_field(fn, [&](std::string_view fk, od::value& y) -> problem {
+          if (fk == "name") return read_string(y, key, "tool_choice.function.name", out.name);
+          return error("unknown_parameter", std::string(key), "unknown parameter tool_choice.function." + std::string(fk));
+        });
+      }))
+    return p;
+  if (type != "function") return error("invalid_value", std::string(key), "tool_choice.type must be \"function\"");
+  if (out.name.empty()) return error("missing_field", std::string(key), "tool_choice.function.name is missing");
+  out.what = tool_choice::mode::named;
+  return {};
+}
+
+auto read_tool_calls(od::value& v, const std::string& path, std::string& out) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, path, path, "an array of tool calls");
+  out = "[";
+  std::size_t i = 0;
+  thread_local simdjson::dom::parser arguments_parser;
+  for (auto item : items) {
+    const auto where = path + "[" + std::to_string(i) + "]";
+    od::object call;
+    if (auto e = item.get_object().get(call)) return failed(e, where, where, "an object");
+    std::string id, type = "function", name, arguments;
+    bool has_function = false;
+    if (auto p = for_each_field(call, [&](std::string_view k, od::value& x) -> problem {
+          if (k == "id") return read_string(x, where + ".id", where + ".id", id);
+          if (k == "type") return read_string(x, where + ".type", where + ".type", type);
+          if (k != "function") return check_json(x, 1);
+          has_function = true;
+          od::object fn;
+          if (auto e = x.get_object().get(fn)) return failed(e, where + ".function", where + ".function", "an object");
+          return for_each_field(fn, [&](std::string_view fk, od::value& y) -> problem {
+            const auto at = where + ".function." + std::string(fk);
+            if (fk == "name") return read_string(y, at, at, name);
+            if (fk == "arguments") return read_string(y, at, at, arguments);
+            return check_json(y, 1);
+          });
+        }))
+      return p;
+    if (type != "function") return error("invalid_value", where + ".type", where + ".type must be \"function\"");
+    if (!has_function || name.empty()) return error("missing_field", where + ".function.name", where + ".function.name is missing");
+    // Templates read the arguments as an object (vLLM hands them so too).
+    std::string args_json = json_string(arguments);
+    const simdjson::padded_string padded(arguments);
+    auto parsed = arguments_parser.parse(padded);
+    if (!parsed.error() && parsed.value().is_object()) args_json = arguments;
+    out += (i ? "," : "") + std::string("{\"id\":") + json_string(id) + ",\"type\":\"function\",\"function\":{\"name\":" +
+           json_string(name) + ",\"arguments\":" + args_json + "}}";
+    ++i;
+  }
+  out += "]";
+  if (i == 0) out.clear();
+  return {};
+}
+
+} // namespace troupe::api::tool_fields

@@ -1,0 +1,31 @@
+#pragma once
+// Reading the tool-calling fields of a chat request: tools, tool_choice, and
+// a message's tool_calls. Internal to service/http (openai_api.cpp).
+
+#include "service/http/json_reader.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe::api::tool_fields {
+
+/// tools: an array of {"type": "function", "function": {"name", "description",
+/// "parameters", "strict"}}, kept as its JSON text for the chat template
+/// (`raw`); each function's name and parameters' text into `specs` (may be
+/// null). A type other than "function" (400, naming it), a missing or empty
+/// name, a repeated name, parameters that are not an object: 400s.
+auto read_tools(json_reader::od::value& v, std::string_view key, std::string& raw, std::vector<tool_spec>* specs)
+    -> json_reader::problem;
+
+/// tool_choice: "none", "auto", "required", or {"type": "function",
+/// "function": {"name"}}.
+auto read_tool_choice(json_reader::od::value& v, tool_choice& out) -> json_reader::problem;
+
+/// An assistant message's tool_calls: [{"id", "type": "function", "function":
+/// {"name", "arguments"}}], written back as JSON with each arguments string
+/// that holds a JSON object given as that object (chat_message::tool_calls_json).
+auto read_tool_calls(json_reader::od::value& v, const std::string& path, std::string& out)
+    -> json_reader::problem;
+
+} // namespace troupe::api::tool_fields

@@ -1,0 +1,65 @@
+// The official SDKs as clients nobody here wrote: npm `openai` (chat
+// completions, streamed through its ChatCompletionStream helper, which
+// collects tool-call deltas itself) against a troupe server. Reads
+// {"base": "http://127.0.0.1:PORT", "ops": [{"op": ..., "body": {...}}]} on
+// stdin and writes one JSON result per op: {"ok": true, ...} or
+// {"ok": false, "status", "error"}.
+//   chat         client.chat.completions.create(body)
+//   chat_stream  client.chat.completions.stream(body).finalChatCompletion()
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(join(here, "..", "tools", "package.json"));
+const OpenAI = require("openai").OpenAI;
+
+const job = JSON.parse(readFileSync(0, "utf8"));
+const openai = new OpenAI({ baseURL: job.base + "/v1", apiKey: job.api_key ?? "none", maxRetries: 0 });
+
+function message(choice) {
+  const m = choice.message;
+  return {
+    content: m.content ?? null,
+    reasoning_content: m.reasoning_content ?? null,
+    tool_calls: (m.tool_calls ?? []).map((c) => ({ id: c.id, type: c.type, name: c.function.name, arguments: c.function.arguments })),
+    finish_reason: choice.finish_reason,
+  };
+}
+
+async function run(op) {
+  switch (op.op) {
+    case "chat": {
+      const r = await openai.chat.completions.create(op.body);
+      return { ...message(r.choices[0]), usage: r.usage };
+    }
+    case "chat_stream": {
+      const stream = openai.chat.completions.stream(op.body);
+      let chunks = 0;
+      const deltas = [];
+      stream.on("chunk", (c) => {
+        chunks++;
+        for (const ch of c.choices) if (ch.delta?.tool_calls) deltas.push(...ch.delta.tool_calls);
+      });
+      const final = await stream.finalChatCompletion();
+      // OpenAI's order: a call's first delta carries its id and name.
+      const firsts = {};
+      for (const d of deltas) if (!(d.index in firsts)) firsts[d.index] = d;
+      const named_first = Object.values(firsts).every((d) => d.id && d.function?.name);
+      return { ...message(final.choices[0]), chunks, named_first };
+    }
+    default:
+      throw new Error("unknown op " + op.op);
+  }
+}
+
+const results = [];
+for (const op of job.ops) {
+  try {
+    results.push({ ok: true, ...(await run(op)) });
+  } catch (e) {
+    results.push({ ok: false, status: e.status ?? null, error: String(e.message ?? e) });
+  }
+}
+process.stdout.write(JSON.stringify(results));
