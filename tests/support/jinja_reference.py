@@ -77,13 +77,30 @@ def special_tokens(config):
     return out
 
 
+def as_template_sees(messages):
+    """Messages as a template receives them from troupe and vLLM: a tool
+    call's `arguments` string that holds a JSON object becomes that object."""
+    out = copy.deepcopy(messages)
+    for m in out:
+        for call in m.get("tool_calls") or []:
+            args = call.get("function", {}).get("arguments")
+            if isinstance(args, str):
+                try:
+                    parsed = json.loads(args)
+                except ValueError:
+                    continue
+                if isinstance(parsed, dict):
+                    call["function"]["arguments"] = parsed
+    return out
+
+
 def reference(template, tokens, case):
     kwargs = dict(tokens)
     extra = {k: v for k, v in case.items() if k not in ("messages", "tools", "add_generation_prompt")}
     kwargs.update(extra)
     try:
         return ENV.from_string(template).render(
-            messages=copy.deepcopy(case["messages"]), tools=copy.deepcopy(case.get("tools")), documents=None,
+            messages=as_template_sees(case["messages"]), tools=copy.deepcopy(case.get("tools")), documents=None,
             add_generation_prompt=case.get("add_generation_prompt", False), **kwargs), None
     except Exception as e:  # jinja2's TemplateError, TypeError, ...: all are failures to render
         return None, f"{type(e).__name__}: {e}"
@@ -103,3 +120,7 @@ SYSTEM = {"role": "system", "content": "You are a helpful assistant.\nAnswer bri
 U1 = {"role": "user", "content": "Hi! What's the weather in Paris?"}
 A1 = {"role": "assistant", "content": "Let me check."}
 U2 = {"role": "user", "content": "  And tomorrow?\n"}
+CALL_ID = "abcDEF123"  # Mistral's templates want nine alphanumerics
+A_CALL = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}
+TOOL_ANSWER = {"role": "tool", "tool_call_id": CALL_ID, "name": "get_weather", "content": "{\"temp_c\": 21}"}
