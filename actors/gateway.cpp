@@ -360,6 +360,7 @@ void gateway::tokens(bool tokenize, std::string_view body, const fleet& fl,
   job.add_special_tokens = r.add_special_tokens;
   job.add_generation_prompt = r.add_generation_prompt;
   job.tools_json = std::move(r.tools_json);
+  job.template_kwargs_json = std::move(r.template_kwargs_json);
   const auto& tokenizer = ctx->pick_tokenizer(job.num_bytes());
   // The answer comes on an actor of its own: this HTTP thread does not wait.
   sys_.spawn([tokenizer, job = std::move(job), ctx, strs = r.return_token_strs, respond,

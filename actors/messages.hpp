@@ -34,6 +34,7 @@ struct encode_job {
   std::optional<bool> add_special_tokens;
   bool add_generation_prompt = true; ///< chat: end with the assistant's opening
   std::string tools_json;            ///< chat: the template's tools (a JSON array), "" for none
+  std::string template_kwargs_json;  ///< chat: more template variables (chat_template_kwargs), "" for none
 
   /// The bytes the tokenizer reads (the text, or every message's content).
   auto num_bytes() const -> std::size_t {
@@ -49,6 +50,8 @@ struct encoded {
   std::string error;
   /// > 0: counting stopped here, past the job's max_tokens; tokens is empty.
   std::int64_t at_least = 0;
+  /// chat: the rendered prompt ends inside a thinking block (<think>).
+  bool opens_thinking = false;
 
   /// The prompt's tokens, or at least that many when counting stopped.
   auto num_tokens() const -> std::int64_t {

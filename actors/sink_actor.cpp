@@ -182,8 +182,11 @@ auto echo_logprobs(const sink_state& st, const std::vector<sample_result>& score
 /// The special tokens the answer's text shows: the tool-call markers, when
 /// the text is parsed for calls.
 auto shown_controls(const sink_state& st) -> std::vector<token_id> {
-  if (st.req.body.choice.what == api::tool_choice::mode::none) return {};
-  return st.ctx->tool_markers;
+  std::vector<token_id> ids;
+  if (st.req.body.kind == api::endpoint::chat) ids = st.ctx->reasoning_markers;
+  if (st.req.body.choice.what != api::tool_choice::mode::none)
+    ids.insert(ids.end(), st.ctx->tool_markers.begin(), st.ctx->tool_markers.end());
+  return ids;
 }
 
 /// A request with tools: the model must have a tool-call format; a call
@@ -352,6 +355,7 @@ void submit(self_ptr self, encoded& e) {
                   "logit_bias names token " + std::to_string(t) + ", outside the vocabulary (" +
                       std::to_string(st.ctx->tok->vocab_size()) + " tokens)",
                   "logit_bias", "invalid_value");
+  if (st.ctx->reasoning && st.req.body.kind == api::endpoint::chat) st.writer->start_reasoning(e.opens_thinking);
   request r;
   r.id = st.id;
   const auto n = e.num_tokens(); // (at least that many when the count stopped)
@@ -576,6 +580,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   encode_job job;
   job.chat = st.req.body.kind == api::endpoint::chat;
   if (st.req.body.choice.what != api::tool_choice::mode::none) job.tools_json = st.req.body.tools_json;
+  job.template_kwargs_json = st.req.body.template_kwargs_json;
   if (job.chat)
     job.messages = std::move(st.req.body.messages);
   else

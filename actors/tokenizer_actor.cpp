@@ -1,5 +1,7 @@
 #include "actors/tokenizer_actor.hpp"
 
+#include "service/tools/reasoning_parser.hpp"
+
 #include <caf/all.hpp>
 
 #include <ctime>
@@ -76,7 +78,17 @@ auto encode(const tokenizer& tok, const chat_template* chat, const encode_job& j
       return out;
     }
   }
+  if (!job.template_kwargs_json.empty()) {
+    try {
+      const auto kwargs = jinja::parse_json(job.template_kwargs_json, "chat_template_kwargs");
+      for (const auto& [k, v] : kwargs.obj().entries) request.extra.set(k, v);
+    } catch (const jinja::render_error& e) {
+      out.error = e.what();
+      return out;
+    }
+  }
   const auto text = render_chat(*chat, request, {local_now}, &out.error);
+  out.opens_thinking = tools::reasoning_parser::prompt_opens(text);
   if (out.error.empty()) encode_text(tok, text, true, job, out);
   return out;
 }

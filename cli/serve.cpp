@@ -9,6 +9,7 @@
 #include "actors/scheduler_actor.hpp"
 #include "service/server_config.hpp"
 #include "actors/tokenizer_actor.hpp"
+#include "service/tools/reasoning_parser.hpp"
 #include "service/tools/tool_grammar.hpp"
 #include "actors/wire.hpp"
 #include "cli/args.hpp"
@@ -171,6 +172,12 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
                      : cfg.model.tool_parser == "none" ? "" : cfg.model.tool_parser;
   for (const auto& marker : tools::tool_markers(ctx->tool_parser))
     if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->tool_markers.push_back(id);
+  ctx->reasoning = cfg.model.reasoning_parser == "think" ||
+                   (cfg.model.reasoning_parser == "auto" && chat && chat->text.find("<think>") != std::string::npos &&
+                    chat->text.find("</think>") != std::string::npos);
+  if (ctx->reasoning)
+    for (const auto marker : {tools::reasoning_parser::open_marker, tools::reasoning_parser::close_marker})
+      if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->reasoning_markers.push_back(id);
   for (int i = 0; i < resolve_threads(cfg.actors.tokenizers); ++i) {
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));

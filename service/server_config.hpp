@@ -76,6 +76,7 @@ struct model_section {
   std::string served_model_name;           ///< "": the model dir's last path component (resolved by the caller)
   std::string chat_template;               ///< "": from the model; else a parse_chat_format name
   std::string tool_parser = "auto";        ///< "auto" (read from the template), "none", or a tools::make_tool_parser family
+  std::string reasoning_parser = "auto";   ///< "auto" (a template with <think>), "none", "think"
   std::string version;                     ///< the x-model-version tag; "": name@content hash
   std::vector<model_entry> more;           ///< models served beside this one (array of tables)
   friend auto operator==(const model_section&, const model_section&) -> bool = default;

@@ -341,6 +341,11 @@ auto key_specs() -> const std::vector<key_spec>& {
        "the format of the model's tool calls, parsed into tool_calls: \"auto\" reads it from the chat\n"
        "template (<tool_call>: hermes, [TOOL_CALLS]: mistral, <|python_tag|> or ipython: llama3_json);\n"
        "\"none\": requests with tools are refused"},
+      {"model", "reasoning_parser",
+       text(in(&c::model, &model_section::reasoning_parser), one_of("reasoning parser", {"auto", "none", "think"})),
+       "how a reasoning model's thinking is split from its answer into reasoning_content: \"think\"\n"
+       "(<think>...</think>: Qwen3, DeepSeek-R1 distills); \"auto\": think where the chat template\n"
+       "writes <think>; \"none\": the answer is left whole"},
       {"model", "version", text(in(&c::model, &model_section::version)),
        "the x-model-version tag on every response; \"\": name@content hash"},
       {"model", "more",

@@ -403,6 +403,7 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
     return tool_fields::read_tool_choice(v, r.choice);
   }
   if (chat && key == "parallel_tool_calls") return read_bool(v, key, r.parallel_tool_calls);
+  if (chat && key == "chat_template_kwargs") return read_raw_object(v, key, key, r.template_kwargs_json);
   if ((key == "suffix" && !chat) || (chat && (key == "functions" || key == "function_call")))
     return not_supported(key, key == "suffix" ? "suffix" : std::string(key) + " (the deprecated form of tools)");
   // Documented by OpenAI as optional and without effect on the text; see docs/api.md.
@@ -524,6 +525,7 @@ auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api
         if (key == "add_generation_prompt") return read_bool(v, key, add_generation.emplace());
         if (key == "return_token_strs") return read_bool(v, key, r.return_token_strs);
         if (key == "tools") return tool_fields::read_tools(v, key, r.tools_json, nullptr);
+        if (key == "chat_template_kwargs") return read_raw_object(v, key, key, r.template_kwargs_json);
         return error("unknown_parameter", std::string(key),
                      "unknown parameter " + std::string(key) + " (troupe refuses fields it would ignore)");
       }))
@@ -531,6 +533,8 @@ auto parse_tokenize(std::string_view body) -> std::variant<tokenize_request, api
   if (has_prompt && r.chat) return error("invalid_value", "messages", "give prompt or messages, not both");
   if (!has_prompt && !r.chat) return error("missing_field", "prompt", "prompt (or messages) is missing");
   if (!r.tools_json.empty() && !r.chat) return error("invalid_value", "tools", "tools are for messages, not a prompt");
+  if (!r.template_kwargs_json.empty() && !r.chat)
+    return error("invalid_value", "chat_template_kwargs", "chat_template_kwargs is for messages, not a prompt");
   if (add_generation && !r.chat)
     return error("invalid_value", "add_generation_prompt", "add_generation_prompt is for messages, not a prompt");
   r.add_generation_prompt = add_generation.value_or(true);

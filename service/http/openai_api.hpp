@@ -67,6 +67,7 @@ struct completion_request {
   /// their functions; tool_choice (absent: auto with tools, none without)
   /// and parallel_tool_calls.
   std::string tools_json;
+  std::string template_kwargs_json; ///< chat: chat_template_kwargs as given (an object), "" for none
   std::vector<tool_spec> tools;
   tool_choice choice;
   bool parallel_tool_calls = true;
@@ -207,6 +208,7 @@ struct tokenize_request {
   /// messages only: the tools the template lists (a JSON array of
   /// {"type": "function", "function": {"name", ...}}), as given; "" for none.
   std::string tools_json;
+  std::string template_kwargs_json; ///< messages only: chat_template_kwargs (an object), "" for none
 };
 
 /// POST /detokenize: ids back to text.

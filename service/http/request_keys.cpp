@@ -54,6 +54,15 @@ auto canonical_request(const completion_request& r, const std::string& version) 
     k += nums;
   }
   field(s.grammar);
+  field(r.tools_json);
+  field(r.template_kwargs_json);
+  k += std::to_string(static_cast<int>(r.choice.what)) + ":" + r.choice.name + (r.parallel_tool_calls ? "|p" : "|s");
+  for (const auto& m : r.messages) {
+    field(m.tool_calls_json);
+    field(m.tool_call_id);
+    field(m.name);
+    field(m.reasoning_content);
+  }
   return k;
 }
 

@@ -49,9 +49,42 @@ auto stream_writer::opening() const -> std::string {
   return first;
 }
 
+void stream_writer::start_reasoning(bool inside) {
+  reasoning_inside_ = inside;
+  reasoning_ = std::make_unique<tools::reasoning_parser>(inside);
+}
+
 void stream_writer::add_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs) {
+  if (reasoning_) {
+    auto split = reasoning_->feed(text);
+    reasoning(batch, split.reasoning);
+    return content(batch, split.content, std::move(logprobs));
+  }
+  content(batch, text, std::move(logprobs));
+}
+
+void stream_writer::content(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs) {
   if (tools_) return emit(batch, tools_->feed(text), std::move(logprobs));
   plain_text(batch, text, std::move(logprobs));
+}
+
+void stream_writer::reasoning(std::string& batch, std::string_view text) {
+  if (text.empty()) return;
+  if (websocket())
+    event(batch, ws_event("reasoning") + R"(,"text":)" + api::json_string(text) + "}");
+  else if (stream_)
+    event(batch, api::chat_delta_chunk(head_, "", text, {}, include_usage_));
+  else
+    reasoning_text_ += text;
+}
+
+void stream_writer::flush_parsers(std::string& batch) {
+  if (reasoning_) {
+    auto split = reasoning_->finish();
+    reasoning(batch, split.reasoning);
+    content(batch, split.content, {});
+  }
+  if (tools_) emit(batch, tools_->finish(), {});
 }
 
 void stream_writer::emit(std::string& batch, const tools::parse_delta& d, std::vector<api::token_logprob> logprobs) {
@@ -96,7 +129,7 @@ auto stream_writer::final_reason(std::string_view finish_reason) const -> std::s
 }
 
 auto stream_writer::closing(std::string batch, std::string_view reason) -> std::string {
-  if (tools_) emit(batch, tools_->finish(), {});
+  flush_parsers(batch);
   const auto finish_reason = final_reason(reason);
   if (websocket()) {
     event(batch, ws_event("done") + R"(,"model":)" + api::json_string(head_.model) + R"(,"finish_reason":")" +
@@ -111,11 +144,11 @@ auto stream_writer::closing(std::string batch, std::string_view reason) -> std::
 }
 
 auto stream_writer::whole(std::string_view reason) -> std::string {
-  if (tools_) {
+  if (tools_ || reasoning_) {
     std::string ignored;
-    emit(ignored, tools_->finish(), {});
-    return api::chat_response(head_, text_, "", calls_, final_reason(reason), want_logprobs_ ? &logprobs_ : nullptr,
-                              {prompt_tokens_, completion_tokens_});
+    flush_parsers(ignored);
+    return api::chat_response(head_, text_, reasoning_text_, calls_, final_reason(reason),
+                              want_logprobs_ ? &logprobs_ : nullptr, {prompt_tokens_, completion_tokens_});
   }
   return api::full_response(kind_, head_, text_, reason, want_logprobs_ ? &logprobs_ : nullptr,
                             {prompt_tokens_, completion_tokens_});
@@ -136,6 +169,8 @@ void stream_writer::restart() {
   calls_.clear();
   num_calls_ = 0;
   tools_.reset();
+  reasoning_text_.clear();
+  if (reasoning_) reasoning_ = std::make_unique<tools::reasoning_parser>(reasoning_inside_);
   if (!tool_family_.empty()) {
     // Call ids as OpenAI's look ("call_" and 24 characters), a function of
     // the response's id: a repeated request gets the same ones.

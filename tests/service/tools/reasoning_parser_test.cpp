@@ -1,0 +1,67 @@
+#include "service/tools/reasoning_parser.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using troupe::tools::reasoning_parser;
+
+namespace {
+
+struct whole {
+  std::string reasoning, content;
+};
+
+/// The answer fed in pieces of `step` bytes (0: whole), joined.
+auto run(std::string_view text, bool inside, std::size_t step) -> whole {
+  reasoning_parser p(inside);
+  whole out;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto n = step == 0 ? text.size() : std::min(step, text.size() - i);
+    auto s = p.feed(text.substr(i, n));
+    out.reasoning += s.reasoning;
+    out.content += s.content;
+    i += n;
+  }
+  auto s = p.finish();
+  out.reasoning += s.reasoning;
+  out.content += s.content;
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a <think> block is split from the answer, however the text is cut") {
+  struct example {
+    std::string text;
+    bool inside;
+    std::string reasoning, content;
+  };
+  const std::vector<example> examples = {
+      {"<think>\nLet me see.\n</think>\n\nThe answer is 4.", false, "\nLet me see.\n", "\n\nThe answer is 4."},
+      {"  \n<think>a<b</thin</think>c", false, "a<b</thin", "c"},
+      {"No thinking here.", false, "", "No thinking here."},
+      {"<thinking> is not the marker", false, "", "<thinking> is not the marker"},
+      {"The prompt opened it.</think>Done", true, "The prompt opened it.", "Done"},
+      {"never closed <thi", true, "never closed <thi", ""},
+      {"<think>cut off", false, "cut off", ""},
+      {"<thi", false, "", "<thi"},
+      {"", false, "", ""},
+  };
+  for (const auto& e : examples)
+    for (const std::size_t step : {0, 1, 2, 3, 7}) {
+      INFO(e.text << " in pieces of " << step);
+      const auto got = run(e.text, e.inside, step);
+      CHECK(got.reasoning == e.reasoning);
+      CHECK(got.content == e.content);
+    }
+}
+
+TEST_CASE("whether a rendered prompt ends inside a thinking block") {
+  CHECK(reasoning_parser::prompt_opens("<|Assistant|><think>\n"));
+  CHECK_FALSE(reasoning_parser::prompt_opens("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  CHECK_FALSE(reasoning_parser::prompt_opens("<think>x</think> and then <|im_start|>assistant\n"));
+  CHECK_FALSE(reasoning_parser::prompt_opens("no markers"));
+  CHECK_FALSE(reasoning_parser::prompt_opens("<think> already thinking"));
+}
