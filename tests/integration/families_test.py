@@ -153,7 +153,7 @@ def family(tmp, preset, package):
             for at in clock:
                 jr.ENV.globals["strftime_now"] = lambda fmt, at=at: at.strftime(fmt)
                 for _, case in cases:
-                    text, error = jr.reference(template, special, case)
+                    text, error = jr.reference(template, special, case, as_served=True)
                     texts.append(text or "")
                     errors.append(error)
             want = hf_encode(tokenizer_json, texts, False)

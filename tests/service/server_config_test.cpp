@@ -302,7 +302,7 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
   CHECK(error_of("[server]\nprot = 1\n") == key);
   CHECK(error_of("", {{"server.prot", "1"}}) == key);
   CHECK(error_of("[model]\nmodel_dir = \"x\"\n") ==
-        "model.model_dir: unknown key; known: dir, served_model_name, chat_template, tool_parser, version, more");
+        "model.model_dir: unknown key; known: dir, served_model_name, chat_template, tool_parser, reasoning_parser, version, more");
   CHECK(error_of("[server.tls]\ncert = \"x\"\n") ==
         "server.tls: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
         "drain_timeout_s, stall_timeout_s, admin_api, tenants, tenants_poll_s, response_cache, "

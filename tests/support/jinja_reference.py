@@ -94,13 +94,17 @@ def as_template_sees(messages):
     return out
 
 
-def reference(template, tokens, case):
+def reference(template, tokens, case, as_served=False):
+    """The template rendered by jinja2 as apply_chat_template renders it;
+    `as_served`: with the messages as the server hands them to a template
+    (as_template_sees), rather than as given."""
     kwargs = dict(tokens)
     extra = {k: v for k, v in case.items() if k not in ("messages", "tools", "add_generation_prompt")}
     kwargs.update(extra)
     try:
         return ENV.from_string(template).render(
-            messages=as_template_sees(case["messages"]), tools=copy.deepcopy(case.get("tools")), documents=None,
+            messages=as_template_sees(case["messages"]) if as_served else copy.deepcopy(case["messages"]),
+            tools=copy.deepcopy(case.get("tools")), documents=None,
             add_generation_prompt=case.get("add_generation_prompt", False), **kwargs), None
     except Exception as e:  # jinja2's TemplateError, TypeError, ...: all are failures to render
         return None, f"{type(e).__name__}: {e}"
