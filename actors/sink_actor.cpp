@@ -355,12 +355,16 @@ void submit(self_ptr self, encoded& e) {
                   "logit_bias names token " + std::to_string(t) + ", outside the vocabulary (" +
                       std::to_string(st.ctx->tok->vocab_size()) + " tokens)",
                   "logit_bias", "invalid_value");
-  if (st.ctx->reasoning && st.req.body.kind == api::endpoint::chat) st.writer->start_reasoning(e.opens_thinking);
+  const bool reasoning = st.ctx->reasoning && st.req.body.kind == api::endpoint::chat;
+  if (reasoning) st.writer->start_reasoning(e.opens_thinking);
   request r;
   r.id = st.id;
   const auto n = e.num_tokens(); // (at least that many when the count stopped)
   r.prompt = std::move(e.tokens);
   r.sampling = st.req.body.sampling;
+  // A reasoning model thinks first; its grammar constrains the answer after.
+  if (reasoning && !r.sampling.grammar.empty())
+    r.sampling.grammar = tools::reasoning_parser::grammar_after(r.sampling.grammar, e.opens_thinking);
   r.priority = st.req.priority.value_or(st.req.body.priority);
   // Without tenants, the OpenAI `user` names the prefix-cache namespace and
   // the vtc account.

@@ -36,10 +36,13 @@ auto zero_executor::execute(const scheduler_output& step) -> step_result {
     if (auto it = constrained_.find(c.id); it != constrained_.end()) {
       auto& [matcher, left] = it->second;
       t = -1;
-      for (std::uint64_t k = 0; k < n && t < 0; ++k)
-        if (matcher.allows(tokens_[(first + k) % n], left)) t = tokens_[(first + k) % n];
+      matcher.prepare(left);
+      // Where the grammar may end, it ends (the shortest answer); else the
+      // first token from here on that the grammar allows.
       for (const auto e : matcher.grammar().vocabulary().end_ids())
-        if (t < 0 && matcher.allows(e, left)) t = e;
+        if (t < 0 && matcher.allowed(e)) t = e;
+      for (std::uint64_t k = 0; k < n && t < 0; ++k)
+        if (matcher.allowed(tokens_[(first + k) % n])) t = tokens_[(first + k) % n];
       if (t < 0) t = tokens_[first]; // nothing allowed at all: cannot happen (fill_mask allows an end)
       matcher.accept(t);
       --left;

@@ -33,8 +33,8 @@ public:
 
   /// Sampled token for a chunk: a fixed function of the request id and the
   /// position, below num_sampled_ids, skipping `avoid`; logprob 0 and no
-  /// alternatives. Under a grammar, the first token from there on that the
-  /// grammar allows (an end id where only an end is). Prompt logprobs, when asked, are the same: 0 for each.
+  /// alternatives. Under a grammar, an end id where the grammar may end,
+  /// else the first token from there on that the grammar allows. Prompt logprobs, when asked, are the same: 0 for each.
   auto execute(const scheduler_output& step) -> step_result override;
   auto block_size() const -> std::int32_t override { return options_.block_size; }
   auto num_kv_blocks() const -> std::int32_t override { return options_.num_kv_blocks; }

@@ -262,6 +262,15 @@ void compiled_grammar::fill_mask(std::int32_t state, std::int32_t tokens_left, s
     mask = it->second.bits;
   }
   const auto& st = states_[static_cast<std::size_t>(state)];
+  if (tokens_left == 1 && st.accepting && !vocab_->end_ids().empty()) {
+    // The last token the request may have, and the text is whole: end it
+    // ("stop"), rather than add a token that leaves it whole ("length").
+    std::fill(mask.begin(), mask.end(), 0);
+    for (const auto id : vocab_->end_ids())
+      if (id >= 0 && id < vocab_->size())
+        mask[static_cast<std::size_t>(id) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(id) % 64);
+    return;
+  }
   bool any = false;
   for (const auto w : mask) any = any || w != 0;
   if (st.accepting || !any)

@@ -54,7 +54,8 @@ public:
   /// (every byte has a token in a byte-fallback or byte-level vocabulary):
   /// the output always ends as a sentence of the grammar. When no token
   /// keeps that promise, those that leave the fewest bytes are; when the grammar
-  /// accepts no token at all, the end ids are (so the output ends).
+  /// accepts no token at all, the end ids are (so the output ends). At the
+  /// last token (tokens_left 1) of a whole sentence, only the end ids are.
   void fill_mask(std::int32_t state, std::int32_t tokens_left, std::vector<std::uint64_t>& mask);
 
   /// States built so far (for tests and the benchmark).

@@ -497,6 +497,38 @@ private:
 
 auto parse_gbnf(std::string_view text) -> grammar { return parser(text).run(); }
 
+auto rename_rule(std::string_view gbnf, std::string_view from, std::string_view to) -> std::string {
+  std::string out;
+  const auto name_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  };
+  for (std::size_t i = 0; i < gbnf.size();) {
+    const char c = gbnf[i];
+    if (c == '"' || c == '[') { // a literal or a class, escapes and all
+      const char close = c == '"' ? '"' : ']';
+      std::size_t j = i + 1;
+      while (j < gbnf.size() && gbnf[j] != close) j += gbnf[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, gbnf.size());
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (c == '#') {
+      const auto j = std::min(gbnf.find('\n', i), gbnf.size());
+      out.append(gbnf.substr(i, j - i));
+      i = j;
+    } else if (name_char(c)) {
+      std::size_t j = i;
+      while (j < gbnf.size() && name_char(gbnf[j])) ++j;
+      const auto name = gbnf.substr(i, j - i);
+      out.append(name == from ? to : name);
+      i = j;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
 auto gbnf_literal(std::string_view s) -> std::string {
   std::string out = "\"";
   for (const char c : s) {

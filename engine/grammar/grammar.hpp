@@ -54,6 +54,11 @@ struct grammar {
 /// that each derives some finite string. Throws grammar_error.
 auto parse_gbnf(std::string_view text) -> grammar;
 
+/// `gbnf` with the rule `from` renamed `to`, in its definition and every
+/// reference (literals, classes and comments untouched): for wrapping a
+/// grammar inside another.
+auto rename_rule(std::string_view gbnf, std::string_view from, std::string_view to) -> std::string;
+
 /// `s` as a GBNF string literal, quotes included, every byte that is not
 /// printable ASCII escaped (\xHH, so any bytes round-trip).
 auto gbnf_literal(std::string_view s) -> std::string;

@@ -20,8 +20,9 @@ void grammar_matcher::mask(std::span<float> logits, std::int32_t tokens_left) {
   for (auto i = n; i < logits.size(); ++i) logits[i] = off;
 }
 
-auto grammar_matcher::allows(token_id id, std::int32_t tokens_left) -> bool {
-  g_->fill_mask(state_, tokens_left, bits_);
+void grammar_matcher::prepare(std::int32_t tokens_left) { g_->fill_mask(state_, tokens_left, bits_); }
+
+auto grammar_matcher::allowed(token_id id) const -> bool {
   const auto i = static_cast<std::size_t>(id);
   return id >= 0 && i / 64 < bits_.size() && ((bits_[i / 64] >> (i % 64)) & 1);
 }

@@ -25,8 +25,10 @@ public:
   /// the vocabulary too). tokens_left: the tokens the request may still
   /// produce, this one included (compiled_grammar::fill_mask's budget).
   void mask(std::span<float> logits, std::int32_t tokens_left);
-  /// Whether `id` is allowed next (the mask's bit).
-  auto allows(token_id id, std::int32_t tokens_left) -> bool;
+  /// Takes the mask for the next token (fill_mask's budget), for allowed().
+  void prepare(std::int32_t tokens_left);
+  /// Whether `id` is allowed next, by the mask prepare() took.
+  auto allowed(token_id id) const -> bool;
   /// Moves past `id`'s bytes; an end id changes nothing.
   void accept(token_id id);
 

@@ -26,6 +26,11 @@ auto chat_page() -> std::string_view {
   form { display: flex; gap: .5rem; padding: .75rem 1rem; background: #fff; border-top: 1px solid #ddd; }
   textarea { flex: 1; resize: none; height: 3rem; padding: .4rem; }
   #status { font-size: .8rem; color: #777; margin-left: auto; }
+  details.reasoning { margin-bottom: .4rem; color: #666; font-size: .85rem; }
+  details.reasoning summary { cursor: pointer; }
+  .tool-call { margin-top: .4rem; padding: .35rem .5rem; border-left: 3px solid #0a66d8; background: #f0f5fc;
+               font-size: .85rem; }
+  .tool-call pre { margin: .2rem 0 0; white-space: pre-wrap; }
 </style>
 </head>
 <body>
@@ -34,6 +39,7 @@ auto chat_page() -> std::string_view {
   <label>Model <select id="model"></select></label>
   <label>API key <input id="key" type="password" autocomplete="off" placeholder="(none)" size="18"></label>
   <label>Max tokens <input id="max" type="number" min="1" value="64" style="width:5rem"></label>
+  <label>Options <input id="options" placeholder='{"tools": [...]} (JSON)' size="24"></label>
   <span id="status">connecting…</span>
 </header>
 <main id="log" aria-live="polite"></main>
@@ -45,7 +51,7 @@ auto chat_page() -> std::string_view {
 <script>
 "use strict";
 const $ = (id) => document.getElementById(id);
-const history = [];   // the conversation: {role, content}
+const history = [];   // the conversation: {role, content[, tool_calls]}
 let socket = null, current = null, nextId = 1;
 
 function status(text) { $("status").textContent = text; }
@@ -113,6 +119,36 @@ function onEvent(e) {
     c.text += e.text;
     c.body.textContent = c.text;
     c.node.scrollIntoView({block: "end"});
+  } else if (e.type === "reasoning") {
+    // A reasoning model's thinking: collapsed, above the answer.
+    if (c.first === 0) c.first = performance.now();
+    c.tokens = e.n;
+    if (!c.reasoning) {
+      const d = document.createElement("details");
+      d.className = "reasoning";
+      d.innerHTML = "<summary>Reasoning</summary>";
+      c.reasoning = document.createElement("div");
+      d.appendChild(c.reasoning);
+      c.node.insertBefore(d, c.body);
+    }
+    c.reasoning.textContent += e.text;
+  } else if (e.type === "tool_call") {
+    // A tool call, as a block: its name, then its arguments as they stream.
+    if (c.first === 0) c.first = performance.now();
+    c.tokens = e.n;
+    let call = c.calls[e.index];
+    if (!call) {
+      const d = document.createElement("div");
+      d.className = "tool-call";
+      const name = document.createElement("b");
+      const args = document.createElement("pre");
+      d.append(name, args);
+      c.node.appendChild(d);
+      call = c.calls[e.index] = {id: "", name: "", arguments: "", nameNode: name, argsNode: args};
+    }
+    if (e.call_id) { call.id = e.call_id; call.name = e.name; call.nameNode.textContent = "tool call: " + e.name; }
+    call.arguments += e.arguments;
+    call.argsNode.textContent = call.arguments;
   } else if (e.type === "done") {
     c.tokens = e.usage.completion_tokens;
     finish(e.finish_reason, null);
@@ -128,7 +164,9 @@ function finish(reason, error) {
   current = null;
   $("send").disabled = false;
   $("stop").disabled = true;
-  if (c.text) history.push({role: "assistant", content: c.text});
+  const calls = c.calls.filter(Boolean).map((k) => ({id: k.id, type: "function", function: {name: k.name, arguments: k.arguments}}));
+  if (calls.length) history.push({role: "assistant", content: c.text || null, tool_calls: calls});
+  else if (c.text) history.push({role: "assistant", content: c.text});
   const end = performance.now();
   const ttft = c.first ? (c.first - c.start) : null;
   const rate = c.first && c.tokens > 1 && end > c.first ? (c.tokens - 1) / ((end - c.first) / 1000) : null;
@@ -149,10 +187,16 @@ async function send(text) {
   const body = document.createElement("span");
   node.appendChild(body);
   const id = "m" + (nextId++);
-  current = {id, node, body, text: "", tokens: 0, start: performance.now(), first: 0};
+  current = {id, node, body, text: "", tokens: 0, start: performance.now(), first: 0, reasoning: null, calls: []};
   $("send").disabled = true;
   $("stop").disabled = false;
-  const req = {id, messages: history.slice(), max_tokens: Number($("max").value) || 64};
+  // Options: more chat-completion fields for every request (tools, response_format, ...).
+  let options = {};
+  const raw = $("options").value.trim();
+  if (raw) {
+    try { options = JSON.parse(raw); } catch (e) { finish(null, "options: not JSON: " + e.message); return; }
+  }
+  const req = {...options, id, messages: history.slice(), max_tokens: Number($("max").value) || 64};
   if ($("model").value) req.model = $("model").value;
   socket.send(JSON.stringify(req));
 }

@@ -71,7 +71,8 @@ void stream_writer::content(std::string& batch, std::string_view text, std::vect
 void stream_writer::reasoning(std::string& batch, std::string_view text) {
   if (text.empty()) return;
   if (websocket())
-    event(batch, ws_event("reasoning") + R"(,"text":)" + api::json_string(text) + "}");
+    event(batch, ws_event("reasoning") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"text":)" +
+                     api::json_string(text) + "}");
   else if (stream_)
     event(batch, api::chat_delta_chunk(head_, "", text, {}, include_usage_));
   else
@@ -93,7 +94,8 @@ void stream_writer::emit(std::string& batch, const tools::parse_delta& d, std::v
   for (const auto& c : d.calls) num_calls_ = std::max(num_calls_, c.index + 1);
   if (websocket()) {
     for (const auto& c : d.calls)
-      event(batch, ws_event("tool_call") + R"(,"index":)" + std::to_string(c.index) +
+      event(batch, ws_event("tool_call") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"index":)" +
+                       std::to_string(c.index) +
                        (c.id.empty() ? std::string() : R"(,"call_id":)" + api::json_string(c.id) + R"(,"name":)" + api::json_string(c.name)) +
                        R"(,"arguments":)" + api::json_string(c.arguments) + "}");
   } else if (stream_) {

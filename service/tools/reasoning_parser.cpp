@@ -1,5 +1,7 @@
 #include "service/tools/reasoning_parser.hpp"
 
+#include "engine/grammar/grammar.hpp"
+
 namespace troupe::tools {
 namespace {
 
@@ -54,6 +56,30 @@ auto reasoning_parser::finish() -> reasoning_split {
   else out.content = std::move(held_);
   held_.clear();
   state_ = state::content;
+  return out;
+}
+
+auto reasoning_parser::grammar_after(std::string_view gbnf, bool inside) -> std::string {
+  // Text without "</think>", as the states of matching it: think-qI has
+  // read the marker's first I characters ('<' is its only '<', so a '<'
+  // always starts a new match).
+  std::string out = grammar::rename_rule(gbnf, "root", "troupe-answer");
+  const std::string_view m = close_marker;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const auto q = [](std::size_t k) { return "think-q" + std::to_string(k); };
+    std::string rule = q(i) + " ::= \"\"";
+    if (i == 0) {
+      rule += " | [^<] " + q(0) + " | \"<\" " + q(1);
+    } else {
+      const char next = m[i];
+      if (i + 1 < m.size()) rule += " | " + grammar::gbnf_literal(std::string(1, next)) + " " + q(i + 1);
+      rule += " | \"<\" " + q(1) + " | [^" + std::string(1, next) + "<] " + q(0);
+    }
+    out += rule + "\n";
+  }
+  const std::string block = "think-q0 \"</think>\" [ \\n]{0,4}";
+  out += inside ? "root ::= " + block + " troupe-answer\n"
+                : "root ::= ([ \\n]{0,4} \"<think>\" " + block + ")? troupe-answer\n";
   return out;
 }
 

@@ -26,6 +26,13 @@ public:
   static constexpr std::string_view open_marker = "<think>";
   static constexpr std::string_view close_marker = "</think>";
 
+  /// `gbnf` applied after the thinking: any text without </think> and then
+  /// </think> (`inside`: the prompt opened the block; else an optional
+  /// <think> block), a little whitespace, then a sentence of `gbnf`. Structured
+  /// output and forced tool calls of a reasoning model so constrain its
+  /// answer, not its thinking; the grammar's budget closes the block in time.
+  static auto grammar_after(std::string_view gbnf, bool inside) -> std::string;
+
   /// Whether a rendered prompt ends inside a thinking block (an open
   /// <think> after the last </think>, followed by whitespace only).
   static auto prompt_opens(std::string_view prompt) -> bool;

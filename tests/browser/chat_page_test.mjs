@@ -66,6 +66,40 @@ try {
   const tokens = Number((second.match(/(\d+) tokens ·/) || [])[1]);
   check(second.includes("stopped") && tokens > 0 && tokens < 1500, `stop ends the answer mid-way: "${second}"`);
   check(await page.isEnabled("#send"), "the page takes a new message after a stop");
+  // A tool call (tool_choice required, given in the options field): shown as a block.
+  await page.fill("#max", "80");
+  await page.fill("#options", JSON.stringify({
+    tools: [{type: "function", function: {name: "get_weather", parameters: {
+      type: "object", properties: {city: {type: "string", maxLength: 8}}, required: ["city"]}}}],
+    tool_choice: "required"}));
+  await page.fill("#input", "The weather?");
+  await page.click("#send");
+  await page.waitForFunction(() => document.querySelectorAll(".assistant .stats").length === 3, null, {timeout: 30000});
+  const call = await page.evaluate(() => {
+    const a = document.querySelectorAll(".assistant"), d = a[a.length - 1].querySelector(".tool-call");
+    return d ? {name: d.querySelector("b").textContent, args: d.querySelector("pre").textContent} : {};
+  });
+  let args = null;
+  try { args = JSON.parse(call.args); } catch (e) { /* checked below */ }
+  check(call.name === "tool call: get_weather" && args && typeof args.city === "string",
+        `a tool call shows as a block with its name and arguments: ${JSON.stringify(call)}`);
+  const third = (await page.$$eval(".assistant .stats", (s) => s.map((x) => x.textContent)))[2];
+  check(third.endsWith("tool_calls"), `the tool call's answer finishes tool_calls: "${third}"`);
+
+  // A reasoning model's thinking (the template opens <think>; the answer after it is held to a regex):
+  // collapsed above the answer.
+  await page.fill("#options", JSON.stringify({guided_regex: "[a-z ]{4,12}"}));
+  await page.fill("#input", "Think first");
+  await page.click("#send");
+  await page.waitForFunction(() => document.querySelectorAll(".assistant .stats").length === 4, null, {timeout: 30000});
+  const thought = await page.evaluate(() => {
+    const all = document.querySelectorAll(".assistant"), a = all[all.length - 1];
+    const d = a.querySelector("details.reasoning");
+    return {open: d ? d.open : null, reasoning: d ? d.querySelector("div").textContent : "",
+            answer: a.querySelector("span").textContent};
+  });
+  check(thought.open === false && thought.reasoning.length >= 1 && /^[ \n]*[a-z ]{4,12}$/.test(thought.answer),
+        `reasoning shows collapsed, apart from the answer: ${JSON.stringify(thought)}`);
   const external = requests.filter((u) => !u.startsWith(url.replace(/\/$/, "")));
   check(external.length === 0, `the page loads nothing from outside the server (${external.join(", ")})`);
   if (screenshot) await page.screenshot({path: screenshot, fullPage: true});

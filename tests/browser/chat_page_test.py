@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The chat page in headless Chromium (playwright-core from npm, Debian's
 chromium): a server with a tenants file and the zero executor slowed to
-5 ms a step, so that a long answer can be stopped mid-way."""
+5 ms a step, so that a long answer can be stopped mid-way; a reasoning
+template (the answer starts inside <think>, as DeepSeek-R1's) and the
+hermes tool-call format, so that the page shows reasoning and a tool call."""
 
 import os
 import shutil
@@ -30,7 +32,13 @@ def main():
         tenants = os.path.join(tmp, "tenants.toml")
         with open(tenants, "w") as f:
             f.write(f'[tenants.browser]\napi_key_sha256 = "{sha256(KEY)}"\n')
-        srv = server(model, "server.tenants=" + tenants, "engine.executor=zero", "engine.zero_step_us=5000")
+        # A reasoning model's template, as DeepSeek-R1's: the answer starts inside <think>.
+        template = os.path.join(tmp, "reasoning.jinja")
+        with open(template, "w") as f:
+            f.write("{% for m in messages %}<|{{ m.role }}|>{{ (m.content or '').split('</think>')[-1] }}{% endfor %}"
+                    "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}")
+        srv = server(model, "server.tenants=" + tenants, "engine.executor=zero", "engine.zero_step_us=5000",
+                     "model.tool_parser=hermes", f"model.chat_template={template}")
         try:
             shot = os.environ.get("CHAT_PAGE_SCREENSHOT", "")
             out = subprocess.run([node, os.path.join(HERE, "chat_page_test.mjs"), f"http://127.0.0.1:{srv.port}/", KEY]

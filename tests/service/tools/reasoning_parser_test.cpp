@@ -1,5 +1,9 @@
 #include "service/tools/reasoning_parser.hpp"
 
+#include "engine/grammar/compiled_grammar.hpp"
+
+#include <memory>
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -64,4 +68,27 @@ TEST_CASE("whether a rendered prompt ends inside a thinking block") {
   CHECK_FALSE(reasoning_parser::prompt_opens("<think>x</think> and then <|im_start|>assistant\n"));
   CHECK_FALSE(reasoning_parser::prompt_opens("no markers"));
   CHECK_FALSE(reasoning_parser::prompt_opens("<think> already thinking"));
+}
+
+TEST_CASE("a grammar applies after the thinking: the block is free text, closed before the answer") {
+  using namespace troupe;
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
+  auto vocab = std::make_shared<grammar::token_vocabulary>(bytes, std::vector<token_id>{});
+  const std::string answer = "root ::= \"{\" [a-z]* \"}\"  # root, in a comment, stays\nx ::= \"root\"\n";
+  const auto accepts = [&](bool inside, std::string_view text) {
+    grammar::compiled_grammar g(grammar::parse_gbnf(reasoning_parser::grammar_after(answer, inside)), vocab);
+    const auto s = g.advance(g.start(), text);
+    return s != grammar::compiled_grammar::dead && g.can_end(s);
+  };
+  CHECK(accepts(false, "{ab}"));
+  CHECK(accepts(false, "<think>let me see</think>\n\n{ab}"));
+  CHECK(accepts(false, "\n<think>a </thin </think{ <<</think>{}"));
+  CHECK_FALSE(accepts(false, "<think>a</think>x{}"));
+  CHECK_FALSE(accepts(false, "<think>a</think></think>{}"));
+  CHECK_FALSE(accepts(false, "<think>never closed {}"));
+  CHECK(accepts(true, "thinking already</think>{z}"));
+  CHECK_FALSE(accepts(true, "{z}"));
+  CHECK(grammar::rename_rule("root ::= a \"root\" [root] # root\na ::= root-x root", "root", "r") ==
+        "r ::= a \"root\" [root] # root\na ::= root-x r");
 }
