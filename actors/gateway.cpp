@@ -1,5 +1,7 @@
 #include "actors/gateway.hpp"
 
+#include "service/http/anthropic_api.hpp"
+
 #include "actors/admin_api.hpp"
 #include "service/http/chat_page.hpp"
 #include "service/http/openai_api.hpp"
@@ -103,13 +105,15 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
     for (auto& e : extra) h.push_back(std::move(e));
     client->respond(status, std::move(h), std::move(body));
   };
+  std::string path = req.target.substr(0, req.target.find('?'));
+  const bool messages_api = path == "/v1/messages"; // Anthropic's: its own error shape
   const auto error = [&](int status, std::string message, std::string type = "invalid_request_error",
                          std::string param = {}, std::string code = {}, http::header_list extra = {}) {
     api::api_error e{status, std::move(message), std::move(type), std::move(param), std::move(code)};
-    reply(status, "application/json", api::error_body(e), std::move(extra));
+    reply(status, "application/json", messages_api ? api::anthropic::error_body(e) : api::error_body(e),
+          std::move(extra));
   };
 
-  std::string path = req.target.substr(0, req.target.find('?'));
   // ?model=NAME (/health/ready, /admin): a model served here, else 404.
   const served_model* named = nullptr;
   if (const auto q = req.target.find("?model="); q != std::string::npos && fl) {
@@ -157,9 +161,9 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   const bool models = path == "/v1/models";
   const bool usage = path == "/v1/usage";
   const bool tokenize = path == "/tokenize", detokenize = path == "/detokenize";
-  if (!completions && !chat && !stream && !models && !usage && !tokenize && !detokenize)
+  if (!completions && !chat && !messages_api && !stream && !models && !usage && !tokenize && !detokenize)
     return no_route();
-  if ((completions || chat || tokenize || detokenize) && !post) return wrong_method("POST");
+  if ((completions || chat || messages_api || tokenize || detokenize) && !post) return wrong_method("POST");
   if ((stream || models || usage) && !get) return wrong_method("GET");
 
   // Who is calling: with tenants, a key (or anonymous access) is needed.
@@ -206,6 +210,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
 
   completion_call call;
   call.kind = completions ? api::endpoint::completions : api::endpoint::chat;
+  call.wire = messages_api ? api::wire::anthropic : api::wire::openai;
   call.body = req.body;
   call.tenant = std::move(tenant);
   call.headers = std::move(headers);
@@ -228,10 +233,15 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     auto h = headers;
     h.emplace_back("Content-Type", "application/json");
     for (auto& x : extra) h.push_back(std::move(x));
-    client->respond(e.status, std::move(h), api::error_body(e));
+    client->respond(e.status, std::move(h),
+                    call.wire == api::wire::anthropic ? api::anthropic::error_body(e) : api::error_body(e));
   };
   const auto kind = call.kind;
-  auto parsed = api::parse_request(kind, call.body, dflt->defaults, !call.ws_id.empty());
+  const auto parse = [&](const sampling_params& defaults) {
+    return call.wire == api::wire::anthropic ? api::anthropic::parse_request(call.body, defaults)
+                                             : api::parse_request(kind, call.body, defaults, !call.ws_id.empty());
+  };
+  auto parsed = parse(dflt->defaults);
   if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
   // The model: named (a served one, or a capability route), else the default.
   const served_model* model = &fl->models.front();
@@ -251,7 +261,7 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   }
   // Parsed again with its own generation defaults when they differ.
   if (model->stable.get() != dflt && !(model->stable->defaults == dflt->defaults)) {
-    parsed = api::parse_request(kind, call.body, model->stable->defaults, !call.ws_id.empty());
+    parsed = parse(model->stable->defaults);
     if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
   }
   auto& body = std::get<api::completion_request>(parsed);

@@ -88,6 +88,7 @@ public:
   /// What complete() needs of a request, from HTTP or a WebSocket message.
   struct completion_call {
     api::endpoint kind = api::endpoint::chat;
+    api::wire wire = api::wire::openai;   ///< anthropic: POST /v1/messages
     std::string_view body;
     std::shared_ptr<tenant_state> tenant; ///< null: no tenants
     http::header_list headers;            ///< x-request-id, x-model-version

@@ -1,6 +1,7 @@
 #include "actors/sink_actor.hpp"
 
 #include "service/http/stream_writer.hpp"
+#include "service/http/anthropic_api.hpp"
 #include "service/tools/tool_grammar.hpp"
 #include "engine/grammar/grammar.hpp"
 #include "engine/output_processor.hpp"
@@ -147,7 +148,8 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   auto headers = st.req.headers;
   headers.emplace_back("Content-Type", "application/json");
   if (status == 429) headers.emplace_back("Retry-After", "1");
-  st.client->respond(status, std::move(headers), api::error_body(e));
+  st.client->respond(status, std::move(headers),
+                     st.req.body.wire == api::wire::anthropic ? api::anthropic::error_body(e) : api::error_body(e));
   stop(self);
 }
 
@@ -303,6 +305,7 @@ void on_tokens(self_ptr self, request_update& u) {
     if (st.req.cache) st.pieces.push_back(delta.text);
     w.add_text(batch, delta.text, std::move(lps));
     if (delta.finished != finish_reason::none) {
+      if (!delta.stop_reason.empty()) w.set_stop_sequence(delta.stop_reason);
       // A stop string (or EOS) the scheduler may not have acted on: the abort
       // this sink sends as it quits frees the request's blocks now rather
       // than at max_tokens.

@@ -43,10 +43,16 @@ struct tool_choice {
   std::string name; ///< named: the function
 };
 
+/// The API a request came through, which its answer and errors speak:
+/// OpenAI's (/v1/completions, /v1/chat/completions) or Anthropic's Messages
+/// API (/v1/messages, read into a chat request by anthropic_api.hpp).
+enum class wire { openai, anthropic };
+
 /// One request, validated. Exactly one of prompt / prompt_tokens / messages
 /// carries the input: prompt or prompt_tokens for completions, messages for chat.
 struct completion_request {
   endpoint kind = endpoint::completions;
+  api::wire wire = api::wire::openai;
   std::string model;                  ///< "" when absent
   std::string prompt;                 ///< completions: the text (maybe empty)
   std::vector<token_id> prompt_tokens; ///< completions: token ids given instead of text

@@ -1,5 +1,7 @@
 #include "service/http/stream_writer.hpp"
 
+#include "service/http/anthropic_api.hpp"
+
 #include "engine/tokenizer/utf8.hpp"
 
 namespace troupe {
@@ -23,7 +25,8 @@ stream_writer::stream_writer(const api::completion_request& body, std::string ws
     ws_id_(std::move(ws_id)),
     head_(std::move(head)),
     want_logprobs_(body.want_logprobs),
-    tool_family_(tool_parser) {
+    tool_family_(tool_parser),
+    wire_(body.wire) {
   restart();
 }
 
@@ -38,11 +41,43 @@ void stream_writer::event(std::string& out, std::string_view json) const {
   out += "\n\n";
 }
 
+void stream_writer::named_event(std::string& out, std::string_view name, std::string_view json) const {
+  out += "event: ";
+  out += name;
+  out += "\ndata: ";
+  out += json;
+  out += "\n\n";
+}
+
+void stream_writer::close_block(std::string& batch) {
+  if (block_ == 0) return;
+  named_event(batch, "content_block_stop",
+              R"({"type":"content_block_stop","index":)" + std::to_string(block_index_) + "}");
+  block_ = 0;
+}
+
+void stream_writer::open_block(std::string& batch, int kind, const std::string& start_json) {
+  close_block(batch);
+  block_ = kind;
+  ++block_index_;
+  named_event(batch, "content_block_start", R"({"type":"content_block_start","index":)" +
+                                                std::to_string(block_index_) + R"(,"content_block":)" + start_json + "}");
+}
+
 auto stream_writer::ws_event(std::string_view type) const -> std::string {
   return R"({"type":")" + std::string(type) + R"(","id":)" + ws_id_;
 }
 
 auto stream_writer::opening() const -> std::string {
+  if (wire_ == api::wire::anthropic) {
+    std::string out;
+    std::string head = R"({"type":"message_start","message":{"id":)" + api::json_string("msg_" + head_.id) +
+                       R"(,"type":"message","role":"assistant","model":)" + api::json_string(head_.model) +
+                       R"(,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":)" +
+                       std::to_string(prompt_tokens_) + R"(,"output_tokens":0}}})";
+    named_event(out, "message_start", head);
+    return out;
+  }
   if (websocket()) return ws_event("start") + R"(,"model":)" + api::json_string(head_.model) + "}\n";
   std::string first;
   if (kind_ == api::endpoint::chat) event(first, api::stream_chunk(kind_, head_, "", "", nullptr, 0, true, include_usage_));
@@ -70,7 +105,12 @@ void stream_writer::content(std::string& batch, std::string_view text, std::vect
 
 void stream_writer::reasoning(std::string& batch, std::string_view text) {
   if (text.empty()) return;
-  if (websocket())
+  if (wire_ == api::wire::anthropic && stream_) {
+    if (block_ != 2) open_block(batch, 2, R"({"type":"thinking","thinking":"","signature":""})");
+    named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" + std::to_string(block_index_) +
+                                                  R"(,"delta":{"type":"thinking_delta","thinking":)" +
+                                                  api::json_string(text) + "}}");
+  } else if (websocket())
     event(batch, ws_event("reasoning") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"text":)" +
                      api::json_string(text) + "}");
   else if (stream_)
@@ -92,7 +132,18 @@ void stream_writer::emit(std::string& batch, const tools::parse_delta& d, std::v
   if (!d.content.empty() || !logprobs.empty()) plain_text(batch, d.content, std::move(logprobs));
   if (d.calls.empty()) return;
   for (const auto& c : d.calls) num_calls_ = std::max(num_calls_, c.index + 1);
-  if (websocket()) {
+  if (wire_ == api::wire::anthropic && stream_) {
+    for (const auto& c : d.calls) {
+      if (!c.id.empty())
+        open_block(batch, 3, R"({"type":"tool_use","id":)" + api::json_string(api::anthropic::tool_use_id(c.id)) +
+                                 R"(,"name":)" + api::json_string(c.name) + R"(,"input":{}})");
+      if (!c.arguments.empty())
+        named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" +
+                                                      std::to_string(block_index_) +
+                                                      R"(,"delta":{"type":"input_json_delta","partial_json":)" +
+                                                      api::json_string(c.arguments) + "}}");
+    }
+  } else if (websocket()) {
     for (const auto& c : d.calls)
       event(batch, ws_event("tool_call") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"index":)" +
                        std::to_string(c.index) +
@@ -111,7 +162,14 @@ void stream_writer::plain_text(std::string& batch, std::string_view text, std::v
   // on a character boundary: a character settles all its bytes at once.)
   std::int64_t code_points = 0;
   for (const auto& l : logprobs) code_points += num_code_points(l.token);
-  if (websocket()) {
+  if (wire_ == api::wire::anthropic && stream_) {
+    if (!text.empty()) {
+      if (block_ != 1) open_block(batch, 1, R"({"type":"text","text":""})");
+      named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" +
+                                                    std::to_string(block_index_) + R"(,"delta":{"type":"text_delta","text":)" +
+                                                    api::json_string(text) + "}}");
+    }
+  } else if (websocket()) {
     if (!text.empty())
       event(batch, ws_event("token") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"text":)" +
                        api::json_string(text) + "}");
@@ -133,6 +191,17 @@ auto stream_writer::final_reason(std::string_view finish_reason) const -> std::s
 auto stream_writer::closing(std::string batch, std::string_view reason) -> std::string {
   flush_parsers(batch);
   const auto finish_reason = final_reason(reason);
+  if (wire_ == api::wire::anthropic) {
+    if (block_index_ < 0) open_block(batch, 1, R"({"type":"text","text":""})");
+    close_block(batch);
+    named_event(batch, "message_delta",
+                R"({"type":"message_delta","delta":{"stop_reason":)" +
+                    api::json_string(api::anthropic::stop_reason(finish_reason, !stop_sequence_.empty())) +
+                    R"(,"stop_sequence":)" + (stop_sequence_.empty() ? std::string("null") : api::json_string(stop_sequence_)) +
+                    R"(},"usage":{"output_tokens":)" + std::to_string(completion_tokens_) + "}}");
+    named_event(batch, "message_stop", R"({"type":"message_stop"})");
+    return batch;
+  }
   if (websocket()) {
     event(batch, ws_event("done") + R"(,"model":)" + api::json_string(head_.model) + R"(,"finish_reason":")" +
                      std::string(finish_reason) + R"(","usage":{"prompt_tokens":)" + std::to_string(prompt_tokens_) +
@@ -146,6 +215,12 @@ auto stream_writer::closing(std::string batch, std::string_view reason) -> std::
 }
 
 auto stream_writer::whole(std::string_view reason) -> std::string {
+  if (wire_ == api::wire::anthropic) {
+    std::string ignored;
+    flush_parsers(ignored);
+    return api::anthropic::message(head_, text_, reasoning_text_, calls_, final_reason(reason), stop_sequence_,
+                                   {prompt_tokens_, completion_tokens_});
+  }
   if (tools_ || reasoning_) {
     std::string ignored;
     flush_parsers(ignored);
@@ -158,6 +233,10 @@ auto stream_writer::whole(std::string_view reason) -> std::string {
 
 auto stream_writer::error_closing(const api::api_error& e) const -> std::string {
   std::string out;
+  if (wire_ == api::wire::anthropic) {
+    named_event(out, "error", api::anthropic::error_body(e));
+    return out;
+  }
   event(out, websocket() ? api::ws_error_event(ws_id_, e.status, api::error_body(e)) : api::error_body(e));
   if (!websocket()) out += "data: [DONE]\n\n";
   return out;
@@ -172,6 +251,9 @@ void stream_writer::restart() {
   num_calls_ = 0;
   tools_.reset();
   reasoning_text_.clear();
+  stop_sequence_.clear();
+  block_ = 0;
+  block_index_ = -1;
   if (reasoning_) reasoning_ = std::make_unique<tools::reasoning_parser>(reasoning_inside_);
   if (!tool_family_.empty()) {
     // Call ids as OpenAI's look ("call_" and 24 characters), a function of

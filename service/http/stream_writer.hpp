@@ -40,6 +40,8 @@ public:
   void start_reasoning(bool inside);
 
   void set_prompt_tokens(std::int64_t n) { prompt_tokens_ = n; }
+  /// The stop string that ended the answer (Anthropic's stop_sequence).
+  void set_stop_sequence(std::string s) { stop_sequence_ = std::move(s); }
   auto prompt_tokens() const -> std::int64_t { return prompt_tokens_; }
   /// One more generated token (before its text is added).
   void count_token() { ++completion_tokens_; }
@@ -78,6 +80,11 @@ private:
   void content(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
   void reasoning(std::string& batch, std::string_view text);
   void flush_parsers(std::string& batch);
+  /// Anthropic's stream: a named SSE event; a content block opened (the
+  /// open one closed first) or closed.
+  void named_event(std::string& out, std::string_view name, std::string_view json) const;
+  void open_block(std::string& batch, int kind, const std::string& start_json);
+  void close_block(std::string& batch);
   auto final_reason(std::string_view finish_reason) const -> std::string_view;
 
   api::endpoint kind_;
@@ -96,6 +103,10 @@ private:
   std::unique_ptr<tools::reasoning_parser> reasoning_; ///< set for a reasoning model's answers
   bool reasoning_inside_ = false;
   std::string reasoning_text_;                ///< not streamed: the reasoning
+  api::wire wire_ = api::wire::openai;
+  std::string stop_sequence_;
+  int block_ = 0;        ///< Anthropic's stream: the open block's kind (0: none, 1 text, 2 thinking, 3 tool_use)
+  int block_index_ = -1; ///< and its index
 };
 
 } // namespace troupe

@@ -1,7 +1,9 @@
-// libFuzzer harness (make fuzz): the OpenAI request parser on any bytes, as
-// a completions body, a chat body, a WebSocket chat message and a WebSocket
-// envelope. Every input must give a request or a 4xx error, never a crash.
+// libFuzzer harness (make fuzz): the request parsers on any bytes, as a
+// completions body, a chat body, a WebSocket chat message, a WebSocket
+// envelope and an Anthropic Messages body. Every input must give a request
+// or a 4xx error, never a crash.
 
+#include "service/http/anthropic_api.hpp"
 #include "service/http/openai_api.hpp"
 #include <cstdint>
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -11,5 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)troupe::api::parse_request(troupe::api::endpoint::chat, body, defaults);
   (void)troupe::api::parse_request(troupe::api::endpoint::chat, body, defaults, true);
   (void)troupe::api::parse_ws_envelope(body);
+  (void)troupe::api::anthropic::parse_request(body, defaults);
   return 0;
 }

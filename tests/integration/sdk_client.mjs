@@ -6,6 +6,9 @@
 // {"ok": false, "status", "error"}.
 //   chat         client.chat.completions.create(body)
 //   chat_stream  client.chat.completions.stream(body).finalChatCompletion()
+// and npm `@anthropic-ai/sdk` (the Messages API, x-api-key):
+//   messages         client.messages.create(body)
+//   messages_stream  client.messages.stream(body).finalMessage(), with the event types seen
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -14,9 +17,16 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, "..", "tools", "package.json"));
 const OpenAI = require("openai").OpenAI;
+const Anthropic = require("@anthropic-ai/sdk").Anthropic;
 
 const job = JSON.parse(readFileSync(0, "utf8"));
 const openai = new OpenAI({ baseURL: job.base + "/v1", apiKey: job.api_key ?? "none", maxRetries: 0 });
+const anthropic = new Anthropic({ baseURL: job.base, apiKey: job.api_key ?? "none", maxRetries: 0 });
+
+function anthropicMessage(m) {
+  return { id: m.id, type: m.type, role: m.role, content: m.content, stop_reason: m.stop_reason,
+           stop_sequence: m.stop_sequence, usage: m.usage };
+}
 
 function message(choice) {
   const m = choice.message;
@@ -49,6 +59,15 @@ async function run(op) {
       const named_first = Object.values(firsts).every((d) => d.id && d.function?.name);
       return { ...message(final.choices[0]), chunks, named_first };
     }
+    case "messages":
+      return anthropicMessage(await anthropic.messages.create(op.body));
+    case "messages_stream": {
+      const stream = anthropic.messages.stream(op.body);
+      const events = [];
+      stream.on("streamEvent", (e) => events.push(e.type));
+      const final = await stream.finalMessage();
+      return { ...anthropicMessage(final), events };
+    }
     default:
       throw new Error("unknown op " + op.op);
   }
@@ -59,7 +78,7 @@ for (const op of job.ops) {
   try {
     results.push({ ok: true, ...(await run(op)) });
   } catch (e) {
-    results.push({ ok: false, status: e.status ?? null, error: String(e.message ?? e) });
+    results.push({ ok: false, status: e.status ?? null, error: String(e.message ?? e), body: e.error ?? null });
   }
 }
 process.stdout.write(JSON.stringify(results));

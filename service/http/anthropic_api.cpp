@@ -1,0 +1,384 @@
+#include "service/http/anthropic_api.hpp"
+
+#include "engine/core/json_text.hpp"
+#include "service/http/json_reader.hpp"
+#include "service/http/structured_output.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace troupe::api::anthropic {
+
+namespace {
+
+using namespace json_reader;
+
+/// A block's text list: a string, or [{"type": "text", "text"}...] joined.
+auto read_text(od::value& v, const std::string& path, std::string& out) -> problem {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) return read_string(v, path, path, out);
+  od::array blocks;
+  if (auto e = v.get_array().get(blocks)) return failed(e, path, path, "a string or an array of text blocks");
+  std::size_t i = 0;
+  for (auto item : blocks) {
+    const auto at = path + "[" + std::to_string(i++) + "]";
+    od::object b;
+    if (auto e = item.get_object().get(b)) return failed(e, at, at, "a text block");
+    std::string type, text;
+    if (auto p = for_each_field(b, [&](std::string_view k, od::value& x) -> problem {
+          if (k == "type") return read_string(x, at + ".type", at + ".type", type);
+          if (k == "text") return read_string(x, at + ".text", at + ".text", text);
+          return check_json(x, 1); // cache_control, citations
+        }))
+      return p;
+    if (type != "text") return error("invalid_value", at + ".type", at + ".type must be \"text\" here");
+    out += text;
+  }
+  return {};
+}
+
+/// An object value's JSON text.
+auto read_object_text(od::value& v, const std::string& path, std::string& out) -> problem {
+  od::object o;
+  if (auto e = v.get_object().get(o)) return failed(e, path, path, "an object");
+  std::string_view raw;
+  if (auto e = o.raw_json().get(raw)) return failed(e, path, path, "an object");
+  out.assign(raw);
+  return {};
+}
+
+/// One message, as chat messages: a user's tool results first (tool
+/// messages), then its text; an assistant's text, thinking and tool uses.
+auto read_message(od::object& m, const std::string& path, std::vector<chat_message>& out) -> problem {
+  std::string role;
+  bool has_content = false;
+  chat_message text_message;
+  std::vector<chat_message> results;
+  std::string calls;
+  std::size_t num_calls = 0;
+  if (auto p = for_each_field(m, [&](std::string_view key, od::value& v) -> problem {
+        if (key == "role") return read_string(v, path + ".role", path + ".role", role);
+        if (key != "content") return error("unknown_parameter", path + "." + std::string(key),
+                                           "unknown parameter " + path + "." + std::string(key));
+        has_content = true;
+        od::json_type t;
+        if (auto e = v.type().get(t)) return bad_json(e);
+        if (t == od::json_type::string) return read_string(v, path + ".content", path + ".content", text_message.content);
+        od::array blocks;
+        if (auto e = v.get_array().get(blocks)) return failed(e, path + ".content", path + ".content", "a string or an array of blocks");
+        std::size_t i = 0;
+        for (auto item : blocks) {
+          const auto at = path + ".content[" + std::to_string(i++) + "]";
+          od::object b;
+          if (auto e = item.get_object().get(b)) return failed(e, at, at, "a content block");
+          std::string type, text, id, name, input, thinking, tool_use_id;
+          bool is_error = false, has_input = false;
+          chat_message result;
+          if (auto p = for_each_field(b, [&](std::string_view k, od::value& x) -> problem {
+                const auto f = at + "." + std::string(k);
+                if (k == "type") return read_string(x, f, f, type);
+                if (k == "text") return read_string(x, f, f, text);
+                if (k == "id") return read_string(x, f, f, id);
+                if (k == "name") return read_string(x, f, f, name);
+                if (k == "input") {
+                  has_input = true;
+                  return read_object_text(x, f, input);
+                }
+                if (k == "thinking") return read_string(x, f, f, thinking);
+                if (k == "tool_use_id") return read_string(x, f, f, tool_use_id);
+                if (k == "content") return read_text(x, f, result.content);
+                if (k == "is_error") return read_bool(x, f, is_error);
+                return check_json(x, 1); // cache_control, citations, signature
+              }))
+            return p;
+          if (type == "text") {
+            text_message.content += text;
+          } else if (type == "thinking") {
+            text_message.reasoning_content += thinking;
+          } else if (type == "redacted_thinking") {
+            // Opaque to any model but Anthropic's: left out.
+          } else if (type == "tool_use") {
+            if (name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
+            if (!has_input) return error("missing_field", at + ".input", at + ".input is missing");
+            calls += (num_calls++ ? "," : "") + std::string("{\"id\":") + json_string(id) +
+                     ",\"type\":\"function\",\"function\":{\"name\":" + json_string(name) + ",\"arguments\":" + input + "}}";
+          } else if (type == "tool_result") {
+            if (tool_use_id.empty()) return error("missing_field", at + ".tool_use_id", at + ".tool_use_id is missing");
+            result.role = "tool";
+            result.tool_call_id = tool_use_id;
+            if (is_error) result.content = "Error: " + result.content;
+            results.push_back(std::move(result));
+          } else {
+            return error("invalid_value", at + ".type",
+                         at + ".type \"" + type + "\" is not supported (text, thinking, tool_use and tool_result are)");
+          }
+        }
+        return {};
+      }))
+    return p;
+  if (role != "user" && role != "assistant")
+    return error("invalid_value", path + ".role", path + ".role must be \"user\" or \"assistant\", got \"" + role + "\"");
+  if (!has_content) return error("missing_field", path + ".content", path + ".content is missing");
+  if (role == "user") {
+    if (num_calls) return error("invalid_value", path + ".content", "tool_use blocks are for assistant messages");
+    for (auto& r : results) out.push_back(std::move(r));
+    if (!text_message.content.empty() || results.empty()) {
+      text_message.role = "user";
+      out.push_back(std::move(text_message));
+    }
+    return {};
+  }
+  if (!results.empty()) return error("invalid_value", path + ".content", "tool_result blocks are for user messages");
+  text_message.role = "assistant";
+  if (num_calls) {
+    text_message.tool_calls_json = "[" + calls + "]";
+    text_message.null_content = text_message.content.empty();
+  }
+  out.push_back(std::move(text_message));
+  return {};
+}
+
+/// tools: [{"name", "description", "input_schema"}], as OpenAI's function tools.
+auto read_tools(od::value& v, completion_request& r) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
+  std::string json = "[";
+  std::size_t i = 0;
+  std::set<std::string> names;
+  for (auto item : items) {
+    const auto at = "tools[" + std::to_string(i) + "]";
+    od::object t;
+    if (auto e = item.get_object().get(t)) return failed(e, at, at, "a tool");
+    tool_spec spec;
+    std::string description, type = "custom";
+    if (auto p = for_each_field(t, [&](std::string_view k, od::value& x) -> problem {
+          const auto f = at + "." + std::string(k);
+          if (k == "name") return read_string(x, f, f, spec.name);
+          if (k == "description") return read_string(x, f, f, description);
+          if (k == "input_schema") return read_object_text(x, f, spec.parameters);
+          if (k == "type") return read_string(x, f, f, type);
+          return check_json(x, 1); // cache_control
+        }))
+      return p;
+    if (type != "custom")
+      return error("invalid_value", at + ".type", at + ".type \"" + type + "\" is not supported (a server tool); custom tools are");
+    if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
+    if (spec.parameters.empty()) return error("missing_field", at + ".input_schema", at + ".input_schema is missing");
+    if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
+    json += (i ? "," : "") + std::string("{\"type\":\"function\",\"function\":{\"name\":") + json_string(spec.name) +
+            ",\"description\":" + json_string(description) + ",\"parameters\":" + spec.parameters + "}}";
+    r.tools.push_back(std::move(spec));
+    ++i;
+  }
+  r.tools_json = json + "]";
+  return {};
+}
+
+auto read_tool_choice(od::value& v, completion_request& r) -> problem {
+  od::object o;
+  if (auto e = v.get_object().get(o)) return failed(e, "tool_choice", "tool_choice", "an object");
+  std::string type;
+  bool no_parallel = false;
+  if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+        if (k == "type") return read_string(x, "tool_choice", "tool_choice.type", type);
+        if (k == "name") return read_string(x, "tool_choice", "tool_choice.name", r.choice.name);
+        if (k == "disable_parallel_tool_use") return read_bool(x, "tool_choice", no_parallel);
+        return error("unknown_parameter", "tool_choice", "unknown parameter tool_choice." + std::string(k));
+      }))
+    return p;
+  r.parallel_tool_calls = !no_parallel;
+  if (type == "auto") r.choice.what = tool_choice::mode::automatic;
+  else if (type == "any") r.choice.what = tool_choice::mode::required;
+  else if (type == "tool") r.choice.what = tool_choice::mode::named;
+  else if (type == "none") r.choice.what = tool_choice::mode::none;
+  else return error("invalid_value", "tool_choice", "tool_choice.type must be auto, any, tool or none, got \"" + type + "\"");
+  if (r.choice.what == tool_choice::mode::named && r.choice.name.empty())
+    return error("missing_field", "tool_choice", "tool_choice.name is missing");
+  return {};
+}
+
+} // namespace
+
+auto parse_request(std::string_view body, const sampling_params& defaults) -> std::variant<completion_request, api_error> {
+  completion_request r;
+  r.kind = endpoint::chat;
+  r.wire = wire::anthropic;
+  r.sampling = defaults;
+  bool has_messages = false, has_max_tokens = false, has_choice = false;
+  std::string system, unknown;
+  std::vector<chat_message> messages;
+  if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
+        if (key == "model") return read_string(v, key, key, r.model);
+        if (key == "max_tokens") {
+          has_max_tokens = true;
+          return read_int(v, key, 1, int32_max, r.max_tokens.emplace());
+        }
+        if (key == "messages") {
+          has_messages = true;
+          od::array items;
+          if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of messages");
+          std::size_t i = 0;
+          for (auto item : items) {
+            const auto at = "messages[" + std::to_string(i++) + "]";
+            od::object m;
+            if (auto e = item.get_object().get(m)) return failed(e, at, at, "a message");
+            if (auto p = read_message(m, at, messages)) return p;
+          }
+          if (i == 0) return error("invalid_value", "messages", "messages must not be empty");
+          return {};
+        }
+        if (key == "system") return read_text(v, "system", system);
+        if (key == "stop_sequences") {
+          od::array items;
+          if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of strings");
+          for (auto item : items) {
+            od::value x;
+            if (auto e = item.get(x)) return bad_json(e);
+            if (auto p = read_string(x, key, key, r.sampling.stop.emplace_back())) return p;
+            if (r.sampling.stop.back().empty()) return error("invalid_value", "stop_sequences", "a stop sequence must not be empty");
+          }
+          return {};
+        }
+        if (key == "stream") return read_bool(v, key, r.stream);
+        if (key == "temperature") return read_float(v, key, r.sampling.temperature);
+        if (key == "top_p") return read_float(v, key, r.sampling.top_p);
+        if (key == "top_k") return read_int(v, key, int32_min, int32_max, r.sampling.top_k);
+        if (key == "tools") return read_tools(v, r);
+        if (key == "tool_choice") {
+          has_choice = true;
+          return read_tool_choice(v, r);
+        }
+        if (key == "metadata") {
+          od::object o;
+          if (auto e = v.get_object().get(o)) return failed(e, key, key, "an object");
+          return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+            if (k == "user_id") return read_string(x, key, "metadata.user_id", r.user);
+            return error("unknown_parameter", "metadata", "unknown parameter metadata." + std::string(k));
+          });
+        }
+        if (key == "thinking") {
+          od::object o;
+          if (auto e = v.get_object().get(o)) return failed(e, key, key, "an object");
+          std::string type;
+          if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+                if (k == "type") return read_string(x, key, "thinking.type", type);
+                if (k == "budget_tokens") return check_json(x, 1);
+                return error("unknown_parameter", "thinking", "unknown parameter thinking." + std::string(k));
+              }))
+            return p;
+          if (type == "disabled") r.template_kwargs_json = R"({"enable_thinking":false})";
+          else if (type != "enabled")
+            return error("invalid_value", "thinking", "thinking.type must be \"enabled\" or \"disabled\"");
+          return {};
+        }
+        if (auto p = check_json(v, 1)) return p;
+        if (unknown.empty()) unknown = key;
+        return {};
+      }))
+    return *p;
+  if (!has_messages) return error("missing_field", "messages", "messages is missing");
+  if (!has_max_tokens) return error("missing_field", "max_tokens", "max_tokens is missing");
+  if (!unknown.empty())
+    return error("unknown_parameter", unknown, "unknown parameter " + unknown + " (troupe refuses fields it would ignore)");
+  if (!system.empty()) r.messages.push_back({"system", system});
+  for (auto& m : messages) r.messages.push_back(std::move(m));
+  r.sampling.max_tokens = *r.max_tokens;
+  if (r.tools.empty()) {
+    if (has_choice && r.choice.what != tool_choice::mode::none)
+      return error("invalid_value", "tool_choice", "tool_choice needs tools");
+    r.choice.what = tool_choice::mode::none;
+  } else if (r.choice.what == tool_choice::mode::named &&
+             std::none_of(r.tools.begin(), r.tools.end(), [&](const tool_spec& t) { return t.name == r.choice.name; })) {
+    return error("invalid_value", "tool_choice", "tool_choice names \"" + r.choice.name + "\", which is not among the tools");
+  }
+  if (auto line = r.sampling.validate(); !line.empty()) {
+    auto param = line.substr(0, line.find_first_of(" ["));
+    return error("invalid_value", std::move(param), std::move(line));
+  }
+  return r;
+}
+
+auto error_body(const api_error& e) -> std::string {
+  // Anthropic's error types by status, as its API names them.
+  std::string type = e.type;
+  if (e.status == 401) type = "authentication_error";
+  else if (e.status == 403) type = "permission_error";
+  else if (e.status == 404) type = "not_found_error";
+  else if (e.status == 413) type = "request_too_large";
+  else if (e.status == 429) type = "rate_limit_error";
+  else if (e.status >= 500) type = e.status == 529 ? "overloaded_error" : "api_error";
+  else type = "invalid_request_error";
+  std::string out = R"({"type":"error","error":{"type":)";
+  json_text::append_string(out, type);
+  out += R"(,"message":)";
+  json_text::append_string(out, e.message);
+  return out + "}}";
+}
+
+auto stop_reason(std::string_view finish_reason, bool stop_string) -> std::string_view {
+  if (finish_reason == "length") return "max_tokens";
+  if (finish_reason == "tool_calls") return "tool_use";
+  return stop_string ? "stop_sequence" : "end_turn";
+}
+
+auto tool_input(std::string_view arguments) -> std::string {
+  // The parser gives the arguments' JSON text; a model may leave it broken.
+  std::size_t i = 0;
+  while (i < arguments.size() && (arguments[i] == ' ' || arguments[i] == '\n' || arguments[i] == '\t')) ++i;
+  if (i == arguments.size() || arguments[i] != '{') return "{}";
+  static thread_local simdjson::dom::parser parser;
+  const simdjson::padded_string text(arguments);
+  auto doc = parser.parse(text);
+  if (doc.error() || !doc.value().is_object()) return "{}";
+  return simdjson::minify(doc.value());
+}
+
+auto tool_use_id(std::string_view call_id) -> std::string {
+  return "toolu_" + std::string(call_id.starts_with("call_") ? call_id.substr(5) : call_id);
+}
+
+auto message(const response_head& h, std::string_view text, std::string_view reasoning,
+             const std::vector<tools::tool_call>& calls, std::string_view finish_reason, std::string_view stop_sequence,
+             const usage& u) -> std::string {
+  std::string out = R"({"id":)";
+  json_text::append_string(out, "msg_" + h.id);
+  out += R"(,"type":"message","role":"assistant","model":)";
+  json_text::append_string(out, h.model);
+  out += R"(,"content":[)";
+  bool first = true;
+  const auto sep = [&] {
+    if (!first) out += ',';
+    first = false;
+  };
+  if (!reasoning.empty()) {
+    sep();
+    out += R"({"type":"thinking","thinking":)";
+    json_text::append_string(out, reasoning);
+    out += R"(,"signature":""})";
+  }
+  if (!text.empty() || (calls.empty() && reasoning.empty())) { // (an empty answer: one empty text block)
+    sep();
+    out += R"({"type":"text","text":)";
+    json_text::append_string(out, text);
+    out += '}';
+  }
+  for (const auto& c : calls) {
+    sep();
+    out += R"({"type":"tool_use","id":)";
+    json_text::append_string(out, tool_use_id(c.id));
+    out += R"(,"name":)";
+    json_text::append_string(out, c.name);
+    out += R"(,"input":)" + tool_input(c.arguments) + "}";
+  }
+  out += R"(],"stop_reason":)";
+  json_text::append_string(out, stop_reason(finish_reason, !stop_sequence.empty()));
+  out += R"(,"stop_sequence":)";
+  if (stop_sequence.empty()) out += "null";
+  else json_text::append_string(out, stop_sequence);
+  out += R"(,"usage":{"input_tokens":)" + std::to_string(u.prompt_tokens) + R"(,"output_tokens":)" +
+         std::to_string(u.completion_tokens) + "}}";
+  return out;
+}
+
+} // namespace troupe::api::anthropic
