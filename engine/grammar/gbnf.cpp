@@ -22,25 +22,6 @@ constexpr int max_nesting = 256;      // of parentheses: the reader recurses
 
 using range = std::pair<std::uint32_t, std::uint32_t>; // code points, inclusive
 
-auto encode_utf8(std::uint32_t cp) -> std::string {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
 
 /// Splits [lo, hi] (same UTF-8 length) until each piece is a product of byte
 /// ranges, as RE2's and Rust regex's UTF-8 compilers do.
@@ -58,7 +39,7 @@ void utf8_sequences(std::uint32_t lo, std::uint32_t hi, std::vector<std::vector<
     out.push_back({{lo, hi}});
     return;
   }
-  const auto length = encode_utf8(lo).size();
+  const auto length = utf8_encode(lo).size();
   for (std::size_t i = 1; i < length; ++i) {
     const std::uint32_t m = (1u << (6 * i)) - 1;
     if ((lo & ~m) != (hi & ~m)) {
@@ -74,7 +55,7 @@ void utf8_sequences(std::uint32_t lo, std::uint32_t hi, std::vector<std::vector<
       }
     }
   }
-  const auto a = encode_utf8(lo), b = encode_utf8(hi);
+  const auto a = utf8_encode(lo), b = utf8_encode(hi);
   std::vector<range> seq;
   for (std::size_t i = 0; i < a.size(); ++i)
     seq.emplace_back(static_cast<unsigned char>(a[i]), static_cast<unsigned char>(b[i]));
@@ -226,7 +207,7 @@ private:
       if (c == '"') {
         ++pos_;
         while (pos_ < text_.size() && text_[pos_] != '"') {
-          for (const char b : encode_utf8(read_char())) seq.push_back(byte_element(static_cast<unsigned char>(b)));
+          for (const char b : utf8_encode(read_char())) seq.push_back(byte_element(static_cast<unsigned char>(b)));
         }
         if (pos_ >= text_.size()) fail(pos_, "unterminated string literal");
         ++pos_;
@@ -496,6 +477,26 @@ private:
 } // namespace
 
 auto parse_gbnf(std::string_view text) -> grammar { return parser(text).run(); }
+
+auto utf8_encode(std::uint32_t cp) -> std::string {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
 
 auto rename_rule(std::string_view gbnf, std::string_view from, std::string_view to) -> std::string {
   std::string out;

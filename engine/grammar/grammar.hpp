@@ -54,6 +54,9 @@ struct grammar {
 /// that each derives some finite string. Throws grammar_error.
 auto parse_gbnf(std::string_view text) -> grammar;
 
+/// A code point's UTF-8 bytes (the GBNF and regex writers' one encoder).
+auto utf8_encode(std::uint32_t cp) -> std::string;
+
 /// `gbnf` with the rule `from` renamed `to`, in its definition and every
 /// reference (literals, classes and comments untouched): for wrapping a
 /// grammar inside another.

@@ -5,6 +5,7 @@
 
 #include "engine/grammar/json_schema.hpp"
 
+#include "engine/core/json_text.hpp"
 #include "engine/grammar/grammar.hpp"
 #include "engine/grammar/regex.hpp"
 
@@ -25,20 +26,9 @@ namespace dom = simdjson::dom;
 constexpr int max_digits = 16; // integers and fractions: exact in a double, and they end
 
 auto json_quote(std::string_view s) -> std::string {
-  std::string out = "\"";
-  for (const char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (b < 0x20) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : std::string("\\u00") + hex[b >> 4] + hex[b & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  std::string out;
+  json_text::append_string(out, s);
+  return out;
 }
 
 auto digits_of(std::int64_t v) -> int { return static_cast<int>(std::to_string(v).size()); }

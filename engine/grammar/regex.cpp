@@ -37,25 +37,6 @@ auto class_escape(std::uint32_t cp) -> std::string {
   return buf;
 }
 
-auto utf8(std::uint32_t cp) -> std::string {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
 
 /// How a JSON string writes a character that must be escaped.
 auto json_escape(std::uint32_t cp) -> std::string {
@@ -326,7 +307,7 @@ private:
       }
       plain = std::move(cut);
     }
-    if (plain.size() == 1 && plain[0].first == plain[0].second && escaped.empty()) return gbnf_literal(utf8(plain[0].first));
+    if (plain.size() == 1 && plain[0].first == plain[0].second && escaped.empty()) return gbnf_literal(utf8_encode(plain[0].first));
     if (!plain.empty()) {
       std::string cls = "[";
       for (const auto& [lo, hi] : plain) cls += class_escape(lo) + (hi > lo ? "-" + class_escape(hi) : "");

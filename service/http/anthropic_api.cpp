@@ -38,16 +38,6 @@ auto read_text(od::value& v, const std::string& path, std::string& out) -> probl
   return {};
 }
 
-/// An object value's JSON text.
-auto read_object_text(od::value& v, const std::string& path, std::string& out) -> problem {
-  od::object o;
-  if (auto e = v.get_object().get(o)) return failed(e, path, path, "an object");
-  std::string_view raw;
-  if (auto e = o.raw_json().get(raw)) return failed(e, path, path, "an object");
-  out.assign(raw);
-  return {};
-}
-
 /// One message, as chat messages: a user's tool results first (tool
 /// messages), then its text; an assistant's text, thinking and tool uses.
 auto read_message(od::object& m, const std::string& path, std::vector<chat_message>& out) -> problem {
@@ -83,7 +73,7 @@ auto read_message(od::object& m, const std::string& path, std::vector<chat_messa
                 if (k == "name") return read_string(x, f, f, name);
                 if (k == "input") {
                   has_input = true;
-                  return read_object_text(x, f, input);
+                  return read_raw_object(x, f, f, input);
                 }
                 if (k == "thinking") return read_string(x, f, f, thinking);
                 if (k == "tool_use_id") return read_string(x, f, f, tool_use_id);
@@ -156,7 +146,7 @@ auto read_tools(od::value& v, completion_request& r) -> problem {
           const auto f = at + "." + std::string(k);
           if (k == "name") return read_string(x, f, f, spec.name);
           if (k == "description") return read_string(x, f, f, description);
-          if (k == "input_schema") return read_object_text(x, f, spec.parameters);
+          if (k == "input_schema") return read_raw_object(x, f, f, spec.parameters);
           if (k == "type") return read_string(x, f, f, type);
           return check_json(x, 1); // cache_control
         }))

@@ -177,4 +177,13 @@ auto read_token_ids(od::array items, std::string_view param, std::string_view pa
   return {};
 }
 
+auto read_raw_object(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem {
+  od::object o;
+  if (auto e = v.get_object().get(o)) return failed(e, param, path, "an object");
+  std::string_view raw;
+  if (auto e = o.raw_json().get(raw)) return failed(e, param, path, "an object");
+  out.assign(raw);
+  return {};
+}
+
 } // namespace troupe::api::json_reader

@@ -59,6 +59,9 @@ auto read_bool(od::value& v, std::string_view param, bool& out) -> problem;
 
 auto read_float(od::value& v, std::string_view param, float& out) -> problem;
 
+/// An object's JSON text, as given (a schema, template variables, a tool's input).
+auto read_raw_object(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem;
+
 // The whole range, both ends: "got 2147483648" beside ">= 1" would read as a contradiction.
 auto range_text(std::int64_t lo, std::int64_t hi) -> std::string;
 

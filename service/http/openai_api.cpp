@@ -208,16 +208,6 @@ struct fields {
   bool has_tool_choice = false;
 };
 
-/// An object's JSON text, as given (a schema).
-auto read_raw_object(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem {
-  od::object o;
-  if (auto e = v.get_object().get(o)) return failed(e, param, path, "an object");
-  std::string_view raw;
-  if (auto e = o.raw_json().get(raw)) return failed(e, param, path, "an object");
-  out.assign(raw);
-  return {};
-}
-
 /// response_format: {"type": "text" | "json_object" | "json_schema", "json_schema": {"name", "schema", "strict", "description"}}.
 auto read_response_format(od::value& v, output_constraint& c) -> problem {
   constexpr std::string_view key = "response_format";

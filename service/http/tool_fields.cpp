@@ -30,14 +30,7 @@ auto read_tools(od::value& v, std::string_view key, std::string& raw_out, std::v
           return for_each_field(fn, [&](std::string_view fk, od::value& y) -> problem {
             const auto at = where + ".function." + std::string(fk);
             if (fk == "name") return read_string(y, at, at, spec.name);
-            if (fk == "parameters") {
-              od::object params;
-              if (auto e = y.get_object().get(params)) return failed(e, at, at, "an object (a JSON Schema)");
-              std::string_view text;
-              if (auto e = params.raw_json().get(text)) return failed(e, at, at, "an object (a JSON Schema)");
-              spec.parameters.assign(text);
-              return {};
-            }
+            if (fk == "parameters") return read_raw_object(y, at, at, spec.parameters);
             return check_json(y, 1); // description, strict, ...
           });
         }))
