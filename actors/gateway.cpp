@@ -1,6 +1,7 @@
 #include "actors/gateway.hpp"
 
 #include "service/http/anthropic_api.hpp"
+#include "service/http/responses_api.hpp"
 
 #include "actors/admin_api.hpp"
 #include "service/http/chat_page.hpp"
@@ -44,6 +45,10 @@ gateway::gateway(caf::actor_system& sys, server_status& status, gateway_options 
   }
   if (options_.response_cache_bytes > 0)
     cache_ = std::make_unique<response_cache>(options_.response_cache_bytes, options_.response_cache_ttl_s);
+  if (options_.responses_store_bytes > 0)
+    responses_ = std::make_unique<response_store>(options_.responses_store_bytes, options_.responses_ttl_s);
+  else
+    responses_ = std::make_unique<response_store>(0, options_.responses_ttl_s); // (keeps nothing; gives ids)
 }
 
 auto gateway::unauthenticated(bool key_given) -> api::api_error {
@@ -155,15 +160,20 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
     return handle_admin(sys_, path, req, tenants_.get(), named ? named->stable.get() : dflt, client, headers);
   }
 
+  const bool responses_api = path == "/v1/responses";
+  const bool stored_response = path.starts_with("/v1/responses/");
   const bool completions = path == "/v1/completions";
   const bool chat = path == "/v1/chat/completions";
   const bool stream = path == "/v1/chat/stream";
   const bool models = path == "/v1/models";
   const bool usage = path == "/v1/usage";
   const bool tokenize = path == "/tokenize", detokenize = path == "/detokenize";
-  if (!completions && !chat && !messages_api && !stream && !models && !usage && !tokenize && !detokenize)
+  if (!completions && !chat && !messages_api && !responses_api && !stored_response && !stream && !models && !usage &&
+      !tokenize && !detokenize)
     return no_route();
-  if ((completions || chat || messages_api || tokenize || detokenize) && !post) return wrong_method("POST");
+  if ((completions || chat || messages_api || responses_api || tokenize || detokenize) && !post)
+    return wrong_method("POST");
+  if (stored_response && !get && req.method != "DELETE") return wrong_method("GET, DELETE");
   if ((stream || models || usage) && !get) return wrong_method("GET");
 
   // Who is calling: with tenants, a key (or anonymous access) is needed.
@@ -180,6 +190,17 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
       count_rejection("", e.code);
       return error(401, e.message, e.type, "", e.code, {{"WWW-Authenticate", "Bearer"}});
     }
+  }
+  if (stored_response) { // GET or DELETE /v1/responses/{id}: the tenant's own
+    const auto id = path.substr(std::string_view("/v1/responses/").size());
+    const auto owner = tenant ? tenant->spec()->name : std::string();
+    if (get) {
+      if (const auto r = responses_->get(owner, id, steady_now_s())) return reply(200, "application/json", r->response_json);
+    } else if (responses_->erase(owner, id, steady_now_s())) {
+      return reply(200, "application/json",
+                   R"({"id":)" + api::json_string(id) + R"(,"object":"response","deleted":true})");
+    }
+    return error(404, "no stored response has the id '" + id + "'", "invalid_request_error", "", "not_found");
   }
   if (usage) {
     if (!tenants_) return error(404, "no tenants are configured (server.tenants)", "invalid_request_error", "", "not_found");
@@ -210,7 +231,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
 
   completion_call call;
   call.kind = completions ? api::endpoint::completions : api::endpoint::chat;
-  call.wire = messages_api ? api::wire::anthropic : api::wire::openai;
+  call.wire = messages_api ? api::wire::anthropic : responses_api ? api::wire::responses : api::wire::openai;
   call.body = req.body;
   call.tenant = std::move(tenant);
   call.headers = std::move(headers);
@@ -238,8 +259,9 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   };
   const auto kind = call.kind;
   const auto parse = [&](const sampling_params& defaults) {
-    return call.wire == api::wire::anthropic ? api::anthropic::parse_request(call.body, defaults)
-                                             : api::parse_request(kind, call.body, defaults, !call.ws_id.empty());
+    if (call.wire == api::wire::anthropic) return api::anthropic::parse_request(call.body, defaults);
+    if (call.wire == api::wire::responses) return api::responses::parse_request(call.body, defaults);
+    return api::parse_request(kind, call.body, defaults, !call.ws_id.empty());
   };
   auto parsed = parse(dflt->defaults);
   if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
@@ -271,6 +293,28 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   }
 
   sink_request sr;
+  // A Responses request: its id, the conversation it continues, and where it is kept.
+  if (call.wire == api::wire::responses) {
+    auto& rf = body.responses;
+    rf.id = responses_->new_id();
+    const auto owner = call.tenant ? call.tenant->spec()->name : std::string();
+    if (!rf.previous_response_id.empty()) {
+      const auto previous = responses_->get(owner, rf.previous_response_id, steady_now_s());
+      if (!previous)
+        return fail({404,
+                     options_.responses_store_bytes == 0
+                         ? "previous_response_id: no responses are stored here (server.responses_store is 0)"
+                         : "previous response with id '" + rf.previous_response_id + "' not found",
+                     "invalid_request_error", "previous_response_id", "previous_response_not_found"});
+      const auto at = body.messages.begin() + (rf.has_instructions ? 1 : 0);
+      body.messages.insert(at, previous->conversation.begin(), previous->conversation.end());
+    }
+    if (rf.store && options_.responses_store_bytes > 0) {
+      sr.responses = responses_.get();
+      sr.store_tenant = owner;
+      sr.conversation.assign(body.messages.begin() + (rf.has_instructions ? 1 : 0), body.messages.end());
+    }
+  }
   // The tenant's checks, before any model work: its model (403), its
   // max_tokens (400), then its place and its rate limits (429).
   if (call.tenant) {

@@ -26,6 +26,7 @@
 #include "service/http/openai_api.hpp"
 #include "actors/serving_context.hpp"
 #include "service/tenancy/response_cache.hpp"
+#include "service/tenancy/response_store.hpp"
 #include "service/tenancy/tenants.hpp"
 #include "service/tenancy/tenants_watcher.hpp"
 
@@ -52,6 +53,8 @@ struct gateway_options {
   std::string tenants_file; ///< "": no tenants (no keys, no quotas)
   std::size_t response_cache_bytes = 0; ///< 0: no response cache
   double response_cache_ttl_s = 600;
+  std::size_t responses_store_bytes = 64 << 20; ///< 0: POST /v1/responses stores nothing
+  double responses_ttl_s = 3600;
   std::size_t websocket_max_buffered = 1 << 20;
   /// /metrics is served by a listener of its own (server.metrics_port), and
   /// the main one answers it 404: its series name tenants.
@@ -124,6 +127,7 @@ private:
   std::unique_ptr<tenant_registry> tenants_; ///< null: no tenants
   std::optional<tenants_watcher> watcher_;   ///< with tenants (declared after them: stops first)
   std::unique_ptr<response_cache> cache_;    ///< null: off
+  std::unique_ptr<response_store> responses_; ///< null: off
   prometheus::Family<prometheus::Counter>* rejections_ = nullptr; ///< troupe_tenant_rejections_total
 };
 

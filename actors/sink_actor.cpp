@@ -231,6 +231,13 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
     st.req.cache->put(st.req.cache_key,
                       {std::move(st.pieces), static_cast<std::uint8_t>(reason), w.prompt_tokens(), w.completion_tokens()},
                       steady_now_s());
+  // A stored Responses answer: the conversation so far, and the response.
+  std::string answer = w.streaming() ? w.closing(std::move(batch), reason_name) : w.whole(reason_name);
+  if (st.req.responses && w.response()) {
+    st.req.conversation.push_back(w.response()->answer());
+    st.req.responses->put(st.req.store_tenant, st.req.body.responses.id,
+                          {std::move(st.req.conversation), w.response()->final_json()}, steady_now_s());
+  }
   // Counted before the answer goes out: a client that reads /metrics once it
   // has its answer finds it counted (fleet_test read it a moment early).
   m.e2e_latency->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
@@ -241,12 +248,12 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
   m.generation_tokens->Increment(static_cast<double>(w.completion_tokens()));
   m.request_success(reason).Increment();
   if (w.streaming()) {
-    close_stream(st, w.closing(std::move(batch), reason_name), std::move(credit));
+    close_stream(st, std::move(answer), std::move(credit));
   } else {
     if (credit) credit->fetch_sub(1, std::memory_order_relaxed);
     auto headers = st.req.headers;
     headers.emplace_back("Content-Type", "application/json");
-    st.client->respond(200, std::move(headers), w.whole(reason_name));
+    st.client->respond(200, std::move(headers), std::move(answer));
   }
   stop(self);
 }
@@ -544,7 +551,8 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   st.writer.emplace(
       st.req.body, st.req.ws_id,
       api::response_head{
-          (st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
+          st.req.body.wire == api::wire::responses ? st.req.body.responses.id
+          : (st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
           st.ctx->model_name},
       tools ? std::string_view(st.ctx->tool_parser) : std::string_view());

@@ -4,6 +4,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/serving_context.hpp"
 #include "service/tenancy/response_cache.hpp"
+#include "service/tenancy/response_store.hpp"
 #include "service/tenancy/tenants.hpp"
 
 #include <caf/actor_system.hpp>
@@ -46,6 +47,12 @@ struct sink_request {
   /// A WebSocket request: its id as the client wrote it (JSON text). Its
   /// events are WebSocket messages, one JSON object a line (see gateway.hpp).
   std::string ws_id;
+  /// A Responses request with store: true: the store, the tenant's name in
+  /// it, and the conversation to keep with the answer (its input, earlier
+  /// turns included, without the instructions).
+  response_store* responses = nullptr;
+  std::string store_tenant;
+  std::vector<chat_message> conversation;
 };
 
 /// The actor that carries one request from its prompt to its last byte:

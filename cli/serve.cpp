@@ -359,6 +359,8 @@ auto run_serve(std::span<char* const> argv) -> int {
   go.tenants_file = cfg.server.tenants_file;
   go.response_cache_bytes = static_cast<std::size_t>(cfg.server.response_cache_bytes);
   go.response_cache_ttl_s = cfg.server.response_cache_ttl_s;
+  go.responses_store_bytes = static_cast<std::size_t>(cfg.server.responses_store_bytes);
+  go.responses_ttl_s = cfg.server.responses_ttl_s;
   go.websocket_max_buffered = static_cast<std::size_t>(cfg.server.websocket_max_buffered_bytes);
   go.metrics_elsewhere = cfg.server.metrics_port >= 0;
   gateway gw(sys, status, go);

@@ -320,6 +320,11 @@ auto key_specs() -> const std::vector<key_spec>& {
        "the exact-repeat response cache (tenants that opt in; deterministic requests); 0: off"},
       {"server", "response_cache_ttl_s", seconds(in(&c::server, &server_section::response_cache_ttl_s), false),
        "an answer is served from the cache for this long (> 0)"},
+      {"server", "responses_store", byte_size(in(&c::server, &server_section::responses_store_bytes), 0),
+       "POST /v1/responses: the responses kept (store: true) for previous_response_id and\n"
+       "GET /v1/responses/{id}, per tenant; the least recently used go first past this; 0: off"},
+      {"server", "responses_ttl_s", seconds(in(&c::server, &server_section::responses_ttl_s), false),
+       "a stored response is kept for this long (> 0)"},
       {"server", "websocket_max_buffered", byte_size(in(&c::server, &server_section::websocket_max_buffered_bytes), 1024),
        "unsent bytes a WebSocket may hold; past it, the request writing is cancelled"},
       {"server", "websocket_idle_timeout_s", seconds(in(&c::server, &server_section::websocket_idle_timeout_s), false),

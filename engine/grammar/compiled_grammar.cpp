@@ -253,8 +253,10 @@ void compiled_grammar::fill_mask(std::int32_t state, std::int32_t tokens_left, s
     if (tight) {
       cached_mask scratch;
       scratch.bits.assign(words, 0);
-      // Nothing fits (max_tokens is too short): the tokens that come closest.
-      if (!walk(state, budget, scratch, &mask)) walk(state, scratch.best_end, scratch, &mask);
+      // Nothing fits (max_tokens is too short): the tokens that come closest,
+      // unless the text may end here (then only the end ids, added below).
+      const bool can_stop = states_[static_cast<std::size_t>(state)].accepting && !vocab_->end_ids().empty();
+      if (!walk(state, budget, scratch, &mask) && !can_stop) walk(state, scratch.best_end, scratch, &mask);
     } else {
       mask = it->second.bits;
     }

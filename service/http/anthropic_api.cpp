@@ -15,27 +15,7 @@ using namespace json_reader;
 
 /// A block's text list: a string, or [{"type": "text", "text"}...] joined.
 auto read_text(od::value& v, const std::string& path, std::string& out) -> problem {
-  od::json_type t;
-  if (auto e = v.type().get(t)) return bad_json(e);
-  if (t == od::json_type::string) return read_string(v, path, path, out);
-  od::array blocks;
-  if (auto e = v.get_array().get(blocks)) return failed(e, path, path, "a string or an array of text blocks");
-  std::size_t i = 0;
-  for (auto item : blocks) {
-    const auto at = path + "[" + std::to_string(i++) + "]";
-    od::object b;
-    if (auto e = item.get_object().get(b)) return failed(e, at, at, "a text block");
-    std::string type, text;
-    if (auto p = for_each_field(b, [&](std::string_view k, od::value& x) -> problem {
-          if (k == "type") return read_string(x, at + ".type", at + ".type", type);
-          if (k == "text") return read_string(x, at + ".text", at + ".text", text);
-          return check_json(x, 1); // cache_control, citations
-        }))
-      return p;
-    if (type != "text") return error("invalid_value", at + ".type", at + ".type must be \"text\" here");
-    out += text;
-  }
-  return {};
+  return read_text_parts(v, path, path, {"text"}, out);
 }
 
 /// One message, as chat messages: a user's tool results first (tool

@@ -1,6 +1,8 @@
 // The shared JSON readers of json_reader.hpp.
 #include "service/http/json_reader.hpp"
 
+#include <algorithm>
+
 #include "engine/core/json_text.hpp"
 
 #include <cfloat>
@@ -183,6 +185,39 @@ auto read_raw_object(od::value& v, std::string_view param, std::string_view path
   std::string_view raw;
   if (auto e = o.raw_json().get(raw)) return failed(e, param, path, "an object");
   out.assign(raw);
+  return {};
+}
+
+auto read_text_parts(od::value& v, std::string_view param, const std::string& path,
+                     std::initializer_list<std::string_view> types, std::string& out) -> problem {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) return read_string(v, param, path, out);
+  od::array parts;
+  if (auto e = v.get_array().get(parts)) return failed(e, param, path, "a string or an array of text parts");
+  int i = 0;
+  for (auto part_result : parts) {
+    const std::string at = path + "[" + std::to_string(i++) + "]";
+    od::object part;
+    if (auto e = part_result.get_object().get(part)) return failed(e, param, at, "an object");
+    std::string type, text;
+    bool has_text = false;
+    if (auto p = for_each_field(part, [&](std::string_view key, od::value& x) -> problem {
+          if (key == "type") return read_string(x, param, at + ".type", type);
+          if (key != "text") return check_json(x, 1);
+          has_text = true;
+          return read_string(x, param, at + ".text", text);
+        }))
+      return p;
+    if (std::find(types.begin(), types.end(), type) == types.end()) {
+      std::string names;
+      for (const auto name : types) names += (names.empty() ? "\"" : " or \"") + std::string(name) + "\"";
+      return error("invalid_value", std::string(param),
+                   at + ".type must be " + names + ", got \"" + type + "\" (only text content is supported)");
+    }
+    if (!has_text) return error("missing_field", std::string(param), at + ".text is missing");
+    out += text;
+  }
   return {};
 }
 

@@ -8,6 +8,7 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -61,6 +62,14 @@ auto read_float(od::value& v, std::string_view param, float& out) -> problem;
 
 /// An object's JSON text, as given (a schema, template variables, a tool's input).
 auto read_raw_object(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem;
+
+/// A text given as a string, or as an array of parts {"type", "text"} (other
+/// fields checked as JSON and left) joined: chat's content, Anthropic's text
+/// blocks, the Responses API's input_text parts. A part of another type is
+/// invalid_value, naming the types taken ("only text content is supported");
+/// errors name `param`, messages the part's path.
+auto read_text_parts(od::value& v, std::string_view param, const std::string& path,
+                     std::initializer_list<std::string_view> types, std::string& out) -> problem;
 
 // The whole range, both ends: "got 2147483648" beside ">= 1" would read as a contradiction.
 auto range_text(std::int64_t lo, std::int64_t hi) -> std::string;

@@ -114,35 +114,7 @@ auto read_prompt(od::value& v, completion_request& r) -> problem {
 
 /// A message's content: a string, or text parts [{type: "text", text}] joined.
 auto read_content(od::value& v, const std::string& path, std::string& out) -> problem {
-  constexpr std::string_view expected = "a string or an array of text parts";
-  od::json_type t;
-  if (auto e = v.type().get(t)) return bad_json(e);
-  if (t == od::json_type::string) return read_string(v, path, path, out);
-  od::array parts;
-  if (auto e = v.get_array().get(parts)) return failed(e, path, path, expected);
-  int i = 0;
-  for (auto part_result : parts) {
-    const std::string part_path = path + "[" + std::to_string(i++) + "]";
-    od::object part;
-    if (auto e = part_result.get_object().get(part)) return failed(e, path, part_path, "an object");
-    std::string type, text;
-    bool has_text = false;
-    if (auto p = for_each_field(part, [&](std::string_view key, od::value& v) -> problem {
-          if (key == "type") return read_string(v, path, part_path + ".type", type);
-          if (key == "text") {
-            has_text = true;
-            return read_string(v, path, part_path + ".text", text);
-          }
-          return check_json(v, 1);
-        }))
-      return p;
-    if (type != "text")
-      return error("invalid_value", path,
-                   part_path + ".type must be \"text\" (only text content is supported)");
-    if (!has_text) return error("missing_field", path, part_path + ".text is missing");
-    out += text;
-  }
-  return {};
+  return read_text_parts(v, path, path, {"text"}, out);
 }
 
 auto read_messages(od::value& v, std::vector<chat_message>& out) -> problem {

@@ -44,9 +44,25 @@ struct tool_choice {
 };
 
 /// The API a request came through, which its answer and errors speak:
-/// OpenAI's (/v1/completions, /v1/chat/completions) or Anthropic's Messages
-/// API (/v1/messages, read into a chat request by anthropic_api.hpp).
-enum class wire { openai, anthropic };
+/// OpenAI's (/v1/completions, /v1/chat/completions), Anthropic's Messages
+/// API (/v1/messages, read into a chat request by anthropic_api.hpp) or
+/// OpenAI's Responses API (/v1/responses, responses_api.hpp).
+enum class wire { openai, anthropic, responses };
+
+/// What a Responses API request (POST /v1/responses) carries besides its
+/// chat request, echoed in the response object or used by the gateway.
+struct responses_fields {
+  std::string id;                   ///< the response's id ("resp_..."), set by the gateway
+  std::string previous_response_id; ///< "" for none: the stored conversation it continues
+  bool store = true;                ///< keep the conversation for a later previous_response_id
+  bool has_instructions = false;    ///< messages[0] is `instructions` (not carried to the next turn)
+  std::string instructions;
+  std::string tools_json = "[]";    ///< tools as given (the Responses shape)
+  std::string tool_choice_json = "\"auto\"";
+  std::string format_json = R"({"type":"text"})"; ///< text.format as given
+  std::string metadata_json = "{}";
+  std::string reasoning_effort;     ///< reasoning.effort as given, "" for none
+};
 
 /// One request, validated. Exactly one of prompt / prompt_tokens / messages
 /// carries the input: prompt or prompt_tokens for completions, messages for chat.
@@ -77,6 +93,7 @@ struct completion_request {
   std::vector<tool_spec> tools;
   tool_choice choice;
   bool parallel_tool_calls = true;
+  responses_fields responses; ///< wire responses only
 };
 
 /// Parses and validates a request body. `defaults` are the model's defaults

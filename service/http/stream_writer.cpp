@@ -27,6 +27,8 @@ stream_writer::stream_writer(const api::completion_request& body, std::string ws
     want_logprobs_(body.want_logprobs),
     tool_family_(tool_parser),
     wire_(body.wire) {
+  if (wire_ == api::wire::responses)
+    responses_ = std::make_unique<api::responses::response_builder>(body, head_, streaming());
   restart();
 }
 
@@ -69,6 +71,7 @@ auto stream_writer::ws_event(std::string_view type) const -> std::string {
 }
 
 auto stream_writer::opening() const -> std::string {
+  if (responses_) return responses_->opening();
   if (wire_ == api::wire::anthropic) {
     std::string out;
     std::string head = R"({"type":"message_start","message":{"id":)" + api::json_string("msg_" + head_.id) +
@@ -105,7 +108,9 @@ void stream_writer::content(std::string& batch, std::string_view text, std::vect
 
 void stream_writer::reasoning(std::string& batch, std::string_view text) {
   if (text.empty()) return;
-  if (wire_ == api::wire::anthropic && stream_) {
+  if (responses_) {
+    responses_->reasoning(batch, text);
+  } else if (wire_ == api::wire::anthropic && stream_) {
     if (block_ != 2) open_block(batch, 2, R"({"type":"thinking","thinking":"","signature":""})");
     named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" + std::to_string(block_index_) +
                                                   R"(,"delta":{"type":"thinking_delta","thinking":)" +
@@ -132,7 +137,9 @@ void stream_writer::emit(std::string& batch, const tools::parse_delta& d, std::v
   if (!d.content.empty() || !logprobs.empty()) plain_text(batch, d.content, std::move(logprobs));
   if (d.calls.empty()) return;
   for (const auto& c : d.calls) num_calls_ = std::max(num_calls_, c.index + 1);
-  if (wire_ == api::wire::anthropic && stream_) {
+  if (responses_) {
+    responses_->calls(batch, d.calls);
+  } else if (wire_ == api::wire::anthropic && stream_) {
     for (const auto& c : d.calls) {
       if (!c.id.empty())
         open_block(batch, 3, R"({"type":"tool_use","id":)" + api::json_string(api::anthropic::tool_use_id(c.id)) +
@@ -162,7 +169,9 @@ void stream_writer::plain_text(std::string& batch, std::string_view text, std::v
   // on a character boundary: a character settles all its bytes at once.)
   std::int64_t code_points = 0;
   for (const auto& l : logprobs) code_points += num_code_points(l.token);
-  if (wire_ == api::wire::anthropic && stream_) {
+  if (responses_) {
+    responses_->text(batch, text);
+  } else if (wire_ == api::wire::anthropic && stream_) {
     if (!text.empty()) {
       if (block_ != 1) open_block(batch, 1, R"({"type":"text","text":""})");
       named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" +
@@ -191,6 +200,7 @@ auto stream_writer::final_reason(std::string_view finish_reason) const -> std::s
 auto stream_writer::closing(std::string batch, std::string_view reason) -> std::string {
   flush_parsers(batch);
   const auto finish_reason = final_reason(reason);
+  if (responses_) return responses_->closing(std::move(batch), finish_reason, {prompt_tokens_, completion_tokens_});
   if (wire_ == api::wire::anthropic) {
     if (block_index_ < 0) open_block(batch, 1, R"({"type":"text","text":""})");
     close_block(batch);
@@ -215,6 +225,11 @@ auto stream_writer::closing(std::string batch, std::string_view reason) -> std::
 }
 
 auto stream_writer::whole(std::string_view reason) -> std::string {
+  if (responses_) {
+    std::string ignored;
+    flush_parsers(ignored);
+    return responses_->whole(final_reason(reason), {prompt_tokens_, completion_tokens_});
+  }
   if (wire_ == api::wire::anthropic) {
     std::string ignored;
     flush_parsers(ignored);
@@ -233,6 +248,7 @@ auto stream_writer::whole(std::string_view reason) -> std::string {
 
 auto stream_writer::error_closing(const api::api_error& e) const -> std::string {
   std::string out;
+  if (responses_) return responses_->error_event(e);
   if (wire_ == api::wire::anthropic) {
     named_event(out, "error", api::anthropic::error_body(e));
     return out;
@@ -255,6 +271,7 @@ void stream_writer::restart() {
   block_ = 0;
   block_index_ = -1;
   if (reasoning_) reasoning_ = std::make_unique<tools::reasoning_parser>(reasoning_inside_);
+  if (responses_) responses_->reset();
   if (!tool_family_.empty()) {
     // Call ids as OpenAI's look ("call_" and 24 characters), a function of
     // the response's id: a repeated request gets the same ones.

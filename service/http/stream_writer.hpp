@@ -7,6 +7,7 @@
 // no Beast.
 
 #include "service/http/openai_api.hpp"
+#include "service/http/responses_api.hpp"
 #include "service/tools/reasoning_parser.hpp"
 
 #include <cstdint>
@@ -32,7 +33,10 @@ public:
   /// Sent as it comes (WebSocket or SSE), rather than whole at the end.
   auto streaming() const -> bool { return websocket() || stream_; }
   auto head() const -> const api::response_head& { return head_; }
-  void set_model(std::string model) { head_.model = std::move(model); }
+  void set_model(std::string model) {
+    if (responses_) responses_->set_model(model);
+    head_.model = std::move(model);
+  }
 
   /// A reasoning model's answer: its <think> block is split out as
   /// reasoning_content (WebSocket: "reasoning" events); `inside`: the prompt
@@ -65,6 +69,9 @@ public:
   /// A retry from the start on another replica, nothing streamed yet: the
   /// tokens generated so far are forgotten.
   void restart();
+  /// A Responses request's answer as it stands (its output items, and the
+  /// response object once closed); null for other requests.
+  auto response() const -> const api::responses::response_builder* { return responses_.get(); }
   /// A cached answer's tokens (one event each when streaming): counted and
   /// added as add_text would; returns the batch.
   auto replay(const std::vector<std::string>& pieces) -> std::string;
@@ -107,6 +114,7 @@ private:
   std::string stop_sequence_;
   int block_ = 0;        ///< Anthropic's stream: the open block's kind (0: none, 1 text, 2 thinking, 3 tool_use)
   int block_index_ = -1; ///< and its index
+  std::unique_ptr<api::responses::response_builder> responses_; ///< wire responses: its items and events
 };
 
 } // namespace troupe

@@ -89,7 +89,6 @@ auto read_tool_calls(od::value& v, const std::string& path, std::string& out) ->
   if (auto e = v.get_array().get(items)) return failed(e, path, path, "an array of tool calls");
   out = "[";
   std::size_t i = 0;
-  thread_local simdjson::dom::parser arguments_parser;
   for (auto item : items) {
     const auto where = path + "[" + std::to_string(i) + "]";
     od::object call;
@@ -113,18 +112,23 @@ auto read_tool_calls(od::value& v, const std::string& path, std::string& out) ->
       return p;
     if (type != "function") return error("invalid_value", where + ".type", where + ".type must be \"function\"");
     if (!has_function || name.empty()) return error("missing_field", where + ".function.name", where + ".function.name is missing");
-    // Templates read the arguments as an object (vLLM hands them so too).
-    std::string args_json = json_string(arguments);
-    const simdjson::padded_string padded(arguments);
-    auto parsed = arguments_parser.parse(padded);
-    if (!parsed.error() && parsed.value().is_object()) args_json = arguments;
-    out += (i ? "," : "") + std::string("{\"id\":") + json_string(id) + ",\"type\":\"function\",\"function\":{\"name\":" +
-           json_string(name) + ",\"arguments\":" + args_json + "}}";
+    out += (i ? "," : "") + tool_call_json(id, name, arguments);
     ++i;
   }
   out += "]";
   if (i == 0) out.clear();
   return {};
+}
+
+auto tool_call_json(std::string_view id, std::string_view name, std::string_view arguments) -> std::string {
+  // Templates read the arguments as an object (vLLM hands them so too).
+  thread_local simdjson::dom::parser arguments_parser;
+  std::string args_json = json_string(arguments);
+  const simdjson::padded_string padded(arguments);
+  auto parsed = arguments_parser.parse(padded);
+  if (!parsed.error() && parsed.value().is_object()) args_json = arguments;
+  return std::string("{\"id\":") + json_string(id) + ",\"type\":\"function\",\"function\":{\"name\":" +
+         json_string(name) + ",\"arguments\":" + args_json + "}}";
 }
 
 } // namespace troupe::api::tool_fields

@@ -28,4 +28,9 @@ auto read_tool_choice(json_reader::od::value& v, tool_choice& out) -> json_reade
 auto read_tool_calls(json_reader::od::value& v, const std::string& path, std::string& out)
     -> json_reader::problem;
 
+/// One call as chat_message::tool_calls_json lists it: {"id", "type":
+/// "function", "function": {"name", "arguments"}}, the arguments given as
+/// their object when they hold one (else as a string).
+auto tool_call_json(std::string_view id, std::string_view name, std::string_view arguments) -> std::string;
+
 } // namespace troupe::api::tool_fields

@@ -1,10 +1,11 @@
 // libFuzzer harness (make fuzz): the request parsers on any bytes, as a
 // completions body, a chat body, a WebSocket chat message, a WebSocket
-// envelope and an Anthropic Messages body. Every input must give a request
+// envelope, an Anthropic Messages body and a Responses API body. Every input must give a request
 // or a 4xx error, never a crash.
 
 #include "service/http/anthropic_api.hpp"
 #include "service/http/openai_api.hpp"
+#include "service/http/responses_api.hpp"
 #include <cstdint>
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
@@ -14,5 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)troupe::api::parse_request(troupe::api::endpoint::chat, body, defaults, true);
   (void)troupe::api::parse_ws_envelope(body);
   (void)troupe::api::anthropic::parse_request(body, defaults);
+  (void)troupe::api::responses::parse_request(body, defaults);
   return 0;
 }

@@ -6,6 +6,10 @@
 // {"ok": false, "status", "error"}.
 //   chat         client.chat.completions.create(body)
 //   chat_stream  client.chat.completions.stream(body).finalChatCompletion()
+//   responses         client.responses.create(body)
+//   responses_stream  client.responses.stream(body).finalResponse(), with the event types seen
+//   responses_get     client.responses.retrieve(body.id)
+//   responses_delete  client.responses.delete(body.id)
 // and npm `@anthropic-ai/sdk` (the Messages API, x-api-key):
 //   messages         client.messages.create(body)
 //   messages_stream  client.messages.stream(body).finalMessage(), with the event types seen
@@ -26,6 +30,12 @@ const anthropic = new Anthropic({ baseURL: job.base, apiKey: job.api_key ?? "non
 function anthropicMessage(m) {
   return { id: m.id, type: m.type, role: m.role, content: m.content, stop_reason: m.stop_reason,
            stop_sequence: m.stop_sequence, usage: m.usage };
+}
+
+function response(r) {
+  return { id: r.id, object: r.object, status: r.status, output: r.output, output_text: r.output_text,
+           usage: r.usage, incomplete_details: r.incomplete_details, previous_response_id: r.previous_response_id,
+           instructions: r.instructions, store: r.store, tools: r.tools, tool_choice: r.tool_choice, text: r.text };
 }
 
 function message(choice) {
@@ -58,6 +68,25 @@ async function run(op) {
       for (const d of deltas) if (!(d.index in firsts)) firsts[d.index] = d;
       const named_first = Object.values(firsts).every((d) => d.id && d.function?.name);
       return { ...message(final.choices[0]), chunks, named_first };
+    }
+    case "responses":
+      return response(await openai.responses.create(op.body));
+    case "responses_stream": {
+      const stream = openai.responses.stream(op.body);
+      const events = [];
+      let sequential = true;
+      stream.on("event", (e) => {
+        if (e.sequence_number !== events.length) sequential = false;
+        events.push(e.type);
+      });
+      const final = await stream.finalResponse();
+      return { ...response(final), events, sequential };
+    }
+    case "responses_get":
+      return response(await openai.responses.retrieve(op.body.id));
+    case "responses_delete": {
+      const r = await openai.responses.delete(op.body.id);
+      return { deleted: r === undefined || r === null ? true : r.deleted ?? true };
     }
     case "messages":
       return anthropicMessage(await anthropic.messages.create(op.body));

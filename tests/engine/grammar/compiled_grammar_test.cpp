@@ -290,6 +290,45 @@ TEST_CASE("token masks equal a brute-force check of every token, and the budget 
   }
 }
 
+TEST_CASE("the budget ends a repetition: where the text may end and no more fits, only the end") {
+  // Parallel tool calls' shape: a whole sentence that may go on with another.
+  auto vocab = byte_vocabulary({"<a>", "</a>", "\n<a>", "12"});
+  compiled_grammar g(parse_gbnf(R"(root ::= item ("\n" item)*
+item ::= "<a>" [0-9]+ "</a>")"), vocab);
+  std::mt19937 rng(5);
+  std::vector<std::uint64_t> mask;
+  for (int run = 0; run < 300; ++run) {
+    const int max_tokens = 4 + static_cast<int>(rng() % 30); // "<a>", a digit, "</a>", the end
+    auto s = g.start();
+    std::string text;
+    bool ended = false;
+    for (int t = 0; t < max_tokens && !ended; ++t) {
+      g.fill_mask(s, max_tokens - t, mask);
+      std::vector<token_id> allowed;
+      for (token_id id = 0; id < vocab->size(); ++id)
+        if ((mask[static_cast<std::size_t>(id) / 64] >> (id % 64)) & 1) allowed.push_back(id);
+      REQUIRE_FALSE(allowed.empty());
+      // Any allowed token; or, half the time, a model that would rather go on than end.
+      auto pick = allowed[rng() % allowed.size()];
+      if (rng() % 2)
+        for (const auto id : allowed)
+          if (!vocab->surface(id).empty()) {
+            pick = id;
+            break;
+          }
+      if (vocab->surface(pick).empty()) {
+        ended = true;
+      } else {
+        text += vocab->surface(pick);
+        s = g.advance(s, vocab->surface(pick));
+      }
+    }
+    INFO("run " << run << ", max_tokens " << max_tokens << ": " << text);
+    CHECK(ended); // an end token within max_tokens: "stop", not "length"
+    CHECK(g.can_end(s));
+  }
+}
+
 TEST_CASE("forced bytes: what every continuation starts with") {
   compiled_grammar g(parse_gbnf(R"(root ::= "{\"name\": \"" [a-z]+ "\"}")"), byte_vocabulary());
   CHECK(g.forced_bytes(g.start(), 100) == "{\"name\": \"");

@@ -186,7 +186,7 @@ TEST_CASE("error messages name the field and the problem") {
   CHECK(parse_error(H, R"({"messages":[{"role":"robot","content":"x"}]})").message ==
         R"(messages[0].role must be "system", "user", "assistant" or "tool", got "robot")");
   CHECK(parse_error(H, R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]})")
-            .message == R"(messages[0].content[1].type must be "text" (only text content is supported))");
+            .message == R"(messages[0].content[1].type must be "text", got "image_url" (only text content is supported))");
 }
 
 TEST_CASE("a value out of range is told the whole range it broke") {

@@ -260,3 +260,97 @@ TEST_CASE("reasoning and tool calls: split out and written as OpenAI's deltas, o
   CHECK(std::count(types.begin(), types.end(), "tool_call") >= 2);
   CHECK(types.back() == "done");
 }
+
+TEST_CASE("the Responses API: typed events numbered in order, items in order, the same response whole") {
+  const api::response_head head{"resp_0123456789abcdef0123456789abcdef", 1700000000, "qwen"};
+  const std::vector<std::string> pieces = {"<think>Hm", "m.</think>", "Sure. <tool_call>\n{\"name\": \"f\", ",
+                                           "\"arguments\": {\"x\": 1}}\n</tool_call>"};
+  auto body = request(api::endpoint::chat, true);
+  body.wire = api::wire::responses;
+  body.responses.id = head.id;
+  body.responses.tools_json = R"([{"type":"function","name":"f"}])";
+  // Streamed: each SSE event named as its "type", numbered from 0.
+  stream_writer s(body, "", head, "hermes");
+  s.start_reasoning(false);
+  s.set_prompt_tokens(7);
+  std::string batch = s.opening();
+  for (const auto& p : pieces) {
+    s.count_token();
+    s.add_text(batch, p, {});
+  }
+  batch = s.closing(std::move(batch), "stop");
+  std::vector<std::string> types;
+  std::string reasoning, text, arguments, final_response;
+  std::int64_t sequence = 0;
+  for (std::size_t at = 0; at < batch.size();) {
+    REQUIRE(batch.compare(at, 7, "event: ") == 0);
+    const auto name_end = batch.find('\n', at);
+    const auto name = batch.substr(at + 7, name_end - at - 7);
+    REQUIRE(batch.compare(name_end + 1, 6, "data: ") == 0);
+    const auto end = batch.find("\n\n", name_end);
+    const auto data = batch.substr(name_end + 7, end - name_end - 7);
+    at = end + 2;
+    const auto e = json(data);
+    CHECK(e["type"].get_string().value() == name);
+    CHECK(e["sequence_number"].get_int64().value() == sequence++);
+    types.push_back(name);
+    std::string_view v;
+    if (name == "response.reasoning_text.delta") reasoning += e["delta"].get_string().value();
+    if (name == "response.output_text.delta") text += e["delta"].get_string().value();
+    if (name == "response.function_call_arguments.delta") arguments += e["delta"].get_string().value();
+    if (name == "response.output_item.added" && e["item"]["type"].get(v) == simdjson::SUCCESS && v == "function_call") {
+      CHECK(arguments.empty()); // the call's name and id come before its arguments
+      CHECK(e["item"]["name"].get_string().value() == "f");
+    }
+    if (name == "response.completed") final_response = std::string(simdjson::minify(e["response"]));
+  }
+  CHECK(types.front() == "response.created");
+  CHECK(types[1] == "response.in_progress");
+  CHECK(types.back() == "response.completed");
+  CHECK(std::count(types.begin(), types.end(), "response.output_item.added") == 3);
+  CHECK(std::count(types.begin(), types.end(), "response.output_item.done") == 3);
+  CHECK(reasoning == "Hmm.");
+  CHECK(text == "Sure. ");
+  CHECK(arguments == R"({"x": 1})");
+  REQUIRE(s.response() != nullptr);
+  const auto answer = s.response()->answer();
+  CHECK(answer.reasoning_content == "Hmm.");
+  CHECK(answer.content == "Sure. ");
+  CHECK(answer.tool_calls_json.find(R"("arguments":{"x": 1})") != std::string::npos);
+
+  // The final response: items in order, usage, status.
+  const auto r = json(final_response);
+  CHECK(r["id"].get_string().value() == head.id);
+  CHECK(r["status"].get_string().value() == "completed");
+  CHECK(r["usage"]["input_tokens"].get_int64().value() == 7);
+  CHECK(r["usage"]["output_tokens"].get_int64().value() == 4);
+  const auto out = r["output"].get_array().value();
+  REQUIRE(out.size() == 3);
+  CHECK(out.at(0)["type"].get_string().value() == "reasoning");
+  CHECK(out.at(0)["content"].at(0)["text"].get_string().value() == "Hmm.");
+  CHECK(out.at(1)["type"].get_string().value() == "message");
+  CHECK(out.at(1)["content"].at(0)["text"].get_string().value() == "Sure. ");
+  CHECK(out.at(2)["type"].get_string().value() == "function_call");
+  CHECK(out.at(2)["arguments"].get_string().value() == R"({"x": 1})");
+  CHECK(out.at(2)["call_id"].get_string().value().starts_with("call_"));
+
+  // Whole: the same response object; at the length limit, incomplete.
+  body.stream = false;
+  stream_writer w(body, "", head, "hermes");
+  w.start_reasoning(false);
+  w.set_prompt_tokens(7);
+  std::string ignored;
+  for (const auto& p : pieces) {
+    w.count_token();
+    w.add_text(ignored, p, {});
+  }
+  CHECK(w.opening().empty());
+  CHECK(std::string(simdjson::minify(json(w.whole("stop")))) == final_response);
+  stream_writer cut(body, "", head, "");
+  cut.count_token();
+  cut.add_text(ignored, "Hel", {});
+  const auto incomplete = json(cut.whole("length"));
+  CHECK(incomplete["status"].get_string().value() == "incomplete");
+  CHECK(incomplete["incomplete_details"]["reason"].get_string().value() == "max_output_tokens");
+  CHECK(incomplete["output"].at(0)["status"].get_string().value() == "incomplete");
+}

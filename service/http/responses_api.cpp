@@ -1,0 +1,629 @@
+#include "service/http/responses_api.hpp"
+
+#include "engine/core/json_text.hpp"
+#include "service/http/json_reader.hpp"
+#include "service/http/structured_output.hpp"
+#include "service/http/tool_fields.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace troupe::api::responses {
+
+namespace {
+
+using namespace json_reader;
+
+/// The conversation being read: items that belong to one assistant turn
+/// (reasoning, its text, its function calls) join one message.
+struct conversation {
+  std::vector<chat_message> messages;
+  std::vector<std::string> calls; ///< the last message's tool calls, as JSON
+
+  auto assistant() -> chat_message& {
+    if (messages.empty() || messages.back().role != "assistant") {
+      settle();
+      messages.push_back({"assistant", ""});
+    }
+    return messages.back();
+  }
+  void push(chat_message m) {
+    settle();
+    messages.push_back(std::move(m));
+  }
+  /// The last message's tool calls written into it.
+  void settle() {
+    if (calls.empty()) return;
+    auto& m = messages.back();
+    m.tool_calls_json = "[";
+    for (std::size_t i = 0; i < calls.size(); ++i) m.tool_calls_json += (i ? "," : "") + calls[i];
+    m.tool_calls_json += "]";
+    m.null_content = m.content.empty();
+    calls.clear();
+  }
+};
+
+/// A message's content: a string, or input_text / output_text parts joined.
+auto read_content(od::value& v, const std::string& path, std::string& out) -> problem {
+  return read_text_parts(v, path, path, {"input_text", "output_text"}, out);
+}
+
+/// One input item.
+auto read_item(od::object& o, const std::string& path, conversation& c) -> problem {
+  std::string type, role, call_id, name, arguments, output, content, reasoning;
+  bool has_content = false, has_output = false, has_arguments = false;
+  if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+        const auto f = path + "." + std::string(k);
+        if (k == "type") return read_string(x, f, f, type);
+        if (k == "role") return read_string(x, f, f, role);
+        if (k == "content") {
+          has_content = true;
+          // A reasoning item's content is reasoning_text parts; a message's, text.
+          return read_content(x, f, content);
+        }
+        if (k == "summary") {
+          od::array parts;
+          if (auto e = x.get_array().get(parts)) return failed(e, f, f, "an array of summary parts");
+          for (auto item : parts) {
+            od::object part;
+            if (auto e = item.get_object().get(part)) return failed(e, f, f, "a summary part");
+            if (auto p = for_each_field(part, [&](std::string_view pk, od::value& y) -> problem {
+                  if (pk != "text") return check_json(y, 1);
+                  std::string text;
+                  if (auto p = read_string(y, f, f + ".text", text)) return p;
+                  reasoning += text;
+                  return problem{};
+                }))
+              return p;
+          }
+          return {};
+        }
+        if (k == "call_id") return read_string(x, f, f, call_id);
+        if (k == "name") return read_string(x, f, f, name);
+        if (k == "arguments") {
+          has_arguments = true;
+          return read_string(x, f, f, arguments);
+        }
+        if (k == "output") {
+          has_output = true;
+          od::json_type t;
+          if (auto e = x.type().get(t)) return bad_json(e);
+          if (t == od::json_type::string) return read_string(x, f, f, output);
+          return read_content(x, f, output);
+        }
+        if (k == "id" || k == "status" || k == "encrypted_content") return check_json(x, 1);
+        return error("unknown_parameter", f, "unknown parameter " + f);
+      }))
+    return p;
+  if (type.empty() && !role.empty()) type = "message";
+  if (type == "message") {
+    if (!has_content) return error("missing_field", path + ".content", path + ".content is missing");
+    if (role == "developer") role = "system";
+    if (role == "assistant") {
+      c.assistant().content += content;
+      return {};
+    }
+    if (role != "user" && role != "system")
+      return error("invalid_value", path + ".role",
+                   path + ".role must be user, assistant, system or developer, got \"" + role + "\"");
+    c.push({role, content});
+    return {};
+  }
+  if (type == "function_call") {
+    if (call_id.empty()) return error("missing_field", path + ".call_id", path + ".call_id is missing");
+    if (name.empty()) return error("missing_field", path + ".name", path + ".name is missing");
+    if (!has_arguments) return error("missing_field", path + ".arguments", path + ".arguments is missing");
+    c.assistant();
+    c.calls.push_back(tool_fields::tool_call_json(call_id, name, arguments));
+    return {};
+  }
+  if (type == "function_call_output") {
+    if (call_id.empty()) return error("missing_field", path + ".call_id", path + ".call_id is missing");
+    if (!has_output) return error("missing_field", path + ".output", path + ".output is missing");
+    chat_message m{"tool", output};
+    m.tool_call_id = call_id;
+    c.push(std::move(m));
+    return {};
+  }
+  if (type == "reasoning") {
+    auto& m = c.assistant();
+    m.reasoning_content += content.empty() ? reasoning : content;
+    return {};
+  }
+  return error("invalid_value", path + ".type",
+               path + ".type \"" + type +
+                   "\" is not supported (message, function_call, function_call_output and reasoning are)");
+}
+
+auto read_input(od::value& v, completion_request& r) -> problem {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) {
+    std::string text;
+    if (auto p = read_string(v, "input", "input", text)) return p;
+    r.messages.push_back({"user", std::move(text)});
+    return {};
+  }
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "input", "input", "a string or an array of items");
+  conversation c;
+  std::size_t i = 0;
+  for (auto item : items) {
+    const auto at = "input[" + std::to_string(i++) + "]";
+    od::object o;
+    if (auto e = item.get_object().get(o)) return failed(e, at, at, "an item");
+    if (auto p = read_item(o, at, c)) return p;
+  }
+  if (i == 0) return error("invalid_value", "input", "input must not be empty");
+  c.settle();
+  for (auto& m : c.messages) r.messages.push_back(std::move(m));
+  return {};
+}
+
+/// tools: [{"type": "function", "name", "description", "parameters", "strict"}],
+/// as chat's function tools for the template.
+auto read_tools(od::value& v, completion_request& r) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
+  std::string_view raw;
+  if (items.raw_json().get(raw) != simdjson::SUCCESS) return error("invalid_type", "tools", "tools must be an array");
+  r.responses.tools_json.assign(raw);
+  if (auto e = items.reset().error()) return failed(e, "tools", "tools", "an array of tools");
+  std::string json = "[";
+  std::size_t i = 0;
+  std::set<std::string> names;
+  for (auto item : items) {
+    const auto at = "tools[" + std::to_string(i) + "]";
+    od::object t;
+    if (auto e = item.get_object().get(t)) return failed(e, at, at, "a tool");
+    tool_spec spec;
+    std::string description, type;
+    if (auto p = for_each_field(t, [&](std::string_view k, od::value& x) -> problem {
+          const auto f = at + "." + std::string(k);
+          if (k == "type") return read_string(x, f, f, type);
+          if (k == "name") return read_string(x, f, f, spec.name);
+          if (k == "description") return read_string(x, f, f, description);
+          if (k == "parameters") return read_raw_object(x, f, f, spec.parameters);
+          return check_json(x, 1); // strict: the grammar is always strict
+        }))
+      return p;
+    if (type != "function")
+      return error("invalid_value", at + ".type",
+                   at + ".type \"" + type + "\" is not supported (a built-in tool); function tools are");
+    if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
+    if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
+    json += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":)") + json_string(spec.name) +
+            R"(,"description":)" + json_string(description) + R"(,"parameters":)" +
+            (spec.parameters.empty() ? std::string(R"({"type":"object","properties":{}})") : spec.parameters) + "}}";
+    r.tools.push_back(std::move(spec));
+    ++i;
+  }
+  r.tools_json = json + "]";
+  return {};
+}
+
+/// tool_choice: "none", "auto", "required" or {"type": "function", "name"}.
+auto read_tool_choice(od::value& v, completion_request& r) -> problem {
+  od::json_type t;
+  if (auto e = v.type().get(t)) return bad_json(e);
+  if (t == od::json_type::string) {
+    if (auto p = tool_fields::read_tool_choice(v, r.choice)) return p;
+  } else {
+    od::object o;
+    if (auto e = v.get_object().get(o)) return failed(e, "tool_choice", "tool_choice", "a string or an object");
+    std::string type;
+    if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+          if (k == "type") return read_string(x, "tool_choice", "tool_choice.type", type);
+          if (k == "name") return read_string(x, "tool_choice", "tool_choice.name", r.choice.name);
+          return error("unknown_parameter", "tool_choice", "unknown parameter tool_choice." + std::string(k));
+        }))
+      return p;
+    if (type != "function")
+      return error("invalid_value", "tool_choice", "tool_choice.type must be \"function\", got \"" + type + "\"");
+    if (r.choice.name.empty()) return error("missing_field", "tool_choice", "tool_choice.name is missing");
+    r.choice.what = tool_choice::mode::named;
+  }
+  switch (r.choice.what) { // echoed in the response
+  case tool_choice::mode::none: r.responses.tool_choice_json = R"("none")"; break;
+  case tool_choice::mode::automatic: r.responses.tool_choice_json = R"("auto")"; break;
+  case tool_choice::mode::required: r.responses.tool_choice_json = R"("required")"; break;
+  case tool_choice::mode::named:
+    r.responses.tool_choice_json = R"({"type":"function","name":)" + json_string(r.choice.name) + "}";
+    break;
+  }
+  return {};
+}
+
+/// text: {"format": {"type": "text" | "json_object" | "json_schema", "name",
+/// "schema", "strict", "description"}}.
+auto read_text_format(od::value& v, completion_request& r, output_constraint& c) -> problem {
+  od::object text;
+  if (auto e = v.get_object().get(text)) return failed(e, "text", "text", "an object");
+  return for_each_field(text, [&](std::string_view k, od::value& x) -> problem {
+    if (k == "verbosity") {
+      std::string verbosity;
+      if (auto p = read_string(x, "text.verbosity", "text.verbosity", verbosity)) return p;
+      if (verbosity != "medium")
+        return error("unsupported_parameter", "text.verbosity", "text.verbosity \"" + verbosity + "\" is not supported (only \"medium\")");
+      return {};
+    }
+    if (k != "format") return error("unknown_parameter", "text", "unknown parameter text." + std::string(k));
+    od::object format;
+    if (auto e = x.get_object().get(format)) return failed(e, "text.format", "text.format", "an object");
+    std::string_view raw;
+    if (format.raw_json().get(raw) == simdjson::SUCCESS) r.responses.format_json.assign(raw);
+    if (auto e = format.reset().error()) return bad_json(e);
+    std::string type;
+    bool has_schema = false;
+    if (auto p = for_each_field(format, [&](std::string_view fk, od::value& y) -> problem {
+          const auto f = "text.format." + std::string(fk);
+          if (fk == "type") return read_string(y, f, f, type);
+          if (fk == "schema") {
+            has_schema = true;
+            return read_raw_object(y, f, f, c.text);
+          }
+          if (fk == "name" || fk == "description") {
+            std::string ignored;
+            return read_string(y, f, f, ignored);
+          }
+          if (fk == "strict") {
+            bool strict = false;
+            return read_bool(y, f, strict); // the grammar is always strict
+          }
+          return error("unknown_parameter", f, "unknown parameter " + f);
+        }))
+      return p;
+    c.param = "text.format";
+    if (type == "text") return {};
+    if (type == "json_object") {
+      c.what = output_constraint::kind::json_object;
+      return {};
+    }
+    if (type != "json_schema")
+      return error("invalid_value", "text.format.type",
+                   "text.format.type must be text, json_object or json_schema, got \"" + type + "\"");
+    if (!has_schema) return error("missing_field", "text.format.schema", "text.format.schema is missing");
+    c.what = output_constraint::kind::json_schema;
+    return {};
+  });
+}
+
+auto read_reasoning(od::value& v, completion_request& r) -> problem {
+  od::object o;
+  if (auto e = v.get_object().get(o)) return failed(e, "reasoning", "reasoning", "an object");
+  return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+    if (k == "effort") {
+      auto& effort = r.responses.reasoning_effort;
+      if (auto p = read_string(x, "reasoning.effort", "reasoning.effort", effort)) return p;
+      if (effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" && effort != "high")
+        return error("invalid_value", "reasoning.effort",
+                     "reasoning.effort must be none, minimal, low, medium or high, got \"" + effort + "\"");
+      // A template's thinking is on or off: the lowest efforts turn it off.
+      if (effort == "none" || effort == "minimal") r.template_kwargs_json = R"({"enable_thinking":false})";
+      return {};
+    }
+    if (k == "summary" || k == "generate_summary") {
+      std::string summary;
+      if (auto p = read_string(x, "reasoning.summary", "reasoning.summary", summary)) return p;
+      // troupe gives the reasoning itself (reasoning_text), never a summary.
+      return summary == "auto" || summary == "concise" || summary == "detailed"
+                 ? problem{}
+                 : error("invalid_value", "reasoning.summary", "reasoning.summary must be auto, concise or detailed");
+    }
+    return error("unknown_parameter", "reasoning", "unknown parameter reasoning." + std::string(k));
+  });
+}
+
+auto number(float v) -> std::string {
+  std::string out;
+  json_text::append_number(out, v);
+  return out;
+}
+
+auto not_supported(std::string_view param, std::string why) -> api_error {
+  return error("unsupported_parameter", std::string(param), std::string(param) + " " + why);
+}
+
+} // namespace
+
+auto parse_request(std::string_view body, const sampling_params& defaults) -> std::variant<completion_request, api_error> {
+  completion_request r;
+  r.kind = endpoint::chat;
+  r.wire = wire::responses;
+  r.sampling = defaults;
+  bool has_input = false, has_choice = false;
+  std::string unknown;
+  output_constraint constraint;
+  std::vector<chat_message> input;
+  if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
+        if (key == "model") return read_string(v, key, key, r.model);
+        if (key == "input") {
+          has_input = true;
+          completion_request scratch;
+          if (auto p = read_input(v, scratch)) return p;
+          input = std::move(scratch.messages);
+          return {};
+        }
+        if (key == "instructions") {
+          r.responses.has_instructions = true;
+          return read_string(v, key, key, r.responses.instructions);
+        }
+        if (key == "max_output_tokens") return read_int(v, key, 1, int32_max, r.max_tokens.emplace());
+        if (key == "temperature") return read_float(v, key, r.sampling.temperature);
+        if (key == "top_p") return read_float(v, key, r.sampling.top_p);
+        if (key == "stream") return read_bool(v, key, r.stream);
+        if (key == "store") return read_bool(v, key, r.responses.store);
+        if (key == "previous_response_id") {
+          if (auto p = read_string(v, key, key, r.responses.previous_response_id)) return p;
+          if (r.responses.previous_response_id.empty())
+            return error("invalid_value", "previous_response_id", "previous_response_id must not be empty");
+          return {};
+        }
+        if (key == "tools") return read_tools(v, r);
+        if (key == "tool_choice") {
+          has_choice = true;
+          return read_tool_choice(v, r);
+        }
+        if (key == "parallel_tool_calls") return read_bool(v, key, r.parallel_tool_calls);
+        if (key == "text") return read_text_format(v, r, constraint);
+        if (key == "reasoning") return read_reasoning(v, r);
+        if (key == "user") return read_string(v, key, key, r.user);
+        if (key == "metadata") {
+          std::string metadata;
+          if (auto p = read_raw_object(v, key, key, metadata)) return p;
+          r.responses.metadata_json = std::move(metadata);
+          return {};
+        }
+        if (key == "truncation") {
+          std::string t;
+          if (auto p = read_string(v, key, key, t)) return p;
+          return t == "disabled" ? problem{} : not_supported(key, "\"" + t + "\" is not supported (only \"disabled\": a prompt too long is a 400)");
+        }
+        if (key == "background") {
+          bool background = false;
+          if (auto p = read_bool(v, key, background)) return p;
+          return background ? not_supported(key, "true is not supported") : problem{};
+        }
+        if (key == "include" || key == "top_logprobs" || key == "conversation" || key == "prompt") {
+          if (auto p = check_json(v, 1)) return p;
+          return not_supported(key, "is not supported yet");
+        }
+        // Optional and without effect on the text, as chat's (docs/api.md).
+        if (key == "service_tier" || key == "prompt_cache_key" || key == "safety_identifier") return check_json(v, 1);
+        if (auto p = check_json(v, 1)) return p;
+        if (unknown.empty()) unknown = key;
+        return {};
+      }))
+    return *p;
+  if (!has_input) return error("missing_field", "input", "input is missing");
+  if (!unknown.empty())
+    return error("unknown_parameter", unknown, "unknown parameter " + unknown + " (troupe refuses fields it would ignore)");
+  if (r.responses.has_instructions) r.messages.push_back({"system", r.responses.instructions});
+  for (auto& m : input) r.messages.push_back(std::move(m));
+  if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
+  if (r.tools.empty()) {
+    if (has_choice && r.choice.what != tool_choice::mode::none)
+      return error("invalid_value", "tool_choice", "tool_choice needs tools");
+    r.choice.what = tool_choice::mode::none;
+  } else if (r.choice.what == tool_choice::mode::named &&
+             std::none_of(r.tools.begin(), r.tools.end(), [&](const tool_spec& t) { return t.name == r.choice.name; })) {
+    return error("invalid_value", "tool_choice", "tool_choice names \"" + r.choice.name + "\", which is not among the tools");
+  }
+  auto g = constraint_grammar(constraint);
+  if (auto* e = std::get_if<api_error>(&g)) return *e;
+  r.sampling.grammar = std::move(std::get<std::string>(g));
+  if (auto line = r.sampling.validate(); !line.empty()) {
+    auto param = line.substr(0, line.find_first_of(" ["));
+    return error("invalid_value", std::move(param), std::move(line));
+  }
+  return r;
+}
+
+// ---- the response --------------------------------------------------------
+
+response_builder::response_builder(const completion_request& body, response_head head, bool stream)
+  : head_(std::move(head)),
+    echo_(body.responses),
+    max_output_tokens_(body.max_tokens.value_or(0)),
+    temperature_(body.sampling.temperature),
+    top_p_(body.sampling.top_p),
+    parallel_tool_calls_(body.parallel_tool_calls),
+    user_(body.user),
+    stream_(stream) {}
+
+void response_builder::event(std::string& out, std::string_view type, std::string body) {
+  // Every event: {"type", "sequence_number", ...its fields}.
+  out += "event: ";
+  out += type;
+  out += "\ndata: {\"type\":\"";
+  out += type;
+  out += "\",\"sequence_number\":" + std::to_string(sequence_++);
+  if (!body.empty()) out += ',';
+  out += body;
+  out += "}\n\n";
+}
+
+auto response_builder::item_json(const item& it, bool complete) const -> std::string {
+  const std::string status = it.done ? (complete ? "completed" : "incomplete") : "in_progress";
+  std::string out = R"({"id":)" + json_string(it.id);
+  switch (it.what) {
+  case item::kind::reasoning:
+    out += R"(,"type":"reasoning","summary":[],"content":[)";
+    if (it.done) out += R"({"type":"reasoning_text","text":)" + json_string(it.text) + "}";
+    out += "]";
+    break;
+  case item::kind::message:
+    out += R"(,"type":"message","status":")" + status + R"(","role":"assistant","content":[)";
+    if (it.done || !it.text.empty())
+      out += R"({"type":"output_text","text":)" + json_string(it.text) + R"(,"annotations":[],"logprobs":[]})";
+    out += "]";
+    break;
+  case item::kind::function_call:
+    out += R"(,"type":"function_call","status":")" + status + R"(","call_id":)" + json_string(it.call_id) +
+           R"(,"name":)" + json_string(it.name) + R"(,"arguments":)" + json_string(it.text);
+    break;
+  }
+  return out + "}";
+}
+
+auto response_builder::response_json(std::string_view status, std::string_view finish_reason, const usage* u,
+                                     bool complete) const -> std::string {
+  std::string out = R"({"id":)" + json_string(head_.id) + R"(,"object":"response","created_at":)" +
+                    std::to_string(head_.created) + R"(,"status":")" + std::string(status) + R"(","error":null)";
+  out += R"(,"incomplete_details":)";
+  out += finish_reason == "length" ? R"({"reason":"max_output_tokens"})" : "null";
+  out += R"(,"instructions":)" + (echo_.has_instructions ? json_string(echo_.instructions) : std::string("null"));
+  out += R"(,"max_output_tokens":)" + (max_output_tokens_ > 0 ? std::to_string(max_output_tokens_) : std::string("null"));
+  out += R"(,"model":)" + json_string(head_.model) + R"(,"output":[)";
+  for (std::size_t i = 0; i < items_.size(); ++i) out += (i ? "," : "") + item_json(items_[i], complete);
+  out += R"(],"parallel_tool_calls":)" + std::string(parallel_tool_calls_ ? "true" : "false");
+  out += R"(,"previous_response_id":)" +
+         (echo_.previous_response_id.empty() ? std::string("null") : json_string(echo_.previous_response_id));
+  out += R"(,"reasoning":{"effort":)" +
+         (echo_.reasoning_effort.empty() ? std::string("null") : json_string(echo_.reasoning_effort)) +
+         R"(,"summary":null},"store":)" + (echo_.store ? "true" : "false");
+  out += R"(,"temperature":)" + number(temperature_) + R"(,"text":{"format":)" + echo_.format_json + "}";
+  out += R"(,"tool_choice":)" + echo_.tool_choice_json + R"(,"tools":)" + echo_.tools_json;
+  out += R"(,"top_p":)" + number(top_p_) + R"(,"truncation":"disabled","usage":)";
+  if (u) {
+    std::int64_t reasoning_tokens = 0; // (not counted apart: the text is split, not the tokens)
+    out += R"({"input_tokens":)" + std::to_string(u->prompt_tokens) +
+           R"(,"input_tokens_details":{"cached_tokens":0},"output_tokens":)" + std::to_string(u->completion_tokens) +
+           R"(,"output_tokens_details":{"reasoning_tokens":)" + std::to_string(reasoning_tokens) +
+           R"(},"total_tokens":)" + std::to_string(u->prompt_tokens + u->completion_tokens) + "}";
+  } else {
+    out += "null";
+  }
+  out += R"(,"user":)" + (user_.empty() ? std::string("null") : json_string(user_));
+  out += R"(,"metadata":)" + echo_.metadata_json + "}";
+  return out;
+}
+
+auto response_builder::opening() -> std::string {
+  std::string out;
+  if (!stream_) return out;
+  const auto r = response_json("in_progress", "", nullptr, true);
+  event(out, "response.created", R"("response":)" + r);
+  event(out, "response.in_progress", R"("response":)" + r);
+  return out;
+}
+
+auto response_builder::open(std::string& batch, item::kind k, std::string_view call_id, std::string_view name)
+    -> item& {
+  const bool call = k == item::kind::function_call; // (a call is always a new item)
+  if (!call && !items_.empty() && !items_.back().done && items_.back().what == k) return items_.back();
+  close(batch, true);
+  static constexpr const char* prefix[] = {"rs_", "msg_", "fc_"};
+  items_.push_back({k, prefix[static_cast<int>(k)] + head_.id.substr(head_.id.find('_') + 1) + "_" +
+                         std::to_string(items_.size()),
+                     "", std::string(call_id), std::string(name)});
+  if (!stream_) return items_.back();
+  const auto index = std::to_string(items_.size() - 1);
+  event(batch, "response.output_item.added", R"("output_index":)" + index + R"(,"item":)" + item_json(items_.back(), true));
+  if (k != item::kind::function_call)
+    event(batch, "response.content_part.added",
+          R"("item_id":)" + json_string(items_.back().id) + R"(,"output_index":)" + index + R"(,"content_index":0,"part":)" +
+              (k == item::kind::message ? R"({"type":"output_text","text":"","annotations":[],"logprobs":[]})"
+                                        : R"({"type":"reasoning_text","text":""})"));
+  return items_.back();
+}
+
+void response_builder::close(std::string& batch, bool complete) {
+  if (items_.empty() || items_.back().done) return;
+  auto& it = items_.back();
+  it.done = true;
+  if (!stream_) return;
+  const auto index = std::to_string(items_.size() - 1);
+  const auto where = R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + index;
+  switch (it.what) {
+  case item::kind::reasoning:
+    event(batch, "response.reasoning_text.done", where + R"(,"content_index":0,"text":)" + json_string(it.text));
+    event(batch, "response.content_part.done",
+          where + R"(,"content_index":0,"part":{"type":"reasoning_text","text":)" + json_string(it.text) + "}");
+    break;
+  case item::kind::message:
+    event(batch, "response.output_text.done",
+          where + R"(,"content_index":0,"text":)" + json_string(it.text) + R"(,"logprobs":[])");
+    event(batch, "response.content_part.done",
+          where + R"(,"content_index":0,"part":{"type":"output_text","text":)" + json_string(it.text) +
+              R"(,"annotations":[],"logprobs":[]})");
+    break;
+  case item::kind::function_call:
+    event(batch, "response.function_call_arguments.done",
+          where + R"(,"name":)" + json_string(it.name) + R"(,"arguments":)" + json_string(it.text));
+    break;
+  }
+  event(batch, "response.output_item.done", R"("output_index":)" + index + R"(,"item":)" + item_json(it, complete));
+}
+
+void response_builder::text(std::string& batch, std::string_view text) {
+  if (text.empty()) return;
+  auto& it = open(batch, item::kind::message);
+  it.text += text;
+  if (stream_)
+    event(batch, "response.output_text.delta",
+          R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
+              R"(,"content_index":0,"delta":)" + json_string(text) + R"(,"logprobs":[])");
+}
+
+void response_builder::reasoning(std::string& batch, std::string_view text) {
+  if (text.empty()) return;
+  auto& it = open(batch, item::kind::reasoning);
+  it.text += text;
+  if (stream_)
+    event(batch, "response.reasoning_text.delta",
+          R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
+              R"(,"content_index":0,"delta":)" + json_string(text));
+}
+
+void response_builder::calls(std::string& batch, const std::vector<tools::call_delta>& calls) {
+  for (const auto& c : calls) {
+    if (!c.id.empty()) open(batch, item::kind::function_call, c.id, c.name); // a new call
+    if (c.arguments.empty() || items_.empty() || items_.back().what != item::kind::function_call) continue;
+    auto& it = items_.back();
+    it.text += c.arguments;
+    if (stream_)
+      event(batch, "response.function_call_arguments.delta",
+            R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
+                R"(,"delta":)" + json_string(c.arguments));
+  }
+}
+
+auto response_builder::closing(std::string batch, std::string_view finish_reason, const usage& u) -> std::string {
+  const bool complete = finish_reason != "length";
+  if (items_.empty()) open(batch, item::kind::message); // (an empty answer: one empty message)
+  close(batch, complete);
+  final_json_ = response_json(complete ? "completed" : "incomplete", finish_reason, &u, complete);
+  event(batch, complete ? "response.completed" : "response.incomplete", R"("response":)" + final_json_);
+  return batch;
+}
+
+auto response_builder::whole(std::string_view finish_reason, const usage& u) -> std::string {
+  (void)closing({}, finish_reason, u); // (no events when not streamed)
+  return final_json_;
+}
+
+auto response_builder::error_event(const api_error& e) -> std::string {
+  std::string out;
+  event(out, "error",
+        R"("code":)" + (e.code.empty() ? std::string("null") : json_string(e.code)) + R"(,"message":)" +
+            json_string(e.message) + R"(,"param":)" + (e.param.empty() ? std::string("null") : json_string(e.param)));
+  return out;
+}
+
+auto response_builder::answer() const -> chat_message {
+  chat_message m{"assistant", ""};
+  std::string calls;
+  for (const auto& it : items_) {
+    if (it.what == item::kind::reasoning) m.reasoning_content += it.text;
+    else if (it.what == item::kind::message) m.content += it.text;
+    else calls += (calls.empty() ? "[" : ",") + tool_fields::tool_call_json(it.call_id, it.name, it.text);
+  }
+  if (!calls.empty()) {
+    m.tool_calls_json = calls + "]";
+    m.null_content = m.content.empty();
+  }
+  return m;
+}
+
+} // namespace troupe::api::responses
