@@ -71,6 +71,7 @@ auto batch_scheduler::submit(request r) -> submit_result {
   waiting_.push_back(owned.get());
   ++queue_version_;
   waiting_tokens_ += n;
+  if (owned->group != 0) groups_[owned->group].push_back(owned.get());
   requests_.emplace(owned->id, std::move(owned));
   return {};
 }
@@ -117,6 +118,11 @@ void batch_scheduler::end(request& r, request_state state) {
   }
   r.state = state;
   if (r.known_to_executor) finished_.push_back(r.id);
+  if (r.group != 0) {
+    auto& members = groups_.at(r.group);
+    members.erase(std::find(members.begin(), members.end(), &r));
+    if (members.empty()) groups_.erase(r.group);
+  }
   // One in the step under way is kept until update() is done with it;
   // any other goes now.
   auto node = requests_.extract(r.id);
@@ -190,6 +196,31 @@ void batch_scheduler::preempt(request& r, scheduler_output& out) {
   waiting_tokens_ += r.num_tokens();
 }
 
+auto batch_scheduler::fork_or_wait(request& r) -> bool {
+  const auto bs = kv_.options().block_size;
+  // The blocks before the one holding the prompt's last token: whole, and
+  // never written again by whoever computed them.
+  const auto k = static_cast<std::int32_t>((r.prompt.size() - 1) / static_cast<std::size_t>(bs));
+  if (k == 0) return true;
+  bool wait = false;
+  for (const request* m : groups_.at(r.group)) {
+    if (m == &r) continue;
+    const auto* e = m->kv;
+    if (e != nullptr && e->num_dropped == 0 && static_cast<std::int32_t>(e->blocks.size()) >= k &&
+        m->num_computed_tokens >= k * bs) {
+      r.num_cached_tokens = kv_.fork(*e, r.id, r.priority, r.prompt, k);
+      r.kv = kv_.entry_of(r.id);
+      r.num_computed_tokens = r.num_cached_tokens;
+      ++num_forks_;
+      num_forked_tokens_ += r.num_cached_tokens;
+      return true;
+    }
+    // A lower choice at work on the prompt: its blocks will do.
+    if (m->choice < r.choice && m->state == request_state::running && m->num_computed_tokens < k * bs) wait = true;
+  }
+  return !wait;
+}
+
 void batch_scheduler::add_chunk(request& r, std::int32_t num_new, scheduler_output& out) {
   auto& c = out.scheduled.emplace_back();
   c.id = r.id;
@@ -246,6 +277,9 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     if (budget <= 0 || num_running() >= limits_.max_num_seqs) break;
     TROUPE_CHECK(idx < waiting_.size() && !admitted[idx], "the policy named a request twice or out of range");
     request& r = *waiting_[idx];
+    // One of n choices: the prompt's KV of another, once computed.
+    if (r.kv == nullptr && r.group != 0 && r.output.empty() && r.sampling.prompt_logprobs < 0 && !fork_or_wait(r))
+      continue;
     // One more partial prefill than allowed (its prompt, cache hits not
     // counted, does not fit in this step): the next in order may fit.
     const bool spans_steps = r.num_tokens() - r.num_computed_tokens > chunk_of(r, budget);
@@ -477,6 +511,22 @@ void batch_scheduler::check_invariants() const {
     ++swapped;
   }
   TROUPE_CHECK(host_blocks + host_.num_free() == host_.capacity(), "host blocks are not conserved");
+  // Every block's references at the source are the tables that list it:
+  // a fork's shared blocks are counted once per holder, and released so.
+  std::unordered_map<block_id, std::int32_t> holders;
+  for (const auto& [id, r] : requests_)
+    if (r->kv != nullptr)
+      for (const block_id b : r->kv->live_blocks()) ++holders[b];
+  for (const auto& [b, n] : holders)
+    TROUPE_CHECK(kv_.source().references(b) == n, "a block's references differ from the tables that list it");
+  std::int64_t grouped = 0;
+  for (const auto& [g, members] : groups_) {
+    TROUPE_CHECK(!members.empty(), "an empty fork group");
+    for (const request* m : members) TROUPE_CHECK(m->group == g && find(m->id) == m, "a fork group lists a stranger");
+    grouped += static_cast<std::int64_t>(members.size());
+  }
+  TROUPE_CHECK(grouped == std::count_if(requests_.begin(), requests_.end(), [](const auto& kv) { return kv.second->group != 0; }),
+               "a grouped request is in no group");
   TROUPE_CHECK(swapped == num_swapped_, "the swapped count drifted");
   kv_.source().check_invariants();
 }

@@ -110,6 +110,10 @@ public:
   /// Something to schedule, or ended requests the executor has not heard of.
   auto has_work() const -> bool { return !waiting_.empty() || !running_.empty() || !finished_.empty(); }
   auto num_preemptions() const -> std::int64_t { return num_preemptions_; }
+  /// Admissions that shared a group member's prompt blocks, and the prompt
+  /// tokens they did not compute for it.
+  auto num_forks() const -> std::int64_t { return num_forks_; }
+  auto num_forked_tokens() const -> std::int64_t { return num_forked_tokens_; }
   /// Preemptions that swapped (of num_preemptions()), and requests swapped out now.
   auto num_swap_outs() const -> std::int64_t { return num_swap_outs_; }
   auto num_swapped() const -> std::int64_t { return num_swapped_; }
@@ -120,7 +124,9 @@ public:
   auto find(request_id id) const -> const request*;
 
   /// Aborts (TROUPE_CHECK) when the queues disagree with the requests'
-  /// states, a request is in two queues, or the budgets were exceeded. For tests.
+  /// states, a request is in two queues, the budgets were exceeded, or a
+  /// block's references at the source differ from the tables that list it
+  /// (forks share blocks: the accounting is exact). For tests.
   void check_invariants() const;
 
 private:
@@ -131,6 +137,10 @@ private:
   void drop_kv(request& r);
   void return_host_blocks(request& r);
   auto reclaim_waiting(const request* keep) -> bool;
+  /// A waiting group member's start: forks the prompt's KV of a member that
+  /// has computed it (true), or finds a lower choice still computing it
+  /// (false: it waits); true with nothing done when neither.
+  auto fork_or_wait(request& r) -> bool;
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
   auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;
@@ -152,6 +162,10 @@ private:
   std::vector<request_id> finished_; ///< for the next step's executor
   std::int64_t waiting_tokens_ = 0;  ///< prompt tokens of waiting_
   std::int64_t num_preemptions_ = 0;
+  std::int64_t num_forks_ = 0;
+  std::int64_t num_forked_tokens_ = 0;
+  /// The live members of each fork group (request::group).
+  std::unordered_map<std::uint64_t, std::vector<request*>> groups_;
   std::int64_t num_swap_outs_ = 0;
   std::int64_t num_swapped_ = 0;
   host_block_pool host_;

@@ -67,6 +67,12 @@ public:
   virtual auto publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool = 0;
   /// Drops one reference.
   virtual void release(block_id b) = 0;
+  /// One more reference on a block a request holds, for another request
+  /// whose table lists it too (n choices of one prompt share its KV).
+  virtual void share(block_id b) = 0;
+  /// The references requests hold on b (the tables that list it); for the
+  /// scheduler's invariant checks.
+  virtual auto references(block_id b) const -> std::int32_t = 0;
   /// A hint that b will soon be published with hash h: fetch what that
   /// touches. Default: nothing.
   virtual void prefetch_publish(block_id b, block_hash h) const { (void)b, (void)h; }

@@ -30,6 +30,20 @@ auto kv_cache_manager::begin_matched(request_id id, std::uint64_t tenant, std::i
   return track(id, tenant, priority, matched, h);
 }
 
+auto kv_cache_manager::fork(const kv_entry& from, request_id id, std::int32_t priority,
+                            std::span<const token_id> prompt, std::int32_t num_blocks) -> std::int32_t {
+  TROUPE_CHECK(from.num_dropped == 0 && num_blocks >= 0 && num_blocks <= static_cast<std::int32_t>(from.blocks.size()) &&
+                   static_cast<std::int64_t>(num_blocks) * options_.block_size < static_cast<std::int64_t>(prompt.size()),
+               "a fork shares held blocks of the prompt, never its last token's");
+  const auto shared = std::span(from.blocks).first(static_cast<std::size_t>(num_blocks));
+  for (const block_id b : shared) cache_.share(b);
+  block_hash h = 0;
+  if (options_.enable_prefix_caching)
+    for (std::size_t i = 0; i < shared.size(); ++i)
+      h = hash_block(key_of(from.tenant, h, prompt, i, static_cast<std::size_t>(options_.block_size)));
+  return track(id, from.tenant, priority, shared, h);
+}
+
 auto kv_cache_manager::track(request_id id, std::uint64_t tenant, std::int32_t priority,
                              std::span<const block_id> matched, block_hash last_hash) -> std::int32_t {
   TROUPE_CHECK(!requests_.contains(id), "request already tracked");

@@ -68,6 +68,16 @@ public:
   /// referenced for this request): adopts them instead of looking up.
   auto begin_matched(request_id id, std::uint64_t tenant, std::int32_t priority, std::span<const token_id> prompt,
                      std::span<const block_id> matched) -> std::int32_t;
+  /// Starts tracking a request whose prompt begins as `from`'s (one of n
+  /// choices of the same prompt): its table shares from's first num_blocks
+  /// blocks (one more reference each), which hold computed KV of the
+  /// prompt; its later blocks are its own. Those shared blocks count as
+  /// published (from publishes them, where prefix caching is on). Returns
+  /// the tokens they hold. The block where the prompt's last token lies is
+  /// never shared: the request computes it into a block of its own (what
+  /// copy-on-write would copy, written by the model instead).
+  auto fork(const kv_entry& from, request_id id, std::int32_t priority, std::span<const token_id> prompt,
+            std::int32_t num_blocks) -> std::int32_t;
   /// Ensures blocks for positions [0, num_tokens). False, with nothing
   /// taken, when the pool cannot supply them (admission: also when it would
   /// dip under the watermark).

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace troupe {
@@ -50,12 +49,17 @@ public:
   }
   auto publish(block_id b, block_key_view k, block_hash h, std::int32_t depth) -> bool override;
   void release(block_id b) override;
+  /// An unpublished block: one more local holder. One at the manager: one
+  /// more reference there (queued).
+  void share(block_id b) override;
+  auto references(block_id b) const -> std::int32_t override;
   void check_invariants() const override;
 
 private:
   std::int64_t capacity_;
   std::vector<block_id> free_;                    ///< leased, unused
-  std::unordered_set<block_id> in_use_;           ///< leased, allocated, not published
+  /// Leased, allocated, not published: its holders (requests whose tables list it).
+  std::unordered_map<block_id, std::int32_t> in_use_;
   std::unordered_map<block_id, std::int32_t> remote_refs_; ///< published or matched: references at the manager
   std::vector<block_op> outbox_;
 };

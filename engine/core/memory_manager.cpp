@@ -72,6 +72,8 @@ void memory_manager::apply(std::span<const block_op> ops) {
   for (const auto& op : ops) {
     if (op.what == block_op::kind::publish)
       (void)cache_.publish(op.block, op.key, op.hash, op.depth);
+    else if (op.what == block_op::kind::share)
+      cache_.share(op.block);
     else
       cache_.release(op.block);
   }

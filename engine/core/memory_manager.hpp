@@ -13,9 +13,10 @@
 namespace troupe {
 
 /// What a lease holder reports back, in batches: a block it filled and
-/// published, or a reference it drops.
+/// published, a reference it drops, or one more it takes on a block its
+/// requests hold at the manager (a fork).
 struct block_op {
-  enum class kind : std::uint8_t { publish, release };
+  enum class kind : std::uint8_t { publish, release, share };
   kind what = kind::release;
   block_id block = 0;
   block_key key;      ///< publish only

@@ -148,6 +148,12 @@ void prefix_cache::release(block_id b) {
   evictable_.insert(static_cast<std::size_t>(b - first_id_), eviction_.key(view_of(b)));
 }
 
+void prefix_cache::share(block_id b) {
+  auto& blk = at(b);
+  TROUPE_CHECK(blk.refs > 0, "sharing a block nobody holds");
+  ++blk.refs;
+}
+
 void prefix_cache::release_all(std::span<const block_id> blocks) {
   constexpr std::size_t ahead = 16;
   for (std::size_t i = blocks.size(); i-- > 0;) {

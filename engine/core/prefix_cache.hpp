@@ -53,6 +53,8 @@ public:
   /// Drops one reference; at zero a published block becomes evictable, an
   /// unpublished one free. O(log n).
   void release(block_id b) override;
+  void share(block_id b) override;
+  auto references(block_id b) const -> std::int32_t override { return at(b).refs; }
   void prefetch_publish(block_id b, block_hash h) const override {
     index_.prefetch(h);
     if (key_size_ == 0) return;

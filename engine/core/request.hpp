@@ -47,6 +47,13 @@ struct request {
   std::int32_t priority = 0;     ///< larger is more important
   double arrival_s = 0;          ///< on the caller's clock (policies age by it)
   std::int32_t output_len_hint = -1; ///< predicted output tokens, -1: none
+  /// 0: alone. Else its fork group: the n choices of one prompt (n > 1,
+  /// best_of), submitted together with the same prompt and tenant. A
+  /// choice admitted while another has computed the prompt shares that
+  /// one's blocks of it (kv_cache_manager::fork); one admitted while a
+  /// lower choice still computes it waits for that.
+  std::uint64_t group = 0;
+  std::int32_t choice = 0; ///< its index in the group
   /// Its prompt's cached blocks when the match was made before submission
   /// (by the memory manager, referenced for it); adopted by submit().
   std::vector<block_id> matched_blocks;

@@ -208,6 +208,119 @@ TEST_CASE("batch_scheduler: a request aborted while its step runs, its id reused
   s.check_invariants();
 }
 
+namespace {
+
+auto choice_of(request_id id, std::int32_t prompt_len, std::int32_t max_tokens, std::uint64_t group, std::int32_t choice)
+    -> request {
+  auto q = make_request(id, prompt_len, max_tokens);
+  q.group = group;
+  q.choice = choice;
+  return q;
+}
+
+} // namespace
+
+TEST_CASE("batch_scheduler: n choices compute their prompt once and share its blocks but the last") {
+  scheduler_limits lim{8, 256, 256};
+  rig g(lim, 64, {4, 0, true});
+  zero_executor ex({4, 64, 100, {}, {}});
+  tables t;
+  shadow_kv kv{4, {}, {}, {}, 0};
+  for (std::int32_t c = 0; c < 3; ++c) {
+    REQUIRE(submit(g.s, choice_of(10 + static_cast<request_id>(c), 21, 5, 7, c)));
+    kv.tokens[10 + static_cast<request_id>(c)] = g.s.find(10 + static_cast<request_id>(c))->prompt;
+  }
+  // The first choice computes the prompt; the others wait for it.
+  auto st = g.s.schedule(0);
+  check_step(st, lim, 4, t);
+  kv.apply(st, t);
+  REQUIRE(st.scheduled.size() == 1);
+  CHECK(st.scheduled[0].id == 10);
+  CHECK(st.scheduled[0].num_tokens == 21);
+  CHECK(g.s.num_waiting() == 2);
+  kv.record(g.s.update(st, ex.execute(st)));
+  g.s.check_invariants();
+  // Then they share its first 5 blocks (20 tokens) and compute the last
+  // prompt token into a block of their own.
+  st = g.s.schedule(0);
+  check_step(st, lim, 4, t);
+  kv.apply(st, t); // each finds the prompt's KV in its table
+  REQUIRE(st.scheduled.size() == 3);
+  for (const auto& c : st.scheduled) {
+    if (c.id == 10) continue;
+    CHECK(c.num_computed_tokens == 20);
+    CHECK(c.num_tokens == 1);
+    CHECK(c.sample);
+    const auto& table = t.of[c.id];
+    REQUIRE(table.size() == 6);
+    for (std::size_t i = 0; i < 5; ++i) CHECK(table[i] == t.of[10][i]);
+    CHECK(table[5] != t.of[10][5]);
+  }
+  for (std::size_t i = 0; i < 5; ++i) CHECK(g.cache.ref_count(t.of[10][i]) == 3);
+  CHECK(g.s.num_forks() == 2);
+  CHECK(g.s.num_forked_tokens() == 40);
+  g.s.check_invariants();
+  kv.record(g.s.update(st, ex.execute(st)));
+  // The first choice goes: the others keep the blocks.
+  CHECK(g.s.abort(10));
+  for (std::size_t i = 0; i < 5; ++i) CHECK(g.cache.ref_count(t.of[11][i]) == 2);
+  g.s.check_invariants();
+  while (g.s.has_work()) {
+    st = g.s.schedule(0);
+    t.apply(st);
+    kv.apply(st, t);
+    kv.record(g.s.update(st, ex.execute(st)));
+    g.s.check_invariants();
+  }
+  CHECK(g.cache.num_referenced() == 0);
+  CHECK(kv.tokens[11].size() == 26);
+  CHECK(kv.tokens[12].size() == 26);
+}
+
+TEST_CASE("batch_scheduler: a fork group whose first choice ends, or is preempted, before the prompt is done") {
+  for (const auto mode : {preemption_mode::recompute, preemption_mode::swap}) {
+    CAPTURE(mode == preemption_mode::swap);
+    scheduler_limits lim{8, 8, 256}; // 8 tokens a step: a 21-token prompt takes three
+    lim.preemption = mode;
+    lim.num_host_blocks = 16;
+    rig g(lim, 64, {4, 0, false});
+    zero_executor ex({4, 64, 100, {}, {}});
+    tables t;
+    shadow_kv kv{4, {}, {}, {}, 0};
+    for (std::int32_t c = 0; c < 3; ++c) {
+      REQUIRE(submit(g.s, choice_of(20 + static_cast<request_id>(c), 21, 3, 9, c)));
+      kv.tokens[20 + static_cast<request_id>(c)] = g.s.find(20 + static_cast<request_id>(c))->prompt;
+    }
+    auto step = [&] {
+      auto st = g.s.schedule(0);
+      check_step(st, lim, 4, t);
+      kv.apply(st, t);
+      kv.record(g.s.update(st, ex.execute(st)));
+      g.s.check_invariants();
+      return st;
+    };
+    auto st = step();
+    REQUIRE(st.scheduled.size() == 1); // choice 0's first chunk; the others wait
+    CHECK(st.scheduled[0].id == 20);
+    // Choice 0 is aborted mid-prompt: choice 1 computes it, choice 2 waits for choice 1.
+    CHECK(g.s.abort(20));
+    st = step();
+    REQUIRE(st.scheduled.size() == 1);
+    CHECK(st.scheduled[0].id == 21);
+    CHECK(st.scheduled[0].num_computed_tokens == 0);
+    st = step();
+    st = step(); // choice 1's prompt is done (3 steps of 8)
+    CHECK(g.s.find(21)->num_computed_tokens == 21);
+    st = step(); // choice 2 forks choice 1's blocks
+    CHECK(g.s.num_forks() == 1);
+    CHECK(g.s.find(22)->num_cached_tokens == 20);
+    while (g.s.has_work()) step();
+    CHECK(g.cache.num_referenced() == 0);
+    CHECK(kv.tokens[21].size() == 24);
+    CHECK(kv.tokens[22].size() == 24);
+  }
+}
+
 TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, under every policy") {
   std::int64_t preemptions = 0, swap_outs = 0; // under swap, over the policies
   std::vector<std::tuple<preemption_mode, std::string, std::int32_t>> runs; // and a sliding window
@@ -240,21 +353,28 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
     std::vector<request_update> ups;
     for (int step = 0; step < 9000; ++step) {
       if (g.next() % 2 == 0 && next < 900) {
-        // Prompts from a few shared prefixes, three tenants.
+        // Prompts from a few shared prefixes, three tenants; a quarter of
+        // them n choices (2 to 4) of one prompt, a fork group.
         auto q = make_request(next, static_cast<std::int32_t>(1 + g.next() % 40),
                               static_cast<std::int32_t>(1 + g.next() % 20), g.next() % 3,
                               static_cast<token_id>(5 + g.next() % 2));
         q.priority = static_cast<std::int32_t>(g.next() % 3);
-        const auto ok = r.s.submit(q);
-        ++ops;
-        if (ok.status == 0) {
-          kv.tokens[next] = q.prompt;
-          expected[next] = q.sampling.max_tokens;
-          tenant[next] = q.tenant;
-        } else {
-          CHECK(ok.status == 429);
+        const auto n = g.next() % 4 == 0 ? static_cast<std::int32_t>(2 + g.next() % 3) : 1;
+        if (n > 1) q.group = next;
+        for (std::int32_t c = 0; c < n; ++c) {
+          q.id = next;
+          q.choice = c;
+          const auto ok = r.s.submit(q);
+          ++ops;
+          if (ok.status == 0) {
+            kv.tokens[next] = q.prompt;
+            expected[next] = q.sampling.max_tokens;
+            tenant[next] = q.tenant;
+          } else {
+            CHECK(ok.status == 429);
+          }
+          ++next;
         }
-        ++next;
       }
       // Aborts before a step is scheduled, and while it runs.
       const auto maybe_abort = [&] {
@@ -300,6 +420,7 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
     }
     CHECK(!r.s.has_work());
     CHECK(r.cache.num_referenced() == 0);
+    CHECK(r.s.num_forks() > 0);
     for (const auto& [id, max_tokens] : expected)
       if (!ended_early.contains(id)) CHECK(got[id] == max_tokens);
   }

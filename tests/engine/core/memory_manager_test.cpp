@@ -82,14 +82,20 @@ TEST_CASE("memory_manager: two leased replicas under random load conserve every 
     auto& r = reps[g.next() % 2];
     if (g.next() % 3 == 0 && next < 500) {
       request q;
-      q.id = next++;
       q.tenant = g.next() % 2;
       for (int i = 0, n = static_cast<int>(4 + g.next() % 20); i < n; ++i) q.prompt.push_back(static_cast<token_id>(i % 7));
       q.sampling.max_tokens = static_cast<std::int32_t>(1 + g.next() % 12);
-      q.matched_blocks = mm.match(q.tenant, q.prompt, bs, 0); // the admission round trip
-      const auto m = q.matched_blocks;
-      if (r.s.submit(std::move(q)).status != 0)
-        for (const block_id b : m) mm.apply(std::vector<block_op>{{block_op::kind::release, b, {}, 0, 0}});
+      // A quarter are n choices of one prompt: matched once, the others fork.
+      const auto n = g.next() % 4 == 0 ? static_cast<std::int32_t>(2 + g.next() % 2) : 1;
+      if (n > 1) q.group = next;
+      for (std::int32_t c = 0; c < n; ++c) {
+        q.id = next++;
+        q.choice = c;
+        q.matched_blocks = c == 0 ? mm.match(q.tenant, q.prompt, bs, 0) : std::vector<block_id>{}; // the admission round trip
+        const auto m = q.matched_blocks;
+        if (r.s.submit(q).status != 0)
+          for (const block_id b : m) mm.apply(std::vector<block_op>{{block_op::kind::release, b, {}, 0, 0}});
+      }
     }
     if (g.next() % 40 == 0 && next > 1) r.s.abort(1 + g.next() % (next - 1));
     auto st = r.s.schedule(step);
@@ -106,4 +112,35 @@ TEST_CASE("memory_manager: two leased replicas under random load conserve every 
   }
   CHECK(tokens_out > 1000);
   CHECK(mm.cache().num_hits() > 0);
+  CHECK(reps[0].s.num_forks() + reps[1].s.num_forks() > 0);
+}
+
+TEST_CASE("leased_blocks: a shared block's holders become references at the manager when it is published") {
+  policy::lru_eviction lru;
+  memory_manager mm(8, lru);
+  leased_blocks a(8);
+  a.add(mm.lease(4, 0));
+  kv_cache_manager kv(a, {4, 0, true});
+  const auto p = tokens(9);
+  CHECK(kv.begin(1, 7, 0, p) == 0);
+  REQUIRE(kv.grow(1, 9, true)); // 3 blocks, 2 full of the prompt
+  CHECK(kv.fork(*kv.entry_of(1), 2, 0, p, 2) == 8); // shared before they are published
+  CHECK(a.references(kv.blocks(1)[0]) == 2);
+  CHECK(a.num_blocks_held() == 4);
+  kv.commit(1, p, {}, 9); // request 1 publishes them: two references each at the manager
+  mm.apply(a.take_outbox());
+  CHECK(mm.cache().ref_count(kv.blocks(1)[0]) == 2);
+  CHECK(a.references(kv.blocks(2)[1]) == 2);
+  kv.end(1);
+  mm.apply(a.take_outbox());
+  CHECK(mm.cache().ref_count(kv.blocks(2)[0]) == 1);
+  CHECK(kv.fork(*kv.entry_of(2), 3, 0, p, 2) == 8); // shared once published: one more at the manager
+  mm.apply(a.take_outbox());
+  CHECK(mm.cache().ref_count(kv.blocks(3)[1]) == 2);
+  kv.end(2);
+  kv.end(3);
+  mm.apply(a.take_outbox());
+  CHECK(mm.cache().num_evictable() == 2);
+  a.check_invariants();
+  mm.cache().check_invariants();
 }

@@ -120,7 +120,15 @@ TEST_CASE("prefix_cache: 100,000 random operations keep every invariant") {
     for (int op = 0; op < 35'000; ++op) {
       const auto tenant = g.next() % 3;
       const auto content = key(tenant, 0, {static_cast<token_id>(g.next() % 40)});
-      switch (g.next() % 5) {
+      switch (g.next() % 6) {
+        case 5: // a fork: one more holder of a held block
+          if (!held.empty()) {
+            const auto h = held[g.next() % held.size()];
+            c.share(h.first);
+            CHECK(c.references(h.first) == ++expected_refs[h.first]);
+            held.push_back(h);
+          }
+          break;
         case 0:
         case 1:
           if (auto b = c.allocate(static_cast<std::int32_t>(g.next() % 3))) {
