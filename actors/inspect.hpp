@@ -43,7 +43,7 @@ auto inspect(Inspector& f, sampling_params& x) -> typename Inspector::result_typ
 template <class Inspector>
 auto inspect(Inspector& f, request& x) -> typename Inspector::result_type {
   return f(caf::meta::type_name("request"), x.id, x.prompt, x.sampling, x.tenant, x.account, x.weight, x.priority,
-           x.output_len_hint);
+           x.output_len_hint, x.group, x.choice);
 }
 
 template <class Inspector>
@@ -67,7 +67,8 @@ auto inspect(Inspector& f, admission& x) -> typename Inspector::result_type {
 template <class Inspector>
 auto inspect(Inspector& f, replica_report& x) -> typename Inspector::result_type {
   return f(caf::meta::type_name("replica_report"), x.running, x.waiting, x.prefill_tokens, x.decode_tokens, x.kv_use,
-           x.submitted, x.submitted_tokens, x.queue_age_s, x.swapped, x.num_preemptions, x.num_swap_outs);
+           x.submitted, x.submitted_tokens, x.queue_age_s, x.swapped, x.num_preemptions, x.num_swap_outs,
+           x.forked_tokens);
 }
 
 } // namespace troupe

@@ -36,13 +36,14 @@ public:
     prometheus::Counter* num_preemptions;
     prometheus::Gauge* num_requests_swapped; ///< preempted by swap, their KV in host memory
     prometheus::Counter* num_swap_outs;       ///< preemptions that swapped (of num_preemptions)
+    prometheus::Counter* prompt_tokens_forked; ///< shared by a choice of n from another's KV
     prometheus::Gauge* ready;                 ///< 1 while in the router's rotation (set by the router)
     prometheus::Counter* health_checks_failed; ///< deep checks that failed or timed out
 
     /// Sets the load gauges, and raises the two counters to the scheduler's
     /// running totals (a remote replica's come in its reports).
     void record(std::int64_t running, std::int64_t waiting, std::int64_t swapped, double kv_use,
-                std::int64_t preemptions, std::int64_t swap_outs) const;
+                std::int64_t preemptions, std::int64_t swap_outs, std::int64_t forked_tokens) const;
   };
   /// A device's prefix-cache series, counted by its memory manager.
   struct device_series {

@@ -65,7 +65,7 @@ struct scheduler_state {
     // KV in use: held references but the lease's free blocks, of the replica's share.
     series->record(core->num_running(), core->num_waiting(), core->num_swapped(),
                    static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity()),
-                   core->num_preemptions(), core->num_swap_outs());
+                   core->num_preemptions(), core->num_swap_outs(), core->num_forked_tokens());
     if (options.router) {
       // Coalesced: counts the router acts on go at once, the rest (token
       // sums, KV use, queue age) at most every report_interval.
@@ -85,6 +85,7 @@ struct scheduler_state {
       r.swapped = core->num_swapped();
       r.num_preemptions = core->num_preemptions();
       r.num_swap_outs = core->num_swap_outs();
+      r.forked_tokens = core->num_forked_tokens();
       last_report = r;
       last_report_at = now;
       caf::anon_send(options.router, load_atom_v, static_cast<std::int32_t>(options.replica), r);
@@ -298,7 +299,8 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           kick(self);
           rp.deliver(admission{});
         };
-        if (!st.options.kv.enable_prefix_caching || r.sampling.prompt_logprobs >= 0) { // (those take no hits)
+        // (Those take no hits; a fork group's later choices share the first's blocks.)
+        if (!st.options.kv.enable_prefix_caching || r.sampling.prompt_logprobs >= 0 || r.choice > 0) {
           queue(r);
           return rp;
         }

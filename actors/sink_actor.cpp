@@ -20,10 +20,24 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 /// The submission to abort when the sink quits (shared with its attached
-/// functor, which outlives the state).
+/// functor, which outlives the state): ids id to id + count - 1.
 struct current_submission {
   scheduler_actor replica;
   request_id id = 0;
+  std::int32_t count = 1;
+};
+
+/// One of the answer's choices: n of them (best_of: that many candidates),
+/// each its own request at the replica (ids id, id + 1, ...: a fork group
+/// there, sharing the prompt's KV).
+struct choice_state {
+  std::optional<stream_writer> writer; ///< its text (set as the sink starts)
+  std::optional<output_processor> out;
+  /// Logprobs of tokens whose bytes are not settled yet (a byte piece of an
+  /// unfinished character), oldest first.
+  std::deque<api::token_logprob> unsettled;
+  finish_reason finished = finish_reason::none; ///< none while it runs
+  double logprob_sum = 0; ///< of its tokens: best_of keeps the highest means
 };
 
 struct sink_state {
@@ -31,8 +45,15 @@ struct sink_state {
   server_status* status = nullptr;
   std::shared_ptr<http::exchange> client;
   sink_request req;
-  std::optional<stream_writer> writer; ///< the response's text (set as the sink starts)
-  request_id id = 0;
+  std::vector<choice_state> choices; ///< one, or best_of (n)
+  auto writer() -> stream_writer& { return *choices.front().writer; }
+  /// Tokens generated, over the choices.
+  auto completion_tokens() const -> std::int64_t {
+    std::int64_t n = 0;
+    for (const auto& c : choices) n += c.writer->completion_tokens();
+    return n;
+  }
+  request_id id = 0; ///< the first choice's (the others' follow it)
   std::int32_t replica_index = -1;
   /// Its replica now (none before routing, or after it failed) and the id it
   /// runs there; shared with the functor that aborts it when the sink goes.
@@ -43,7 +64,6 @@ struct sink_state {
   policy::route_request route;
   std::vector<std::int32_t> failed; ///< replicas that failed it (avoided on retry)
   std::int32_t retries = 0;
-  std::optional<output_processor> out;
   delivery_count undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
   bool admitted = false;
   bool stream_started = false; ///< the 200 and its headers went out
@@ -51,9 +71,6 @@ struct sink_state {
   encode_job job;              ///< kept for a capability route, which may encode again
   bool route_decided = false;  ///< the capability route chose small or large
   caf::strong_actor_ptr keep_alive; ///< itself, until it quits
-  /// Logprobs of tokens whose bytes are not settled yet (a byte piece of an
-  /// unfinished character), oldest first.
-  std::deque<api::token_logprob> unsettled;
   std::string echo_text; ///< with echo: the prompt's text, sent before the first token's
   clock_type::time_point first_token{};
   clock_type::time_point last_token{};
@@ -75,7 +92,7 @@ void close_stream(sink_state& st, std::string last, delivery_count credit = null
 void settle(sink_state& st) {
   if (st.settled || !st.req.ticket) return;
   st.settled = true;
-  st.req.ticket->charge_completion(st.writer->completion_tokens(), steady_now_s());
+  st.req.ticket->charge_completion(st.completion_tokens(), steady_now_s());
 }
 
 // The stream's head: the 200 and its headers (SSE), then what the stream
@@ -83,13 +100,15 @@ void settle(sink_state& st) {
 void start_stream(sink_state& st) {
   if (st.stream_started) return;
   st.stream_started = true;
-  if (!st.writer->websocket()) {
+  if (!st.writer().websocket()) {
     auto headers = st.req.headers;
     headers.emplace_back("Content-Type", "text/event-stream");
     headers.emplace_back("Cache-Control", "no-cache");
     st.client->start_stream(200, std::move(headers));
   }
-  if (auto first = st.writer->opening(); !first.empty()) st.client->write(std::move(first));
+  std::string first;
+  for (auto& c : st.choices) first += c.writer->opening();
+  if (!first.empty()) st.client->write(std::move(first));
 }
 
 // The most tokens the prompt may have: below the model's context, and
@@ -141,7 +160,7 @@ void fail(self_ptr self, int status, const std::string& message, const std::stri
   if (status == 503) e.type = "service_unavailable";
   settle(st);
   if (st.stream_started) {
-    close_stream(st, st.writer->error_closing(e));
+    close_stream(st, st.writer().error_closing(e));
     stop(self);
     return;
   }
@@ -176,7 +195,7 @@ auto echo_logprobs(const sink_state& st, const std::vector<sample_result>& score
   auto bytes = d.take_settled();
   std::vector<api::token_logprob> lps(prompt.size());
   lps[0].none = true;
-  for (std::size_t i = 1; i < prompt.size(); ++i) lps[i] = logprob_of(*st.out, scores[i - 1]);
+  for (std::size_t i = 1; i < prompt.size(); ++i) lps[i] = logprob_of(*st.choices.front().out, scores[i - 1]);
   for (std::size_t i = 0; i < prompt.size(); ++i) lps[i].token = std::move(bytes[i]);
   return lps;
 }
@@ -216,6 +235,32 @@ auto prepare_tools(sink_state& st) -> api::api_error {
   return {0, "", "", "", ""};
 }
 
+// n choices, each ended: the whole response (best_of: the n with the
+// highest mean token logprob, best first), or the stream's tail.
+auto answer_of_choices(sink_state& st, std::string batch) -> std::string {
+  const api::usage total{st.writer().prompt_tokens(), st.completion_tokens()};
+  if (st.writer().streaming()) return batch + st.writer().tail(total);
+  std::vector<std::size_t> order(st.choices.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto n = static_cast<std::size_t>(st.req.body.n);
+  if (order.size() > n) {
+    const auto mean = [&](std::size_t i) {
+      const auto& c = st.choices[i];
+      const auto tokens = c.writer->completion_tokens();
+      return tokens > 0 ? c.logprob_sum / static_cast<double>(tokens) : 0.0;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return mean(a) > mean(b); });
+    order.resize(n);
+  }
+  std::vector<std::string> wholes;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    auto& c = st.choices[order[k]];
+    c.writer->set_index(static_cast<std::int32_t>(k));
+    wholes.push_back(c.writer->whole(finish_reason_name(c.finished)));
+  }
+  return api::combine_choices(wholes, total);
+}
+
 // Ends the response. `batch`: stream text not yet written, sent with the
 // final events in one write; `credit` is this message's delivery count.
 void finish(self_ptr self, finish_reason reason, std::string batch = {}, delivery_count credit = nullptr) {
@@ -223,7 +268,7 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
   const auto now = clock_type::now();
   auto& m = *st.series;
   const std::string reason_name(finish_reason_name(reason));
-  auto& w = *st.writer;
+  auto& w = st.writer();
   settle(st);
   // A whole answer of a cacheable request is kept for its repeats.
   if (st.req.cache && (reason == finish_reason::stop || reason == finish_reason::length) &&
@@ -232,7 +277,9 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
                       {std::move(st.pieces), static_cast<std::uint8_t>(reason), w.prompt_tokens(), w.completion_tokens()},
                       steady_now_s());
   // A stored Responses answer: the conversation so far, and the response.
-  std::string answer = w.streaming() ? w.closing(std::move(batch), reason_name) : w.whole(reason_name);
+  std::string answer = st.choices.size() > 1 ? answer_of_choices(st, std::move(batch))
+                       : w.streaming()        ? w.closing(std::move(batch), reason_name)
+                                              : w.whole(reason_name);
   if (st.req.responses && w.response()) {
     st.req.conversation.push_back(w.response()->answer());
     st.req.responses->put(st.req.store_tenant, st.req.body.responses.id,
@@ -245,7 +292,7 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
     m.time_per_output_token->Observe(std::chrono::duration<double>(now - st.first_token).count() /
                                      static_cast<double>(w.completion_tokens() - 1));
   m.prompt_tokens->Increment(static_cast<double>(w.prompt_tokens()));
-  m.generation_tokens->Increment(static_cast<double>(w.completion_tokens()));
+  m.generation_tokens->Increment(static_cast<double>(st.completion_tokens()));
   m.request_success(reason).Increment();
   if (w.streaming()) {
     close_stream(st, std::move(answer), std::move(credit));
@@ -262,9 +309,29 @@ void finish(self_ptr self, finish_reason reason, std::string batch = {}, deliver
 // write, which carries this message's delivery credit.
 void replica_failed(self_ptr self);
 
+// One of n choices ended: its finish goes out with `batch` (streamed), its
+// request ends at the replica (a stop string it did not see), and the
+// response ends with the last.
+void end_choice(self_ptr self, std::size_t i, finish_reason reason, std::string batch) {
+  auto& st = self->state;
+  auto& c = st.choices[i];
+  c.finished = reason;
+  if (st.current->replica) caf::anon_send(st.current->replica, abort_atom_v, st.id + i);
+  if (c.writer->streaming()) batch = c.writer->closing(std::move(batch), finish_reason_name(reason), false);
+  const bool all = std::all_of(st.choices.begin(), st.choices.end(),
+                               [](const choice_state& x) { return x.finished != finish_reason::none; });
+  if (all) return finish(self, st.choices.front().finished, std::move(batch), st.undelivered);
+  if (batch.empty())
+    st.undelivered->fetch_sub(1, std::memory_order_relaxed);
+  else
+    st.client->write(std::move(batch), st.undelivered);
+}
+
 void on_tokens(self_ptr self, request_update& u) {
   auto& st = self->state;
-  if (st.done || u.id != st.id) { // (u.id: a replica this request has left)
+  // (u.id: a replica this request has left, or a choice already ended.)
+  const auto i = static_cast<std::size_t>(u.id - st.id);
+  if (st.done || u.id < st.id || i >= st.choices.size() || st.choices[i].finished != finish_reason::none) {
     st.undelivered->fetch_sub(1, std::memory_order_relaxed);
     return;
   }
@@ -272,13 +339,15 @@ void on_tokens(self_ptr self, request_update& u) {
     st.undelivered->fetch_sub(1, std::memory_order_relaxed);
     return replica_failed(self);
   }
+  auto& c = st.choices[i];
   std::string batch;
+  finish_reason ended = u.finished;
   if (u.token) {
     const auto& s = *u.token;
     const auto now = clock_type::now();
     auto& m = *st.series;
-    auto& w = *st.writer;
-    if (w.completion_tokens() == 0) {
+    auto& w = *c.writer;
+    if (st.completion_tokens() == 0) {
       st.first_token = now;
       m.time_to_first_token->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
     } else {
@@ -299,13 +368,14 @@ void on_tokens(self_ptr self, request_update& u) {
       w.add_text(batch, st.echo_text, std::move(lps));
     }
     w.count_token();
-    if (st.req.body.want_logprobs) st.unsettled.push_back(logprob_of(*st.out, s));
-    auto delta = st.out->on_token(s.token);
+    c.logprob_sum += s.logprob;
+    if (st.req.body.want_logprobs) c.unsettled.push_back(logprob_of(*c.out, s));
+    auto delta = c.out->on_token(s.token);
     std::vector<api::token_logprob> lps;
     if (st.req.body.want_logprobs) {
       for (auto& b : delta.token_bytes) {
-        lps.push_back(std::move(st.unsettled.front()));
-        st.unsettled.pop_front();
+        lps.push_back(std::move(c.unsettled.front()));
+        c.unsettled.pop_front();
         lps.back().token = std::move(b);
       }
     }
@@ -314,12 +384,15 @@ void on_tokens(self_ptr self, request_update& u) {
     if (delta.finished != finish_reason::none) {
       if (!delta.stop_reason.empty()) w.set_stop_sequence(delta.stop_reason);
       // A stop string (or EOS) the scheduler may not have acted on: the abort
-      // this sink sends as it quits frees the request's blocks now rather
-      // than at max_tokens.
-      return finish(self, delta.finished, std::move(batch), st.undelivered);
+      // this sink sends as it quits (or end_choice sends) frees the
+      // request's blocks now rather than at max_tokens.
+      ended = delta.finished;
     }
   }
-  if (u.finished != finish_reason::none) return finish(self, u.finished, std::move(batch), st.undelivered);
+  if (ended != finish_reason::none) {
+    if (st.choices.size() == 1) return finish(self, ended, std::move(batch), st.undelivered);
+    return end_choice(self, i, ended, std::move(batch));
+  }
   if (batch.empty())
     st.undelivered->fetch_sub(1, std::memory_order_relaxed);
   else
@@ -345,14 +418,31 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   if (ctx == st.ctx) return true;
   st.ctx = std::move(ctx);
   st.series = &st.ctx->metrics->tenant(st.req.tenant);
-  st.writer->set_model(st.ctx->model_name);
-  st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
+  for (auto& c : st.choices) c.writer->set_model(st.ctx->model_name);
+  st.id = st.ctx->next_request.fetch_add(st.choices.size(), std::memory_order_relaxed);
   if (!st.req.body.prompt_tokens.empty()) return true; // (token ids go as they are)
   st.job.max_tokens = prompt_limit(st);
   self->request(st.ctx->pick_tokenizer(st.job.num_bytes()), caf::infinite, encode_atom_v, st.job)
       .then([self](encoded& again) { submit(self, again); },
             on_shutdown(self));
   return false;
+}
+
+// Choice i of a request of several (n > 1, best_of): the same prompt, the
+// next id, and a seed stream of its own (choice 0 keeps the request's seed,
+// so it answers as the request alone would; without a seed, each choice's
+// id seeds it at the executor).
+auto choice_request(const request& first, std::size_t i) -> request {
+  request r = first;
+  r.id = first.id + i;
+  r.choice = static_cast<std::int32_t>(i);
+  if (i > 0 && r.sampling.seed) {
+    auto x = *r.sampling.seed + 0x9e3779b97f4a7c15ull * i; // splitmix64
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    r.sampling.seed = x ^ (x >> 31);
+  }
+  return r;
 }
 
 void submit(self_ptr self, encoded& e) {
@@ -366,7 +456,8 @@ void submit(self_ptr self, encoded& e) {
                       std::to_string(st.ctx->tok->vocab_size()) + " tokens)",
                   "logit_bias", "invalid_value");
   const bool reasoning = st.ctx->reasoning && st.req.body.kind == api::endpoint::chat;
-  if (reasoning) st.writer->start_reasoning(e.opens_thinking);
+  if (reasoning)
+    for (auto& c : st.choices) c.writer->start_reasoning(e.opens_thinking);
   request r;
   r.id = st.id;
   const auto n = e.num_tokens(); // (at least that many when the count stopped)
@@ -398,9 +489,12 @@ void submit(self_ptr self, encoded& e) {
                 prompt_param(st));
   r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
-  st.writer->set_prompt_tokens(n);
+  for (auto& c : st.choices) c.writer->set_prompt_tokens(n); // (usage counts the prompt once)
   if (st.req.ticket) st.req.ticket->charge_prompt(n, steady_now_s());
-  st.out.emplace(*st.ctx->tok, r.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat, shown_controls(st));
+  if (st.choices.size() > 1) r.group = st.id + 1; // (any id unique to it: never 0)
+  for (std::size_t i = 0; i < st.choices.size(); ++i)
+    st.choices[i].out.emplace(*st.ctx->tok, choice_request(r, i).sampling, st.ctx->eos_ids,
+                              st.req.body.kind == api::endpoint::chat, shown_controls(st));
   // The router picks the replica (routing policy over the replicas' loads).
   auto& q = st.route;
   q.has_session = st.req.has_session;
@@ -461,7 +555,7 @@ void replica_failed(self_ptr self) {
                 std::string(shutting_down) + ": the request was cut off when server.drain_timeout_s ran out", "",
                 "server_shutdown");
   auto& m = *st.ctx->metrics;
-  const bool streamed = st.req.body.stream && st.writer->completion_tokens() > 0;
+  const bool streamed = st.req.body.stream && st.completion_tokens() > 0;
   if (streamed || st.retries >= st.ctx->max_retries) {
     m.request_failures.Increment();
     return fail(self, 503,
@@ -475,15 +569,40 @@ void replica_failed(self_ptr self) {
   if (st.current->replica) self->demonitor(st.current->replica.address());
   st.current->replica = nullptr;
   st.admitted = false;
-  // A new id, so that late tokens from the failed replica are told apart.
-  st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
-  st.writer->restart();
-  st.unsettled.clear();
-  st.out.emplace(*st.ctx->tok, st.original.sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat,
-                 shown_controls(st));
+  // New ids, so that late tokens from the failed replica are told apart.
+  st.id = st.ctx->next_request.fetch_add(st.choices.size(), std::memory_order_relaxed);
   auto r = st.original;
   r.id = st.id;
+  if (r.group != 0) r.group = st.id + 1;
+  for (std::size_t i = 0; i < st.choices.size(); ++i) {
+    auto& c = st.choices[i];
+    c.writer->restart();
+    c.unsettled.clear();
+    c.finished = finish_reason::none;
+    c.logprob_sum = 0;
+    c.out.emplace(*st.ctx->tok, choice_request(r, i).sampling, st.ctx->eos_ids, st.req.body.kind == api::endpoint::chat,
+                  shown_controls(st));
+  }
   route(self, std::move(r), st.route, {});
+}
+
+// Choice i (> 0) of the request, to the replica its first choice went to.
+void submit_choice(self_ptr self, std::size_t i, std::int32_t replica) {
+  auto& st = self->state;
+  auto r = choice_request(st.original, i);
+  r.id = st.id + i;
+  r.group = st.id + 1;
+  self->request(st.current->replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
+                st.req.arrival, st.undelivered)
+      .then(
+          [self, replica](admission& a) {
+            auto& st = self->state;
+            if (st.done || st.replica_index != replica || a.status == 0) return;
+            fail(self, a.status, a.message, a.status == 400 ? "max_tokens" : "");
+          },
+          [self, replica](caf::error&) {
+            if (self->state.replica_index == replica) replica_failed(self);
+          });
 }
 
 void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor scheduler) {
@@ -497,15 +616,18 @@ void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor s
   st.replica_index = replica;
   st.current->replica = std::move(scheduler);
   st.current->id = st.id;
+  st.current->count = static_cast<std::int32_t>(st.choices.size());
   self->monitor(st.current->replica);
   self->request(st.current->replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
                 st.req.arrival, st.undelivered)
       .then(
-          [self](admission& a) {
+          [self, replica](admission& a) {
             auto& st = self->state;
             if (st.done) return;
             if (a.status != 0) return fail(self, a.status, a.message, a.status == 400 ? "max_tokens" : "");
             st.admitted = true;
+            // The other choices once the first is queued: they share its prompt's KV there.
+            for (std::size_t i = 1; i < st.choices.size(); ++i) submit_choice(self, i, replica);
             if (st.req.body.stream) start_stream(st);
           },
           // The replica died before it answered, or refused it (out of
@@ -520,13 +642,13 @@ void submit_to(self_ptr self, request r, std::int32_t replica, scheduler_actor s
 void replay(self_ptr self, const cached_response& hit) {
   auto& st = self->state;
   st.req.cache = nullptr; // (nothing to store again)
-  st.writer->set_prompt_tokens(hit.prompt_tokens);
+  st.writer().set_prompt_tokens(hit.prompt_tokens);
   if (st.req.ticket) st.req.ticket->charge_prompt(hit.prompt_tokens, steady_now_s());
   if (st.req.body.stream) start_stream(st);
   const auto now = clock_type::now();
   st.first_token = now;
   st.series->time_to_first_token->Observe(std::chrono::duration<double>(now - st.req.arrival).count());
-  auto batch = st.writer->replay(hit.pieces);
+  auto batch = st.writer().replay(hit.pieces);
   finish(self, static_cast<finish_reason>(hit.finish), std::move(batch));
 }
 
@@ -540,22 +662,28 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   // However this sink ends (even by an exception), its request must not run
   // on for nobody: an abort of a request already ended is a no-op.
   self->attach_functor([cur = st.current] {
-    if (cur->replica) caf::anon_send(cur->replica, abort_atom_v, cur->id);
+    if (cur->replica)
+      for (std::int32_t i = 0; i < cur->count; ++i) caf::anon_send(cur->replica, abort_atom_v, cur->id + i);
   });
   st.ctx = std::move(ctx);
   st.status = status;
   st.client = std::move(client);
   st.req = std::move(req);
-  st.id = st.ctx->next_request.fetch_add(1, std::memory_order_relaxed);
+  // One choice, or best_of (n) candidates: ids st.id on.
+  st.choices.resize(static_cast<std::size_t>(std::max(1, st.req.body.best_of)));
+  st.id = st.ctx->next_request.fetch_add(st.choices.size(), std::memory_order_relaxed);
   const bool tools = st.req.body.choice.what != api::tool_choice::mode::none;
-  st.writer.emplace(
-      st.req.body, st.req.ws_id,
-      api::response_head{
-          st.req.body.wire == api::wire::responses ? st.req.body.responses.id
-          : (st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
-          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
-          st.ctx->model_name},
-      tools ? std::string_view(st.ctx->tool_parser) : std::string_view());
+  const api::response_head head{
+      st.req.body.wire == api::wire::responses ? st.req.body.responses.id
+      : (st.req.body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + st.req.request_id,
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      st.ctx->model_name};
+  for (std::size_t i = 0; i < st.choices.size(); ++i) {
+    auto h = head;
+    h.index = static_cast<std::int32_t>(i);
+    st.choices[i].writer.emplace(st.req.body, st.req.ws_id, std::move(h),
+                                 tools ? std::string_view(st.ctx->tool_parser) : std::string_view());
+  }
   status->num_live_requests.fetch_add(1, std::memory_order_relaxed);
   self->attach_functor([status] { status->num_live_requests.fetch_sub(1, std::memory_order_relaxed); });
   // The client may go at any moment; the session calls this at most once.

@@ -215,8 +215,8 @@ auto batch_scheduler::fork_or_wait(request& r) -> bool {
       num_forked_tokens_ += r.num_cached_tokens;
       return true;
     }
-    // A lower choice at work on the prompt: its blocks will do.
-    if (m->choice < r.choice && m->state == request_state::running && m->num_computed_tokens < k * bs) wait = true;
+    // A lower choice at work on the prompt, or about to be: its blocks will do.
+    if (m->choice < r.choice && m->state != request_state::preempted && m->num_computed_tokens < k * bs) wait = true;
   }
   return !wait;
 }

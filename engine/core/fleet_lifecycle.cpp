@@ -122,10 +122,18 @@ auto fleet_lifecycle::decide(double now, std::span<const replica_load> loads, co
   } else if (d.desired < have) {
     if (below_since_ < 0) below_since_ = now;
     if (now - below_since_ >= options_.scale_in_delay_s && v.serving > options_.min_replicas) {
+      // The least busy of the fleet's own serving replicas, which drained
+      // can be stopped; an initial one (never stopped, only parked) only
+      // when none of its own serves.
       std::size_t pick = n;
       const auto work = [&](std::size_t i) { return load(i).running + load(i).waiting + load(i).in_flight; };
+      const auto better = [&](std::size_t i) {
+        if (pick == n) return true;
+        if (slots_[i].ours != slots_[pick].ours) return slots_[i].ours;
+        return work(i) <= work(pick);
+      };
       for (std::size_t i = 0; i < n; ++i)
-        if (slots_[i].state == replica_state::serving && (pick == n || work(i) <= work(pick))) pick = i;
+        if (slots_[i].state == replica_state::serving && better(i)) pick = i;
       if (pick < n) {
         ++ins_;
         slots_[pick].state = replica_state::draining;

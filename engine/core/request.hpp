@@ -51,7 +51,7 @@ struct request {
   /// best_of), submitted together with the same prompt and tenant. A
   /// choice admitted while another has computed the prompt shares that
   /// one's blocks of it (kv_cache_manager::fork); one admitted while a
-  /// lower choice still computes it waits for that.
+  /// lower choice still computes it, or waits to, waits for that.
   std::uint64_t group = 0;
   std::int32_t choice = 0; ///< its index in the group
   /// Its prompt's cached blocks when the match was made before submission

@@ -25,6 +25,7 @@ struct replica_report {
   // For its metrics on the router node when it runs elsewhere (a worker's):
   std::int64_t swapped = 0;           ///< preempted by swap, their KV in host memory
   std::int64_t num_preemptions = 0, num_swap_outs = 0; ///< ever
+  std::int64_t forked_tokens = 0; ///< ever: prompt tokens a choice of n shared instead of computing
 };
 
 /// When a replica leaves and rejoins rotation on its health checks.

@@ -178,6 +178,7 @@ struct fields {
   output_constraint constraint;
   std::string second_constraint; // a second constraining field: refused
   bool has_tool_choice = false;
+  std::optional<std::int32_t> best_of;
 };
 
 /// response_format: {"type": "text" | "json_object" | "json_schema", "json_schema": {"name", "schema", "strict", "description"}}.
@@ -326,12 +327,7 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
   if (key == "logprobs" && chat) return read_bool(v, key, f.chat_logprobs.emplace());
   if (key == "logprobs" || (key == "top_logprobs" && chat))
     return read_int(v, key, 0, 20, f.logprobs_count.emplace());
-  if (key == "n") {
-    std::int32_t n = 1;
-    if (auto p = read_int(v, key, 1, int32_max, n)) return p;
-    if (n != 1) return error("invalid_value", "n", "n > 1 is not supported");
-    return {};
-  }
+  if (key == "n") return read_int(v, key, 1, max_choices, r.n);
   if (key == "user") return read_string(v, key, key, r.user);
   if (key == "priority") return read_int(v, key, int32_min, int32_max, r.priority);
   if (key == "stream") return read_bool(v, key, r.stream);
@@ -341,11 +337,7 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
   }
   if (key == "logit_bias") return read_logit_bias(v, s.logit_bias);
   if (key == "echo" && !chat) return read_bool(v, key, r.echo);
-  if (key == "best_of" && !chat) {
-    std::int32_t best_of = 1;
-    if (auto p = read_int(v, key, 1, int32_max, best_of)) return p;
-    return best_of == 1 ? problem{} : not_supported(key, "best_of > 1");
-  }
+  if (key == "best_of" && !chat) return read_int(v, key, 1, max_choices, f.best_of.emplace());
   if (key == "response_format" || key == "guided_json" || key == "guided_regex" || key == "guided_choice" ||
       key == "guided_grammar") {
     output_constraint c;
@@ -380,7 +372,7 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
 
 /// The checks that need the whole request: required fields, fields that
 /// depend on each other, and sampling_params' ranges.
-auto finish(endpoint kind, fields& f) -> problem {
+auto finish(endpoint kind, fields& f, bool ws) -> problem {
   auto& r = f.r;
   if (!f.has_input) {
     const char* name = kind == endpoint::chat ? "messages" : "prompt";
@@ -393,6 +385,13 @@ auto finish(endpoint kind, fields& f) -> problem {
   if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
   if (f.has_stream_options && !r.stream)
     return error("invalid_value", "stream_options", "stream_options is only allowed when stream is true");
+  r.best_of = f.best_of.value_or(r.n);
+  if (r.best_of < r.n)
+    return error("invalid_value", "best_of",
+                 "best_of (" + std::to_string(r.best_of) + ") must be at least n (" + std::to_string(r.n) + ")");
+  if (r.stream && r.best_of > r.n)
+    return error("invalid_value", "best_of", "best_of > n cannot be streamed: the best are known only at the end");
+  if (ws && r.n > 1) return error("invalid_value", "n", "n > 1 is not supported on the WebSocket");
   if (kind == endpoint::completions) {
     r.want_logprobs = f.logprobs_count.has_value();
   } else {
@@ -465,7 +464,7 @@ auto parse_request(endpoint kind, std::string_view body, const sampling_params& 
   if (auto p = read_object(body, "request body",
                            [&](std::string_view key, od::value& v) { return read_field(kind, key, v, f, ws_message); }))
     return *p;
-  if (auto p = finish(kind, f)) return *p;
+  if (auto p = finish(kind, f, ws_message)) return *p;
   return std::move(f.r);
 }
 

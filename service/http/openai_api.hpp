@@ -93,6 +93,10 @@ struct completion_request {
   std::vector<tool_spec> tools;
   tool_choice choice;
   bool parallel_tool_calls = true;
+  /// Choices returned (n), and completions generated to pick them from
+  /// (best_of, completions only: the n with the highest mean token logprob).
+  std::int32_t n = 1;
+  std::int32_t best_of = 1;
   responses_fields responses; ///< wire responses only
 };
 
@@ -105,10 +109,12 @@ struct completion_request {
 ///  - out of range: invalid_value, via sampling_params::validate for the
 ///    sampling fields; param is the JSON field name ("stop", "top_p");
 ///  - no prompt / no messages: missing_field; an empty messages array, a batch
-///    of prompts, n != 1, an unknown role, a non-text content part: invalid_value;
+///    of prompts, an unknown role, a non-text content part: invalid_value;
+///  - n and best_of: 1 to max_choices, best_of >= n; best_of > n only when
+///    not streamed; n > 1 not on the WebSocket: invalid_value;
 ///  - a message without content (absent or null): missing_field, param
 ///    "messages[i].content"; fields inside messages are named that way.
-/// Fields OpenAI defines that troupe does not implement (best_of > 1, suffix,
+/// Fields OpenAI defines that troupe does not implement (suffix,
 /// response_format but {"type":"text"}, tools, tool_choice, functions,
 /// function_call) are refused: code unsupported_parameter.
 /// A few optional fields without effect on the answer (metadata, store,
@@ -119,6 +125,9 @@ struct completion_request {
 /// Completions' logprobs is an integer 0..20; chat's is a boolean with
 /// top_logprobs 0..20 (top_logprobs > 0 without logprobs: true is an error).
 /// stream_options is only allowed with stream: true.
+/// The most choices (n, best_of) one request may ask for.
+constexpr std::int32_t max_choices = 128;
+
 [[nodiscard]] auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults,
                                  bool ws_message = false) -> std::variant<completion_request, api_error>;
 
@@ -144,6 +153,7 @@ struct response_head {
   std::string id;
   std::int64_t created = 0; ///< Unix seconds
   std::string model;
+  std::int32_t index = 0; ///< the choice's index (n > 1: 0 to n - 1)
 };
 
 /// One streamed chunk, JSON text without "data: ". Completions: object
@@ -174,6 +184,11 @@ auto chat_delta_chunk(const response_head& h, std::string_view content, std::str
 auto chat_response(const response_head& h, std::string_view content, std::string_view reasoning,
                    const std::vector<tools::tool_call>& calls, std::string_view finish_reason,
                    const std::vector<token_logprob>* logprobs, const usage& u) -> std::string;
+
+/// One response of n choices from n whole responses of one choice each
+/// (full_response or chat_response, each with its own index): the first's
+/// head, every choice in the order given, and `u` as the usage.
+auto combine_choices(const std::vector<std::string>& responses, const usage& u) -> std::string;
 
 /// The last chunk when stream_options.include_usage: "choices": [] and
 /// "usage": {"prompt_tokens","completion_tokens","total_tokens"}.

@@ -158,6 +158,13 @@ void add_usage(std::string& out, const usage& u) {
   out += '}';
 }
 
+/// A choice opens with its index: {"index":i,
+void add_index(std::string& out, const response_head& h) {
+  out += "{\"index\":";
+  add_int(out, h.index);
+  out += ',';
+}
+
 auto object_name(endpoint kind, bool chunk) -> std::string_view {
   if (kind == endpoint::completions) return "text_completion";
   return chunk ? "chat.completion.chunk" : "chat.completion";
@@ -171,7 +178,7 @@ auto stream_chunk(endpoint kind, const response_head& h, std::string_view text,
   std::string out;
   out.reserve(256 + text.size());
   add_head(out, object_name(kind, true), h);
-  out += "{\"index\":0,";
+  add_index(out, h);
   if (kind == endpoint::chat) {
     out += first ? "\"delta\":{\"role\":\"assistant\",\"content\":" : "\"delta\":{\"content\":";
     add_string(out, text);
@@ -204,11 +211,13 @@ auto full_response(endpoint kind, const response_head& h, std::string_view text,
   out.reserve(256 + text.size());
   add_head(out, object_name(kind, false), h);
   if (kind == endpoint::chat) {
-    out += "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
+    add_index(out, h);
+    out += "\"message\":{\"role\":\"assistant\",\"content\":";
     add_string(out, text);
     out += '}';
   } else {
-    out += "{\"index\":0,\"text\":";
+    add_index(out, h);
+    out += "\"text\":";
     add_string(out, text);
   }
   add_logprobs(out, kind, logprobs, 0);
@@ -223,7 +232,8 @@ auto chat_delta_chunk(const response_head& h, std::string_view content, std::str
                       const std::vector<tools::call_delta>& calls, bool include_usage) -> std::string {
   std::string out;
   add_head(out, object_name(endpoint::chat, true), h);
-  out += "{\"index\":0,\"delta\":{";
+  add_index(out, h);
+  out += "\"delta\":{";
   bool first = true;
   const auto sep = [&] {
     if (!first) out += ',';
@@ -271,7 +281,8 @@ auto chat_response(const response_head& h, std::string_view content, std::string
                    const std::vector<token_logprob>* logprobs, const usage& u) -> std::string {
   std::string out;
   add_head(out, object_name(endpoint::chat, false), h);
-  out += "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
+  add_index(out, h);
+    out += "\"message\":{\"role\":\"assistant\",\"content\":";
   if (content.empty() && !calls.empty()) out += "null";
   else add_string(out, content);
   if (!reasoning.empty()) {
@@ -295,6 +306,26 @@ auto chat_response(const response_head& h, std::string_view content, std::string
   add_logprobs(out, endpoint::chat, logprobs, 0);
   add_finish_reason(out, finish_reason);
   out += "}]";
+  add_usage(out, u);
+  out += '}';
+  return out;
+}
+
+auto combine_choices(const std::vector<std::string>& responses, const usage& u) -> std::string {
+  // Each is head "choices":[CHOICE],"usage":{...}} as written here: the
+  // choice is the text between (a string's quotes are escaped, so the
+  // markers cannot occur inside one).
+  std::string out;
+  constexpr std::string_view open = "\"choices\":[", close = "],\"usage\":";
+  for (std::size_t i = 0; i < responses.size(); ++i) {
+    const auto& r = responses[i];
+    const auto from = r.find(open), to = r.rfind(close);
+    if (from == std::string::npos || to == std::string::npos || to < from) return {};
+    if (i == 0) out.assign(r, 0, from + open.size());
+    else out += ',';
+    out.append(r, from + open.size(), to - from - open.size());
+  }
+  out += ']';
   add_usage(out, u);
   out += '}';
   return out;

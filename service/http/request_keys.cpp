@@ -25,7 +25,7 @@ auto session_key(const completion_request& r, const std::string& session) -> std
 
 auto canonical_request(const completion_request& r, const std::string& version) -> std::string {
   const auto& s = r.sampling;
-  if (!(s.temperature == 0 || s.seed) || r.want_logprobs || r.echo) return {};
+  if (!(s.temperature == 0 || s.seed) || r.want_logprobs || r.echo || r.best_of > 1) return {};
   std::string k = version;
   k += r.kind == endpoint::chat ? "\nchat\n" : "\ncompletion\n";
   const auto field = [&](std::string_view text) {

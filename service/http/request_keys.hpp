@@ -20,7 +20,7 @@ auto session_key(const completion_request& r, const std::string& session) -> std
 /// What makes a deterministic request's answer: every field that shapes it,
 /// after the model `version`. "" when the request is not cacheable (sampled
 /// without a seed; logprobs; echo, whose prompt text the stored pieces do
-/// not hold).
+/// not hold; several choices, which the cache keeps no room for).
 auto canonical_request(const completion_request& r, const std::string& version) -> std::string;
 
 } // namespace troupe::api

@@ -197,7 +197,7 @@ auto stream_writer::final_reason(std::string_view finish_reason) const -> std::s
   return num_calls_ > 0 && finish_reason == "stop" ? "tool_calls" : finish_reason;
 }
 
-auto stream_writer::closing(std::string batch, std::string_view reason) -> std::string {
+auto stream_writer::closing(std::string batch, std::string_view reason, bool tail) -> std::string {
   flush_parsers(batch);
   const auto finish_reason = final_reason(reason);
   if (responses_) return responses_->closing(std::move(batch), finish_reason, {prompt_tokens_, completion_tokens_});
@@ -220,8 +220,13 @@ auto stream_writer::closing(std::string batch, std::string_view reason) -> std::
     return batch;
   }
   event(batch, api::stream_chunk(kind_, head_, "", finish_reason, nullptr, text_offset_, false, include_usage_));
-  if (include_usage_) event(batch, api::usage_chunk(kind_, head_, {prompt_tokens_, completion_tokens_}));
-  return batch + "data: [DONE]\n\n";
+  return tail ? batch + this->tail({prompt_tokens_, completion_tokens_}) : batch;
+}
+
+auto stream_writer::tail(const api::usage& u) const -> std::string {
+  std::string out;
+  if (include_usage_) event(out, api::usage_chunk(kind_, head_, u));
+  return out + "data: [DONE]\n\n";
 }
 
 auto stream_writer::whole(std::string_view reason) -> std::string {

@@ -61,7 +61,14 @@ public:
   void add_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
   /// A stream's last write: `batch`, the finish (and usage) events, and
   /// [DONE] for SSE. (Not const: the tool parser gives up what it held.)
-  auto closing(std::string batch, std::string_view finish_reason) -> std::string;
+  /// With `tail` false (one of n choices, SSE): the finish event only; the
+  /// last choice's end then writes tail().
+  auto closing(std::string batch, std::string_view finish_reason, bool tail = true) -> std::string;
+  /// What ends an SSE stream of n choices: the usage chunk (counting `u`,
+  /// when stream_options.include_usage) and [DONE].
+  auto tail(const api::usage& u) const -> std::string;
+  /// The choice's index in the response (n > 1; best_of ranks them last).
+  void set_index(std::int32_t i) { head_.index = i; }
   /// The whole response, not streamed.
   auto whole(std::string_view finish_reason) -> std::string;
   /// An error once the stream has started: its event, and the end.

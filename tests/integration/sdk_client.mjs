@@ -6,6 +6,10 @@
 // {"ok": false, "status", "error"}.
 //   chat         client.chat.completions.create(body)
 //   chat_stream  client.chat.completions.stream(body).finalChatCompletion()
+//   chat_n            client.chat.completions.create(body): every choice
+//   chat_n_stream     client.chat.completions.stream(body).finalChatCompletion(): every choice
+//   completions       client.completions.create(body): every choice
+//   completions_stream  client.completions.create({...body, stream: true}), chunks gathered by index
 //   responses         client.responses.create(body)
 //   responses_stream  client.responses.stream(body).finalResponse(), with the event types seen
 //   responses_get     client.responses.retrieve(body.id)
@@ -68,6 +72,41 @@ async function run(op) {
       for (const d of deltas) if (!(d.index in firsts)) firsts[d.index] = d;
       const named_first = Object.values(firsts).every((d) => d.id && d.function?.name);
       return { ...message(final.choices[0]), chunks, named_first };
+    }
+    case "chat_n": {
+      const r = await openai.chat.completions.create(op.body);
+      return { choices: r.choices.map((c) => ({ index: c.index, ...message(c) })), usage: r.usage };
+    }
+    case "chat_n_stream": {
+      const stream = openai.chat.completions.stream(op.body);
+      const indexes = new Set();
+      let usage = null;
+      stream.on("chunk", (c) => {
+        for (const ch of c.choices) indexes.add(ch.index);
+        if (c.usage) usage = c.usage;
+      });
+      const final = await stream.finalChatCompletion();
+      return { choices: final.choices.map((c) => ({ index: c.index, ...message(c) })), usage,
+               indexes: [...indexes].sort() };
+    }
+    case "completions": {
+      const r = await openai.completions.create(op.body);
+      return { choices: r.choices.map((c) => ({ index: c.index, text: c.text, finish_reason: c.finish_reason,
+                                                token_logprobs: c.logprobs?.token_logprobs ?? null })),
+               usage: r.usage };
+    }
+    case "completions_stream": {
+      const texts = {}, finishes = {};
+      let usage = null, chunks = 0;
+      for await (const c of await openai.completions.create({ ...op.body, stream: true })) {
+        chunks++;
+        if (c.usage) usage = c.usage;
+        for (const ch of c.choices) {
+          texts[ch.index] = (texts[ch.index] ?? "") + ch.text;
+          if (ch.finish_reason) finishes[ch.index] = [...(finishes[ch.index] ?? []), ch.finish_reason];
+        }
+      }
+      return { texts, finishes, usage, chunks };
     }
     case "responses":
       return response(await openai.responses.create(op.body));

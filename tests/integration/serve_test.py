@@ -184,7 +184,7 @@ def test_openai_fields(srv):
 
     refused("/v1/completions", {"logit_bias": {"2000": 1}}, "logit_bias", "invalid_value")
     refused("/v1/completions", {"logit_bias": {"5": 101}}, "logit_bias", "invalid_value")
-    refused("/v1/completions", {"best_of": 2}, "best_of", "unsupported_parameter")
+    refused("/v1/completions", {"best_of": 2, "n": 3}, "best_of", "invalid_value")
     refused("/v1/completions", {"suffix": "end"}, "suffix", "unsupported_parameter")
     refused("/v1/chat/completions", {"response_format": {"type": "yaml"}}, "response_format", "invalid_value")
     refused("/v1/chat/completions", {"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools",
@@ -192,7 +192,7 @@ def test_openai_fields(srv):
     refused("/v1/chat/completions", {"tool_choice": "auto"}, "tool_choice", "invalid_value")
     refused("/v1/chat/completions", {"functions": [{"name": "f"}]}, "functions", "unsupported_parameter")
     refused("/v1/chat/completions", {"function_call": "auto"}, "function_call", "unsupported_parameter")
-    refused("/v1/chat/completions", {"n": 2}, "n", "invalid_value")
+    refused("/v1/chat/completions", {"n": 129}, "n", "invalid_value")
     refused("/v1/completions", {"frobnicate": True}, "frobnicate", "unknown_parameter")
     refused("/v1/chat/completions", {"echo": True}, "echo", "unknown_parameter")
     r, text = srv.request("POST", "/v1/chat/completions",
@@ -354,7 +354,7 @@ def test_errors(srv):
     err("POST", "/v1/completions", {"prompt": "x", "max_tokens": 0}, 400, param="max_tokens", what="max_tokens 0")
     err("POST", "/v1/completions", {"prompt": "x", "max_tokens": 10 ** 6}, 400, what="max_tokens past the context")
     err("POST", "/v1/completions", {"prompt": "word " * 700}, 400, param="prompt", what="prompt over the context")
-    err("POST", "/v1/completions", {"prompt": "x", "n": 2}, 400, param="n", what="n > 1")
+    err("POST", "/v1/completions", {"prompt": "x", "n": 0}, 400, param="n", what="n 0")
     err("POST", "/v1/completions", {"prompt": "x" * 5000}, 413, what="body over the limit")
     err("GET", "/v1/nothing", None, 404, what="unknown path")
     err("GET", "/v1/completions", None, 405, what="wrong method")

@@ -109,6 +109,29 @@ TEST_CASE("scale-in waits for desired to stay below the fleet for the delay, one
   CHECK(f.scale_ins() == 2);
 }
 
+TEST_CASE("scale-in drains the fleet's own replicas before the initial ones, however busy") {
+  std::int32_t want = 3;
+  fleet_options o;
+  o.max_replicas = 3;
+  o.initial = 1;
+  o.slots = 3;
+  o.scale_in_delay_s = 0;
+  fleet_lifecycle f(std::make_unique<asked>(want), o);
+  auto d = f.decide(0, idle(3), {});
+  CHECK(d.actions == std::vector<fleet_action>{{kind::start, 1, false}, {kind::start, 2, false}});
+  f.loaded(1);
+  f.loaded(2);
+  want = 1;
+  std::vector<replica_load> busy(3);
+  busy[1].running = 4; // the initial replica 0 is the least busy
+  busy[2].running = 5;
+  CHECK(f.decide(1, busy, {}).actions == std::vector<fleet_action>{{kind::drain, 1}});
+  busy[1] = {};
+  busy[1].idle = true;
+  CHECK(f.decide(2, busy, {}).actions == std::vector<fleet_action>{{kind::drain, 2}, {kind::stop, 1}});
+  CHECK(states(f, 3) == "serving,off,draining");
+}
+
 TEST_CASE("a drained replica the fleet started stops once the pool is full; a lost one frees its slot") {
   std::int32_t want = 3;
   fleet_options o;

@@ -259,9 +259,9 @@ TEST_CASE("models list and error bodies") {
     CHECK(str(d.root["error"]["type"]) == "server_error");
   }
   // A parse error's body round-trips.
-  const auto e = parse_error(C, R"({"prompt":"a","n":2})");
+  const auto e = parse_error(C, R"({"prompt":"a","n":200})");
   json_doc d(error_body(e));
-  CHECK(str(d.root["error"]["message"]) == "n > 1 is not supported");
+  CHECK(str(d.root["error"]["message"]) == "n must be between 1 and 128, got 200");
   CHECK(str(d.root["error"]["param"]) == "n");
   CHECK(str(d.root["error"]["code"]) == "invalid_value");
 }

@@ -112,7 +112,7 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
        "invalid_value"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":false,"top_logprobs":3})",
        "top_logprobs", "invalid_value"},
-      {C, R"({"prompt":"a","n":2})", "n", "invalid_value"},
+      {C, R"({"prompt":"a","n":129})", "n", "invalid_value"},
       {C, R"({"prompt":"a","n":0})", "n", "invalid_value"},
       {C, R"({"prompt":"a","n":"1"})", "n", "invalid_type"},
       {C, R"({"prompt":"a","user":5})", "user", "invalid_type"},
@@ -131,7 +131,8 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
       {H, R"({"messages":[{"role":"user","content":"a"}],"echo":true})", "echo", "unknown_parameter"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"suffix":"x"})", "suffix", "unknown_parameter"},
       {C, R"({"prompt":"a","tools":[]})", "tools", "unknown_parameter"},
-      {C, R"({"prompt":"a","best_of":2})", "best_of", "unsupported_parameter"},
+      {C, R"({"prompt":"a","n":3,"best_of":2})", "best_of", "invalid_value"},
+      {C, R"({"prompt":"a","best_of":2,"stream":true})", "best_of", "invalid_value"},
       {C, R"({"prompt":"a","best_of":0})", "best_of", "invalid_value"},
       {C, R"({"prompt":"a","suffix":"end"})", "suffix", "unsupported_parameter"},
       {C, R"({"prompt":"a","echo":"yes"})", "echo", "invalid_type"},
@@ -170,7 +171,12 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
 }
 
 TEST_CASE("error messages name the field and the problem") {
-  CHECK(parse_error(C, R"({"prompt":"a","n":3})").message == "n > 1 is not supported");
+  CHECK(parse_error(C, R"({"prompt":"a","n":3,"best_of":2})").message == "best_of (2) must be at least n (3)");
+  {
+    const auto ws = api::parse_request(H, R"({"messages":[{"role":"user","content":"a"}],"n":2})", {}, true);
+    REQUIRE(std::holds_alternative<api_error>(ws));
+    CHECK(std::get<api_error>(ws).message == "n > 1 is not supported on the WebSocket");
+  }
   CHECK(parse_error(C, R"({"prompt":"a","top_p":1.5})").message == "top_p must be in (0, 1], got 1.5");
   CHECK(parse_error(C, R"({"prompt":"a","max_tokens":0})").message == "max_tokens must be between 1 and 2147483647, got 0");
   CHECK(parse_error(C, R"({"prompt":"a","max_tokens":1.5})").message == "max_tokens must be an integer");
@@ -322,7 +328,14 @@ TEST_CASE("logit_bias, echo and the harmless OpenAI fields are read") {
       "response_format":{"type":"text"},"tools":null,"user":"u","metadata":{"k":"v"},"store":false})");
   CHECK(h.sampling.logit_bias.size() == 1);
   CHECK(parse_error(C, R"({"prompt":"a","suffix":"z"})").message == "suffix is not supported yet");
-  CHECK(parse_error(C, R"({"prompt":"a","best_of":3})").message == "best_of > 1 is not supported yet");
+  {
+    const auto r = parse_ok(C, R"({"prompt":"a","n":2,"best_of":3})");
+    CHECK(r.n == 2);
+    CHECK(r.best_of == 3);
+    const auto c = parse_ok(H, R"({"messages":[{"role":"user","content":"a"}],"n":4,"stream":true})");
+    CHECK(c.n == 4);
+    CHECK(c.best_of == 4);
+  }
   CHECK(parse_error(C, R"({"prompt":"a","logit_bias":{"4":-101}})").message ==
         "logit_bias must map to biases in [-100, 100], got -101 for token 4");
   // The WebSocket envelope's id and type are a chat message's fields there only.

@@ -354,3 +354,74 @@ TEST_CASE("the Responses API: typed events numbered in order, items in order, th
   CHECK(incomplete["incomplete_details"]["reason"].get_string().value() == "max_output_tokens");
   CHECK(incomplete["output"].at(0)["status"].get_string().value() == "incomplete");
 }
+
+TEST_CASE("n choices: each chunk carries its choice's index, one tail ends the stream; whole ones combine") {
+  auto body = request(api::endpoint::chat, true, true);
+  body.n = 2;
+  std::vector<stream_writer> ws;
+  for (std::int32_t i = 0; i < 2; ++i) {
+    auto h = k_head;
+    h.index = i;
+    ws.emplace_back(body, "", h);
+    ws.back().set_prompt_tokens(5);
+  }
+  std::string out = ws[0].opening() + ws[1].opening();
+  ws[1].count_token();
+  ws[1].add_text(out, "b", {});
+  ws[0].count_token();
+  ws[0].add_text(out, "a", {});
+  out = ws[0].closing(std::move(out), "stop", false);
+  out = ws[1].closing(std::move(out), "length", false);
+  out += ws[0].tail({5, 2});
+  std::vector<std::int64_t> indexes;
+  std::string finishes;
+  int usage = 0, done = 0;
+  for (const auto& e : sse_events(out)) {
+    if (e == "[DONE]") {
+      ++done;
+      continue;
+    }
+    const auto j = json(e);
+    simdjson::dom::array choices = j["choices"].get_array().value();
+    if (choices.size() == 0) {
+      ++usage;
+      CHECK(j["usage"]["prompt_tokens"].get_int64().value() == 5);
+      CHECK(j["usage"]["completion_tokens"].get_int64().value() == 2);
+      continue;
+    }
+    const auto c = choices.at(0);
+    indexes.push_back(c["index"].get_int64().value());
+    std::string_view f;
+    if (c["finish_reason"].get(f) == simdjson::SUCCESS) finishes += std::to_string(indexes.back()) + std::string(f);
+  }
+  CHECK(indexes == std::vector<std::int64_t>{0, 1, 1, 0, 0, 1});
+  CHECK(finishes == "0stop1length");
+  CHECK(usage == 1);
+  CHECK(done == 1);
+  CHECK(out.ends_with("data: [DONE]\n\n"));
+
+  // Whole: each choice's response, combined under the first's head.
+  body.stream = false;
+  std::vector<std::string> wholes;
+  for (std::int32_t i = 0; i < 3; ++i) {
+    auto h = k_head;
+    stream_writer w(body, "", h);
+    w.set_index(i);
+    w.set_prompt_tokens(5);
+    std::string ignored;
+    w.count_token();
+    w.add_text(ignored, std::string(1, static_cast<char>('x' + i)), {});
+    wholes.push_back(w.whole("stop"));
+  }
+  const auto combined = api::combine_choices(wholes, {5, 3});
+  const auto j = json(combined);
+  CHECK(j["id"].get_string().value() == k_head.id);
+  const auto choices = j["choices"].get_array().value();
+  REQUIRE(choices.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(choices.at(i)["index"].get_int64().value() == static_cast<std::int64_t>(i));
+    CHECK(choices.at(i)["message"]["content"].get_string().value() == std::string(1, static_cast<char>('x' + i)));
+  }
+  CHECK(j["usage"]["completion_tokens"].get_int64().value() == 3);
+  CHECK(j["usage"]["total_tokens"].get_int64().value() == 8);
+}
