@@ -277,7 +277,7 @@ TEST_CASE("batch_scheduler: n choices compute their prompt once and share its bl
   CHECK(kv.tokens[12].size() == 26);
 }
 
-TEST_CASE("batch_scheduler: a fork group whose first choice ends, or is preempted, before the prompt is done") {
+TEST_CASE("batch_scheduler: a fork group whose first choice ends before the prompt is done") {
   for (const auto mode : {preemption_mode::recompute, preemption_mode::swap}) {
     CAPTURE(mode == preemption_mode::swap);
     scheduler_limits lim{8, 8, 256}; // 8 tokens a step: a 21-token prompt takes three
@@ -318,6 +318,42 @@ TEST_CASE("batch_scheduler: a fork group whose first choice ends, or is preempte
     CHECK(g.cache.num_referenced() == 0);
     CHECK(kv.tokens[21].size() == 24);
     CHECK(kv.tokens[22].size() == 24);
+  }
+}
+
+TEST_CASE("batch_scheduler: a forked group preempted for blocks, by recompute and by swap, ends whole") {
+  for (const auto mode : {preemption_mode::recompute, preemption_mode::swap}) {
+    CAPTURE(mode == preemption_mode::swap);
+    scheduler_limits lim{8, 64, 256};
+    lim.preemption = mode;
+    lim.num_host_blocks = 4;
+    // Three choices of 9 prompt tokens and 12 output tokens each need 2
+    // shared blocks and 3 of their own: 11; the pool has 8.
+    rig g(lim, 8, {4, 0, true});
+    zero_executor ex({4, 8, 100, {}, {}});
+    tables t;
+    shadow_kv kv{4, {}, {}, {}, 0};
+    for (std::int32_t c = 0; c < 3; ++c) {
+      const auto id = 30 + static_cast<request_id>(c);
+      REQUIRE(submit(g.s, choice_of(id, 9, 12, 4, c)));
+      kv.tokens[id] = g.s.find(id)->prompt;
+    }
+    std::int64_t max_shared = 0;
+    for (int step = 0; g.s.has_work() && step < 500; ++step) {
+      auto st = g.s.schedule(0);
+      check_step(st, lim, 4, t);
+      kv.apply(st, t); // every chunk finds its prefix's KV, shared or not
+      kv.record(g.s.update(st, ex.execute(st)));
+      g.s.check_invariants(); // each block's references are the tables that list it
+      for (block_id b = 0; b < 8; ++b) max_shared = std::max<std::int64_t>(max_shared, g.cache.ref_count(b));
+    }
+    CHECK(!g.s.has_work());
+    CHECK(g.s.num_forks() >= 2);
+    CHECK(max_shared == 3);
+    CHECK(g.s.num_preemptions() > 0);
+    if (mode == preemption_mode::swap) CHECK(g.s.num_swap_outs() > 0);
+    CHECK(g.cache.num_referenced() == 0);
+    for (request_id id = 30; id < 33; ++id) CHECK(kv.tokens[id].size() == 9 + 12);
   }
 }
 
