@@ -175,6 +175,12 @@ void writer::submit(double t, const request& r, int status) {
   put_list<token_id>(line_, r.prompt);
   line_ += ' ';
   put_list<block_id>(line_, r.matched_blocks);
+  if (r.group != 0) { // one choice of several: its fork group and index
+    line_ += ' ';
+    put_number(line_, r.group);
+    line_ += '/';
+    put_number(line_, r.choice);
+  }
   line_ += '\n';
   put();
 }
@@ -355,6 +361,12 @@ auto reader::next() -> std::optional<event> {
         !parse_list(w[11], r.matched_blocks))
       fail("submit: malformed");
     r.sampling.ignore_eos = ignore_eos != 0;
+    if (w.size() > 12) {
+      const auto slash = w[12].find('/');
+      if (slash == std::string::npos || !parse_num(w[12].substr(0, slash), r.group) ||
+          !parse_num(w[12].substr(slash + 1), r.choice) || r.group == 0)
+        fail("submit: \"" + w[12] + "\" is not <group>/<choice>");
+    }
   } else if (w[0] == "abort") {
     e.type = event::kind::abort;
     time();

@@ -11,7 +11,7 @@
 //   lease <t> <block,...>            blocks added to the replica's lease
 //   shrink <t> <keep>                free lease blocks beyond keep handed back
 //   submit <t> <status> <id> <tenant> <priority> <arrival_s> <max_tokens>
-//          <ignore_eos> <stop ids|-> <prompt ids> <matched blocks|->
+//          <ignore_eos> <stop ids|-> <prompt ids> <matched blocks|-> [<group>/<choice>]
 //   abort <t> <id>
 //   schedule <t> <now_s> <plan>      the core's scheduler_output, as plan_of() writes it
 //   step <t> <duration> <swapped blocks> <id>/<computed>/<tokens>/<sample 0|1>...

@@ -43,6 +43,11 @@ TEST_CASE("step log: written events read back field for field") {
     step_log::writer w(file, s);
     w.lease(0, std::vector<block_id>{1, 2, 3});
     w.submit(0.5, r, 0);
+    auto sibling = r;
+    sibling.id = 43;
+    sibling.group = 0x8000000000000001ull;
+    sibling.choice = 1;
+    w.submit(0.5, sibling, 0);
     w.schedule(0.75, 0.75, out);
     w.step(0.75, 0.01, out, res);
     w.shrink(1.0, 2);
@@ -73,6 +78,12 @@ TEST_CASE("step log: written events read back field for field") {
   CHECK(e->req.sampling.stop_token_ids == std::vector<token_id>{5});
   CHECK(e->req.prompt == r.prompt);
   CHECK(e->req.matched_blocks == r.matched_blocks);
+  CHECK(e->req.group == 0);
+  e = rd.next(); // one of n choices: its group and index come back
+  REQUIRE(e);
+  CHECK(e->req.id == 43);
+  CHECK(e->req.group == 0x8000000000000001ull);
+  CHECK(e->req.choice == 1);
   e = rd.next(); // the step line is for the cost model: skipped
   REQUIRE(e);
   CHECK(e->type == step_log::event::kind::schedule);
