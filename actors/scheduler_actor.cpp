@@ -297,6 +297,7 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
           st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
           st.status->num_queued.fetch_add(1, std::memory_order_relaxed);
           kick(self);
+          st.publish(); // (the queue's gauges count it now, not after the next step: a hung replica's too)
           rp.deliver(admission{});
         };
         // (Those take no hits; a fork group's later choices share the first's blocks.)

@@ -19,7 +19,7 @@ import time
 SOURCE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(SOURCE, "..", "support"))
 from troupe_harness import (CONFIG, NODE, bench_field, check, make_tiny, poll, server, sse_events,  # noqa: E402
-                            stream, summary, token_bytes, use_troupe)
+                            stream, summary, token_bytes, use_troupe, wait_for)
 
 TROUPE = use_troupe(sys.argv[1])
 
@@ -829,7 +829,8 @@ def test_swap(model):
     each gets the text it gets alone."""
     log = os.path.join(os.path.dirname(model), "swap.steps")
     srv = server(model, "scheduler.kv_memory=256KiB", "scheduler.preemption_mode=swap",
-                 "scheduler.swap_space=4MiB", "scheduler.enable_prefix_caching=false", "engine.step_log=" + log)
+                 "scheduler.swap_space=4MiB", "scheduler.enable_prefix_caching=false", "engine.step_log=" + log,
+                 "server.admin_api=true")
     try:
         prompts = [f"Permission number {i} is hereby granted" for i in range(8)]
         def complete(p):
@@ -837,8 +838,15 @@ def test_swap(model):
                                                               "ignore_eos": True})
             body = json.loads(text)
             return r.status, body["choices"][0]["text"], body["usage"]["completion_tokens"]
+        # All 8 queued before the first step, however slowly the clients
+        # come (under load they came one by one, and none had to swap):
+        # the replica holds still until they are there.
+        srv.request("POST", "/admin/replicas/0/hang")
         with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
-            together = list(pool.map(complete, prompts))
+            futures = [pool.submit(complete, p) for p in prompts]
+            wait_for("the 8 requests queue at the held replica", lambda: srv.metric("troupe_num_requests_waiting") == 8)
+            srv.request("POST", "/admin/replicas/0/recover")
+            together = [f.result() for f in futures]
         check(all(st == 200 and n == 48 for st, _, n in together), "8 streams on 16 KV blocks all finish")
         check(srv.metric("troupe_num_swap_outs_total") > 0, "... swapping KV out to host memory")
         alone = [complete(p) for p in prompts]
