@@ -45,10 +45,8 @@ gateway::gateway(caf::actor_system& sys, server_status& status, gateway_options 
   }
   if (options_.response_cache_bytes > 0)
     cache_ = std::make_unique<response_cache>(options_.response_cache_bytes, options_.response_cache_ttl_s);
-  if (options_.responses_store_bytes > 0)
-    responses_ = std::make_unique<response_store>(options_.responses_store_bytes, options_.responses_ttl_s);
-  else
-    responses_ = std::make_unique<response_store>(0, options_.responses_ttl_s); // (keeps nothing; gives ids)
+  // (Of 0 bytes it keeps nothing, and still gives ids.)
+  responses_ = std::make_unique<response_store>(options_.responses_store_bytes, options_.responses_ttl_s);
 }
 
 auto gateway::unauthenticated(bool key_given) -> api::api_error {

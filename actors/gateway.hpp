@@ -127,7 +127,7 @@ private:
   std::unique_ptr<tenant_registry> tenants_; ///< null: no tenants
   std::optional<tenants_watcher> watcher_;   ///< with tenants (declared after them: stops first)
   std::unique_ptr<response_cache> cache_;    ///< null: off
-  std::unique_ptr<response_store> responses_; ///< null: off
+  std::unique_ptr<response_store> responses_; ///< POST /v1/responses' ids and store
   prometheus::Family<prometheus::Counter>* rejections_ = nullptr; ///< troupe_tenant_rejections_total
 };
 

@@ -3,6 +3,7 @@
 #include "service/http/stream_writer.hpp"
 #include "service/http/anthropic_api.hpp"
 #include "service/tools/tool_grammar.hpp"
+#include "engine/core/rng.hpp"
 #include "engine/grammar/grammar.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
@@ -436,12 +437,8 @@ auto choice_request(const request& first, std::size_t i) -> request {
   request r = first;
   r.id = first.id + i;
   r.choice = static_cast<std::int32_t>(i);
-  if (i > 0 && r.sampling.seed) {
-    auto x = *r.sampling.seed + 0x9e3779b97f4a7c15ull * i; // splitmix64
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    r.sampling.seed = x ^ (x >> 31);
-  }
+  if (r.group != 0) r.group = first.id + 1; // (the group: any id unique to it, never 0)
+  if (i > 0 && r.sampling.seed) r.sampling.seed = splitmix64_mix(*r.sampling.seed + splitmix64_gamma * i);
   return r;
 }
 
@@ -491,7 +488,8 @@ void submit(self_ptr self, encoded& e) {
                                                   : static_cast<std::int32_t>(st.ctx->max_model_len - n);
   for (auto& c : st.choices) c.writer->set_prompt_tokens(n); // (usage counts the prompt once)
   if (st.req.ticket) st.req.ticket->charge_prompt(n, steady_now_s());
-  if (st.choices.size() > 1) r.group = st.id + 1; // (any id unique to it: never 0)
+  if (st.choices.size() > 1) r.group = 1; // (choice_request names it)
+  r = choice_request(r, 0);
   for (std::size_t i = 0; i < st.choices.size(); ++i)
     st.choices[i].out.emplace(*st.ctx->tok, choice_request(r, i).sampling, st.ctx->eos_ids,
                               st.req.body.kind == api::endpoint::chat, shown_controls(st));
@@ -571,9 +569,9 @@ void replica_failed(self_ptr self) {
   st.admitted = false;
   // New ids, so that late tokens from the failed replica are told apart.
   st.id = st.ctx->next_request.fetch_add(st.choices.size(), std::memory_order_relaxed);
+  st.original.id = st.id;
+  st.original = choice_request(st.original, 0); // (its group follows the id)
   auto r = st.original;
-  r.id = st.id;
-  if (r.group != 0) r.group = st.id + 1;
   for (std::size_t i = 0; i < st.choices.size(); ++i) {
     auto& c = st.choices[i];
     c.writer->restart();
@@ -590,8 +588,6 @@ void replica_failed(self_ptr self) {
 void submit_choice(self_ptr self, std::size_t i, std::int32_t replica) {
   auto& st = self->state;
   auto r = choice_request(st.original, i);
-  r.id = st.id + i;
-  r.group = st.id + 1;
   self->request(st.current->replica, caf::infinite, submit_atom_v, std::move(r), caf::actor_cast<sink_actor>(self),
                 st.req.arrival, st.undelivered)
       .then(

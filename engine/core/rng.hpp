@@ -7,16 +7,22 @@
 
 namespace troupe {
 
+/// splitmix64's increment, and its finalizer: a 64-bit mix in which every
+/// input bit changes half the output bits.
+constexpr std::uint64_t splitmix64_gamma = 0x9e3779b97f4a7c15ull;
+constexpr auto splitmix64_mix(std::uint64_t z) -> std::uint64_t {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 class rng {
 public:
   explicit rng(std::uint64_t seed) {
     // splitmix64 expands the seed into the state, as the authors recommend
     for (auto& s : s_) {
-      seed += 0x9e3779b97f4a7c15ull;
-      std::uint64_t z = seed;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      s = z ^ (z >> 31);
+      seed += splitmix64_gamma;
+      s = splitmix64_mix(seed);
     }
   }
 

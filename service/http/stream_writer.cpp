@@ -2,18 +2,14 @@
 
 #include "service/http/anthropic_api.hpp"
 
+#include "engine/core/rng.hpp"
 #include "engine/tokenizer/utf8.hpp"
 
 namespace troupe {
 
 namespace {
 
-auto mix(std::uint64_t x) -> std::uint64_t { // splitmix64's finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+auto mix(std::uint64_t x) -> std::uint64_t { return splitmix64_mix(x + splitmix64_gamma); }
 
 } // namespace
 
