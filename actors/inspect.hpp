@@ -36,7 +36,8 @@ auto inspect(Inspector& f, sampling_params& x) -> typename Inspector::result_typ
   });
   return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.repetition_penalty,
            x.presence_penalty, x.frequency_penalty, has_seed, seed, x.max_tokens, x.stop_token_ids, x.stop, x.ignore_eos,
-           x.logprobs, x.prompt_logprobs, x.logit_bias, x.grammar, load);
+           x.logprobs, x.prompt_logprobs, x.logit_bias, x.grammar, x.thinking_budget, x.thinking_open,
+           x.thinking_close, x.thinking_opened, load);
 }
 
 /// A submission: the fields a scheduler reads of a new request.

@@ -38,6 +38,7 @@ struct serving_context {
   std::vector<token_id> tool_markers; ///< that format's special tokens, shown in the text for the parser
   bool reasoning = false;      ///< answers open with a <think> block, split out as reasoning_content
   std::vector<token_id> reasoning_markers; ///< <think> and </think> where they are special tokens
+  std::vector<token_id> think_open, think_close; ///< <think> and </think> as the tokenizer encodes them
   std::int32_t max_retries = 2; ///< on other replicas, for a request whose replica failed before its first token
   /// Replicas in the router's rotation (kept by the router).
   std::shared_ptr<std::atomic<std::int32_t>> num_ready = std::make_shared<std::atomic<std::int32_t>>(0);

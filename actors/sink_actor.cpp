@@ -211,6 +211,32 @@ auto shown_controls(const sink_state& st) -> std::vector<token_id> {
   return ids;
 }
 
+/// A thinking budget needs a model that thinks and a backend whose sampler
+/// forces tokens (the CPU one). Asked for by name (chat's
+/// thinking_token_budget), it is refused elsewhere; implied by the Messages
+/// API's thinking or the Responses API's reasoning.effort, a model that does
+/// not think ignores it, as it ignores the rest of those settings.
+auto check_thinking_budget(sink_state& st) -> api::api_error {
+  const api::api_error fine{0, "", "", "", ""};
+  auto& body = st.req.body;
+  if (body.sampling.thinking_budget < 0) return fine;
+  const char* param = body.wire == api::wire::anthropic   ? "thinking.budget_tokens"
+                      : body.wire == api::wire::responses ? "reasoning.effort"
+                                                          : "thinking_token_budget";
+  if (!st.ctx->reasoning || body.kind != api::endpoint::chat) {
+    if (body.wire != api::wire::openai) {
+      body.sampling.thinking_budget = -1;
+      return fine;
+    }
+    return {400, "thinking_token_budget needs a model that thinks (its chat template has no <think> block; "
+                 "see model.reasoning_parser)", "invalid_request_error", param, "invalid_value"};
+  }
+  if (!st.ctx->grammars)
+    return {400, std::string(param) + ": a thinking budget runs on the CPU backend only", "invalid_request_error",
+            param, "unsupported_parameter"};
+  return fine;
+}
+
 /// A request with tools: the model must have a tool-call format; a call
 /// that tool_choice requires is enforced by a grammar in that format.
 /// Returns the 400 to answer, or an error with no message.
@@ -463,6 +489,11 @@ void submit(self_ptr self, encoded& e) {
   // A reasoning model thinks first; its grammar constrains the answer after.
   if (reasoning && !r.sampling.grammar.empty())
     r.sampling.grammar = tools::reasoning_parser::grammar_after(r.sampling.grammar, e.opens_thinking);
+  if (r.sampling.thinking_budget >= 0) { // (check_thinking_budget let it through: the model thinks)
+    r.sampling.thinking_open = st.ctx->think_open;
+    r.sampling.thinking_close = st.ctx->think_close;
+    r.sampling.thinking_opened = e.opens_thinking;
+  }
   r.priority = st.req.priority.value_or(st.req.body.priority);
   // Without tenants, the OpenAI `user` names the prefix-cache namespace and
   // the vtc account.
@@ -710,6 +741,10 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   if (!st.req.body.sampling.grammar.empty() && !st.ctx->grammars) {
     fail(self, 400, "structured output (response_format, guided_*) runs on the CPU backend only", "response_format",
          "unsupported_parameter");
+    return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
+  }
+  if (auto why = check_thinking_budget(st); !why.message.empty()) {
+    fail(self, why.status, why.message, why.param, why.code);
     return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
   }
   if (auto why = prepare_tools(st); !why.message.empty()) {

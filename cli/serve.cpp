@@ -175,9 +175,12 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->reasoning = cfg.model.reasoning_parser == "think" ||
                    (cfg.model.reasoning_parser == "auto" && chat && chat->text.find("<think>") != std::string::npos &&
                     chat->text.find("</think>") != std::string::npos);
-  if (ctx->reasoning)
+  if (ctx->reasoning) {
     for (const auto marker : {tools::reasoning_parser::open_marker, tools::reasoning_parser::close_marker})
       if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->reasoning_markers.push_back(id);
+    ctx->think_open = tok->encode_with_special(tools::reasoning_parser::open_marker, false);
+    ctx->think_close = tok->encode_with_special(tools::reasoning_parser::close_marker, false);
+  }
   for (int i = 0; i < resolve_threads(cfg.actors.tokenizers); ++i) {
     ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));

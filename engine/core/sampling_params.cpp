@@ -46,6 +46,7 @@ auto sampling_params::validate() const -> std::string {
     if (!(bias >= -100.0f && bias <= 100.0f))
       return "logit_bias must map to biases in [-100, 100], got " + show(bias) + " for token " + show(id);
   }
+  if (thinking_budget < -1) return "thinking_budget must be >= 0, got " + show(thinking_budget);
   return "";
 }
 

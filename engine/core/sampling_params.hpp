@@ -40,6 +40,15 @@ struct sampling_params {
   /// step of sampling, greedy included; logprobs are then of the masked
   /// distribution.
   std::string grammar;
+  /// A reasoning model's thinking budget (vLLM's thinking_token_budget,
+  /// Anthropic's thinking.budget_tokens): -1 none; n >= 0: once n tokens in
+  /// all were written inside thinking blocks, the block's close is forced,
+  /// one token a step, as a mask that keeps only it (a grammar that forbids
+  /// it there wins). The caller sets the markers as the tokenizer encodes
+  /// them (<think> and </think>), and whether the prompt opened the block.
+  std::int32_t thinking_budget = -1;
+  std::vector<token_id> thinking_open, thinking_close;
+  bool thinking_opened = false;
 
   /// Empty when valid, else one line naming the bad field, e.g.
   /// "top_p must be in (0, 1], got 1.5".

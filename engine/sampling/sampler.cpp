@@ -88,12 +88,21 @@ request_sampler::request_sampler(sampling_params params, std::span<const token_i
     output_counts_.reserve(static_cast<std::size_t>(std::clamp(params_.max_tokens, 1, 4096)));
   scratch_top_.reserve(static_cast<std::size_t>(std::max(params_.logprobs, 0)) + 1);
   if (grammar) matcher_.emplace(std::move(grammar));
+  thinking_inside_ = params_.thinking_opened;
 }
 
 auto request_sampler::sample(std::span<float> logits) -> sample_result {
   assert(!logits.empty());
   const auto vocab = static_cast<std::int32_t>(logits.size());
   if (matcher_) matcher_->mask(logits, params_.max_tokens - num_generated_);
+  // A spent thinking budget leaves only its forced token, unless the grammar
+  // has ruled that out here (NaN counts as allowed: it becomes 0).
+  const token_id forced = forced_token();
+  const bool forcing = forced >= 0 && forced < vocab && !(logits[forced] == -std::numeric_limits<float>::infinity());
+  if (forcing) {
+    std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
+    logits[forced] = 0.0f;
+  }
 
   // A broken checkpoint can produce NaN or infinite logits: NaN counts as
   // impossible (-inf) and +inf as the largest float, so the arithmetic below
@@ -105,6 +114,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
     none.logprob = -std::numeric_limits<float>::infinity();
     if (counts_needed_) ++output_counts_[none.token];
     if (matcher_) matcher_->accept(none.token);
+    track_thinking(none.token, false);
     ++num_generated_;
     return none;
   }
@@ -137,8 +147,43 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
 
   if (counts_needed_) ++output_counts_[result.token];
   if (matcher_) matcher_->accept(result.token);
+  track_thinking(result.token, forcing);
   ++num_generated_;
   return result;
+}
+
+auto request_sampler::forced_token() const -> token_id {
+  const auto& close = params_.thinking_close;
+  if (params_.thinking_budget < 0 || !thinking_inside_ || thinking_used_ < params_.thinking_budget ||
+      forcing_ >= close.size())
+    return -1;
+  return close[forcing_];
+}
+
+void request_sampler::track_thinking(token_id t, bool forced) {
+  if (params_.thinking_budget < 0) return;
+  const auto& open = params_.thinking_open;
+  const auto& close = params_.thinking_close;
+  recent_.push_back(t);
+  if (recent_.size() > std::max(open.size(), close.size())) recent_.erase(recent_.begin());
+  const auto ends_with = [this](const std::vector<token_id>& marker) {
+    return !marker.empty() && recent_.size() >= marker.size() &&
+           std::equal(marker.rbegin(), marker.rend(), recent_.rbegin());
+  };
+  if (!thinking_inside_) {
+    // A block opened again takes what is left of the budget, if anything.
+    thinking_inside_ = ends_with(open);
+    return;
+  }
+  if (ends_with(close)) {
+    thinking_inside_ = false;
+    forcing_ = 0;
+  } else if (forced) {
+    ++forcing_;
+  } else {
+    forcing_ = 0; // (a grammar refused the close: it is forced again from its start)
+    ++thinking_used_;
+  }
 }
 
 auto request_sampler::sanitize(std::span<float> logits) -> float {

@@ -47,6 +47,8 @@ public:
   /// O(vocab) plus O(k log k) for top-k; top-p alone sorts only the tokens
   /// whose probability is within 1/16 of the nucleus boundary. No allocation
   /// once the scratch has grown to the vocab size, but the top_logprobs.
+  /// A grammar's mask applies first, then a spent thinking budget's forced
+  /// token (the only one left; its logprob is then 0, as under a mask).
   auto sample(std::span<float> logits) -> sample_result;
 
   /// What the logits thought of `token`, which came next in the prompt:
@@ -70,6 +72,16 @@ private:
   std::vector<float> scratch_probs_;      ///< unnormalised probabilities, max 1
   std::vector<token_logprob> scratch_top_; ///< best raw logits, best first
   std::vector<std::pair<token_id, float>> scratch_saved_; ///< logits before penalties
+  // The thinking budget (params_.thinking_budget >= 0).
+  bool thinking_inside_ = false;
+  std::int32_t thinking_used_ = 0; ///< tokens written inside blocks, their markers aside
+  std::size_t forcing_ = 0;        ///< the close marker's tokens forced so far
+  std::vector<token_id> recent_;   ///< the last tokens, as many as the longer marker has
+
+  /// The token the thinking budget forces next; -1 when none.
+  auto forced_token() const -> token_id;
+  /// Follows the thinking blocks over the generated token `t`.
+  void track_thinking(token_id t, bool forced);
 
   /// Replaces NaN by -inf and +inf by the largest float; returns the largest.
   static auto sanitize(std::span<float> logits) -> float;

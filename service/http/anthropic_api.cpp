@@ -231,15 +231,20 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
           od::object o;
           if (auto e = v.get_object().get(o)) return failed(e, key, key, "an object");
           std::string type;
+          std::optional<std::int32_t> budget;
           if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
                 if (k == "type") return read_string(x, key, "thinking.type", type);
-                if (k == "budget_tokens") return check_json(x, 1);
+                if (k == "budget_tokens") return read_int(x, "thinking.budget_tokens", 1, int32_max, budget.emplace());
                 return error("unknown_parameter", "thinking", "unknown parameter thinking." + std::string(k));
               }))
             return p;
           if (type == "disabled") r.template_kwargs_json = R"({"enable_thinking":false})";
           else if (type != "enabled")
             return error("invalid_value", "thinking", "thinking.type must be \"enabled\" or \"disabled\"");
+          else if (!budget)
+            return error("missing_field", "thinking.budget_tokens", "thinking.budget_tokens is missing");
+          else
+            r.sampling.thinking_budget = *budget;
           return {};
         }
         if (auto p = check_json(v, 1)) return p;
@@ -254,6 +259,10 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
   if (!system.empty()) r.messages.push_back({"system", system});
   for (auto& m : messages) r.messages.push_back(std::move(m));
   r.sampling.max_tokens = *r.max_tokens;
+  if (r.sampling.thinking_budget >= *r.max_tokens)
+    return error("invalid_value", "thinking.budget_tokens",
+                 "thinking.budget_tokens must be less than max_tokens (" + std::to_string(*r.max_tokens) + "), got " +
+                     std::to_string(r.sampling.thinking_budget));
   if (r.tools.empty()) {
     if (has_choice && r.choice.what != tool_choice::mode::none)
       return error("invalid_value", "tool_choice", "tool_choice needs tools");

@@ -358,6 +358,7 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
   }
   if (chat && key == "parallel_tool_calls") return read_bool(v, key, r.parallel_tool_calls);
   if (chat && key == "chat_template_kwargs") return read_raw_object(v, key, key, r.template_kwargs_json);
+  if (chat && key == "thinking_token_budget") return read_int(v, key, 0, int32_max, s.thinking_budget);
   if ((key == "suffix" && !chat) || (chat && (key == "functions" || key == "function_call")))
     return not_supported(key, key == "suffix" ? "suffix" : std::string(key) + " (the deprecated form of tools)");
   // Documented by OpenAI as optional and without effect on the text; see docs/api.md.

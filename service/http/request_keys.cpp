@@ -54,6 +54,7 @@ auto canonical_request(const completion_request& r, const std::string& version) 
     k += nums;
   }
   field(s.grammar);
+  k += std::to_string(s.thinking_budget) + '|';
   field(r.tools_json);
   field(r.template_kwargs_json);
   k += std::to_string(static_cast<int>(r.choice.what)) + ":" + r.choice.name + (r.parallel_tool_calls ? "|p" : "|s");

@@ -298,8 +298,10 @@ auto read_reasoning(od::value& v, completion_request& r) -> problem {
       if (effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" && effort != "high")
         return error("invalid_value", "reasoning.effort",
                      "reasoning.effort must be none, minimal, low, medium or high, got \"" + effort + "\"");
-      // A template's thinking is on or off: the lowest efforts turn it off.
+      // A template's thinking is on or off: the lowest efforts turn it off,
+      // the others set a thinking budget (vLLM's defaults for the three).
       if (effort == "none" || effort == "minimal") r.template_kwargs_json = R"({"enable_thinking":false})";
+      else r.sampling.thinking_budget = effort == "low" ? 1024 : effort == "medium" ? 2048 : 8192;
       return {};
     }
     if (k == "summary" || k == "generate_summary") {

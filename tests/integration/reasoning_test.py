@@ -38,6 +38,76 @@ def sdk(base, ops):
     return json.loads(p.stdout)
 
 
+def tokens_of(answer):
+    """An unstreamed chat answer's tokens and their logprobs (logprobs: true)."""
+    content = answer["choices"][0]["logprobs"]["content"]
+    return [c["token"] for c in content], [c["logprob"] for c in content]
+
+
+def test_budget(srv):
+    """A thinking budget (the prompt opened the block): after exactly that
+    many tokens, </think> is forced, with logprob 0; the tokens before it
+    are the ones the request draws without a budget. The Responses API's
+    reasoning.effort low (1,024 tokens) and the Messages API's
+    thinking.budget_tokens give what thinking_token_budget gives."""
+    base = dict(messages=ASK, seed=4, max_tokens=24, logprobs=True)
+    free = json.loads(srv.request("POST", "/v1/chat/completions", base)[1])
+    r, t = srv.request("POST", "/v1/chat/completions", dict(base, thinking_token_budget=6))
+    spent = json.loads(t)
+    toks, lps = tokens_of(spent)
+    free_toks, _ = tokens_of(free)
+    m = spent["choices"][0]["message"]
+    check(r.status == 200 and toks[6] == "</think>" and lps[6] == 0 and "</think>" not in free_toks[:7] and
+          toks[:6] == free_toks[:6] and m["reasoning_content"] == "".join(toks[:6]) and
+          m["content"] == "".join(toks[7:]),
+          f"thinking_token_budget 6: </think> is the 7th token, logprob 0; the 6 before it are the unbudgeted "
+          f"request's; the rest is content ({toks[:8]}; without a budget {free_toks[:8]})")
+    rr, text = srv.request("POST", "/v1/chat/completions", dict(base, thinking_token_budget=6, stream=True,
+                                                                logprobs=False))
+    chunks = [json.loads(e[6:]) for e in text.split("\n\n") if e.startswith("data: {")]
+    joined = ["".join(c["choices"][0]["delta"].get(k) or "" for c in chunks if c["choices"])
+              for k in ("reasoning_content", "content")]
+    check(joined == [m["reasoning_content"], m["content"]], "thinking_token_budget: streamed equals unstreamed")
+    r, t = srv.request("POST", "/v1/chat/completions", dict(base, thinking_token_budget=0))
+    check(r.status == 200 and tokens_of(json.loads(t))[0][0] == "</think>",
+          "thinking_token_budget 0: the first token is </think>")
+    for bad in (-1, 1.5, "4"):
+        r, t = srv.request("POST", "/v1/chat/completions", dict(base, thinking_token_budget=bad))
+        check(r.status == 400 and json.loads(t)["error"]["param"] == "thinking_token_budget",
+              f"thinking_token_budget {bad!r}: 400 naming it")
+
+    greedy = dict(messages=ASK, temperature=0, max_tokens=1100, thinking_token_budget=1024, logprobs=True)
+    chat = json.loads(srv.request("POST", "/v1/chat/completions", greedy)[1])
+    toks, _ = tokens_of(chat)
+    want = chat["choices"][0]["message"]
+    anthropic_body = {"model": "qwen3", "max_tokens": 40, "temperature": 0, "messages": ASK,
+                      "thinking": {"type": "enabled", "budget_tokens": 6}}
+    res = sdk(f"http://127.0.0.1:{srv.port}", [
+        {"op": "responses", "body": {"input": ASK, "temperature": 0, "max_output_tokens": 1100,
+                                     "reasoning": {"effort": "low"}}},
+        {"op": "messages", "body": anthropic_body},
+        {"op": "messages_stream", "body": anthropic_body},
+        {"op": "messages", "body": dict(anthropic_body, thinking={"type": "enabled", "budget_tokens": 40})},
+        {"op": "messages", "body": dict(anthropic_body, thinking={"type": "enabled"})}])
+    reasoning = [o["content"][0]["text"] for o in res[0].get("output", []) if o["type"] == "reasoning"]
+    check(toks.index("</think>") == 1024 and res[0].get("ok") and reasoning == [want["reasoning_content"]] and
+          res[0]["output_text"] == want["content"],
+          f"Responses reasoning.effort low: thinking ends after 1,024 tokens, as thinking_token_budget 1024 "
+          f"({str(res[0])[:300]})")
+    short = json.loads(srv.request("POST", "/v1/chat/completions",
+                                   dict(messages=ASK, temperature=0, max_tokens=40, thinking_token_budget=6))[1])["choices"][0]["message"]
+    blocks = [(b["type"], b.get("thinking", b.get("text"))) for b in res[1].get("content", [])]
+    check(res[1].get("ok") and blocks == [("thinking", short["reasoning_content"]), ("text", short["content"])],
+          f"Messages thinking.budget_tokens 6 (official SDK): the thinking block and text of thinking_token_budget 6 "
+          f"({blocks}; {short})")
+    check(res[2].get("ok") and res[2]["content"] == res[1]["content"],
+          "Messages thinking.budget_tokens, streamed: the same blocks")
+    check(not res[3]["ok"] and res[3]["status"] == 400 and "budget_tokens" in res[3]["error"],
+          f"thinking.budget_tokens not below max_tokens: 400 ({res[3].get('error')})")
+    check(not res[4]["ok"] and res[4]["status"] == 400 and "budget_tokens" in res[4]["error"],
+          f"thinking enabled without budget_tokens: 400, as Anthropic's API ({res[4].get('error')})")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         qwen3 = make_model(os.path.join(tmp, "qwen3"), "qwen3-0.6b", "--small", "--tokenizer",
@@ -66,6 +136,16 @@ def main():
                 reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in chunks if c["choices"])
                 check(done and "".join(pieces) == r["content"] and reasoning == r["reasoning_content"],
                       f"qwen3, seed {s}: streamed reasoning and content deltas join to the whole answer's")
+            # A block the answer opens: the budget counts from its <think>, and the
+            # regex still holds the answer after the forced </think>.
+            r, t = srv.request("POST", "/v1/chat/completions", dict(ops[0]["body"], thinking_token_budget=3,
+                                                                    logprobs=True))
+            toks, _ = tokens_of(json.loads(t)) if r.status == 200 else ([], [])
+            m = json.loads(t)["choices"][0]["message"] if r.status == 200 else {}
+            check(toks[:1] == ["<think>"] and toks[4:5] == ["</think>"] and
+                  re.fullmatch(r"[ \n]*[a-z ]{1,20}", m.get("content") or ""),
+                  f"qwen3, thinking_token_budget 3 on a block the answer opens: </think> after <think> and 3 tokens, "
+                  f"then the regex's answer ({toks[:6]}, {m})")
             r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "seed": 5, "max_tokens": 20})
             m = json.loads(t)["choices"][0]["message"]
             check(r.status == 200 and "reasoning_content" not in m and m["content"],
@@ -100,10 +180,18 @@ def main():
             check(m.get("reasoning_content") and re.fullmatch(r"[ \n]*[a-z ]{1,10}", m.get("content", "")) and
                   "</think>" not in m["reasoning_content"],
                   f"a prompt ending inside <think>: the answer's first part is reasoning ({m})")
+            test_budget(srv)
         finally:
             srv.stop()
         srv = server(qwen3, "engine.threads=1", "model.reasoning_parser=none")
         try:
+            r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "thinking_token_budget": 4})
+            check(r.status == 400 and json.loads(t)["error"]["param"] == "thinking_token_budget",
+                  f"thinking_token_budget on a model that does not think: 400 naming it ({t})")
+            r = sdk(f"http://127.0.0.1:{srv.port}", [{"op": "messages", "body": {
+                "model": "qwen3", "max_tokens": 8, "messages": ASK, "thinking": {"type": "enabled", "budget_tokens": 4}}}])[0]
+            check(r.get("ok") and [b["type"] for b in r["content"]] == ["text"],
+                  f"the Messages API's thinking on a model that does not think is ignored, as the rest of its settings are ({r})")
             r, t = srv.request("POST", "/v1/chat/completions", {"messages": ASK, "seed": 1, "max_tokens": 60,
                                                                 "guided_regex": "<think>[a-z]{3}</think>[a-z]{2}"})
             m = json.loads(t)["choices"][0]["message"]

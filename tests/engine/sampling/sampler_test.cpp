@@ -575,3 +575,83 @@ TEST_CASE("sampler: a prefix of the row is all it may pick, whatever lies past i
     if (m.temperature > 0.0f) CHECK(support(counts).size() > 1);
   }
 }
+
+namespace {
+
+/// Greedy picks `want` from 16 logits: it leads by 1, everything else 0.
+auto leading(token_id want) -> std::vector<float> {
+  std::vector<float> l(16, 0.0f);
+  l[static_cast<std::size_t>(want)] = 1.0f;
+  return l;
+}
+
+/// The greedy tokens of `s` over logits led by `wants`, in turn.
+auto greedy_run(request_sampler& s, const std::vector<token_id>& wants) -> std::vector<token_id> {
+  std::vector<token_id> got;
+  for (const token_id w : wants) {
+    auto l = leading(w);
+    got.push_back(s.sample(l).token);
+  }
+  return got;
+}
+
+} // namespace
+
+TEST_CASE("sampler: a spent thinking budget forces the close marker, one token a step") {
+  sampling_params p = make_params(0.0f);
+  p.thinking_open = {8};
+  p.thinking_close = {9, 10};
+  p.thinking_budget = 2;
+  p.max_tokens = 100;
+  request_sampler s(p, {}, 1);
+  // <think> opens; two tokens inside; then </think> is forced over what
+  // leads (its two tokens); outside, the model is free again; a block opened
+  // again has no budget left and is closed at once.
+  const auto got = greedy_run(s, {8, 5, 5, 5, 5, 5, 8, 5, 5, 5});
+  CHECK(got == std::vector<token_id>{8, 5, 5, 9, 10, 5, 8, 9, 10, 5});
+
+  // A forced token's logprob is 0: it is all that is left, as under a mask.
+  request_sampler t(p, {}, 1);
+  greedy_run(t, {8, 5, 5});
+  auto l = leading(5);
+  const auto forced = t.sample(l);
+  CHECK(forced.token == 9);
+  CHECK(forced.logprob == 0.0f);
+}
+
+TEST_CASE("sampler: the thinking budget counts from the prompt's open block and stops at a natural close") {
+  sampling_params p = make_params(0.0f);
+  p.thinking_open = {8};
+  p.thinking_close = {9};
+  p.thinking_budget = 3;
+  p.thinking_opened = true;
+  request_sampler natural(p, {}, 1);
+  CHECK(greedy_run(natural, {5, 9, 5, 5, 5, 5, 5}) == std::vector<token_id>{5, 9, 5, 5, 5, 5, 5});
+  request_sampler spent(p, {}, 1);
+  CHECK(greedy_run(spent, {5, 5, 5, 5, 5}) == std::vector<token_id>{5, 5, 5, 9, 5});
+  p.thinking_budget = 0;
+  request_sampler none(p, {}, 1);
+  CHECK(greedy_run(none, {5, 5}) == std::vector<token_id>{9, 5});
+  p.thinking_budget = -1;
+  request_sampler off(p, {}, 1);
+  CHECK(greedy_run(off, {5, 5, 5, 5, 5}) == std::vector<token_id>{5, 5, 5, 5, 5});
+}
+
+TEST_CASE("sampler: a thinking budget leaves the draws before it untouched") {
+  // Seeded sampling at temperature 1: the budget changes the token where it
+  // is spent, and the random stream stays the same before it.
+  sampling_params p = make_params(1.0f);
+  p.thinking_close = {3};
+  p.thinking_opened = true;
+  auto logits = random_logits(64, 7, 2.0);
+  logits[3] = -40.0f; // the model itself never closes the block
+  request_sampler free_run(p, {}, 1);
+  p.thinking_budget = 20;
+  request_sampler budget_run(p, {}, 1);
+  for (int i = 0; i < 20; ++i) {
+    auto a = logits, b = logits;
+    CHECK(free_run.sample(a).token == budget_run.sample(b).token);
+  }
+  auto b = logits;
+  CHECK(budget_run.sample(b).token == 3);
+}

@@ -1,5 +1,6 @@
 // Requests to the OpenAI API parsed into completion requests, or refused.
 
+#include "service/http/request_keys.hpp"
 #include "tests/service/http/openai_api_test_util.hpp"
 
 #include <doctest/doctest.h>
@@ -404,4 +405,16 @@ TEST_CASE("structured output and tools: fields read into the request") {
         R"({"id":"c2","type":"function","function":{"name":"g","arguments":"not json"}}])");
   CHECK(r.messages[2].tool_call_id == "c1");
   CHECK(parse_ok(H, R"({"messages":[{"role":"user","content":"a"}]})").choice.what == api::tool_choice::mode::none);
+}
+
+TEST_CASE("thinking_token_budget: chat reads it, completions refuse it, and it keys the response cache") {
+  const auto with = parse_ok(endpoint::chat, R"({"messages":[{"role":"user","content":"a"}],"seed":1,"thinking_token_budget":5})");
+  const auto without = parse_ok(endpoint::chat, R"({"messages":[{"role":"user","content":"a"}],"seed":1})");
+  CHECK(with.sampling.thinking_budget == 5);
+  CHECK(without.sampling.thinking_budget == -1);
+  CHECK(!canonical_request(with, "v").empty());
+  CHECK(canonical_request(with, "v") != canonical_request(without, "v"));
+  const auto e = parse_error(endpoint::completions, R"({"prompt":"a","thinking_token_budget":5})");
+  CHECK(e.param == "thinking_token_budget");
+  CHECK(e.code == "unknown_parameter");
 }
