@@ -23,7 +23,7 @@ auto inspect(Inspector& f, token_logprob& x) -> typename Inspector::result_type 
 
 template <class Inspector>
 auto inspect(Inspector& f, sample_result& x) -> typename Inspector::result_type {
-  return f(caf::meta::type_name("sample_result"), x.token, x.logprob, x.top_logprobs);
+  return f(caf::meta::type_name("sample_result"), x.token, x.logprob, x.top_logprobs, x.forced);
 }
 
 template <class Inspector>
@@ -69,7 +69,7 @@ template <class Inspector>
 auto inspect(Inspector& f, replica_report& x) -> typename Inspector::result_type {
   return f(caf::meta::type_name("replica_report"), x.running, x.waiting, x.prefill_tokens, x.decode_tokens, x.kv_use,
            x.submitted, x.submitted_tokens, x.queue_age_s, x.swapped, x.num_preemptions, x.num_swap_outs,
-           x.forked_tokens);
+           x.forked_tokens, x.jump_forward_tokens);
 }
 
 } // namespace troupe

@@ -41,7 +41,7 @@ struct server_metrics::families {
   prometheus::Family<prometheus::Counter>*prompt, *generation, *hits, *misses, *success;
   // Per replica:
   prometheus::Family<prometheus::Gauge>*running, *waiting, *kv, *swapped, *ready;
-  prometheus::Family<prometheus::Counter>*preempt, *swap_outs, *forked, *failed_checks;
+  prometheus::Family<prometheus::Counter>*preempt, *swap_outs, *forked, *jumped, *failed_checks;
 };
 
 server_metrics::~server_metrics() = default;
@@ -110,6 +110,8 @@ server_metrics::server_metrics(std::shared_ptr<prometheus::Registry> registry, c
       &counter(*registry_, "num_swap_outs_total", "Preemptions that swapped the KV out to host memory."),
       &counter(*registry_, "prompt_tokens_forked_total",
                "Prompt tokens a choice (n > 1, best_of) shared from another choice's KV instead of computing them."),
+      &counter(*registry_, "jump_forward_tokens_total",
+               "Tokens a grammar forced, appended without a model step (jump-forward)."),
       &counter(*registry_, "health_checks_failed_total", "Deep health checks that failed or timed out.")});
   tenant("default");
   if (num_replicas > 0) replica(num_replicas - 1);
@@ -138,7 +140,8 @@ auto server_metrics::replica(int i) const -> const replica_series& {
   while (replicas_.size() <= static_cast<std::size_t>(i)) {
     const auto l = with(model_, {{"replica", std::to_string(replicas_.size())}});
     replicas_.push_back({&f.running->Add(l), &f.waiting->Add(l), &f.kv->Add(l), &f.preempt->Add(l),
-                         &f.swapped->Add(l), &f.swap_outs->Add(l), &f.forked->Add(l), &f.ready->Add(l),
+                         &f.swapped->Add(l), &f.swap_outs->Add(l), &f.forked->Add(l), &f.jumped->Add(l),
+                         &f.ready->Add(l),
                          &f.failed_checks->Add(l)});
   }
   return replicas_[static_cast<std::size_t>(i)];
@@ -179,16 +182,15 @@ void catch_up(prometheus::Counter& c, std::int64_t total) {
 
 } // namespace
 
-void server_metrics::replica_series::record(std::int64_t running, std::int64_t waiting, std::int64_t swapped,
-                                            double kv_use, std::int64_t preemptions, std::int64_t swap_outs,
-                                            std::int64_t forked_tokens) const {
-  num_requests_running->Set(static_cast<double>(running));
-  num_requests_waiting->Set(static_cast<double>(waiting));
-  num_requests_swapped->Set(static_cast<double>(swapped));
-  kv_cache_usage->Set(kv_use);
-  catch_up(*num_preemptions, preemptions);
-  catch_up(*num_swap_outs, swap_outs);
-  catch_up(*prompt_tokens_forked, forked_tokens);
+void server_metrics::replica_series::record(const replica_report& r) const {
+  num_requests_running->Set(static_cast<double>(r.running));
+  num_requests_waiting->Set(static_cast<double>(r.waiting));
+  num_requests_swapped->Set(static_cast<double>(r.swapped));
+  kv_cache_usage->Set(r.kv_use);
+  catch_up(*num_preemptions, r.num_preemptions);
+  catch_up(*num_swap_outs, r.num_swap_outs);
+  catch_up(*prompt_tokens_forked, r.forked_tokens);
+  catch_up(*jump_forward_tokens, r.jump_forward_tokens);
 }
 
 } // namespace troupe

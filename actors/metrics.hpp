@@ -6,6 +6,7 @@
 // then a plain (thread-safe) update, with no registry lookup on hot paths.
 
 #include "engine/core/finish_reason.hpp"
+#include "engine/core/router_core.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -37,13 +38,13 @@ public:
     prometheus::Gauge* num_requests_swapped; ///< preempted by swap, their KV in host memory
     prometheus::Counter* num_swap_outs;       ///< preemptions that swapped (of num_preemptions)
     prometheus::Counter* prompt_tokens_forked; ///< shared by a choice of n from another's KV
+    prometheus::Counter* jump_forward_tokens;  ///< a grammar forced, appended without a model step
     prometheus::Gauge* ready;                 ///< 1 while in the router's rotation (set by the router)
     prometheus::Counter* health_checks_failed; ///< deep checks that failed or timed out
 
-    /// Sets the load gauges, and raises the two counters to the scheduler's
+    /// Sets the load gauges, and raises the counters to the scheduler's
     /// running totals (a remote replica's come in its reports).
-    void record(std::int64_t running, std::int64_t waiting, std::int64_t swapped, double kv_use,
-                std::int64_t preemptions, std::int64_t swap_outs, std::int64_t forked_tokens) const;
+    void record(const replica_report& r) const;
   };
   /// A device's prefix-cache series, counted by its memory manager.
   struct device_series {

@@ -54,8 +54,7 @@ using self_ptr = router_actor::stateful_pointer<router_state>;
 // A remote replica's series, which its scheduler (in the worker's process)
 // cannot record into this node's registry.
 void record_load(const server_metrics& metrics, std::size_t i, const replica_report& r) {
-  metrics.replica(static_cast<int>(i)).record(r.running, r.waiting, r.swapped, r.kv_use, r.num_preemptions,
-                                              r.num_swap_outs, r.forked_tokens);
+  metrics.replica(static_cast<int>(i)).record(r);
 }
 
 auto seconds(double s) -> std::chrono::microseconds {

@@ -62,30 +62,29 @@ struct scheduler_state {
 
   void publish() {
     if (series == nullptr) series = &metrics->replica(options.replica);
+    replica_report r;
+    r.running = core->num_running();
+    r.waiting = core->num_waiting();
     // KV in use: held references but the lease's free blocks, of the replica's share.
-    series->record(core->num_running(), core->num_waiting(), core->num_swapped(),
-                   static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity()),
-                   core->num_preemptions(), core->num_swap_outs(), core->num_forked_tokens());
+    r.kv_use = static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity());
+    r.swapped = core->num_swapped();
+    r.num_preemptions = core->num_preemptions();
+    r.num_swap_outs = core->num_swap_outs();
+    r.forked_tokens = core->num_forked_tokens();
+    r.jump_forward_tokens = core->num_jump_forward_tokens();
+    series->record(r);
     if (options.router) {
       // Coalesced: counts the router acts on go at once, the rest (token
       // sums, KV use, queue age) at most every report_interval.
       const auto now = std::chrono::steady_clock::now();
-      if (core->num_running() == last_report.running && core->num_waiting() == last_report.waiting &&
+      if (r.running == last_report.running && r.waiting == last_report.waiting &&
           submitted == last_report.submitted && now - last_report_at < report_interval)
         return;
-      replica_report r;
-      r.running = core->num_running();
-      r.waiting = core->num_waiting();
       r.prefill_tokens = core->prefill_tokens();
       r.decode_tokens = core->decode_tokens();
-      r.kv_use = static_cast<double>(lease->num_in_use()) / static_cast<double>(lease->capacity());
       r.submitted = submitted;
       r.submitted_tokens = submitted_tokens;
-      if (core->num_waiting() > 0) r.queue_age_s = std::max(0.0, now_s() - core->oldest_waiting_arrival());
-      r.swapped = core->num_swapped();
-      r.num_preemptions = core->num_preemptions();
-      r.num_swap_outs = core->num_swap_outs();
-      r.forked_tokens = core->num_forked_tokens();
+      if (r.waiting > 0) r.queue_age_s = std::max(0.0, now_s() - core->oldest_waiting_arrival());
       last_report = r;
       last_report_at = now;
       caf::anon_send(options.router, load_atom_v, static_cast<std::int32_t>(options.replica), r);

@@ -397,23 +397,29 @@ void on_tokens(self_ptr self, request_update& u) {
     w.count_token();
     c.logprob_sum += s.logprob;
     if (st.req.body.want_logprobs) c.unsettled.push_back(logprob_of(*c.out, s));
-    auto delta = c.out->on_token(s.token);
-    std::vector<api::token_logprob> lps;
-    if (st.req.body.want_logprobs) {
-      for (auto& b : delta.token_bytes) {
-        lps.push_back(std::move(c.unsettled.front()));
-        c.unsettled.pop_front();
-        lps.back().token = std::move(b);
+    // The sampled token, then those a grammar forced after it (jump-forward,
+    // never with logprobs; their logprob under the grammar's mask is 0).
+    for (std::size_t k = 0; k <= s.forced.size(); ++k) {
+      if (k > 0) w.count_token();
+      auto delta = c.out->on_token(k == 0 ? s.token : s.forced[k - 1]);
+      std::vector<api::token_logprob> lps;
+      if (st.req.body.want_logprobs) {
+        for (auto& b : delta.token_bytes) {
+          lps.push_back(std::move(c.unsettled.front()));
+          c.unsettled.pop_front();
+          lps.back().token = std::move(b);
+        }
       }
-    }
-    if (st.req.cache) st.pieces.push_back(delta.text);
-    w.add_text(batch, delta.text, std::move(lps));
-    if (delta.finished != finish_reason::none) {
-      if (!delta.stop_reason.empty()) w.set_stop_sequence(delta.stop_reason);
-      // A stop string (or EOS) the scheduler may not have acted on: the abort
-      // this sink sends as it quits (or end_choice sends) frees the
-      // request's blocks now rather than at max_tokens.
-      ended = delta.finished;
+      if (st.req.cache) st.pieces.push_back(delta.text);
+      w.add_text(batch, delta.text, std::move(lps));
+      if (delta.finished != finish_reason::none) {
+        if (!delta.stop_reason.empty()) w.set_stop_sequence(delta.stop_reason);
+        // A stop string (or EOS) the scheduler may not have acted on: the abort
+        // this sink sends as it quits (or end_choice sends) frees the
+        // request's blocks now rather than at max_tokens.
+        ended = delta.finished;
+        break;
+      }
     }
   }
   if (ended != finish_reason::none) {

@@ -102,6 +102,7 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   m.cpu.num_kv_blocks = m.num_blocks;
   m.cpu.num_threads = cfg.engine.threads;
   m.cpu.num_sampled_ids = m.tok->vocab_size();
+  m.cpu.jump_forward = cfg.engine.jump_forward;
   m.cpu.kv_type = kv;
   m.cpu.vocabulary = std::make_shared<const grammar::token_vocabulary>(
       grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size()));

@@ -47,9 +47,9 @@ auto zero_executor::execute(const scheduler_output& step) -> step_result {
       matcher.accept(t);
       --left;
     }
-    sampled_token s{c.id, {t, 0.0f, {}}, {}};
+    sampled_token s{c.id, {t, 0.0f, {}, {}}, {}};
     if (const auto it = scoring_.find(c.id); it != scoring_.end()) {
-      for (std::size_t i = 1; i < it->second.size(); ++i) s.prompt_logprobs.push_back({it->second[i], 0.0f, {}});
+      for (std::size_t i = 1; i < it->second.size(); ++i) s.prompt_logprobs.push_back({it->second[i], 0.0f, {}, {}});
       scoring_.erase(it);
     }
     out.sampled.push_back(std::move(s));

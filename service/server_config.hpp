@@ -92,6 +92,7 @@ struct engine_section {
   std::int32_t replicas = 1;               ///< >= 1, per device
   std::int32_t threads = 0;                ///< >= 0 compute threads; 0: all cores
   bool huge_pages = true;                  ///< copy weights into 2 MiB pages
+  bool jump_forward = true;                ///< a grammar's forced tokens are appended without a model step
   std::string step_log;                    ///< "": none; else a file per replica (FILE, FILE.1, ...)
   std::string dtype = "bfloat16";          ///< on a CUDA device: "bfloat16" | "float32" (the CPU computes in float32)
   std::string weight_dtype = "auto";       ///< "auto" (as stored) | "q8_0" | "q4_k": quantize float matrices on load (CPU)

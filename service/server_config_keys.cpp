@@ -372,6 +372,9 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"engine", "replicas", integer(in(&c::engine, &engine_section::replicas), 1), "scheduler + executor replicas per device (>= 1)"},
       {"engine", "threads", integer(in(&c::engine, &engine_section::threads), 0), "compute threads per executor; 0: all cores"},
       {"engine", "huge_pages", boolean(in(&c::engine, &engine_section::huge_pages)), "copy the weights into 2 MiB pages, packed for the CPU kernels (faster decode, more memory)"},
+      {"engine", "jump_forward", boolean(in(&c::engine, &engine_section::jump_forward)),
+       "structured output: the tokens a grammar forces (a JSON key, a closing brace) are appended at once and computed "
+       "in the next step as one chunk, not sampled one step each (CPU backend; not for requests asking for logprobs)"},
       {"engine", "step_log", text(in(&c::engine, &engine_section::step_log)),
        "a file for every scheduler event and step (troupe sim fits and replays it); \"\": none"},
       {"engine", "dtype", text(in(&c::engine, &engine_section::dtype), one_of("dtype", {"bfloat16", "float32"})),

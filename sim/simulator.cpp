@@ -283,7 +283,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     auto& result = r.result;
     result.sampled.clear();
     for (const auto& c : r.step.scheduled)
-      if (c.sample) result.sampled.push_back({c.id, {sampled_token(sc.seed, c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}}, {}});
+      if (c.sample) result.sampled.push_back({c.id, {sampled_token(sc.seed, c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}, {}}, {}});
     r.core.update(r.step, result, r.updates);
     double gap = 0; // a run of equal inter-token gaps, added at once
     std::int64_t gaps = 0;

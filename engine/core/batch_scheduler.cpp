@@ -442,15 +442,24 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     const auto& s = result.sampled[k];
     request* r = k < sampling.size() && sampling[k] != nullptr && sampling[k]->id == s.id ? sampling[k] : find_mut(s.id);
     if (r == nullptr || r->state != request_state::running) continue;
-    const token_id t = s.result.token;
-    r->output.push_back(t);
-    // A token that fills a block: its KV comes next step, then the block is published.
-    kv_.prepare_commit(*r->kv, r->prompt, r->output);
     request_update u{r->id, s.result, finish_reason::none, s.prompt_logprobs};
-    if (r->may_stop && stops_at(*r, t))
-      u.finished = finish_reason::stop;
-    else if (static_cast<std::int32_t>(r->output.size()) >= r->output_limit)
-      u.finished = finish_reason::length;
+    // The sampled token, then those a grammar forces after it (jump-forward),
+    // up to the first that ends the request; the update keeps those appended.
+    auto& forced = u.token->forced;
+    std::size_t kept = 0;
+    for (token_id t = s.result.token;;) {
+      r->output.push_back(t);
+      // A token that fills a block: its KV comes next step, then the block is published.
+      kv_.prepare_commit(*r->kv, r->prompt, r->output);
+      if (r->may_stop && stops_at(*r, t))
+        u.finished = finish_reason::stop;
+      else if (static_cast<std::int32_t>(r->output.size()) >= r->output_limit)
+        u.finished = finish_reason::length;
+      if (u.finished != finish_reason::none || kept == forced.size()) break;
+      t = forced[kept++];
+    }
+    forced.resize(kept);
+    num_jump_forward_tokens_ += static_cast<std::int64_t>(kept);
     if (u.finished != finish_reason::none) end(*r, request_state::finished);
     updates.push_back(std::move(u));
   }

@@ -114,6 +114,8 @@ public:
   /// tokens they did not compute for it.
   auto num_forks() const -> std::int64_t { return num_forks_; }
   auto num_forked_tokens() const -> std::int64_t { return num_forked_tokens_; }
+  /// Tokens a grammar forced after a sampled one, appended with it (jump-forward).
+  auto num_jump_forward_tokens() const -> std::int64_t { return num_jump_forward_tokens_; }
   /// Preemptions that swapped (of num_preemptions()), and requests swapped out now.
   auto num_swap_outs() const -> std::int64_t { return num_swap_outs_; }
   auto num_swapped() const -> std::int64_t { return num_swapped_; }
@@ -164,6 +166,7 @@ private:
   std::int64_t num_preemptions_ = 0;
   std::int64_t num_forks_ = 0;
   std::int64_t num_forked_tokens_ = 0;
+  std::int64_t num_jump_forward_tokens_ = 0;
   /// The live members of each fork group (request::group).
   std::unordered_map<std::uint64_t, std::vector<request*>> groups_;
   std::int64_t num_swap_outs_ = 0;

@@ -252,6 +252,10 @@ void writer::step(double start, double duration, const scheduler_output& out, co
     put_number(line_, static_cast<std::int64_t>(s.id));
     line_ += ':';
     put_number(line_, s.result.token);
+    for (const auto f : s.result.forced) {
+      line_ += '+';
+      put_number(line_, f);
+    }
   }
   line_ += '\n';
   put();
@@ -383,9 +387,18 @@ auto reader::next() -> std::optional<event> {
     for (std::size_t i = 1; i < w.size(); ++i) {
       const auto colon = w[i].find(':');
       sampled_token s;
-      if (colon == std::string::npos || !parse_num(w[i].substr(0, colon), s.id) ||
-          !parse_num(w[i].substr(colon + 1), s.result.token))
-        fail("sampled: \"" + w[i] + "\" is not <id>:<token>");
+      bool ok = colon != std::string::npos && parse_num(w[i].substr(0, colon), s.id);
+      // <token>, then the tokens a grammar forced after it, each after a '+'.
+      for (std::size_t from = colon + 1; ok;) {
+        const auto plus = w[i].find('+', from);
+        token_id t = 0;
+        ok = parse_num(w[i].substr(from, plus == std::string::npos ? std::string::npos : plus - from), t);
+        if (from == colon + 1) s.result.token = t;
+        else s.result.forced.push_back(t);
+        if (plus == std::string::npos) break;
+        from = plus + 1;
+      }
+      if (!ok) fail("sampled: \"" + w[i] + "\" is not <id>:<token>[+<forced token>...]");
       e.result.sampled.push_back(s);
     }
   } else {

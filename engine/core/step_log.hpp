@@ -15,7 +15,8 @@
 //   abort <t> <id>
 //   schedule <t> <now_s> <plan>      the core's scheduler_output, as plan_of() writes it
 //   step <t> <duration> <swapped blocks> <id>/<computed>/<tokens>/<sample 0|1>...
-//   sampled <id>:<token>...          the executor's result, applied with update()
+//   sampled <id>:<token>[+<forced>...]...  the executor's result, applied with update()
+//                                    (+: tokens a grammar forced after it, jump-forward)
 //
 // Times are seconds since the replica started. Lines are in the order the
 // replica's actor handled the events.

@@ -40,7 +40,8 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   swap(step);
   for (const auto& r : step.new_requests) {
     samplers_.insert_or_assign(r.id, request_sampler(r.sampling, r.prompt_tokens, seed_source_.next(),
-                                                     grammar::compile_grammar(r.sampling.grammar, grammars_)));
+                                                     grammar::compile_grammar(r.sampling.grammar, grammars_),
+                                                     options_.jump_forward));
     if (r.sampling.prompt_logprobs >= 0) scoring_.insert_or_assign(r.id, prompt_scores{r.prompt_tokens, {}});
   }
 

@@ -28,6 +28,8 @@ struct cpu_executor_options {
   /// The tokenizer's ids as bytes, for requests with a grammar (null: a
   /// request with one is a bug in the caller, which checks).
   std::shared_ptr<const grammar::token_vocabulary> vocabulary = nullptr;
+  /// A grammar's forced tokens come with the sampled one (request_sampler's jump_forward).
+  bool jump_forward = false;
 };
 
 class cpu_executor final : public executor {

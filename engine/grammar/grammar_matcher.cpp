@@ -2,7 +2,10 @@
 
 #include "engine/core/check.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <string>
+#include <string_view>
 
 namespace troupe::grammar {
 
@@ -32,6 +35,22 @@ void grammar_matcher::accept(token_id id) {
   if (id < 0 || id >= v.size()) return;
   const auto bytes = v.surface(id);
   if (!bytes.empty()) state_ = g_->advance(state_, bytes);
+}
+
+void grammar_matcher::take_forced(std::int32_t max_tokens, std::vector<token_id>& out) {
+  if (max_tokens <= 0) return;
+  const auto& v = g_->vocabulary();
+  // Enough bytes for max_tokens of the longest tokens, within reason.
+  const auto limit = std::min<std::size_t>(static_cast<std::size_t>(max_tokens) * static_cast<std::size_t>(v.max_depth()), 4096);
+  const std::string bytes = g_->forced_bytes(state_, limit);
+  std::string_view rest = bytes;
+  for (std::int32_t n = 0; n < max_tokens && !rest.empty(); ++n) {
+    const auto [id, len] = v.longest_prefix(rest);
+    if (id < 0) break;
+    out.push_back(id);
+    state_ = g_->advance(state_, rest.substr(0, len));
+    rest.remove_prefix(len);
+  }
 }
 
 auto grammar_cache::get(const std::string& gbnf) -> std::shared_ptr<compiled_grammar> {

@@ -31,6 +31,11 @@ public:
   auto allowed(token_id id) const -> bool;
   /// Moves past `id`'s bytes; an end id changes nothing.
   void accept(token_id id);
+  /// Jump-forward: appends to `out` the tokens that write the bytes every
+  /// continuation starts with (compiled_grammar::forced_bytes), each the
+  /// longest token that fits, at most max_tokens of them, and accepts them.
+  /// Stops early where no token writes the next forced byte.
+  void take_forced(std::int32_t max_tokens, std::vector<token_id>& out);
 
   auto grammar() const -> compiled_grammar& { return *g_; }
   auto state() const -> std::int32_t { return state_; }

@@ -46,4 +46,23 @@ token_vocabulary::token_vocabulary(std::vector<std::string> surfaces, std::vecto
   for (const auto i : path) nodes_[static_cast<std::size_t>(i)].end = static_cast<std::int32_t>(nodes_.size());
 }
 
+auto token_vocabulary::longest_prefix(std::string_view bytes) const -> std::pair<token_id, std::size_t> {
+  // Down the trie along `bytes`: a node's children follow it, each sibling
+  // starts where the one before it ends (node::end).
+  std::pair<token_id, std::size_t> best{-1, 0};
+  std::size_t i = 0, end = nodes_.size(), depth = 0;
+  while (i < end && depth < bytes.size()) {
+    const auto& n = nodes_[i];
+    if (n.byte != static_cast<std::uint8_t>(bytes[depth])) {
+      i = static_cast<std::size_t>(n.end);
+      continue;
+    }
+    ++depth;
+    if (n.num_tokens > 0) best = {token_ids_[static_cast<std::size_t>(n.first_token)], depth};
+    end = static_cast<std::size_t>(n.end);
+    ++i;
+  }
+  return best;
+}
+
 } // namespace troupe::grammar

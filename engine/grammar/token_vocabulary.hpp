@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -42,6 +43,9 @@ public:
   auto nodes() const -> const std::vector<node>& { return nodes_; }
   auto token_ids() const -> const std::vector<token_id>& { return token_ids_; }
   auto max_depth() const -> std::int32_t { return max_depth_; }
+  /// The longest token whose surface starts `bytes` (the lowest id among
+  /// equal surfaces) and its length; {-1, 0} when no token does.
+  auto longest_prefix(std::string_view bytes) const -> std::pair<token_id, std::size_t>;
 
 private:
   std::vector<std::string> surfaces_;

@@ -72,10 +72,12 @@ auto inverse_cdf(std::span<const float> probs, std::int32_t num, IdAt id_at, flo
 } // namespace
 
 request_sampler::request_sampler(sampling_params params, std::span<const token_id> prompt,
-                                 std::uint64_t fallback_seed, std::shared_ptr<grammar::compiled_grammar> grammar)
+                                 std::uint64_t fallback_seed, std::shared_ptr<grammar::compiled_grammar> grammar,
+                                 bool jump_forward)
     : params_(std::move(params)), rng_(params_.seed.value_or(fallback_seed)),
       counts_needed_(params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                     params_.frequency_penalty != 0.0f) {
+                     params_.frequency_penalty != 0.0f),
+      jump_forward_(jump_forward && grammar != nullptr && params_.logprobs < 0) {
   // Only the penalties read the prompt set and the output counts: without
   // them a request pays neither the sort nor a map node per new token.
   if (params_.repetition_penalty != 1.0f) {
@@ -112,10 +114,7 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
     sample_result none;
     none.token = 0;
     none.logprob = -std::numeric_limits<float>::infinity();
-    if (counts_needed_) ++output_counts_[none.token];
-    if (matcher_) matcher_->accept(none.token);
-    track_thinking(none.token, false);
-    ++num_generated_;
+    record(none.token, false);
     return none;
   }
 
@@ -145,11 +144,30 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
   result.logprob =
       static_cast<float>(static_cast<double>(logits[result.token]) - log_sum_exp);
 
-  if (counts_needed_) ++output_counts_[result.token];
-  if (matcher_) matcher_->accept(result.token);
-  track_thinking(result.token, forcing);
-  ++num_generated_;
+  record(result.token, forcing);
+  if (jump_forward_) take_forced(result);
   return result;
+}
+
+void request_sampler::record(token_id t, bool forced) {
+  if (counts_needed_) ++output_counts_[t];
+  if (matcher_) matcher_->accept(t);
+  track_thinking(t, forced);
+  ++num_generated_;
+}
+
+void request_sampler::take_forced(sample_result& result) {
+  const auto& ends = matcher_->grammar().vocabulary().end_ids();
+  if (std::find(ends.begin(), ends.end(), result.token) != ends.end()) return;
+  if (params_.thinking_budget >= 0 && thinking_inside_) return; // (the budget's forcing comes first)
+  // One token is left for the model after the forced ones: the mask's
+  // promise to end within max_tokens holds.
+  matcher_->take_forced(params_.max_tokens - num_generated_ - 1, result.forced); // (it accepts them)
+  for (const auto t : result.forced) {
+    if (counts_needed_) ++output_counts_[t];
+    track_thinking(t, false);
+    ++num_generated_;
+  }
 }
 
 auto request_sampler::forced_token() const -> token_id {

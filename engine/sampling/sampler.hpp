@@ -31,8 +31,12 @@ public:
   /// from its own seeded generator, so runs stay reproducible).
   /// `grammar`: the compiled params.grammar (null when it is ""), whose
   /// mask comes first, with params.max_tokens as the budget it ends within.
+  /// `jump_forward`: after each token, the bytes the grammar forces come as
+  /// sample_result::forced (not for a request asking for logprobs, nor inside
+  /// a thinking block a budget counts).
   request_sampler(sampling_params params, std::span<const token_id> prompt,
-                  std::uint64_t fallback_seed, std::shared_ptr<grammar::compiled_grammar> grammar = nullptr);
+                  std::uint64_t fallback_seed, std::shared_ptr<grammar::compiled_grammar> grammar = nullptr,
+                  bool jump_forward = false);
 
   /// Samples from `logits` (overwritten as scratch) and records the token as
   /// generated. The ids it may return, and that logprobs cover, are
@@ -65,6 +69,7 @@ private:
   rng rng_;
   std::optional<grammar::grammar_matcher> matcher_;
   bool counts_needed_;                                       ///< some penalty is on
+  bool jump_forward_;
   std::unordered_map<token_id, std::int32_t> output_counts_; ///< only when counts_needed_
   std::vector<token_id> prompt_tokens_; ///< sorted, unique: repetition penalty
   std::int32_t num_generated_ = 0;
@@ -82,6 +87,10 @@ private:
   auto forced_token() const -> token_id;
   /// Follows the thinking blocks over the generated token `t`.
   void track_thinking(token_id t, bool forced);
+  /// Records a generated token: the penalties' counts, the grammar, the thinking budget.
+  void record(token_id t, bool forced);
+  /// Jump-forward after `result.token`: the grammar's forced tokens, recorded.
+  void take_forced(sample_result& result);
 
   /// Replaces NaN by -inf and +inf by the largest float; returns the largest.
   static auto sanitize(std::span<float> logits) -> float;

@@ -54,9 +54,9 @@ TEST_CASE("wire types round-trip") {
 
   request_update u;
   u.id = 42;
-  u.token = sample_result{17, -0.25f, {{17, -0.25f}, {4, -2.0f}}};
+  u.token = sample_result{17, -0.25f, {{17, -0.25f}, {4, -2.0f}}, {30, 31}};
   u.finished = finish_reason::length;
-  u.prompt_logprobs = {{5, -1.5f, {{6, -0.5f}}}, {9, -3.0f, {}}};
+  u.prompt_logprobs = {{5, -1.5f, {{6, -0.5f}}, {}}, {9, -3.0f, {}, {}}};
   const auto u2 = round_trip(sys, u);
   REQUIRE(u2.prompt_logprobs.size() == 2);
   CHECK(u2.prompt_logprobs[0].top_logprobs[0].token == 6);
@@ -66,6 +66,7 @@ TEST_CASE("wire types round-trip") {
   CHECK(u2.token->token == 17);
   CHECK(u2.token->top_logprobs.size() == 2);
   CHECK(u2.token->top_logprobs[1].token == 4);
+  CHECK(u2.token->forced == std::vector<token_id>{30, 31});
   CHECK(u2.finished == finish_reason::length);
   u.token.reset();
   u.finished = finish_reason::error;

@@ -1,8 +1,8 @@
 // libFuzzer harness (make fuzz): the grammar writers and reader on any
 // bytes, as GBNF, as a JSON schema and as a regex; what compiles is run: a
 // few bytes of the input fed through the automaton and a token mask taken
-// at each. Every input must give a grammar or a grammar_error, never a
-// crash or a hang.
+// at each, then the forced bytes taken as tokens. Every input must give a
+// grammar or a grammar_error, never a crash or a hang.
 
 #include "engine/grammar/compiled_grammar.hpp"
 #include "engine/grammar/json_schema.hpp"
@@ -32,7 +32,17 @@ void run(const std::string& gbnf, std::string_view feed) {
     g.fill_mask(s, static_cast<std::int32_t>(64 - i), mask);
     s = g.advance(s, feed.substr(i, 1));
   }
-  if (s != troupe::grammar::compiled_grammar::dead) (void)g.forced_bytes(s, 16);
+  if (s == troupe::grammar::compiled_grammar::dead) return;
+  // Jump-forward's way: the forced bytes as the longest tokens; the grammar
+  // must take every one of them.
+  const auto forced = g.forced_bytes(s, 16);
+  for (std::string_view rest = forced; !rest.empty();) {
+    const auto [id, len] = vocabulary()->longest_prefix(rest);
+    if (id < 0 || len == 0) __builtin_trap(); // (every byte is a token here)
+    s = g.advance(s, rest.substr(0, len));
+    if (s == troupe::grammar::compiled_grammar::dead) __builtin_trap();
+    rest.remove_prefix(len);
+  }
 }
 
 } // namespace

@@ -194,6 +194,80 @@ def judge_errors(srv):
     err({"guided_regex": "a+", "guided_choice": ["a"]}, "guided_choice", "both constrain the output")
 
 
+def step_log_tokens(path):
+    """Each request's output tokens in a step log, as (token, forced tokens) per sampled entry."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if w and w[0] == "sampled":
+                for e in w[1:]:
+                    rid, toks = e.split(":")
+                    toks = [int(t) for t in toks.split("+")]
+                    out.setdefault(int(rid), []).append((toks[0], toks[1:]))
+    return out
+
+
+def judge_jump_forward(tiny, tmp):
+    """engine.jump_forward: a grammar's forced bytes are appended after the
+    sampled token and computed next step as one chunk. The text a grammar
+    decides is the same with it off; every forced token is counted (usage,
+    the metric, the step log); and the logits after a forced chunk are those
+    of a prompt holding the same tokens: where the grammar leaves the answer
+    free, greedy continues exactly as the plain model does from there."""
+    log = os.path.join(tmp, "jf.steps")
+    on = server(tiny, "engine.threads=1", "engine.step_log=" + log)
+    off = server(tiny, "engine.threads=1", "engine.jump_forward=false")
+    options = ["the quick brown fox jumps over the lazy dog", "a slow green turtle crawls under the busy bridge"]
+    texts, used = {}, 0
+    try:
+        for name, srv in (("on", on), ("off", off)):
+            got = []
+            for seed in range(1, 7):
+                r, t = srv.request("POST", "/v1/completions", {"prompt": f"Story {seed}:", "seed": seed,
+                                                              "max_tokens": 40, "guided_choice": options})
+                body = json.loads(t)
+                got.append(body["choices"][0]["text"])
+                used += body["usage"]["completion_tokens"] if name == "on" else 0
+            texts[name] = got
+        check(texts["on"] == texts["off"] and all(t in options for t in texts["on"]),
+              f"jump-forward: guided_choice gives the same choices on and off ({texts['on']})")
+        # A forced literal, then free text: the free tokens after the forced
+        # chunk must be the plain model's greedy continuation of those tokens.
+        gbnf = 'root ::= "Once upon a time, in a land far away, there lived" .{0,60}'
+        prompt_ids = json.loads(on.request("POST", "/tokenize", {"prompt": "Tell me"})[1])["tokens"]
+        r, t = on.request("POST", "/v1/completions", {"prompt": prompt_ids, "temperature": 0, "max_tokens": 36,
+                                                      "guided_grammar": gbnf})
+        guided = json.loads(t)
+        used += guided["usage"]["completion_tokens"]
+        forced_metric = on.metric("troupe_jump_forward_tokens_total")
+    finally:
+        on.stop()
+        off.stop()
+    tokens = step_log_tokens(log)
+    forced = sum(len(f) for seq in tokens.values() for _, f in seq)
+    total = sum(1 + len(f) for seq in tokens.values() for _, f in seq)
+    check(forced > 0 and forced == forced_metric and total == used,
+          f"jump-forward: {forced} forced tokens, in the step log and troupe_jump_forward_tokens_total "
+          f"({forced_metric:.0f}); usage counts them ({total} tokens logged, {used} in usage)")
+    seq = tokens[max(tokens)]  # the guided_grammar request: the last submitted
+    head = [seq[0][0]] + seq[0][1]
+    free = [t for t, f in seq[1:]][:-1]  # (the last: the end, all the budget allows there)
+    check(len(seq[0][1]) >= 5 and len(free) >= 8 and all(not f for _, f in seq[1:]) and guided["choices"][0]["text"].startswith(
+          "Once upon a time, in a land far away, there lived"),
+          f"jump-forward: the literal comes as the first token and {len(seq[0][1])} forced ones ({seq[:3]})")
+    plain = server(tiny, "engine.threads=1", "engine.step_log=" + log + ".plain")
+    try:
+        r, t = plain.request("POST", "/v1/completions", {"prompt": prompt_ids + head, "temperature": 0,
+                                                         "max_tokens": len(free)})
+    finally:
+        plain.stop()
+    again = [t for t, _ in next(iter(step_log_tokens(log + ".plain").values()))]
+    check(r.status == 200 and again == free,
+          f"jump-forward: after the forced chunk, greedy goes on as the model does from a prompt of the same tokens "
+          f"({free} vs {again})")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         tiny = make_tiny(tmp)
@@ -205,6 +279,7 @@ def main():
             judge_errors(srv)
         finally:
             srv.stop()
+        judge_jump_forward(tiny, tmp)
         llama3 = os.path.join(TOOLS, "@lenml", "tokenizer-llama3_2", "models")
         if not os.path.isdir(llama3):
             print("note: tests/tools is not installed: the 128k-token vocabulary is not tried")

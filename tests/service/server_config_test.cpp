@@ -236,6 +236,8 @@ TEST_CASE("overrides: TOML values, else the plain string, applied in order after
   CHECK(with("model.served_model_name", "").model.served_model_name.empty());
   CHECK(with("engine.devices", R"(["cpu", "cpu"])").engine.devices == std::vector<std::string>{"cpu", "cpu"});
   CHECK_FALSE(with("engine.huge_pages", "false").engine.huge_pages);
+  CHECK(server_config{}.engine.jump_forward);
+  CHECK_FALSE(with("engine.jump_forward", "false").engine.jump_forward);
   CHECK(with("engine.executor", "zero").engine.executor == "zero");
   CHECK(with("model.chat_template", "chatml").model.chat_template == "chatml");
 

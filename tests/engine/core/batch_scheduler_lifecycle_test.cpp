@@ -357,6 +357,60 @@ TEST_CASE("batch_scheduler: a forked group preempted for blocks, by recompute an
   }
 }
 
+TEST_CASE("batch_scheduler: tokens a grammar forced are appended with the sampled one, up to a stop or the limit, "
+          "and computed next step as one chunk") {
+  scheduler_limits lim{8, 256, 256};
+  rig g(lim, 64, {4, 0, true});
+  tables t;
+  shadow_kv kv{4, {}, {}, {}, 0};
+  auto a = make_request(1, 5, 10);
+  a.sampling.stop_token_ids = {99};
+  auto b = make_request(2, 5, 3);
+  for (const auto& q : {a, b}) {
+    REQUIRE(submit(g.s, q));
+    kv.tokens[q.id] = q.prompt;
+  }
+  const auto with_forced = [](request_id id, token_id t, std::vector<token_id> forced) {
+    sampled_token s{id, {t, 0.0f, {}, std::move(forced)}, {}};
+    return s;
+  };
+  auto st = g.s.schedule(0);
+  check_step(st, lim, 4, t);
+  kv.apply(st, t);
+  step_result res;
+  res.sampled = {with_forced(1, 20, {21, 22, 23}), with_forced(2, 20, {21, 22, 23})};
+  auto ups = g.s.update(st, res);
+  kv.record(ups);
+  g.s.check_invariants();
+  REQUIRE(ups.size() == 2);
+  CHECK(ups[0].token->forced == std::vector<token_id>{21, 22, 23});
+  CHECK(ups[0].finished == finish_reason::none);
+  CHECK(g.s.find(1)->output == std::vector<token_id>{20, 21, 22, 23});
+  // b's limit is 3 tokens: the third ends it, and the update keeps two forced.
+  CHECK(ups[1].token->forced == std::vector<token_id>{21, 22});
+  CHECK(ups[1].finished == finish_reason::length);
+  // The next step computes a's four new tokens as one chunk, then samples.
+  st = g.s.schedule(0);
+  check_step(st, lim, 4, t);
+  kv.apply(st, t);
+  REQUIRE(st.scheduled.size() == 1);
+  CHECK(st.scheduled[0].num_computed_tokens == 5);
+  CHECK(tokens_of(st, 0) == std::vector<token_id>{20, 21, 22, 23});
+  CHECK(st.scheduled[0].sample);
+  // A stop token among the forced ones ends a there, and is kept.
+  res.sampled = {with_forced(1, 30, {31, 99, 32})};
+  ups = g.s.update(st, res);
+  kv.record(ups);
+  REQUIRE(ups.size() == 1);
+  CHECK(ups[0].token->forced == std::vector<token_id>{31, 99});
+  CHECK(ups[0].finished == finish_reason::stop);
+  CHECK(g.s.num_jump_forward_tokens() == 7);
+  g.s.check_invariants();
+  st = g.s.schedule(0);
+  CHECK(st.scheduled.empty());
+  CHECK(g.s.kv().source().num_available() == 64);
+}
+
 TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, under every policy") {
   std::int64_t preemptions = 0, swap_outs = 0; // under swap, over the policies
   std::vector<std::tuple<preemption_mode, std::string, std::int32_t>> runs; // and a sliding window
@@ -430,12 +484,16 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
         for (std::size_t i = static_cast<std::size_t>(first); i < table.size(); ++i)
           if (r.cache.is_published(table[i])) REQUIRE(r.cache.tenant_of(table[i]) == tenant[c.id]); // never across tenants
       }
-      const auto result = ex.execute(st);
+      auto result = ex.execute(st);
+      // A third of the samples bring 1 to 6 tokens a grammar forced (jump-forward).
+      for (auto& s : result.sampled)
+        if (g.next() % 3 == 0)
+          for (auto k = 1 + g.next() % 6; k > 0; --k) s.result.forced.push_back(static_cast<token_id>(7 + g.next() % 3));
       maybe_abort();
       r.s.update(st, result, ups);
       kv.record(ups);
       for (const auto& u : ups) {
-        got[u.id] += u.token.has_value();
+        got[u.id] += u.token ? 1 + static_cast<std::int32_t>(u.token->forced.size()) : 0;
         if (u.finished != finish_reason::none) CHECK(u.finished == finish_reason::length);
       }
       ops += 2 + static_cast<int>(st.scheduled.size());
@@ -457,6 +515,7 @@ TEST_CASE("batch_scheduler: 100,000+ random operations keep every invariant, und
     CHECK(!r.s.has_work());
     CHECK(r.cache.num_referenced() == 0);
     CHECK(r.s.num_forks() > 0);
+    CHECK(r.s.num_jump_forward_tokens() > 0);
     for (const auto& [id, max_tokens] : expected)
       if (!ended_early.contains(id)) CHECK(got[id] == max_tokens);
   }

@@ -54,7 +54,7 @@ inline auto submit(batch_scheduler& s, request r) -> bool { return s.submit(std:
 
 inline auto sampled(std::initializer_list<std::pair<request_id, token_id>> xs) -> step_result {
   step_result r;
-  for (const auto& [id, t] : xs) r.sampled.push_back({id, {t, 0.0f, {}}, {}});
+  for (const auto& [id, t] : xs) r.sampled.push_back({id, {t, 0.0f, {}, {}}, {}});
   return r;
 }
 
@@ -113,7 +113,10 @@ struct shadow_kv {
   }
   void record(const std::vector<request_update>& ups) {
     for (const auto& u : ups)
-      if (u.token) tokens[u.id].push_back(u.token->token);
+      if (u.token) {
+        tokens[u.id].push_back(u.token->token);
+        tokens[u.id].insert(tokens[u.id].end(), u.token->forced.begin(), u.token->forced.end());
+      }
   }
 };
 

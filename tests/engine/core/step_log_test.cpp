@@ -38,7 +38,8 @@ TEST_CASE("step log: written events read back field for field") {
   out.swap_out.push_back({1, 2});
   out.finished = {17};
   step_result res;
-  res.sampled.push_back({42, {77, 0.0f, {}}, {}});
+  res.sampled.push_back({42, {77, 0.0f, {}, {}}, {}});
+  res.sampled.push_back({43, {78, 0.0f, {}, {79, 80}}, {}}); // with two tokens a grammar forced
   {
     step_log::writer w(file, s);
     w.lease(0, std::vector<block_id>{1, 2, 3});
@@ -92,8 +93,11 @@ TEST_CASE("step log: written events read back field for field") {
   e = rd.next();
   REQUIRE(e);
   CHECK(e->type == step_log::event::kind::sampled);
-  REQUIRE(e->result.sampled.size() == 1);
+  REQUIRE(e->result.sampled.size() == 2);
   CHECK(e->result.sampled[0].result.token == 77);
+  CHECK(e->result.sampled[0].result.forced.empty());
+  CHECK(e->result.sampled[1].result.token == 78);
+  CHECK(e->result.sampled[1].result.forced == std::vector<token_id>{79, 80});
   e = rd.next();
   REQUIRE(e);
   CHECK(e->type == step_log::event::kind::shrink);

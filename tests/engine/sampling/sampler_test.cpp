@@ -1,5 +1,8 @@
 #include "engine/sampling/sampler.hpp"
 
+#include "engine/grammar/compiled_grammar.hpp"
+#include "engine/grammar/grammar.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -654,4 +657,67 @@ TEST_CASE("sampler: a thinking budget leaves the draws before it untouched") {
   }
   auto b = logits;
   CHECK(budget_run.sample(b).token == 3);
+}
+
+namespace {
+
+/// 16 ids: 0 "a", 1 "b", 2 "ab", 3 "x", 4 "y", 5 "c", 6 "cd", 7 "cde",
+/// 8 "ef", 9 "f", 10 the end; the rest never picked.
+auto small_grammar(const char* gbnf) -> std::shared_ptr<grammar::compiled_grammar> {
+  std::vector<std::string> surfaces = {"a", "b", "ab", "x", "y", "c", "cd", "cde", "ef", "f"};
+  surfaces.resize(16);
+  auto vocab = std::make_shared<const grammar::token_vocabulary>(std::move(surfaces), std::vector<token_id>{10});
+  return std::make_shared<grammar::compiled_grammar>(grammar::parse_gbnf(gbnf), vocab);
+}
+
+} // namespace
+
+TEST_CASE("sampler: jump-forward writes the bytes a grammar forces as the longest tokens, after the sampled one") {
+  const char* gbnf = R"(root ::= "ab" [xy] "cdef")";
+  sampling_params p = make_params(0.0f);
+  p.max_tokens = 10;
+  request_sampler s(p, {}, 1, small_grammar(gbnf), true);
+  // "ab" is forced from the start, but the first token is the model's: it
+  // picks "a" (leading), then "b" is forced; then x or y is the model's, and
+  // "cdef" is forced as "cde" "f".
+  auto l = leading(0);
+  auto first = s.sample(l);
+  CHECK(first.token == 0);
+  CHECK(first.forced == std::vector<token_id>{1});
+  l = leading(4);
+  auto second = s.sample(l);
+  CHECK(second.token == 4);
+  CHECK(second.forced == std::vector<token_id>{7, 9});
+  CHECK(s.num_generated() == 5);
+  // Then only the end is left.
+  l = leading(3);
+  CHECK(s.sample(l).token == 10);
+
+  // Off, or with logprobs asked for: one token a step.
+  request_sampler off(p, {}, 1, small_grammar(gbnf), false);
+  l = leading(0);
+  CHECK(off.sample(l).forced.empty());
+  p.logprobs = 0;
+  request_sampler scored(p, {}, 1, small_grammar(gbnf), true);
+  l = leading(0);
+  CHECK(scored.sample(l).forced.empty());
+}
+
+TEST_CASE("sampler: jump-forward leaves a token for the model within max_tokens") {
+  // The mask's promise (one token per byte, one for the end) already keeps
+  // the forced bytes within the tokens left; where a budget too small for
+  // the grammar broke it, forcing still leaves the last token to the model.
+  for (const auto& [max_tokens, want] : {std::pair{10, std::vector<token_id>{7, 9}}, std::pair{3, std::vector<token_id>{}}}) {
+    CAPTURE(max_tokens);
+    sampling_params p = make_params(0.0f);
+    p.max_tokens = max_tokens;
+    request_sampler s(p, {}, 1, small_grammar(R"(root ::= "ab" [xy] "cdef")"), true);
+    auto l = leading(2);
+    CHECK(s.sample(l).forced.empty()); // "ab"; then x or y is the model's
+    l = leading(3);
+    const auto x = s.sample(l);
+    CHECK(x.token == 3);
+    CHECK(x.forced == want);
+    CHECK(s.num_generated() == 2 + static_cast<std::int32_t>(want.size()));
+  }
 }
