@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-jump-forward bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -59,6 +59,10 @@ bench-quant: build
 # vocabularies (tests/tools), and a large schema's compile time.
 bench-grammar: build
 	$(BUILD)/troupe bench-grammar
+
+# Jump-forward on and off: constrained completions on two servers, interleaved.
+bench-jump-forward: build
+	python3 scripts/bench_jump_forward.py $(BUILD)/troupe
 
 # tokenizer.json encode speed, troupe against Hugging Face tokenizers (one
 # thread each, interleaved runs, medians) on the real tokenizers of tests/tools.

@@ -13,6 +13,7 @@ Exits 77 (SKIP) without python3-jsonschema."""
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -25,7 +26,7 @@ except ImportError:
     print("SKIP: python3-jsonschema is not installed (make test installs it)")
     sys.exit(77)
 
-use_troupe(sys.argv[1])
+TROUPE_BIN = use_troupe(sys.argv[1])
 
 SCHEMAS = {
     "person": {
@@ -266,6 +267,12 @@ def judge_jump_forward(tiny, tmp):
     check(r.status == 200 and again == free,
           f"jump-forward: after the forced chunk, greedy goes on as the model does from a prompt of the same tokens "
           f"({free} vs {again})")
+    # Decision fidelity: the simulator's replay, given the logged tokens
+    # (forced ones included), schedules exactly the server's batches.
+    out = subprocess.run([TROUPE_BIN, "sim", "--replay", log], capture_output=True, text=True, timeout=300)
+    m = re.search(r"(\d+) schedule decisions \((\d+) steps\), all identical", out.stdout)
+    check(out.returncode == 0 and m and int(m.group(2)) > 10,
+          f"jump-forward: replaying the step log, every step identical ({(out.stdout + out.stderr).strip()[:300]})")
 
 
 def main():
