@@ -6,6 +6,7 @@
 #include "actors/metrics.hpp"
 #include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "service/http/request_checks.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -32,11 +33,11 @@ struct serving_context {
   std::vector<memory_manager_actor> memories;
   std::vector<std::size_t> replica_device;
   std::int32_t block_size = 16;
-  bool prompt_logprobs = true; ///< its backend computes them (echo with logprobs); CUDA's does not
-  bool grammars = true;        ///< its backend applies sampling_params::grammar; CUDA's does not
-  std::string tool_parser;     ///< the tool-call format its answers are parsed for; "": none known
+  /// What its backend and model can do: CUDA computes no prompt logprobs
+  /// and applies no grammar; the tool-call format its answers are parsed
+  /// for; whether answers open with a <think> block, split out as reasoning_content.
+  api::request_support support;
   std::vector<token_id> tool_markers; ///< that format's special tokens, shown in the text for the parser
-  bool reasoning = false;      ///< answers open with a <think> block, split out as reasoning_content
   std::vector<token_id> reasoning_markers; ///< <think> and </think> where they are special tokens
   std::vector<token_id> think_open, think_close; ///< <think> and </think> as the tokenizer encodes them
   std::int32_t max_retries = 2; ///< on other replicas, for a request whose replica failed before its first token

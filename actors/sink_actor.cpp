@@ -1,10 +1,9 @@
 #include "actors/sink_actor.hpp"
 
+#include "service/http/request_checks.hpp"
 #include "service/http/stream_writer.hpp"
 #include "service/http/anthropic_api.hpp"
-#include "service/tools/tool_grammar.hpp"
 #include "engine/core/rng.hpp"
-#include "engine/grammar/grammar.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
 #include "engine/tokenizer/utf8.hpp"
@@ -209,57 +208,6 @@ auto shown_controls(const sink_state& st) -> std::vector<token_id> {
   if (st.req.body.choice.what != api::tool_choice::mode::none)
     ids.insert(ids.end(), st.ctx->tool_markers.begin(), st.ctx->tool_markers.end());
   return ids;
-}
-
-/// A thinking budget needs a model that thinks and a backend whose sampler
-/// forces tokens (the CPU one). Asked for by name (chat's
-/// thinking_token_budget), it is refused elsewhere; implied by the Messages
-/// API's thinking or the Responses API's reasoning.effort, a model that does
-/// not think ignores it, as it ignores the rest of those settings.
-auto check_thinking_budget(sink_state& st) -> api::api_error {
-  const api::api_error fine{0, "", "", "", ""};
-  auto& body = st.req.body;
-  if (body.sampling.thinking_budget < 0) return fine;
-  const char* param = body.wire == api::wire::anthropic   ? "thinking.budget_tokens"
-                      : body.wire == api::wire::responses ? "reasoning.effort"
-                                                          : "thinking_token_budget";
-  if (!st.ctx->reasoning || body.kind != api::endpoint::chat) {
-    if (body.wire != api::wire::openai) {
-      body.sampling.thinking_budget = -1;
-      return fine;
-    }
-    return {400, "thinking_token_budget needs a model that thinks (its chat template has no <think> block; "
-                 "see model.reasoning_parser)", "invalid_request_error", param, "invalid_value"};
-  }
-  if (!st.ctx->grammars)
-    return {400, std::string(param) + ": a thinking budget runs on the CPU backend only", "invalid_request_error",
-            param, "unsupported_parameter"};
-  return fine;
-}
-
-/// A request with tools: the model must have a tool-call format; a call
-/// that tool_choice requires is enforced by a grammar in that format.
-/// Returns the 400 to answer, or an error with no message.
-auto prepare_tools(sink_state& st) -> api::api_error {
-  auto& body = st.req.body;
-  if (body.choice.what == api::tool_choice::mode::none) return {0, "", "", "", ""};
-  if (st.ctx->tool_parser.empty())
-    return {400, "tools: this model's chat template writes no tool-call format troupe knows; set model.tool_parser ("
-                 "hermes, llama3_json or mistral)", "invalid_request_error", "tools", "unsupported_parameter"};
-  if (body.choice.what == api::tool_choice::mode::automatic) return {0, "", "", "", ""};
-  if (!body.sampling.grammar.empty())
-    return {400, "tool_choice requires a call and response_format (or guided_*) constrains the answer too; give one",
-            "invalid_request_error", "tool_choice", "invalid_value"};
-  if (!st.ctx->grammars)
-    return {400, "tool_choice \"required\" or a named function runs on the CPU backend only", "invalid_request_error",
-            "tool_choice", "unsupported_parameter"};
-  try {
-    body.sampling.grammar = tools::tool_call_grammar(st.ctx->tool_parser, body.tools, body.choice, body.parallel_tool_calls);
-    (void)grammar::parse_gbnf(body.sampling.grammar);
-  } catch (const grammar::grammar_error& e) {
-    return {400, e.what(), "invalid_request_error", "tools", "invalid_value"};
-  }
-  return {0, "", "", "", ""};
 }
 
 // n choices, each ended: the whole response (best_of: the n with the
@@ -484,7 +432,7 @@ void submit(self_ptr self, encoded& e) {
                   "logit_bias names token " + std::to_string(t) + ", outside the vocabulary (" +
                       std::to_string(st.ctx->tok->vocab_size()) + " tokens)",
                   "logit_bias", "invalid_value");
-  const bool reasoning = st.ctx->reasoning && st.req.body.kind == api::endpoint::chat;
+  const bool reasoning = st.ctx->support.reasoning && st.req.body.kind == api::endpoint::chat;
   if (reasoning)
     for (auto& c : st.choices) c.writer->start_reasoning(e.opens_thinking);
   request r;
@@ -715,7 +663,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     auto h = head;
     h.index = static_cast<std::int32_t>(i);
     st.choices[i].writer.emplace(st.req.body, st.req.ws_id, std::move(h),
-                                 tools ? std::string_view(st.ctx->tool_parser) : std::string_view());
+                                 tools ? std::string_view(st.ctx->support.tool_parser) : std::string_view());
   }
   status->num_live_requests.fetch_add(1, std::memory_order_relaxed);
   self->attach_functor([status] { status->num_live_requests.fetch_sub(1, std::memory_order_relaxed); });
@@ -739,22 +687,8 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
       return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
     }
   }
-  if (st.req.body.echo && st.req.body.want_logprobs && !st.ctx->prompt_logprobs) {
-    fail(self, 400, "echo with logprobs is not supported on this backend (it computes no prompt logprobs)", "echo",
-         "unsupported_parameter");
-    return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
-  }
-  if (!st.req.body.sampling.grammar.empty() && !st.ctx->grammars) {
-    fail(self, 400, "structured output (response_format, guided_*) runs on the CPU backend only", "response_format",
-         "unsupported_parameter");
-    return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
-  }
-  if (auto why = check_thinking_budget(st); !why.message.empty()) {
-    fail(self, why.status, why.message, why.param, why.code);
-    return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
-  }
-  if (auto why = prepare_tools(st); !why.message.empty()) {
-    fail(self, why.status, why.message, why.param, why.code);
+  if (auto why = api::check_request(st.req.body, st.ctx->support)) {
+    fail(self, why->status, why->message, why->param, why->code);
     return {[](tokens_atom, request_update&) {}, [](gone_atom) {}};
   }
   encode_job job;

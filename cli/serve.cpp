@@ -163,19 +163,19 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->eos_ids = eos;
   ctx->defaults = default_sampling_params(mc);
   ctx->metrics = metrics;
-  ctx->prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";
-  ctx->grammars = ctx->prompt_logprobs;
+  ctx->support.prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";
+  ctx->support.grammars = ctx->support.prompt_logprobs;
 
   std::shared_ptr<const chat_template> chat;
   if (auto t = resolve_chat_template(cfg.model.chat_template, dir.string(), setup.gguf.get())) chat = std::make_shared<const chat_template>(std::move(*t));
-  ctx->tool_parser = cfg.model.tool_parser == "auto" ? (chat ? tools::detect_tool_parser(chat->text) : "")
+  ctx->support.tool_parser = cfg.model.tool_parser == "auto" ? (chat ? tools::detect_tool_parser(chat->text) : "")
                      : cfg.model.tool_parser == "none" ? "" : cfg.model.tool_parser;
-  for (const auto& marker : tools::tool_markers(ctx->tool_parser))
+  for (const auto& marker : tools::tool_markers(ctx->support.tool_parser))
     if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->tool_markers.push_back(id);
-  ctx->reasoning = cfg.model.reasoning_parser == "think" ||
+  ctx->support.reasoning = cfg.model.reasoning_parser == "think" ||
                    (cfg.model.reasoning_parser == "auto" && chat && chat->text.find("<think>") != std::string::npos &&
                     chat->text.find("</think>") != std::string::npos);
-  if (ctx->reasoning) {
+  if (ctx->support.reasoning) {
     for (const auto marker : {tools::reasoning_parser::open_marker, tools::reasoning_parser::close_marker})
       if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->reasoning_markers.push_back(id);
     ctx->think_open = tok->encode_with_special(tools::reasoning_parser::open_marker, false);
