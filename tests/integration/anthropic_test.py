@@ -13,18 +13,14 @@ python3-jsonschema."""
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import TOOLS, check, make_tiny, server, sha256, summary, use_troupe  # noqa: E402
+from troupe_harness import check, make_tiny, need_npm, sdk, server, sha256, summary, use_troupe  # noqa: E402
 
-if not os.path.isdir(os.path.join(TOOLS, "@anthropic-ai", "sdk")) or shutil.which("node") is None:
-    print("SKIP: tests/tools/node_modules (@anthropic-ai/sdk) is not installed or node is missing")
-    sys.exit(77)
+need_npm("@anthropic-ai/sdk")
 try:
     import jsonschema
 except ImportError:
@@ -37,15 +33,6 @@ WEATHER = {"name": "get_weather", "description": "The weather in a city.",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
                                                              "unit": {"enum": ["c", "f"]}},
                             "required": ["city", "unit"]}}
-
-
-def sdk(base, ops, key=KEY):
-    p = subprocess.run(["node", os.path.join(HERE, "sdk_client.mjs")],
-                       input=json.dumps({"base": base, "api_key": key, "ops": ops}), capture_output=True, text=True,
-                       timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("sdk_client.mjs: " + p.stderr)
-    return json.loads(p.stdout)
 
 
 def text_of(m):
@@ -79,7 +66,7 @@ def main():
                    {"op": "messages", "body": {"model": "tiny", "messages": [{"role": "user", "content": "x"}]}},
                    {"op": "messages", "body": dict(hello, messages=[{"role": "user", "content": [
                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]}])}]
-            r = sdk(base, ops)
+            r = sdk(base, ops, KEY)
             whole, streamed = r[0], r[1]
             check(whole.get("ok") and whole["type"] == "message" and whole["role"] == "assistant" and
                   whole["id"].startswith("msg_") and whole["stop_reason"] in ("end_turn", "max_tokens") and
@@ -114,7 +101,7 @@ def main():
                   "max_tokens is missing" in r[6]["error"], f"missing max_tokens: a 400 in Anthropic's shape ({r[6]})")
             check(not r[7]["ok"] and r[7]["status"] == 400 and "image" in r[7]["error"],
                   f"an image block is refused by name ({r[7]})")
-            bad = sdk(base, [{"op": "messages", "body": hello}], key="sk-wrong")[0]
+            bad = sdk(base, [{"op": "messages", "body": hello}], "sk-wrong")[0]
             check(not bad["ok"] and bad["status"] == 401 and (bad.get("body") or {}).get("error", {}).get("type") ==
                   "authentication_error", f"a wrong x-api-key: 401 authentication_error ({bad})")
             # The history reaches the template: its tool result and the call are in the prompt.
@@ -132,7 +119,7 @@ def main():
         try:
             body = {"model": "tiny", "max_tokens": 40, "temperature": 0, "messages": [{"role": "user", "content": "Hi"}]}
             r = sdk(f"http://127.0.0.1:{srv.port}", [{"op": "messages", "body": body},
-                                                      {"op": "messages_stream", "body": body}])
+                                                      {"op": "messages_stream", "body": body}], KEY)
             kinds = [b["type"] for b in r[0].get("content", [])]
             check(r[0].get("ok") and kinds[:1] == ["thinking"] and r[0]["content"][0]["thinking"],
                   f"a reasoning model's thinking comes as a thinking block first ({kinds})")

@@ -15,33 +15,21 @@ Exits 77 (SKIP) without tests/tools/node_modules (openai) or node."""
 
 import json
 import os
-import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import TOOLS, check, make_tiny, server, summary, use_troupe, wait_for  # noqa: E402
+from troupe_harness import check, make_tiny, need_npm, sdk, server, summary, use_troupe, wait_for# noqa: E402
 
-if not os.path.isdir(os.path.join(TOOLS, "openai")) or shutil.which("node") is None:
-    print("SKIP: tests/tools/node_modules (openai) is not installed or node is missing")
-    sys.exit(77)
+need_npm("openai")
 
 use_troupe(sys.argv[1])
 BLOCK = 16
 # 53 prompt tokens or so: three whole blocks before the last token's.
 TEXT = ("The quick brown fox jumps over the lazy dog while the cat sleeps in the warm sun, "
         "and the birds sing in the tall green trees by the old stone wall of the quiet farm.")
-
-
-def sdk(base, ops):
-    p = subprocess.run(["node", os.path.join(HERE, "sdk_client.mjs")],
-                       input=json.dumps({"base": base, "ops": ops}), capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("sdk_client.mjs: " + p.stderr)
-    return json.loads(p.stdout)
 
 
 def texts(r):

@@ -13,29 +13,17 @@ Exits 77 (SKIP) without tests/tools/node_modules or node."""
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import TOOLS, check, make_model, server, stream, summary, use_troupe  # noqa: E402
+from troupe_harness import TOOLS, check, make_model, need_npm, sdk, server, stream, summary, use_troupe  # noqa: E402
 
-if not os.path.isdir(os.path.join(TOOLS, "openai")) or shutil.which("node") is None:
-    print("SKIP: tests/tools/node_modules is not installed (make test installs it) or node is missing")
-    sys.exit(77)
+need_npm("openai")
 use_troupe(sys.argv[1])
 
 ASK = [{"role": "user", "content": "What is 2 + 2?"}]
-
-
-def sdk(base, ops):
-    p = subprocess.run(["node", os.path.join(HERE, "sdk_client.mjs")], input=json.dumps({"base": base, "ops": ops}),
-                       capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("sdk_client.mjs: " + p.stderr)
-    return json.loads(p.stdout)
 
 
 def tokens_of(answer):

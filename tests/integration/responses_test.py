@@ -16,19 +16,15 @@ python3-jsonschema."""
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import TOOLS, check, make_tiny, server, sha256, summary, use_troupe  # noqa: E402
+from troupe_harness import check, make_tiny, need_npm, sdk, server, sha256, summary, use_troupe  # noqa: E402
 
-if not os.path.isdir(os.path.join(TOOLS, "openai")) or shutil.which("node") is None:
-    print("SKIP: tests/tools/node_modules (openai) is not installed or node is missing")
-    sys.exit(77)
+need_npm("openai")
 try:
     import jsonschema
 except ImportError:
@@ -44,15 +40,6 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "The weathe
            "strict": True}
 PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"}},
           "required": ["name", "age"], "additionalProperties": False}
-
-
-def sdk(base, ops, key=KEY_A):
-    p = subprocess.run(["node", os.path.join(HERE, "sdk_client.mjs")],
-                       input=json.dumps({"base": base, "api_key": key, "ops": ops}), capture_output=True, text=True,
-                       timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("sdk_client.mjs: " + p.stderr)
-    return json.loads(p.stdout)
 
 
 def one(base, op, body, key=KEY_A):
@@ -102,7 +89,7 @@ def main():
             r = sdk(base, [{"op": "responses", "body": hello}, {"op": "responses_stream", "body": hello},
                            {"op": "responses", "body": forced}, {"op": "responses_stream", "body": forced},
                            {"op": "responses", "body": schema}, {"op": "responses_stream", "body": schema},
-                           {"op": "responses", "body": dict(hello, max_output_tokens=3)}])
+                           {"op": "responses", "body": dict(hello, max_output_tokens=3)}], KEY_A)
             whole, streamed = r[0], r[1]
             check(whole.get("ok") and whole["object"] == "response" and whole["id"].startswith("resp_") and
                   whole["status"] in ("completed", "incomplete") and whole["output"][0]["type"] == "message" and
@@ -218,7 +205,7 @@ def main():
                 {"model": "tiny", "input": "x", "frobnicate": 1},
                 {"model": "tiny", "input": "x", "background": True},
                 {"model": "tiny", "input": [{"type": "function_call_output", "output": "1"}]},
-            )])
+            )], KEY_A)
             expect = [("input", "missing_field"), ("input[0].content[0].type", "input_image"),
                       ("tools[0].type", "web_search"), ("tool_choice", "nope"), ("text.format.schema", "oneOf"),
                       ("frobnicate", "unknown parameter"), ("background", "background"),
@@ -238,10 +225,10 @@ def main():
         try:
             made = sdk(base, [{"op": "responses", "body": {"model": "tiny", "input": f"Turn {i}",
                                                            "max_output_tokens": 4, "temperature": 0}}
-                              for i in range(6)])
+                              for i in range(6)], KEY_A)
             check(all(m.get("ok") for m in made), "six responses")
             kept = [g.get("ok", False) for g in sdk(base, [{"op": "responses_get", "body": {"id": m["id"]}}
-                                                           for m in made])]
+                                                           for m in made], KEY_A)]
             check(kept[-1] and not kept[0], f"past server.responses_store the least recently used go first ({kept})")
             time.sleep(3.5)
             check(one(base, "responses_get", {"id": made[-1]["id"]})["status"] == 404,
@@ -258,7 +245,7 @@ def main():
         try:
             body = {"model": "tiny", "input": "Hi", "max_output_tokens": 40, "temperature": 0}
             r = sdk(f"http://127.0.0.1:{srv.port}", [{"op": "responses", "body": body},
-                                                      {"op": "responses_stream", "body": body}])
+                                                      {"op": "responses_stream", "body": body}], KEY_A)
             kinds = [o["type"] for o in r[0].get("output", [])]
             check(r[0].get("ok") and kinds[:1] == ["reasoning"] and r[0]["output"][0]["content"][0]["text"],
                   f"a reasoning model's thinking comes as a reasoning item first ({kinds})")

@@ -15,18 +15,14 @@ node or python3-jsonschema."""
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import TOOLS, check, make_model, server, summary, use_troupe  # noqa: E402
+from troupe_harness import TOOLS, check, make_model, need_npm, sdk, server, summary, use_troupe  # noqa: E402
 
-if not os.path.isdir(os.path.join(TOOLS, "openai")) or shutil.which("node") is None:
-    print("SKIP: tests/tools/node_modules (npm openai) is not installed (make test installs it) or node is missing")
-    sys.exit(77)
+need_npm("openai")
 try:
     import jsonschema
 except ImportError:
@@ -52,14 +48,6 @@ ASK = [{"role": "user", "content": "What's the weather in Paris, and the time in
 
 FAMILIES = [("qwen2.5-0.5b", "qwen2_5", "hermes"), ("llama-3.2-1b", "llama3_2", "llama3_json"),
             ("mistral-nemo-12b", "mistral_nemo", "mistral")]
-
-
-def sdk(base, ops):
-    p = subprocess.run(["node", os.path.join(HERE, "sdk_client.mjs")], input=json.dumps({"base": base, "ops": ops}),
-                       capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("sdk_client.mjs: " + p.stderr)
-    return json.loads(p.stdout)
 
 
 def valid_calls(res, names):

@@ -17,6 +17,8 @@ another.
 - sse_events(), stream(), token_bytes(): reading streamed and logprobs answers.
 - KEYS (tests/integration/api_keys.txt) and sha256(): tenants' API keys.
 - llama_cpp(): tests/integration/llama_cpp.mjs (node-llama-cpp), its JSON.
+- need_npm(package) and sdk(): the official SDKs (tests/integration/sdk_client.mjs)
+  as clients; a suite without them exits 77 (SKIP).
 """
 
 import hashlib
@@ -234,3 +236,23 @@ def llama_cpp(*args):
     out = subprocess.run(["node", os.path.join(INTEGRATION, "llama_cpp.mjs"), *args], check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout)
+
+
+def need_npm(package):
+    """Exits 77 (SKIP) unless tests/tools/node_modules holds `package` (make test installs them) and node runs."""
+    if not os.path.isdir(os.path.join(TOOLS, *package.split("/"))) or NODE is None:
+        print(f"SKIP: tests/tools/node_modules ({package}) is not installed (make test installs it) or node is missing")
+        raise SystemExit(77)
+
+
+def sdk(base, ops, key=None):
+    """Runs `ops` through the official SDKs (tests/integration/sdk_client.mjs)
+    against the server at `base`, with API key `key`; one result per op."""
+    job = {"base": base, "ops": ops}
+    if key is not None:
+        job["api_key"] = key
+    p = subprocess.run([NODE, os.path.join(INTEGRATION, "sdk_client.mjs")], input=json.dumps(job),
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError("sdk_client.mjs: " + p.stderr)
+    return json.loads(p.stdout)
