@@ -7,7 +7,7 @@
 // no Beast.
 
 #include "service/http/openai_api.hpp"
-#include "service/http/responses_api.hpp"
+#include "service/http/response_builder.hpp"
 #include "service/tools/reasoning_parser.hpp"
 
 #include <cstdint>
