@@ -150,8 +150,12 @@ auto request_sampler::sample(std::span<float> logits) -> sample_result {
 }
 
 void request_sampler::record(token_id t, bool forced) {
-  if (counts_needed_) ++output_counts_[t];
   if (matcher_) matcher_->accept(t);
+  count(t, forced);
+}
+
+void request_sampler::count(token_id t, bool forced) {
+  if (counts_needed_) ++output_counts_[t];
   track_thinking(t, forced);
   ++num_generated_;
 }
@@ -163,11 +167,7 @@ void request_sampler::take_forced(sample_result& result) {
   // One token is left for the model after the forced ones: the mask's
   // promise to end within max_tokens holds.
   matcher_->take_forced(params_.max_tokens - num_generated_ - 1, result.forced); // (it accepts them)
-  for (const auto t : result.forced) {
-    if (counts_needed_) ++output_counts_[t];
-    track_thinking(t, false);
-    ++num_generated_;
-  }
+  for (const auto t : result.forced) count(t, false);
 }
 
 auto request_sampler::forced_token() const -> token_id {

@@ -87,8 +87,10 @@ private:
   auto forced_token() const -> token_id;
   /// Follows the thinking blocks over the generated token `t`.
   void track_thinking(token_id t, bool forced);
-  /// Records a generated token: the penalties' counts, the grammar, the thinking budget.
+  /// Records a generated token: the grammar, then count().
   void record(token_id t, bool forced);
+  /// Counts a generated token the grammar has taken: the penalties, the thinking budget.
+  void count(token_id t, bool forced);
   /// Jump-forward after `result.token`: the grammar's forced tokens, recorded.
   void take_forced(sample_result& result);
 

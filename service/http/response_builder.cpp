@@ -150,24 +150,15 @@ void response_builder::close(std::string& batch, bool complete) {
   event(batch, "response.output_item.done", R"("output_index":)" + index + R"(,"item":)" + item_json(it, complete));
 }
 
-void response_builder::text(std::string& batch, std::string_view text) {
+void response_builder::append(std::string& batch, item::kind k, std::string_view text) {
   if (text.empty()) return;
-  auto& it = open(batch, item::kind::message);
+  auto& it = open(batch, k);
   it.text += text;
-  if (stream_)
-    event(batch, "response.output_text.delta",
-          R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
-              R"(,"content_index":0,"delta":)" + json_string(text) + R"(,"logprobs":[])");
-}
-
-void response_builder::reasoning(std::string& batch, std::string_view text) {
-  if (text.empty()) return;
-  auto& it = open(batch, item::kind::reasoning);
-  it.text += text;
-  if (stream_)
-    event(batch, "response.reasoning_text.delta",
-          R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
-              R"(,"content_index":0,"delta":)" + json_string(text));
+  if (!stream_) return;
+  const bool message = k == item::kind::message;
+  event(batch, message ? "response.output_text.delta" : "response.reasoning_text.delta",
+        R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
+            R"(,"content_index":0,"delta":)" + json_string(text) + (message ? R"(,"logprobs":[])" : ""));
 }
 
 void response_builder::calls(std::string& batch, const std::vector<tools::call_delta>& calls) {

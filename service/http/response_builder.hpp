@@ -31,8 +31,8 @@ public:
   }
   /// response.created and response.in_progress.
   auto opening() -> std::string;
-  void text(std::string& batch, std::string_view text);
-  void reasoning(std::string& batch, std::string_view text);
+  void text(std::string& batch, std::string_view text) { append(batch, item::kind::message, text); }
+  void reasoning(std::string& batch, std::string_view text) { append(batch, item::kind::reasoning, text); }
   void calls(std::string& batch, const std::vector<tools::call_delta>& calls);
   /// The open item closed, and response.completed (or response.incomplete,
   /// at max_output_tokens).
@@ -57,6 +57,8 @@ private:
     bool done = false;
   };
   void event(std::string& out, std::string_view type, std::string body);
+  /// `text` added to the open item of kind k (message or reasoning), and its delta event.
+  void append(std::string& batch, item::kind k, std::string_view text);
   /// The open item of kind k, opened (the one before closed) when the last
   /// is another; a function call always opens a new one.
   auto open(std::string& batch, item::kind k, std::string_view call_id = {}, std::string_view name = {}) -> item&;
