@@ -294,7 +294,9 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
             return;
           }
           st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
-          st.status->num_queued.fetch_add(1, std::memory_order_relaxed);
+          if (st.status->num_queued.fetch_add(1, std::memory_order_relaxed) == 0)
+            st.status->last_progress_ns.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                                              std::memory_order_relaxed);
           kick(self);
           st.publish(); // (the queue's gauges count it now, not after the next step: a hung replica's too)
           rp.deliver(admission{});

@@ -130,7 +130,10 @@ struct server_status {
   std::atomic<bool> stopping{false};
   std::atomic<std::int64_t> num_live_requests{0};  ///< sinks alive
   std::atomic<std::int64_t> num_queued{0};          ///< waiting + running, all replicas
-  std::atomic<std::int64_t> last_progress_ns{0};    ///< steady clock of the last finished step
+  /// Steady clock of the last finished step, or of the moment work arrived
+  /// with none queued: a stall counts from whichever came later, so a request
+  /// reaching an idle server does not read as one.
+  std::atomic<std::int64_t> last_progress_ns{0};
 };
 
 } // namespace troupe

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from troupe_harness import check, make_tiny, server, sse_events, summary, use_troupe  # noqa: E402
+from troupe_harness import check, make_tiny, poll, server, sse_events, summary, use_troupe  # noqa: E402
 
 use_troupe(sys.argv[1])
 
@@ -182,7 +182,9 @@ def test_shutdown_cut(model):
         got += more
     srv.proc.send_signal(signal.SIGTERM)
     t0 = time.time()
-    time.sleep(0.05)
+    # The signal is taken by the main thread's sigwait whenever the machine
+    # runs it: wait until readiness says it was.
+    poll(lambda: srv.request("GET", "/health/ready")[0].status == 503, 10, 0.01)
     raw, _ = exchange(srv.port, post("/v1/completions", {"prompt": "x", "max_tokens": 2}, extra="Connection: close\r\n"))
     status, _, payload = parse(raw)
     check(status == 503 and error_of(payload).get("code") == "server_shutdown",
