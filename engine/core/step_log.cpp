@@ -59,13 +59,14 @@ auto parse_num(const std::string& s, T& v) -> bool {
   return r.ec == std::errc{} && r.ptr == s.data() + s.size();
 }
 
+// A list of numbers between `sep`s; "-" is the empty list.
 template <class Int>
-auto parse_list(const std::string& s, std::vector<Int>& out) -> bool {
+auto parse_list(const std::string& s, std::vector<Int>& out, char sep = ',') -> bool {
   out.clear();
   if (s == "-") return true;
   std::size_t i = 0;
   while (i <= s.size()) {
-    const auto j = std::min(s.find(',', i), s.size());
+    const auto j = std::min(s.find(sep, i), s.size());
     Int v{};
     if (!parse_num(s.substr(i, j - i), v)) return false;
     out.push_back(v);
@@ -387,18 +388,14 @@ auto reader::next() -> std::optional<event> {
     for (std::size_t i = 1; i < w.size(); ++i) {
       const auto colon = w[i].find(':');
       sampled_token s;
-      bool ok = colon != std::string::npos && parse_num(w[i].substr(0, colon), s.id);
       // <token>, then the tokens a grammar forced after it, each after a '+'.
-      for (std::size_t from = colon + 1; ok;) {
-        const auto plus = w[i].find('+', from);
-        token_id t = 0;
-        ok = parse_num(w[i].substr(from, plus == std::string::npos ? std::string::npos : plus - from), t);
-        if (from == colon + 1) s.result.token = t;
-        else s.result.forced.push_back(t);
-        if (plus == std::string::npos) break;
-        from = plus + 1;
-      }
+      std::vector<token_id> tokens;
+      const bool ok = colon != std::string::npos && parse_num(w[i].substr(0, colon), s.id) &&
+                      w[i].compare(colon + 1, std::string::npos, "-") != 0 &&
+                      parse_list(w[i].substr(colon + 1), tokens, '+');
       if (!ok) fail("sampled: \"" + w[i] + "\" is not <id>:<token>[+<forced token>...]");
+      s.result.token = tokens.front();
+      s.result.forced.assign(tokens.begin() + 1, tokens.end());
       e.result.sampled.push_back(s);
     }
   } else {

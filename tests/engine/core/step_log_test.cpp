@@ -120,6 +120,13 @@ TEST_CASE("step log: a malformed line is named") {
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()).ends_with("bad.log:5: submit: expected 11 fields"));
   }
+  // A sampled token: <id>:<token>, then forced tokens each after a '+'.
+  for (const char* bad : {"7", "7:", "7:-", "7:5+", "7:5++6", "x:5", "7:5+y"}) {
+    std::ofstream(dir / "sampled.log") << "# troupe step log v1\nconfig policy=fcfs share=8\nsampled 7:1+2 " << bad << "\n";
+    step_log::reader sampled(dir / "sampled.log");
+    const std::string said = std::string("sampled: \"") + bad + "\" is not <id>:<token>";
+    CHECK_THROWS_WITH((void)sampled.next(), doctest::Contains(said.c_str()));
+  }
   std::ofstream(dir / "none.log") << "lease 0 1\n";
   CHECK_THROWS_WITH(step_log::reader(dir / "none.log"), doctest::Contains("none.log:1: expected the config line"));
 }
