@@ -3,9 +3,9 @@
 #include "engine/core/json_text.hpp"
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"
+#include "service/http/tool_fields.hpp"
 
 #include <algorithm>
-#include <set>
 
 namespace troupe::api::anthropic {
 
@@ -109,42 +109,6 @@ auto read_message(od::object& m, const std::string& path, std::vector<chat_messa
   return {};
 }
 
-/// tools: [{"name", "description", "input_schema"}], as OpenAI's function tools.
-auto read_tools(od::value& v, completion_request& r) -> problem {
-  od::array items;
-  if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
-  std::string json = "[";
-  std::size_t i = 0;
-  std::set<std::string> names;
-  for (auto item : items) {
-    const auto at = "tools[" + std::to_string(i) + "]";
-    od::object t;
-    if (auto e = item.get_object().get(t)) return failed(e, at, at, "a tool");
-    tool_spec spec;
-    std::string description, type = "custom";
-    if (auto p = for_each_field(t, [&](std::string_view k, od::value& x) -> problem {
-          const auto f = at + "." + std::string(k);
-          if (k == "name") return read_string(x, f, f, spec.name);
-          if (k == "description") return read_string(x, f, f, description);
-          if (k == "input_schema") return read_raw_object(x, f, f, spec.parameters);
-          if (k == "type") return read_string(x, f, f, type);
-          return check_json(x, 1); // cache_control
-        }))
-      return p;
-    if (type != "custom")
-      return error("invalid_value", at + ".type", at + ".type \"" + type + "\" is not supported (a server tool); custom tools are");
-    if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
-    if (spec.parameters.empty()) return error("missing_field", at + ".input_schema", at + ".input_schema is missing");
-    if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
-    json += (i ? "," : "") + std::string("{\"type\":\"function\",\"function\":{\"name\":") + json_string(spec.name) +
-            ",\"description\":" + json_string(description) + ",\"parameters\":" + spec.parameters + "}}";
-    r.tools.push_back(std::move(spec));
-    ++i;
-  }
-  r.tools_json = json + "]";
-  return {};
-}
-
 auto read_tool_choice(od::value& v, completion_request& r) -> problem {
   od::object o;
   if (auto e = v.get_object().get(o)) return failed(e, "tool_choice", "tool_choice", "an object");
@@ -214,7 +178,9 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
         if (key == "temperature") return read_float(v, key, r.sampling.temperature);
         if (key == "top_p") return read_float(v, key, r.sampling.top_p);
         if (key == "top_k") return read_int(v, key, int32_min, int32_max, r.sampling.top_k);
-        if (key == "tools") return read_tools(v, r);
+        if (key == "tools") // [{"name", "description", "input_schema"}], type "custom" if any
+          return tool_fields::read_flat_tools(v, {"custom", true, "input_schema", true, "a server tool"}, r.tools,
+                                              r.tools_json);
         if (key == "tool_choice") {
           has_choice = true;
           return read_tool_choice(v, r);

@@ -6,7 +6,6 @@
 #include "service/http/tool_fields.hpp"
 
 #include <algorithm>
-#include <set>
 
 namespace troupe::api::responses {
 
@@ -157,48 +156,6 @@ auto read_input(od::value& v, completion_request& r) -> problem {
   if (i == 0) return error("invalid_value", "input", "input must not be empty");
   c.settle();
   for (auto& m : c.messages) r.messages.push_back(std::move(m));
-  return {};
-}
-
-/// tools: [{"type": "function", "name", "description", "parameters", "strict"}],
-/// as chat's function tools for the template.
-auto read_tools(od::value& v, completion_request& r) -> problem {
-  od::array items;
-  if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
-  std::string_view raw;
-  if (items.raw_json().get(raw) != simdjson::SUCCESS) return error("invalid_type", "tools", "tools must be an array");
-  r.responses.tools_json.assign(raw);
-  if (auto e = items.reset().error()) return failed(e, "tools", "tools", "an array of tools");
-  std::string json = "[";
-  std::size_t i = 0;
-  std::set<std::string> names;
-  for (auto item : items) {
-    const auto at = "tools[" + std::to_string(i) + "]";
-    od::object t;
-    if (auto e = item.get_object().get(t)) return failed(e, at, at, "a tool");
-    tool_spec spec;
-    std::string description, type;
-    if (auto p = for_each_field(t, [&](std::string_view k, od::value& x) -> problem {
-          const auto f = at + "." + std::string(k);
-          if (k == "type") return read_string(x, f, f, type);
-          if (k == "name") return read_string(x, f, f, spec.name);
-          if (k == "description") return read_string(x, f, f, description);
-          if (k == "parameters") return read_raw_object(x, f, f, spec.parameters);
-          return check_json(x, 1); // strict: the grammar is always strict
-        }))
-      return p;
-    if (type != "function")
-      return error("invalid_value", at + ".type",
-                   at + ".type \"" + type + "\" is not supported (a built-in tool); function tools are");
-    if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
-    if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
-    json += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":)") + json_string(spec.name) +
-            R"(,"description":)" + json_string(description) + R"(,"parameters":)" +
-            (spec.parameters.empty() ? std::string(R"({"type":"object","properties":{}})") : spec.parameters) + "}}";
-    r.tools.push_back(std::move(spec));
-    ++i;
-  }
-  r.tools_json = json + "]";
   return {};
 }
 
@@ -355,7 +312,9 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
             return error("invalid_value", "previous_response_id", "previous_response_id must not be empty");
           return {};
         }
-        if (key == "tools") return read_tools(v, r);
+        if (key == "tools") // [{"type": "function", "name", "description", "parameters", "strict"}], kept as given too
+          return tool_fields::read_flat_tools(v, {"function", false, "parameters", false, "a built-in tool"}, r.tools,
+                                              r.tools_json, &r.responses.tools_json);
         if (key == "tool_choice") {
           has_choice = true;
           return read_tool_choice(v, r);

@@ -48,6 +48,53 @@ auto read_tools(od::value& v, std::string_view key, std::string& raw_out, std::v
   return {};
 }
 
+auto read_flat_tools(od::value& v, const flat_tool_shape& shape, std::vector<tool_spec>& specs, std::string& chat_json,
+                     std::string* raw) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
+  if (raw) {
+    std::string_view text;
+    if (items.raw_json().get(text) != simdjson::SUCCESS) return error("invalid_type", "tools", "tools must be an array");
+    raw->assign(text);
+    if (auto e = items.reset().error()) return failed(e, "tools", "tools", "an array of tools");
+  }
+  std::string json = "[";
+  std::size_t i = 0;
+  std::set<std::string> names;
+  for (auto item : items) {
+    const auto at = "tools[" + std::to_string(i) + "]";
+    od::object t;
+    if (auto e = item.get_object().get(t)) return failed(e, at, at, "a tool");
+    tool_spec spec;
+    std::string description, type = shape.type_optional ? std::string(shape.type) : std::string();
+    if (auto p = for_each_field(t, [&](std::string_view k, od::value& x) -> problem {
+          const auto f = at + "." + std::string(k);
+          if (k == "type") return read_string(x, f, f, type);
+          if (k == "name") return read_string(x, f, f, spec.name);
+          if (k == "description") return read_string(x, f, f, description);
+          if (k == shape.schema) return read_raw_object(x, f, f, spec.parameters);
+          return check_json(x, 1); // strict (the grammar always is), cache_control
+        }))
+      return p;
+    if (type != shape.type)
+      return error("invalid_value", at + ".type",
+                   at + ".type \"" + type + "\" is not supported (" + std::string(shape.others) + "); " +
+                       std::string(shape.type) + " tools are");
+    if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
+    const auto schema_at = at + "." + std::string(shape.schema);
+    if (shape.schema_required && spec.parameters.empty())
+      return error("missing_field", schema_at, schema_at + " is missing");
+    if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
+    json += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":)") + json_string(spec.name) +
+            R"(,"description":)" + json_string(description) + R"(,"parameters":)" +
+            (spec.parameters.empty() ? std::string(R"({"type":"object","properties":{}})") : spec.parameters) + "}}";
+    specs.push_back(std::move(spec));
+    ++i;
+  }
+  chat_json = json + "]";
+  return {};
+}
+
 auto read_tool_choice(od::value& v, tool_choice& out) -> problem {
   constexpr std::string_view key = "tool_choice";
   od::json_type t;

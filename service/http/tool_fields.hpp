@@ -1,6 +1,7 @@
 #pragma once
 // Reading the tool-calling fields of a chat request: tools, tool_choice, and
-// a message's tool_calls. Internal to service/http (openai_api.cpp).
+// a message's tool_calls; and the flat tools of the Responses and Messages
+// APIs. Internal to service/http.
 
 #include "service/http/json_reader.hpp"
 
@@ -17,6 +18,24 @@ namespace troupe::api::tool_fields {
 /// name, a repeated name, parameters that are not an object: 400s.
 auto read_tools(json_reader::od::value& v, std::string_view key, std::string& raw, std::vector<tool_spec>* specs)
     -> json_reader::problem;
+
+/// How the Responses and Messages APIs spell a tool: flat, {"type", "name",
+/// "description", <schema>}, with the schema under a key of their own.
+struct flat_tool_shape {
+  std::string_view type;   ///< the one tool type served: "function", "custom"
+  bool type_optional;      ///< an absent "type" means that one
+  std::string_view schema; ///< "parameters", "input_schema"
+  bool schema_required;    ///< else an absent schema is an empty object's
+  std::string_view others; ///< what the other types are, for their 400
+};
+
+/// tools in that shape: each tool's name and schema into `specs`, and all of
+/// them written as chat's function tools (`chat_json`) for the chat template.
+/// Another type, a missing name or required schema, a repeated name, a schema
+/// that is not an object: 400s naming the field. Other fields are skipped.
+/// `raw` (may be null) gets the array's own text.
+auto read_flat_tools(json_reader::od::value& v, const flat_tool_shape& shape, std::vector<tool_spec>& specs,
+                     std::string& chat_json, std::string* raw = nullptr) -> json_reader::problem;
 
 /// tool_choice: "none", "auto", "required", or {"type": "function",
 /// "function": {"name"}}.

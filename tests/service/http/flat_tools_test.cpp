@@ -1,0 +1,88 @@
+// The flat tools of the Messages and Responses APIs, read through each API's
+// own parse_request: kept as specs, written as chat's function tools for the
+// template, and their mistakes refused with a 400 naming the field.
+
+#include "service/http/anthropic_api.hpp"
+#include "service/http/responses_api.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace troupe;
+using namespace troupe::api;
+
+namespace {
+
+auto messages_with(const std::string& tools) {
+  return anthropic::parse_request(
+      R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":)" + tools + "}", {});
+}
+
+auto responses_with(const std::string& tools) {
+  return responses::parse_request(R"({"model":"m","input":"hi","tools":)" + tools + "}", {});
+}
+
+template <class Result>
+auto refused(const Result& r, const std::string& param, const std::string& says) -> bool {
+  const auto* e = std::get_if<api_error>(&r);
+  if (!e) return false;
+  INFO(e->message);
+  return e->status == 400 && e->param == param && e->message.find(says) != std::string::npos;
+}
+
+const std::string schema = R"({"type":"object","properties":{"city":{"type":"string"}}})";
+
+} // namespace
+
+TEST_CASE("Messages tools: input_schema, type custom or absent, as chat's function tools") {
+  const auto r = messages_with(R"([{"name":"weather","description":"Today's \"weather\"","input_schema":)" + schema +
+                               R"(,"cache_control":{"type":"ephemeral"}},{"type":"custom","name":"time","input_schema":{}}])");
+  const auto* req = std::get_if<completion_request>(&r);
+  REQUIRE(req);
+  REQUIRE(req->tools.size() == 2);
+  CHECK(req->tools[0].name == "weather");
+  CHECK(req->tools[0].parameters == schema);
+  CHECK(req->tools[1].name == "time");
+  CHECK(req->tools_json ==
+        R"([{"type":"function","function":{"name":"weather","description":"Today's \"weather\"","parameters":)" +
+            schema + R"(}},{"type":"function","function":{"name":"time","description":"","parameters":{}}}])");
+}
+
+TEST_CASE("Messages tools: what is refused names its field") {
+  CHECK(refused(messages_with(R"({"name":"x"})"), "tools", "tools"));
+  CHECK(refused(messages_with(R"([7])"), "tools[0]", "a tool"));
+  CHECK(refused(messages_with(R"([{"type":"web_search_20250305","name":"web_search"}])"), "tools[0].type",
+                R"(tools[0].type "web_search_20250305" is not supported (a server tool); custom tools are)"));
+  CHECK(refused(messages_with(R"([{"input_schema":{}}])"), "tools[0].name", "tools[0].name is missing"));
+  CHECK(refused(messages_with(R"([{"name":"x"}])"), "tools[0].input_schema", "tools[0].input_schema is missing"));
+  CHECK(refused(messages_with(R"([{"name":"x","input_schema":[]}])"), "tools[0].input_schema", "input_schema"));
+  CHECK(refused(messages_with(R"([{"name":"x","input_schema":{}},{"name":"x","input_schema":{}}])"), "tools[1].name",
+                R"(two tools are named "x")"));
+}
+
+TEST_CASE("Responses tools: type function, parameters optional, the array kept as given") {
+  const std::string given =
+      R"([{"type":"function","name":"weather","parameters":)" + schema + R"(,"strict":true},{"type":"function","name":"now"}])";
+  const auto r = responses_with(given);
+  const auto* req = std::get_if<completion_request>(&r);
+  REQUIRE(req);
+  REQUIRE(req->tools.size() == 2);
+  CHECK(req->tools[0].parameters == schema);
+  CHECK(req->tools[1].parameters.empty());
+  CHECK(req->responses.tools_json == given);
+  CHECK(req->tools_json ==
+        R"([{"type":"function","function":{"name":"weather","description":"","parameters":)" + schema +
+            R"(}},{"type":"function","function":{"name":"now","description":"","parameters":{"type":"object","properties":{}}}}])");
+}
+
+TEST_CASE("Responses tools: what is refused names its field") {
+  CHECK(refused(responses_with(R"([{"type":"web_search"}])"), "tools[0].type",
+                R"(tools[0].type "web_search" is not supported (a built-in tool); function tools are)"));
+  CHECK(refused(responses_with(R"([{"name":"x"}])"), "tools[0].type", R"(tools[0].type "" is not supported)"));
+  CHECK(refused(responses_with(R"([{"type":"function"}])"), "tools[0].name", "tools[0].name is missing"));
+  CHECK(refused(responses_with(R"([{"type":"function","name":"x","parameters":"{}"}])"), "tools[0].parameters",
+                "parameters"));
+  CHECK(refused(responses_with(R"([{"type":"function","name":"x"},{"type":"function","name":"x"}])"), "tools[1].name",
+                R"(two tools are named "x")"));
+}
