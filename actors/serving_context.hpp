@@ -6,7 +6,7 @@
 #include "actors/metrics.hpp"
 #include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "service/http/request_checks.hpp"
+#include "service/http/request_support.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -33,10 +33,7 @@ struct serving_context {
   std::vector<memory_manager_actor> memories;
   std::vector<std::size_t> replica_device;
   std::int32_t block_size = 16;
-  /// What its backend and model can do: CUDA computes no prompt logprobs
-  /// and applies no grammar; the tool-call format its answers are parsed
-  /// for; whether answers open with a <think> block, split out as reasoning_content.
-  api::request_support support;
+  api::request_support support; ///< what its backend and model can do (cli/serve.cpp sets it)
   std::vector<token_id> tool_markers; ///< that format's special tokens, shown in the text for the parser
   std::vector<token_id> reasoning_markers; ///< <think> and </think> where they are special tokens
   std::vector<token_id> think_open, think_close; ///< <think> and </think> as the tokenizer encodes them

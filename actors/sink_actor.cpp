@@ -342,13 +342,12 @@ void on_tokens(self_ptr self, request_update& u) {
       }
       w.add_text(batch, st.echo_text, std::move(lps));
     }
-    w.count_token();
     c.logprob_sum += s.logprob;
     if (st.req.body.want_logprobs) c.unsettled.push_back(logprob_of(*c.out, s));
     // The sampled token, then those a grammar forced after it (jump-forward,
     // never with logprobs; their logprob under the grammar's mask is 0).
     for (std::size_t k = 0; k <= s.forced.size(); ++k) {
-      if (k > 0) w.count_token();
+      w.count_token();
       auto delta = c.out->on_token(k == 0 ? s.token : s.forced[k - 1]);
       std::vector<api::token_logprob> lps;
       if (st.req.body.want_logprobs) {

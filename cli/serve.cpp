@@ -163,6 +163,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->eos_ids = eos;
   ctx->defaults = default_sampling_params(mc);
   ctx->metrics = metrics;
+  // CUDA's backend computes no prompt logprobs and applies no grammar (the zero executor does both).
   ctx->support.prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";
   ctx->support.grammars = ctx->support.prompt_logprobs;
 

@@ -178,9 +178,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
         if (key == "temperature") return read_float(v, key, r.sampling.temperature);
         if (key == "top_p") return read_float(v, key, r.sampling.top_p);
         if (key == "top_k") return read_int(v, key, int32_min, int32_max, r.sampling.top_k);
-        if (key == "tools") // [{"name", "description", "input_schema"}], type "custom" if any
-          return tool_fields::read_flat_tools(v, {"custom", true, "input_schema", true, "a server tool"}, r.tools,
-                                              r.tools_json);
+        if (key == "tools") return tool_fields::read_flat_tools(v, tool_fields::messages_tools, r.tools, r.tools_json);
         if (key == "tool_choice") {
           has_choice = true;
           return read_tool_choice(v, r);

@@ -3,19 +3,11 @@
 // what this backend and model can do with it. Plain C++, like openai_api.hpp.
 
 #include "service/http/openai_api.hpp"
+#include "service/http/request_support.hpp"
 
 #include <optional>
-#include <string>
 
 namespace troupe::api {
-
-/// What the serving backend and model can do.
-struct request_support {
-  bool prompt_logprobs = true; ///< the backend scores prompts (echo with logprobs)
-  bool grammars = true;        ///< its sampler applies masks: grammars, forced tool calls, thinking budgets
-  bool reasoning = false;      ///< the model thinks in <think> blocks
-  std::string tool_parser;     ///< the tool-call format its answers are parsed for; "": none known
-};
 
 /// The 400 a request gets here, if any; may rewrite `body` as it passes:
 ///  - echo with logprobs, or structured output, where the backend cannot;

@@ -1,6 +1,5 @@
 #include "service/http/responses_api.hpp"
 
-#include "engine/core/json_text.hpp"
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"
 #include "service/http/tool_fields.hpp"
@@ -312,9 +311,9 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
             return error("invalid_value", "previous_response_id", "previous_response_id must not be empty");
           return {};
         }
-        if (key == "tools") // [{"type": "function", "name", "description", "parameters", "strict"}], kept as given too
-          return tool_fields::read_flat_tools(v, {"function", false, "parameters", false, "a built-in tool"}, r.tools,
-                                              r.tools_json, &r.responses.tools_json);
+        if (key == "tools") // (kept as given too, for the response object)
+          return tool_fields::read_flat_tools(v, tool_fields::responses_tools, r.tools, r.tools_json,
+                                              &r.responses.tools_json);
         if (key == "tool_choice") {
           has_choice = true;
           return read_tool_choice(v, r);
@@ -373,7 +372,5 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
   }
   return r;
 }
-
-// ---- the response --------------------------------------------------------
 
 } // namespace troupe::api::responses

@@ -6,12 +6,23 @@ namespace troupe::api::tool_fields {
 
 using namespace json_reader;
 
+namespace {
+
+// A tools array's own text; the array is reset for its items after.
+auto array_text(od::array& items, std::string_view key, std::string& out) -> problem {
+  std::string_view raw;
+  if (items.raw_json().get(raw) != simdjson::SUCCESS) return error("invalid_type", std::string(key), "tools must be an array");
+  out.assign(raw);
+  if (auto e = items.reset().error()) return failed(e, key, key, "an array of tools");
+  return {};
+}
+
+} // namespace
+
 auto read_tools(od::value& v, std::string_view key, std::string& raw_out, std::vector<tool_spec>* specs) -> problem {
   od::array items;
   if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of tools");
-  std::string_view raw;
-  if (items.raw_json().get(raw) != simdjson::SUCCESS) return error("invalid_type", std::string(key), "tools must be an array");
-  if (auto e = items.reset().error()) return failed(e, key, key, "an array of tools");
+  if (auto p = array_text(items, key, raw_out)) return p;
   std::size_t i = 0;
   std::set<std::string> names;
   for (auto item : items) {
@@ -44,7 +55,6 @@ auto read_tools(od::value& v, std::string_view key, std::string& raw_out, std::v
       return error("invalid_value", where + ".function.name", "two tools are named \"" + spec.name + "\"");
     if (specs) specs->push_back(std::move(spec));
   }
-  raw_out.assign(raw);
   return {};
 }
 
@@ -52,12 +62,8 @@ auto read_flat_tools(od::value& v, const flat_tool_shape& shape, std::vector<too
                      std::string* raw) -> problem {
   od::array items;
   if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
-  if (raw) {
-    std::string_view text;
-    if (items.raw_json().get(text) != simdjson::SUCCESS) return error("invalid_type", "tools", "tools must be an array");
-    raw->assign(text);
-    if (auto e = items.reset().error()) return failed(e, "tools", "tools", "an array of tools");
-  }
+  if (raw)
+    if (auto p = array_text(items, "tools", *raw)) return p;
   std::string json = "[";
   std::size_t i = 0;
   std::set<std::string> names;
@@ -81,9 +87,10 @@ auto read_flat_tools(od::value& v, const flat_tool_shape& shape, std::vector<too
                    at + ".type \"" + type + "\" is not supported (" + std::string(shape.others) + "); " +
                        std::string(shape.type) + " tools are");
     if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
-    const auto schema_at = at + "." + std::string(shape.schema);
-    if (shape.schema_required && spec.parameters.empty())
+    if (shape.schema_required && spec.parameters.empty()) {
+      const auto schema_at = at + "." + std::string(shape.schema);
       return error("missing_field", schema_at, schema_at + " is missing");
+    }
     if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
     json += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":)") + json_string(spec.name) +
             R"(,"description":)" + json_string(description) + R"(,"parameters":)" +

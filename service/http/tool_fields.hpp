@@ -29,6 +29,13 @@ struct flat_tool_shape {
   std::string_view others; ///< what the other types are, for their 400
 };
 
+/// The Messages API's: [{"name", "description", "input_schema"}], type "custom" if given.
+inline constexpr flat_tool_shape messages_tools{
+    .type = "custom", .type_optional = true, .schema = "input_schema", .schema_required = true, .others = "a server tool"};
+/// The Responses API's: [{"type": "function", "name", "description", "parameters", "strict"}].
+inline constexpr flat_tool_shape responses_tools{
+    .type = "function", .type_optional = false, .schema = "parameters", .schema_required = false, .others = "a built-in tool"};
+
 /// tools in that shape: each tool's name and schema into `specs`, and all of
 /// them written as chat's function tools (`chat_json`) for the chat template.
 /// Another type, a missing name or required schema, a repeated name, a schema
