@@ -45,6 +45,8 @@ CHOICES = ["the shipment was delivered to the customer on time",
            "the shipment is delayed because of bad weather at the hub",
            "the customer cancelled the order before it was shipped"]
 
+MODES = ("true", "false")  # engine.jump_forward: on, then off, interleaved
+
 WORKLOADS = {
     "JSON record (GBNF)": {"guided_grammar": RECORD},
     "JSON schema": {"response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}}},
@@ -85,9 +87,10 @@ def main():
     use_troupe(a.troupe)
     with tempfile.TemporaryDirectory() as tmp:
         model = make_model(os.path.join(tmp, "stories110m"), "stories110m")
-        servers = {jf: server(model, f"engine.threads={a.threads}", f"engine.jump_forward={jf}")
-                   for jf in ("true", "false")}
+        servers = {}
         try:
+            for jf in MODES:
+                servers[jf] = server(model, f"engine.threads={a.threads}", f"engine.jump_forward={jf}")
             print(f"stories110m shape, random weights; engine.threads={a.threads}; medians of {a.rounds} interleaved "
                   "rounds after a warm-up; per round: wall s, tokens generated, tokens the model sampled (the "
                   "others jump-forward appended), ms per generated character")
@@ -95,14 +98,14 @@ def main():
             print("|---|---|---|---|---|---|---|---|")
             for name, extra in WORKLOADS.items():
                 for c in (int(x) for x in a.concurrency.split(",")):
-                    for jf in ("true", "false"):
+                    for jf in MODES:
                         round_of(servers[jf], extra, c)  # warm-up: the grammar compiled, its masks built
-                    runs = {"true": [], "false": []}
+                    runs = {jf: [] for jf in MODES}
                     for _ in range(a.rounds):
-                        for jf in ("true", "false"):
+                        for jf in MODES:
                             runs[jf].append(round_of(servers[jf], extra, c))
                     med = {jf: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for jf, rs in runs.items()}
-                    for jf in ("true", "false"):
+                    for jf in MODES:
                         m = med[jf]
                         speed = (f"{med['false']['wall'] / m['wall']:.2f}x" if jf == "true" else "")
                         print(f"| {name} | {c} | {'on' if jf == 'true' else 'off'} | {m['wall']:.3f} | "

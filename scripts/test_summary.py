@@ -16,14 +16,15 @@ for path in sys.argv[1:]:
             for line in f:
                 if not line.strip():
                     continue
-                result = json.loads(line)["result"]
+                test = json.loads(line)
+                result = test["result"]
                 if result in ("OK", "EXPECTEDFAIL"):
                     passed += 1
                 elif result == "SKIP":
                     skipped += 1
                 else:
                     failed += 1
-                    failures.append(json.loads(line))
+                    failures.append(test)
     except OSError:
         failed += 1  # the build failed before any test ran (or the fuzzers did not run)
 for test in failures:

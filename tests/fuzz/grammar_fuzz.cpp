@@ -4,11 +4,14 @@
 // at each, then the forced bytes taken as tokens. Every input must give a
 // grammar or a grammar_error, never a crash or a hang.
 
-#include "engine/grammar/compiled_grammar.hpp"
+#include "engine/grammar/grammar_matcher.hpp"
 #include "engine/grammar/json_schema.hpp"
 #include "engine/grammar/regex.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -25,24 +28,25 @@ auto vocabulary() -> std::shared_ptr<const troupe::grammar::token_vocabulary> {
 }
 
 void run(const std::string& gbnf, std::string_view feed) {
-  troupe::grammar::compiled_grammar g(troupe::grammar::parse_gbnf(gbnf), vocabulary());
-  std::vector<std::uint64_t> mask;
-  auto s = g.start();
-  for (std::size_t i = 0; i < feed.size() && i < 64 && s != troupe::grammar::compiled_grammar::dead; ++i) {
-    g.fill_mask(s, static_cast<std::int32_t>(64 - i), mask);
-    s = g.advance(s, feed.substr(i, 1));
+  using troupe::grammar::compiled_grammar;
+  auto g = std::make_shared<compiled_grammar>(troupe::grammar::parse_gbnf(gbnf), vocabulary());
+  troupe::grammar::grammar_matcher m(g);
+  // (Ids 0 to 255 are the single bytes.)
+  for (std::size_t i = 0; i < feed.size() && i < 64 && m.state() != compiled_grammar::dead; ++i) {
+    m.prepare(static_cast<std::int32_t>(64 - i));
+    m.accept(static_cast<unsigned char>(feed[i]));
   }
-  if (s == troupe::grammar::compiled_grammar::dead) return;
-  // Jump-forward's way: the forced bytes as the longest tokens; the grammar
-  // must take every one of them.
-  const auto forced = g.forced_bytes(s, 16);
-  for (std::string_view rest = forced; !rest.empty();) {
-    const auto [id, len] = vocabulary()->longest_prefix(rest);
-    if (id < 0 || len == 0) __builtin_trap(); // (every byte is a token here)
-    s = g.advance(s, rest.substr(0, len));
-    if (s == troupe::grammar::compiled_grammar::dead) __builtin_trap();
-    rest.remove_prefix(len);
-  }
+  if (m.state() == compiled_grammar::dead) return;
+  // Jump-forward: the forced bytes as the longest tokens. The grammar must
+  // take every one, and they must write the forced bytes (all of them, when
+  // fewer than the 16 asked for: every byte is a token here).
+  const auto forced = g->forced_bytes(m.state(), 4096);
+  std::vector<troupe::token_id> out;
+  m.take_forced(16, out);
+  if (m.state() == compiled_grammar::dead) __builtin_trap();
+  std::string written;
+  for (const auto id : out) written += vocabulary()->surface(id);
+  if (!forced.starts_with(written) || (out.size() < 16 && written != forced)) __builtin_trap();
 }
 
 } // namespace

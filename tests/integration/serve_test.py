@@ -18,7 +18,7 @@ import time
 
 SOURCE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(SOURCE, "..", "support"))
-from troupe_harness import (CONFIG, NODE, bench_field, check, make_tiny, poll, server, sse_events,  # noqa: E402
+from troupe_harness import (CONFIG, NODE, bench_field, check, check_replay, make_tiny, poll, server, sse_events,  # noqa: E402
                             stream, summary, token_bytes, use_troupe, wait_for)
 
 TROUPE = use_troupe(sys.argv[1])
@@ -648,8 +648,22 @@ def test_oversized_prompts(model):
             return r.status
 
         big = "This License " * 76924  # 1,000,012 characters
-        r, text = srv.request("POST", "/tokenize", {"prompt": big})
+
+        # One big prompt tokenized whole (about 1 s of one core) beside a
+        # stream of small requests, one after another: on their own share of
+        # the tokenizers they keep being answered (about 200 in that time);
+        # queued behind it, none would be until it is done. Its count is the
+        # whole prompt's, for the 400s below.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            fut = pool.submit(srv.request, "POST", "/tokenize", {"prompt": big})
+            answered = []
+            while not fut.done():
+                answered.append(small())
+            r, text = fut.result()
         whole = json.loads(text)["count"] if r.status == 200 else 0
+        check(r.status == 200 and all(st == 200 for st in answered) and len(answered) >= 10,
+              f"oversized prompts: small requests are answered while a big prompt is tokenized whole "
+              f"({len(answered)} of them, 10 at least)")
 
         def flood(i):
             r, text = srv.request("POST", "/v1/chat/completions",
@@ -669,20 +683,6 @@ def test_oversized_prompts(model):
               f"oversized prompts: a 400 after counting under a tenth of the prompt's {whole} tokens "
               f"(counted {sorted(set(counted))}; {results[0][1]!r})")
         check(all(st == 200 for st in during), f"oversized prompts: small requests meanwhile answered ({len(during)})")
-
-        # One big prompt tokenized whole (about 1 s of one core) beside a
-        # stream of small requests, one after another: on their own share of
-        # the tokenizers they keep being answered (about 200 in that time);
-        # queued behind it, none would be until it is done.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            fut = pool.submit(srv.request, "POST", "/tokenize", {"prompt": big})
-            answered = []
-            while not fut.done():
-                answered.append(small())
-            r, _ = fut.result()
-        check(r.status == 200 and all(st == 200 for st in answered) and len(answered) >= 10,
-              f"oversized prompts: small requests are answered while a big prompt is tokenized whole "
-              f"({len(answered)} of them, 10 at least)")
     finally:
         srv.stop()
 
@@ -836,16 +836,7 @@ def test_kv_pressure(model):
               "... and nothing held afterwards")
     finally:
         srv.stop()
-    test_replay(log, "300 streams preempting each other on 128 blocks (lease refills and returns)")
-
-
-def test_replay(log, what):
-    """Decision fidelity: the simulator's replay of a server's step log
-    schedules exactly the batches the server did."""
-    out = subprocess.run([TROUPE, "sim", "--replay", log], capture_output=True, text=True, timeout=300)
-    m = re.search(r"(\d+) schedule decisions \((\d+) steps\), all identical", out.stdout)
-    check(out.returncode == 0 and m and int(m.group(2)) > 10,
-          f"replaying the step log of {what}: every step identical ({(out.stdout + out.stderr).strip()[:300]})")
+    check_replay(log, "replaying the step log of 300 streams preempting each other on 128 blocks (lease refills and returns)")
 
 
 def test_swap(model):
@@ -880,7 +871,7 @@ def test_swap(model):
               "... and nothing held afterwards")
     finally:
         srv.stop()
-    test_replay(log, "8 streams swapping on 16 KV blocks")
+    check_replay(log, "replaying the step log of 8 streams swapping on 16 KV blocks")
     # The simulator's calibrated cost model, fitted to the steps the server logged.
     out = subprocess.run([TROUPE, "sim", os.path.join(SOURCE, "..", "..", "config", "sim", "chat.toml"),
                           "--set", "cost.kind=calibrated", "--set", "cost.step_log=" + log,
@@ -929,8 +920,9 @@ def test_drain(model):
         srv.proc.send_signal(signal.SIGTERM)
         # The signal is taken by the main thread's sigwait, whenever the
         # machine runs it: wait for readiness to turn (the stream lasts 1 s).
-        turned = poll(lambda: srv.request("GET", "/health/ready")[0].status == 503, 10, 0.01)
-        ready_status = 503 if turned else srv.request("GET", "/health/ready")[0].status
+        seen = []
+        poll(lambda: seen.append(srv.request("GET", "/health/ready")[0].status) or seen[-1] == 503, 10, 0.01)
+        ready_status = seen[-1]
         r, text = srv.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
         new_status = r.status
         fut.result(timeout=120)
@@ -971,7 +963,7 @@ def main():
         finally:
             rc = srv.stop()
             check(rc == 0, f"the server stops on SIGTERM with exit 0 (got {rc})")
-        test_replay(main_log, "the tests above (streams, disconnects, errors, prefix hits)")
+        check_replay(main_log, "replaying the step log of the tests above (streams, disconnects, errors, prefix hits)")
         test_bench(model)
         test_config_errors(model)
         test_padded_vocabulary(model, tmp)

@@ -13,12 +13,11 @@ Exits 77 (SKIP) without python3-jsonschema."""
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from troupe_harness import TOOLS, check, make_model, make_tiny, server, stream, summary, use_troupe  # noqa: E402
+from troupe_harness import TOOLS, check, check_replay, make_model, make_tiny, server, stream, summary, use_troupe  # noqa: E402
 
 try:
     import jsonschema
@@ -26,7 +25,7 @@ except ImportError:
     print("SKIP: python3-jsonschema is not installed (make test installs it)")
     sys.exit(77)
 
-TROUPE_BIN = use_troupe(sys.argv[1])
+use_troupe(sys.argv[1])
 
 SCHEMAS = {
     "person": {
@@ -218,7 +217,8 @@ def judge_jump_forward(tiny, tmp):
     free, greedy continues exactly as the plain model does from there."""
     log = os.path.join(tmp, "jf.steps")
     on = server(tiny, "engine.threads=1", "engine.step_log=" + log)
-    off = server(tiny, "engine.threads=1", "engine.jump_forward=false")
+    # (Off also serves the plain model below: that request has no grammar.)
+    off = server(tiny, "engine.threads=1", "engine.jump_forward=false", "engine.step_log=" + log + ".off")
     options = ["the quick brown fox jumps over the lazy dog", "a slow green turtle crawls under the busy bridge"]
     texts, used = {}, 0
     try:
@@ -229,7 +229,8 @@ def judge_jump_forward(tiny, tmp):
                                                               "max_tokens": 40, "guided_choice": options})
                 body = json.loads(t)
                 got.append(body["choices"][0]["text"])
-                used += body["usage"]["completion_tokens"] if name == "on" else 0
+                if name == "on":
+                    used += body["usage"]["completion_tokens"]
             texts[name] = got
         check(texts["on"] == texts["off"] and all(t in options for t in texts["on"]),
               f"jump-forward: guided_choice gives the same choices on and off ({texts['on']})")
@@ -242,37 +243,31 @@ def judge_jump_forward(tiny, tmp):
         guided = json.loads(t)
         used += guided["usage"]["completion_tokens"]
         forced_metric = on.metric("troupe_jump_forward_tokens_total")
+        on.stop()  # (its step log is whole once it has stopped)
+        tokens = step_log_tokens(log)
+        forced = sum(len(f) for seq in tokens.values() for _, f in seq)
+        total = sum(1 + len(f) for seq in tokens.values() for _, f in seq)
+        check(forced > 0 and forced == forced_metric and total == used,
+              f"jump-forward: {forced} forced tokens, in the step log and troupe_jump_forward_tokens_total "
+              f"({forced_metric:.0f}); usage counts them ({total} tokens logged, {used} in usage)")
+        seq = tokens[max(tokens)]  # the guided_grammar request: the last submitted
+        head = [seq[0][0]] + seq[0][1]
+        free = [t for t, f in seq[1:]][:-1]  # (the last: the end, all the budget allows there)
+        check(len(seq[0][1]) >= 5 and len(free) >= 8 and all(not f for _, f in seq[1:]) and
+              guided["choices"][0]["text"].startswith("Once upon a time, in a land far away, there lived"),
+              f"jump-forward: the literal comes as the first token and {len(seq[0][1])} forced ones ({seq[:3]})")
+        r, t = off.request("POST", "/v1/completions", {"prompt": prompt_ids + head, "temperature": 0,
+                                                       "max_tokens": len(free)})
     finally:
         on.stop()
         off.stop()
-    tokens = step_log_tokens(log)
-    forced = sum(len(f) for seq in tokens.values() for _, f in seq)
-    total = sum(1 + len(f) for seq in tokens.values() for _, f in seq)
-    check(forced > 0 and forced == forced_metric and total == used,
-          f"jump-forward: {forced} forced tokens, in the step log and troupe_jump_forward_tokens_total "
-          f"({forced_metric:.0f}); usage counts them ({total} tokens logged, {used} in usage)")
-    seq = tokens[max(tokens)]  # the guided_grammar request: the last submitted
-    head = [seq[0][0]] + seq[0][1]
-    free = [t for t, f in seq[1:]][:-1]  # (the last: the end, all the budget allows there)
-    check(len(seq[0][1]) >= 5 and len(free) >= 8 and all(not f for _, f in seq[1:]) and guided["choices"][0]["text"].startswith(
-          "Once upon a time, in a land far away, there lived"),
-          f"jump-forward: the literal comes as the first token and {len(seq[0][1])} forced ones ({seq[:3]})")
-    plain = server(tiny, "engine.threads=1", "engine.step_log=" + log + ".plain")
-    try:
-        r, t = plain.request("POST", "/v1/completions", {"prompt": prompt_ids + head, "temperature": 0,
-                                                         "max_tokens": len(free)})
-    finally:
-        plain.stop()
-    again = [t for t, _ in next(iter(step_log_tokens(log + ".plain").values()))]
+    plain = step_log_tokens(log + ".off")
+    again = [t for t, _ in plain[max(plain)]]  # the plain request: the last submitted
     check(r.status == 200 and again == free,
           f"jump-forward: after the forced chunk, greedy goes on as the model does from a prompt of the same tokens "
           f"({free} vs {again})")
-    # Decision fidelity: the simulator's replay, given the logged tokens
-    # (forced ones included), schedules exactly the server's batches.
-    out = subprocess.run([TROUPE_BIN, "sim", "--replay", log], capture_output=True, text=True, timeout=300)
-    m = re.search(r"(\d+) schedule decisions \((\d+) steps\), all identical", out.stdout)
-    check(out.returncode == 0 and m and int(m.group(2)) > 10,
-          f"jump-forward: replaying the step log, every step identical ({(out.stdout + out.stderr).strip()[:300]})")
+    # The simulator's replay, given the logged tokens (forced ones included).
+    check_replay(log, "jump-forward: replaying the step log")
 
 
 def main():

@@ -69,6 +69,15 @@ def summary():
 
 # Polling.
 
+def check_replay(log, what):
+    """Decision fidelity: `troupe sim --replay` of a server's step log
+    schedules exactly the batches the server did (more than 10 steps)."""
+    out = subprocess.run([TROUPE, "sim", "--replay", log], capture_output=True, text=True, timeout=300)
+    m = re.search(r"(\d+) schedule decisions \((\d+) steps\), all identical", out.stdout)
+    check(out.returncode == 0 and m and int(m.group(2)) > 10,
+          f"{what}: every step identical ({(out.stdout + out.stderr).strip()[:300]})")
+
+
 def poll(f, timeout=15.0, pause=0.05):
     """f()'s first truthy value, called every `pause` seconds for up to
     `timeout` seconds (else its last value)."""
@@ -233,7 +242,7 @@ def sha256(key):
 
 def llama_cpp(*args):
     """Runs tests/integration/llama_cpp.mjs with `args`; its JSON answer."""
-    out = subprocess.run(["node", os.path.join(INTEGRATION, "llama_cpp.mjs"), *args], check=True,
+    out = subprocess.run([NODE, os.path.join(INTEGRATION, "llama_cpp.mjs"), *args], check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout)
 

@@ -371,8 +371,7 @@ TEST_CASE("batch_scheduler: tokens a grammar forced are appended with the sample
     kv.tokens[q.id] = q.prompt;
   }
   const auto with_forced = [](request_id id, token_id t, std::vector<token_id> forced) {
-    sampled_token s{id, {t, 0.0f, {}, std::move(forced)}, {}};
-    return s;
+    return sampled_token{id, {t, 0.0f, {}, std::move(forced)}, {}};
   };
   auto st = g.s.schedule(0);
   check_step(st, lim, 4, t);

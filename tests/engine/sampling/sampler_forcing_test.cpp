@@ -1,10 +1,10 @@
 // What the sampler forces rather than draws: a spent thinking budget's close
 // marker, and jump-forward's tokens where a grammar leaves one continuation.
 
-#include "engine/core/rng.hpp"
 #include "engine/grammar/compiled_grammar.hpp"
 #include "engine/grammar/grammar.hpp"
 #include "engine/sampling/sampler.hpp"
+#include "tests/engine/sampling/sampler_rig.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,16 +17,8 @@ using namespace troupe;
 
 namespace {
 
-auto seeded(float temperature) -> sampling_params {
-  sampling_params p;
-  p.temperature = temperature;
-  p.seed = 1234;
-  return p;
-}
-
-} // namespace
-
-namespace {
+using testing::make_params;
+using testing::random_logits;
 
 /// Greedy picks `want` from 16 logits: it leads by 1, everything else 0.
 auto leading(token_id want) -> std::vector<float> {
@@ -48,7 +40,7 @@ auto greedy_run(request_sampler& s, const std::vector<token_id>& wants) -> std::
 } // namespace
 
 TEST_CASE("sampler: a spent thinking budget forces the close marker, one token a step") {
-  sampling_params p = seeded(0.0f);
+  sampling_params p = make_params(0.0f);
   p.thinking_open = {8};
   p.thinking_close = {9, 10};
   p.thinking_budget = 2;
@@ -70,7 +62,7 @@ TEST_CASE("sampler: a spent thinking budget forces the close marker, one token a
 }
 
 TEST_CASE("sampler: the thinking budget counts from the prompt's open block and stops at a natural close") {
-  sampling_params p = seeded(0.0f);
+  sampling_params p = make_params(0.0f);
   p.thinking_open = {8};
   p.thinking_close = {9};
   p.thinking_budget = 3;
@@ -90,12 +82,10 @@ TEST_CASE("sampler: the thinking budget counts from the prompt's open block and 
 TEST_CASE("sampler: a thinking budget leaves the draws before it untouched") {
   // Seeded sampling at temperature 1: the budget changes the token where it
   // is spent, and the random stream stays the same before it.
-  sampling_params p = seeded(1.0f);
+  sampling_params p = make_params(1.0f);
   p.thinking_close = {3};
   p.thinking_opened = true;
-  rng gen(7);
-  std::vector<float> logits(64);
-  for (float& l : logits) l = static_cast<float>(2.0 * gen.normal());
+  auto logits = random_logits(64, 7, 2.0);
   logits[3] = -40.0f; // the model itself never closes the block
   request_sampler free_run(p, {}, 1);
   p.thinking_budget = 20;
@@ -123,7 +113,7 @@ auto small_grammar(const char* gbnf) -> std::shared_ptr<grammar::compiled_gramma
 
 TEST_CASE("sampler: jump-forward writes the bytes a grammar forces as the longest tokens, after the sampled one") {
   const char* gbnf = R"(root ::= "ab" [xy] "cdef")";
-  sampling_params p = seeded(0.0f);
+  sampling_params p = make_params(0.0f);
   p.max_tokens = 10;
   request_sampler s(p, {}, 1, small_grammar(gbnf), true);
   // "ab" is forced from the start, but the first token is the model's: it
@@ -158,7 +148,7 @@ TEST_CASE("sampler: jump-forward leaves a token for the model within max_tokens"
   // the grammar broke it, forcing still leaves the last token to the model.
   for (const auto& [max_tokens, want] : {std::pair{10, std::vector<token_id>{7, 9}}, std::pair{3, std::vector<token_id>{}}}) {
     CAPTURE(max_tokens);
-    sampling_params p = seeded(0.0f);
+    sampling_params p = make_params(0.0f);
     p.max_tokens = max_tokens;
     request_sampler s(p, {}, 1, small_grammar(R"(root ::= "ab" [xy] "cdef")"), true);
     auto l = leading(2);

@@ -1,4 +1,5 @@
 #include "engine/sampling/sampler.hpp"
+#include "tests/engine/sampling/sampler_rig.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,12 +17,8 @@ namespace {
 
 constexpr int num_draws = 20000;
 
-auto make_params(float temperature) -> sampling_params {
-  sampling_params p;
-  p.temperature = temperature;
-  p.seed = 1234;
-  return p;
-}
+using testing::make_params;
+using testing::random_logits;
 
 /// Logits whose softmax is `probs`.
 auto logits_of(const std::vector<double>& probs) -> std::vector<float> {
@@ -95,14 +92,6 @@ auto chi_square_bound(const std::vector<double>& probs) -> double {
 auto check_distribution(const std::vector<int>& counts, const std::vector<double>& probs) {
   const double stat = chi_square(counts, probs);
   CHECK_MESSAGE(stat < chi_square_bound(probs), "chi-square ", stat);
-}
-
-/// Normal(0, scale) logits from a seeded generator.
-auto random_logits(std::size_t vocab, std::uint64_t seed, double scale) -> std::vector<float> {
-  rng gen(seed);
-  std::vector<float> out(vocab);
-  for (float& l : out) l = static_cast<float>(scale * gen.normal());
-  return out;
 }
 
 /// Ids sorted by descending logit, lower id first on ties.
