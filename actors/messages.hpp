@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace troupe::grammar {
+class compiled_grammar;
+} // namespace troupe::grammar
+
 namespace troupe {
 
 using steady_time = std::chrono::steady_clock::time_point;
@@ -35,11 +39,23 @@ struct encode_job {
   bool add_generation_prompt = true; ///< chat: end with the assistant's opening
   std::string tools_json;            ///< chat: the template's tools (a JSON array), "" for none
   std::string template_kwargs_json;  ///< chat: more template variables (chat_template_kwargs), "" for none
+  std::vector<token_id> prompt_tokens; ///< !chat: the prompt as ids (checked against the vocabulary, not encoded)
+  /// Structured output's GBNF ("" for none), compiled and its first mask
+  /// taken on the tokenizer pool, off the replicas' step loops; with
+  /// grammar_after_thinking (a reasoning model's chat), it constrains the
+  /// answer after the thinking block (reasoning_parser::grammar_after).
+  std::string grammar;
+  bool grammar_after_thinking = false;
 
-  /// The bytes the tokenizer reads (the text, or every message's content).
+  /// About the bytes the job reads: the text, or every message's fields and
+  /// what the template writes around each, the tools and variables (a job's
+  /// size picks its share of the tokenizer pool: 20,000 one-letter messages
+  /// are a big job).
   auto num_bytes() const -> std::size_t {
-    std::size_t n = text.size();
-    for (const auto& m : messages) n += m.content.size();
+    std::size_t n = text.size() + 4 * prompt_tokens.size() + tools_json.size() + template_kwargs_json.size();
+    for (const auto& m : messages)
+      n += 16 + m.role.size() + m.content.size() + m.tool_calls_json.size() + m.tool_call_id.size() + m.name.size() +
+           m.reasoning_content.size();
     return n;
   }
 };
@@ -52,6 +68,11 @@ struct encoded {
   std::int64_t at_least = 0;
   /// chat: the rendered prompt ends inside a thinking block (<think>).
   bool opens_thinking = false;
+  std::string grammar;       ///< the job's grammar as the replica runs it
+  std::string grammar_error; ///< why the grammar is refused (a 400 naming it), "" if it is not
+  /// The compiled grammar, held while the request runs: the replica's
+  /// executor finds it in the shared cache, compiled.
+  std::shared_ptr<grammar::compiled_grammar> compiled;
 
   /// The prompt's tokens, or at least that many when counting stopped.
   auto num_tokens() const -> std::int64_t {

@@ -77,6 +77,7 @@ struct sink_state {
   server_metrics::request_series* series = nullptr; ///< its tenant's, of its model
   bool settled = false;              ///< its generated tokens were charged to its tenant
   std::vector<std::string> pieces;   ///< the text per token, kept for the response cache
+  std::shared_ptr<grammar::compiled_grammar> grammar; ///< its grammar, compiled, held while it runs
 
 };
 
@@ -400,8 +401,8 @@ auto decide_route(self_ptr self, encoded& e) -> bool {
   st.series = &st.ctx->metrics->tenant(st.req.tenant);
   for (auto& c : st.choices) c.writer->set_model(st.ctx->model_name);
   st.id = st.ctx->next_request.fetch_add(st.choices.size(), std::memory_order_relaxed);
-  if (!st.req.body.prompt_tokens.empty()) return true; // (token ids go as they are)
   st.job.max_tokens = prompt_limit(st);
+  st.job.grammar_after_thinking = st.job.chat && st.ctx->support.reasoning;
   self->request(st.ctx->pick_tokenizer(st.job.num_bytes()), caf::infinite, encode_atom_v, st.job)
       .then([self](encoded& again) { submit(self, again); },
             on_shutdown(self));
@@ -425,6 +426,11 @@ void submit(self_ptr self, encoded& e) {
   auto& st = self->state;
   if (!e.error.empty()) return fail(self, 400, e.error, prompt_param(st));
   if (st.req.route && !st.route_decided && !decide_route(self, e)) return;
+  if (!e.grammar_error.empty()) {
+    const bool tools = st.req.body.choice.what == api::tool_choice::mode::required ||
+                       st.req.body.choice.what == api::tool_choice::mode::named;
+    return fail(self, 400, e.grammar_error, tools ? "tools" : "response_format");
+  }
   for (const auto& [t, bias] : st.req.body.sampling.logit_bias)
     if (t >= st.ctx->tok->vocab_size())
       return fail(self, 400,
@@ -439,9 +445,8 @@ void submit(self_ptr self, encoded& e) {
   const auto n = e.num_tokens(); // (at least that many when the count stopped)
   r.prompt = std::move(e.tokens);
   r.sampling = st.req.body.sampling;
-  // A reasoning model thinks first; its grammar constrains the answer after.
-  if (reasoning && !r.sampling.grammar.empty())
-    r.sampling.grammar = tools::reasoning_parser::grammar_after(r.sampling.grammar, e.opens_thinking);
+  r.sampling.grammar = std::move(e.grammar); // (wrapped after the thinking, compiled: encode did)
+  st.grammar = std::move(e.compiled);
   if (r.sampling.thinking_budget >= 0) { // (check_thinking_budget let it through: the model thinks)
     r.sampling.thinking_open = st.ctx->think_open;
     r.sampling.thinking_close = st.ctx->think_close;
@@ -699,24 +704,17 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   else
     job.text = std::move(st.req.body.prompt);
   job.max_tokens = prompt_limit(st);
-  if (st.req.route) st.job = job;
   if (st.req.body.echo)
     st.echo_text = st.req.body.prompt_tokens.empty() ? job.text : st.ctx->tok->decode(st.req.body.prompt_tokens);
-  if (!job.chat && !st.req.body.prompt_tokens.empty()) {
-    encoded e{st.req.body.prompt_tokens, {}};
-    for (auto t : e.tokens)
-      if (t < 0 || t >= st.ctx->tok->vocab_size()) {
-        e.error = "prompt token " + std::to_string(t) + " is outside the vocabulary: ids are between 0 and " +
-                  std::to_string(st.ctx->tok->vocab_size() - 1);
-        break;
-      }
-    submit(self, e);
-  } else {
-    const auto bytes = job.num_bytes();
-    self->request(st.ctx->pick_tokenizer(bytes), caf::infinite, encode_atom_v, std::move(job))
-        .then([self](encoded& e) { submit(self, e); },
-              on_shutdown(self));
-  }
+  if (!job.chat) job.prompt_tokens = st.req.body.prompt_tokens;
+  // A reasoning model thinks first; its grammar constrains the answer after.
+  job.grammar = st.req.body.sampling.grammar;
+  job.grammar_after_thinking = job.chat && st.ctx->support.reasoning;
+  if (st.req.route) st.job = job;
+  const auto bytes = job.num_bytes() + job.grammar.size();
+  self->request(st.ctx->pick_tokenizer(bytes), caf::infinite, encode_atom_v, std::move(job))
+      .then([self](encoded& e) { submit(self, e); },
+            on_shutdown(self));
   return {
       [self](tokens_atom, request_update& u) { on_tokens(self, u); },
       [self](gone_atom) {

@@ -1,5 +1,6 @@
 #include "actors/tokenizer_actor.hpp"
 
+#include "engine/grammar/grammar_matcher.hpp"
 #include "service/tools/reasoning_parser.hpp"
 
 #include <caf/all.hpp>
@@ -24,8 +25,10 @@ auto count_past(const tokenizer& tok, std::string_view text, bool special, std::
   for (std::size_t at = 0; at < text.size();) {
     std::size_t end = std::min(text.size(), at + k_piece_bytes);
     if (end < text.size()) {
-      const auto space = text.find_last_of(" \t\n", end);
-      if (space != std::string_view::npos && space > at) end = space;
+      // (Looked for in this piece only: a text without whitespace is not
+      // searched back to its start for every piece.)
+      const auto space = text.substr(at, end - at).find_last_of(" \t\n");
+      if (space != std::string_view::npos && space > 0) end = at + space;
     }
     const auto piece = text.substr(at, end - at);
     count += static_cast<std::int64_t>(special ? tok.encode_with_special(piece, false).size()
@@ -57,8 +60,41 @@ auto local_now() -> std::tm {
   return tm;
 }
 
-auto encode(const tokenizer& tok, const chat_template* chat, const encode_job& job) -> encoded {
+auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode_job& job) -> encoded;
+
+/// The job's grammar as the replica is to run it, compiled into the shared
+/// cache (and its first mask taken), or why it is refused.
+void prepare(grammar::grammar_cache* grammars, const encode_job& job, encoded& out) {
+  if (job.grammar.empty() || !out.error.empty()) return;
+  out.grammar = job.grammar_after_thinking ? tools::reasoning_parser::grammar_after(job.grammar, out.opens_thinking)
+                                           : job.grammar;
+  if (grammars == nullptr) return; // (a backend without grammars: the request checks refused it)
+  try {
+    out.compiled = grammar::prepare_grammar(*grammars, out.grammar);
+  } catch (const grammar::grammar_error& e) {
+    out.grammar_error = e.what();
+  }
+}
+
+auto encode(const tokenizer& tok, const chat_template* chat, grammar::grammar_cache* grammars, const encode_job& job)
+    -> encoded {
+  auto out = encode_prompt(tok, chat, job);
+  prepare(grammars, job, out);
+  return out;
+}
+
+auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode_job& job) -> encoded {
   encoded out;
+  if (!job.chat && !job.prompt_tokens.empty()) {
+    for (const auto t : job.prompt_tokens)
+      if (t < 0 || t >= tok.vocab_size()) {
+        out.error = "prompt token " + std::to_string(t) + " is outside the vocabulary: ids are between 0 and " +
+                    std::to_string(tok.vocab_size() - 1);
+        return out;
+      }
+    out.tokens = job.prompt_tokens;
+    return out;
+  }
   if (!job.chat) {
     encode_text(tok, job.text, false, job, out);
     return out;
@@ -94,17 +130,21 @@ auto encode(const tokenizer& tok, const chat_template* chat, const encode_job& j
 }
 
 auto tokenizer_behavior(tokenizer_actor::pointer, std::shared_ptr<const tokenizer> tok,
-                        std::shared_ptr<const chat_template> chat) -> tokenizer_actor::behavior_type {
+                        std::shared_ptr<const chat_template> chat, std::shared_ptr<grammar::grammar_cache> grammars)
+    -> tokenizer_actor::behavior_type {
   return {
-      [tok, chat](encode_atom, const encode_job& job) -> encoded { return encode(*tok, chat.get(), job); },
+      [tok, chat, grammars](encode_atom, const encode_job& job) -> encoded {
+        return encode(*tok, chat.get(), grammars.get(), job);
+      },
   };
 }
 
 } // namespace
 
 auto spawn_tokenizer(caf::actor_system& sys, std::shared_ptr<const tokenizer> tok,
-                     std::shared_ptr<const chat_template> chat) -> tokenizer_actor {
-  return sys.spawn(tokenizer_behavior, std::move(tok), std::move(chat));
+                     std::shared_ptr<const chat_template> chat, std::shared_ptr<grammar::grammar_cache> grammars)
+    -> tokenizer_actor {
+  return sys.spawn(tokenizer_behavior, std::move(tok), std::move(chat), std::move(grammars));
 }
 
 } // namespace troupe

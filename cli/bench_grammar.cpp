@@ -214,7 +214,7 @@ auto run_bench_grammar(std::span<char* const> argv) -> int {
 
     cpu_executor_options eo;
     eo.num_threads = threads;
-    eo.vocabulary = m.vocab;
+    eo.grammars = std::make_shared<grammar::grammar_cache>(m.vocab);
     eo.num_sampled_ids = m.vocab->size();
     const int batches[] = {1, 32};
     const int per_seq = 8; // 128 positions per sequence

@@ -104,9 +104,9 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   m.cpu.num_sampled_ids = m.tok->vocab_size();
   m.cpu.jump_forward = cfg.engine.jump_forward;
   m.cpu.kv_type = kv;
-  m.cpu.vocabulary = std::make_shared<const grammar::token_vocabulary>(
-      grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size()));
-  m.zero.vocabulary = m.cpu.vocabulary;
+  m.cpu.grammars = std::make_shared<grammar::grammar_cache>(std::make_shared<const grammar::token_vocabulary>(
+      grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size())));
+  m.zero.grammars = m.cpu.grammars;
 
   auto& ro = m.replica;
   ro.limits = limits_of(cfg.scheduler, m.max_model_len);

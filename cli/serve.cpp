@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/config_source.hpp"
 #include "cli/replicas.hpp"
+#include "cli/serve_checks.hpp"
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cuda_backend.hpp"
 #include "engine/cpu/huge_pages.hpp"
@@ -84,13 +85,15 @@ struct engine_parts {
   std::vector<caf::actor> actors; // to stop at shutdown
 };
 
-// Loads one model (cfg's [model], [engine], [scheduler], [router]) with its
-// replicas, executors, memory managers and router; its metrics go to `registry`.
-auto start_engine(caf::actor_system& sys, const server_config& cfg, server_status& status, engine_parts& parts,
+// Loads one model, checked (check_serve_config: its [model], [engine],
+// [scheduler], [router]), with its replicas, executors, memory managers and
+// router; its metrics go to `registry`.
+auto start_engine(caf::actor_system& sys, const model_plan& model, server_status& status, engine_parts& parts,
                   std::shared_ptr<prometheus::Registry> registry) -> std::string {
+  const auto& cfg = model.cfg;
   const auto cuda_device = parse_device(cfg.engine.devices.front());
-  const auto setup = prepare_model(cfg, cuda_device.has_value());
-  const auto plan = plan_fleet(cfg, setup);
+  const auto& setup = model.setup;
+  const auto& plan = model.plan;
   const auto& dir = setup.dir;
   const auto& mc = setup.mc;
   const auto& tok = setup.tok;
@@ -115,10 +118,6 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   if (cfg.engine.executor == "zero") {
     for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<zero_executor>(setup.zero));
   } else if (cuda_device) {
-    if (static_cast<std::int32_t>(cfg.engine.devices.size()) != cfg.engine.tensor_parallel_size)
-      throw std::runtime_error("engine.devices: " + std::to_string(cfg.engine.devices.size()) +
-                               " CUDA devices, but engine.tensor_parallel_size is " +
-                               std::to_string(cfg.engine.tensor_parallel_size) + " (the devices of one tensor-parallel executor)");
     parts.weights = load_model_weights(setup);
     cuda::cuda_executor_options co;
     co.device = *cuda_device;
@@ -167,8 +166,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   ctx->support.prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";
   ctx->support.grammars = ctx->support.prompt_logprobs;
 
-  std::shared_ptr<const chat_template> chat;
-  if (auto t = resolve_chat_template(cfg.model.chat_template, dir.string(), setup.gguf.get())) chat = std::make_shared<const chat_template>(std::move(*t));
+  const auto& chat = model.chat;
   ctx->support.tool_parser = cfg.model.tool_parser == "auto" ? (chat ? tools::detect_tool_parser(chat->text) : "")
                      : cfg.model.tool_parser == "none" ? "" : cfg.model.tool_parser;
   for (const auto& marker : tools::tool_markers(ctx->support.tool_parser))
@@ -183,7 +181,7 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
     ctx->think_close = tok->encode_with_special(tools::reasoning_parser::close_marker, false);
   }
   for (int i = 0; i < resolve_threads(cfg.actors.tokenizers); ++i) {
-    ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat));
+    ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat, ctx->support.grammars ? setup.cpu.grammars : nullptr));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
   }
   // Per device, its executor and memory manager; its replicas lease an
@@ -270,69 +268,27 @@ auto start_engine(caf::actor_system& sys, const server_config& cfg, server_statu
   return info.str();
 }
 
-// Every model: [model] first, then model.more (a name served already is its
-// canary version), and the capability routes over them.
-auto start_fleet(caf::actor_system& sys, const server_config& cfg, server_status& status,
+// Every model, checked: [model] first, then model.more (a name served
+// already is its canary version), and cfg's capability routes over them.
+auto start_fleet(caf::actor_system& sys, const server_config& cfg, const serve_plan& plan, server_status& status,
                  std::vector<std::unique_ptr<engine_parts>>& parts, std::vector<std::string>& info)
     -> std::shared_ptr<fleet> {
   auto out = std::make_shared<fleet>();
   auto registry = std::make_shared<prometheus::Registry>();
-  // Checked before any model loads.
-  std::vector<std::string> names{served_name(cfg.model.served_model_name, cfg.model.dir)};
-  for (std::size_t i = 0; i < cfg.model.more.size(); ++i) {
-    const auto& e = cfg.model.more[i];
-    const auto where = "model.more[" + std::to_string(i) + "]";
-    const auto name = served_name(e.name, e.dir);
-    const bool served = std::find(names.begin(), names.end(), name) != names.end();
-    if (served && e.canary_percent == 0)
-      throw config_error(where + ": the model '" + name +
-                         "' is served already; a new version of it needs a canary_percent");
-    if (!served && e.canary_percent > 0)
-      throw config_error(where + ": a canary_percent makes a new version of a served model, but no model '" + name +
-                         "' comes before it");
-    if (served && e.version.empty())
-      throw config_error(where + ": a new version of '" + name + "' needs a version tag");
-    // (A name is listed twice once it has its stable and its canary version.)
-    if (std::count(names.begin(), names.end(), name) > 1)
-      throw config_error(where + ": '" + name + "' has a canary version already");
-    names.push_back(name);
-  }
-  for (std::size_t i = 0; i < cfg.router.capability_rules.size(); ++i) {
-    const auto& r = cfg.router.capability_rules[i];
-    const auto where = "router.capability_rules[" + std::to_string(i) + "]";
-    if (std::find(names.begin(), names.end(), r.model) != names.end())
-      throw config_error(where + ".model: '" + r.model + "' is a served model's name; a rule needs a name of its own");
-    for (const auto& [key, m] : {std::pair{"small", r.small}, {"large", r.large}})
-      if (std::find(names.begin(), names.end(), m) == names.end())
-        throw config_error(where + "." + key + ": no served model '" + m + "'");
-  }
-
-  auto load = [&](const server_config& c) {
+  out->models.reserve(plan.models.size());
+  for (const auto& m : plan.models) {
     parts.push_back(std::make_unique<engine_parts>());
-    info.push_back(start_engine(sys, c, status, *parts.back(), registry));
-    return parts.back()->ctx;
-  };
-  out->models.reserve(1 + cfg.model.more.size());
-  out->models.push_back({names[0], load(cfg), nullptr, 0});
-  for (std::size_t i = 0; i < cfg.model.more.size(); ++i) {
-    const auto& e = cfg.model.more[i];
-    auto c = cfg;
-    c.model.dir = e.dir;
-    c.model.served_model_name = names[i + 1];
-    c.model.version = e.version;
-    c.engine.replicas = e.replicas;
-    c.engine.step_log.clear(); // (the step log is [model]'s)
-    c.model.more.clear();
-    auto ctx = load(c);
-    if (e.canary_percent > 0) {
-      for (auto& m : out->models)
-        if (m.name == names[i + 1]) {
-          m.canary = ctx;
-          m.canary_percent = e.canary_percent;
-        }
-    } else {
-      out->models.push_back({names[i + 1], ctx, nullptr, 0});
+    info.push_back(start_engine(sys, m, status, *parts.back(), registry));
+    const auto& ctx = parts.back()->ctx;
+    if (m.canary_percent == 0) {
+      out->models.push_back({m.name, ctx, nullptr, 0});
+      continue;
     }
+    for (auto& s : out->models)
+      if (s.name == m.name) {
+        s.canary = ctx;
+        s.canary_percent = m.canary_percent;
+      }
   }
   for (const auto& r : cfg.router.capability_rules)
     out->routes.push_back({r.model, out->find(r.small), out->find(r.large), r.max_prompt_tokens, r.max_tokens, r.tiers});
@@ -351,6 +307,9 @@ auto run_serve(std::span<char* const> argv) -> int {
   auto signals = block_stop_signals();
   sigaddset(&signals, SIGHUP); // reloads the tenants file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Every refusal of the configuration comes here, before any port opens
+  // (the weights load once the server listens: readiness is 503 meanwhile).
+  auto plan = check_serve_config(cfg);
 
   caf::actor_system_config caf_cfg;
   configure_actors(caf_cfg, cfg, cfg.router.worker_port >= 0);
@@ -387,9 +346,9 @@ auto run_serve(std::span<char* const> argv) -> int {
     return api::error_body(e);
   };
   http::server srv(so, [&gw](http::request r, std::shared_ptr<http::exchange> c) { gw.handle(std::move(r), std::move(c)); });
-  std::printf("troupe: listening on http://%s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(srv.port()));
   // server.metrics_port: /metrics (its series name tenants) on an internal
-  // address; the same server, a listener of its own, one thread.
+  // address; the same server, a listener of its own, one thread. Both
+  // listen before either is announced.
   std::optional<http::server> metrics_srv;
   if (cfg.server.metrics_port >= 0) {
     auto mo = so;
@@ -404,9 +363,12 @@ auto run_serve(std::span<char* const> argv) -> int {
       throw config_error(std::string(cfg.server.metrics_host.empty() ? "server.metrics_port" : "server.metrics_host") + ": " +
                          e.what());
     }
-    std::printf("troupe: metrics at http://%s:%u/metrics\n", mo.host.c_str(),
-                static_cast<unsigned>(metrics_srv->port()));
   }
+  std::printf("troupe: listening on http://%s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(srv.port()));
+  if (metrics_srv)
+    std::printf("troupe: metrics at http://%s:%u/metrics\n",
+                (cfg.server.metrics_host.empty() ? cfg.server.host : cfg.server.metrics_host).c_str(),
+                static_cast<unsigned>(metrics_srv->port()));
   std::fflush(stdout);
 
   std::vector<std::unique_ptr<engine_parts>> parts;
@@ -421,10 +383,11 @@ auto run_serve(std::span<char* const> argv) -> int {
   };
   try {
     std::vector<std::string> info;
-    auto served = start_fleet(sys, cfg, status, parts, info);
+    auto served = start_fleet(sys, cfg, plan, status, parts, info);
+    plan.models.clear(); // (what the engines keep of it, they hold)
     if (cfg.router.worker_port >= 0) {
       // Workers join at the door (their replicas then serve like local ones).
-      auto door = spawn_door(sys, served, read_worker_secret(cfg));
+      auto door = spawn_door(sys, served, std::move(plan.worker_secret));
       parts.front()->actors.push_back(caf::actor_cast<caf::actor>(door));
       auto port = cfg.router.worker_tls_cert.empty()
                       ? sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.router.worker_port), cfg.server.host.c_str(), true)

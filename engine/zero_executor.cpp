@@ -15,7 +15,6 @@ zero_executor::zero_executor(zero_executor_options options) : options_(std::move
     if (std::find(options_.avoid.begin(), options_.avoid.end(), t) == options_.avoid.end())
       tokens_.push_back(t);
   TROUPE_CHECK(!tokens_.empty(), "zero executor has no token to return");
-  if (options_.vocabulary) grammars_.emplace(options_.vocabulary);
 }
 
 auto zero_executor::execute(const scheduler_output& step) -> step_result {
@@ -24,7 +23,7 @@ auto zero_executor::execute(const scheduler_output& step) -> step_result {
   out.sampled.reserve(step.scheduled.size());
   for (const auto& r : step.new_requests) {
     if (r.sampling.prompt_logprobs >= 0) scoring_[r.id] = r.prompt_tokens;
-    if (auto g = grammar::compile_grammar(r.sampling.grammar, grammars_))
+    if (auto g = grammar::compile_grammar(r.sampling.grammar, options_.grammars))
       constrained_.insert_or_assign(r.id, constrained{grammar::grammar_matcher(std::move(g)), r.sampling.max_tokens});
   }
   const auto n = static_cast<std::uint64_t>(tokens_.size());

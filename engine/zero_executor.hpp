@@ -23,8 +23,8 @@ struct zero_executor_options {
   std::chrono::microseconds step_time{0};
   /// Ids it may return: [0, n), the tokenizer's vocabulary; 0 = vocab_size.
   std::int64_t num_sampled_ids = 0;
-  /// The tokenizer's ids as bytes, for requests with a grammar.
-  std::shared_ptr<const grammar::token_vocabulary> vocabulary = nullptr;
+  /// Compiled grammars over the tokenizer's ids as bytes, for requests with a grammar.
+  std::shared_ptr<grammar::grammar_cache> grammars = nullptr;
 };
 
 class zero_executor final : public executor {
@@ -48,7 +48,6 @@ private:
     grammar::grammar_matcher matcher;
     std::int32_t tokens_left = 0;
   };
-  std::optional<grammar::grammar_cache> grammars_;
   std::unordered_map<request_id, constrained> constrained_;
 };
 

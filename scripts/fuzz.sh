@@ -18,7 +18,7 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -I. -I"$build" $(pkg-config --cflags tomlplusplus))
 policies=$(grep -o "'policies/[^']*\.cpp'" meson.build | tr -d "'")
 declare -A sources libs
-grammar="engine/grammar/gbnf.cpp engine/grammar/json_schema.cpp engine/grammar/regex.cpp"
+grammar="engine/grammar/gbnf.cpp engine/grammar/gbnf_text.cpp engine/grammar/json_schema.cpp engine/grammar/regex.cpp"
 sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp service/http/openai_api.cpp service/http/json_reader.cpp service/http/openai_format.cpp
   service/http/structured_output.cpp service/http/tool_fields.cpp service/http/anthropic_api.cpp service/http/responses_api.cpp
   engine/core/sampling_params.cpp $grammar"
@@ -29,7 +29,8 @@ sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp 
   engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf.cpp
   engine/model/gguf_quant.cpp engine/model/mapping.cpp engine/model/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
-sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/grammar_matcher.cpp engine/grammar/token_vocabulary.cpp"
+sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/grammar_matcher.cpp engine/grammar/token_vocabulary.cpp
+  service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp"
 libs[grammar]="-lsimdjson"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
 libs[safetensors]="-lsimdjson"

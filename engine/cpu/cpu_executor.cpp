@@ -22,7 +22,6 @@ cpu_executor::cpu_executor(const model_weights& weights, const cpu_executor_opti
   // The quantized kernels' instruction set (TROUPE_CPU_ISA may name one the
   // CPU lacks): chosen now, so a bad choice stops start-up, not a step.
   if (weights.first_quantized() != nullptr) (void)quant_isa();
-  if (options_.vocabulary) grammars_.emplace(options_.vocabulary);
 }
 
 void cpu_executor::swap(const scheduler_output& step) {
@@ -40,7 +39,7 @@ auto cpu_executor::execute(const scheduler_output& step) -> step_result {
   swap(step);
   for (const auto& r : step.new_requests) {
     samplers_.insert_or_assign(r.id, request_sampler(r.sampling, r.prompt_tokens, seed_source_.next(),
-                                                     grammar::compile_grammar(r.sampling.grammar, grammars_),
+                                                     grammar::compile_grammar(r.sampling.grammar, options_.grammars),
                                                      options_.jump_forward));
     if (r.sampling.prompt_logprobs >= 0) scoring_.insert_or_assign(r.id, prompt_scores{r.prompt_tokens, {}});
   }

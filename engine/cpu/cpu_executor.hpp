@@ -25,9 +25,10 @@ struct cpu_executor_options {
   /// pads its rows past it); 0 = the model's whole vocabulary. At most vocab_size.
   std::int64_t num_sampled_ids = 0;
   kv_dtype kv_type = kv_dtype::f32; ///< how the KV cache stores keys and values
-  /// The tokenizer's ids as bytes, for requests with a grammar (null: a
+  /// Compiled grammars over the tokenizer's ids as bytes, for requests with
+  /// a grammar, shared with the tokenizer pool that compiled them (null: a
   /// request with one is a bug in the caller, which checks).
-  std::shared_ptr<const grammar::token_vocabulary> vocabulary = nullptr;
+  std::shared_ptr<grammar::grammar_cache> grammars = nullptr;
   /// A grammar's forced tokens come with the sampled one (request_sampler's jump_forward).
   bool jump_forward = false;
 };
@@ -57,7 +58,6 @@ private:
   cpu_model model_;
   std::unique_ptr<std::byte[]> host_; ///< num_host_blocks × the KV cache's block_bytes()
   rng seed_source_;
-  std::optional<grammar::grammar_cache> grammars_;
   std::unordered_map<request_id, request_sampler> samplers_;
   std::unordered_map<request_id, prompt_scores> scoring_;
   request_tables tables_;

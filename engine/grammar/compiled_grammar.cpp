@@ -46,8 +46,8 @@ compiled_grammar::compiled_grammar(const grammar& g, std::shared_ptr<const token
   }
   std::vector<std::int32_t> tops;
   bool accepting = false;
-  std::vector<std::uint64_t> seen;
-  for (const auto a : alt_starts_[static_cast<std::size_t>(g.root)]) settle(a, -1, tops, accepting, seen);
+  for (const auto a : alt_starts_[static_cast<std::size_t>(g.root)]) reach(a, -1);
+  settle(tops, accepting);
   start_ = intern_state(std::move(tops), accepting);
 }
 
@@ -67,33 +67,42 @@ auto compiled_grammar::intern_node(std::int32_t pc, std::int32_t parent) -> std:
   return id;
 }
 
-/// Expands position pc (with its return stack `parent`) down to the byte
-/// sets it may read next: rules open (a rule last in its alternative returns
-/// straight to the caller's caller, so a repetition runs in constant stack),
-/// ends return. `seen` breaks loops through rules that match "".
-void compiled_grammar::settle(std::int32_t pc, std::int32_t parent, std::vector<std::int32_t>& tops, bool& accepting,
-                              std::vector<std::uint64_t>& seen) {
+void compiled_grammar::reach(std::int32_t pc, std::int32_t parent) {
   const auto key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pc)) << 32) |
                    static_cast<std::uint32_t>(parent);
-  if (std::find(seen.begin(), seen.end(), key) != seen.end()) return;
-  seen.push_back(key);
-  const auto op = code_[static_cast<std::size_t>(pc)];
-  if (op == end_op) {
-    if (parent < 0) {
-      accepting = true;
-    } else {
-      const auto p = nodes_[static_cast<std::size_t>(parent)];
-      settle(p.pc, p.parent, tops, accepting, seen);
+  if (seen_.insert(key).second) todo_.emplace_back(pc, parent);
+}
+
+/// Expands the positions reach() queued (each with its return stack) down to
+/// the byte sets they may read next: rules open (a rule last in its
+/// alternative returns straight to the caller's caller, so a repetition runs
+/// in constant stack), ends return. Each (position, stack) once: that breaks
+/// loops through rules that match "", and keeps the work linear in the
+/// positions reached. A loop, not recursion: a chain of nullable rules may be
+/// as long as the grammar.
+void compiled_grammar::settle(std::vector<std::int32_t>& tops, bool& accepting) {
+  while (!todo_.empty()) {
+    const auto [pc, parent] = todo_.back();
+    todo_.pop_back();
+    const auto op = code_[static_cast<std::size_t>(pc)];
+    if (op == end_op) {
+      if (parent < 0) {
+        accepting = true;
+      } else {
+        const auto p = nodes_[static_cast<std::size_t>(parent)];
+        reach(p.pc, p.parent);
+      }
+      continue;
     }
-    return;
+    if (parent >= 0 && nodes_[static_cast<std::size_t>(parent)].depth >= max_depth) continue;
+    if (op >= 0) {
+      tops.push_back(intern_node(pc, parent));
+      continue;
+    }
+    const auto ret = code_[static_cast<std::size_t>(pc) + 1] == end_op ? parent : intern_node(pc + 1, parent);
+    for (const auto a : alt_starts_[static_cast<std::size_t>(op_rule(op))]) reach(a, ret);
   }
-  if (parent >= 0 && nodes_[static_cast<std::size_t>(parent)].depth >= max_depth) return;
-  if (op >= 0) {
-    tops.push_back(intern_node(pc, parent));
-    return;
-  }
-  const auto ret = code_[static_cast<std::size_t>(pc) + 1] == end_op ? parent : intern_node(pc + 1, parent);
-  for (const auto a : alt_starts_[static_cast<std::size_t>(op_rule(op))]) settle(a, ret, tops, accepting, seen);
+  seen_.clear();
 }
 
 auto compiled_grammar::intern_state(std::vector<std::int32_t> tops, bool accepting) -> std::int32_t {
@@ -104,6 +113,10 @@ auto compiled_grammar::intern_state(std::vector<std::int32_t> tops, bool accepti
   key.push_back(accepting ? -1 : -2);
   if (auto it = state_ids_.find(key); it != state_ids_.end()) return it->second;
   if (states_.size() >= max_states) return dead;
+  if (tops.size() > max_stacks) { // (a state this wide makes every byte after it cost as much)
+    over_budget_ = true;
+    return dead;
+  }
   state s;
   s.accepting = accepting;
   s.min_end = std::numeric_limits<std::int32_t>::max();
@@ -125,13 +138,11 @@ auto compiled_grammar::step(std::int32_t s, std::uint8_t byte) -> std::int32_t {
   if (const auto t = (*st.next)[byte]; t != not_built) return t;
   std::vector<std::int32_t> tops;
   bool accepting = false;
-  std::vector<std::uint64_t> seen;
-  const auto stacks = st.stacks; // settle may grow states_, not this state's stacks; copy for safety
-  for (const auto id : stacks) {
+  for (const auto id : st.stacks) {
     const auto n = nodes_[static_cast<std::size_t>(id)];
-    if (sets_[static_cast<std::size_t>(code_[static_cast<std::size_t>(n.pc)])].test(byte))
-      settle(n.pc + 1, n.parent, tops, accepting, seen);
+    if (sets_[static_cast<std::size_t>(code_[static_cast<std::size_t>(n.pc)])].test(byte)) reach(n.pc + 1, n.parent);
   }
+  settle(tops, accepting); // (may grow states_: `st` is not used after)
   const auto t = intern_state(std::move(tops), accepting);
   (*states_[static_cast<std::size_t>(s)].next)[byte] = t;
   return t;
@@ -195,9 +206,19 @@ auto compiled_grammar::walk(std::int32_t s, std::int32_t budget, cached_mask& al
   bool any_within = false;
   all.worst_end = 0;
   all.best_end = std::numeric_limits<std::int32_t>::max();
+  std::uint64_t cost = 0;
   for (std::size_t i = 0; i < nodes.size();) {
     const auto& n = nodes[i];
-    const auto t = step(walk_states_[n.depth - 1u], n.byte);
+    const auto from = walk_states_[n.depth - 1u];
+    // The cost of a node: the parse stacks it steps (whether or not the
+    // step is built already, so the limit does not depend on what other
+    // requests built before).
+    cost += states_[static_cast<std::size_t>(from)].stacks.size() + 1;
+    if (cost > max_walk_cost) {
+      walk_over_ = true;
+      return false;
+    }
+    const auto t = step(from, n.byte);
     if (t == dead) {
       i = static_cast<std::size_t>(n.end);
       continue;
@@ -242,6 +263,13 @@ void compiled_grammar::fill_mask(std::int32_t state, std::int32_t tokens_left, s
     bool tight = it != masks_.end(); // a cached mask whose worst end does not fit
     if (!tight) {
       walk(state, budget, all, nullptr);
+      if (walk_over_) { // too costly a state: no token, so the end ids below (the output ends)
+        walk_over_ = false;
+        over_budget_ = true;
+        all.bits.assign(words, 0);
+        all.worst_end = 0;
+        all.costly = true;
+      }
       tight = all.worst_end > budget;
       if (mask_bytes_ > max_mask_bytes) {
         masks_.clear();
@@ -279,6 +307,23 @@ void compiled_grammar::fill_mask(std::int32_t state, std::int32_t tokens_left, s
     for (const auto id : vocab_->end_ids())
       if (id >= 0 && id < vocab_->size())
         mask[static_cast<std::size_t>(id) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(id) % 64);
+}
+
+auto compiled_grammar::over_budget() -> bool {
+  std::lock_guard lock(mutex_);
+  return over_budget_;
+}
+
+auto compiled_grammar::costly(std::int32_t state) -> bool {
+  std::lock_guard lock(mutex_);
+  if (state == dead) return over_budget_;
+  const auto it = masks_.find(state);
+  return it != masks_.end() && it->second.costly;
+}
+
+auto compiled_grammar::width(std::int32_t state) -> std::size_t {
+  std::lock_guard lock(mutex_);
+  return state == dead ? 0 : states_[static_cast<std::size_t>(state)].stacks.size();
 }
 
 auto compiled_grammar::num_states() -> std::size_t {

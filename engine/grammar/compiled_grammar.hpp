@@ -22,6 +22,8 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace troupe::grammar {
@@ -29,6 +31,11 @@ namespace troupe::grammar {
 class compiled_grammar {
 public:
   static constexpr std::int32_t dead = -1;
+  /// The most parse stacks one state may hold, and the most (trie node x
+  /// stack) steps one mask may take: past them a grammar is too costly to
+  /// run (over_budget; the API refuses one whose first mask is).
+  static constexpr std::size_t max_stacks = 1 << 16;
+  static constexpr std::uint64_t max_walk_cost = std::uint64_t{1} << 26;
 
   compiled_grammar(const grammar& g, std::shared_ptr<const token_vocabulary> vocab);
 
@@ -58,6 +65,18 @@ public:
   /// last token (tokens_left 1) of a whole sentence, only the end ids are.
   void fill_mask(std::int32_t state, std::int32_t tokens_left, std::vector<std::uint64_t>& mask);
 
+  /// Whether a state grew past the limits on its parse stacks or on a
+  /// mask's steps (it then allowed only the end ids): a grammar too costly to
+  /// run. The limits count steps, never time, so this is deterministic.
+  auto over_budget() -> bool;
+  /// Whether `state` is past those limits: dead at start-up for too wide a
+  /// state, or its mask (fill_mask took it) went over.
+  auto costly(std::int32_t state) -> bool;
+
+  /// The parse stacks `state` holds: its width, what each byte from it costs
+  /// (for tests and the benchmark).
+  auto width(std::int32_t state) -> std::size_t;
+
   /// States built so far (for tests and the benchmark).
   auto num_states() -> std::size_t;
 
@@ -78,14 +97,15 @@ private:
     std::vector<std::uint64_t> bits;
     std::int32_t worst_end = 0; ///< the most bytes to end left by an allowed token
     std::int32_t best_end = 0;  ///< the fewest
+    bool costly = false;        ///< the walk went past max_walk_cost (no token then)
   };
   struct vector_hash {
     auto operator()(const std::vector<std::int32_t>& v) const -> std::size_t;
   };
 
   auto intern_node(std::int32_t pc, std::int32_t parent) -> std::int32_t;
-  void settle(std::int32_t pc, std::int32_t parent, std::vector<std::int32_t>& tops, bool& accepting,
-              std::vector<std::uint64_t>& seen);
+  void reach(std::int32_t pc, std::int32_t parent);
+  void settle(std::vector<std::int32_t>& tops, bool& accepting);
   auto intern_state(std::vector<std::int32_t> tops, bool accepting) -> std::int32_t;
   auto step(std::int32_t s, std::uint8_t byte) -> std::int32_t; ///< with the lock held
   auto walk(std::int32_t s, std::int32_t budget, cached_mask& all, std::vector<std::uint64_t>* within) -> bool;
@@ -106,7 +126,11 @@ private:
   std::unordered_map<std::int32_t, cached_mask> masks_;
   std::size_t mask_bytes_ = 0;
   std::vector<std::int32_t> walk_states_;
+  std::unordered_set<std::uint64_t> seen_;                 ///< settle's (position, stack) pairs
+  std::vector<std::pair<std::int32_t, std::int32_t>> todo_; ///< and those it has yet to expand
   std::int32_t start_ = dead;
+  bool walk_over_ = false;  ///< the walk in progress went past max_walk_cost
+  bool over_budget_ = false;
 };
 
 } // namespace troupe::grammar

@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <queue>
 #include <unordered_map>
 #include <utility>
 
@@ -422,131 +423,119 @@ private:
 
   /// Finite derivations for every rule, and no left recursion.
   void check() {
+    min_lengths();
+    refuse_left_recursion();
+  }
+
+  /// Each rule's fewest bytes, Knuth's generalization of Dijkstra: a rule is
+  /// settled at the smallest length among alternatives whose rules are all
+  /// settled, so every element is looked at a bounded number of times,
+  /// whatever order the rules come in (a fixpoint over the whole grammar
+  /// would take a pass per link of a chain).
+  void min_lengths() {
     const auto n = g_.rules.size();
-    constexpr std::int32_t inf = std::numeric_limits<std::int32_t>::max();
-    auto& len = g_.min_length;
-    len.assign(n, inf);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (std::size_t r = 0; r < n; ++r)
-        for (const auto& alt : g_.rules[r].alternatives) {
-          std::int64_t sum = 0;
-          for (const auto& e : alt) {
-            const std::int64_t l = e.what == element::kind::bytes ? 1 : len[static_cast<std::size_t>(e.index)];
-            sum = std::min<std::int64_t>(inf, sum + l);
-          }
-          if (sum < len[r]) {
-            len[r] = static_cast<std::int32_t>(sum);
-            changed = true;
+    constexpr std::int64_t inf = std::numeric_limits<std::int32_t>::max();
+    struct alt_state {
+      std::int32_t rule;
+      std::int64_t sum = 0;
+      std::size_t open = 0; // its rule elements not settled yet
+    };
+    std::vector<alt_state> alts;
+    std::vector<std::vector<std::size_t>> users(n); // per rule: the alternatives naming it, once per use
+    using entry = std::pair<std::int64_t, std::int32_t>;
+    std::priority_queue<entry, std::vector<entry>, std::greater<>> ready;
+    for (std::size_t r = 0; r < n; ++r)
+      for (const auto& alt : g_.rules[r].alternatives) {
+        alt_state a{static_cast<std::int32_t>(r)};
+        for (const auto& e : alt) {
+          if (e.what == element::kind::bytes) {
+            ++a.sum;
+          } else {
+            ++a.open;
+            users[static_cast<std::size_t>(e.index)].push_back(alts.size());
           }
         }
+        if (a.open == 0) ready.emplace(a.sum, a.rule);
+        alts.push_back(a);
+      }
+    auto& len = g_.min_length;
+    len.assign(n, static_cast<std::int32_t>(inf));
+    std::vector<bool> settled(n, false);
+    while (!ready.empty()) {
+      const auto [l, r] = ready.top();
+      ready.pop();
+      if (settled[static_cast<std::size_t>(r)]) continue;
+      settled[static_cast<std::size_t>(r)] = true;
+      len[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::min(l, inf));
+      for (const auto i : users[static_cast<std::size_t>(r)]) {
+        auto& a = alts[i];
+        a.sum = std::min(inf, a.sum + l);
+        if (--a.open == 0) ready.emplace(a.sum, a.rule);
+      }
     }
     for (std::size_t r = 0; r < n; ++r)
-      if (len[r] == inf) throw grammar_error("rule '" + g_.rules[r].name + "' never ends: every alternative refers back to itself");
-    // Left recursion: a rule reached again before any byte is read.
-    std::vector<int> mark(n, 0); // 0 new, 1 on the path, 2 done
-    std::vector<std::int32_t> path;
-    auto visit = [&](auto&& self, std::int32_t r) -> void {
-      mark[static_cast<std::size_t>(r)] = 1;
-      path.push_back(r);
-      for (const auto& alt : g_.rules[static_cast<std::size_t>(r)].alternatives)
-        for (const auto& e : alt) {
-          if (e.what == element::kind::bytes) break;
-          const auto m = mark[static_cast<std::size_t>(e.index)];
-          if (m == 1) {
-            std::string name;
-            for (auto it = std::find(path.begin(), path.end(), e.index); it != path.end(); ++it)
-              if (g_.rules[static_cast<std::size_t>(*it)].name[0] != '_') {
-                name = g_.rules[static_cast<std::size_t>(*it)].name;
-                break;
-              }
-            throw grammar_error("rule '" + (name.empty() ? g_.rules[static_cast<std::size_t>(e.index)].name : name) +
-                                "' is left-recursive");
-          }
-          if (m == 0) self(self, e.index);
-          if (len[static_cast<std::size_t>(e.index)] > 0) break; // not nullable: later ones come after a byte
-        }
-      path.pop_back();
-      mark[static_cast<std::size_t>(r)] = 2;
+      if (!settled[r] || len[r] == inf)
+        throw grammar_error("rule '" + g_.rules[r].name + "' never ends: every alternative refers back to itself");
+  }
+
+  /// Left recursion: a rule reached again before any byte is read. A walk
+  /// with a stack of its own: a chain of rules may be as long as the text.
+  void refuse_left_recursion() {
+    const auto n = g_.rules.size();
+    const auto& len = g_.min_length;
+    struct frame {
+      std::int32_t rule;
+      std::size_t alt = 0, elem = 0;
     };
-    for (std::size_t r = 0; r < n; ++r)
-      if (mark[r] == 0) visit(visit, static_cast<std::int32_t>(r));
+    std::vector<int> mark(n, 0); // 0 new, 1 on the path, 2 done
+    std::vector<frame> path;
+    for (std::size_t start = 0; start < n; ++start) {
+      if (mark[start] != 0) continue;
+      mark[start] = 1;
+      path.push_back({static_cast<std::int32_t>(start)});
+      while (!path.empty()) {
+        auto& f = path.back();
+        const auto& alts = g_.rules[static_cast<std::size_t>(f.rule)].alternatives;
+        if (f.alt == alts.size()) {
+          mark[static_cast<std::size_t>(f.rule)] = 2;
+          path.pop_back();
+          continue;
+        }
+        const auto& alt = alts[f.alt];
+        if (f.elem == alt.size() || alt[f.elem].what == element::kind::bytes) {
+          ++f.alt;
+          f.elem = 0;
+          continue;
+        }
+        const auto next = alt[f.elem].index;
+        if (mark[static_cast<std::size_t>(next)] == 1) left_recursive(path, next);
+        if (len[static_cast<std::size_t>(next)] > 0) { // not nullable: later ones come after a byte
+          ++f.alt;
+          f.elem = 0;
+        } else {
+          ++f.elem;
+        }
+        if (mark[static_cast<std::size_t>(next)] == 0) { // (after f's last use: the push may move it)
+          mark[static_cast<std::size_t>(next)] = 1;
+          path.push_back({next});
+        }
+      }
+    }
+  }
+
+  template <class Path>
+  [[noreturn]] void left_recursive(const Path& path, std::int32_t rule) {
+    // Named by the first rule of the cycle the user wrote (not a helper).
+    auto it = std::find_if(path.begin(), path.end(), [&](const auto& f) { return f.rule == rule; });
+    for (; it != path.end(); ++it)
+      if (g_.rules[static_cast<std::size_t>(it->rule)].name[0] != '_')
+        throw grammar_error("rule '" + g_.rules[static_cast<std::size_t>(it->rule)].name + "' is left-recursive");
+    throw grammar_error("rule '" + g_.rules[static_cast<std::size_t>(rule)].name + "' is left-recursive");
   }
 };
 
 } // namespace
 
 auto parse_gbnf(std::string_view text) -> grammar { return parser(text).run(); }
-
-auto utf8_encode(std::uint32_t cp) -> std::string {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
-auto rename_rule(std::string_view gbnf, std::string_view from, std::string_view to) -> std::string {
-  std::string out;
-  const auto name_char = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-  };
-  for (std::size_t i = 0; i < gbnf.size();) {
-    const char c = gbnf[i];
-    if (c == '"' || c == '[') { // a literal or a class, escapes and all
-      const char close = c == '"' ? '"' : ']';
-      std::size_t j = i + 1;
-      while (j < gbnf.size() && gbnf[j] != close) j += gbnf[j] == '\\' ? 2 : 1;
-      j = std::min(j + 1, gbnf.size());
-      out.append(gbnf.substr(i, j - i));
-      i = j;
-    } else if (c == '#') {
-      const auto j = std::min(gbnf.find('\n', i), gbnf.size());
-      out.append(gbnf.substr(i, j - i));
-      i = j;
-    } else if (name_char(c)) {
-      std::size_t j = i;
-      while (j < gbnf.size() && name_char(gbnf[j])) ++j;
-      const auto name = gbnf.substr(i, j - i);
-      out.append(name == from ? to : name);
-      i = j;
-    } else {
-      out += c;
-      ++i;
-    }
-  }
-  return out;
-}
-
-auto gbnf_literal(std::string_view s) -> std::string {
-  std::string out = "\"";
-  for (const char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (b < 0x20 || b == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", b);
-      out += buf;
-    } else {
-      out += c; // ASCII or part of a UTF-8 character
-    }
-  }
-  out += '"';
-  return out;
-}
 
 } // namespace troupe::grammar

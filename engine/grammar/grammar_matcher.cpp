@@ -53,24 +53,52 @@ void grammar_matcher::take_forced(std::int32_t max_tokens, std::vector<token_id>
   }
 }
 
-auto grammar_cache::get(const std::string& gbnf) -> std::shared_ptr<compiled_grammar> {
+auto grammar_cache::find(const std::string& gbnf) -> std::shared_ptr<compiled_grammar> {
   if (auto it = by_text_.find(gbnf); it != by_text_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
+  if (auto it = live_.find(gbnf); it != live_.end()) return it->second.lock();
+  return nullptr;
+}
+
+auto grammar_cache::get(const std::string& gbnf) -> std::shared_ptr<compiled_grammar> {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto g = find(gbnf)) return g;
+  }
+  // Compiled without the lock (linear in the text); a second compile of the
+  // same text meanwhile gives way to the first.
   auto g = std::make_shared<compiled_grammar>(parse_gbnf(gbnf), vocab_);
+  std::lock_guard lock(mutex_);
+  if (auto first = find(gbnf)) return first;
   lru_.emplace_front(gbnf, g);
   by_text_.emplace(gbnf, lru_.begin());
   if (lru_.size() > capacity_) {
     by_text_.erase(lru_.back().first);
     lru_.pop_back();
   }
+  if (live_.size() >= 2 * capacity_) std::erase_if(live_, [](const auto& e) { return e.second.expired(); });
+  live_.insert_or_assign(gbnf, g);
   return g;
 }
 
-auto compile_grammar(const std::string& gbnf, std::optional<grammar_cache>& cache) -> std::shared_ptr<compiled_grammar> {
+auto prepare_grammar(grammar_cache& cache, const std::string& gbnf) -> std::shared_ptr<compiled_grammar> {
+  auto g = cache.get(gbnf);
+  std::vector<std::uint64_t> bits;
+  g->fill_mask(g->start(), 0, bits);
+  if (g->costly(g->start()))
+    throw grammar_error("the grammar is too costly to run: a state of its automaton needs over " +
+                        std::to_string(compiled_grammar::max_stacks) + " parse stacks, or a token mask over " +
+                        std::to_string(compiled_grammar::max_walk_cost) +
+                        " steps (a schema with fewer alternatives at one place, or fewer properties, fits)");
+  return g;
+}
+
+auto compile_grammar(const std::string& gbnf, const std::shared_ptr<grammar_cache>& cache)
+    -> std::shared_ptr<compiled_grammar> {
   if (gbnf.empty()) return nullptr;
-  TROUPE_CHECK(cache.has_value(), "a request with a grammar on a backend without the tokenizer's vocabulary");
+  TROUPE_CHECK(cache != nullptr, "a request with a grammar on a backend without the tokenizer's vocabulary");
   try {
     return cache->get(gbnf);
   } catch (const grammar_error& e) {

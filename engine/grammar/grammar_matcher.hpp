@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,7 +48,10 @@ private:
 };
 
 /// Compiled grammars by their GBNF text, the least recently used dropped
-/// past `capacity` (a request holds its own reference). Not thread-safe.
+/// past `capacity`; one a request still holds is found too, however old.
+/// Thread-safe: the tokenizer pool compiles a request's grammar here before
+/// it is submitted, and the executors of the same vocabulary (one cache per
+/// model, shared) then find it, off their step loops.
 class grammar_cache {
 public:
   explicit grammar_cache(std::shared_ptr<const token_vocabulary> vocab, std::size_t capacity = 32)
@@ -58,15 +62,26 @@ public:
   auto vocabulary() const -> const std::shared_ptr<const token_vocabulary>& { return vocab_; }
 
 private:
+  auto find(const std::string& gbnf) -> std::shared_ptr<compiled_grammar>; ///< with the lock held
+
   std::shared_ptr<const token_vocabulary> vocab_;
   std::size_t capacity_;
+  std::mutex mutex_;
   std::list<std::pair<std::string, std::shared_ptr<compiled_grammar>>> lru_; ///< most recent first
   std::unordered_map<std::string, decltype(lru_)::iterator> by_text_;
+  std::unordered_map<std::string, std::weak_ptr<compiled_grammar>> live_; ///< every one handed out
 };
+
+/// A request's grammar, compiled and its first mask taken (what the first
+/// step would otherwise compute): on the tokenizer pool, before submission.
+/// Throws grammar_error for text parse_gbnf refuses, and for a grammar too
+/// costly to run (compiled_grammar::over_budget), naming the limits.
+auto prepare_grammar(grammar_cache& cache, const std::string& gbnf) -> std::shared_ptr<compiled_grammar>;
 
 /// The compiled `gbnf` from `cache`, or null for "". A backend's check:
 /// the API layer compiled the same text already, so a failure here (or no
 /// cache: a backend without the tokenizer's vocabulary) is a bug, not input.
-auto compile_grammar(const std::string& gbnf, std::optional<grammar_cache>& cache) -> std::shared_ptr<compiled_grammar>;
+auto compile_grammar(const std::string& gbnf, const std::shared_ptr<grammar_cache>& cache)
+    -> std::shared_ptr<compiled_grammar>;
 
 } // namespace troupe::grammar

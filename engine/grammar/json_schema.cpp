@@ -440,17 +440,24 @@ struct json_schema_grammar::impl {
       const auto pair = "json-string ws \":\" ws " + value;
       return "\"{\" ws (" + pair + " (ws \",\" ws " + pair + ")*)? ws \"}\"";
     }
+    // Linear in the properties, and so are the matcher's states: pick-i
+    // chooses the next key (property i or, when i is optional, a later one),
+    // rest-i follows a value (a comma and the next pick, or the end where no
+    // required property is left). A value's end then has O(1) continuations,
+    // where nesting the choice after it would keep every later key open.
     const auto n = items.size();
     auto kv = [&](std::size_t i) { return items[i].first + " ws \":\" ws " + items[i].second; };
-    auto after = [&](std::size_t i) { return self + "-a" + std::to_string(i); };
-    auto first = [&](std::size_t i) { return self + "-f" + std::to_string(i); };
+    auto pick = [&](std::size_t i) { return self + "-p" + std::to_string(i); };
+    auto rest = [&](std::size_t i) { return self + "-r" + std::to_string(i); };
+    bool required_after = false; // a required property at index >= i
     for (std::size_t i = n; i-- > 0;) {
-      const auto next_after = i + 1 < n ? " " + after(i + 1) : "";
-      const auto next_first = i + 1 < n ? first(i + 1) : "\"\"";
-      g.add_rule(after(i), req[i] ? "ws \",\" ws " + kv(i) + next_after : "(ws \",\" ws " + kv(i) + ")?" + next_after);
-      g.add_rule(first(i), req[i] ? kv(i) + next_after : kv(i) + next_after + " | " + next_first);
+      g.add_rule(pick(i), kv(i) + (i + 1 < n ? " " + rest(i + 1) : "") +
+                              (!req[i] && i + 1 < n ? " | " + pick(i + 1) : ""));
+      required_after = required_after || req[i];
+      if (i > 0) g.add_rule(rest(i), "ws \",\" ws " + pick(i) + (required_after ? "" : " | \"\""));
     }
-    return "\"{\" ws " + first(0) + " ws \"}\"";
+    const std::string open = "\"{\" ws " + pick(0) + " ws \"}\"";
+    return required_after ? open : "(" + open + " | \"{\" ws \"}\")";
   }
 };
 

@@ -462,6 +462,8 @@ auto compare_op(std::string_view op, const value& a, const value& b) -> bool {
     } else if (b.is_object() && !b.obj().is_namespace) {
       if ((a.is_array() && !a.is_tuple()) || a.is_object() || a.is_lazy()) type_error("unhashable type: '" + type_name(a) + "'");
       found = a.is_string() && b.obj().find(a.str()) != nullptr;
+    } else if (b.is_array()) { // (not copied: `x in messages` in a loop over them)
+      found = std::any_of(b.arr().begin(), b.arr().end(), [&](const value& x) { return equals(x, a); });
     } else {
       for (const auto& x : iterate(b))
         if (equals(x, a)) {

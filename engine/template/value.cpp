@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_map>
 
 namespace troupe::jinja {
 
@@ -387,6 +388,9 @@ private:
         ++at_;
         return o;
       }
+      // Keys by their place, so a repeated key keeps its first place and its
+      // last value (Python's json), in time linear in the keys.
+      std::unordered_map<std::string, std::size_t> at;
       while (true) {
         skip_space();
         if (at_ >= s_.size() || s_[at_] != '"') fail("expected a key");
@@ -394,7 +398,11 @@ private:
         skip_space();
         if (at_ >= s_.size() || s_[at_] != ':') fail("expected ':'");
         ++at_;
-        o.set(std::move(key), parse(depth + 1));
+        auto v = parse(depth + 1);
+        if (const auto [it, fresh] = at.try_emplace(key, o.entries.size()); fresh)
+          o.entries.emplace_back(std::move(key), std::move(v));
+        else
+          o.entries[it->second].second = std::move(v);
         skip_space();
         if (at_ < s_.size() && s_[at_] == ',') {
           ++at_;

@@ -64,6 +64,7 @@ auto reasoning_parser::grammar_after(std::string_view gbnf, bool inside) -> std:
   // read the marker's first I characters ('<' is its only '<', so a '<'
   // always starts a new match).
   std::string out = grammar::rename_rule(gbnf, "root", "troupe-answer");
+  if (!out.empty() && out.back() != '\n') out += '\n'; // (the text may end inside its last rule)
   const std::string_view m = close_marker;
   for (std::size_t i = 0; i < m.size(); ++i) {
     const auto q = [](std::size_t k) { return "think-q" + std::to_string(k); };

@@ -1,12 +1,17 @@
 // libFuzzer harness (make fuzz): the grammar writers and reader on any
-// bytes, as GBNF, as a JSON schema and as a regex; what compiles is run: a
-// few bytes of the input fed through the automaton and a token mask taken
-// at each, then the forced bytes taken as tokens. Every input must give a
-// grammar or a grammar_error, never a crash or a hang.
+// bytes, as GBNF, as a JSON schema and as a regex, and through the rewrites
+// a request's grammar goes through: wrapped after a reasoning model's
+// thinking block (open or not yet), and a tool's parameters schema as a
+// forced call in each tool-call format. What compiles is run: a few bytes
+// of the input fed through the automaton and a token mask taken at each,
+// then the forced bytes taken as tokens. Every input must give a grammar or
+// a grammar_error, never a crash or a hang.
 
 #include "engine/grammar/grammar_matcher.hpp"
 #include "engine/grammar/json_schema.hpp"
 #include "engine/grammar/regex.hpp"
+#include "service/tools/reasoning_parser.hpp"
+#include "service/tools/tool_grammar.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -51,10 +56,33 @@ void run(const std::string& gbnf, std::string_view feed) {
 
 } // namespace
 
+/// The grammar as the sink sends it to a reasoning model: after its
+/// thinking block, which the prompt opened (`inside`) or the model may.
+void run_wrapped(const std::string& gbnf, std::string_view feed, bool inside) {
+  using troupe::tools::reasoning_parser;
+  run(reasoning_parser::grammar_after(gbnf, inside), inside ? "</think>" + std::string(feed) : feed);
+}
+
+/// A tool whose parameters schema is `schema`, forced in each format.
+void run_tools(std::string_view schema, std::size_t size) {
+  using troupe::api::tool_choice;
+  const std::vector<troupe::api::tool_spec> tools = {{"f", std::string(schema)}, {"g", ""}};
+  const tool_choice choice{size % 2 ? tool_choice::mode::required : tool_choice::mode::named, "f"};
+  for (const char* family : {"hermes", "llama3_json", "mistral"}) {
+    try {
+      const auto gbnf = troupe::tools::tool_call_grammar(family, tools, choice, size % 3 == 0);
+      run(gbnf, "<tool_call>\n{\"name\": \"f\", \"arguments\": {");
+      run_wrapped(gbnf, "{\"name\": \"f\"", size % 2);
+    } catch (const troupe::grammar::grammar_error&) {}
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   using troupe::grammar::grammar_error;
   try { run(std::string(text), text); } catch (const grammar_error&) {}
+  try { run_wrapped(std::string(text), text, size % 2); } catch (const grammar_error&) {}
+  run_tools(text, size);
   try { run(troupe::grammar::json_schema_to_gbnf(text), "{\"a\": [1, \"x\"]}"); } catch (const grammar_error&) {}
   try { run("root ::= " + troupe::grammar::regex_to_gbnf(text, troupe::grammar::regex_target::text, size % 2), text); }
   catch (const grammar_error&) {}

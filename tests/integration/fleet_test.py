@@ -414,6 +414,17 @@ class worker:
         self.replicas = [int(x) for x in m.group(1).split(",")] if m else []
 
 
+def refused(model, *sets):
+    """`troupe serve` of `model` with these --sets, expected to refuse:
+    its exit code, its stderr's lines, and whether it ever said "listening
+    on" (a refused configuration is refused before any port opens)."""
+    args = [TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0"]
+    for x in sets:
+        args += ["--set", x]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    return out.returncode, out.stderr.strip().splitlines(), "listening on" in out.stdout + out.stderr
+
+
 # Every series with a replica label: each replica, local or remote, has one in each.
 REPLICA_SERIES = ["num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "num_preemptions_total",
                   "num_requests_swapped", "num_swap_outs_total", "replica_ready", "health_checks_failed_total"]
@@ -534,15 +545,25 @@ def test_remote(model):
         log = "".join(srv.read_log())
         check(open(SECRET_FILE).read().strip() not in log and "not the fleet's secret" not in log,
               "no secret in the router node's log")
+        # A worker port another process holds: refused before the API's port opens.
+        code, lines, listened = refused(model, f"router.worker_port={srv.port}",
+                                        "router.worker_secret_file=" + SECRET_FILE)
+        check(code == 1 and len(lines) == 1 and "router.worker_port: cannot listen on" in lines[0] and not listened,
+              f"a router node whose worker port is taken does not start, one line, never listening ({lines})")
     finally:
         if w and w.proc.poll() is None:
             w.proc.kill()
         srv.stop()
-    out = subprocess.run([TROUPE, "serve", "--config", CONFIG, "--model", model, "--port", "0",
-                          "--set", "router.worker_port=0"], capture_output=True, text=True, timeout=60)
-    check(out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and
-          "router.worker_secret_file: workers must prove" in out.stderr,
-          f"a router node without a secret does not start, one line ({out.stderr.strip()})")
+    # A router node's secret is read before it listens: without one, it never says "listening on".
+    secrets = os.path.dirname(SECRET_FILE)
+    for what, sets, expect in (
+            ("no secret", [], "workers must prove"),
+            ("a missing secret file", ["router.worker_secret_file=" + os.path.join(secrets, "absent")], "cannot read"),
+            ("an empty secret file", ["router.worker_secret_file=" + write_secret(os.path.join(secrets, "empty"), "")],
+             "shorter than 16 bytes")):
+        code, lines, listened = refused(model, "router.worker_port=0", *sets)
+        check(code == 1 and len(lines) == 1 and "router.worker_secret_file: " in lines[0] and expect in lines[0] and
+              not listened, f"a router node with {what} does not start, one line, never listening ({lines})")
     for join, code, expect in (("127.0.0.1:1", 1, "cannot reach 127.0.0.1:1"), ("nowhere", 2, "--join wants HOST:PORT")):
         out = subprocess.run([TROUPE, "worker", "--join", join, "--config", CONFIG, "--model", model,
                               "--set", "router.worker_secret_file=" + SECRET_FILE],
@@ -601,6 +622,18 @@ def test_tls(tmp, model):
                              timeout=60)
         check(out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and "go together" in out.stderr,
               f"TLS: a certificate without its key and CA is one line ({out.stderr.strip()})")
+        # CAF reads the TLS files only when a peer connects: serve checks them before it listens.
+        write_secret(os.path.join(d, "not.pem"), "not a certificate")
+        open(os.path.join(d, "empty.key"), "w").close()
+        for i, key, path, expect in ((0, "router.worker_tls_cert", d + "/absent.pem", "cannot read"),
+                                     (1, "router.worker_tls_key", d + "/empty.key", "the file is empty"),
+                                     (2, "router.worker_tls_ca", d + "/not.pem", "not a PEM file")):
+            sets = tls("router")
+            sets[i] = key + "=" + path
+            code, lines, listened = refused(model, "router.worker_port=0", "router.worker_secret_file=" + SECRET_FILE,
+                                            *sets)
+            check(code == 1 and len(lines) == 1 and key + ": " + path + ": " + expect in lines[0] and not listened,
+                  f"TLS: a bad {key} stops start-up, one line, never listening ({lines})")
     finally:
         if w and w.proc.poll() is None:
             w.proc.send_signal(signal.SIGTERM)

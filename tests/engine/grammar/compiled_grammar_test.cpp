@@ -3,6 +3,7 @@
 // token-by-token check for the masks.
 
 #include "engine/grammar/compiled_grammar.hpp"
+#include "engine/grammar/grammar_matcher.hpp"
 #include "engine/grammar/json_schema.hpp"
 #include "engine/grammar/regex.hpp"
 
@@ -335,4 +336,78 @@ TEST_CASE("forced bytes: what every continuation starts with") {
   CHECK(g.forced_bytes(g.start(), 3) == "{\"n");
   const auto s = g.advance(g.start(), "{\"name\": \"x");
   CHECK(g.forced_bytes(s, 100).empty());
+}
+
+namespace {
+
+/// A schema of n optional integer properties p0...p(n-1), p(required) required.
+auto optional_properties(int n, int required = -1) -> std::string {
+  std::string s = R"({"type": "object", "properties": {)";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + ("\"p" + std::to_string(i) + "\": {\"type\": \"integer\"}");
+  s += "}";
+  if (required >= 0) s += R"(, "required": ["p)" + std::to_string(required) + "\"]";
+  return s + ", \"additionalProperties\": false}";
+}
+
+} // namespace
+
+TEST_CASE("schemas: optional properties keep the automaton's states narrow, and mean what they say") {
+  // After a value, what may follow is a comma or the end, whatever the
+  // number of later properties: the state's width does not grow with them.
+  const auto width_after = [](int n, const std::string& text) {
+    auto g = std::make_shared<compiled_grammar>(parse_gbnf(json_schema_to_gbnf(optional_properties(n))), byte_vocabulary());
+    const auto s = g->advance(g->start(), text);
+    REQUIRE(s != compiled_grammar::dead);
+    return g->width(s);
+  };
+  CHECK(width_after(10, R"({"p1": 5)") == width_after(3000, R"({"p1": 5)"));
+  CHECK(width_after(10, R"({"p1": 5, "p7": 12)") == width_after(3000, R"({"p1": 5, "p7": 12)"));
+
+  checker c(json_schema_to_gbnf(optional_properties(5, 3)));
+  CHECK(c.accepts(R"({"p3": 1})"));
+  CHECK(c.accepts(R"({"p0": 1, "p3": 2, "p4": 3})"));
+  CHECK(c.accepts(R"({"p2": 1,"p3": 2})"));
+  CHECK_FALSE(c.accepts("{}"));                   // p3 is required
+  CHECK_FALSE(c.accepts(R"({"p0": 1})"));
+  CHECK_FALSE(c.accepts(R"({"p4": 1, "p3": 2})")); // declared order
+  CHECK_FALSE(c.accepts(R"({"p3": 1, "p3": 2})"));
+  CHECK_FALSE(c.accepts(R"({"p3": 1,})"));
+  checker none(json_schema_to_gbnf(optional_properties(3)));
+  CHECK(none.accepts("{}"));
+  CHECK(none.accepts(R"({"p2": 0})"));
+  CHECK(none.accepts(R"({"p0": 0, "p2": 0})"));
+  CHECK_FALSE(none.accepts(R"({, "p2": 0})"));
+}
+
+TEST_CASE("a grammar too costly to run is refused by prepare_grammar; a large linear one is prepared") {
+  auto cache = grammar_cache(byte_vocabulary());
+  // 5,000 optional properties: prepared, and the cache hands out the same one.
+  const auto big = json_schema_to_gbnf(optional_properties(5000));
+  const auto g = prepare_grammar(cache, big);
+  CHECK(g == cache.get(big));
+  // 70,000 alternatives open at the start: past the parse stacks a state may hold.
+  std::string wide = "root ::= ";
+  for (int i = 0; i < 70000; ++i) wide += (i ? " | \"x" : "\"x") + std::to_string(i) + "\"";
+  try {
+    (void)prepare_grammar(cache, wide);
+    FAIL("a grammar past the limits was prepared");
+  } catch (const grammar_error& e) {
+    CHECK(std::string(e.what()).find("too costly to run") != std::string::npos);
+  }
+}
+
+TEST_CASE("GBNF: a chain as long as the text parses, in any order of its rules") {
+  // 60,000 nullable rules, each naming the next: no recursion as deep as the
+  // chain (it overflowed the stack), no pass per link.
+  std::string chain = "root ::= r0 \"!\"\n";
+  for (int i = 0; i < 60000; ++i) chain += "r" + std::to_string(i) + " ::= \"a\" | r" + std::to_string(i + 1) + "\n";
+  chain += "r60000 ::= \"\"\n";
+  const auto g = parse_gbnf(chain);
+  CHECK(g.min_length[static_cast<std::size_t>(g.root)] == 1);
+  checker c(chain);
+  CHECK(c.accepts("!"));
+  CHECK(c.accepts("a!"));
+  CHECK_FALSE(c.accepts("aa!"));
+  CHECK(error_of("root ::= a\na ::= b | \"x\"\nb ::= \"\" a") == "rule 'a' is left-recursive");
+  CHECK(error_of("root ::= \"y\" | a\na ::= \"x\" a") == "rule 'a' never ends: every alternative refers back to itself");
 }

@@ -92,3 +92,22 @@ TEST_CASE("a grammar applies after the thinking: the block is free text, closed 
   CHECK(grammar::rename_rule("root ::= a \"root\" [root] # root\na ::= root-x root", "root", "r") ==
         "r ::= a \"root\" [root] # root\na ::= root-x r");
 }
+
+TEST_CASE("a grammar wrapped after the thinking parses whatever its last line and first rule") {
+  using namespace troupe;
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
+  auto vocab = std::make_shared<grammar::token_vocabulary>(bytes, std::vector<token_id>{});
+  // No newline at the end (the wrapper's rules once ran into its last
+  // rule), a first rule other than root, a comment last.
+  for (const std::string answer : {"r0 ::= \"x\"\nroot ::= r0", "root ::= \"x\"", "root ::= \"x\" # the end"})
+    for (const bool inside : {false, true}) {
+      CAPTURE(answer);
+      grammar::compiled_grammar g(grammar::parse_gbnf(reasoning_parser::grammar_after(answer, inside)), vocab);
+      const auto s = g.advance(g.start(), inside ? "ok</think>x" : "<think>ok</think>x");
+      CHECK((s != grammar::compiled_grammar::dead && g.can_end(s)));
+    }
+  // A grammar that names the wrapper's own rules is refused, never merged.
+  CHECK_THROWS_AS((void)grammar::parse_gbnf(reasoning_parser::grammar_after("root ::= think-q0\nthink-q0 ::= \"a\"", false)),
+                  grammar::grammar_error);
+}
