@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-jump-forward bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-jump-forward bench-long-prefill bench-prepare bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -63,6 +63,17 @@ bench-grammar: build
 # Jump-forward on and off: constrained completions on two servers, interleaved.
 bench-jump-forward: build
 	python3 scripts/bench_jump_forward.py $(BUILD)/troupe
+
+# A 20,000-token prompt's prefill beside 8 running streams, prefill pacing on
+# and off (scheduler.prefill_chunk_cost), servers interleaved; and the same in
+# the simulator (scripts/bench_long_prefill.py).
+bench-long-prefill: build
+	python3 scripts/bench_long_prefill.py $(BUILD)/troupe
+
+# Request preparation (parsing, the chat template, tokenizing) per message at
+# 1k, 4k and 20k messages, on a live server's tokenizer pool (scripts/bench_prepare.py).
+bench-prepare: build
+	python3 scripts/bench_prepare.py $(BUILD)/troupe
 
 # tokenizer.json encode speed, troupe against Hugging Face tokenizers (one
 # thread each, interleaved runs, medians) on the real tokenizers of tests/tools.

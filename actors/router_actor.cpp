@@ -197,8 +197,11 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         st.slot(i).check = 0;
         st.slot(i).remote = remote;
         self->monitor(scheduler);
-        st.core->join(i, drained);
+        // A worker's replica (new, or back after its link dropped) serves
+        // once it passes its health checks; the first starts now.
+        st.core->join(i, drained, remote);
         st.publish_ready();
+        if (remote) start_check(self, i);
       },
       [self](join_atom) {
         auto& st = self->state;

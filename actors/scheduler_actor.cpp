@@ -200,8 +200,10 @@ void step(self_ptr self) {
             auto& st = self->state;
             st.executor_busy = false;
             st.evacuated = false; // it steps: whatever took it out has passed
-            if (st.log) st.log->step(now_s, st.now_s() - now_s, *out, result);
+            const double took = st.now_s() - now_s;
+            if (st.log) st.log->step(now_s, took, *out, result);
             auto updates = st.core->update(*out, result);
+            st.core->observe_step(took); // (paces prefill against decodes: batch_scheduler)
             // The memory manager gets this step's publishes before any
             // client its tokens: a request sent once a response arrived
             // finds the blocks it left (prefix-affine routing probes them).

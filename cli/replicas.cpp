@@ -16,7 +16,6 @@
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
-#include <caf/openssl/manager.hpp>
 
 #include <stdexcept>
 
@@ -222,19 +221,15 @@ void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cf
   caf_cfg.set("scheduler.max-threads", static_cast<std::size_t>(resolve_threads(cfg.actors.caf_threads)));
   add_wire_types(caf_cfg);
   if (!network) return;
+  // CAF's network layer (BASP) on loopback only: the gate in front of it
+  // (actors/worker_gate.hpp) does TCP, mutual TLS and the fleet's secret,
+  // so CAF's OpenSSL module is not loaded on either side.
   caf_cfg.load<caf::io::middleman>();
   // A peer that stops answering (a frozen process, a partition that leaves
   // the TCP connection open) is dropped after a few missed heartbeats: its
-  // replicas go down as if it died.
+  // replicas go down as if it died (and a worker then rejoins).
   caf_cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
   caf_cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(3)});
-  if (!cfg.router.worker_tls_cert.empty()) {
-    // Mutual TLS: each side shows a certificate the shared CA signed.
-    caf_cfg.load<caf::openssl::manager>();
-    caf_cfg.openssl_certificate = cfg.router.worker_tls_cert;
-    caf_cfg.openssl_key = cfg.router.worker_tls_key;
-    caf_cfg.openssl_cafile = cfg.router.worker_tls_ca;
-  }
 }
 
 } // namespace troupe::cli

@@ -95,7 +95,8 @@ auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const m
 auto block_stop_signals() -> sigset_t;
 
 /// CAF's settings from [actors], the wire types, and the network layer when
-/// replicas cross machines.
+/// replicas cross machines (plain BASP: the workers' gate does TLS and the
+/// secret in front of it; `cfg`'s router.worker_tls_* are the gate's).
 void configure_actors(caf::actor_system_config& caf_cfg, const server_config& cfg, bool network);
 
 } // namespace troupe::cli

@@ -12,6 +12,7 @@
 #include "service/tools/reasoning_parser.hpp"
 #include "service/tools/tool_grammar.hpp"
 #include "actors/wire.hpp"
+#include "actors/worker_gate.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_source.hpp"
@@ -30,8 +31,6 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
-#include <caf/openssl/publish.hpp>
-#include <caf/openssl/remote_actor.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -372,6 +371,9 @@ auto run_serve(std::span<char* const> argv) -> int {
   std::fflush(stdout);
 
   std::vector<std::unique_ptr<engine_parts>> parts;
+  // router.worker_port's gate. Gone before the actor system: each worker's
+  // link closes, and the workers rejoin once a router node listens again.
+  std::optional<worker_gate> gate;
   const auto stop_actors = [&] {
     for (auto& p : parts)
       for (auto& h : p->actors) caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
@@ -387,15 +389,24 @@ auto run_serve(std::span<char* const> argv) -> int {
     plan.models.clear(); // (what the engines keep of it, they hold)
     if (cfg.router.worker_port >= 0) {
       // Workers join at the door (their replicas then serve like local ones).
+      const auto worker_secret = plan.worker_secret;
       auto door = spawn_door(sys, served, std::move(plan.worker_secret));
       parts.front()->actors.push_back(caf::actor_cast<caf::actor>(door));
-      auto port = cfg.router.worker_tls_cert.empty()
-                      ? sys.middleman().publish(door, static_cast<std::uint16_t>(cfg.router.worker_port), cfg.server.host.c_str(), true)
-                      : caf::openssl::publish(door, static_cast<std::uint16_t>(cfg.router.worker_port), cfg.server.host.c_str(), true);
-      if (!port)
-        throw std::runtime_error("router.worker_port: cannot listen on " + cfg.server.host + ":" +
-                                 std::to_string(cfg.router.worker_port) + ": " + sys.render(port.error()));
-      std::printf("troupe: workers join at %s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(*port));
+      // CAF's BASP listens on loopback only; the gate in front of it owns
+      // router.worker_port (TLS, the fleet's secret, then a relay that bounds
+      // every frame), so no stranger's byte reaches CAF's multiplexer.
+      auto basp = sys.middleman().publish(door, 0, "127.0.0.1", true);
+      if (!basp)
+        throw std::runtime_error("router.worker_port: cannot publish the door on 127.0.0.1: " +
+                                 sys.render(basp.error()));
+      try {
+        gate.emplace(cfg.server.host, static_cast<std::uint16_t>(cfg.router.worker_port), *basp, worker_secret,
+                     gate_tls{cfg.router.worker_tls_cert, cfg.router.worker_tls_key, cfg.router.worker_tls_ca});
+      } catch (const std::runtime_error& e) {
+        const std::string why = e.what(); // (a TLS file's error names its key)
+        throw std::runtime_error(why.starts_with("router.") ? why : "router.worker_port: " + why);
+      }
+      std::printf("troupe: workers join at %s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(gate->port()));
     }
     gw.set_fleet(std::move(served));
     status.last_progress_ns = std::chrono::steady_clock::now().time_since_epoch().count();

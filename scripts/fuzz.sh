@@ -45,8 +45,10 @@ sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp engine/model/mappi
 libs[gguf]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
 sources[chat_template]="tests/fuzz/chat_template_fuzz.cpp $(ls engine/template/*.cpp | tr '\n' ' ')"
 libs[chat_template]=""
+sources[worker_gate]="tests/fuzz/worker_gate_fuzz.cpp service/fleet/gate_protocol.cpp service/tenancy/sha256.cpp"
+libs[worker_gate]=""
 
-# Seeds: the requests and grammars of tests/fuzz/corpus, the shipped TOML files, two
+# Seeds: the requests, grammars and worker-port exchanges of tests/fuzz/corpus, the shipped TOML files, two
 # small safetensors files, a small GGUF file, and the chat templates the tests render (the
 # models' of tests/tools where installed, the built-ins, the language tour
 # of tests/support/chat_template_features.py).
@@ -56,6 +58,7 @@ seed() {
   case $name in
     openai_request) cp tests/fuzz/corpus/openai_request/* "$dir"/ ;;
     grammar) cp tests/fuzz/corpus/grammar/* "$dir"/ ;;
+    worker_gate) cp tests/fuzz/corpus/worker_gate/* "$dir"/ ;;
     config_toml) cp config/default.toml config/tenants.example.toml config/sim/chat.toml "$dir"/ ;;
     gguf) python3 - "$dir" <<'PY'
 import struct, sys
@@ -105,7 +108,7 @@ PY
 }
 
 failed=0
-for name in openai_request grammar config_toml safetensors gguf hf_tokenizer chat_template; do
+for name in openai_request grammar config_toml safetensors gguf hf_tokenizer chat_template worker_gate; do
   exe=$out/$name/fuzz_$name
   mkdir -p "$out/$name"
   seed "$name"

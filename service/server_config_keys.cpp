@@ -396,6 +396,10 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"scheduler", "max_num_partial_prefills", integer(in(&c::scheduler, &scheduler_config::max_num_partial_prefills), 0),
        "prompts whose prefill spans steps, running at once (0: no limit); with the key above,\n"
        "a flood of long prompts cannot take every step's budget from new requests"},
+      {"scheduler", "prefill_chunk_cost", number(in(&c::scheduler, &scheduler_config::prefill_chunk_cost), 0),
+       "a step that decodes takes prefill tokens costing about this many decode-only steps, as\n"
+       "measured, and a running prefill leaves half the rest to waiting requests (0: no pacing);\n"
+       "1 keeps streams at half their token rate or more while a long prompt prefills"},
       {"scheduler", "block_size", integer(in(&c::scheduler, &scheduler_config::block_size), 1, 1024), "tokens per KV block (1..1024)"},
       {"scheduler", "kv_memory", byte_size(in(&c::scheduler, &scheduler_section::kv_memory_bytes), 1),
        "KV cache size: bytes, or a string with B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"},

@@ -23,6 +23,7 @@ auto replay_step_log(const std::filesystem::path& file) -> replay_report {
   batch_scheduler core(cfg.limits, kv, *policy, cfg.eos_ids);
   replay_report report;
   scheduler_output pending;
+  double duration = 0; ///< the step under way's, from its `step` line
   const auto differ = [&](const std::string& what, const std::string& logged, const std::string& replayed) {
     if (!report.identical) return;
     report.identical = false;
@@ -47,9 +48,11 @@ auto replay_step_log(const std::filesystem::path& file) -> replay_report {
         if (plan != e->plan) differ("schedule", e->plan, plan);
         break;
       }
+      case step_log::event::kind::step: duration = e->duration; break;
       case step_log::event::kind::sampled:
         ++report.steps;
         (void)core.update(pending, e->result);
+        core.observe_step(duration); // as the server's scheduler did, with the time it measured
         break;
     }
     (void)lease.take_outbox(); // the memory manager's business, not this replica's decisions

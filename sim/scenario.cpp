@@ -146,6 +146,7 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r.integer("max_output_tokens", s.max_output_tokens, 0);
     r.integer("long_prefill_token_threshold", s.long_prefill_token_threshold, 0);
     r.integer("max_num_partial_prefills", s.max_num_partial_prefills, 0);
+    r.number("prefill_chunk_cost", s.prefill_chunk_cost, 0);
     r.integer("watermark_blocks", s.watermark_blocks, 0);
     r.boolean("enable_prefix_caching", s.enable_prefix_caching);
     r.text("preemption_mode", s.preemption_mode, {"recompute", "swap"});

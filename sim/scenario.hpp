@@ -38,14 +38,17 @@ struct tenant_spec {
 
 /// [[replicas]]: the server's [scheduler] keys (scheduler_config, mapped to
 /// the scheduler's limits by the same limits_of()), and how the replica's KV
-/// memory is sized. Three defaults differ from the server's: the context
-/// (the server's is the model's), and the waiting queue, which the simulator
-/// leaves unbounded unless a scenario bounds it.
+/// memory is sized. Four defaults differ from the server's: the context
+/// (the server's is the model's), the waiting queue, which the simulator
+/// leaves unbounded unless a scenario bounds it, and prefill pacing, off
+/// unless a scenario sets prefill_chunk_cost (so the published scenarios
+/// keep their calibration; --server-config brings the server's 1).
 struct replica_spec : scheduler_config {
   replica_spec() {
     max_model_len = 8192;
     max_waiting_requests = 1 << 30;
     max_waiting_tokens = std::int64_t{1} << 50;
+    prefill_chunk_cost = 0;
   }
   std::int32_t count = 1;
   std::int32_t kv_blocks = 4096;

@@ -58,6 +58,7 @@ struct replica {
   scheduler_output step; ///< the step under way; empty: the replica is idle
   step_result result;    ///< reused from step to step, as are the step and these
   std::vector<request_update> updates;
+  double step_seconds = 0; ///< the step under way's, by the cost model
 
   replica(const replica_spec& r, std::unique_ptr<policy::eviction_policy> ev,
           std::unique_ptr<policy::scheduling_policy> pol)
@@ -147,6 +148,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     const auto features = features_of(r.step);
     if (scaled.enabled()) scaled.note_tokens(features.tokens);
     const double dur = std::max(cost->step_seconds(features), 1e-9);
+    r.step_seconds = dur;
     steps.push({now + dur, seq++, ri});
     const double kv_use = r.kv_use();
     out.kv_use_time += kv_use * dur;
@@ -285,6 +287,7 @@ auto simulate(const scenario& sc, const run_options& options) -> run_result {
     for (const auto& c : r.step.scheduled)
       if (c.sample) result.sampled.push_back({c.id, {sampled_token(sc.seed, c.id, c.num_computed_tokens + c.num_tokens, vocab), 0.0f, {}, {}}, {}});
     r.core.update(r.step, result, r.updates);
+    r.core.observe_step(r.step_seconds); // (the cost model's time paces prefill, as the wall clock does the server's)
     double gap = 0; // a run of equal inter-token gaps, added at once
     std::int64_t gaps = 0;
     for (const auto& u : r.updates) {

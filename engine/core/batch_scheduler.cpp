@@ -15,7 +15,8 @@ batch_scheduler::batch_scheduler(const scheduler_limits& limits, kv_cache_manage
     policy_(policy),
     reports_service_(policy.wants_service_reports()),
     eos_ids_(std::move(eos_ids)),
-    host_(limits.preemption == preemption_mode::swap ? limits.num_host_blocks : 0, limits.first_host_block) {
+    host_(limits.preemption == preemption_mode::swap ? limits.num_host_blocks : 0, limits.first_host_block),
+    pacer_(limits.prefill_chunk_cost, limits.max_num_batched_tokens) {
   TROUPE_CHECK(limits.max_num_seqs >= 1 && limits.max_num_batched_tokens >= 1 && limits.max_model_len >= 1,
                "scheduler limits must be positive");
 }
@@ -338,6 +339,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     }
     add_chunk(r, num_new, out);
     budget -= num_new;
+    step_prefill_tokens_ += num_new;
     if (r.num_computed_tokens + num_new < r.num_tokens()) ++partial;
   }
   std::size_t keep = 0;
@@ -365,46 +367,63 @@ void batch_scheduler::schedule(double now_s, scheduler_output& out) {
   ++out_step_;
   std::int64_t budget = limits_.max_num_batched_tokens;
   bool preempted = false;
-
-  // Decodes first, then prefill chunks (stall-free batching). A request that
-  // cannot grow makes the policy preempt someone not yet scheduled this step
-  // (possibly itself); the scan then starts over, skipping the scheduled.
-  for (const bool decodes : {true, false}) {
-    for (std::size_t i = 0; i < running_.size() && budget > 0;) {
-      request& r = *running_[i];
-      const bool is_decode = r.num_computed_tokens >= static_cast<std::int32_t>(r.prompt.size());
-      if (is_decode != decodes || r.scheduled_in_step == out_step_) {
-        ++i;
-        continue;
-      }
-      const auto num_new = chunk_of(r, budget);
-      if (!kv_.grow(*r.kv, r.num_computed_tokens + num_new, false)) {
-        // Prefix hits held by waiting requests go before running work does
-        // (where released blocks come back here).
-        if (kv_.source().releases_locally() && reclaim_waiting(nullptr)) continue;
-        std::vector<std::size_t> candidates;
-        std::vector<policy::request_view> views;
-        for (std::size_t j = 0; j < running_.size(); ++j)
-          if (running_[j]->scheduled_in_step != out_step_) {
-            candidates.push_back(j);
-            views.push_back(view_of(*running_[j]));
-          }
-        const std::size_t v = policy_.preemption_victim({now_s, {}, views});
-        TROUPE_CHECK(v < candidates.size(), "the policy chose no victim");
-        preempt(*running_[candidates[v]], out);
-        preempted = true;
-        i = 0;
-        continue;
-      }
-      add_chunk(r, num_new, out);
-      budget -= num_new;
-      ++i;
-    }
-  }
+  step_decode_tokens_ = step_prefill_tokens_ = 0;
+  // Decodes first, then prefill chunks (stall-free batching).
+  schedule_running(now_s, true, budget, budget, false, out, preempted);
+  // Running prefills beside decodes or waiting requests: paced (what the
+  // pacer allows, none in a step that measures the decodes alone), and
+  // leaving waiting requests half of it.
+  const bool paced = pacer_.enabled() && (step_decode_tokens_ > 0 || !waiting_.empty());
+  const bool probe = paced && step_decode_tokens_ > 0 && pacer_.probe();
+  const std::int64_t allowance = !paced ? budget : probe ? 0 : std::min<std::int64_t>(budget, pacer_.allowance());
+  schedule_running(now_s, false, budget, allowance, paced && !waiting_.empty(), out, preempted);
   // No admissions in a step that had to preempt: the pool is short. (So no
   // step swaps both ways, and host blocks freed by a swap-in are not
-  // written by a swap-out before they are read.)
-  if (!preempted) admit(now_s, budget, out);
+  // written by a swap-out before they are read.) Nor in a probe.
+  if (!preempted && !probe) admit(now_s, budget, out);
+  // Nothing else could run (the waiting do not fit): the prefill runs
+  // rather than the step be empty.
+  if (paced && !preempted && out.scheduled.empty()) schedule_running(now_s, false, budget, budget, false, out, preempted);
+}
+
+void batch_scheduler::schedule_running(double now_s, bool decodes, std::int64_t& budget, std::int64_t cap, bool share,
+                                       scheduler_output& out, bool& preempted) {
+  // A request that cannot grow makes the policy preempt someone not yet
+  // scheduled this step (possibly itself); the scan then starts over,
+  // skipping the scheduled.
+  for (std::size_t i = 0; i < running_.size() && std::min(budget, cap) > 0;) {
+    request& r = *running_[i];
+    const bool is_decode = r.num_computed_tokens >= static_cast<std::int32_t>(r.prompt.size());
+    if (is_decode != decodes || r.scheduled_in_step == out_step_) {
+      ++i;
+      continue;
+    }
+    const auto room = std::min(budget, cap);
+    const auto num_new = chunk_of(r, share ? std::max<std::int64_t>(room / 2, 1) : room);
+    if (!kv_.grow(*r.kv, r.num_computed_tokens + num_new, false)) {
+      // Prefix hits held by waiting requests go before running work does
+      // (where released blocks come back here).
+      if (kv_.source().releases_locally() && reclaim_waiting(nullptr)) continue;
+      std::vector<std::size_t> candidates;
+      std::vector<policy::request_view> views;
+      for (std::size_t j = 0; j < running_.size(); ++j)
+        if (running_[j]->scheduled_in_step != out_step_) {
+          candidates.push_back(j);
+          views.push_back(view_of(*running_[j]));
+        }
+      const std::size_t v = policy_.preemption_victim({now_s, {}, views});
+      TROUPE_CHECK(v < candidates.size(), "the policy chose no victim");
+      preempt(*running_[candidates[v]], out);
+      preempted = true;
+      i = 0;
+      continue;
+    }
+    add_chunk(r, num_new, out);
+    budget -= num_new;
+    cap -= num_new;
+    (decodes ? step_decode_tokens_ : step_prefill_tokens_) += num_new;
+    ++i;
+  }
 }
 
 auto batch_scheduler::update(const scheduler_output& step, const step_result& result)
@@ -538,6 +557,12 @@ void batch_scheduler::check_invariants() const {
                "a grouped request is in no group");
   TROUPE_CHECK(swapped == num_swapped_, "the swapped count drifted");
   kv_.source().check_invariants();
+}
+
+void batch_scheduler::observe_step(double seconds) {
+  bool pending = !waiting_.empty();
+  for (const request* r : running_) pending = pending || r->num_computed_tokens < static_cast<std::int32_t>(r->prompt.size());
+  pacer_.observe(step_decode_tokens_, step_prefill_tokens_, seconds, pending);
 }
 
 } // namespace troupe

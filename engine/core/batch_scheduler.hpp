@@ -11,6 +11,7 @@
 
 #include "engine/core/host_block_pool.hpp"
 #include "engine/core/kv_cache_manager.hpp"
+#include "engine/core/prefill_pacer.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/scheduler_output.hpp"
 #include "engine/core/finish_reason.hpp"
@@ -51,6 +52,12 @@ struct scheduler_limits {
   /// request that would be one more is passed over for one that fits in a
   /// step, so a flood of long prompts cannot hold every step's budget.
   std::int32_t max_num_partial_prefills = 0;
+  /// A step that decodes takes prefill tokens costing about this many
+  /// decode-only steps, as measured (prefill_pacer), and a running prefill
+  /// leaves half the rest to waiting requests; 0: no pacing. The server's
+  /// default is 1: streams keep half their token rate or more while a long
+  /// prompt prefills.
+  double prefill_chunk_cost = 0;
 };
 
 /// What one step did for one request: its new token, and whether it ended.
@@ -97,6 +104,12 @@ public:
   auto update(const scheduler_output& step, const step_result& result) -> std::vector<request_update>;
   /// The same into `updates` (emptied first), reusing its buffer.
   void update(const scheduler_output& step, const step_result& result, std::vector<request_update>& updates);
+  /// How long the last step took (after its update()): what paces prefill
+  /// against decodes (scheduler_limits::prefill_chunk_cost). The server
+  /// passes the wall clock's, the simulator its cost model's, a replay the
+  /// step log's: the schedule is deterministic in them.
+  void observe_step(double seconds);
+  auto pacer() const -> const prefill_pacer& { return pacer_; }
 
   auto num_waiting() const -> std::int64_t { return static_cast<std::int64_t>(waiting_.size()); }
   auto num_running() const -> std::int64_t { return static_cast<std::int64_t>(running_.size()); }
@@ -146,6 +159,11 @@ private:
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
   auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;
+  /// The running requests' chunks, decodes or prefills, within the budget
+  /// and `cap` tokens in all; with `share`, each prefill takes half of what
+  /// is left (waiting requests get the rest). Preempts where blocks run out.
+  void schedule_running(double now_s, bool decodes, std::int64_t& budget, std::int64_t cap, bool share,
+                        scheduler_output& out, bool& preempted);
   /// The tokens `r` runs this step: what it has left, within the budget and
   /// long_prefill_token_threshold.
   auto chunk_of(const request& r, std::int64_t budget) const -> std::int32_t;
@@ -172,6 +190,9 @@ private:
   std::int64_t num_swap_outs_ = 0;
   std::int64_t num_swapped_ = 0;
   host_block_pool host_;
+  prefill_pacer pacer_;
+  std::int64_t step_decode_tokens_ = 0;  ///< the last schedule()'s tokens of decoding requests
+  std::int64_t step_prefill_tokens_ = 0; ///< and of prefill chunks
   std::uint64_t out_step_ = 0; ///< counts schedule() calls
   /// After an admission failed for want of blocks: the blocks available
   /// then, and the queue's version; admission is retried only once either

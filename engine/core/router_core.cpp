@@ -24,7 +24,7 @@ auto router_core::add_replica(double weight) -> std::size_t {
   return i;
 }
 
-void router_core::join(std::size_t replica, bool draining) {
+void router_core::join(std::size_t replica, bool draining, bool probation) {
   while (replica >= views_.size()) add_replica();
   // A slot used before (a replica stopped, then started again) starts
   // afresh: its new scheduler counts submissions from 0. Its checks' counts
@@ -36,7 +36,8 @@ void router_core::join(std::size_t replica, bool draining) {
   auto& b = books_[replica];
   auto h = b.health;
   b = {};
-  h.joined = h.alive = h.healthy = true;
+  h.joined = h.alive = true;
+  h.healthy = !probation;
   h.draining = draining;
   h.failures = h.successes = 0;
   b.health = h;

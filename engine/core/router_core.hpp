@@ -75,8 +75,10 @@ public:
   auto add_replica(double weight = 1.0) -> std::size_t;
   /// The replica is loaded: in rotation (or, draining, out of it at once:
   /// a warm-pool replica), healthy, its counts reset. Grows the replicas to
-  /// fit `replica` when it is new.
-  void join(std::size_t replica, bool draining = false);
+  /// fit `replica` when it is new. On `probation` (a worker's replica,
+  /// joining or rejoining over the network) it starts unhealthy: in
+  /// rotation only after healthy_after consecutive passed checks.
+  void join(std::size_t replica, bool draining = false, bool probation = false);
   /// Its actor died (or its worker left): out for good, until a new join.
   void set_dead(std::size_t replica);
   /// Draining replicas take no new requests.

@@ -16,6 +16,7 @@ auto limits_of(const scheduler_config& s, std::int32_t max_model_len, std::int32
   l.num_host_blocks = num_host_blocks;
   l.long_prefill_token_threshold = s.long_prefill_token_threshold;
   l.max_num_partial_prefills = s.max_num_partial_prefills;
+  l.prefill_chunk_cost = s.prefill_chunk_cost;
   return l;
 }
 

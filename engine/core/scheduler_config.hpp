@@ -21,6 +21,7 @@ struct scheduler_config {
   std::int32_t max_num_batched_tokens = 2048;    ///< >= 1 (may be below block_size)
   std::int32_t long_prefill_token_threshold = 0; ///< >= 0: a request's prefill tokens per step, at most (0: the budget)
   std::int32_t max_num_partial_prefills = 0;     ///< >= 0: prefills spanning steps running at once (0: no limit)
+  double prefill_chunk_cost = 1.0;               ///< >= 0: a decoding step's prefill, in decode steps (0: no pacing)
   std::int32_t block_size = 16;                  ///< [1, 1024] tokens per KV block
   std::int32_t max_waiting_requests = 4096;      ///< >= 1; beyond it requests get 429
   std::int64_t max_waiting_tokens = 1 << 22;     ///< >= 1

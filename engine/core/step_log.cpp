@@ -130,6 +130,10 @@ writer::writer(const std::filesystem::path& file, const setup& st) : f_(std::fop
   kv("swap", l.preemption == preemption_mode::swap);
   kv("host_blocks", l.num_host_blocks);
   kv("first_host_block", l.first_host_block);
+  kv("long_prefill_token_threshold", l.long_prefill_token_threshold);
+  kv("max_num_partial_prefills", l.max_num_partial_prefills);
+  s += " prefill_chunk_cost=";
+  put_number(s, l.prefill_chunk_cost);
   kv("share", st.share);
   s += " eos=";
   put_list<token_id>(s, st.eos_ids);
@@ -286,7 +290,9 @@ reader::reader(const std::filesystem::path& file) : file_(file), f_(std::fopen(f
     const auto k = w[i].substr(0, eq), v = w[i].substr(eq + 1);
     std::int64_t n = 0;
     if (k == "policy") setup_.policy = v;
-    else if (k == "eos") {
+    else if (k == "prefill_chunk_cost") {
+      if (!parse_num(v, l.prefill_chunk_cost) || l.prefill_chunk_cost < 0) fail("config: bad prefill_chunk_cost");
+    } else if (k == "eos") {
       if (!parse_list(v, setup_.eos_ids)) fail("config: bad eos list");
     } else if (!parse_num(v, n)) fail("config: " + k + " is not an integer");
     else if (k == "block_size") setup_.kv.block_size = static_cast<std::int32_t>(n);
@@ -303,6 +309,8 @@ reader::reader(const std::filesystem::path& file) : file_(file), f_(std::fopen(f
     else if (k == "swap") l.preemption = n ? preemption_mode::swap : preemption_mode::recompute;
     else if (k == "host_blocks") l.num_host_blocks = static_cast<std::int32_t>(n);
     else if (k == "first_host_block") l.first_host_block = static_cast<block_id>(n);
+    else if (k == "long_prefill_token_threshold") l.long_prefill_token_threshold = static_cast<std::int32_t>(n);
+    else if (k == "max_num_partial_prefills") l.max_num_partial_prefills = static_cast<std::int32_t>(n);
     else if (k == "share") setup_.share = n;
     else fail("config: unknown key " + k);
   }
@@ -332,11 +340,17 @@ auto reader::read_line(std::string& line) -> bool {
 
 auto reader::next() -> std::optional<event> {
   std::string line;
-  do {
-    if (!read_line(line)) return std::nullopt;
-  } while (line.starts_with("step "));
-  const auto w = split(line);
+  if (!read_line(line)) return std::nullopt;
   event e;
+  if (line.starts_with("step ")) { // its duration paces the replayed core (batch_scheduler::observe_step)
+    step_timing timing;
+    if (const auto why = parse_step(line, timing); !why.empty()) fail(why);
+    e.type = event::kind::step;
+    e.t = timing.start;
+    e.duration = timing.duration;
+    return e;
+  }
+  const auto w = split(line);
   const auto need = [&](std::size_t n) {
     if (w.size() < n) fail(w[0] + ": expected " + std::to_string(n - 1) + " fields");
   };

@@ -88,7 +88,7 @@ private:
 
 /// One line of a step log.
 struct event {
-  enum class kind : std::uint8_t { lease, shrink, submit, abort, schedule, sampled };
+  enum class kind : std::uint8_t { lease, shrink, submit, abort, schedule, step, sampled };
   kind type = kind::lease;
   double t = 0;
   std::vector<block_id> blocks; ///< lease
@@ -97,6 +97,7 @@ struct event {
   request req;                  ///< submit (id: abort too)
   double now_s = 0;             ///< schedule
   std::string plan;             ///< schedule
+  double duration = 0;          ///< step: its seconds (t: its start)
   step_result result;           ///< sampled
 };
 
@@ -106,7 +107,7 @@ public:
   /// naming the file and line of anything malformed.
   explicit reader(const std::filesystem::path& file);
   auto config() const -> const setup& { return setup_; }
-  /// The next event but `step` lines (timing only); nullopt at the end.
+  /// The next event; nullopt at the end.
   auto next() -> std::optional<event>;
   auto line_number() const -> std::int64_t { return line_no_; }
 

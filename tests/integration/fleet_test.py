@@ -9,6 +9,8 @@ import os
 import re
 import signal
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -506,17 +508,31 @@ def test_remote(model):
         check(w.proc.returncode == 0 and "stopped" in out, f"a worker stops on SIGTERM with exit 0 ({out.strip()})")
         wait_for("its replica leaves rotation", lambda: not replicas(srv)[2]["alive"], 10)
         # A frozen worker (its connection open, nothing answering) is dropped
-        # after missed heartbeats, as if it died.
+        # after missed heartbeats, as if it died; thawed, it finds its link
+        # gone and rejoins, as a new replica that serves once its health
+        # checks pass (healthy_after, 2).
         w = worker(join, model)
-        wait_for("the third worker's replica is in rotation", lambda: replicas(srv)[w.replicas[0]]["ready"])
+        frozen = w.replicas[0]
+        wait_for("the third worker's replica is in rotation", lambda: replicas(srv)[frozen]["ready"])
         t0 = time.monotonic()
         w.proc.send_signal(signal.SIGSTOP)
-        dropped = wait_for("a frozen worker is dropped", lambda: not replicas(srv)[w.replicas[0]]["alive"], 20)
+        dropped = wait_for("a frozen worker is dropped", lambda: not replicas(srv)[frozen]["alive"], 20)
         check(dropped, f"a frozen worker's replica is taken out after missed heartbeats ({time.monotonic() - t0:.1f} s)")
         w.proc.send_signal(signal.SIGCONT)
+        back = wait_for("the thawed worker rejoins as a new replica, in rotation",
+                        lambda: len(replicas(srv)) == frozen + 2 and replicas(srv)[frozen + 1]["ready"], 30)
+        if back:
+            rejoined = replicas(srv)[frozen + 1]
+            check(rejoined["checks"] >= 2 and not replicas(srv)[frozen]["alive"],
+                  f"the rejoined replica came into rotation after its health checks ({rejoined})")
+            got = {chat(srv, f"rejoined {i}", 2)[0].getheader("x-troupe-replica") for i in range(4)}
+            check(got == {"0", str(frozen + 1)}, f"the router uses the rejoined replica ({sorted(got)})")
+        check(w.proc.poll() is None, "the thawed worker keeps running")
+        w.proc.send_signal(signal.SIGTERM)
         out = w.proc.communicate(timeout=30)[0]
-        check(w.proc.returncode == 1 and "connection to the router node closed" in out,
-              f"the thawed worker finds itself dropped and stops ({out.strip()})")
+        check(w.proc.returncode == 0 and "dropped" in out and f"rejoined {join}: replica {frozen + 1} of" in out and
+              "stopped" in out, f"the thawed worker said it rejoined, and stops on SIGTERM ({out.strip()})")
+        wait_for("the rejoined replica leaves rotation", lambda: not replicas(srv)[frozen + 1]["alive"], 10)
         other = worker(join, model, "model.served_model_name=other")
         out = other.line + other.proc.communicate(timeout=30)[0]
         lines = out.strip().splitlines()
@@ -589,15 +605,16 @@ def make_certificates(d):
 
 
 def test_tls(tmp, model):
-    """router.worker_tls_*: the workers' link is mutual TLS (CAF's OpenSSL
-    module): a worker whose certificate the fleet's CA signed joins and
+    """router.worker_tls_*: the workers' link is mutual TLS (the gate's, in
+    front of CAF): a worker whose certificate the fleet's CA signed joins and
     serves; one with a certificate of another CA, even trusting the fleet's
-    CA, is refused in the handshake, and so is one without TLS."""
+    CA, is refused in the handshake, and so is one without TLS (when the
+    gate's handshake deadline closes it)."""
     d = os.path.join(tmp, "tls")
     os.makedirs(d)
     tls = make_certificates(d)
     srv = server(model, "engine.threads=1", "server.admin_api=true", "router.worker_port=0",
-                 "router.worker_secret_file=" + SECRET_FILE, *tls("router"))
+                 "router.worker_secret_file=" + SECRET_FILE, "router.health_check_interval_s=0.2", *tls("router"))
     w = None
     try:
         join = re.search(r"workers join at ([0-9.]+:\d+)", "".join(srv.log)).group(1)
@@ -622,7 +639,7 @@ def test_tls(tmp, model):
                              timeout=60)
         check(out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and "go together" in out.stderr,
               f"TLS: a certificate without its key and CA is one line ({out.stderr.strip()})")
-        # CAF reads the TLS files only when a peer connects: serve checks them before it listens.
+        # The TLS files are checked before serve listens, each bad one named.
         write_secret(os.path.join(d, "not.pem"), "not a certificate")
         open(os.path.join(d, "empty.key"), "w").close()
         for i, key, path, expect in ((0, "router.worker_tls_cert", d + "/absent.pem", "cannot read"),
@@ -641,6 +658,110 @@ def test_tls(tmp, model):
         srv.stop()
 
 
+def peer_closed(s):
+    """Whether the other end closed socket s (what it sent is read and dropped)."""
+    s.setblocking(False)
+    try:
+        while True:
+            if not s.recv(65536):
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:  # (reset)
+        return True
+
+
+def half_tls_handshake(port):
+    """A connection that sends the first half of a TLS ClientHello, then nothing."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    out = ssl.MemoryBIO()
+    tls = ctx.wrap_bio(ssl.MemoryBIO(), out)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    hello = out.read()
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(hello[:len(hello) // 2])
+    return s
+
+
+def tls_without_certificate(port):
+    """A whole TLS handshake with no client certificate (the gate refuses it)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        try:
+            with ctx.wrap_socket(s) as t:
+                t.recv(1)  # (TLS 1.3: the refusal comes as an alert on the first read)
+        except (ssl.SSLError, OSError):
+            pass
+
+
+def test_bad_peer(tmp, model):
+    """The issue's reproduction: one unauthenticated connection to
+    router.worker_port sending \\x00\\x00\\x00\\x10 and 2 MB once dropped every
+    worker (a BASP header sized CAF's buffer; a failed TLS handshake broke
+    the healthy sessions). Now the gate closes it alone, and so a connection
+    that sends nothing (at the handshake's deadline) and one that stops
+    halfway through a TLS handshake, and (TLS) one without a certificate:
+    the worker beside them keeps its link, its replica stays in rotation and
+    serves, plain and over mutual TLS."""
+    d = os.path.join(tmp, "tls-bad-peer")
+    os.makedirs(d)
+    tls = make_certificates(d)
+    for mode, router_sets, worker_sets in (("plain", [], []), ("TLS", tls("router"), tls("worker"))):
+        srv = server(model, "engine.threads=1", "server.admin_api=true", "router.worker_port=0",
+                     "router.worker_secret_file=" + SECRET_FILE, "router.health_check_interval_s=0.2",
+                     "router.health_check_timeout_s=2", *router_sets)
+        w, peers = None, []
+        try:
+            join = re.search(r"workers join at ([0-9.]+:\d+)", "".join(srv.log)).group(1)
+            port = int(join.rsplit(":", 1)[1])
+            w = worker(join, model, *worker_sets)
+            check(w.replicas == [1], f"{mode}: a worker joins ({w.line.strip()})")
+            wait_for(f"{mode}: its replica is in rotation", lambda: [x["ready"] for x in replicas(srv)] == [True, True])
+            log_before = len(srv.read_log())
+            t0 = time.monotonic()
+            repro = socket.create_connection(("127.0.0.1", port))
+            peers.append(repro)
+            try:
+                repro.sendall(b"\x00\x00\x00\x10" + os.urandom(2 << 20))
+            except OSError:
+                pass  # (the gate closed it before the last byte)
+            peers += [socket.create_connection(("127.0.0.1", port)), half_tls_handshake(port)]
+            if mode == "TLS":
+                tls_without_certificate(port)
+            closed = wait_for(f"{mode}: the gate closes each bad connection", lambda: all(peer_closed(p) for p in peers),
+                              15)
+            check(closed and time.monotonic() - t0 < 10, f"{mode}: by the handshake's deadline "
+                                                         f"({time.monotonic() - t0:.1f} s)")
+            # Past BASP's connection timeout (3 s) too, in case the link stalled.
+            time.sleep(max(0.0, 4.0 - (time.monotonic() - t0)))
+            reps = replicas(srv)
+            check(w.proc.poll() is None and len(reps) == 2 and all(x["ready"] and x["alive"] for x in reps) and
+                  reps[1]["failed_checks"] == 0, f"{mode}: the worker runs, its replica stays in rotation ({reps})")
+            admin(srv, 0, "drain")
+            got = {chat(srv, f"bad peers {i}", 2)[0].getheader("x-troupe-replica") for i in range(3)}
+            admin(srv, 0, "resume")
+            check(got == {"1"}, f"{mode}: the worker's replica serves ({sorted(got)})")
+            log = "".join(srv.read_log()[log_before:])
+            check("scheduler stopped" not in log and "out of rotation" not in log and "refused a worker" not in log,
+                  f"{mode}: the router node lost no replica ({log.strip()[-400:]})")
+            w.proc.send_signal(signal.SIGTERM)
+            out = w.proc.communicate(timeout=30)[0]
+            check(w.proc.returncode == 0 and "dropped" not in out, f"{mode}: the worker's link never dropped ({out.strip()})")
+        finally:
+            for p in peers:
+                p.close()
+            if w and w.proc.poll() is None:
+                w.proc.kill()
+            srv.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
     global SECRET_FILE
@@ -655,6 +776,7 @@ def main():
         test_autoscaler(model)
         test_remote(model)
         test_tls(tmp, model)
+        test_bad_peer(tmp, model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()

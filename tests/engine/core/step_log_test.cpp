@@ -16,6 +16,9 @@ TEST_CASE("step log: written events read back field for field") {
   step_log::setup s;
   s.policy = "vtc";
   s.limits.max_num_seqs = 7;
+  s.limits.long_prefill_token_threshold = 64;
+  s.limits.max_num_partial_prefills = 2;
+  s.limits.prefill_chunk_cost = 0.75;
   s.limits.preemption = preemption_mode::swap;
   s.limits.num_host_blocks = 12;
   s.kv.block_size = 4;
@@ -57,6 +60,9 @@ TEST_CASE("step log: written events read back field for field") {
   step_log::reader rd(file);
   CHECK(rd.config().policy == "vtc");
   CHECK(rd.config().limits.max_num_seqs == 7);
+  CHECK(rd.config().limits.long_prefill_token_threshold == 64);
+  CHECK(rd.config().limits.max_num_partial_prefills == 2);
+  CHECK(rd.config().limits.prefill_chunk_cost == 0.75);
   CHECK(rd.config().limits.preemption == preemption_mode::swap);
   CHECK(rd.config().limits.num_host_blocks == 12);
   CHECK(rd.config().kv.block_size == 4);
@@ -85,11 +91,16 @@ TEST_CASE("step log: written events read back field for field") {
   CHECK(e->req.id == 43);
   CHECK(e->req.group == 0x8000000000000001ull);
   CHECK(e->req.choice == 1);
-  e = rd.next(); // the step line is for the cost model: skipped
+  e = rd.next();
   REQUIRE(e);
   CHECK(e->type == step_log::event::kind::schedule);
   CHECK(e->plan == step_log::plan_of(out));
   CHECK(e->plan == "new=- fin=17 out=1>2 in=- chunks=42/8/3/1/a5,6");
+  e = rd.next(); // the step's time: a replay paces prefill by it (batch_scheduler::observe_step)
+  REQUIRE(e);
+  CHECK(e->type == step_log::event::kind::step);
+  CHECK(e->t == 0.75);
+  CHECK(e->duration == 0.01);
   e = rd.next();
   REQUIRE(e);
   CHECK(e->type == step_log::event::kind::sampled);

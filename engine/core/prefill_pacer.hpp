@@ -1,0 +1,63 @@
+#pragma once
+// Paces prefill against decoding (scheduler.prefill_chunk_cost): steps that
+// decode spend on prefill, over time, at most `cost` times what their
+// decodes take, as measured. Each such step earns cost x a decode step's
+// time and spends what its prefill chunks took beyond the decodes; a step
+// takes the prefill tokens its credit buys (at the measured cost of a token,
+// at least min_chunk), and none while the credit is spent (a long context
+// makes even one token cost several decode steps: those steps then decode
+// alone until it is repaid). With cost 1, streams keep half their token rate
+// or more while a long prompt prefills; a prompt alone still prefills in
+// whole budget-sized chunks.
+//
+// The cost of a prefill token is measured, not assumed: it grows with the
+// context a chunk attends to and differs by model and machine by orders of
+// magnitude (a CPU computes a prompt token at about a fifth of a weight
+// read, a GPU at a few thousandths). Fed each step's shape and duration (the
+// server: the wall clock, at the scheduler actor; the simulator: its cost
+// model; a replay: the step log's `step` lines), it is deterministic in them.
+
+#include <cstdint>
+
+namespace troupe {
+
+class prefill_pacer {
+public:
+  /// cost: decode steps' worth of prefill a decoding step may carry (0: no
+  /// pacing); max_chunk: the most tokens it ever allows (the step's budget).
+  prefill_pacer(double cost, std::int32_t max_chunk);
+
+  /// A step ended: its tokens of requests decoding and of prefill chunks,
+  /// how long it took, and whether a prefill was under way or waiting
+  /// beside it (a decode-only step then counts against the prefill for
+  /// what it took past the decodes' own time).
+  void observe(std::int64_t decode_tokens, std::int64_t prefill_tokens, double seconds, bool prefill_pending = false);
+  /// The prefill tokens a step that decodes may take, in all: 0 while the
+  /// credit is spent; first_chunk before the first measurements; max_chunk
+  /// without pacing.
+  auto allowance() const -> std::int32_t;
+  /// Whether the next step that decodes should carry no prefill: the time
+  /// of decodes alone is unknown, or was last measured probe_every steps
+  /// ago (the batch changes; a prompt that arrives before any stream
+  /// decodes alone would otherwise never see it).
+  auto probe() const -> bool;
+  auto enabled() const -> bool { return cost_ > 0; }
+
+  /// The smallest allowance: even a slow model's long prompt advances.
+  static constexpr std::int32_t min_chunk = 1;
+  /// Until a prefill token has been measured: about one chunk of vLLM's.
+  static constexpr std::int32_t first_chunk = 256;
+  static constexpr std::int32_t probe_every = 16;
+
+private:
+  void earn(double spent); ///< a step that decoded: its share of prefill time, less what it spent
+
+  double cost_;
+  std::int32_t max_chunk_;
+  double decode_s_ = -1; ///< a decode-only step's seconds (moving average); < 0: none yet
+  double token_s_ = -1;  ///< a prefill token's seconds beyond the decodes (moving average)
+  std::int32_t since_decode_only_ = 0; ///< steps with both since the last decode-only one
+  double credit_s_ = 0; ///< prefill time earned and not spent (at most one step's share)
+};
+
+} // namespace troupe

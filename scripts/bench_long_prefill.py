@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""make bench-long-prefill: a long prompt's prefill beside running streams,
+prefill pacing on (scheduler.prefill_chunk_cost = 1, the default) and off
+(0), on the server and in the simulator.
+
+Server: the tiny model, context raised to 32,768. Eight clients stream
+128-token completions back to back; after a baseline window, one 20,000-token prompt arrives, and
+a ninth client sends one-token requests back to back. Reported per mode,
+medians over rounds that alternate the two servers (both up, one loaded at
+a time): the streams' token rate and p99 inter-token gap, alone and during
+the prefill; short requests started per second during it; the prefill's
+time. The issue's bar: during the prefill the streams keep at least half
+their rate, and their p99 gap stays within twice the baseline's plus one
+step's prefill chunk.
+
+Simulator: the same shape as a trace, through `troupe sim` with the CPU
+roofline of config/sim/long_prefill.toml, pacing off and on: inter-token
+p99 and the long prompt's time to first token.
+
+Usage: bench_long_prefill.py TROUPE [ROUNDS]"""
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
+from troupe_harness import ROOT, make_tiny, request, server, use_troupe  # noqa: E402
+
+STREAMS = 8
+LONG = 20000
+WINDOW_S = 2.0
+
+
+def stream_tokens(port, stop, stamps):
+    """One client's streams, one after another until `stop`: short chats of
+    128 tokens (their context stays short, as the baseline's); appends each
+    token's arrival time."""
+    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 128, "stream": True, "ignore_eos": True,
+                       "temperature": 0})
+    while not stop.is_set():
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+        f = s.makefile("rb")
+        while not stop.is_set():
+            line = f.readline()
+            if not line or line.startswith(b"data: [DONE]"):
+                break
+            if line.startswith(b"data: {"):
+                stamps.append(time.monotonic())
+        s.close()
+
+
+def gaps_in(stamps, t0, t1):
+    ts = [t for t in stamps if t0 <= t <= t1]
+    return [b - a for a, b in zip(ts, ts[1:])], len(ts)
+
+
+def p99(xs):
+    return sorted(xs)[min(len(xs) - 1, int(0.99 * len(xs)))] if xs else float("nan")
+
+
+ROUND = [0]
+
+
+def one_round(srv, shorts_client=True):
+    ROUND[0] += 1  # a prompt of its own each round: none is found in the prefix cache
+    stop = threading.Event()
+    stamps = [[] for _ in range(STREAMS)]
+    threads = [threading.Thread(target=stream_tokens, args=(srv.port, stop, stamps[i]), daemon=True)
+               for i in range(STREAMS)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # all running
+    b0 = time.monotonic()
+    time.sleep(WINDOW_S)
+    b1 = time.monotonic()
+    done = threading.Event()
+    shorts = []
+
+    def short_requests():
+        while not done.is_set():
+            request(srv.port, "POST", "/v1/completions", {"prompt": "Hi", "max_tokens": 1}, timeout=300)
+            shorts.append(time.monotonic())
+
+    short = threading.Thread(target=short_requests, daemon=True)
+    p0 = time.monotonic()
+    if shorts_client:
+        short.start()
+    r, _ = request(srv.port, "POST", "/v1/completions",
+                   {"prompt": [5 + (i * 7 + ROUND[0] * 13 + i * i) % 1000 for i in range(LONG)],
+                    "max_tokens": 1}, timeout=600)
+    p1 = time.monotonic()
+    done.set()
+    if shorts_client:
+        short.join()
+    stop.set()
+    for t in threads:
+        t.join(timeout=5)
+    base_gaps, during_gaps, base_n, during_n = [], [], 0, 0
+    for st in stamps:
+        g, n = gaps_in(st, b0, b1)
+        base_gaps += g
+        base_n += n
+        g, n = gaps_in(st, p0, p1)
+        during_gaps += g
+        during_n += n
+    return {"status": r.status, "base_rate": base_n / (b1 - b0), "during_rate": during_n / (p1 - p0),
+            "base_p99_ms": p99(base_gaps) * 1e3, "during_p99_ms": p99(during_gaps) * 1e3,
+            "shorts_per_s": len([t for t in shorts if p0 <= t <= p1]) / (p1 - p0), "prefill_s": p1 - p0}
+
+
+def sim_rows(troupe, tmp):
+    trace = os.path.join(tmp, "long_prefill.csv")
+    with open(trace, "w") as f:
+        f.write("arrival_s,prompt_tokens,output_tokens,tenant,priority,prefix_group\n")
+        for i in range(STREAMS):
+            f.write(f"0.0,16,3000,,,\n")
+        f.write(f"0.5,{LONG},1,,,\n")
+        for k in range(40):
+            f.write(f"{0.5 + 0.05 * k:.2f},8,1,,,\n")
+    rows = {}
+    for cost in ("0", "1"):
+        out = os.path.join(tmp, f"sim{cost}")
+        subprocess.run([troupe, "sim", os.path.join(ROOT, "config", "sim", "long_prefill.toml"), "--quiet",
+                        "--out", out, "--set", f"arrival.trace={trace}",
+                        "--set", f"replicas.prefill_chunk_cost={cost}"], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "summary.json")) as f:
+            rows[cost] = json.load(f)["runs"][0]
+    return rows
+
+
+def main():
+    troupe = use_troupe(sys.argv[1])
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        model = make_tiny(tmp)
+        common = ["scheduler.max_model_len=32768", "engine.threads=1"]
+        servers = {"paced (prefill_chunk_cost 1)": server(model, *common),
+                   "unpaced (prefill_chunk_cost 0)": server(model, *common, "scheduler.prefill_chunk_cost=0")}
+        results = {k: [] for k in servers}
+        try:
+            for name, srv in servers.items():  # warm-up
+                one_round(srv)
+            for _ in range(rounds):
+                for name, srv in servers.items():
+                    results[name].append(one_round(srv))
+        finally:
+            for srv in servers.values():
+                srv.stop()
+        print(f"Long prefill beside {STREAMS} streams: a {LONG}-token prompt, the tiny model, 1 engine thread; "
+              f"medians of {rounds} rounds, the two servers alternating")
+        print(f"{'mode':32} {'rate alone':>11} {'rate during':>12} {'kept':>6} {'p99 gap alone':>14} "
+              f"{'p99 during':>11} {'short/s':>8} {'prefill s':>10}")
+        for name, rs in results.items():
+            m = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "status"}
+            print(f"{name:32} {m['base_rate']:9.0f}/s {m['during_rate']:10.0f}/s {m['during_rate'] / m['base_rate']:6.2f} "
+                  f"{m['base_p99_ms']:11.1f} ms {m['during_p99_ms']:8.1f} ms {m['shorts_per_s']:8.1f} {m['prefill_s']:10.2f}")
+        rows = sim_rows(troupe, tmp)
+        print("Simulator (config/sim/long_prefill.toml, the same shape as a trace):")
+        for cost, s in rows.items():
+            print(f"  prefill_chunk_cost {cost}: inter-token p50 {s['itl_s']['p50'] * 1e3:.1f} ms, "
+                  f"p99 {s['itl_s']['p99'] * 1e3:.1f} ms; TTFT p99 {s['ttft_s']['p99'] * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
