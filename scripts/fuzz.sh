@@ -2,7 +2,8 @@
 # make fuzz: builds the libFuzzer harnesses of tests/fuzz/ with clang under
 # ASan and UBSan (each with just the sources it exercises: no CAF, no Beast)
 # and runs each for FUZZ_SECONDS (default 60; CI: 20), from the seed corpora
-# the tests provide. A crash leaves its input in $out/NAME/ and fails the run.
+# the tests provide (FUZZ_ONLY="grammar ...": just those). A crash leaves its
+# input in $out/NAME/ and fails the run.
 # Writes one result per harness to $out/results.json (meson's testlog shape,
 # so the CI summary counts them).
 set -uo pipefail
@@ -30,7 +31,7 @@ sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp 
   engine/model/gguf_quant.cpp engine/model/mapping.cpp engine/model/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/grammar_matcher.cpp engine/grammar/token_vocabulary.cpp
-  service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp"
+  service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp service/http/openai_format.cpp"
 libs[grammar]="-lsimdjson"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
 libs[safetensors]="-lsimdjson"
@@ -108,7 +109,7 @@ PY
 }
 
 failed=0
-for name in openai_request grammar config_toml safetensors gguf hf_tokenizer chat_template worker_gate; do
+for name in ${FUZZ_ONLY:-openai_request grammar config_toml safetensors gguf hf_tokenizer chat_template worker_gate}; do
   exe=$out/$name/fuzz_$name
   mkdir -p "$out/$name"
   seed "$name"
