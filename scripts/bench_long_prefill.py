@@ -17,7 +17,8 @@ Simulator: the same shape as a trace, through `troupe sim` with the CPU
 roofline of config/sim/long_prefill.toml, pacing off and on: inter-token
 p99 and the long prompt's time to first token.
 
-Usage: bench_long_prefill.py TROUPE [ROUNDS]"""
+Usage: bench_long_prefill.py TROUPE [ROUNDS] [PRESET LONG]  (default: tiny
+20000; stories110m 4000 is a model whose weights do not fit in the caches)"""
 
 import csv
 import json
@@ -32,7 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
-from troupe_harness import ROOT, make_tiny, request, server, use_troupe  # noqa: E402
+from troupe_harness import ROOT, make_model, request, server, use_troupe  # noqa: E402
 
 STREAMS = 8
 LONG = 20000
@@ -157,9 +158,14 @@ def sim_rows(troupe, tmp):
 def main():
     troupe = use_troupe(sys.argv[1])
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    preset = sys.argv[3] if len(sys.argv) > 3 else "tiny"
+    global LONG
+    LONG = int(sys.argv[4]) if len(sys.argv) > 4 else LONG
     with tempfile.TemporaryDirectory() as tmp:
-        model = make_tiny(tmp)
+        model = make_model(os.path.join(tmp, preset), preset)
         common = ["scheduler.max_model_len=32768", "engine.threads=1"]
+        if preset != "tiny":  # (a larger model's blocks: room for the long prompt beside the streams)
+            common.append("scheduler.kv_memory=2GiB")
         servers = {"paced (prefill_chunk_cost 1)": server(model, *common),
                    "unpaced (prefill_chunk_cost 0)": server(model, *common, "scheduler.prefill_chunk_cost=0")}
         results = {k: [] for k in servers}
@@ -172,7 +178,7 @@ def main():
         finally:
             for srv in servers.values():
                 srv.stop()
-        print(f"Long prefill beside {STREAMS} streams: a {LONG}-token prompt, the tiny model, 1 engine thread; "
+        print(f"Long prefill beside {STREAMS} streams: a {LONG}-token prompt, {preset}, 1 engine thread; "
               f"medians of {rounds} rounds, the two servers alternating")
         print(f"{'mode':32} {'rate alone':>11} {'rate during':>12} {'kept':>6} {'p99 gap alone':>14} "
               f"{'p99 during':>11} {'short/s':>8} {'prefill s':>10}")
