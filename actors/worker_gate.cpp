@@ -489,4 +489,6 @@ auto worker_link::connect() -> outcome {
 
 auto worker_link::closed() const -> bool { return !impl_->link || impl_->link->closed.load(); }
 
+void check_gate_tls(const gate_tls& tls) { (void)tls_context(tls, true); }
+
 } // namespace troupe

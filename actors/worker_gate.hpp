@@ -38,6 +38,11 @@ struct gate_limits {
   std::uint32_t max_frame_bytes = 64u << 20;
 };
 
+/// Loads router.worker_tls_* as the gate will (OpenSSL reads the
+/// certificate, the key and the CA), for `troupe serve`'s checks before it
+/// listens. Throws std::runtime_error naming the key.
+void check_gate_tls(const gate_tls& tls);
+
 /// The router node's gate: listens on host:port and, for each worker that
 /// passes TLS and the handshake, connects to CAF's door at
 /// 127.0.0.1:basp_port and relays. Two threads of its own; each connection

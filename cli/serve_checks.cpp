@@ -1,6 +1,7 @@
 #include "cli/serve_checks.hpp"
 
 #include "actors/wire.hpp"
+#include "actors/worker_gate.hpp"
 #include "engine/cuda_backend.hpp"
 #include "policies/registry.hpp"
 
@@ -103,8 +104,8 @@ auto plan_model(server_config c, std::string name, std::int32_t canary_percent) 
   return m;
 }
 
-// A PEM file of router.worker_tls_*: CAF's OpenSSL module reads it only
-// when the first peer connects, so a path that names none is refused here.
+// A PEM file of router.worker_tls_*, read before OpenSSL loads it
+// (check_gate_tls), so that a missing or empty file is named as such.
 void check_pem_file(const std::string& key, const std::string& path) {
   std::error_code ec;
   std::ifstream in(path, std::ios::binary);
@@ -123,6 +124,7 @@ auto check_worker_link(const server_config& cfg) -> std::string {
     check_pem_file("router.worker_tls_cert", cfg.router.worker_tls_cert);
     check_pem_file("router.worker_tls_key", cfg.router.worker_tls_key);
     check_pem_file("router.worker_tls_ca", cfg.router.worker_tls_ca);
+    check_gate_tls({cfg.router.worker_tls_cert, cfg.router.worker_tls_key, cfg.router.worker_tls_ca});
   }
   return secret;
 }

@@ -11,7 +11,7 @@ packages=(
   libopenblas-dev prometheus prometheus-cpp-dev
   chromium
   clang libclang-rt-14-dev # make fuzz: clang with libFuzzer, ASan and UBSan
-  libssl-dev openssl # CAF's TLS for the workers' link; the tests make certificates
+  libssl-dev openssl # the workers' gate's mutual TLS (OpenSSL through Asio); the tests make certificates
   libpcre2-dev libutf8proc-dev # tokenizer.json: pre-tokenizer regexes (JIT), Unicode normalization
   python3-jinja2 # the chat-template tests' reference renderer
   python3-jsonschema # the structured-output tests' judge

@@ -277,9 +277,11 @@ def test_tls(tmp, model):
         # The TLS files are checked before serve listens, each bad one named.
         write_secret(os.path.join(d, "not.pem"), "not a certificate")
         open(os.path.join(d, "empty.key"), "w").close()
+        write_secret(os.path.join(d, "garbled.key"), "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----")
         for i, key, path, expect in ((0, "router.worker_tls_cert", d + "/absent.pem", "cannot read"),
                                      (1, "router.worker_tls_key", d + "/empty.key", "the file is empty"),
-                                     (2, "router.worker_tls_ca", d + "/not.pem", "not a PEM file")):
+                                     (2, "router.worker_tls_ca", d + "/not.pem", "not a PEM file"),
+                                     (1, "router.worker_tls_key", d + "/garbled.key", "")):  # OpenSSL's words
             sets = tls("router")
             sets[i] = key + "=" + path
             code, lines, listened = refused(model, "router.worker_port=0", "router.worker_secret_file=" + SECRET_FILE,
