@@ -14,8 +14,9 @@ their rate, and their p99 gap stays within twice the baseline's plus one
 step's prefill chunk.
 
 Simulator: the same shape as a trace, through `troupe sim` with the CPU
-roofline of config/sim/long_prefill.toml, pacing off and on: inter-token
-p99 and the long prompt's time to first token.
+roofline of config/sim/long_prefill.toml, pacing off and on: the streams'
+rate while the prompt prefills against the same seconds of a run without
+it, the p99 step, short requests started a second, the prefill's time.
 
 Usage: bench_long_prefill.py TROUPE [ROUNDS] [PRESET LONG]  (default: tiny
 20000; stories110m 4000 is a model whose weights do not fit in the caches)"""
@@ -119,37 +120,49 @@ def one_round(srv, shorts_client=True):
             "shorts_per_s": len([t for t in shorts if p0 <= t <= p1]) / (p1 - p0), "prefill_s": p1 - p0}
 
 
-def sim_rows(troupe, tmp):
-    """The same shape in the simulator: streams from 0 s, the long prompt at
-    2 s, short requests after it; from its steps.csv and requests.csv, the
-    streams' decode rate and p99 step time before the long prompt and while
-    it prefills, short requests started a second, and its prefill's time."""
-    trace = os.path.join(tmp, "long_prefill.csv")
-    with open(trace, "w") as f:
+def sim_trace(path, with_long):
+    with open(path, "w") as f:
         f.write("arrival_s,prompt_tokens,output_tokens,tenant,priority,prefix_group\n")
         for i in range(STREAMS):
             f.write("0.0,16,8000,,,\n")
-        f.write(f"2.0,{LONG},1,,,\n")
+        if with_long:
+            f.write(f"2.0,{LONG},1,,,\n")
         for k in range(400):
             f.write(f"{2.0 + 0.05 * k:.2f},8,1,,,\n")
+
+
+def sim_run(troupe, tmp, name, trace, cost):
+    out = os.path.join(tmp, name)
+    n = sum(1 for _ in open(trace)) - 1
+    subprocess.run([troupe, "sim", os.path.join(ROOT, "config", "sim", "long_prefill.toml"), "--quiet",
+                    "--out", out, "--set", f"arrival.trace={trace}", "--set", f"sim.num_requests={n}",
+                    "--set", f"replicas.prefill_chunk_cost={cost}"], check=True, stdout=subprocess.DEVNULL)
+    run = os.path.join(out, json.load(open(os.path.join(out, "summary.json")))["runs"][0]["folder"])
+    return list(csv.DictReader(open(os.path.join(run, "requests.csv")))), \
+        list(csv.DictReader(open(os.path.join(run, "steps.csv"))))
+
+
+def sim_rows(troupe, tmp):
+    """The same shape in the simulator: streams of 8,000 tokens from 0 s,
+    the long prompt at 2 s, a short request every 50 ms. The streams' rate
+    while it prefills is compared with theirs over the same seconds of a run
+    without it (the counterfactual: their contexts grow meanwhile); also
+    the p99 step, short requests started a second, and the prefill's time."""
+    with_long, without = os.path.join(tmp, "with.csv"), os.path.join(tmp, "without.csv")
+    sim_trace(with_long, True)
+    sim_trace(without, False)
+
+    def window(steps, t0, t1):
+        inside = [s for s in steps if t0 <= float(s["start_s"]) < t1]
+        return sum(int(s["decode_tokens"]) for s in inside) / (t1 - t0), p99([float(s["duration_s"]) for s in inside])
     rows = {}
     for cost in ("0", "1"):
-        out = os.path.join(tmp, f"sim{cost}")
-        subprocess.run([troupe, "sim", os.path.join(ROOT, "config", "sim", "long_prefill.toml"), "--quiet",
-                        "--out", out, "--set", f"arrival.trace={trace}", "--set", "sim.num_requests=409",
-                        "--set", f"replicas.prefill_chunk_cost={cost}"], check=True, stdout=subprocess.DEVNULL)
-        run = os.path.join(out, json.load(open(os.path.join(out, "summary.json")))["runs"][0]["folder"])
-        reqs = list(csv.DictReader(open(os.path.join(run, "requests.csv"))))
-        steps = list(csv.DictReader(open(os.path.join(run, "steps.csv"))))
+        reqs, steps = sim_run(troupe, tmp, f"sim{cost}", with_long, cost)
+        _, alone = sim_run(troupe, tmp, f"alone{cost}", without, cost)
         long = next(r for r in reqs if int(r["prompt_tokens"]) == LONG)
         p0, p1 = float(long["arrival_s"]), float(long["first_token_s"])
-
-        def window(t0, t1):
-            inside = [s for s in steps if t0 <= float(s["start_s"]) < t1]
-            decoded = sum(int(s["decode_tokens"]) for s in inside)
-            return decoded / (t1 - t0), p99([float(s["duration_s"]) for s in inside])
-        rate0, gap0 = window(0.5, p0)
-        rate1, gap1 = window(p0, p1)
+        rate0, gap0 = window(alone, p0, p1)
+        rate1, gap1 = window(steps, p0, p1)
         shorts = [r for r in reqs if int(r["prompt_tokens"]) == 8 and p0 <= float(r["first_token_s"]) < p1]
         rows[cost] = (rate0, rate1, gap0 * 1e3, gap1 * 1e3, len(shorts) / (p1 - p0), p1 - p0)
     return rows
@@ -189,8 +202,8 @@ def main():
         rows = sim_rows(troupe, tmp)
         print("Simulator (config/sim/long_prefill.toml: stories110m's shape on the CPU roofline; the same shape as a trace):")
         for cost, (r0, r1, g0, g1, shorts, prefill) in rows.items():
-            print(f"  prefill_chunk_cost {cost}: rate {r0:.0f}/s alone, {r1:.0f}/s during (kept {r1 / r0:.2f}); "
-                  f"p99 step {g0:.1f} ms alone, {g1:.1f} ms during; {shorts:.1f} short/s; prefill {prefill:.1f} s")
+            print(f"  prefill_chunk_cost {cost}: streams {r0:.0f}/s without the prompt, {r1:.0f}/s while it prefills "
+                  f"(kept {r1 / r0:.2f}); p99 step {g0:.1f} / {g1:.1f} ms; {shorts:.1f} short/s; prefill {prefill:.1f} s")
 
 if __name__ == "__main__":
     main()
