@@ -340,6 +340,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     add_chunk(r, num_new, out);
     budget -= num_new;
     step_prefill_tokens_ += num_new;
+    step_admitted_tokens_ += num_new;
     if (r.num_computed_tokens + num_new < r.num_tokens()) ++partial;
   }
   std::size_t keep = 0;
@@ -367,15 +368,17 @@ void batch_scheduler::schedule(double now_s, scheduler_output& out) {
   ++out_step_;
   std::int64_t budget = limits_.max_num_batched_tokens;
   bool preempted = false;
-  step_decode_tokens_ = step_prefill_tokens_ = 0;
+  step_decode_tokens_ = step_prefill_tokens_ = step_admitted_tokens_ = 0;
   // Decodes first, then prefill chunks (stall-free batching).
   schedule_running(now_s, true, budget, budget, false, out, preempted);
   // Running prefills beside decodes or waiting requests: paced (what the
   // pacer allows, none in a step that measures the decodes alone), and
-  // leaving waiting requests half of it.
+  // leaving waiting requests half of it; alone, about solo_step_s of them.
   const bool paced = pacer_.enabled() && (step_decode_tokens_ > 0 || !waiting_.empty());
   const bool probe = paced && step_decode_tokens_ > 0 && pacer_.probe();
-  const std::int64_t allowance = !paced ? budget : probe ? 0 : std::min<std::int64_t>(budget, pacer_.allowance());
+  const std::int64_t allowance = !paced ? std::min<std::int64_t>(budget, pacer_.solo_allowance())
+                                 : probe ? 0
+                                         : std::min<std::int64_t>(budget, pacer_.allowance());
   schedule_running(now_s, false, budget, allowance, paced && !waiting_.empty(), out, preempted);
   // No admissions in a step that had to preempt: the pool is short. (So no
   // step swaps both ways, and host blocks freed by a swap-in are not
@@ -562,7 +565,7 @@ void batch_scheduler::check_invariants() const {
 void batch_scheduler::observe_step(double seconds) {
   bool pending = !waiting_.empty();
   for (const request* r : running_) pending = pending || r->num_computed_tokens < static_cast<std::int32_t>(r->prompt.size());
-  pacer_.observe(step_decode_tokens_, step_prefill_tokens_, seconds, pending);
+  pacer_.observe(step_decode_tokens_, step_prefill_tokens_, seconds, pending, step_admitted_tokens_);
 }
 
 } // namespace troupe

@@ -193,6 +193,7 @@ private:
   prefill_pacer pacer_;
   std::int64_t step_decode_tokens_ = 0;  ///< the last schedule()'s tokens of decoding requests
   std::int64_t step_prefill_tokens_ = 0; ///< and of prefill chunks
+  std::int64_t step_admitted_tokens_ = 0; ///< of those, newly admitted requests' chunks
   std::uint64_t out_step_ = 0; ///< counts schedule() calls
   /// After an admission failed for want of blocks: the blocks available
   /// then, and the queue's version; admission is retried only once either

@@ -24,7 +24,7 @@ auto blend(double average, double sample, double weight) -> double {
 prefill_pacer::prefill_pacer(double cost, std::int32_t max_chunk) : cost_(cost), max_chunk_(std::max(max_chunk, 1)) {}
 
 void prefill_pacer::observe(std::int64_t decode_tokens, std::int64_t prefill_tokens, double seconds,
-                            bool prefill_pending) {
+                            bool prefill_pending, std::int64_t admitted) {
   if (!enabled() || !(seconds >= 0)) return;
   if (prefill_tokens == 0) {
     if (decode_tokens == 0) return;
@@ -45,7 +45,7 @@ void prefill_pacer::observe(std::int64_t decode_tokens, std::int64_t prefill_tok
   // The step's time past what its decodes alone would take (all of it when
   // nothing decoded: that counts the step's fixed cost too, and errs small).
   const double beyond = decode_tokens > 0 ? std::max(seconds - std::max(decode_s_, 0.0), 0.0) : seconds;
-  token_s_ = blend(token_s_, beyond / static_cast<double>(prefill_tokens), token_weight);
+  if (admitted == 0 || token_s_ < 0) token_s_ = blend(token_s_, beyond / static_cast<double>(prefill_tokens), token_weight);
   if (decode_tokens > 0) {
     ++since_decode_only_;
     earn(beyond);
@@ -60,6 +60,13 @@ void prefill_pacer::earn(double spent) {
 
 auto prefill_pacer::probe() const -> bool {
   return enabled() && (decode_s_ < 0 || since_decode_only_ >= probe_every);
+}
+
+auto prefill_pacer::solo_allowance() const -> std::int32_t {
+  if (!enabled() || token_s_ <= 0) return max_chunk_;
+  const double tokens = std::floor(solo_step_s / token_s_);
+  if (!(tokens < static_cast<double>(max_chunk_))) return max_chunk_;
+  return std::max(std::min(first_chunk, max_chunk_), static_cast<std::int32_t>(tokens));
 }
 
 auto prefill_pacer::allowance() const -> std::int32_t {

@@ -31,7 +31,11 @@ public:
   /// how long it took, and whether a prefill was under way or waiting
   /// beside it (a decode-only step then counts against the prefill for
   /// what it took past the decodes' own time).
-  void observe(std::int64_t decode_tokens, std::int64_t prefill_tokens, double seconds, bool prefill_pending = false);
+  /// `admitted`: those of prefill_tokens that newly admitted requests took
+  /// (a step with any does not update a token's cost: a new prompt's
+  /// tokens cost little beside a long prompt's, at its context).
+  void observe(std::int64_t decode_tokens, std::int64_t prefill_tokens, double seconds, bool prefill_pending = false,
+               std::int64_t admitted = 0);
   /// The prefill tokens a step that decodes may take, in all: 0 while the
   /// credit is spent; first_chunk before the first measurements; max_chunk
   /// without pacing.
@@ -42,12 +46,18 @@ public:
   /// decodes alone would otherwise never see it).
   auto probe() const -> bool;
   auto enabled() const -> bool { return cost_ > 0; }
+  /// The prefill tokens a step may take with nothing beside it: about
+  /// solo_step_s of them at the measured cost of a token (max_chunk before
+  /// one is measured, or without pacing). A request that arrives meanwhile
+  /// waits for that step, not for a whole budget's chunk at a long context.
+  auto solo_allowance() const -> std::int32_t;
 
   /// The smallest allowance: even a slow model's long prompt advances.
   static constexpr std::int32_t min_chunk = 1;
   /// Until a prefill token has been measured: about one chunk of vLLM's.
   static constexpr std::int32_t first_chunk = 256;
   static constexpr std::int32_t probe_every = 16;
+  static constexpr double solo_step_s = 0.2;
 
 private:
   void earn(double spent); ///< a step that decoded: its share of prefill time, less what it spent
