@@ -7,8 +7,9 @@
 // at least min_chunk), and none while the credit is spent (a long context
 // makes even one token cost several decode steps: those steps then decode
 // alone until it is repaid). With cost 1, streams keep half their token rate
-// or more while a long prompt prefills; a prompt alone still prefills in
-// whole budget-sized chunks.
+// or more while a long prompt prefills. A prompt alone prefills in steps of
+// about solo_step_s (at a long context a budget-sized chunk can take
+// seconds, and a request that arrives waits for the step under way).
 //
 // The cost of a prefill token is measured, not assumed: it grows with the
 // context a chunk attends to and differs by model and machine by orders of
