@@ -48,11 +48,12 @@ struct encode_job {
   bool grammar_after_thinking = false;
 
   /// About the bytes the job reads: the text, or every message's fields and
-  /// what the template writes around each, the tools and variables (a job's
+  /// what the template writes around each, the tools, variables and grammar (a job's
   /// size picks its share of the tokenizer pool: 20,000 one-letter messages
   /// are a big job).
   auto num_bytes() const -> std::size_t {
-    std::size_t n = text.size() + 4 * prompt_tokens.size() + tools_json.size() + template_kwargs_json.size();
+    std::size_t n = text.size() + 4 * prompt_tokens.size() + tools_json.size() + template_kwargs_json.size() +
+                    grammar.size();
     for (const auto& m : messages)
       n += 16 + m.role.size() + m.content.size() + m.tool_calls_json.size() + m.tool_call_id.size() + m.name.size() +
            m.reasoning_content.size();

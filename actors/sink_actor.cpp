@@ -711,7 +711,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   job.grammar = st.req.body.sampling.grammar;
   job.grammar_after_thinking = job.chat && st.ctx->support.reasoning;
   if (st.req.route) st.job = job;
-  const auto bytes = job.num_bytes() + job.grammar.size();
+  const auto bytes = job.num_bytes();
   self->request(st.ctx->pick_tokenizer(bytes), caf::infinite, encode_atom_v, std::move(job))
       .then([self](encoded& e) { submit(self, e); },
             on_shutdown(self));

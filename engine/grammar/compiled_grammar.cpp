@@ -114,7 +114,7 @@ auto compiled_grammar::intern_state(std::vector<std::int32_t> tops, bool accepti
   if (auto it = state_ids_.find(key); it != state_ids_.end()) return it->second;
   if (states_.size() >= max_states) return dead;
   if (tops.size() > max_stacks) { // (a state this wide makes every byte after it cost as much)
-    over_budget_ = true;
+    too_wide_ = true;
     return dead;
   }
   state s;
@@ -215,7 +215,7 @@ auto compiled_grammar::walk(std::int32_t s, std::int32_t budget, cached_mask& al
     // requests built before).
     cost += states_[static_cast<std::size_t>(from)].stacks.size() + 1;
     if (cost > max_walk_cost) {
-      walk_over_ = true;
+      all.costly = true;
       return false;
     }
     const auto t = step(from, n.byte);
@@ -263,12 +263,9 @@ void compiled_grammar::fill_mask(std::int32_t state, std::int32_t tokens_left, s
     bool tight = it != masks_.end(); // a cached mask whose worst end does not fit
     if (!tight) {
       walk(state, budget, all, nullptr);
-      if (walk_over_) { // too costly a state: no token, so the end ids below (the output ends)
-        walk_over_ = false;
-        over_budget_ = true;
+      if (all.costly) { // too costly a state: no token, so the end ids below (the output ends)
         all.bits.assign(words, 0);
         all.worst_end = 0;
-        all.costly = true;
       }
       tight = all.worst_end > budget;
       if (mask_bytes_ > max_mask_bytes) {
@@ -309,14 +306,9 @@ void compiled_grammar::fill_mask(std::int32_t state, std::int32_t tokens_left, s
         mask[static_cast<std::size_t>(id) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(id) % 64);
 }
 
-auto compiled_grammar::over_budget() -> bool {
-  std::lock_guard lock(mutex_);
-  return over_budget_;
-}
-
 auto compiled_grammar::costly(std::int32_t state) -> bool {
   std::lock_guard lock(mutex_);
-  if (state == dead) return over_budget_;
+  if (state == dead) return too_wide_;
   const auto it = masks_.find(state);
   return it != masks_.end() && it->second.costly;
 }

@@ -33,7 +33,7 @@ public:
   static constexpr std::int32_t dead = -1;
   /// The most parse stacks one state may hold, and the most (trie node x
   /// stack) steps one mask may take: past them a grammar is too costly to
-  /// run (over_budget; the API refuses one whose first mask is).
+  /// run (costly(); the API refuses one whose start is).
   static constexpr std::size_t max_stacks = 1 << 16;
   static constexpr std::uint64_t max_walk_cost = std::uint64_t{1} << 26;
 
@@ -65,12 +65,9 @@ public:
   /// last token (tokens_left 1) of a whole sentence, only the end ids are.
   void fill_mask(std::int32_t state, std::int32_t tokens_left, std::vector<std::uint64_t>& mask);
 
-  /// Whether a state grew past the limits on its parse stacks or on a
-  /// mask's steps (it then allowed only the end ids): a grammar too costly to
-  /// run. The limits count steps, never time, so this is deterministic.
-  auto over_budget() -> bool;
-  /// Whether `state` is past those limits: dead at start-up for too wide a
-  /// state, or its mask (fill_mask took it) went over.
+  /// Whether `state` is past the limits (max_stacks, max_walk_cost): dead
+  /// because a state grew too wide, or its mask (fill_mask took it) went
+  /// over. The limits count steps, never time, so this is deterministic.
   auto costly(std::int32_t state) -> bool;
 
   /// The parse stacks `state` holds: its width, what each byte from it costs
@@ -129,8 +126,7 @@ private:
   std::unordered_set<std::uint64_t> seen_;                 ///< settle's (position, stack) pairs
   std::vector<std::pair<std::int32_t, std::int32_t>> todo_; ///< and those it has yet to expand
   std::int32_t start_ = dead;
-  bool walk_over_ = false;  ///< the walk in progress went past max_walk_cost
-  bool over_budget_ = false;
+  bool too_wide_ = false; ///< a state grew past max_stacks (it was made dead)
 };
 
 } // namespace troupe::grammar
