@@ -6,6 +6,8 @@
 #include <caf/all.hpp>
 
 #include <ctime>
+#include <exception>
+#include <new>
 
 namespace troupe {
 namespace {
@@ -104,24 +106,17 @@ auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode
     return out;
   }
   chat_request request;
-  request.messages = messages_value(job.messages);
   request.add_generation_prompt = job.add_generation_prompt;
-  if (!job.tools_json.empty()) {
-    try {
-      request.tools = jinja::parse_json(job.tools_json, "tools");
-    } catch (const jinja::render_error& e) {
-      out.error = e.what();
-      return out;
-    }
-  }
-  if (!job.template_kwargs_json.empty()) {
-    try {
+  try { // (the messages' tool calls, the tools and the template's variables are JSON the template reads)
+    request.messages = messages_value(job.messages);
+    if (!job.tools_json.empty()) request.tools = jinja::parse_json(job.tools_json, "tools");
+    if (!job.template_kwargs_json.empty()) {
       const auto kwargs = jinja::parse_json(job.template_kwargs_json, "chat_template_kwargs");
       for (const auto& [k, v] : kwargs.obj().entries) request.extra.set(k, v);
-    } catch (const jinja::render_error& e) {
-      out.error = e.what();
-      return out;
     }
+  } catch (const jinja::render_error& e) {
+    out.error = e.what();
+    return out;
   }
   const auto text = render_chat(*chat, request, {local_now}, &out.error);
   out.opens_thinking = tools::reasoning_parser::prompt_opens(text);
@@ -134,7 +129,19 @@ auto tokenizer_behavior(tokenizer_actor::pointer, std::shared_ptr<const tokenize
     -> tokenizer_actor::behavior_type {
   return {
       [tok, chat, grammars](encode_atom, const encode_job& job) -> encoded {
-        return encode(*tok, chat.get(), grammars.get(), job);
+        // Whatever a request's data makes fail is its error, never the
+        // actor's end (one of the pool's actors would answer no one after).
+        try {
+          return encode(*tok, chat.get(), grammars.get(), job);
+        } catch (const std::bad_alloc&) {
+          encoded out;
+          out.error = "preparing the request needs more memory than the server has";
+          return out;
+        } catch (const std::exception& e) {
+          encoded out;
+          out.error = std::string("the request could not be prepared: ") + e.what();
+          return out;
+        }
       },
   };
 }

@@ -65,6 +65,11 @@ public:
   auto exec(const node_list& nodes, const scope_ptr& s, std::string& out) -> flow {
     for (const auto& n : nodes) {
       const auto f = exec_one(*n, s, out);
+      try {
+        check_text_size(out.size());
+      } catch (const render_error& err) {
+        fail(n->line, err.what());
+      }
       if (f != flow::normal) return f;
     }
     return flow::normal;

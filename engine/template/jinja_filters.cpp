@@ -292,6 +292,7 @@ auto do_join(const value& v, const call_args& a) -> value {
   bool first = true;
   for (const auto& x : iterate(v)) {
     out += (first ? "" : sep) + to_str(attr.is_none() ? x : attribute(x, attr));
+    check_text_size(out.size());
     first = false;
   }
   return out;

@@ -342,7 +342,12 @@ auto get_slice(const value& subject, const value& start, const value& stop, cons
 }
 
 auto binary_op(std::string_view op, const value& a, const value& b) -> value {
-  if (op == "~") return to_str(a) + to_str(b);
+  if (op == "~") {
+    auto joined = to_str(a);
+    auto right = to_str(b);
+    check_text_size(joined.size() + right.size());
+    return joined + right;
+  }
   if (op == "%" && a.is_string()) return percent_format(a.str(), b);
   if (a.is_undefined() || b.is_undefined()) type_error("an undefined value in '" + std::string(op) + "'");
   const auto unsupported = [&]() -> value {
@@ -396,7 +401,10 @@ auto binary_op(std::string_view op, const value& a, const value& b) -> value {
     return unsupported();
   }
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return a.str() + b.str();
+    if (a.is_string() && b.is_string()) {
+      check_text_size(a.str().size() + b.str().size());
+      return a.str() + b.str();
+    }
     if (a.is_array() && b.is_array() && a.is_tuple() == b.is_tuple()) { // list + tuple is a TypeError
       array out = a.arr();
       out.insert(out.end(), b.arr().begin(), b.arr().end());

@@ -251,6 +251,11 @@ auto to_str(const value& v) -> std::string {
   return "";
 }
 
+void check_text_size(std::size_t bytes) {
+  if (bytes > max_text_bytes)
+    throw render_error("the template's text grew past " + std::to_string(max_text_bytes >> 20) + " MiB");
+}
+
 namespace {
 
 void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
@@ -288,6 +293,7 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
 }
 
 void json_value(std::string& out, const value& v, const json_options& o, int depth) {
+  check_text_size(out.size());
   const auto newline = [&](int d) {
     if (o.indent < 0) return;
     out += '\n';

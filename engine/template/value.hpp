@@ -65,6 +65,13 @@ struct render_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The most text a render builds in one string (its output, a join, a
+/// tojson): far past any prompt a model takes, short of memory a request
+/// could exhaust (a deep tool schema under tojson(indent=4) grows
+/// thousandfold). Past it, render_error.
+inline constexpr std::size_t max_text_bytes = std::size_t{1} << 26;
+void check_text_size(std::size_t bytes);
+
 /// The template's own raise_exception(message): the message alone, as
 /// transformers shows it.
 struct raised_error : render_error {

@@ -179,11 +179,24 @@ auto read_token_ids(od::array items, std::string_view param, std::string_view pa
   return {};
 }
 
+auto is_json_object(std::string_view raw) -> bool {
+  thread_local simdjson::dom::parser parser;
+  if (parser.max_depth() != max_json_depth && parser.allocate(4096, max_json_depth)) return false;
+  const simdjson::padded_string padded(raw);
+  auto parsed = parser.parse(padded);
+  return !parsed.error() && parsed.value().is_object();
+}
+
 auto read_raw_object(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem {
   od::object o;
   if (auto e = v.get_object().get(o)) return failed(e, param, path, "an object");
   std::string_view raw;
   if (auto e = o.raw_json().get(raw)) return failed(e, param, path, "an object");
+  // (On-demand skips an object's raw text by its brackets alone.)
+  if (!is_json_object(raw))
+    return error("invalid_json", std::string(param),
+                 std::string(path) + " is not valid JSON, or is nested more than " + std::to_string(max_json_depth) +
+                     " deep");
   out.assign(raw);
   return {};
 }

@@ -60,7 +60,12 @@ auto read_bool(od::value& v, std::string_view param, bool& out) -> problem;
 
 auto read_float(od::value& v, std::string_view param, float& out) -> problem;
 
-/// An object's JSON text, as given (a schema, template variables, a tool's input).
+/// Whether `raw` is well-formed JSON, an object, nested at most
+/// max_json_depth deep.
+auto is_json_object(std::string_view raw) -> bool;
+
+/// An object's JSON text, as given (a schema, template variables, a tool's
+/// input), checked with is_json_object.
 auto read_raw_object(od::value& v, std::string_view param, std::string_view path, std::string& out) -> problem;
 
 /// A text given as a string, or as an array of parts {"type", "text"} (other

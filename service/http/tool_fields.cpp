@@ -175,12 +175,10 @@ auto read_tool_calls(od::value& v, const std::string& path, std::string& out) ->
 }
 
 auto tool_call_json(std::string_view id, std::string_view name, std::string_view arguments) -> std::string {
-  // Templates read the arguments as an object (vLLM hands them so too).
-  thread_local simdjson::dom::parser arguments_parser;
-  std::string args_json = json_string(arguments);
-  const simdjson::padded_string padded(arguments);
-  auto parsed = arguments_parser.parse(padded);
-  if (!parsed.error() && parsed.value().is_object()) args_json = arguments;
+  // Templates read the arguments as an object (vLLM hands them so too);
+  // other text, or an object nested deeper than a request may be, as the
+  // string it is.
+  const std::string args_json = json_reader::is_json_object(arguments) ? std::string(arguments) : json_string(arguments);
   return std::string("{\"id\":") + json_string(id) + ",\"type\":\"function\",\"function\":{\"name\":" +
          json_string(name) + ",\"arguments\":" + args_json + "}}";
 }

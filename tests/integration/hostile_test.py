@@ -13,6 +13,8 @@ with hermes tool calls), random weights:
 - grammars past the automaton's limits: a 400 naming them;
 - 20,000 messages, and a tool history whose arguments hold 50,000 keys: the
   context's 400 (or an answer), prepared on the tokenizer pool;
+- JSON passed on as text that the template parses (tool call arguments,
+  a Messages tool_use input), nested 600 deep or malformed;
 - the grammar fuzzer's seeds (tests/fuzz/corpus/grammar) as guided_grammar
   and as a schema.
 While each runs, a plain chat is timed: its latency must stay within
@@ -163,6 +165,36 @@ def test_long_bodies(srv, baseline):
     check(status in (200, 400), f"50,000 argument keys: answered ({status} {text[:160]})")
 
 
+def test_deep_json(srv):
+    """JSON the HTTP layer passes on as text (a tool call's arguments, a
+    Messages tool_use's input) but the template parses: nested 600 deep, or
+    malformed. Each once ended a tokenizer actor (an exception escaped it;
+    its share of the pool answered 503 after). Sent more times than the
+    pool has actors, then plain chats must still answer."""
+    deep = '{"a":' + "[" * 600 + "]" * 600 + "}"
+    history = [{"role": "user", "content": "Go"},
+               {"role": "assistant", "content": "x", "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "f", "arguments": deep}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    chat = {"messages": history, "max_tokens": 2}
+    tool_use = ('{"model":"m","max_tokens":2,"messages":[{"role":"user","content":"hi"},'
+                '{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":%s}]},'
+                '{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}')
+    for _ in range(8):
+        r, text = request(srv.port, "POST", "/v1/chat/completions", chat, timeout=120)
+        check(r.status == 200, f"arguments nested 600 deep: 200, passed to the template as a string ({r.status} {text[:120]})")
+        r, text = request(srv.port, "POST", "/tokenize", {"messages": history}, timeout=120)
+        check(r.status == 200, f"/tokenize of them: 200 ({r.status} {text[:120]})")
+        for what, body in (("malformed", tool_use % '{"a":nul}'), ("nested 600 deep", tool_use % deep)):
+            r, text = request(srv.port, "POST", "/v1/messages", body, timeout=120)
+            err = json.loads(text) if r.status == 400 else {}
+            check(r.status == 400 and err.get("type") == "error" and "input" in err.get("error", {}).get("message", ""),
+                  f"a tool_use input {what}: 400 in the Messages API's shape, naming it ({r.status} {text[:160]})")
+    for _ in range(8):
+        dt, status = plain_latency(srv.port)
+        check(status == 200, f"a plain chat after them: 200 ({status})")
+
+
 def test_fuzz_corpus(srv):
     """The grammar fuzzer's seeds, as guided_grammar and as a JSON schema."""
     corpus = os.path.join(ROOT, "tests", "fuzz", "corpus", "grammar")
@@ -193,6 +225,7 @@ def main():
             test_costly_grammars(srv, baseline)
             test_wide_tools(srv, baseline)
             test_long_bodies(srv, baseline)
+            test_deep_json(srv)
             test_fuzz_corpus(srv)
             r, _ = srv.request("GET", "/health/ready")
             check(r.status == 200, f"the replica is still in rotation at the end ({r.status})")

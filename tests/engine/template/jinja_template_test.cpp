@@ -103,6 +103,33 @@ TEST_CASE("jinja: what jinja2 refuses at render time is a render_error") {
             .find("loop steps") != std::string::npos);
 }
 
+TEST_CASE("jinja: text past max_text_bytes is a render_error, wherever it grows") {
+  const std::string past = "grew past " + std::to_string(max_text_bytes >> 20) + " MiB";
+  const auto refused = [&](std::string_view source) { return render_error_of(source).find(past) != std::string::npos; };
+  // (16 MiB a string at most; 8 of them are past the bound.)
+  CHECK(refused("{% for i in range(8) %}{{ 'x' * 16000000 }}{% endfor %}"));               // the output
+  CHECK(refused("{% set ns = namespace(s='') %}{% for i in range(8) %}{% set ns.s = ns.s ~ 'x' * 16000000 %}"
+                "{% endfor %}"));                                                             // ~
+  CHECK(refused("{% set ns = namespace(s='') %}{% for i in range(8) %}{% set ns.s = ns.s + 'x' * 16000000 %}"
+                "{% endfor %}"));                                                             // +
+  CHECK(refused("{{ (['x' * 16000000] * 8) | join }}"));                                     // join
+  CHECK(refused("{% set s %}{% for i in range(8) %}{{ 'x' * 16000000 }}{% endfor %}{% endset %}")); // a block
+  // tojson(indent=4) of data nested 500 deep: a line of 4 x depth spaces per value.
+  object o;
+  std::string nested = std::string(500, '[');
+  for (int i = 0; i < 40000; ++i) nested += i ? ",0" : "0";
+  nested += std::string(500, ']');
+  o.set("deep", parse_json(nested, "deep"));
+  std::string error = "no error";
+  try {
+    (void)jinja_template("{{ deep | tojson(indent=4) }}").render(o, {});
+  } catch (const render_error& e) {
+    error = e.what();
+  }
+  CHECK(error.find(past) != std::string::npos);
+  CHECK(render("{{ ('x' * 16000000) | length }}") == "16000000"); // (under it, as before)
+}
+
 TEST_CASE("jinja: what troupe does not render is refused at parse time with its place") {
   CHECK(parse_error("{{ x | wordwrap }}") == "line 1 col 8: filter \"wordwrap\" is not supported");
   CHECK(parse_error("a\n{% if x is divisible_by 3 %}{% endif %}") == "line 2 col 12: test \"divisible_by\" is not supported");
