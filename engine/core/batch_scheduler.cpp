@@ -402,7 +402,7 @@ void batch_scheduler::schedule_running(double now_s, bool decodes, std::int64_t&
       continue;
     }
     const auto room = std::min(budget, cap);
-    const auto num_new = chunk_of(r, share ? std::max<std::int64_t>(room / 2, 1) : room);
+    const auto num_new = chunk_of(r, share ? std::min(room, std::max<std::int64_t>(budget / 2, 1)) : room);
     if (!kv_.grow(*r.kv, r.num_computed_tokens + num_new, false)) {
       // Prefix hits held by waiting requests go before running work does
       // (where released blocks come back here).

@@ -160,8 +160,9 @@ private:
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
   auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;
   /// The running requests' chunks, decodes or prefills, within the budget
-  /// and `cap` tokens in all; with `share`, each prefill takes half of what
-  /// is left (waiting requests get the rest). Preempts where blocks run out.
+  /// and `cap` tokens in all; with `share`, each prefill takes at most half
+  /// of the budget left (waiting requests get the rest). Preempts where
+  /// blocks run out.
   void schedule_running(double now_s, bool decodes, std::int64_t& budget, std::int64_t cap, bool share,
                         scheduler_output& out, bool& preempted);
   /// The tokens `r` runs this step: what it has left, within the budget and

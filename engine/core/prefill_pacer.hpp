@@ -3,20 +3,27 @@
 // decode spend on prefill, over time, at most `cost` times what their
 // decodes take, as measured. Each such step earns cost x a decode step's
 // time and spends what its prefill chunks took beyond the decodes; a step
-// takes the prefill tokens its credit buys (at the measured cost of a token,
-// at least min_chunk), and none while the credit is spent (a long context
-// makes even one token cost several decode steps: those steps then decode
-// alone until it is repaid). With cost 1, streams keep half their token rate
-// or more while a long prompt prefills. A prompt alone prefills in steps of
-// about solo_step_s (at a long context a budget-sized chunk can take
-// seconds, and a request that arrives waits for the step under way).
+// takes the prefill tokens its credit buys, and none while the credit is
+// spent or being saved up for a chunk of min_chunk tokens. With cost 1,
+// streams keep half their token rate or more while a long prompt prefills.
+// A prompt alone prefills in steps of about solo_step_s (at a long context
+// a budget-sized chunk can take seconds, and a request that arrives waits
+// for the step under way).
 //
-// The cost of a prefill token is measured, not assumed: it grows with the
+// A prefill token's cost is measured, not assumed: it grows with the
 // context a chunk attends to and differs by model and machine by orders of
 // magnitude (a CPU computes a prompt token at about a fifth of a weight
-// read, a GPU at a few thousandths). Fed each step's shape and duration (the
-// server: the wall clock, at the scheduler actor; the simulator: its cost
-// model; a replay: the step log's `step` lines), it is deterministic in them.
+// read, a GPU at a few thousandths). A chunk also costs a part fixed per
+// chunk (reading its context's KV: on a CPU at 20k tokens a one-token chunk
+// costs several decode steps), so the credit is saved for chunks of
+// min_chunk tokens or more, which pay that part a few times per prompt's
+// thousand tokens, not once per token. Decode-only steps just after a
+// chunk are charged what they take past the decodes' time (the chunk's KV
+// in the caches, its memory traffic); later ones measure that time.
+//
+// Fed each step's shape and duration (the server: the wall clock, at the
+// scheduler actor; the simulator: its cost model; a replay: the step log's
+// `step` lines), it is deterministic in them.
 
 #include <cstdint>
 
@@ -38,8 +45,8 @@ public:
   void observe(std::int64_t decode_tokens, std::int64_t prefill_tokens, double seconds, bool prefill_pending = false,
                std::int64_t admitted = 0);
   /// The prefill tokens a step that decodes may take, in all: 0 while the
-  /// credit is spent; first_chunk before the first measurements; max_chunk
-  /// without pacing.
+  /// credit is spent, or saved up for a chunk of min_chunk tokens;
+  /// first_chunk before the first measurements; max_chunk without pacing.
   auto allowance() const -> std::int32_t;
   /// Whether the next step that decodes should carry no prefill: the time
   /// of decodes alone is unknown, or was last measured probe_every steps
@@ -53,8 +60,10 @@ public:
   /// waits for that step, not for a whole budget's chunk at a long context.
   auto solo_allowance() const -> std::int32_t;
 
-  /// The smallest allowance: even a slow model's long prompt advances.
-  static constexpr std::int32_t min_chunk = 1;
+  /// The smallest chunk a paced step takes (or what its credit buys, if
+  /// more): a chunk's fixed part is then a fifth of its time or less at
+  /// a CPU's long context.
+  static constexpr std::int32_t min_chunk = 64;
   /// Until a prefill token has been measured: about one chunk of vLLM's.
   static constexpr std::int32_t first_chunk = 256;
   static constexpr std::int32_t probe_every = 16;
@@ -62,13 +71,28 @@ public:
 
 private:
   void earn(double spent); ///< a step that decoded: its share of prefill time, less what it spent
+  auto share() const -> double { return cost_ * decode_s_; }
+  /// Decodes alone, as measured (scaled by the tokens when more decode now:
+  /// errs large, as a step's cost grows slower than its tokens).
+  auto decode_time(std::int64_t decode_tokens) const -> double;
+  /// The credit a paced chunk waits for: min_chunk tokens' worth, or one
+  /// step's share if more (at most solo_step_s).
+  auto saving_target() const -> double;
+  auto tokens_for(double seconds) const -> std::int32_t;
 
   double cost_;
   std::int32_t max_chunk_;
-  double decode_s_ = -1; ///< a decode-only step's seconds (moving average); < 0: none yet
-  double token_s_ = -1;  ///< a prefill token's seconds beyond the decodes (moving average)
+  /// A decode-only step's seconds without a prefill beside it (moving
+  /// average; < 0: none yet), and its decode tokens.
+  double decode_s_ = -1;
+  double decode_tokens_ = -1;
+  /// Decayed sums of chunks' tokens and of their seconds past the decodes:
+  /// their ratio is a token's cost (< 0 weight: none measured yet).
+  double chunk_tokens_ = 0;
+  double chunk_s_ = -1;
   std::int32_t since_decode_only_ = 0; ///< steps with both since the last decode-only one
-  double credit_s_ = 0; ///< prefill time earned and not spent (at most one step's share)
+  std::int32_t since_chunk_ = 0;       ///< decode-only steps since the last with a prefill
+  double credit_s_ = 0;                 ///< prefill time earned and not spent
 };
 
 } // namespace troupe
