@@ -25,6 +25,9 @@ struct serving_context {
   std::int32_t max_model_len = 0;
   std::vector<token_id> eos_ids;
   sampling_params defaults;  ///< the model's generation_config
+  /// Its max_new_tokens: max_tokens where a request gives none (capped by
+  /// the context left); none: the context left.
+  std::optional<std::int32_t> default_max_tokens;
   std::vector<tokenizer_actor> tokenizers;
   router_actor router; ///< picks each request's replica (and knows their schedulers)
   autoscaler_actor autoscaler; ///< invalid without one

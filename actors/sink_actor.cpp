@@ -1,5 +1,7 @@
 #include "actors/sink_actor.hpp"
 
+#include <algorithm>
+
 #include "service/http/request_checks.hpp"
 #include "service/http/stream_writer.hpp"
 #include "service/http/anthropic_api.hpp"
@@ -473,8 +475,10 @@ void submit(self_ptr self, encoded& e) {
                 has + std::to_string(n) + " tokens; the model's context is " +
                     std::to_string(st.ctx->max_model_len) + " tokens",
                 prompt_param(st));
-  r.sampling.max_tokens = st.req.body.max_tokens ? *st.req.body.max_tokens
-                                                  : static_cast<std::int32_t>(st.ctx->max_model_len - n);
+  const auto left = static_cast<std::int32_t>(st.ctx->max_model_len - n);
+  r.sampling.max_tokens = st.req.body.max_tokens        ? *st.req.body.max_tokens
+                          : st.ctx->default_max_tokens ? std::min(*st.ctx->default_max_tokens, left)
+                                                       : left;
   for (auto& c : st.choices) c.writer->set_prompt_tokens(n); // (usage counts the prompt once)
   if (st.req.ticket) st.req.ticket->charge_prompt(n, steady_now_s());
   if (st.choices.size() > 1) r.group = 1; // (choice_request names it)

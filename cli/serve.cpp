@@ -160,6 +160,7 @@ auto start_engine(caf::actor_system& sys, const model_plan& model, server_status
   ctx->max_model_len = max_model_len;
   ctx->eos_ids = eos;
   ctx->defaults = default_sampling_params(mc);
+  ctx->default_max_tokens = mc.default_max_tokens;
   ctx->metrics = metrics;
   // CUDA's backend computes no prompt logprobs and applies no grammar (the zero executor does both).
   ctx->support.prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";

@@ -183,6 +183,18 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
     if (*k < -1 || *k > std::numeric_limits<std::int32_t>::max()) g.bad("top_k", "must be -1 or more");
     c.default_top_k = static_cast<std::int32_t>(*k);
   }
+  if (const auto m = g.number("min_p")) {
+    if (!(*m >= 0 && *m <= 1)) g.bad("min_p", "must be between 0 and 1");
+    c.default_min_p = static_cast<float>(*m);
+  }
+  if (const auto r = g.number("repetition_penalty")) {
+    if (!(*r > 0)) g.bad("repetition_penalty", "must be greater than 0");
+    c.default_repetition_penalty = static_cast<float>(*r);
+  }
+  if (const auto n = g.int64("max_new_tokens")) {
+    if (*n < 1 || *n > std::numeric_limits<std::int32_t>::max()) g.bad("max_new_tokens", "must be 1 or more");
+    c.default_max_tokens = static_cast<std::int32_t>(*n);
+  }
   c.validate(gen_file); // config.json passed above, so a failure here is this file's
   return c;
 }
@@ -390,6 +402,18 @@ void model_config::save(const std::filesystem::path& dir) const {
   if (default_top_k) {
     append_field(gen, "top_k");
     json_text::append_number(gen, *default_top_k);
+  }
+  if (default_min_p) {
+    append_field(gen, "min_p");
+    json_text::append_number(gen, *default_min_p);
+  }
+  if (default_repetition_penalty) {
+    append_field(gen, "repetition_penalty");
+    json_text::append_number(gen, *default_repetition_penalty);
+  }
+  if (default_max_tokens) {
+    append_field(gen, "max_new_tokens");
+    json_text::append_number(gen, *default_max_tokens);
   }
   gen += gen.size() > 1 ? "\n}\n" : "}\n";
   write_text_file(dir / "generation_config.json", gen);

@@ -99,6 +99,11 @@ struct model_config {
   std::optional<float> default_temperature;
   std::optional<float> default_top_p;
   std::optional<std::int32_t> default_top_k;
+  std::optional<float> default_min_p;
+  std::optional<float> default_repetition_penalty;
+  /// max_new_tokens: a request's max_tokens when it gives none (else the
+  /// rest of the context).
+  std::optional<std::int32_t> default_max_tokens;
 
   auto family() const -> model_family;
   /// Whether layer l attends through the sliding window.

@@ -408,6 +408,8 @@ auto default_sampling_params(const model_config& c) -> sampling_params {
   p.temperature = c.default_temperature.value_or(p.temperature);
   p.top_p = c.default_top_p.value_or(p.top_p);
   p.top_k = c.default_top_k.value_or(p.top_k);
+  p.min_p = c.default_min_p.value_or(p.min_p);
+  p.repetition_penalty = c.default_repetition_penalty.value_or(p.repetition_penalty);
   return p;
 }
 

@@ -20,7 +20,8 @@ namespace troupe {
 struct model_config;
 
 /// A request's settings before it says anything: sampling_params{} with the
-/// temperature, top_p and top_k of the model's generation_config.json.
+/// temperature, top_p, top_k, min_p and repetition_penalty of the model's
+/// generation_config.json (its max_new_tokens: model_config::default_max_tokens).
 auto default_sampling_params(const model_config& c) -> sampling_params;
 
 /// One request's sampler: its parameters, its random stream and the counts the

@@ -1,11 +1,14 @@
 #include "engine/model/model_config.hpp"
 #include "engine/model/presets.hpp"
+#include "engine/sampling/sampler.hpp"
 
 #include "tests/engine/model/model_test_util.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace troupe;
 using troupe::test::error_of;
@@ -299,7 +302,8 @@ TEST_CASE("rope_scaling variants and generation_config overrides") {
     "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
     "bos_token_id": 5, "eos_token_id": [6, 7], "dtype": "bfloat16", "rope_scaling": )";
   auto c = load(dir, base + R"({"type": "linear", "factor": 2.5}})",
-                R"({"bos_token_id": 9, "eos_token_id": 8, "temperature": 0, "top_k": 40, "top_p": 1})");
+                R"({"bos_token_id": 9, "eos_token_id": 8, "temperature": 0, "top_k": 40, "top_p": 1, "min_p": 0.05,
+                    "repetition_penalty": 1.25, "max_new_tokens": 2048})");
   CHECK(c.rope_scaling.type == "linear");
   CHECK(c.rope_scaling.factor == 2.5);
   CHECK(c.torch_dtype == "bfloat16");
@@ -308,7 +312,21 @@ TEST_CASE("rope_scaling variants and generation_config overrides") {
   CHECK(c.default_temperature == 0.0f);
   CHECK(c.default_top_k == 40);
   CHECK(c.default_top_p == 1.0f);
+  CHECK(c.default_min_p == 0.05f); // (vLLM reads these three too)
+  CHECK(c.default_repetition_penalty == 1.25f);
+  CHECK(c.default_max_tokens == 2048);
+  const auto d = default_sampling_params(c);
+  CHECK(d.min_p == 0.05f);
+  CHECK(d.repetition_penalty == 1.25f);
+  CHECK(d.top_k == 40);
   check_round_trip(c);
+  const auto g = (dir / "generation_config.json").string() + ": ";
+  for (const auto& [bad, error] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"min_p": 1.5})", "field 'min_p' must be between 0 and 1"},
+           {R"({"repetition_penalty": 0})", "field 'repetition_penalty' must be greater than 0"},
+           {R"({"max_new_tokens": 0})", "field 'max_new_tokens' must be 1 or more"}}) {
+    CHECK(error_of([&] { load(dir, base + R"({"type": "linear", "factor": 2.5}})", bad.c_str()); }) == g + error);
+  }
 
   std::filesystem::remove(dir / "generation_config.json");
   c = load(dir, base + R"({"rope_type": "default"}})");
