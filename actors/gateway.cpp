@@ -13,6 +13,9 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 
+#include <cctype>
+#include <cstdio>
+
 namespace troupe {
 
 namespace {
@@ -62,6 +65,11 @@ void gateway::set_fleet(std::shared_ptr<const fleet> f) {
                        .Name("troupe_tenant_rejections_total")
                        .Help("Requests refused by the gateway, by tenant and reason.")
                        .Register(*f->models.front().stable->metrics->registry());
+  if (f && !unknown_fields_)
+    unknown_fields_ = &prometheus::BuildCounter()
+                           .Name("troupe_unknown_fields_total")
+                           .Help("Request fields in nobody's table (docs/api.md), accepted or refused, by API and name.")
+                           .Register(*f->models.front().stable->metrics->registry());
   fleet_ = std::move(f);
 }
 
@@ -72,6 +80,34 @@ void gateway::count_rejection(const std::string& tenant, const std::string& reas
     family = rejections_;
   }
   if (family) family->Add({{"tenant", tenant}, {"reason", reason}}).Increment();
+}
+
+auto gateway::note_unknown_fields(api::wire wire, const std::vector<std::string>& fields) -> std::string {
+  // Names are the client's: shown safely in a header and a log line, and a
+  // client inventing names cannot grow the series or the log without bound.
+  constexpr std::size_t max_unknown_names = 256;
+  const char* api = wire == api::wire::anthropic ? "anthropic" : wire == api::wire::responses ? "responses" : "openai";
+  std::string header;
+  for (const auto& raw : fields) {
+    std::string name;
+    for (const char c : raw.substr(0, 64))
+      name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '?';
+    header += (header.empty() ? "" : ", ") + name;
+    bool fresh = false, known = false;
+    prometheus::Family<prometheus::Counter>* family;
+    {
+      std::lock_guard lock(mutex_);
+      family = unknown_fields_;
+      const auto key = std::string(api) + " " + name;
+      known = unknown_seen_.contains(key);
+      if (!known && unknown_seen_.size() < max_unknown_names) fresh = unknown_seen_.insert(key).second;
+    }
+    if (family) family->Add({{"api", api}, {"field", known || fresh ? name : "(other)"}}).Increment();
+    if (fresh)
+      std::fprintf(stderr, "troupe: warning: %s requests carry the field '%s', which troupe does not know; accepted "
+                           "and ignored (server.unknown_fields = \"refuse\" refuses it)\n", api, name.c_str());
+  }
+  return header;
 }
 
 auto gateway::served() -> std::shared_ptr<const fleet> {
@@ -285,6 +321,14 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
   }
   auto& body = std::get<api::completion_request>(parsed);
+  if (!body.unknown_fields.empty()) {
+    const auto names = note_unknown_fields(call.wire, body.unknown_fields);
+    const auto& first = body.unknown_fields.front();
+    if (options_.refuse_unknown_fields)
+      return fail({400, "unknown parameter " + first + " (server.unknown_fields is \"refuse\")",
+                   "invalid_request_error", first, "unknown_parameter"});
+    headers.emplace_back("troupe-unknown-fields", names);
+  }
   if (!call.ws_id.empty()) { // a WebSocket request always streams (its events)
     body.stream = true;
     body.include_usage = false;

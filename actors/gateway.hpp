@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <optional>
 
@@ -59,6 +60,11 @@ struct gateway_options {
   /// /metrics is served by a listener of its own (server.metrics_port), and
   /// the main one answers it 404: its series name tenants.
   bool metrics_elsewhere = false;
+  /// server.unknown_fields = "refuse": a request field in nobody's table is
+  /// a 400 (unknown_parameter); else it is accepted, and shown: a warning
+  /// once per name, troupe_unknown_fields_total, a troupe-unknown-fields
+  /// response header.
+  bool refuse_unknown_fields = false;
 };
 
 /// Which listener a request came in on.
@@ -117,6 +123,9 @@ private:
   /// The 401 for a key not given, or not valid.
   static auto unauthenticated(bool key_given) -> api::api_error;
   void count_rejection(const std::string& tenant, const std::string& reason);
+  /// Fields in nobody's table: counted, logged once a name, and the
+  /// header's value (names shown as [A-Za-z0-9_.-], 64 characters at most).
+  auto note_unknown_fields(api::wire wire, const std::vector<std::string>& fields) -> std::string;
 
   caf::actor_system& sys_;
   server_status& status_;
@@ -129,6 +138,8 @@ private:
   std::unique_ptr<response_cache> cache_;    ///< null: off
   std::unique_ptr<response_store> responses_; ///< POST /v1/responses' ids and store
   prometheus::Family<prometheus::Counter>* rejections_ = nullptr; ///< troupe_tenant_rejections_total
+  prometheus::Family<prometheus::Counter>* unknown_fields_ = nullptr; ///< troupe_unknown_fields_total
+  std::set<std::string> unknown_seen_; ///< "api field" logged (at most max_unknown_names)
 };
 
 } // namespace troupe

@@ -323,6 +323,10 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"server", "responses_store", byte_size(in(&c::server, &server_section::responses_store_bytes), 0),
        "POST /v1/responses: the responses kept (store: true) for previous_response_id and\n"
        "GET /v1/responses/{id}, per tenant; the least recently used go first past this; 0: off"},
+      {"server", "unknown_fields",
+       text(in(&c::server, &server_section::unknown_fields), one_of("unknown_fields setting", {"accept", "refuse"})),
+       "a request field in nobody's table (docs/api.md): \"accept\" it, shown (a warning once per name,\n"
+       "troupe_unknown_fields_total, a troupe-unknown-fields header), or \"refuse\" it (400 unknown_parameter)"},
       {"server", "responses_ttl_s", seconds(in(&c::server, &server_section::responses_ttl_s), false),
        "a stored response is kept for this long (> 0)"},
       {"server", "websocket_max_buffered", byte_size(in(&c::server, &server_section::websocket_max_buffered_bytes), 1024),

@@ -140,7 +140,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
   r.wire = wire::anthropic;
   r.sampling = defaults;
   bool has_messages = false, has_max_tokens = false, has_choice = false;
-  std::string system, unknown;
+  std::string system;
   std::vector<chat_message> messages;
   if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
         if (key == "model") return read_string(v, key, key, r.model);
@@ -212,14 +212,12 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
           return {};
         }
         if (auto p = check_json(v, 1)) return p;
-        if (unknown.empty()) unknown = key;
+        r.unknown_fields.emplace_back(key);
         return {};
       }))
     return *p;
   if (!has_messages) return error("missing_field", "messages", "messages is missing");
   if (!has_max_tokens) return error("missing_field", "max_tokens", "max_tokens is missing");
-  if (!unknown.empty())
-    return error("unknown_parameter", unknown, "unknown parameter " + unknown + " (troupe refuses fields it would ignore)");
   if (!system.empty()) r.messages.push_back({"system", system});
   for (auto& m : messages) r.messages.push_back(std::move(m));
   r.sampling.max_tokens = *r.max_tokens;

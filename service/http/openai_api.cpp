@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <charconv>
 #include <cmath>
@@ -171,10 +172,10 @@ struct fields {
   completion_request r;
   bool has_input = false;
   std::optional<std::int32_t> max_tokens, max_completion_tokens;
+  std::string foreign; // the first field of the other endpoint's that shapes an answer
   bool has_stream_options = false;
   std::optional<bool> chat_logprobs;
   std::optional<std::int32_t> logprobs_count; // completions' logprobs, chat's top_logprobs
-  std::string unknown; // the first field troupe does not know (refused after a missing input)
   output_constraint constraint;
   std::string second_constraint; // a second constraining field: refused
   bool has_tool_choice = false;
@@ -367,7 +368,16 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
     return check_json(v, 1);
   if (ws_message && (key == "id" || key == "type")) return {}; // the WebSocket envelope's (parse_ws_envelope)
   if (auto p = check_json(v, 1)) return p; // broken JSON is reported as such first
-  if (f.unknown.empty()) f.unknown = key;
+  // The other endpoint's fields that shape an answer: a client that sends
+  // them relies on them, and ignoring them would change what it gets.
+  static constexpr std::array<std::string_view, 4> chat_only{"messages", "tools", "tool_choice", "thinking_token_budget"};
+  static constexpr std::array<std::string_view, 4> completions_only{"prompt", "echo", "suffix", "best_of"};
+  const auto& other = chat ? completions_only : chat_only;
+  if (std::find(other.begin(), other.end(), key) != other.end()) {
+    if (f.foreign.empty()) f.foreign = key; // (refused after a missing input)
+    return {};
+  }
+  r.unknown_fields.emplace_back(key);
   return {};
 }
 
@@ -379,9 +389,10 @@ auto finish(endpoint kind, fields& f, bool ws) -> problem {
     const char* name = kind == endpoint::chat ? "messages" : "prompt";
     return error("missing_field", name, std::string(name) + " is missing");
   }
-  if (!f.unknown.empty())
-    return error("unknown_parameter", f.unknown,
-                 "unknown parameter " + f.unknown + " (troupe refuses fields it would ignore)");
+  if (!f.foreign.empty())
+    return error("unknown_parameter", f.foreign,
+                 f.foreign + " is a field of " + (kind == endpoint::chat ? "completions, not of chat completions"
+                                                                          : "chat completions, not of completions"));
   r.max_tokens = f.max_completion_tokens ? f.max_completion_tokens : f.max_tokens;
   if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
   if (f.has_stream_options && !r.stream)

@@ -98,6 +98,10 @@ struct completion_request {
   std::int32_t n = 1;
   std::int32_t best_of = 1;
   responses_fields responses; ///< wire responses only
+  /// Top-level fields in nobody's table (docs/api.md), in order: the
+  /// gateway accepts them, visibly, or refuses the first
+  /// (server.unknown_fields).
+  std::vector<std::string> unknown_fields;
 };
 
 /// Parses and validates a request body. `defaults` are the model's defaults
@@ -119,8 +123,8 @@ struct completion_request {
 /// function_call) are refused: code unsupported_parameter.
 /// A few optional fields without effect on the answer (metadata, store,
 /// service_tier, parallel_tool_calls, prompt_cache_key, safety_identifier) are
-/// ignored but must be valid JSON; any other field is refused: code
-/// unknown_parameter. With `ws_message`, "id" and "type" (the WebSocket
+/// ignored but must be valid JSON; any other field must be valid JSON and
+/// is listed in unknown_fields (the gateway decides). With `ws_message`, "id" and "type" (the WebSocket
 /// envelope's) are allowed too. JSON null counts as absent. Role "developer" is taken as "system".
 /// Completions' logprobs is an integer 0..20; chat's is a boolean with
 /// top_logprobs 0..20 (top_logprobs > 0 without logprobs: true is an error).

@@ -284,7 +284,6 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
   r.wire = wire::responses;
   r.sampling = defaults;
   bool has_input = false, has_choice = false;
-  std::string unknown;
   output_constraint constraint;
   std::vector<chat_message> input;
   if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
@@ -345,13 +344,11 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
         // Optional and without effect on the text, as chat's (docs/api.md).
         if (key == "service_tier" || key == "prompt_cache_key" || key == "safety_identifier") return check_json(v, 1);
         if (auto p = check_json(v, 1)) return p;
-        if (unknown.empty()) unknown = key;
+        r.unknown_fields.emplace_back(key);
         return {};
       }))
     return *p;
   if (!has_input) return error("missing_field", "input", "input is missing");
-  if (!unknown.empty())
-    return error("unknown_parameter", unknown, "unknown parameter " + unknown + " (troupe refuses fields it would ignore)");
   if (r.responses.has_instructions) r.messages.push_back({"system", r.responses.instructions});
   for (auto& m : input) r.messages.push_back(std::move(m));
   if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;

@@ -126,8 +126,9 @@ TEST_CASE("every kind of bad request gets status 400 with the right param and co
       {C, R"({"prompt":"a","stream":true,"stream_options":{"include_usage":1}})", "stream_options",
        "invalid_type"},
       {C, R"({"prompt":"a","stream":true,"stream_options":5})", "stream_options", "invalid_type"},
-      // Fields troupe would otherwise ignore: refused, naming the field.
-      {C, R"({"prompt":"a","frobnicate":1})", "frobnicate", "unknown_parameter"},
+      // The other endpoint's fields, which shape an answer: refused, naming the field.
+      {C, R"({"prompt":"a","frobnicate":nul})", "", "invalid_json"}, // (a field in nobody's table is still JSON)
+      {C, R"({"prompt":"a","messages":[]})", "messages", "unknown_parameter"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"prompt":"x"})", "prompt", "unknown_parameter"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"echo":true})", "echo", "unknown_parameter"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"suffix":"x"})", "suffix", "unknown_parameter"},
@@ -309,7 +310,7 @@ TEST_CASE("prompts: one string, one string in an array, token ids, one token lis
   CHECK(parse_ok(C, R"({"prompt":[[4,5]]})").prompt_tokens == std::vector<token_id>{4, 5});
   // Escaped keys and text; the last of a repeated key wins.
   CHECK(parse_ok(C, R"({"pro\u006dpt":"a\u00e9\n","st\u006fre":1})").prompt == "a\xc3\xa9\n");
-  CHECK(parse_error(C, R"({"prompt":"a","prompt_x":1})").param == "prompt_x");
+  CHECK(parse_ok(C, R"({"prompt":"a","prompt_x":1})").unknown_fields == std::vector<std::string>{"prompt_x"});
   CHECK(parse_ok(C, R"({"prompt":"first","prompt":"second"})").prompt == "second");
   CHECK(parse_ok(C, " \n{\"prompt\":\"x\"}\n ").prompt == "x");
   // The optional fields without effect are skipped, whatever they hold, so long as it is JSON.
@@ -341,8 +342,8 @@ TEST_CASE("logit_bias, echo and the harmless OpenAI fields are read") {
         "logit_bias must map to biases in [-100, 100], got -101 for token 4");
   // The WebSocket envelope's id and type are a chat message's fields there only.
   const auto ws = R"({"id":7,"type":"chat","messages":[{"role":"user","content":"a"}]})";
-  CHECK(std::holds_alternative<completion_request>(parse_request(H, ws, {}, true)));
-  CHECK(parse_error(H, ws).param == "id");
+  CHECK(std::get<completion_request>(parse_request(H, ws, {}, true)).unknown_fields.empty());
+  CHECK(parse_ok(H, ws).unknown_fields == std::vector<std::string>{"id", "type"});
 }
 
 TEST_CASE("a chat request: roles, content parts, logprobs") {
@@ -405,6 +406,12 @@ TEST_CASE("structured output and tools: fields read into the request") {
         R"({"id":"c2","type":"function","function":{"name":"g","arguments":"not json"}}])");
   CHECK(r.messages[2].tool_call_id == "c1");
   CHECK(parse_ok(H, R"({"messages":[{"role":"user","content":"a"}]})").choice.what == api::tool_choice::mode::none);
+}
+
+TEST_CASE("a field in nobody's table is listed in unknown_fields, in order, for the gateway to decide") {
+  const auto r = parse_ok(endpoint::completions, R"({"prompt":"a","frobnicate":1,"zz":{"a":[1]},"store":false})");
+  CHECK(r.unknown_fields == std::vector<std::string>{"frobnicate", "zz"}); // (store: OpenAI's, without effect)
+  CHECK(parse_ok(endpoint::chat, R"({"messages":[{"role":"user","content":"a"}]})").unknown_fields.empty());
 }
 
 TEST_CASE("thinking_token_budget: chat reads it, completions refuse it, and it keys the response cache") {
