@@ -82,7 +82,9 @@ void gateway::count_rejection(const std::string& tenant, const std::string& reas
   if (family) family->Add({{"tenant", tenant}, {"reason", reason}}).Increment();
 }
 
-auto gateway::note_unknown_fields(api::wire wire, const std::vector<std::string>& fields) -> std::string {
+auto gateway::check_unknown_fields(api::wire wire, const std::vector<std::string>& fields, http::header_list& headers)
+    -> std::optional<api::api_error> {
+  if (fields.empty()) return std::nullopt;
   // Names are the client's: shown safely in a header and a log line, and a
   // client inventing names cannot grow the series or the log without bound.
   constexpr std::size_t max_unknown_names = 256;
@@ -107,7 +109,12 @@ auto gateway::note_unknown_fields(api::wire wire, const std::vector<std::string>
       std::fprintf(stderr, "troupe: warning: %s requests carry the field '%s', which troupe does not know; accepted "
                            "and ignored (server.unknown_fields = \"refuse\" refuses it)\n", api, name.c_str());
   }
-  return header;
+  const auto& first = fields.front();
+  if (options_.refuse_unknown_fields)
+    return api::api_error{400, "unknown parameter " + first + " (server.unknown_fields is \"refuse\")",
+                          "invalid_request_error", first, "unknown_parameter"};
+  headers.emplace_back("troupe-unknown-fields", std::move(header));
+  return std::nullopt;
 }
 
 auto gateway::served() -> std::shared_ptr<const fleet> {
@@ -321,14 +328,7 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
   }
   auto& body = std::get<api::completion_request>(parsed);
-  if (!body.unknown_fields.empty()) {
-    const auto names = note_unknown_fields(call.wire, body.unknown_fields);
-    const auto& first = body.unknown_fields.front();
-    if (options_.refuse_unknown_fields)
-      return fail({400, "unknown parameter " + first + " (server.unknown_fields is \"refuse\")",
-                   "invalid_request_error", first, "unknown_parameter"});
-    headers.emplace_back("troupe-unknown-fields", names);
-  }
+  if (auto e = check_unknown_fields(call.wire, body.unknown_fields, headers)) return fail(*e);
   if (!call.ws_id.empty()) { // a WebSocket request always streams (its events)
     body.stream = true;
     body.include_usage = false;

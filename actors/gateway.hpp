@@ -123,9 +123,11 @@ private:
   /// The 401 for a key not given, or not valid.
   static auto unauthenticated(bool key_given) -> api::api_error;
   void count_rejection(const std::string& tenant, const std::string& reason);
-  /// Fields in nobody's table: counted, logged once a name, and the
-  /// header's value (names shown as [A-Za-z0-9_.-], 64 characters at most).
-  auto note_unknown_fields(api::wire wire, const std::vector<std::string>& fields) -> std::string;
+  /// Fields in nobody's table: counted, logged once a name; then the 400
+  /// (server.unknown_fields = "refuse"), or the troupe-unknown-fields header
+  /// added (names shown as [A-Za-z0-9_.-], 64 characters at most).
+  auto check_unknown_fields(api::wire wire, const std::vector<std::string>& fields, http::header_list& headers)
+      -> std::optional<api::api_error>;
 
   caf::actor_system& sys_;
   server_status& status_;

@@ -1,7 +1,5 @@
 #include "actors/sink_actor.hpp"
 
-#include <algorithm>
-
 #include "service/http/request_checks.hpp"
 #include "service/http/stream_writer.hpp"
 #include "service/http/anthropic_api.hpp"
@@ -12,6 +10,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <optional>

@@ -131,17 +131,15 @@ auto tokenizer_behavior(tokenizer_actor::pointer, std::shared_ptr<const tokenize
       [tok, chat, grammars](encode_atom, const encode_job& job) -> encoded {
         // Whatever a request's data makes fail is its error, never the
         // actor's end (one of the pool's actors would answer no one after).
+        encoded out;
         try {
           return encode(*tok, chat.get(), grammars.get(), job);
         } catch (const std::bad_alloc&) {
-          encoded out;
           out.error = "preparing the request needs more memory than the server has";
-          return out;
         } catch (const std::exception& e) {
-          encoded out;
           out.error = std::string("the request could not be prepared: ") + e.what();
-          return out;
         }
+        return out;
       },
   };
 }

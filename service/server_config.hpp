@@ -64,11 +64,11 @@ struct server_section {
   std::int64_t response_cache_bytes = 64 << 20; ///< key "response_cache": >= 0 (0: off); for tenants that opt in
   double response_cache_ttl_s = 600.0;     ///< > 0
   std::int64_t responses_store_bytes = 64 << 20; ///< key "responses_store": >= 0 (0: off); POST /v1/responses' store
+  std::string unknown_fields = "accept";   ///< "accept" (shown: log, metric, header) or "refuse" (a 400)
   double responses_ttl_s = 3600.0;         ///< > 0: a stored response is kept this long
   std::int64_t websocket_max_buffered_bytes = 1 << 20; ///< key "websocket_max_buffered": >= 1024 unsent per socket
   double websocket_idle_timeout_s = 60.0;  ///< > 0: a silent WebSocket is pinged at half of it, closed at it
   std::string metrics_host;                ///< "" or an IP address: where metrics_port listens ("": host)
-  std::string unknown_fields = "accept";  ///< "accept" (shown: log, metric, header) or "refuse" (a 400)
   std::int32_t metrics_port = -1;          ///< [-1, 65535]: /metrics on a listener of its own (-1: on port; 0: any free port)
   friend auto operator==(const server_section&, const server_section&) -> bool = default;
 };

@@ -87,7 +87,7 @@ private:
   double decode_s_ = -1;
   double decode_tokens_ = -1;
   /// Decayed sums of chunks' tokens and of their seconds past the decodes:
-  /// their ratio is a token's cost (< 0 weight: none measured yet).
+  /// their ratio is a token's cost (chunk_s_ < 0: none measured yet).
   double chunk_tokens_ = 0;
   double chunk_s_ = -1;
   std::int32_t since_decode_only_ = 0; ///< steps with both since the last decode-only one

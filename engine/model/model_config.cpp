@@ -391,30 +391,17 @@ void model_config::save(const std::filesystem::path& dir) const {
   std::string gen = "{";
   if (bos_token_id) append_token_ids(gen, "bos_token_id", {*bos_token_id});
   if (!eos_token_ids.empty()) append_token_ids(gen, "eos_token_id", eos_token_ids);
-  if (default_temperature) {
-    append_field(gen, "temperature");
-    json_text::append_number(gen, *default_temperature);
-  }
-  if (default_top_p) {
-    append_field(gen, "top_p");
-    json_text::append_number(gen, *default_top_p);
-  }
-  if (default_top_k) {
-    append_field(gen, "top_k");
-    json_text::append_number(gen, *default_top_k);
-  }
-  if (default_min_p) {
-    append_field(gen, "min_p");
-    json_text::append_number(gen, *default_min_p);
-  }
-  if (default_repetition_penalty) {
-    append_field(gen, "repetition_penalty");
-    json_text::append_number(gen, *default_repetition_penalty);
-  }
-  if (default_max_tokens) {
-    append_field(gen, "max_new_tokens");
-    json_text::append_number(gen, *default_max_tokens);
-  }
+  const auto put = [&gen](const char* key, const auto& value) { // the sampling defaults that are set
+    if (!value) return;
+    append_field(gen, key);
+    json_text::append_number(gen, *value);
+  };
+  put("temperature", default_temperature);
+  put("top_p", default_top_p);
+  put("top_k", default_top_k);
+  put("min_p", default_min_p);
+  put("repetition_penalty", default_repetition_penalty);
+  put("max_new_tokens", default_max_tokens);
   gen += gen.size() > 1 ? "\n}\n" : "}\n";
   write_text_file(dir / "generation_config.json", gen);
 }

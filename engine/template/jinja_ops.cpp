@@ -344,9 +344,10 @@ auto get_slice(const value& subject, const value& start, const value& stop, cons
 auto binary_op(std::string_view op, const value& a, const value& b) -> value {
   if (op == "~") {
     auto joined = to_str(a);
-    auto right = to_str(b);
+    const auto right = to_str(b);
     check_text_size(joined.size() + right.size());
-    return joined + right;
+    joined += right;
+    return joined;
   }
   if (op == "%" && a.is_string()) return percent_format(a.str(), b);
   if (a.is_undefined() || b.is_undefined()) type_error("an undefined value in '" + std::string(op) + "'");
