@@ -42,6 +42,7 @@ auto presented_key(const http::request& req) -> std::optional<std::string> {
 
 gateway::gateway(caf::actor_system& sys, server_status& status, gateway_options options)
   : sys_(sys), status_(status), options_(std::move(options)) {
+  if (!options_.seal) options_.seal = std::make_shared<const api::reasoning_seal>();
   if (!options_.tenants_file.empty()) {
     tenants_ = std::make_unique<tenant_registry>(load_tenants(options_.tenants_file), steady_now_s());
     watcher_.emplace(options_.tenants_file, *tenants_);
@@ -82,6 +83,18 @@ void gateway::count_rejection(const std::string& tenant, const std::string& reas
   if (family) family->Add({{"tenant", tenant}, {"reason", reason}}).Increment();
 }
 
+namespace {
+
+/// A client's name, safe in a header and a log line: [A-Za-z0-9_.-], at most 64 bytes.
+auto header_safe(std::string_view raw) -> std::string {
+  std::string name;
+  for (const char c : raw.substr(0, 64))
+    name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '?';
+  return name;
+}
+
+} // namespace
+
 auto gateway::check_unknown_fields(api::wire wire, const std::vector<std::string>& fields, http::header_list& headers)
     -> std::optional<api::api_error> {
   if (fields.empty()) return std::nullopt;
@@ -91,9 +104,7 @@ auto gateway::check_unknown_fields(api::wire wire, const std::vector<std::string
   const char* api = wire == api::wire::anthropic ? "anthropic" : wire == api::wire::responses ? "responses" : "openai";
   std::string header;
   for (const auto& raw : fields) {
-    std::string name;
-    for (const char c : raw.substr(0, 64))
-      name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '?';
+    const auto name = header_safe(raw);
     header += (header.empty() ? "" : ", ") + name;
     bool fresh = false, known = false;
     prometheus::Family<prometheus::Counter>* family;
@@ -209,10 +220,11 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   const bool models = path == "/v1/models";
   const bool usage = path == "/v1/usage";
   const bool tokenize = path == "/tokenize", detokenize = path == "/detokenize";
+  const bool count = path == "/v1/messages/count_tokens";
   if (!completions && !chat && !messages_api && !responses_api && !stored_response && !stream && !models && !usage &&
-      !tokenize && !detokenize)
+      !tokenize && !detokenize && !count)
     return no_route();
-  if ((completions || chat || messages_api || responses_api || tokenize || detokenize) && !post)
+  if ((completions || chat || messages_api || responses_api || tokenize || detokenize || count) && !post)
     return wrong_method("POST");
   if (stored_response && !get && req.method != "DELETE") return wrong_method("GET, DELETE");
   if ((stream || models || usage) && !get) return wrong_method("GET");
@@ -262,6 +274,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   if (!fl || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
 
   if (tokenize || detokenize) return tokens(tokenize, req.body, *fl, client, headers);
+  if (count) return count_tokens(req.body, *fl, client, headers);
 
   if (stream) {
     if (!req.websocket)
@@ -279,6 +292,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   call.request_id = std::move(request_id);
   call.arrival = arrival;
   call.session = req.header("x-session-id");
+  if (call.session.empty()) call.session = req.header("x-claude-code-session-id");
   call.tier = req.header("x-troupe-tier");
   complete(call, client);
 }
@@ -329,6 +343,11 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   }
   auto& body = std::get<api::completion_request>(parsed);
   if (auto e = check_unknown_fields(call.wire, body.unknown_fields, headers)) return fail(*e);
+  if (!body.skipped_tools.empty()) { // hosted tools: not offered to the model (docs/api.md)
+    std::string names;
+    for (const auto& t : body.skipped_tools) names += (names.empty() ? "" : ", ") + header_safe(t);
+    headers.emplace_back("troupe-skipped-tools", std::move(names));
+  }
   if (!call.ws_id.empty()) { // a WebSocket request always streams (its events)
     body.stream = true;
     body.include_usage = false;
@@ -378,6 +397,15 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     if (spec->response_cache) sr.cache = cache_.get(); // (its key once the version is known, below)
   }
 
+  // Reasoning the client kept sealed (a thinking signature, encrypted_content):
+  // opened for the template; another key's, or altered, stays out.
+  for (auto& m : body.messages) {
+    if (m.reasoning_sealed.empty()) continue;
+    if (m.reasoning_content.empty())
+      if (auto text = options_.seal->open(m.reasoning_sealed)) m.reasoning_content = std::move(*text);
+    m.reasoning_sealed.clear();
+  }
+  sr.seal = options_.seal;
   sr.body = std::move(body);
   sr.request_id = call.request_id;
   sr.arrival = call.arrival;
@@ -406,6 +434,49 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   sr.headers = std::move(headers);
   sr.ws_id = call.ws_id;
   spawn_sink(sys_, std::move(ctx), &status_, client, std::move(sr));
+}
+
+// POST /v1/messages/count_tokens: a Messages body's prompt, as the model's
+// template renders it (tools, thinking, context edits), counted on one of
+// its tokenizers: {"input_tokens": n}.
+void gateway::count_tokens(std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
+                           const http::header_list& headers) {
+  const auto respond = [client, headers](int status, std::string json) {
+    auto h = headers;
+    h.emplace_back("Content-Type", "application/json");
+    client->respond(status, std::move(h), std::move(json));
+  };
+  const auto fail = [respond](const api::api_error& e) { respond(e.status, api::anthropic::error_body(e)); };
+  auto parsed = api::anthropic::parse_request(body, {}, true);
+  if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
+  auto& r = std::get<api::completion_request>(parsed);
+  const auto* model = r.model.empty() ? &fl.models.front() : fl.find(r.model);
+  if (!model) model = &fl.models.front(); // (Claude Code names Claude models: the default model counts)
+  std::shared_ptr<serving_context> ctx = model->stable;
+  encode_job job;
+  job.chat = true;
+  for (auto& m : r.messages) {
+    if (!m.reasoning_sealed.empty() && m.reasoning_content.empty())
+      if (auto text = options_.seal->open(m.reasoning_sealed)) m.reasoning_content = std::move(*text);
+    m.reasoning_sealed.clear();
+  }
+  job.messages = std::move(r.messages);
+  if (r.choice.what != api::tool_choice::mode::none) job.tools_json = std::move(r.tools_json);
+  job.template_kwargs_json = std::move(r.template_kwargs_json);
+  job.edits = r.anthropic.edits;
+  const auto& tokenizer = ctx->pick_tokenizer(job.num_bytes());
+  sys_.spawn([tokenizer, job = std::move(job), respond, fail](caf::event_based_actor* self) mutable {
+    self->request(tokenizer, caf::infinite, encode_atom_v, std::move(job))
+        .then(
+            [respond, fail](encoded& e) {
+              if (!e.error.empty()) return fail({400, e.error, "invalid_request_error", "messages", "invalid_value"});
+              std::string out = R"({"input_tokens":)" + std::to_string(e.num_tokens());
+              if (!e.applied_edits.empty())
+                out += R"(,"context_management":)" + api::anthropic::applied_edits_json(e.applied_edits);
+              respond(200, out + "}");
+            },
+            [fail](caf::error&) { fail({503, "the server is shutting down", "service_unavailable", "", "server_shutdown"}); });
+  });
 }
 
 // POST /tokenize (the prompt, or the messages through the model's template,

@@ -24,6 +24,7 @@
 
 #include "actors/http/http_server.hpp"
 #include "service/http/openai_api.hpp"
+#include "service/http/reasoning_seal.hpp"
 #include "actors/serving_context.hpp"
 #include "service/tenancy/response_cache.hpp"
 #include "service/tenancy/response_store.hpp"
@@ -65,6 +66,9 @@ struct gateway_options {
   /// once per name, troupe_unknown_fields_total, a troupe-unknown-fields
   /// response header.
   bool refuse_unknown_fields = false;
+  /// The key that seals reasoning for stateless clients (a thinking
+  /// signature, encrypted_content); null: a random one.
+  std::shared_ptr<const api::reasoning_seal> seal;
 };
 
 /// Which listener a request came in on.
@@ -112,6 +116,8 @@ private:
   /// "" when ready, else why not: every model (or `model`) has a replica ready.
   auto readiness(const fleet* f, const served_model* model) const -> std::string;
   /// POST /tokenize (tokenize) or /detokenize: parsed, then answered.
+  void count_tokens(std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
+                    const http::header_list& headers);
   void tokens(bool tokenize, std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
               const http::header_list& headers);
   /// A completion, from HTTP or a WebSocket: checks, then a sink.

@@ -57,7 +57,8 @@ auto inspect(Inspector& f, request_update& x) -> typename Inspector::result_type
     x.finished = static_cast<finish_reason>(reason);
     return caf::none;
   });
-  return f(caf::meta::type_name("request_update"), x.id, has, s, reason, x.prompt_logprobs, load);
+  return f(caf::meta::type_name("request_update"), x.id, has, s, reason, x.prompt_logprobs, x.num_cached_tokens,
+           x.num_cache_written_tokens, load);
 }
 
 template <class Inspector>

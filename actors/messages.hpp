@@ -2,6 +2,7 @@
 // The plain values actors send each other (besides the engine's own
 // scheduler_output / step_result / request_update).
 
+#include "engine/tokenizer/context_edits.hpp"
 #include "actors/http/http_server.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/scheduler_output.hpp"
@@ -46,6 +47,8 @@ struct encode_job {
   /// answer after the thinking block (reasoning_parser::grammar_after).
   std::string grammar;
   bool grammar_after_thinking = false;
+  /// chat: Anthropic's context editing, applied before the prompt is rendered.
+  context_edits edits;
 
   /// About the bytes the job reads: the text, or every message's fields and
   /// what the template writes around each, the tools, variables and grammar (a job's
@@ -74,6 +77,7 @@ struct encoded {
   /// The compiled grammar, held while the request runs: the replica's
   /// executor finds it in the shared cache, compiled.
   std::shared_ptr<grammar::compiled_grammar> compiled;
+  std::vector<applied_edit> applied_edits; ///< the job's context edits that cleared something, in order
 
   /// The prompt's tokens, or at least that many when counting stopped.
   auto num_tokens() const -> std::int64_t {

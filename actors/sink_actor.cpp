@@ -215,7 +215,8 @@ auto shown_controls(const sink_state& st) -> std::vector<token_id> {
 // n choices, each ended: the whole response (best_of: the n with the
 // highest mean token logprob, best first), or the stream's tail.
 auto answer_of_choices(sink_state& st, std::string batch) -> std::string {
-  const api::usage total{st.writer().prompt_tokens(), st.completion_tokens()};
+  auto total = st.writer().usage(); // (the prompt once, the first choice's cache figures)
+  total.completion_tokens = st.completion_tokens();
   if (st.writer().streaming()) return batch + st.writer().tail(total);
   std::vector<std::size_t> order(st.choices.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -331,6 +332,7 @@ void on_tokens(self_ptr self, request_update& u) {
       m.inter_token_latency->Observe(std::chrono::duration<double>(now - st.last_token).count());
     }
     st.last_token = now;
+    if (u.num_cached_tokens >= 0) w.set_cache(u.num_cached_tokens, u.num_cache_written_tokens);
     if (w.completion_tokens() == 0 && st.req.body.echo) {
       std::vector<api::token_logprob> lps;
       if (st.req.body.want_logprobs) {
@@ -478,7 +480,10 @@ void submit(self_ptr self, encoded& e) {
   r.sampling.max_tokens = st.req.body.max_tokens        ? *st.req.body.max_tokens
                           : st.ctx->default_max_tokens ? std::min(*st.ctx->default_max_tokens, left)
                                                        : left;
-  for (auto& c : st.choices) c.writer->set_prompt_tokens(n); // (usage counts the prompt once)
+  for (auto& c : st.choices) {
+    c.writer->set_prompt_tokens(n); // (usage counts the prompt once)
+    c.writer->set_applied_edits(e.applied_edits);
+  }
   if (st.req.ticket) st.req.ticket->charge_prompt(n, steady_now_s());
   if (st.choices.size() > 1) r.group = 1; // (choice_request names it)
   r = choice_request(r, 0);
@@ -671,6 +676,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
     h.index = static_cast<std::int32_t>(i);
     st.choices[i].writer.emplace(st.req.body, st.req.ws_id, std::move(h),
                                  tools ? std::string_view(st.ctx->support.tool_parser) : std::string_view());
+    st.choices[i].writer->set_seal(st.req.seal.get());
   }
   status->num_live_requests.fetch_add(1, std::memory_order_relaxed);
   self->attach_functor([status] { status->num_live_requests.fetch_sub(1, std::memory_order_relaxed); });
@@ -702,6 +708,7 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   job.chat = st.req.body.kind == api::endpoint::chat;
   if (st.req.body.choice.what != api::tool_choice::mode::none) job.tools_json = st.req.body.tools_json;
   job.template_kwargs_json = st.req.body.template_kwargs_json;
+  job.edits = st.req.body.anthropic.edits;
   if (job.chat)
     job.messages = std::move(st.req.body.messages);
   else

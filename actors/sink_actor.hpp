@@ -1,6 +1,7 @@
 #pragma once
 #include "actors/http/http_server.hpp"
 #include "service/http/openai_api.hpp"
+#include "service/http/reasoning_seal.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/serving_context.hpp"
 #include "service/tenancy/response_cache.hpp"
@@ -29,6 +30,7 @@ struct sink_request {
   const capability_route* route = nullptr;
   std::shared_ptr<const fleet> served;
   std::string tier; ///< x-troupe-tier
+  std::shared_ptr<const api::reasoning_seal> seal; ///< the server's key for sealed reasoning
 
   // The tenant (a tenants file configured; else the defaults below).
   std::shared_ptr<tenant_ticket> ticket; ///< its hold on the tenant: released when the sink ends

@@ -85,6 +85,51 @@ auto encode(const tokenizer& tok, const chat_template* chat, grammar::grammar_ca
   return out;
 }
 
+/// The job's prompt's tokens with these messages, or -1 where it cannot be rendered.
+auto count_tokens(const tokenizer& tok, const chat_template& chat, const encode_job& job,
+                  std::vector<chat_message> messages) -> std::int64_t {
+  encode_job j;
+  j.chat = true;
+  j.messages = std::move(messages);
+  j.add_generation_prompt = job.add_generation_prompt;
+  j.tools_json = job.tools_json;
+  j.template_kwargs_json = job.template_kwargs_json;
+  const auto e = encode_prompt(tok, &chat, j);
+  return e.error.empty() ? e.num_tokens() : -1;
+}
+
+/// Anthropic's context edits, in the request's order, on `messages`: each
+/// one that clears something, with the prompt's tokens it took away.
+auto apply_edits(const tokenizer& tok, const chat_template& chat, const encode_job& job,
+                 std::vector<chat_message>& messages) -> std::vector<applied_edit> {
+  std::vector<applied_edit> applied;
+  const auto& e = job.edits;
+  const auto thinking = [&] {
+    if (!e.clear_thinking) return;
+    auto after = messages;
+    const auto cleared = clear_thinking(after, e.keep_thinking_turns);
+    if (cleared == 0) return;
+    const auto before_n = count_tokens(tok, chat, job, messages), after_n = count_tokens(tok, chat, job, after);
+    applied.push_back({true, cleared, std::max<std::int64_t>(0, before_n - after_n)});
+    messages = std::move(after);
+  };
+  const auto tool_uses = [&] {
+    if (!e.clear_tool_uses) return;
+    const auto before_n = count_tokens(tok, chat, job, messages);
+    if (before_n <= e.trigger_tokens) return;
+    auto after = messages;
+    const auto cleared = clear_tool_uses(after, e);
+    const auto freed = before_n - count_tokens(tok, chat, job, after);
+    if (cleared == 0 || freed < e.clear_at_least) return;
+    applied.push_back({false, cleared, freed});
+    messages = std::move(after);
+  };
+  if (e.thinking_first) thinking();
+  tool_uses();
+  if (!e.thinking_first) thinking();
+  return applied;
+}
+
 auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode_job& job) -> encoded {
   encoded out;
   if (!job.chat && !job.prompt_tokens.empty()) {
@@ -105,10 +150,15 @@ auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode
     out.error = "the model has no chat template; set model.chat_template in the config";
     return out;
   }
+  std::vector<chat_message> edited;
+  if (job.edits.any()) {
+    edited = job.messages;
+    out.applied_edits = apply_edits(tok, *chat, job, edited);
+  }
   chat_request request;
   request.add_generation_prompt = job.add_generation_prompt;
   try { // (the messages' tool calls, the tools and the template's variables are JSON the template reads)
-    request.messages = messages_value(job.messages);
+    request.messages = messages_value(job.edits.any() ? edited : job.messages);
     if (!job.tools_json.empty()) request.tools = jinja::parse_json(job.tools_json, "tools");
     if (!job.template_kwargs_json.empty()) {
       const auto kwargs = jinja::parse_json(job.template_kwargs_json, "chat_template_kwargs");

@@ -10,7 +10,7 @@
 namespace troupe::cli {
 
 auto run_make_model(std::span<char* const> argv) -> int {
-  const args a(argv, {"preset", "out", "seed", "tokenizer", "hidden"}, {"small"});
+  const args a(argv, {"preset", "out", "seed", "tokenizer", "hidden", "eos-boost"}, {"small"});
   const auto preset = a.required("preset");
   const auto out = a.required("out");
   if (!preset_config(preset)) {
@@ -24,6 +24,8 @@ auto run_make_model(std::span<char* const> argv) -> int {
   o.small = a.has("small");
   if (a.has("hidden") && !o.small) throw usage_error("--hidden needs --small");
   o.small_hidden = a.integer("hidden", 64);
+  o.eos_boost = a.real("eos-boost", 0);
+  if (o.eos_boost < 0) throw usage_error("--eos-boost must be >= 0");
   make_model(preset, out, o);
   const std::string with = o.tokenizer_dir.empty() ? "" : " with the tokenizer of " + o.tokenizer_dir.string();
   std::printf("wrote %s%s model to %s%s\n", o.small ? "a small " : "", preset.c_str(), out.c_str(), with.c_str());

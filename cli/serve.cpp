@@ -324,6 +324,9 @@ auto run_serve(std::span<char* const> argv) -> int {
   go.response_cache_ttl_s = cfg.server.response_cache_ttl_s;
   go.responses_store_bytes = static_cast<std::size_t>(cfg.server.responses_store_bytes);
   go.refuse_unknown_fields = cfg.server.unknown_fields == "refuse";
+  go.seal = std::make_shared<const api::reasoning_seal>(cfg.server.reasoning_key_file.empty()
+                                                            ? api::reasoning_seal()
+                                                            : api::reasoning_seal::from_file(cfg.server.reasoning_key_file));
   go.responses_ttl_s = cfg.server.responses_ttl_s;
   go.websocket_max_buffered = static_cast<std::size_t>(cfg.server.websocket_max_buffered_bytes);
   go.metrics_elsewhere = cfg.server.metrics_port >= 0;

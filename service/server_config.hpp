@@ -64,6 +64,9 @@ struct server_section {
   std::int64_t response_cache_bytes = 64 << 20; ///< key "response_cache": >= 0 (0: off); for tenants that opt in
   double response_cache_ttl_s = 600.0;     ///< > 0
   std::int64_t responses_store_bytes = 64 << 20; ///< key "responses_store": >= 0 (0: off); POST /v1/responses' store
+  /// A file of 64 hex digits: the key that seals reasoning for stateless
+  /// clients (docs/api.md); "": a random key per start.
+  std::string reasoning_key_file;
   std::string unknown_fields = "accept";   ///< "accept" (shown: log, metric, header) or "refuse" (a 400)
   double responses_ttl_s = 3600.0;         ///< > 0: a stored response is kept this long
   std::int64_t websocket_max_buffered_bytes = 1 << 20; ///< key "websocket_max_buffered": >= 1024 unsent per socket

@@ -323,6 +323,10 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"server", "responses_store", byte_size(in(&c::server, &server_section::responses_store_bytes), 0),
        "POST /v1/responses: the responses kept (store: true) for previous_response_id and\n"
        "GET /v1/responses/{id}, per tenant; the least recently used go first past this; 0: off"},
+      {"server", "reasoning_key_file", text(in(&c::server, &server_section::reasoning_key_file)),
+       "a file of 64 hex digits: the key that seals reasoning handed to clients (Anthropic's thinking\n"
+       "signature, the Responses API's encrypted_content); \"\": a random key per start (servers that\n"
+       "share sessions share a file)"},
       {"server", "unknown_fields",
        text(in(&c::server, &server_section::unknown_fields), one_of("unknown_fields setting", {"accept", "refuse"})),
        "a request field in nobody's table (docs/api.md): \"accept\" it, shown (a warning once per name,\n"

@@ -429,6 +429,16 @@ void batch_scheduler::schedule_running(double now_s, bool decodes, std::int64_t&
   }
 }
 
+void batch_scheduler::cache_figures(const request& r, request_update& u) const {
+  // Every full block of the prompt is published to the prefix cache (when it
+  // is on); those past the cached ones are what this request wrote there.
+  const auto& o = kv_.options();
+  const auto prompt = static_cast<std::int32_t>(r.prompt.size());
+  u.num_cached_tokens = r.num_cached_tokens;
+  u.num_cache_written_tokens =
+      o.enable_prefix_caching ? std::max(0, prompt / o.block_size * o.block_size - r.num_cached_tokens) : 0;
+}
+
 auto batch_scheduler::update(const scheduler_output& step, const step_result& result)
     -> std::vector<request_update> {
   std::vector<request_update> updates;
@@ -465,6 +475,7 @@ void batch_scheduler::update(const scheduler_output& step, const step_result& re
     request* r = k < sampling.size() && sampling[k] != nullptr && sampling[k]->id == s.id ? sampling[k] : find_mut(s.id);
     if (r == nullptr || r->state != request_state::running) continue;
     request_update u{r->id, s.result, finish_reason::none, s.prompt_logprobs};
+    if (r->output.empty()) cache_figures(*r, u);
     // The sampled token, then those a grammar forces after it (jump-forward),
     // up to the first that ends the request; the update keeps those appended.
     auto& forced = u.token->forced;

@@ -66,6 +66,10 @@ struct request_update {
   std::optional<sample_result> token; ///< none: an abort without a token
   finish_reason finished = finish_reason::none;
   std::vector<sample_result> prompt_logprobs; ///< with the first token: sampled_token's
+  /// With the first token: the prompt's tokens found in the prefix cache at
+  /// admission, and those it then wrote there (its new full blocks); -1 on later updates.
+  std::int32_t num_cached_tokens = -1;
+  std::int32_t num_cache_written_tokens = -1;
 };
 
 /// The answer to submit(): 0 when queued, else an HTTP status and why.
@@ -145,6 +149,8 @@ public:
   void check_invariants() const;
 
 private:
+  /// The first update's prefix-cache figures (request_update::num_cached_tokens).
+  void cache_figures(const request& r, request_update& u) const;
   auto find_mut(request_id id) -> request*;
   auto stops_at(const request& r, token_id t) const -> bool; ///< t is a stop token id, or an EOS it heeds
   auto view_of(const request& r) const -> policy::request_view;

@@ -249,6 +249,23 @@ void copy_tokenizer(const fs::path& from, const fs::path& dir, model_config& con
   if (tok.eos_id() >= 0) config.eos_token_ids.push_back(tok.eos_id());
 }
 
+/// make_model_options::eos_boost's embedding (and head, when not tied).
+void brief_answers(const model_config& c, std::uint64_t seed, double boost, random_model_options& o) {
+  if (c.eos_token_ids.empty()) throw std::invalid_argument("eos_boost: the model has no EOS token");
+  const auto v = c.vocab_size, d = c.hidden_size;
+  std::vector<float> embed(static_cast<std::size_t>(v * d));
+  rng r(seed ^ 0x9e3779b97f4a7c15ULL);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  for (std::int64_t i = 0; i < v; ++i)
+    for (std::int64_t j = 0; j < d; ++j)
+      embed[static_cast<std::size_t>(i * d + j)] = static_cast<float>(j == 0 ? 8 * scale : scale * r.normal());
+  embed[static_cast<std::size_t>(c.eos_token_ids.front() * d)] += static_cast<float>(boost * 8 * scale);
+  if (!c.tie_word_embeddings) o.fixed["lm_head.weight"] = embed;
+  o.fixed["model.embed_tokens.weight"] = std::move(embed);
+  o.fixed["model.norm.weight"] = std::vector<float>(static_cast<std::size_t>(d), 1.0f);
+  o.residual_scale = 0.05;
+}
+
 } // namespace
 
 void make_model(std::string_view preset, const fs::path& dir, const make_model_options& options) {
@@ -282,6 +299,7 @@ void make_model(std::string_view preset, const fs::path& dir, const make_model_o
     o.fixed["model.norm.weight"] = std::vector<float>(static_cast<std::size_t>(config->hidden_size), 1.0f);
     o.residual_scale = 0.05;
   }
+  if (options.eos_boost > 0) brief_answers(*config, seed, options.eos_boost, o);
   write_random_model(dir, *config, o);
 }
 

@@ -245,8 +245,9 @@ auto messages_value(std::span<const chat_message> messages) -> jinja::value {
   for (const auto& m : messages) {
     jinja::object o;
     o.set("role", m.role);
-    if (m.null_content) o.set("content", jinja::value::none());
-    else o.set("content", m.content);
+    // An assistant's tool calls alone (null content) are "" to the template,
+    // as vLLM hands them: Qwen3's template, for one, fails on None.
+    o.set("content", m.content);
     if (!m.tool_calls_json.empty()) o.set("tool_calls", jinja::parse_json(m.tool_calls_json, "tool_calls"));
     if (!m.tool_call_id.empty()) o.set("tool_call_id", m.tool_call_id);
     if (!m.name.empty()) o.set("name", m.name);

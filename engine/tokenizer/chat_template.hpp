@@ -24,7 +24,8 @@ enum class chat_format { llama2, chatml, zephyr };
 struct chat_message {
   std::string role;    ///< "system", "user", "assistant" or "tool"
   std::string content;
-  bool null_content = false;   ///< an assistant's tool calls alone: content is null
+  /// An assistant's tool calls alone: content was null (the template gets "", as from vLLM).
+  bool null_content = false;
   /// An assistant's tool calls, a JSON array of {"id", "type": "function",
   /// "function": {"name", "arguments"}} with each arguments string that holds
   /// a JSON object given as that object (as templates read it); "" for none.
@@ -32,6 +33,9 @@ struct chat_message {
   std::string tool_call_id = {};      ///< a tool's answer: the call it answers
   std::string name = {};              ///< the optional "name" field
   std::string reasoning_content = {}; ///< an assistant's reasoning, for templates that show it
+  /// The API's sealed reasoning (a thinking signature, encrypted_content),
+  /// opened into reasoning_content by the server before the template sees it.
+  std::string reasoning_sealed = {};
 };
 
 /// "llama-2" / "llama2", "chatml", "zephyr" / "tinyllama"; nullopt otherwise.

@@ -5,6 +5,7 @@
 
 #include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/chat_template.hpp"
+#include "engine/tokenizer/context_edits.hpp"
 #include "engine/core/types.hpp"
 #include "service/tools/tool_parser.hpp"
 
@@ -62,6 +63,20 @@ struct responses_fields {
   std::string format_json = R"({"type":"text"})"; ///< text.format as given
   std::string metadata_json = "{}";
   std::string reasoning_effort;     ///< reasoning.effort as given, "" for none
+  std::string reasoning_summary;    ///< reasoning.summary as given, "" for none
+  /// include: ["reasoning.encrypted_content"]: reasoning items carry encrypted_content.
+  bool include_encrypted = false;
+  std::vector<std::string> namespaces; ///< namespace tools: a call named "ns.f" is f in ns
+};
+
+/// What a Messages API request (POST /v1/messages) carries besides its chat
+/// request.
+struct anthropic_fields {
+  bool omit_thinking = false; ///< thinking.display "omitted": thinking blocks carry no text, only their signature
+  context_edits edits;        ///< context_management's edits
+  /// Tools with defer_loading (offered once a tool_reference names them),
+  /// and the names tool_result blocks reference.
+  std::vector<std::string> deferred_tools, referenced_tools;
 };
 
 /// One request, validated. Exactly one of prompt / prompt_tokens / messages
@@ -98,6 +113,13 @@ struct completion_request {
   std::int32_t n = 1;
   std::int32_t best_of = 1;
   responses_fields responses; ///< wire responses only
+  anthropic_fields anthropic; ///< wire anthropic only
+  /// The client's own key for its session (prompt_cache_key): the session
+  /// affinity routes by it when no session header is given.
+  std::string cache_key;
+  /// Hosted tools given (web_search...), which cannot run here: not offered
+  /// to the model, and named in a response header.
+  std::vector<std::string> skipped_tools;
   /// Top-level fields in nobody's table (docs/api.md), in order: the
   /// gateway accepts them, visibly, or refuses the first
   /// (server.unknown_fields).
@@ -138,6 +160,11 @@ constexpr std::int32_t max_choices = 128;
 struct usage {
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
+  /// Of the prompt's tokens: those found in the prefix cache (OpenAI's
+  /// cached_tokens, Anthropic's cache_read_input_tokens), and those it wrote
+  /// there, its new full blocks (Anthropic's cache_creation_input_tokens).
+  std::int64_t cached_tokens = 0;
+  std::int64_t cache_written_tokens = 0;
 };
 
 /// One sampled token and what the model thought of it.

@@ -155,7 +155,9 @@ void add_usage(std::string& out, const usage& u) {
   add_int(out, u.completion_tokens);
   out += ",\"total_tokens\":";
   add_int(out, u.prompt_tokens + u.completion_tokens);
-  out += '}';
+  out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
+  add_int(out, u.cached_tokens);
+  out += "}}";
 }
 
 /// A choice opens with its index: {"index":i,

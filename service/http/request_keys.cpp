@@ -9,6 +9,7 @@ namespace troupe::api {
 auto session_key(const completion_request& r, const std::string& session) -> std::uint64_t {
   std::string key = session;
   if (!key.empty()) key = "s:" + key;
+  else if (!r.cache_key.empty()) key = "c:" + r.cache_key;
   else if (!r.user.empty()) key = "u:" + r.user;
   else if (!r.messages.empty())
     for (const auto& m : r.messages) {

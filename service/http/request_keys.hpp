@@ -12,7 +12,9 @@
 
 namespace troupe::api {
 
-/// The session key: x-session-id (`session`), else the OpenAI user, else the
+/// The session key: a session header (`session`: x-session-id, else Claude
+/// Code's x-claude-code-session-id), else the client's prompt_cache_key,
+/// else the user (OpenAI's user, Anthropic's metadata.user_id), else the
 /// conversation's opening (its messages up to the first user message, which
 /// every later turn repeats; or the prompt's start), hashed.
 auto session_key(const completion_request& r, const std::string& session) -> std::uint64_t;

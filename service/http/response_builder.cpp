@@ -37,14 +37,27 @@ void response_builder::event(std::string& out, std::string_view type, std::strin
   out += "}\n\n";
 }
 
+auto response_builder::called(std::string_view name) const -> std::string {
+  // A namespace tool's function, "ns.f" to the model: {"namespace": "ns", "name": "f"}.
+  for (const auto& ns : echo_.namespaces)
+    if (name.size() > ns.size() + 1 && name.starts_with(ns) && name[ns.size()] == '.')
+      return R"(,"namespace":)" + json_string(ns) + R"(,"name":)" + json_string(name.substr(ns.size() + 1));
+  return R"(,"name":)" + json_string(name);
+}
+
 auto response_builder::item_json(const item& it, bool complete) const -> std::string {
   const std::string status = it.done ? (complete ? "completed" : "incomplete") : "in_progress";
   std::string out = R"({"id":)" + json_string(it.id);
   switch (it.what) {
   case item::kind::reasoning:
-    out += R"(,"type":"reasoning","summary":[],"content":[)";
+    // troupe has no summarizer: a summary asked for is the reasoning itself.
+    out += R"(,"type":"reasoning","summary":[)";
+    if (it.done && !echo_.reasoning_summary.empty())
+      out += R"({"type":"summary_text","text":)" + json_string(it.text) + "}";
+    out += R"(],"content":[)";
     if (it.done) out += R"({"type":"reasoning_text","text":)" + json_string(it.text) + "}";
     out += "]";
+    if (it.done && echo_.include_encrypted && seal_) out += R"(,"encrypted_content":)" + json_string(seal_->seal(it.text));
     break;
   case item::kind::message:
     out += R"(,"type":"message","status":")" + status + R"(","role":"assistant","content":[)";
@@ -54,7 +67,7 @@ auto response_builder::item_json(const item& it, bool complete) const -> std::st
     break;
   case item::kind::function_call:
     out += R"(,"type":"function_call","status":")" + status + R"(","call_id":)" + json_string(it.call_id) +
-           R"(,"name":)" + json_string(it.name) + R"(,"arguments":)" + json_string(it.text);
+           called(it.name) + R"(,"arguments":)" + json_string(it.text);
     break;
   }
   return out + "}";
@@ -75,14 +88,15 @@ auto response_builder::response_json(std::string_view status, std::string_view f
          (echo_.previous_response_id.empty() ? std::string("null") : json_string(echo_.previous_response_id));
   out += R"(,"reasoning":{"effort":)" +
          (echo_.reasoning_effort.empty() ? std::string("null") : json_string(echo_.reasoning_effort)) +
-         R"(,"summary":null},"store":)" + (echo_.store ? "true" : "false");
+         R"(,"summary":)" + (echo_.reasoning_summary.empty() ? std::string("null") : json_string(echo_.reasoning_summary)) +
+         R"(},"store":)" + (echo_.store ? "true" : "false");
   out += R"(,"temperature":)" + number(temperature_) + R"(,"text":{"format":)" + echo_.format_json + "}";
   out += R"(,"tool_choice":)" + echo_.tool_choice_json + R"(,"tools":)" + echo_.tools_json;
   out += R"(,"top_p":)" + number(top_p_) + R"(,"truncation":"disabled","usage":)";
   if (u) {
     std::int64_t reasoning_tokens = 0; // (not counted apart: the text is split, not the tokens)
     out += R"({"input_tokens":)" + std::to_string(u->prompt_tokens) +
-           R"(,"input_tokens_details":{"cached_tokens":0},"output_tokens":)" + std::to_string(u->completion_tokens) +
+           R"(,"input_tokens_details":{"cached_tokens":)" + std::to_string(u->cached_tokens) + R"(},"output_tokens":)" + std::to_string(u->completion_tokens) +
            R"(,"output_tokens_details":{"reasoning_tokens":)" + std::to_string(reasoning_tokens) +
            R"(},"total_tokens":)" + std::to_string(u->prompt_tokens + u->completion_tokens) + "}";
   } else {
@@ -144,7 +158,7 @@ void response_builder::close(std::string& batch, bool complete) {
     break;
   case item::kind::function_call:
     event(batch, "response.function_call_arguments.done",
-          where + R"(,"name":)" + json_string(it.name) + R"(,"arguments":)" + json_string(it.text));
+          where + called(it.name) + R"(,"arguments":)" + json_string(it.text));
     break;
   }
   event(batch, "response.output_item.done", R"("output_index":)" + index + R"(,"item":)" + item_json(it, complete));

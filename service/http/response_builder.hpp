@@ -4,6 +4,7 @@
 // come, and the typed SSE events that tell them when streamed.
 
 #include "service/http/openai_api.hpp"
+#include "service/http/reasoning_seal.hpp"
 #include "service/tools/tool_parser.hpp"
 
 #include <cstdint>
@@ -23,6 +24,8 @@ public:
   response_builder(const completion_request& body, response_head head, bool stream);
 
   void set_model(std::string model) { head_.model = std::move(model); }
+  /// The server's key, for reasoning items' encrypted_content (include: reasoning.encrypted_content).
+  void set_seal(const reasoning_seal* seal) { seal_ = seal; }
   /// Back to nothing written (a retry on another replica).
   void reset() {
     sequence_ = 0;
@@ -64,6 +67,8 @@ private:
   auto open(std::string& batch, item::kind k, std::string_view call_id = {}, std::string_view name = {}) -> item&;
   void close(std::string& batch, bool complete);
   auto item_json(const item& it, bool complete) const -> std::string;
+  /// A call's ,"name" (and ,"namespace") fields.
+  auto called(std::string_view name) const -> std::string;
   auto response_json(std::string_view status, std::string_view finish_reason, const usage* u, bool complete) const
       -> std::string;
 
@@ -77,6 +82,7 @@ private:
   std::int64_t sequence_ = 0;
   std::vector<item> items_;
   std::string final_json_;
+  const reasoning_seal* seal_ = nullptr;
 };
 
 } // namespace troupe::api::responses

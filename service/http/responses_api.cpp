@@ -48,7 +48,7 @@ auto read_content(od::value& v, const std::string& path, std::string& out) -> pr
 
 /// One input item.
 auto read_item(od::object& o, const std::string& path, conversation& c) -> problem {
-  std::string type, role, call_id, name, arguments, output, content, reasoning;
+  std::string type, role, call_id, name, arguments, output, content, reasoning, ns, sealed;
   bool has_content = false, has_output = false, has_arguments = false;
   if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
         const auto f = path + "." + std::string(k);
@@ -77,6 +77,8 @@ auto read_item(od::object& o, const std::string& path, conversation& c) -> probl
           return {};
         }
         if (k == "call_id") return read_string(x, f, f, call_id);
+        if (k == "namespace") return read_string(x, f, f, ns);
+        if (k == "encrypted_content") return read_string(x, f, f, sealed);
         if (k == "name") return read_string(x, f, f, name);
         if (k == "arguments") {
           has_arguments = true;
@@ -89,7 +91,7 @@ auto read_item(od::object& o, const std::string& path, conversation& c) -> probl
           if (t == od::json_type::string) return read_string(x, f, f, output);
           return read_content(x, f, output);
         }
-        if (k == "id" || k == "status" || k == "encrypted_content") return check_json(x, 1);
+        if (k == "id" || k == "status") return check_json(x, 1);
         return error("unknown_parameter", f, "unknown parameter " + f);
       }))
     return p;
@@ -112,7 +114,7 @@ auto read_item(od::object& o, const std::string& path, conversation& c) -> probl
     if (name.empty()) return error("missing_field", path + ".name", path + ".name is missing");
     if (!has_arguments) return error("missing_field", path + ".arguments", path + ".arguments is missing");
     c.assistant();
-    c.calls.push_back(tool_fields::tool_call_json(call_id, name, arguments));
+    c.calls.push_back(tool_fields::tool_call_json(call_id, ns.empty() ? name : ns + "." + name, arguments));
     return {};
   }
   if (type == "function_call_output") {
@@ -126,6 +128,7 @@ auto read_item(od::object& o, const std::string& path, conversation& c) -> probl
   if (type == "reasoning") {
     auto& m = c.assistant();
     m.reasoning_content += content.empty() ? reasoning : content;
+    if (content.empty() && !sealed.empty()) m.reasoning_sealed += sealed; // (the gateway opens it)
     return {};
   }
   return error("invalid_value", path + ".type",
@@ -261,15 +264,34 @@ auto read_reasoning(od::value& v, completion_request& r) -> problem {
       return {};
     }
     if (k == "summary" || k == "generate_summary") {
-      std::string summary;
+      auto& summary = r.responses.reasoning_summary;
       if (auto p = read_string(x, "reasoning.summary", "reasoning.summary", summary)) return p;
-      // troupe gives the reasoning itself (reasoning_text), never a summary.
+      // troupe has no summarizer: the summary is the reasoning itself (docs/api.md).
       return summary == "auto" || summary == "concise" || summary == "detailed"
                  ? problem{}
                  : error("invalid_value", "reasoning.summary", "reasoning.summary must be auto, concise or detailed");
     }
     return error("unknown_parameter", "reasoning", "unknown parameter reasoning." + std::string(k));
   });
+}
+
+/// include: "reasoning.encrypted_content" (reasoning items carry their
+/// text sealed by the server's key, for a client that stores nothing:
+/// docs/api.md); "message.output_text.logprobs" is not served.
+auto read_include(od::value& v, completion_request& r) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "include", "include", "an array of strings");
+  for (auto item : items) {
+    od::value x;
+    if (auto e = item.get(x)) return bad_json(e);
+    std::string what;
+    if (auto p = read_string(x, "include", "include", what)) return p;
+    if (what == "reasoning.encrypted_content") r.responses.include_encrypted = true;
+    else
+      return error("unsupported_parameter", "include",
+                   "include \"" + what + "\" is not supported (\"reasoning.encrypted_content\" is)");
+  }
+  return {};
 }
 
 auto not_supported(std::string_view param, std::string why) -> api_error {
@@ -285,6 +307,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
   r.sampling = defaults;
   bool has_input = false, has_choice = false;
   output_constraint constraint;
+  tool_fields::flat_tools tools;
   std::vector<chat_message> input;
   if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
         if (key == "model") return read_string(v, key, key, r.model);
@@ -311,8 +334,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
           return {};
         }
         if (key == "tools") // (kept as given too, for the response object)
-          return tool_fields::read_flat_tools(v, tool_fields::responses_tools, r.tools, r.tools_json,
-                                              &r.responses.tools_json);
+          return tool_fields::read_flat_tools(v, tool_fields::responses_tools, r.tools, tools, &r.responses.tools_json);
         if (key == "tool_choice") {
           has_choice = true;
           return read_tool_choice(v, r);
@@ -337,12 +359,18 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
           if (auto p = read_bool(v, key, background)) return p;
           return background ? not_supported(key, "true is not supported") : problem{};
         }
-        if (key == "include" || key == "top_logprobs" || key == "conversation" || key == "prompt") {
+        if (key == "include") return read_include(v, r);
+        if (key == "prompt_cache_key") return read_string(v, key, key, r.cache_key);
+        if (key == "client_metadata") {
+          std::string ignored; // (Codex's turn ids: about the client, not the answer)
+          return read_raw_object(v, key, key, ignored);
+        }
+        if (key == "top_logprobs" || key == "conversation" || key == "prompt") {
           if (auto p = check_json(v, 1)) return p;
           return not_supported(key, "is not supported yet");
         }
         // Optional and without effect on the text, as chat's (docs/api.md).
-        if (key == "service_tier" || key == "prompt_cache_key" || key == "safety_identifier") return check_json(v, 1);
+        if (key == "service_tier" || key == "safety_identifier") return check_json(v, 1);
         if (auto p = check_json(v, 1)) return p;
         r.unknown_fields.emplace_back(key);
         return {};
@@ -352,6 +380,9 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
   if (r.responses.has_instructions) r.messages.push_back({"system", r.responses.instructions});
   for (auto& m : input) r.messages.push_back(std::move(m));
   if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
+  r.skipped_tools = std::move(tools.skipped);
+  r.responses.namespaces = std::move(tools.namespaces);
+  if (!tools.tools.empty()) r.tools_json = tool_fields::chat_tools_json(tools.tools, {});
   if (r.tools.empty()) {
     if (has_choice && r.choice.what != tool_choice::mode::none)
       return error("invalid_value", "tool_choice", "tool_choice needs tools");

@@ -22,7 +22,9 @@ stream_writer::stream_writer(const api::completion_request& body, std::string ws
     head_(std::move(head)),
     want_logprobs_(body.want_logprobs),
     tool_family_(tool_parser),
-    wire_(body.wire) {
+    wire_(body.wire),
+    edits_asked_(body.anthropic.edits.any()),
+    omit_thinking_(body.anthropic.omit_thinking) {
   if (wire_ == api::wire::responses)
     responses_ = std::make_unique<api::responses::response_builder>(body, head_, streaming());
   restart();
@@ -49,6 +51,13 @@ void stream_writer::named_event(std::string& out, std::string_view name, std::st
 
 void stream_writer::close_block(std::string& batch) {
   if (block_ == 0) return;
+  if (block_ == 2) { // a thinking block ends with its signature: the text, sealed
+    named_event(batch, "content_block_delta",
+                R"({"type":"content_block_delta","index":)" + std::to_string(block_index_) +
+                    R"(,"delta":{"type":"signature_delta","signature":)" +
+                    api::json_string(seal_ ? seal_->seal(block_thinking_) : std::string()) + "}}");
+    block_thinking_.clear();
+  }
   named_event(batch, "content_block_stop",
               R"({"type":"content_block_stop","index":)" + std::to_string(block_index_) + "}");
   block_ = 0;
@@ -72,8 +81,8 @@ auto stream_writer::opening() const -> std::string {
     std::string out;
     std::string head = R"({"type":"message_start","message":{"id":)" + api::json_string("msg_" + head_.id) +
                        R"(,"type":"message","role":"assistant","model":)" + api::json_string(head_.model) +
-                       R"(,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":)" +
-                       std::to_string(prompt_tokens_) + R"(,"output_tokens":0}}})";
+                       R"(,"content":[],"stop_reason":null,"stop_sequence":null,"usage":)" +
+                       api::anthropic::usage_json(usage(), true) + "}}";
     named_event(out, "message_start", head);
     return out;
   }
@@ -108,6 +117,8 @@ void stream_writer::reasoning(std::string& batch, std::string_view text) {
     responses_->reasoning(batch, text);
   } else if (wire_ == api::wire::anthropic && stream_) {
     if (block_ != 2) open_block(batch, 2, R"({"type":"thinking","thinking":"","signature":""})");
+    block_thinking_ += text;
+    if (omit_thinking_) return; // (display "omitted": the signature alone carries it)
     named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" + std::to_string(block_index_) +
                                                   R"(,"delta":{"type":"thinking_delta","thinking":)" +
                                                   api::json_string(text) + "}}");
@@ -196,7 +207,7 @@ auto stream_writer::final_reason(std::string_view finish_reason) const -> std::s
 auto stream_writer::closing(std::string batch, std::string_view reason, bool tail) -> std::string {
   flush_parsers(batch);
   const auto finish_reason = final_reason(reason);
-  if (responses_) return responses_->closing(std::move(batch), finish_reason, {prompt_tokens_, completion_tokens_});
+  if (responses_) return responses_->closing(std::move(batch), finish_reason, usage());
   if (wire_ == api::wire::anthropic) {
     if (block_index_ < 0) open_block(batch, 1, R"({"type":"text","text":""})");
     close_block(batch);
@@ -204,7 +215,9 @@ auto stream_writer::closing(std::string batch, std::string_view reason, bool tai
                 R"({"type":"message_delta","delta":{"stop_reason":)" +
                     api::json_string(api::anthropic::stop_reason(finish_reason, !stop_sequence_.empty())) +
                     R"(,"stop_sequence":)" + (stop_sequence_.empty() ? std::string("null") : api::json_string(stop_sequence_)) +
-                    R"(},"usage":{"output_tokens":)" + std::to_string(completion_tokens_) + "}}");
+                    R"(},"usage":)" + api::anthropic::usage_json(usage(), true) +
+                    (edits_asked_ ? R"(,"context_management":)" + api::anthropic::applied_edits_json(applied_edits_) : std::string()) +
+                    "}");
     named_event(batch, "message_stop", R"({"type":"message_stop"})");
     return batch;
   }
@@ -216,7 +229,7 @@ auto stream_writer::closing(std::string batch, std::string_view reason, bool tai
     return batch;
   }
   event(batch, api::stream_chunk(kind_, head_, "", finish_reason, nullptr, text_offset_, false, include_usage_));
-  return tail ? batch + this->tail({prompt_tokens_, completion_tokens_}) : batch;
+  return tail ? batch + this->tail(usage()) : batch;
 }
 
 auto stream_writer::tail(const api::usage& u) const -> std::string {
@@ -229,22 +242,22 @@ auto stream_writer::whole(std::string_view reason) -> std::string {
   if (responses_) {
     std::string ignored;
     flush_parsers(ignored);
-    return responses_->whole(final_reason(reason), {prompt_tokens_, completion_tokens_});
+    return responses_->whole(final_reason(reason), usage());
   }
   if (wire_ == api::wire::anthropic) {
     std::string ignored;
     flush_parsers(ignored);
     return api::anthropic::message(head_, text_, reasoning_text_, calls_, final_reason(reason), stop_sequence_,
-                                   {prompt_tokens_, completion_tokens_});
+                                   usage(), {omit_thinking_, seal_, edits_asked_ ? &applied_edits_ : nullptr});
   }
   if (tools_ || reasoning_) {
     std::string ignored;
     flush_parsers(ignored);
     return api::chat_response(head_, text_, reasoning_text_, calls_, final_reason(reason),
-                              want_logprobs_ ? &logprobs_ : nullptr, {prompt_tokens_, completion_tokens_});
+                              want_logprobs_ ? &logprobs_ : nullptr, usage());
   }
   return api::full_response(kind_, head_, text_, reason, want_logprobs_ ? &logprobs_ : nullptr,
-                            {prompt_tokens_, completion_tokens_});
+                            usage());
 }
 
 auto stream_writer::error_closing(const api::api_error& e) const -> std::string {
@@ -271,6 +284,7 @@ void stream_writer::restart() {
   stop_sequence_.clear();
   block_ = 0;
   block_index_ = -1;
+  block_thinking_.clear();
   if (reasoning_) reasoning_ = std::make_unique<tools::reasoning_parser>(reasoning_inside_);
   if (responses_) responses_->reset();
   if (!tool_family_.empty()) {

@@ -44,9 +44,23 @@ public:
   void start_reasoning(bool inside);
 
   void set_prompt_tokens(std::int64_t n) { prompt_tokens_ = n; }
+  /// The server's key, for sealed reasoning (Anthropic's thinking signature,
+  /// the Responses API's encrypted_content).
+  void set_seal(const api::reasoning_seal* seal) {
+    seal_ = seal;
+    if (responses_) responses_->set_seal(seal);
+  }
+  /// Anthropic's context edits as the prompt got them (context_management.applied_edits).
+  void set_applied_edits(std::vector<applied_edit> edits) { applied_edits_ = std::move(edits); }
   /// The stop string that ended the answer (Anthropic's stop_sequence).
   void set_stop_sequence(std::string s) { stop_sequence_ = std::move(s); }
   auto prompt_tokens() const -> std::int64_t { return prompt_tokens_; }
+  /// The prompt's prefix-cache figures (api::usage), from its first update.
+  void set_cache(std::int64_t cached, std::int64_t written) {
+    cached_tokens_ = cached;
+    cache_written_tokens_ = written;
+  }
+  auto usage() const -> api::usage { return {prompt_tokens_, completion_tokens_, cached_tokens_, cache_written_tokens_}; }
   /// One more generated token (before its text is added).
   void count_token() { ++completion_tokens_; }
   auto completion_tokens() const -> std::int64_t { return completion_tokens_; }
@@ -105,7 +119,7 @@ private:
   bool stream_, include_usage_;
   std::string ws_id_;
   api::response_head head_;
-  std::int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
+  std::int64_t prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0, cache_written_tokens_ = 0;
   std::int64_t text_offset_ = 0;            ///< code points in the settled tokens' bytes
   std::string text_;                        ///< the whole text (not streamed)
   std::vector<api::token_logprob> logprobs_; ///< not streamed, when asked
@@ -119,6 +133,11 @@ private:
   std::string reasoning_text_;                ///< not streamed: the reasoning
   api::wire wire_ = api::wire::openai;
   std::string stop_sequence_;
+  bool edits_asked_ = false; ///< Anthropic: context_management given (its applied_edits are written)
+  bool omit_thinking_ = false; ///< Anthropic: thinking.display "omitted"
+  std::vector<applied_edit> applied_edits_;
+  const api::reasoning_seal* seal_ = nullptr;
+  std::string block_thinking_; ///< Anthropic's stream: the open thinking block's text (its signature seals it)
   int block_ = 0;        ///< Anthropic's stream: the open block's kind (0: none, 1 text, 2 thinking, 3 tool_use)
   int block_index_ = -1; ///< and its index
   std::unique_ptr<api::responses::response_builder> responses_; ///< wire responses: its items and events

@@ -1,5 +1,7 @@
 #include "service/http/tool_fields.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
 namespace troupe::api::tool_fields {
@@ -58,48 +60,100 @@ auto read_tools(od::value& v, std::string_view key, std::string& raw_out, std::v
   return {};
 }
 
-auto read_flat_tools(od::value& v, const flat_tool_shape& shape, std::vector<tool_spec>& specs, std::string& chat_json,
-                     std::string* raw) -> problem {
-  od::array items;
-  if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
-  if (raw)
-    if (auto p = array_text(items, "tools", *raw)) return p;
-  std::string json = "[";
-  std::size_t i = 0;
+namespace {
+
+struct flat_reader {
+  const flat_tool_shape& shape;
+  std::vector<tool_spec>& specs;
+  flat_tools& out;
   std::set<std::string> names;
-  for (auto item : items) {
-    const auto at = "tools[" + std::to_string(i) + "]";
-    od::object t;
-    if (auto e = item.get_object().get(t)) return failed(e, at, at, "a tool");
+
+  auto items(od::array& items, const std::string& path, std::string_view prefix) -> problem {
+    std::size_t i = 0;
+    for (auto item : items) {
+      const auto at = path + "[" + std::to_string(i++) + "]";
+      od::object t;
+      if (auto e = item.get_object().get(t)) return failed(e, at, at, "a tool");
+      if (auto p = tool(t, at, prefix)) return p;
+    }
+    return {};
+  }
+
+  auto tool(od::object& t, const std::string& at, std::string_view prefix) -> problem {
     tool_spec spec;
     std::string description, type = shape.type_optional ? std::string(shape.type) : std::string();
+    bool deferred = false;
+    std::optional<od::array> inner;
     if (auto p = for_each_field(t, [&](std::string_view k, od::value& x) -> problem {
           const auto f = at + "." + std::string(k);
           if (k == "type") return read_string(x, f, f, type);
           if (k == "name") return read_string(x, f, f, spec.name);
           if (k == "description") return read_string(x, f, f, description);
+          if (k == "defer_loading") return read_bool(x, f, deferred);
           if (k == shape.schema) return read_raw_object(x, f, f, spec.parameters);
-          return check_json(x, 1); // strict (the grammar always is), cache_control
+          if (k == "tools" && prefix.empty() && &shape == &responses_tools) {
+            if (auto e = x.get_array().get(inner.emplace())) return failed(e, f, f, "an array of tools");
+            return namespace_tools(*inner, f, spec.name);
+          }
+          return check_json(x, 1); // strict (the grammar always is), cache_control...
         }))
       return p;
-    if (type != shape.type)
-      return error("invalid_value", at + ".type",
-                   at + ".type \"" + type + "\" is not supported (" + std::string(shape.others) + "); " +
-                       std::string(shape.type) + " tools are");
+    if (type == "namespace" && inner) {
+      if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
+      out.namespaces.push_back(spec.name);
+      return {};
+    }
+    if (type != shape.type) {
+      if (type == "custom" || !prefix.empty())
+        return error("invalid_value", at + ".type",
+                     at + ".type \"" + type + "\" is not supported; " + std::string(shape.type) + " tools are");
+      out.skipped.push_back(type); // a hosted tool: not offered (docs/api.md)
+      return {};
+    }
     if (spec.name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
     if (shape.schema_required && spec.parameters.empty()) {
       const auto schema_at = at + "." + std::string(shape.schema);
       return error("missing_field", schema_at, schema_at + " is missing");
     }
+    if (!prefix.empty()) spec.name = std::string(prefix) + "." + spec.name;
     if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
-    json += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":)") + json_string(spec.name) +
-            R"(,"description":)" + json_string(description) + R"(,"parameters":)" +
-            (spec.parameters.empty() ? std::string(R"({"type":"object","properties":{}})") : spec.parameters) + "}}";
+    out.tools.push_back({spec.name,
+                         R"({"type":"function","function":{"name":)" + json_string(spec.name) + R"(,"description":)" +
+                             json_string(description) + R"(,"parameters":)" +
+                             (spec.parameters.empty() ? std::string(R"({"type":"object","properties":{}})") : spec.parameters) +
+                             "}}",
+                         deferred});
     specs.push_back(std::move(spec));
-    ++i;
+    return {};
   }
-  chat_json = json + "]";
-  return {};
+
+  /// A namespace's functions: read after its name (which may come after them).
+  auto namespace_tools(od::array& inner, const std::string& at, const std::string& name) -> problem {
+    if (name.empty()) return error("missing_field", at, "a namespace tool's name must come before its tools");
+    return items(inner, at, name);
+  }
+};
+
+} // namespace
+
+auto read_flat_tools(od::value& v, const flat_tool_shape& shape, std::vector<tool_spec>& specs, flat_tools& out,
+                     std::string* raw) -> problem {
+  od::array items;
+  if (auto e = v.get_array().get(items)) return failed(e, "tools", "tools", "an array of tools");
+  if (raw)
+    if (auto p = array_text(items, "tools", *raw)) return p;
+  flat_reader reader{shape, specs, out, {}};
+  return reader.items(items, "tools", {});
+}
+
+auto chat_tools_json(const std::vector<flat_tool>& tools, const std::vector<std::string>& referenced) -> std::string {
+  std::string json = "[";
+  for (const auto& t : tools) {
+    if (t.deferred && std::find(referenced.begin(), referenced.end(), t.name) == referenced.end()) continue;
+    if (json.size() > 1) json += ',';
+    json += t.chat_json;
+  }
+  return json + "]";
 }
 
 auto read_tool_choice(od::value& v, tool_choice& out) -> problem {

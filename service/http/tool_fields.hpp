@@ -36,13 +36,37 @@ inline constexpr flat_tool_shape messages_tools{
 inline constexpr flat_tool_shape responses_tools{
     .type = "function", .type_optional = false, .schema = "parameters", .schema_required = false, .others = "a built-in tool"};
 
-/// tools in that shape: each tool's name and schema into `specs`, and all of
-/// them written as chat's function tools (`chat_json`) for the chat template.
-/// Another type, a missing name or required schema, a repeated name, a schema
-/// that is not an object: 400s naming the field. Other fields are skipped.
-/// `raw` (may be null) gets the array's own text.
+/// One tool as read: its name as the model calls it, its entry in chat's
+/// tools (the template's), and whether it is deferred (defer_loading: the
+/// template lists it only once a tool_reference names it).
+struct flat_tool {
+  std::string name, chat_json;
+  bool deferred = false;
+};
+
+/// What read_flat_tools gives: the tools, and the hosted tools' types
+/// (web_search, web_search_20250305...), which troupe cannot run: they are
+/// not offered to the model (docs/api.md).
+struct flat_tools {
+  std::vector<flat_tool> tools;
+  std::vector<std::string> skipped;
+  std::vector<std::string> namespaces; ///< Responses' namespace tools: their names
+};
+
+/// tools in that shape: each tool's name and schema into `specs`, and each
+/// one's chat entry into `out`. A Responses `namespace` tool ({"name",
+/// "description", "tools": [functions]}) gives its functions as
+/// "namespace.function". A tool of another type is a hosted one (skipped),
+/// but Responses' "custom" tools (run by the client: refused). A missing
+/// name or required schema, a repeated name, a schema that is not an
+/// object: 400s naming the field. Other fields are skipped. `raw` (may be
+/// null) gets the array's own text.
 auto read_flat_tools(json_reader::od::value& v, const flat_tool_shape& shape, std::vector<tool_spec>& specs,
-                     std::string& chat_json, std::string* raw = nullptr) -> json_reader::problem;
+                     flat_tools& out, std::string* raw = nullptr) -> json_reader::problem;
+
+/// Chat's tools array (for the template) of the tools not deferred and of
+/// the deferred ones that `referenced` names.
+auto chat_tools_json(const std::vector<flat_tool>& tools, const std::vector<std::string>& referenced) -> std::string;
 
 /// tool_choice: "none", "auto", "required", or {"type": "function",
 /// "function": {"name"}}.
