@@ -20,11 +20,14 @@ packages=(
 # The test tooling from npm, pinned by each package-lock.json: the chat
 # page's browser test drives Debian's chromium with playwright-core
 # (tests/browser); the tokenizer and template tests judge troupe against
-# Hugging Face tokenizers and real models' tokenizer files (tests/tools).
+# Hugging Face tokenizers and real models' tokenizer files (tests/tools);
+# the agent clients (Claude Code, Codex CLI, the AI SDK, LangChain, the
+# OpenAI Agents SDK) are the judges of integration/agents (tests/agents: a
+# folder of its own, for their ~650 MB of binaries).
 # Where npm cannot be reached, those tests skip with a line saying so.
 npm_tools() {
   local dir
-  for dir in tests/browser tests/tools; do
+  for dir in tests/browser tests/tools tests/agents; do
     [ -f "$dir/node_modules/.package-lock.json" ] && cmp -s "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.troupe" && continue
     echo "bootstrap: npm ci in $dir"
     if npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null; then

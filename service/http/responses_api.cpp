@@ -57,7 +57,7 @@ auto read_item(od::object& o, const std::string& path, conversation& c) -> probl
         if (k == "content") {
           has_content = true;
           // A reasoning item's content is reasoning_text parts; a message's, text.
-          return read_content(x, f, content);
+          return read_text_parts(x, f, f, {"input_text", "output_text", "reasoning_text"}, content);
         }
         if (k == "summary") {
           od::array parts;
