@@ -72,6 +72,7 @@ struct encoded {
   std::int64_t at_least = 0;
   /// chat: the rendered prompt ends inside a thinking block (<think>).
   bool opens_thinking = false;
+  bool thinking_done = false; ///< chat: it ends just after a closed thinking block (thinking turned off)
   std::string grammar;       ///< the job's grammar as the replica runs it
   std::string grammar_error; ///< why the grammar is refused (a 400 naming it), "" if it is not
   /// The compiled grammar, held while the request runs: the replica's

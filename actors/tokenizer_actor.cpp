@@ -68,8 +68,10 @@ auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode
 /// cache (and its first mask taken), or why it is refused.
 void prepare(grammar::grammar_cache* grammars, const encode_job& job, encoded& out) {
   if (job.grammar.empty() || !out.error.empty()) return;
-  out.grammar = job.grammar_after_thinking ? tools::reasoning_parser::grammar_after(job.grammar, out.opens_thinking)
-                                           : job.grammar;
+  // (A prompt whose thinking block is closed already: the answer comes at once.)
+  out.grammar = job.grammar_after_thinking && !out.thinking_done
+                    ? tools::reasoning_parser::grammar_after(job.grammar, out.opens_thinking)
+                    : job.grammar;
   if (grammars == nullptr) return; // (a backend without grammars: the request checks refused it)
   try {
     out.compiled = grammar::prepare_grammar(*grammars, out.grammar);
@@ -170,6 +172,7 @@ auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode
   }
   const auto text = render_chat(*chat, request, {local_now}, &out.error);
   out.opens_thinking = tools::reasoning_parser::prompt_opens(text);
+  out.thinking_done = tools::reasoning_parser::prompt_closes(text);
   if (out.error.empty()) encode_text(tok, text, true, job, out);
   return out;
 }

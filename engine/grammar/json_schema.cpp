@@ -114,6 +114,11 @@ auto format_rule(std::string_view f) -> std::string {
   if (f == "ipv4") return octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet;
   if (f == "ipv6") return "[0-9a-f]{1,4} (\":\" [0-9a-f]{1,4}){7}";
   if (f == "hostname") return label + " (\".\" " + label + "){0,3}";
+  // A URI: a scheme, ':', then characters a URI may hold (RFC 3986's, or
+  // percent escapes); a reference may leave the scheme out.
+  static const std::string uri_chars = "([a-zA-Z0-9._~:/?#@!$&'()*+,;=-] | \"%\" [0-9a-fA-F]{2}){0,2000}";
+  if (f == "uri") return "[a-zA-Z] [a-zA-Z0-9+.-]{0,31} \":\" " + uri_chars;
+  if (f == "uri-reference") return uri_chars;
   if (f == "duration") {
     const std::string t = "([0-9]{1,2} \"H\" ([0-9]{1,2} \"M\")? ([0-9]{1,2} \"S\")? | [0-9]{1,2} \"M\" ([0-9]{1,2} \"S\")? | "
                           "[0-9]{1,2} \"S\")";
@@ -167,10 +172,51 @@ struct json_schema_grammar::impl {
     else bad(path, "'" + std::string(key) + "' must be a number");
     return d;
   }
-  static auto count_of(dom::element v, const std::string& path, std::string_view key) -> std::int64_t {
-    if (!v.is_int64() || v.get_int64().value() < 0 || v.get_int64().value() > 10000)
-      bad(path, "'" + std::string(key) + "' must be an integer in [0, 10000]");
+  static auto count_of(dom::element v, const std::string& path, std::string_view key,
+                       std::int64_t most = 10000) -> std::int64_t {
+    if (!v.is_int64() || v.get_int64().value() < 0 || v.get_int64().value() > most)
+      bad(path, "'" + std::string(key) + "' must be an integer in [0, " + std::to_string(most) + "]");
     return v.get_int64().value();
+  }
+
+  /// A string schema's characters and length, as one char_run: its pattern
+  /// when that is one character set repeated (none: every character), within
+  /// minLength and maxLength (up to 100,000,000: GBNF then repeats blocks of
+  /// 10,000). None when the pattern is another regex.
+  static auto string_run(std::map<std::string_view, dom::element>& kw, const std::string& path)
+      -> std::optional<char_run> {
+    char_run run = length_run(kw.contains("minLength") ? count_of(kw["minLength"], path, "minLength") : 0,
+                              kw.contains("maxLength") ? count_of(kw["maxLength"], path, "maxLength", 100000000) : -1);
+    if (!kw.contains("pattern")) return run;
+    if (!kw["pattern"].is_string()) bad(path, "'pattern' must be a string");
+    const auto p = pattern_run(kw["pattern"].get_string().value());
+    if (!p) return std::nullopt;
+    return intersect(run, *p);
+  }
+
+  /// allOf's schemas when each is a string of one character set (a type
+  /// "string", a pattern that is one, minLength, maxLength), with the
+  /// schema's own such keywords: their intersection. None otherwise.
+  auto all_of_strings(std::map<std::string_view, dom::element>& kw, const std::string& path) -> std::optional<std::string> {
+    static const std::set<std::string_view> string_keys = {"type", "pattern", "minLength", "maxLength"};
+    const auto run_of = [&](std::map<std::string_view, dom::element>& m, const std::string& at) -> std::optional<char_run> {
+      for (const auto& [k, v] : m)
+        if (k != "allOf" && !is_annotation(k) && !string_keys.contains(k)) return std::nullopt;
+      if (m.contains("type") && !(m["type"].is_string() && m["type"].get_string().value() == "string")) return std::nullopt;
+      return string_run(m, at);
+    };
+    auto run = run_of(kw, path);
+    std::size_t i = 0;
+    for (auto member : kw["allOf"].get_array()) {
+      const auto at = path + "/allOf/" + std::to_string(i++);
+      if (!member.is_object()) return std::nullopt;
+      std::map<std::string_view, dom::element> m;
+      for (auto [k, v] : member.get_object()) m.emplace(k, v);
+      const auto r = run_of(m, at);
+      if (!run || !r) return std::nullopt;
+      run = intersect(*run, *r);
+    }
+    return "\"\\\"\" " + run_to_gbnf(*run, regex_target::json_string) + " \"\\\"\"";
   }
 
   auto literal_of(dom::element v) -> std::string { return gbnf_literal(simdjson::minify(v)); }
@@ -193,7 +239,7 @@ struct json_schema_grammar::impl {
       return ref(std::string(kw["$ref"].get_string().value()), path);
     }
     for (const auto k : {"oneOf", "not", "if", "then", "else", "dependentSchemas", "dependentRequired",
-                         "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+                         "patternProperties", "unevaluatedProperties", "unevaluatedItems",
                          "minProperties", "maxProperties", "contains", "minContains", "maxContains", "multipleOf",
                          "$dynamicRef", "$recursiveRef"})
       if (has(k)) unsupported(k, path);
@@ -203,6 +249,8 @@ struct json_schema_grammar::impl {
     }
     if (has("allOf")) {
       const auto a = kw["allOf"];
+      if (a.is_array() && a.get_array().size() > 1)
+        if (auto strings = all_of_strings(kw, path)) return *strings;
       if (!a.is_array() || a.get_array().size() != 1) unsupported("allOf' of more than one schema", path);
       for (const auto& [k, v] : kw)
         if (k != "allOf" && !is_annotation(k)) unsupported(std::string(k) + "' beside 'allOf", path);
@@ -249,7 +297,7 @@ struct json_schema_grammar::impl {
       static const std::set<std::string_view> known = {
           "type",     "properties", "required",  "additionalProperties", "items",   "prefixItems",
           "minItems", "maxItems",   "pattern",   "format",               "minLength", "maxLength",
-          "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum", "uniqueItems", "nullable"};
+          "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum", "uniqueItems", "nullable", "propertyNames"};
       if (!known.contains(k) && !is_annotation(k)) unsupported(k, path);
     }
     if (types.empty()) return g.any_value();
@@ -308,17 +356,20 @@ struct json_schema_grammar::impl {
       if (kw.contains("pattern") || has_len) unsupported("format' with 'pattern' or a length", path);
       return "\"\\\"\" " + r + " \"\\\"\"";
     }
-    if (kw.contains("pattern")) {
+    if (kw.contains("pattern") && !has_len) {
       if (!kw["pattern"].is_string()) bad(path, "'pattern' must be a string");
-      if (has_len) unsupported("pattern' with 'minLength' or 'maxLength", path);
       return "\"\\\"\" " + regex_to_gbnf(kw["pattern"].get_string().value(), regex_target::json_string, true) + " \"\\\"\"";
     }
-    std::int64_t lo = kw.contains("minLength") ? count_of(kw["minLength"], path, "minLength") : 0;
-    std::optional<std::int64_t> hi;
-    if (kw.contains("maxLength")) hi = count_of(kw["maxLength"], path, "maxLength");
-    if (hi && *hi < lo) bad(path, "'maxLength' is below 'minLength'");
-    const auto rep = hi ? "{" + std::to_string(lo) + "," + std::to_string(*hi) + "}" : lo ? "{" + std::to_string(lo) + ",}" : "*";
-    return "\"\\\"\" json-char" + rep + " \"\\\"\"";
+    const auto run = string_run(kw, path);
+    if (!run) unsupported("pattern' (other than one character class repeated) with 'minLength' or 'maxLength", path);
+    if (run->hi >= 0 && run->hi < run->lo)
+      bad(path, "'maxLength' is below 'minLength' (or the pattern's length): no string meets them");
+    try {
+      if (!kw.contains("pattern")) return "\"\\\"\" " + repeat_gbnf("json-char", run->lo, run->hi) + " \"\\\"\"";
+      return "\"\\\"\" " + run_to_gbnf(*run, regex_target::json_string) + " \"\\\"\"";
+    } catch (const grammar_error& e) {
+      bad(path, e.what());
+    }
   }
 
   auto number_body(bool integer, std::map<std::string_view, dom::element>& kw, const std::string& path) -> std::string {
@@ -437,7 +488,9 @@ struct json_schema_grammar::impl {
       std::string value = g.any_value();
       if (kw.contains("additionalProperties") && !kw["additionalProperties"].is_bool())
         value = compile(kw["additionalProperties"], path + "/additionalProperties");
-      const auto pair = "json-string ws \":\" ws " + value;
+      // propertyNames: the keys' schema (a string's).
+      const auto key = kw.contains("propertyNames") ? compile(kw["propertyNames"], path + "/propertyNames") : "json-string";
+      const auto pair = key + " ws \":\" ws " + value;
       return "\"{\" ws (" + pair + " (ws \",\" ws " + pair + ")*)? ws \"}\"";
     }
     // Linear in the properties, and so are the matcher's states: pick-i

@@ -60,6 +60,54 @@ class reader {
 public:
   reader(std::string_view re, regex_target target) : re_(re), target_(target) {}
 
+  /// The pattern as one character set repeated (^A q$), or none.
+  auto char_run_of() -> std::optional<char_run> {
+    if (re_.size() < 3 || re_.front() != '^' || re_.back() != '$') return std::nullopt;
+    const auto end = re_.size() - 1;
+    pos_ = 1;
+    char_run r;
+    const char c = re_[pos_];
+    if (c == '[') {
+      r.set = read_class();
+    } else if (c == '.') {
+      ++pos_;
+      r.set = complement({{'\n', '\n'}});
+    } else if (c == '\\') {
+      r.set = escape(false);
+    } else if (std::string_view("()|*+?{$^").find(c) == std::string_view::npos) {
+      const auto cp = read_utf8();
+      r.set = {{cp, cp}};
+    } else {
+      return std::nullopt;
+    }
+    r.lo = r.hi = 1;
+    if (pos_ < end && (re_[pos_] == '*' || re_[pos_] == '+' || re_[pos_] == '?')) {
+      r.lo = re_[pos_] == '+' ? 1 : 0;
+      r.hi = re_[pos_] == '?' ? 1 : -1;
+      ++pos_;
+    } else if (pos_ < end && re_[pos_] == '{') {
+      ++pos_;
+      r.lo = r.hi = number(end);
+      if (pos_ < end && re_[pos_] == ',') {
+        ++pos_;
+        r.hi = pos_ < end && re_[pos_] == '}' ? -1 : number(end);
+      }
+      if (pos_ >= end || re_[pos_] != '}' || r.lo < 0 || (r.hi >= 0 && r.hi < r.lo)) return std::nullopt;
+      ++pos_;
+    }
+    if (pos_ < end && re_[pos_] == '?') ++pos_; // (lazy: the same strings)
+    return pos_ == end ? std::optional<char_run>(r) : std::nullopt;
+  }
+
+  /// The run as GBNF.
+  auto emit_run(const char_run& r) -> std::string {
+    if (r.set.empty()) {
+      if (r.lo > 0) bad("a pattern and lengths that no string meets");
+      return "\"\"";
+    }
+    return repeat_gbnf(emit_class(r.set), r.lo, r.hi);
+  }
+
   auto run(bool search) -> std::string {
     bool anchored_start = false, anchored_end = false;
     if (!re_.empty() && re_[0] == '^') {
@@ -178,6 +226,14 @@ private:
       return emit_class(r);
     }
     return emit_class({{read_utf8(), 0}}, true);
+  }
+
+  /// A decimal count (-1 when there is none), up to `end`.
+  auto number(std::size_t end) -> std::int64_t {
+    const auto start = pos_;
+    std::int64_t v = 0;
+    while (pos_ < end && re_[pos_] >= '0' && re_[pos_] <= '9' && v < (std::int64_t{1} << 40)) v = v * 10 + (re_[pos_++] - '0');
+    return pos_ == start ? -1 : v;
   }
 
   auto read_utf8() -> std::uint32_t {
@@ -328,6 +384,52 @@ private:
 
 auto regex_to_gbnf(std::string_view re, regex_target target, bool search) -> std::string {
   return reader(re, target).run(search);
+}
+
+auto pattern_run(std::string_view re) -> std::optional<char_run> {
+  try {
+    return reader(re, regex_target::text).char_run_of();
+  } catch (const grammar_error&) {
+    return std::nullopt;
+  }
+}
+
+auto length_run(std::int64_t lo, std::int64_t hi) -> char_run { return {{{0, max_cp}}, lo, hi}; }
+
+auto intersect(const char_run& a, const char_run& b) -> char_run {
+  auto x = a.set, y = b.set;
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  char_run out;
+  for (std::size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    const auto lo = std::max(x[i].first, y[j].first), hi = std::min(x[i].second, y[j].second);
+    if (lo <= hi) out.set.emplace_back(lo, hi);
+    (x[i].second < y[j].second ? i : j)++;
+  }
+  out.lo = std::max(a.lo, b.lo);
+  out.hi = a.hi < 0 ? b.hi : b.hi < 0 ? a.hi : std::min(a.hi, b.hi);
+  return out;
+}
+
+auto run_to_gbnf(const char_run& run, regex_target target) -> std::string {
+  if (run.hi >= 0 && run.hi < run.lo) throw grammar_error("a pattern and lengths that no string meets");
+  return reader("", target).emit_run(run);
+}
+
+auto repeat_gbnf(const std::string& item, std::int64_t lo, std::int64_t hi) -> std::string {
+  constexpr std::int64_t block = 10000; // GBNF's most repetitions
+  if (lo > block) throw grammar_error("a length over 10,000 required");
+  const auto times = [&](std::int64_t m, std::int64_t n) {
+    return "(" + item + "){" + std::to_string(m) + (n == m ? "" : "," + (n < 0 ? std::string() : std::to_string(n))) + "}";
+  };
+  if (hi < 0 || hi <= block) return times(lo, hi);
+  // Past the limit: whole blocks of 10,000 and a rest, or all the blocks and the remainder.
+  const auto rest = hi - lo, q = rest / block, r = rest % block;
+  const auto whole = "(" + times(block, block) + ")";
+  std::string out = lo > 0 ? times(lo, lo) + " " : std::string();
+  if (rest <= block) return out + times(0, rest);
+  std::string fewer = (q > 1 ? whole + "{0," + std::to_string(q - 1) + "} " : std::string()) + times(0, block - 1);
+  return out + "(" + fewer + " | " + whole + "{" + std::to_string(q) + "} " + times(0, r) + ")";
 }
 
 } // namespace troupe::grammar

@@ -36,6 +36,7 @@ struct chat_message {
   /// The API's sealed reasoning (a thinking signature, encrypted_content),
   /// opened into reasoning_content by the server before the template sees it.
   std::string reasoning_sealed = {};
+  friend auto operator==(const chat_message&, const chat_message&) -> bool = default;
 };
 
 /// "llama-2" / "llama2", "chatml", "zephyr" / "tinyllama"; nullopt otherwise.

@@ -104,7 +104,7 @@ struct flat_reader {
       return {};
     }
     if (type != shape.type) {
-      if (type == "custom" || !prefix.empty())
+      if (type.empty() || type == "custom" || !prefix.empty())
         return error("invalid_value", at + ".type",
                      at + ".type \"" + type + "\" is not supported; " + std::string(shape.type) + " tools are");
       out.skipped.push_back(type); // a hosted tool: not offered (docs/api.md)

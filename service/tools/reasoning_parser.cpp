@@ -84,6 +84,14 @@ auto reasoning_parser::grammar_after(std::string_view gbnf, bool inside) -> std:
   return out;
 }
 
+auto reasoning_parser::prompt_closes(std::string_view prompt) -> bool {
+  const auto close = prompt.rfind(close_marker);
+  if (close == std::string_view::npos) return false;
+  for (const char c : prompt.substr(close + close_marker.size()))
+    if (!is_space(c)) return false;
+  return true;
+}
+
 auto reasoning_parser::prompt_opens(std::string_view prompt) -> bool {
   const auto open = prompt.rfind(open_marker);
   if (open == std::string_view::npos) return false;

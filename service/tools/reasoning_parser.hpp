@@ -36,6 +36,10 @@ public:
   /// Whether a rendered prompt ends inside a thinking block (an open
   /// <think> after the last </think>, followed by whitespace only).
   static auto prompt_opens(std::string_view prompt) -> bool;
+  /// Whether it ends just after a closed thinking block (</think>, then
+  /// whitespace only): the template turned thinking off (enable_thinking
+  /// false writes an empty block), so the answer starts at once.
+  static auto prompt_closes(std::string_view prompt) -> bool;
 
 private:
   enum class state { opening, inside, content };

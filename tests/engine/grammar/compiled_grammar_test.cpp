@@ -222,7 +222,10 @@ TEST_CASE("schemas: what cannot be honoured is refused by name") {
   const std::vector<std::pair<const char*, const char*>> refused = {
       {R"({"oneOf":[{"type":"string"}]})", "'oneOf' at / is not supported"},
       {R"J({"type":"object","properties":{"a":{"type":"string","pattern":"(?=x)"}}})J", "lookahead"},
-      {R"({"type":"string","format":"uri"})", "'format' 'uri' at / is not supported"},
+      {R"({"type":"string","format":"iri-reference"})", "'format' 'iri-reference' at / is not supported"},
+      {R"({"type":"string","pattern":"^a|b$","maxLength":3})", "'pattern' (other than one character class repeated)"},
+      {R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "'allOf' of more than one schema"},
+      {R"({"type":"string","pattern":"^[a-c]{5}$","maxLength":3})", "no string meets"},
       {R"({"type":"number","multipleOf":2})", "'multipleOf'"},
       {R"({"type":"array","uniqueItems":true})", "'uniqueItems'"},
       {R"({"type":"object","patternProperties":{}})", "'patternProperties'"},
@@ -410,4 +413,46 @@ TEST_CASE("GBNF: a chain as long as the text parses, in any order of its rules")
   CHECK_FALSE(c.accepts("aa!"));
   CHECK(error_of("root ::= a\na ::= b | \"x\"\nb ::= \"\" a") == "rule 'a' is left-recursive");
   CHECK(error_of("root ::= \"y\" | a\na ::= \"x\" a") == "rule 'a' never ends: every alternative refers back to itself");
+}
+
+TEST_CASE("schemas: a character class repeated meets lengths and allOf (Claude Code's tools)") {
+  // SendMessage's "to": one line, at most 300 characters, as two patterns in allOf.
+  checker to(json_schema_to_gbnf(
+      R"({"type":"string","allOf":[{"pattern":"^[^\\n\\r]*$"},{"pattern":"^[\\s\\S]{0,300}$"}]})"));
+  CHECK(to.accepts(R"("main")"));
+  CHECK(to.accepts("\"" + std::string(300, 'x') + "\""));
+  CHECK_FALSE(to.accepts("\"" + std::string(301, 'x') + "\""));
+  CHECK_FALSE(to.accepts(R"("a\nb")")); // (JSON's escape of a newline)
+  checker digits(json_schema_to_gbnf(R"({"type":"string","pattern":"^[0-9]+$","minLength":2,"maxLength":4})"));
+  CHECK(digits.accepts(R"("12")"));
+  CHECK(digits.accepts(R"("1234")"));
+  CHECK_FALSE(digits.accepts(R"("1")"));
+  CHECK_FALSE(digits.accepts(R"("12a")"));
+  CHECK_FALSE(digits.accepts(R"("12345")"));
+}
+
+TEST_CASE("schemas: a maxLength past 10,000 is kept, in blocks") {
+  checker c(json_schema_to_gbnf(R"({"type":"string","maxLength":25003})"));
+  CHECK(c.accepts(R"("")"));
+  CHECK(c.accepts("\"" + std::string(9999, 'a') + "\""));
+  CHECK(c.accepts("\"" + std::string(10000, 'a') + "\""));
+  CHECK(c.accepts("\"" + std::string(20001, 'a') + "\""));
+  CHECK(c.accepts("\"" + std::string(25003, 'a') + "\""));
+  CHECK_FALSE(c.accepts("\"" + std::string(25004, 'a') + "\""));
+  checker min(json_schema_to_gbnf(R"({"type":"string","minLength":3,"maxLength":12000})"));
+  CHECK_FALSE(min.accepts(R"("ab")"));
+  CHECK(min.accepts("\"" + std::string(12000, 'a') + "\""));
+  CHECK_FALSE(min.accepts("\"" + std::string(12001, 'a') + "\""));
+}
+
+TEST_CASE("schemas: propertyNames shape a map's keys; format uri") {
+  checker keys(json_schema_to_gbnf(
+      R"({"type":"object","propertyNames":{"type":"string","pattern":"^[a-z]+$"},"additionalProperties":{"type":"integer"}})"));
+  CHECK(keys.accepts(R"({"ab":1,"c":2})"));
+  CHECK_FALSE(keys.accepts(R"({"Ab":1})"));
+  checker uri(json_schema_to_gbnf(R"({"type":"string","format":"uri"})"));
+  CHECK(uri.accepts(R"("https://example.com/a?b=c#d")"));
+  CHECK(uri.accepts(R"("mailto:x@y.org")"));
+  CHECK_FALSE(uri.accepts(R"("no scheme here")"));
+  CHECK_FALSE(uri.accepts(R"("1http://x")"));
 }
