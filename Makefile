@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-jump-forward bench-long-prefill bench-prepare bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-agent-ttft bench-jump-forward bench-long-prefill bench-prepare bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -56,9 +56,11 @@ bench-quant: build
 
 # Structured output's cost: decode tokens/s under a JSON schema against plain
 # decoding, interleaved, at batch 1 and 32, with Llama 2's and Llama 3.2's
-# vocabularies (tests/tools), and a large schema's compile time.
+# vocabularies (tests/tools), a large schema's compile time, and Claude
+# Code's tools (recorded from tests/agents by scripts/record_agent_tools.py).
 bench-grammar: build
-	$(BUILD)/troupe bench-grammar
+	@python3 scripts/record_agent_tools.py $(BUILD)/claude_code_tools.json || true
+	$(BUILD)/troupe bench-grammar $$([ -f $(BUILD)/claude_code_tools.json ] && echo --tools $(BUILD)/claude_code_tools.json)
 
 # Jump-forward on and off: constrained completions on two servers, interleaved.
 bench-jump-forward: build
@@ -69,6 +71,12 @@ bench-jump-forward: build
 # the simulator (scripts/bench_long_prefill.py).
 bench-long-prefill: build
 	python3 scripts/bench_long_prefill.py $(BUILD)/troupe
+
+# An agent's first turn on the CPU and its next: Claude Code's first request
+# (recorded from tests/agents) replayed through the Messages API, TTFT cold
+# and with the prefix cache (scripts/bench_agent_ttft.py).
+bench-agent-ttft: build
+	python3 scripts/bench_agent_ttft.py $(BUILD)/troupe
 
 # Request preparation (parsing, the chat template, tokenizing) per message at
 # 1k, 4k and 20k messages, on a live server's tokenizer pool (scripts/bench_prepare.py).

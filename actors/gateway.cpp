@@ -93,6 +93,24 @@ auto header_safe(std::string_view raw) -> std::string {
   return name;
 }
 
+/// Reasoning the client kept sealed (thinking signatures, encrypted_content;
+/// one a line) opened for the template, where a message shows none; one of
+/// another key, or altered, stays out.
+void open_sealed(const api::reasoning_seal& seal, std::vector<chat_message>& messages) {
+  for (auto& m : messages) {
+    if (m.reasoning_sealed.empty()) continue;
+    if (m.reasoning_content.empty()) {
+      std::string_view rest = m.reasoning_sealed;
+      while (!rest.empty()) {
+        const auto line = rest.substr(0, rest.find('\n'));
+        rest.remove_prefix(std::min(rest.size(), line.size() + 1));
+        if (auto text = seal.open(line)) m.reasoning_content += *text;
+      }
+    }
+    m.reasoning_sealed.clear();
+  }
+}
+
 } // namespace
 
 auto gateway::check_unknown_fields(api::wire wire, const std::vector<std::string>& fields, http::header_list& headers)
@@ -274,7 +292,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
   if (!fl || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
 
   if (tokenize || detokenize) return tokens(tokenize, req.body, *fl, client, headers);
-  if (count) return count_tokens(req.body, *fl, client, headers);
+  if (count) return count_tokens(req.body, tenant ? tenant->spec()->name : "default", *fl, client, headers);
 
   if (stream) {
     if (!req.websocket)
@@ -397,15 +415,9 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     if (spec->response_cache) sr.cache = cache_.get(); // (its key once the version is known, below)
   }
 
-  // Reasoning the client kept sealed (a thinking signature, encrypted_content):
-  // opened for the template; another key's, or altered, stays out.
-  for (auto& m : body.messages) {
-    if (m.reasoning_sealed.empty()) continue;
-    if (m.reasoning_content.empty())
-      if (auto text = options_.seal->open(m.reasoning_sealed)) m.reasoning_content = std::move(*text);
-    m.reasoning_sealed.clear();
-  }
-  sr.seal = options_.seal;
+  // (Each tenant's key of its own: sealed reasoning does not cross tenants.)
+  sr.seal = std::make_shared<const api::reasoning_seal>(options_.seal->derive(sr.tenant));
+  open_sealed(*sr.seal, body.messages);
   sr.body = std::move(body);
   sr.request_id = call.request_id;
   sr.arrival = call.arrival;
@@ -439,8 +451,8 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
 // POST /v1/messages/count_tokens: a Messages body's prompt, as the model's
 // template renders it (tools, thinking, context edits), counted on one of
 // its tokenizers: {"input_tokens": n}.
-void gateway::count_tokens(std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
-                           const http::header_list& headers) {
+void gateway::count_tokens(std::string_view body, const std::string& tenant, const fleet& fl,
+                           const std::shared_ptr<http::exchange>& client, const http::header_list& headers) {
   const auto respond = [client, headers](int status, std::string json) {
     auto h = headers;
     h.emplace_back("Content-Type", "application/json");
@@ -455,11 +467,7 @@ void gateway::count_tokens(std::string_view body, const fleet& fl, const std::sh
   std::shared_ptr<serving_context> ctx = model->stable;
   encode_job job;
   job.chat = true;
-  for (auto& m : r.messages) {
-    if (!m.reasoning_sealed.empty() && m.reasoning_content.empty())
-      if (auto text = options_.seal->open(m.reasoning_sealed)) m.reasoning_content = std::move(*text);
-    m.reasoning_sealed.clear();
-  }
+  open_sealed(options_.seal->derive(tenant), r.messages);
   job.messages = std::move(r.messages);
   if (r.choice.what != api::tool_choice::mode::none) job.tools_json = std::move(r.tools_json);
   job.template_kwargs_json = std::move(r.template_kwargs_json);

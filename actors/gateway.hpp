@@ -116,8 +116,8 @@ private:
   /// "" when ready, else why not: every model (or `model`) has a replica ready.
   auto readiness(const fleet* f, const served_model* model) const -> std::string;
   /// POST /tokenize (tokenize) or /detokenize: parsed, then answered.
-  void count_tokens(std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
-                    const http::header_list& headers);
+  void count_tokens(std::string_view body, const std::string& tenant, const fleet& fl,
+                    const std::shared_ptr<http::exchange>& client, const http::header_list& headers);
   void tokens(bool tokenize, std::string_view body, const fleet& fl, const std::shared_ptr<http::exchange>& client,
               const http::header_list& headers);
   /// A completion, from HTTP or a WebSocket: checks, then a sink.

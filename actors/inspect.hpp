@@ -70,7 +70,7 @@ template <class Inspector>
 auto inspect(Inspector& f, replica_report& x) -> typename Inspector::result_type {
   return f(caf::meta::type_name("replica_report"), x.running, x.waiting, x.prefill_tokens, x.decode_tokens, x.kv_use,
            x.submitted, x.submitted_tokens, x.queue_age_s, x.swapped, x.num_preemptions, x.num_swap_outs,
-           x.forked_tokens, x.jump_forward_tokens);
+           x.forked_tokens, x.jump_forward_tokens, x.steps);
 }
 
 } // namespace troupe

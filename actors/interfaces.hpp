@@ -96,7 +96,9 @@ using router_actor = caf::typed_actor<
     /// Internal: starts the interval's deep checks.
     caf::reacts_to<tick_atom>,
     /// Internal: a check's outcome (replica, check number, passed).
-    caf::reacts_to<checked_atom, std::int32_t, std::uint64_t, bool>>;
+    caf::reacts_to<checked_atom, std::int32_t, std::uint64_t, bool>,
+    /// Internal: a check unanswered at its timeout (replica, check number).
+    caf::reacts_to<timeout_atom, std::int32_t, std::uint64_t>>;
 
 /// Sizes one model's fleet (actors/autoscaler_actor.hpp).
 using autoscaler_actor = caf::typed_actor<

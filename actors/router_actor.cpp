@@ -22,6 +22,9 @@ struct replica_slot {
   bool remote = false;       ///< runs on a worker: its series are recorded here, from its load reports
   std::uint64_t check = 0;   ///< the number of its check in flight, 0: none
   request_id check_id = 0;
+  /// Its steps finished as last reported when the check began: a replica
+  /// whose steps go on is busy, not dead.
+  std::uint64_t check_steps = 0;
 };
 
 struct router_state {
@@ -100,6 +103,7 @@ void start_check(self_ptr self, std::size_t i) {
   if (!slot.scheduler || slot.check != 0 || !st.core->health(i).alive) return;
   slot.check = st.next_check++;
   slot.check_id = check_id_base + slot.check;
+  slot.check_steps = st.core->report_of(i).steps;
   request r;
   r.id = slot.check_id;
   r.prompt = st.options.check_prompt;
@@ -127,9 +131,11 @@ void start_check(self_ptr self, std::size_t i) {
             }
           },
           [sink](caf::error&) { caf::anon_send_exit(sink, caf::exit_reason::user_shutdown); });
-  // Unanswered by the timeout: failed (and the check's request is dropped).
-  self->delayed_send(self, seconds(st.options.check_timeout_s), checked_atom_v, replica, check,
-                     false);
+  // Unanswered by the timeout: failed, unless the replica finished steps
+  // meanwhile (the check can wait behind work: one sequence at a time held
+  // by a stream, a long prompt's prefill chunks); dropped either way. (A
+  // single step longer than the timeout still fails it.)
+  self->delayed_send(self, seconds(st.options.check_timeout_s), timeout_atom_v, replica, check);
 }
 
 auto status_json(const router_state& st) -> std::string {
@@ -243,6 +249,16 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         slot.check = 0;
         if (!passed && slot.scheduler) caf::anon_send(slot.scheduler, abort_atom_v, slot.check_id);
         record(self, static_cast<std::size_t>(replica), passed);
+      },
+      [self](timeout_atom, std::int32_t replica, std::uint64_t check) {
+        auto& st = self->state;
+        if (replica < 0 || static_cast<std::size_t>(replica) >= st.slots.size()) return;
+        const auto i = static_cast<std::size_t>(replica);
+        auto& slot = st.slots[i];
+        if (slot.check != check) return; // answered in time
+        slot.check = 0;
+        if (slot.scheduler) caf::anon_send(slot.scheduler, abort_atom_v, slot.check_id);
+        record(self, i, st.core->report_of(i).steps != slot.check_steps); // (its steps went on: alive, busy)
       },
   };
 }

@@ -46,6 +46,7 @@ struct scheduler_state {
   /// until a step completes again (or it recovers).
   bool evacuated = false;
   std::uint64_t submitted = 0, submitted_tokens = 0; ///< submissions received, ever (the router's in-flight count)
+  std::uint64_t steps = 0; ///< steps finished, ever
   static constexpr auto report_interval = std::chrono::milliseconds(5);
   replica_report last_report;  ///< the last sent to the router
   steady_time last_report_at{};
@@ -72,6 +73,7 @@ struct scheduler_state {
     r.num_swap_outs = core->num_swap_outs();
     r.forked_tokens = core->num_forked_tokens();
     r.jump_forward_tokens = core->num_jump_forward_tokens();
+    r.steps = steps;
     series->record(r);
     if (options.router) {
       // Coalesced: counts the router acts on go at once, the rest (token
@@ -199,6 +201,7 @@ void step(self_ptr self) {
           [self, out, now_s](step_result& result) {
             auto& st = self->state;
             st.executor_busy = false;
+            ++st.steps;
             st.evacuated = false; // it steps: whatever took it out has passed
             const double took = st.now_s() - now_s;
             if (st.log) st.log->step(now_s, took, *out, result);

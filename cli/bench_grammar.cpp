@@ -17,11 +17,16 @@
 #include "engine/model/tiny_model.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
+#include "service/http/anthropic_api.hpp"
+#include "service/tools/tool_grammar.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <initializer_list>
 #include <numeric>
+#include <sstream>
 #include <string>
 
 namespace troupe::cli {
@@ -187,10 +192,74 @@ void optional_properties(const std::shared_ptr<const grammar::token_vocabulary>&
   }
 }
 
+/// Times of several things per run, in milliseconds; the warm-up run (0) is left out.
+struct timings {
+  std::vector<std::vector<double>> ms;
+  explicit timings(std::size_t n) : ms(n) {}
+  void add(int run, std::initializer_list<double> seconds) {
+    if (run == 0) return;
+    std::size_t i = 0;
+    for (const double s : seconds) ms[i++].push_back(s * 1e3);
+  }
+  auto operator[](std::size_t i) const -> double { return median(ms[i]); }
+};
+
+/// An agent's tools, from a Messages request body (Claude Code's, as
+/// scripts/record_agent_tools.py records it): the grammar of a forced call
+/// of any of them (tool_choice any, in Qwen3's hermes format) written and
+/// prepared as a request's is (compiled, first mask), and a cold mask
+/// inside a string argument; then each tool's own grammar, the slowest.
+void agent_tools(const std::vector<api::tool_spec>& tools, const std::shared_ptr<const grammar::token_vocabulary>& vocab,
+                 int runs) {
+  timings t(4); // to GBNF, prepared, a mask in a string, one tool at most
+  std::string worst;
+  for (int r = 0; r <= runs; ++r) {
+    grammar::grammar_cache cache(vocab);
+    auto t0 = clock_type::now();
+    const auto gbnf = tools::tool_call_grammar("hermes", tools, {api::tool_choice::mode::required, {}}, true);
+    const double s1 = seconds_since(t0);
+    t0 = clock_type::now();
+    const auto g = grammar::prepare_grammar(cache, gbnf);
+    const double s2 = seconds_since(t0);
+    const auto s = g->advance(g->start(), "<tool_call>\n{\"name\": \"" + tools.front().name + "\", \"arguments\": {\"");
+    std::vector<std::uint64_t> mask;
+    t0 = clock_type::now();
+    g->fill_mask(s, 1 << 20, mask);
+    const double s3 = seconds_since(t0);
+    double slowest = 0;
+    for (const auto& tool : tools) {
+      grammar::grammar_cache one(vocab);
+      const auto t1 = clock_type::now();
+      (void)grammar::prepare_grammar(one, tools::tool_call_grammar("hermes", {tool}, {api::tool_choice::mode::required, {}}, false));
+      const double s4 = seconds_since(t1);
+      if (s4 > slowest) slowest = s4, worst = tool.name;
+    }
+    t.add(r, {s1, s2, s3, slowest});
+  }
+  std::printf("  an agent's %zu tools, a forced call of any: to GBNF %.2f ms, prepared (compiled, first mask) %.2f ms,\n"
+              "  a cold mask inside a key %.2f ms; one tool alone at most %.2f ms (%s)\n",
+              tools.size(), t[0], t[1], t[2], t[3], worst.c_str());
+}
+
+/// The tools of the Messages request body in `path`.
+auto read_agent_tools(const std::string& path) -> std::vector<api::tool_spec> {
+  std::ifstream in(path);
+  if (!in) throw usage_error("--tools: cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = api::anthropic::parse_request(text.str(), {}, true);
+  if (const auto* e = std::get_if<api::api_error>(&parsed)) throw usage_error("--tools: " + path + ": " + e->message);
+  auto tools = std::get<api::completion_request>(std::move(parsed)).tools;
+  if (tools.empty()) throw usage_error("--tools: " + path + " has no tools");
+  return tools;
+}
+
 } // namespace
 
 auto run_bench_grammar(std::span<char* const> argv) -> int {
-  const args a(argv, {"vocabularies", "threads", "decode-steps", "runs", "schema-properties"}, {});
+  const args a(argv, {"vocabularies", "threads", "decode-steps", "runs", "schema-properties", "tools"}, {});
+  const auto agent = a.str("tools", "");
+  const auto agent_specs = agent.empty() ? std::vector<api::tool_spec>{} : read_agent_tools(agent);
   const auto threads = resolve_threads(static_cast<int>(a.integer("threads", 1)));
   const int steps = static_cast<int>(a.integer("decode-steps", 24));
   const int runs = static_cast<int>(a.integer("runs", 5));
@@ -221,7 +290,7 @@ auto run_bench_grammar(std::span<char* const> argv) -> int {
     std::printf("\n%s: %d tokens\n", label.c_str(), m.vocab->size());
     // Compile time of a large schema: text to grammar, the automaton's start,
     // and the first token mask (the vocabulary walked from the start state).
-    std::vector<double> to_gbnf, parse, first_mask, string_mask;
+    timings t(4); // to GBNF, to the automaton, the first mask, a mask in a string
     for (int r = 0; r <= runs; ++r) {
       auto t0 = clock_type::now();
       const auto text = grammar::json_schema_to_gbnf(big);
@@ -238,16 +307,13 @@ auto run_bench_grammar(std::span<char* const> argv) -> int {
       t0 = clock_type::now();
       g.fill_mask(in_string, 1 << 20, mask);
       const double s4 = seconds_since(t0);
-      if (r == 0) continue;
-      string_mask.push_back(s4 * 1e3);
-      to_gbnf.push_back(s1 * 1e3);
-      parse.push_back(s2 * 1e3);
-      first_mask.push_back(s3 * 1e3);
+      t.add(r, {s1, s2, s3, s4});
     }
     std::printf("  compile a %d-property schema (%zu bytes): to GBNF %.2f ms, GBNF to automaton %.2f ms;\n"
                 "  a state's first (cold) mask: at the start %.2f ms, inside a string %.2f ms (then cached)\n",
-                num_props, big.size(), median(to_gbnf), median(parse), median(first_mask), median(string_mask));
+                num_props, big.size(), t[0], t[1], t[2], t[3]);
     optional_properties(m.vocab, runs);
+    if (!agent_specs.empty()) agent_tools(agent_specs, m.vocab, runs);
 
     cpu_executor_options eo;
     eo.num_threads = threads;

@@ -113,10 +113,12 @@ constexpr std::array k_commands = {
             "(--json: the medians again, a JSON line per thread count)"},
     command{"bench-grammar", cli::run_bench_grammar,
             "[--vocabularies NAME=DIR,...] [--threads N] [--decode-steps N] [--runs N]\n"
-            "[--schema-properties N]\n"
+            "[--schema-properties N] [--tools FILE]\n"
             "structured output's cost: decode tokens/s under a JSON schema against plain decoding\n"
             "at batch 1 and 32 (stories110m's shape, each tokenizer's vocabulary; default Llama 2's\n"
-            "and Llama 3.2's from tests/tools), and a large schema's compile time"},
+            "and Llama 3.2's from tests/tools), and a large schema's compile time; --tools: an\n"
+            "agent's tools (a Messages request body's, e.g. Claude Code's as\n"
+            "scripts/record_agent_tools.py writes it): a forced call's grammar, prepared"},
 };
 
 /// `text`'s lines after the first, each on a line of its own after `indent`.

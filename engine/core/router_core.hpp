@@ -27,6 +27,7 @@ struct replica_report {
   std::int64_t num_preemptions = 0, num_swap_outs = 0; ///< ever
   std::int64_t forked_tokens = 0; ///< ever: prompt tokens a choice of n shared instead of computing
   std::int64_t jump_forward_tokens = 0; ///< ever: tokens a grammar forced, appended without a step
+  std::uint64_t steps = 0;              ///< ever: steps finished (a health check's sign of life)
 };
 
 /// When a replica leaves and rejoins rotation on its health checks.

@@ -33,8 +33,9 @@ struct chat_message {
   std::string tool_call_id = {};      ///< a tool's answer: the call it answers
   std::string name = {};              ///< the optional "name" field
   std::string reasoning_content = {}; ///< an assistant's reasoning, for templates that show it
-  /// The API's sealed reasoning (a thinking signature, encrypted_content),
-  /// opened into reasoning_content by the server before the template sees it.
+  /// The API's sealed reasoning (a thinking signature, encrypted_content;
+  /// several, one a line), opened into reasoning_content by the server
+  /// before the template sees it.
   std::string reasoning_sealed = {};
   friend auto operator==(const chat_message&, const chat_message&) -> bool = default;
 };

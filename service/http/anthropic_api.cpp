@@ -1,6 +1,7 @@
 #include "service/http/anthropic_api.hpp"
 
 #include "engine/core/json_text.hpp"
+#include "service/http/anthropic_fields.hpp"
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"
 #include "service/http/tool_fields.hpp"
@@ -12,6 +13,7 @@ namespace troupe::api::anthropic {
 namespace {
 
 using namespace json_reader;
+using namespace fields;
 
 /// A block's text list: a string, or [{"type": "text", "text"}...] joined.
 auto read_text(od::value& v, const std::string& path, std::string& out) -> problem {
@@ -53,7 +55,7 @@ auto read_result(od::value& v, const std::string& path, std::string& out, std::v
 /// One message, as chat messages: a user's tool results first (tool
 /// messages), then its text; an assistant's text, thinking and tool uses.
 auto read_message(od::object& m, const std::string& path, std::vector<chat_message>& out,
-                  std::vector<std::string>& referenced) -> problem {
+                  std::vector<std::string>& referenced, std::string& effort) -> problem {
   std::string role;
   bool has_content = false;
   chat_message text_message;
@@ -62,6 +64,7 @@ auto read_message(od::object& m, const std::string& path, std::vector<chat_messa
   std::size_t num_calls = 0;
   if (auto p = for_each_field(m, [&](std::string_view key, od::value& v) -> problem {
         if (key == "role") return read_string(v, path + ".role", path + ".role", role);
+        if (key == "output_config") return read_message_config(v, path + ".output_config", effort);
         if (key != "content") return error("unknown_parameter", path + "." + std::string(key),
                                            "unknown parameter " + path + "." + std::string(key));
         has_content = true;
@@ -101,7 +104,8 @@ auto read_message(od::object& m, const std::string& path, std::vector<chat_messa
           } else if (type == "thinking") {
             // Shown thinking is its text; omitted thinking is in its signature (sealed).
             text_message.reasoning_content += thinking;
-            if (thinking.empty()) text_message.reasoning_sealed += signature;
+            if (thinking.empty() && !signature.empty()) // (several blocks: one sealed text a line)
+              text_message.reasoning_sealed += (text_message.reasoning_sealed.empty() ? "" : "\n") + signature;
           } else if (type == "redacted_thinking") {
             // Opaque to any model but Anthropic's: left out.
           } else if (type == "tool_use") {
@@ -176,189 +180,6 @@ auto read_tool_choice(od::value& v, completion_request& r) -> problem {
   return {};
 }
 
-/// thinking and output_config.effort, as read; settled once both are.
-struct thinking_config {
-  std::string type;                  ///< enabled, adaptive, disabled; "" when absent
-  std::optional<std::int32_t> budget; ///< budget_tokens
-  std::string effort;                ///< output_config.effort
-};
-
-/// thinking: {"type": "enabled", "budget_tokens"} | {"type": "adaptive"} |
-/// {"type": "disabled"}, with "display": "summarized" | "omitted".
-auto read_thinking(od::value& v, completion_request& r, thinking_config& t) -> problem {
-  od::object o;
-  if (auto e = v.get_object().get(o)) return failed(e, "thinking", "thinking", "an object");
-  std::string display;
-  if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
-        if (k == "type") return read_string(x, "thinking", "thinking.type", t.type);
-        if (k == "budget_tokens") return read_int(x, "thinking.budget_tokens", 1, int32_max, t.budget.emplace());
-        if (k == "display") return read_string(x, "thinking", "thinking.display", display);
-        return error("unknown_parameter", "thinking", "unknown parameter thinking." + std::string(k));
-      }))
-    return p;
-  if (t.type != "enabled" && t.type != "adaptive" && t.type != "disabled")
-    return error("invalid_value", "thinking", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\"");
-  if (t.type == "enabled" && !t.budget)
-    return error("missing_field", "thinking.budget_tokens", "thinking.budget_tokens is missing");
-  if (!display.empty() && display != "summarized" && display != "omitted")
-    return error("invalid_value", "thinking.display", "thinking.display must be \"summarized\" or \"omitted\"");
-  r.anthropic.omit_thinking = display == "omitted";
-  return {};
-}
-
-/// output_config: {"effort": low | medium | high | xhigh | max, "format":
-/// {"type": "json_schema", "schema"}}.
-auto read_output_config(od::value& v, thinking_config& t, output_constraint& c) -> problem {
-  od::object o;
-  if (auto e = v.get_object().get(o)) return failed(e, "output_config", "output_config", "an object");
-  return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
-    if (k == "effort") {
-      if (auto p = read_string(x, "output_config.effort", "output_config.effort", t.effort)) return p;
-      for (const auto* e : {"low", "medium", "high", "xhigh", "max"})
-        if (t.effort == e) return problem{};
-      return error("invalid_value", "output_config.effort", "output_config.effort must be low, medium, high, xhigh or max");
-    }
-    if (k != "format") return error("unknown_parameter", "output_config", "unknown parameter output_config." + std::string(k));
-    od::object f;
-    if (auto e = x.get_object().get(f)) return failed(e, "output_config.format", "output_config.format", "an object");
-    std::string type;
-    if (auto p = for_each_field(f, [&](std::string_view fk, od::value& y) -> problem {
-          const auto at = "output_config.format." + std::string(fk);
-          if (fk == "type") return read_string(y, at, at, type);
-          if (fk == "schema") return read_raw_object(y, at, at, c.text);
-          return error("unknown_parameter", at, "unknown parameter " + at);
-        }))
-      return p;
-    if (type != "json_schema")
-      return error("invalid_value", "output_config.format.type", "output_config.format.type must be \"json_schema\"");
-    if (c.text.empty()) return error("missing_field", "output_config.format.schema", "output_config.format.schema is missing");
-    c.what = output_constraint::kind::json_schema;
-    c.param = "output_config.format.schema";
-    return {};
-  });
-}
-
-/// {"type": "input_tokens" | "tool_uses" | "thinking_turns", "value": n}.
-auto read_count(od::value& v, const std::string& at, std::string_view unit, std::int64_t& out) -> problem {
-  od::object o;
-  if (auto e = v.get_object().get(o)) return failed(e, at, at, "an object");
-  std::string type;
-  if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
-        if (k == "type") return read_string(x, at, at + ".type", type);
-        if (k == "value") return read_int(x, at + ".value", 0, int32_max, out);
-        return error("unknown_parameter", at, "unknown parameter " + at + "." + std::string(k));
-      }))
-    return p;
-  if (type != unit) return error("invalid_value", at, at + ".type must be \"" + std::string(unit) + "\"");
-  return {};
-}
-
-/// An array of strings.
-auto read_strings(od::value& v, const std::string& at, std::vector<std::string>& out) -> problem {
-  od::array items;
-  if (auto e = v.get_array().get(items)) return failed(e, at, at, "an array of strings");
-  for (auto item : items) {
-    od::value x;
-    if (auto e = item.get(x)) return bad_json(e);
-    if (auto p = read_string(x, at, at, out.emplace_back())) return p;
-  }
-  return {};
-}
-
-/// One clear_tool_uses_20250919 edit's fields.
-auto read_tool_uses_edit(std::string_view k, od::value& x, const std::string& f, context_edits& e) -> problem {
-  std::int64_t n = 0;
-  problem p;
-  if (k == "trigger") p = read_count(x, f, "input_tokens", e.trigger_tokens);
-  else if (k == "keep") (p = read_count(x, f, "tool_uses", n)), e.keep_tool_uses = static_cast<std::int32_t>(n);
-  else if (k == "clear_at_least") p = read_count(x, f, "input_tokens", e.clear_at_least);
-  else if (k == "clear_tool_inputs") p = read_bool(x, f, e.clear_tool_inputs);
-  else if (k == "exclude_tools") p = read_strings(x, f, e.exclude_tools);
-  else p = error("unknown_parameter", f, "unknown parameter " + f);
-  return p;
-}
-
-/// context_management: {"edits": [clear_thinking_20251015 {keep: "all" |
-/// {thinking_turns}}, clear_tool_uses_20250919 {trigger, keep,
-/// clear_at_least, exclude_tools, clear_tool_inputs}]}.
-auto read_context_management(od::value& v, context_edits& e) -> problem {
-  od::object o;
-  if (auto err = v.get_object().get(o)) return failed(err, "context_management", "context_management", "an object");
-  return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
-    if (k != "edits") return error("unknown_parameter", "context_management", "unknown parameter context_management." + std::string(k));
-    od::array edits;
-    if (auto err = x.get_array().get(edits)) return failed(err, "context_management.edits", "context_management.edits", "an array");
-    std::size_t i = 0;
-    for (auto item : edits) {
-      const auto at = "context_management.edits[" + std::to_string(i++) + "]";
-      od::object edit;
-      if (auto err = item.get_object().get(edit)) return failed(err, at, at, "an edit");
-      std::string type;
-      context_edits one;
-      if (auto p = for_each_field(edit, [&](std::string_view ek, od::value& y) -> problem {
-            const auto f = at + "." + std::string(ek);
-            if (ek == "type") return read_string(y, f, f, type);
-            if (ek == "keep" && type == "clear_thinking_20251015") {
-              od::json_type t;
-              if (auto err = y.type().get(t)) return bad_json(err);
-              std::string all;
-              if (t == od::json_type::string) {
-                if (auto p = read_string(y, f, f, all)) return p;
-                one.keep_thinking_turns = -1;
-                return all == "all" ? problem{} : error("invalid_value", f, f + " must be \"all\" or {\"type\": \"thinking_turns\", \"value\": n}");
-              }
-              std::int64_t n = 1;
-              auto p = read_count(y, f, "thinking_turns", n);
-              one.keep_thinking_turns = static_cast<std::int32_t>(n);
-              return p;
-            }
-            if (type == "clear_tool_uses_20250919") return read_tool_uses_edit(ek, y, f, one);
-            return error("unknown_parameter", f, "unknown parameter " + f + " (type must come first)");
-          }))
-        return p;
-      if (type == "clear_thinking_20251015" && !e.clear_thinking) {
-        e.clear_thinking = true;
-        e.keep_thinking_turns = one.keep_thinking_turns;
-        e.thinking_first = !e.clear_tool_uses;
-      } else if (type == "clear_tool_uses_20250919" && !e.clear_tool_uses) {
-        const bool thinking = e.clear_thinking, first = e.thinking_first;
-        const auto keep = e.keep_thinking_turns;
-        e = one;
-        e.clear_tool_uses = true;
-        e.clear_thinking = thinking;
-        e.thinking_first = first;
-        e.keep_thinking_turns = keep;
-      } else {
-        return error("invalid_value", at + ".type",
-                     at + ".type must be clear_thinking_20251015 or clear_tool_uses_20250919, each once, got \"" + type + "\"");
-      }
-    }
-    return problem{};
-  });
-}
-
-/// thinking and output_config.effort, read: the template's thinking off
-/// (disabled), or on with a budget: budget_tokens, else the effort's (low
-/// 1,024, medium 2,048, high 8,192, xhigh 16,384 tokens, max none: as
-/// reasoning.effort's) when it is below max_tokens.
-auto settle_thinking(const thinking_config& t, completion_request& r) -> std::optional<api_error> {
-  if (t.type == "disabled") {
-    r.template_kwargs_json = R"({"enable_thinking":false})";
-    return std::nullopt;
-  }
-  if (t.type == "enabled") {
-    r.sampling.thinking_budget = *t.budget;
-    return std::nullopt;
-  }
-  const std::int32_t budget = t.effort == "low"      ? 1024
-                              : t.effort == "medium" ? 2048
-                              : t.effort == "high"   ? 8192
-                              : t.effort == "xhigh"  ? 16384
-                                                     : -1;
-  if (budget > 0 && budget < *r.max_tokens) r.sampling.thinking_budget = budget;
-  return std::nullopt;
-}
-
 /// The tools offered: those not deferred, and the deferred ones a
 /// tool_reference names; hosted (server) tools skipped.
 auto settle_tools(tool_fields::flat_tools& tools, completion_request& r) -> std::optional<api_error> {
@@ -379,6 +200,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults, bool 
   r.sampling = defaults;
   bool has_messages = false, has_max_tokens = false, has_choice = false;
   thinking_config thinking;
+  std::string message_effort; // (a message's output_config.effort, the latest)
   output_constraint constraint;
   tool_fields::flat_tools tools;
   std::string system;
@@ -398,7 +220,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults, bool 
             const auto at = "messages[" + std::to_string(i++) + "]";
             od::object m;
             if (auto e = item.get_object().get(m)) return failed(e, at, at, "a message");
-            if (auto p = read_message(m, at, messages, r.anthropic.referenced_tools)) return p;
+            if (auto p = read_message(m, at, messages, r.anthropic.referenced_tools, message_effort)) return p;
           }
           if (i == 0) return error("invalid_value", "messages", "messages must not be empty");
           return {};
@@ -446,6 +268,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults, bool 
   if (!system.empty()) r.messages.push_back({"system", system});
   for (auto& m : messages) r.messages.push_back(std::move(m));
   r.sampling.max_tokens = *r.max_tokens;
+  if (!message_effort.empty()) thinking.effort = message_effort;
   if (auto p = settle_thinking(thinking, r)) return *p;
   if (auto p = settle_tools(tools, r)) return *p;
   auto g = constraint_grammar(constraint);

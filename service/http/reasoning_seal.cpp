@@ -1,6 +1,7 @@
 #include "service/http/reasoning_seal.hpp"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <fstream>
@@ -59,6 +60,15 @@ auto reasoning_seal::from_file(const std::string& path) -> reasoning_seal {
     if (hi < 0 || lo < 0) throw std::runtime_error(path + ": the reasoning key must be 64 hex digits");
     key[i] = static_cast<unsigned char>(16 * hi + lo);
   }
+  return reasoning_seal(key);
+}
+
+auto reasoning_seal::derive(std::string_view context) const -> reasoning_seal {
+  key_type key{};
+  unsigned int n = 0;
+  if (HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()), reinterpret_cast<const unsigned char*>(context.data()),
+           context.size(), key.data(), &n) == nullptr || n != key.size())
+    throw std::runtime_error("deriving a reasoning key failed (OpenSSL)");
   return reasoning_seal(key);
 }
 

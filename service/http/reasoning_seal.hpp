@@ -24,6 +24,11 @@ public:
   /// the file and the problem.
   static auto from_file(const std::string& path) -> reasoning_seal;
 
+  /// This key's for one context (a tenant): HMAC-SHA256 of the context
+  /// under it. What one tenant's key seals, another's cannot open, so a
+  /// sealed text leaked across tenants shows its reasoning to no one.
+  auto derive(std::string_view context) const -> reasoning_seal;
+
   /// "trp1." then base64 of a random 12-byte nonce, the ciphertext and its 16-byte tag.
   auto seal(std::string_view text) const -> std::string;
   /// The text, or nothing when `sealed` is not one of this key's (another

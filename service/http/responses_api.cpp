@@ -128,7 +128,8 @@ auto read_item(od::object& o, const std::string& path, conversation& c) -> probl
   if (type == "reasoning") {
     auto& m = c.assistant();
     m.reasoning_content += content.empty() ? reasoning : content;
-    if (content.empty() && !sealed.empty()) m.reasoning_sealed += sealed; // (the gateway opens it)
+    if (content.empty() && !sealed.empty()) // (the gateway opens it; several items: one a line)
+      m.reasoning_sealed += (m.reasoning_sealed.empty() ? "" : "\n") + sealed;
     return {};
   }
   return error("invalid_value", path + ".type",

@@ -163,6 +163,7 @@ auto scripted_router(router_actor::pointer self, std::shared_ptr<script_state> s
       [](fault_atom, std::int32_t, const std::string&) {},
       [](tick_atom) {},
       [](checked_atom, std::int32_t, std::uint64_t, bool) {},
+      [](timeout_atom, std::int32_t, std::uint64_t) {},
   };
 }
 

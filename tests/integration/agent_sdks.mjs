@@ -181,6 +181,15 @@ async function aiObject(p, signal) {
   return { finish: r.finishReason, keys: Object.keys(r.output) };
 }
 
+// generateObject: deprecated in AI SDK 7 for generateText's `output`, still what many agents call.
+async function aiGenerateObject(p, signal) {
+  const r = await ai.generateObject({ ...p, prompt: "Describe Paris as JSON.", schema: cityInfo,
+                                      maxOutputTokens: JSON_TOKENS, maxRetries: 0, abortSignal: signal });
+  const parsed = cityInfo.safeParse(r.object);
+  if (!parsed.success) throw new Error(`object fails its schema: ${JSON.stringify(r.object).slice(0, 300)}`);
+  return { finish: r.finishReason, keys: Object.keys(r.object) };
+}
+
 // ---- LangChain -----------------------------------------------------------
 
 const lcModels = {
@@ -277,7 +286,7 @@ async function agentRun(base, signal, api) {
 
 function cases() {
   const list = [];
-  const aiOps = { text: aiText, stream: aiStream, tool: aiTool, object: aiObject };
+  const aiOps = { text: aiText, stream: aiStream, tool: aiTool, object: aiObject, generate_object: aiGenerateObject };
   for (const [pname, make] of Object.entries(aiProviders)) {
     for (const [op, fn] of Object.entries(aiOps)) list.push([`ai_sdk.${pname}.${op}`, (b, s) => fn(make(b), s)]);
   }

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """The agents people run, unchanged, as the judges (npm, in tests/agents):
-Claude Code (`claude -p ... --output-format json --max-turns 2`, then a
-second turn with `--continue`), Codex CLI (`codex exec`, then `codex exec
-resume --last`, through a config.toml provider with wire_api =
+Claude Code (`claude -p ... --output-format json --max-turns 2`, then two
+more turns with `--continue`), Codex CLI (`codex exec`, then `codex exec
+resume --last` twice, through a config.toml provider with wire_api =
 "responses"), and the AI SDK, LangChain and the OpenAI Agents SDK
 (agent_sdks.mjs), against `troupe serve` on a model that carries Qwen3's
 real tokenizer and chat template (random weights that end their answers
 soon: make-model --eos-boost; context raised to 64k, as Claude Code asks
 for 32,000 tokens on a 12k-token prompt).
 
-Each CLI must exit 0 without an error, for two turns, and its second turn
-must find at least 90% of the first turn's prompt in the prefix cache, as
+Each CLI must exit 0 without an error, for three turns, and each later turn
+must find at least 90% of the turn before's prompt in the prefix cache, as
 the client itself reports it (Anthropic's cache_read_input_tokens, the
 Responses API's cached_tokens). The field names each client sent are logged,
 so that a new client version's new fields show. Exits 77 (SKIP) without
@@ -39,10 +39,11 @@ MODEL = "qwen3"
 class recorder:
     """A loopback proxy in front of troupe that passes each answer on as it
     streams and notes, per client, the body's field names (and one level
-    into objects: "thinking.type")."""
+    into objects: "thinking.type") and each answer's usage (its prompt's
+    tokens, and those read from the prefix cache)."""
 
     def __init__(self, port):
-        self.fields, self.client = {}, "?"
+        self.fields, self.usage, self.client = {}, {}, "?"
         rec = self
 
         class handler(http.server.BaseHTTPRequestHandler):
@@ -61,10 +62,13 @@ class recorder:
                         self.send_header(k, v)
                 self.send_header("Connection", "close")
                 self.end_headers()
+                seen = b""
                 while chunk := r.read1(65536):
                     self.wfile.write(chunk)
                     self.wfile.flush()
+                    seen += chunk
                 self.close_connection = True
+                rec.note_usage(seen)
 
             do_GET = do_POST
 
@@ -86,6 +90,21 @@ class recorder:
             if isinstance(v, dict):
                 names.update(f"{k}.{sub}" for sub in v)
 
+    def note_usage(self, answer):
+        """The last usage an answer (SSE events or one JSON body) carried."""
+        usage = None
+        for line in answer.decode(errors="replace").splitlines():
+            line = line[6:] if line.startswith("data: ") else line
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            for holder in (event, event.get("message") or {}, event.get("response") or {}):
+                if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
+                    usage = holder["usage"]
+        if usage:
+            self.usage.setdefault(self.client, []).append(usage)
+
     def log(self):
         for client, paths in self.fields.items():
             for path, names in paths.items():
@@ -106,9 +125,9 @@ def claude_code(base, tmp):
     env = dict(os.environ, HOME=home, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-troupe-test",
                DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1")
     turns = []
-    for extra in ([], ["--continue"]):
-        cmd = [CLAUDE, "-p", "What files are here?" if not extra else "And what do they hold?", "--model", MODEL,
-               "--output-format", "json", "--max-turns", "2", *extra]
+    for prompt, extra in (("What files are here?", []), ("And what do they hold?", ["--continue"]),
+                          ("Thanks. Anything else?", ["--continue"])):
+        cmd = [CLAUDE, "-p", prompt, "--model", MODEL, "--output-format", "json", "--max-turns", "2", *extra]
         rc, out, err = run(cmd, env, work)
         lines = [ln for ln in out.splitlines() if ln.strip().startswith("{")]
         result = json.loads(lines[-1]) if lines else {}
@@ -116,8 +135,7 @@ def claude_code(base, tmp):
         check(rc == 0 and result.get("is_error") is False,
               f"Claude Code, turn {len(turns)}: exit 0, is_error false (rc {rc}, "
               f"{result.get('result', err[-300:])!r:.300})")
-    cache_check("Claude Code", turns, lambda u: u.get("input_tokens", 0) + u.get("cache_creation_input_tokens", 0) +
-                u.get("cache_read_input_tokens", 0), lambda u: u.get("cache_read_input_tokens", 0))
+    return turns
 
 
 def codex(base, tmp):
@@ -131,26 +149,31 @@ def codex(base, tmp):
     env = dict(os.environ, HOME=home, CODEX_HOME=home, TROUPE_KEY="sk-troupe-test")
     turns = []
     for cmd in (["exec", "--json", "--skip-git-repo-check", "What files are here?"],
-                ["exec", "--json", "--skip-git-repo-check", "resume", "--last", "And what do they hold?"]):
+                ["exec", "--json", "--skip-git-repo-check", "resume", "--last", "And what do they hold?"],
+                ["exec", "--json", "--skip-git-repo-check", "resume", "--last", "Thanks. Anything else?"]):
         rc, out, err = run([CODEX, *cmd], env, work)
         events = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
         said = [e["item"] for e in events if e.get("type") == "item.completed"
                 and e["item"].get("type") == "agent_message"]
         usage = next((e["usage"] for e in events if e.get("type") == "turn.completed"), {})
         errors = [e for e in events if e.get("type") in ("error", "turn.failed")]
-        turns.append({"usage": usage})
+        turns.append(usage)
         check(rc == 0 and said and not errors,
               f"Codex, turn {len(turns)}: exit 0 and a final message (rc {rc}, {str(errors)[:300]} {err[-300:]!r})")
-    cache_check("Codex", turns, lambda u: u.get("input_tokens", 0), lambda u: u.get("cached_input_tokens", 0))
+    return turns
 
 
-def cache_check(name, turns, prompt_of, cached_of):
-    if len(turns) < 2 or not turns[0].get("usage") or not turns[1].get("usage"):
-        return check(False, f"{name}: both turns report usage")
-    first, cached = prompt_of(turns[0]["usage"]), cached_of(turns[1]["usage"])
-    print(f"{name}: turn 1's prompt {first} tokens; turn 2 found {cached} in the prefix cache")
-    check(first > 0 and cached >= 0.9 * first,
-          f"{name}: turn 2 finds >= 90% of turn 1's prompt in the prefix cache ({cached} of {first})")
+def cache_check(name, usages, prompt_of, cached_of):
+    """Each request after the first finds >= 90% of the one before's prompt
+    in the prefix cache, by the usage troupe answered it with (the fields
+    the client reads)."""
+    if len(usages) < 3:
+        return check(False, f"{name}: three turns' requests answered with usage ({len(usages)})")
+    for i in range(1, len(usages)):
+        before, cached = prompt_of(usages[i - 1]), cached_of(usages[i])
+        print(f"{name}: request {i}'s prompt {before} tokens; request {i + 1} found {cached} in the prefix cache")
+        check(before > 0 and cached >= 0.9 * before, f"{name}: request {i + 1} finds >= 90% of request {i}'s prompt "
+                                                     f"in the prefix cache ({cached} of {before})")
 
 
 def sdks(base):
@@ -177,9 +200,18 @@ def main():
             rec = recorder(srv.port)
             base = f"http://127.0.0.1:{rec.port}"
             rec.client = "claude-code"
-            claude_code(base, tmp)
+            turns = claude_code(base, tmp)
+            cache_check("Claude Code", rec.usage.get("claude-code", []),
+                        lambda u: u.get("input_tokens", 0) + u.get("cache_creation_input_tokens", 0) +
+                        u.get("cache_read_input_tokens", 0), lambda u: u.get("cache_read_input_tokens", 0))
+            check(sum(t.get("usage", {}).get("cache_read_input_tokens", 0) for t in turns[1:]) > 0,
+                  "Claude Code reports the cache's reads in its own usage")
             rec.client = "codex"
-            codex(base, tmp)
+            turns = codex(base, tmp)
+            cache_check("Codex", rec.usage.get("codex", []), lambda u: u.get("input_tokens", 0),
+                        lambda u: (u.get("input_tokens_details") or {}).get("cached_tokens", 0))
+            check(sum(t.get("cached_input_tokens", 0) for t in turns[1:]) > 0,
+                  "Codex reports the cache's reads in its own usage")
             rec.log()
             sdks(f"http://127.0.0.1:{srv.port}")
         finally:

@@ -117,6 +117,26 @@ def test_hang(model):
         srv.stop()
 
 
+def test_busy(model):
+    """A replica too busy to answer its check in time (one sequence at a
+    time, held by a long stream), whose steps go on meanwhile: alive, not
+    failed; it stays in rotation and the stream ends normally."""
+    srv = server(model, "engine.threads=1", "server.admin_api=true", "scheduler.max_num_seqs=1", "scheduler.max_model_len=16384",
+                 "router.health_check_interval_s=0.1", "router.health_check_timeout_s=0.2", "router.unhealthy_after=2")
+    try:
+        s = open_stream(srv, "a long story", 12000)
+        check(s.first_token(), "the long stream streams")
+        done = concurrent.futures.ThreadPoolExecutor(1).submit(s.rest)
+        time.sleep(1.5)  # several checks time out behind the stream
+        reps = replicas(srv)
+        ready, _ = srv.request("GET", "/health/ready")
+        check(reps[0]["healthy"] and reps[0]["ready"] and reps[0]["failed_checks"] == 0 and ready.status == 200,
+              f"its checks wait behind the stream, its steps go on: healthy, in rotation ({reps[0]})")
+        check(finished_normally(done.result(timeout=120)), "the stream ends normally")
+    finally:
+        srv.stop()
+
+
 def test_weighted(model):
     """router.weights: the weighted policy gives each replica its share."""
     srv = server(model, "engine.threads=1", "engine.replicas=2", "router.policy=weighted", "router.weights=[3, 1]")
@@ -319,6 +339,7 @@ def main():
         test_models(tmp, model)
         test_crash(model)
         test_hang(model)
+        test_busy(model)
         test_autoscaler(model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -300,7 +300,7 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
   const auto key = std::string(
       "server.prot: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
       "drain_timeout_s, stall_timeout_s, admin_api, tenants, tenants_poll_s, response_cache, response_cache_ttl_s, "
-      "responses_store, unknown_fields, responses_ttl_s, websocket_max_buffered, websocket_idle_timeout_s, metrics_host, "
+      "responses_store, reasoning_key_file, unknown_fields, responses_ttl_s, websocket_max_buffered, websocket_idle_timeout_s, metrics_host, "
       "metrics_port");
   CHECK(error_of("[server]\nprot = 1\n") == key);
   CHECK(error_of("", {{"server.prot", "1"}}) == key);
@@ -309,7 +309,7 @@ TEST_CASE("unknown sections and keys are named, in the file and in overrides ali
   CHECK(error_of("[server.tls]\ncert = \"x\"\n") ==
         "server.tls: unknown key; known: host, port, http_threads, max_body_bytes, idle_timeout_s, "
         "drain_timeout_s, stall_timeout_s, admin_api, tenants, tenants_poll_s, response_cache, "
-        "response_cache_ttl_s, responses_store, unknown_fields, responses_ttl_s, websocket_max_buffered, "
+        "response_cache_ttl_s, responses_store, reasoning_key_file, unknown_fields, responses_ttl_s, websocket_max_buffered, "
         "websocket_idle_timeout_s, metrics_host, metrics_port");
   CHECK(error_of("", {{"port", "1"}}) == "port: an override names section.key");
   CHECK(error_of("", {{"server.unknown_fields", "\"ignore\""}}).find("server.unknown_fields") != std::string::npos);

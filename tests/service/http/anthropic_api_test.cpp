@@ -47,6 +47,14 @@ TEST_CASE("thinking adaptive: output_config.effort sets the budget; display omit
   CHECK(error_of(parse(R"("output_config":{"effort":"huge"})")).find("output_config.effort") != std::string::npos);
 }
 
+TEST_CASE("a message's output_config.effort (Claude Code's mid-conversation change) is the latest effort") {
+  const auto r = ok(parse(R"("thinking":{"type":"adaptive"},"output_config":{"effort":"high"})",
+                          R"([{"role":"user","content":"hi"},{"role":"system","content":"env","output_config":{"effort":"low"}}])"));
+  CHECK(r.sampling.thinking_budget == 1024);
+  CHECK(error_of(parse("", R"([{"role":"user","content":"hi","output_config":{"format":{}}}])"))
+            .find("messages[0].output_config.format") != std::string::npos);
+}
+
 TEST_CASE("output_config.format: a JSON Schema through the grammar") {
   const auto r = ok(parse(R"("output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}})"));
   CHECK_FALSE(r.sampling.grammar.empty());

@@ -31,6 +31,14 @@ TEST_CASE("a sealed text opens with its key, and only with it") {
     CHECK_FALSE(a.open(stranger).has_value());
 }
 
+TEST_CASE("each tenant's derived key opens its own sealed texts only") {
+  const reasoning_seal server;
+  const auto a = server.derive("tenant-a"), a2 = server.derive("tenant-a"), b = server.derive("tenant-b");
+  CHECK(a2.open(a.seal("mine")) == "mine");
+  CHECK_FALSE(b.open(a.seal("mine")).has_value());
+  CHECK_FALSE(server.open(a.seal("mine")).has_value());
+}
+
 TEST_CASE("a key file: 64 hex digits, shared by servers; a bad one is refused naming the file") {
   const auto dir = std::filesystem::temp_directory_path() / "troupe_seal_test";
   std::filesystem::create_directories(dir);
