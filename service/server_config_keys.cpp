@@ -447,7 +447,7 @@ auto key_specs() -> const std::vector<key_spec>& {
       {"router", "health_check_interval_s", seconds(in(&c::router, &router_section::health_check_interval_s), false),
        "each replica gets a deep check (a one-token inference) this often"},
       {"router", "health_check_timeout_s", seconds(in(&c::router, &router_section::health_check_timeout_s), false),
-       "a check not answered within this fails"},
+       "a check not answered within this fails, unless the replica finished steps meanwhile (busy)"},
       {"router", "unhealthy_after", integer(in(&c::router, &router_section::unhealthy_after), 1),
        "consecutive failed checks take a replica out of rotation (its requests move elsewhere)"},
       {"router", "healthy_after", integer(in(&c::router, &router_section::healthy_after), 1), "consecutive passed checks bring it back"},
