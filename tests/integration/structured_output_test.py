@@ -180,8 +180,8 @@ def judge_errors(srv):
 
     err({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"oneOf": []}}}},
         "response_format", "response_format.json_schema.schema: 'oneOf' at / is not supported")
-    err({"guided_json": {"type": "object", "properties": {"a": {"type": "string", "format": "uri"}}}},
-        "guided_json", "'format' 'uri' at /properties/a is not supported")
+    err({"guided_json": {"type": "object", "properties": {"a": {"type": "string", "format": "iri-reference"}}}},
+        "guided_json", "'format' 'iri-reference' at /properties/a is not supported")
     err({"guided_json": {"type": "string", "pattern": "(?=x)y"}}, "guided_json", "lookahead")
     err({"guided_regex": "a\\1"}, "guided_regex", "backreference")
     err({"guided_grammar": "root ::= item"}, "guided_grammar", "undefined rule 'item'")
