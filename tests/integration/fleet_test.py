@@ -121,13 +121,14 @@ def test_busy(model):
     """A replica too busy to answer its check in time (one sequence at a
     time, held by a long stream), whose steps go on meanwhile: alive, not
     failed; it stays in rotation and the stream ends normally."""
-    srv = server(model, "engine.threads=1", "server.admin_api=true", "scheduler.max_num_seqs=1", "scheduler.max_model_len=16384",
-                 "router.health_check_interval_s=0.1", "router.health_check_timeout_s=0.2", "router.unhealthy_after=2")
+    srv = server(model, "engine.threads=1", "server.admin_api=true", "scheduler.max_num_seqs=1",
+                 "scheduler.max_model_len=16384", "router.health_check_interval_s=0.1",
+                 "router.health_check_timeout_s=1", "router.unhealthy_after=2")
     try:
-        s = open_stream(srv, "a long story", 12000)
+        s = open_stream(srv, "a long story", 16000)
         check(s.first_token(), "the long stream streams")
         done = concurrent.futures.ThreadPoolExecutor(1).submit(s.rest)
-        time.sleep(1.5)  # several checks time out behind the stream
+        time.sleep(3.5)  # checks time out behind the stream (two failures would take it out)
         reps = replicas(srv)
         ready, _ = srv.request("GET", "/health/ready")
         check(reps[0]["healthy"] and reps[0]["ready"] and reps[0]["failed_checks"] == 0 and ready.status == 200,
