@@ -8,6 +8,7 @@
 #include <ctime>
 #include <exception>
 #include <new>
+#include <optional>
 
 namespace troupe {
 namespace {
@@ -106,25 +107,33 @@ auto apply_edits(const tokenizer& tok, const chat_template& chat, const encode_j
                  std::vector<chat_message>& messages) -> std::vector<applied_edit> {
   std::vector<applied_edit> applied;
   const auto& e = job.edits;
+  std::optional<std::int64_t> current; // the prompt's tokens as `messages` stand, once counted
+  const auto count = [&] {
+    if (!current) current = count_tokens(tok, chat, job, messages);
+    return *current;
+  };
   const auto thinking = [&] {
     if (!e.clear_thinking) return;
     auto after = messages;
     const auto cleared = clear_thinking(after, e.keep_thinking_turns);
     if (cleared == 0) return;
-    const auto before_n = count_tokens(tok, chat, job, messages), after_n = count_tokens(tok, chat, job, after);
+    const auto before_n = count(), after_n = count_tokens(tok, chat, job, after);
     applied.push_back({true, cleared, std::max<std::int64_t>(0, before_n - after_n)});
     messages = std::move(after);
+    current = after_n;
   };
   const auto tool_uses = [&] {
     if (!e.clear_tool_uses) return;
-    const auto before_n = count_tokens(tok, chat, job, messages);
+    const auto before_n = count();
     if (before_n <= e.trigger_tokens) return;
     auto after = messages;
     const auto cleared = clear_tool_uses(after, e);
-    const auto freed = before_n - count_tokens(tok, chat, job, after);
-    if (cleared == 0 || freed < e.clear_at_least) return;
-    applied.push_back({false, cleared, freed});
+    if (cleared == 0) return;
+    const auto after_n = count_tokens(tok, chat, job, after);
+    if (before_n - after_n < e.clear_at_least) return;
+    applied.push_back({false, cleared, before_n - after_n});
     messages = std::move(after);
+    current = after_n;
   };
   if (e.thinking_first) thinking();
   tool_uses();

@@ -22,7 +22,7 @@ declare -A sources libs
 grammar="engine/grammar/gbnf.cpp engine/grammar/gbnf_text.cpp engine/grammar/json_schema.cpp engine/grammar/regex.cpp"
 sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp service/http/openai_api.cpp service/http/json_reader.cpp service/http/openai_format.cpp
   service/http/structured_output.cpp service/http/tool_fields.cpp service/http/anthropic_api.cpp service/http/anthropic_fields.cpp service/http/responses_api.cpp
-  service/http/reasoning_seal.cpp engine/core/sampling_params.cpp $grammar"
+  service/http/reasoning_seal.cpp service/tenancy/sha256.cpp engine/core/sampling_params.cpp $grammar"
 libs[openai_request]="-lsimdjson -lcrypto"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp service/server_config_keys.cpp settings/toml_settings.cpp
   service/tenancy/tenants.cpp service/tenancy/sha256.cpp service/http/openai_format.cpp

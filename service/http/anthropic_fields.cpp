@@ -121,6 +121,56 @@ auto read_output_config(od::value& v, thinking_config& t, output_constraint& c) 
 /// context_management: {"edits": [clear_thinking_20251015 {keep: "all" |
 /// {thinking_turns}}, clear_tool_uses_20250919 {trigger, keep,
 /// clear_at_least, exclude_tools, clear_tool_inputs}]}.
+namespace {
+
+/// clear_thinking_20251015's keep: "all" (-1) or {"type": "thinking_turns", "value": n}.
+auto read_thinking_keep(od::value& y, const std::string& f, std::int32_t& keep) -> problem {
+  od::json_type t;
+  if (auto err = y.type().get(t)) return bad_json(err);
+  if (t == od::json_type::string) {
+    std::string all;
+    if (auto p = read_string(y, f, f, all)) return p;
+    keep = -1;
+    return all == "all" ? problem{} : error("invalid_value", f, f + " must be \"all\" or {\"type\": \"thinking_turns\", \"value\": n}");
+  }
+  std::int64_t n = 1;
+  auto p = read_count(y, f, "thinking_turns", n);
+  keep = static_cast<std::int32_t>(n);
+  return p;
+}
+
+/// One edit, read into `e`: its type first, each type once.
+auto read_edit(od::object& edit, const std::string& at, context_edits& e) -> problem {
+  std::string type;
+  const auto bad_type = [&] {
+    return error("invalid_value", at + ".type",
+                 at + ".type must be clear_thinking_20251015 or clear_tool_uses_20250919, each once, got \"" + type + "\"");
+  };
+  if (auto p = for_each_field(edit, [&](std::string_view k, od::value& y) -> problem {
+        const auto f = at + "." + std::string(k);
+        if (k == "type") {
+          if (auto p = read_string(y, f, f, type)) return p;
+          if (type == "clear_thinking_20251015" && !e.clear_thinking) {
+            e.clear_thinking = true;
+            e.thinking_first = !e.clear_tool_uses;
+            return {};
+          }
+          if (type == "clear_tool_uses_20250919" && !e.clear_tool_uses) {
+            e.clear_tool_uses = true;
+            return {};
+          }
+          return bad_type();
+        }
+        if (type == "clear_thinking_20251015" && k == "keep") return read_thinking_keep(y, f, e.keep_thinking_turns);
+        if (type == "clear_tool_uses_20250919") return read_tool_uses_edit(k, y, f, e);
+        return error("unknown_parameter", f, "unknown parameter " + f + " (type must come first)");
+      }))
+    return p;
+  return type.empty() ? bad_type() : problem{};
+}
+
+} // namespace
+
 auto read_context_management(od::value& v, context_edits& e) -> problem {
   od::object o;
   if (auto err = v.get_object().get(o)) return failed(err, "context_management", "context_management", "an object");
@@ -133,45 +183,7 @@ auto read_context_management(od::value& v, context_edits& e) -> problem {
       const auto at = "context_management.edits[" + std::to_string(i++) + "]";
       od::object edit;
       if (auto err = item.get_object().get(edit)) return failed(err, at, at, "an edit");
-      std::string type;
-      context_edits one;
-      if (auto p = for_each_field(edit, [&](std::string_view ek, od::value& y) -> problem {
-            const auto f = at + "." + std::string(ek);
-            if (ek == "type") return read_string(y, f, f, type);
-            if (ek == "keep" && type == "clear_thinking_20251015") {
-              od::json_type t;
-              if (auto err = y.type().get(t)) return bad_json(err);
-              std::string all;
-              if (t == od::json_type::string) {
-                if (auto p = read_string(y, f, f, all)) return p;
-                one.keep_thinking_turns = -1;
-                return all == "all" ? problem{} : error("invalid_value", f, f + " must be \"all\" or {\"type\": \"thinking_turns\", \"value\": n}");
-              }
-              std::int64_t n = 1;
-              auto p = read_count(y, f, "thinking_turns", n);
-              one.keep_thinking_turns = static_cast<std::int32_t>(n);
-              return p;
-            }
-            if (type == "clear_tool_uses_20250919") return read_tool_uses_edit(ek, y, f, one);
-            return error("unknown_parameter", f, "unknown parameter " + f + " (type must come first)");
-          }))
-        return p;
-      if (type == "clear_thinking_20251015" && !e.clear_thinking) {
-        e.clear_thinking = true;
-        e.keep_thinking_turns = one.keep_thinking_turns;
-        e.thinking_first = !e.clear_tool_uses;
-      } else if (type == "clear_tool_uses_20250919" && !e.clear_tool_uses) {
-        const bool thinking = e.clear_thinking, first = e.thinking_first;
-        const auto keep = e.keep_thinking_turns;
-        e = one;
-        e.clear_tool_uses = true;
-        e.clear_thinking = thinking;
-        e.thinking_first = first;
-        e.keep_thinking_turns = keep;
-      } else {
-        return error("invalid_value", at + ".type",
-                     at + ".type must be clear_thinking_20251015 or clear_tool_uses_20250919, each once, got \"" + type + "\"");
-      }
+      if (auto p = read_edit(edit, at, e)) return p;
     }
     return problem{};
   });

@@ -1,5 +1,7 @@
 #include "service/http/reasoning_seal.hpp"
 
+#include "service/tenancy/sha256.hpp"
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
@@ -36,12 +38,6 @@ auto unbase64(std::string_view text) -> std::optional<std::vector<unsigned char>
   return out;
 }
 
-auto hex_digit(char c) -> int {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 } // namespace
 
@@ -53,14 +49,9 @@ auto reasoning_seal::from_file(const std::string& path) -> reasoning_seal {
   std::ifstream in(path);
   std::string text;
   if (!in || !(in >> text)) throw std::runtime_error(path + ": cannot read the reasoning key");
-  key_type key{};
-  if (text.size() != 2 * key.size()) throw std::runtime_error(path + ": the reasoning key must be 64 hex digits");
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    const int hi = hex_digit(text[2 * i]), lo = hex_digit(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) throw std::runtime_error(path + ": the reasoning key must be 64 hex digits");
-    key[i] = static_cast<unsigned char>(16 * hi + lo);
-  }
-  return reasoning_seal(key);
+  const auto key = parse_sha256_hex(text); // (32 bytes as 64 hex digits, as a digest is written)
+  if (!key) throw std::runtime_error(path + ": the reasoning key must be 64 hex digits");
+  return reasoning_seal(*key);
 }
 
 auto reasoning_seal::derive(std::string_view context) const -> reasoning_seal {
