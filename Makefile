@@ -10,7 +10,7 @@ MESON_OPTS ?= -Dwerror=true
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-agent-ttft bench-jump-forward bench-long-prefill bench-prepare bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
+.PHONY: all bootstrap build install serve test test-repeat fuzz soak bench bench-grammar bench-agent-ttft bench-request-path bench-jump-forward bench-long-prefill bench-prepare bench-tokenizer bench-quant bench-serve bench-policies bench-sim sim-fidelity bench-routing bench-isolation bench-gpu clean
 
 all: build
 
@@ -77,6 +77,11 @@ bench-long-prefill: build
 # and with the prefix cache (scripts/bench_agent_ttft.py).
 bench-agent-ttft: build
 	python3 scripts/bench_agent_ttft.py $(BUILD)/troupe
+
+# The serving path's own latency at low load: TTFT on the zero executor
+# beside an HTTP round trip to /health, interleaved (scripts/bench_request_path.py).
+bench-request-path: build
+	python3 scripts/bench_request_path.py $(BUILD)/troupe
 
 # Request preparation (parsing, the chat template, tokenizing) per message at
 # 1k, 4k and 20k messages, on a live server's tokenizer pool (scripts/bench_prepare.py).

@@ -429,7 +429,8 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   auto ctx = model->pick(sr.session);
   std::erase_if(headers, [](const auto& h) { return h.first == "x-model-version"; });
   if (route) {
-    sr.route = route;
+    sr.capability = route;
+    sr.route = static_cast<const capability_split&>(*route);
     sr.served = fl;
     sr.tier = call.tier;
     sr.cache = nullptr; // (which model answers is decided later)

@@ -4,9 +4,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
-#include "engine/core/sampling_params.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
-#include "service/http/request_support.hpp"
+#include "service/request/model_profile.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -18,16 +16,9 @@
 
 namespace troupe {
 
-struct serving_context {
-  std::shared_ptr<const tokenizer> tok;
-  std::string model_name;    ///< what clients pass as "model"
-  std::string model_version; ///< the x-model-version header: the configured tag, or name@content hash
-  std::int32_t max_model_len = 0;
-  std::vector<token_id> eos_ids;
-  sampling_params defaults;  ///< the model's generation_config
-  /// Its max_new_tokens: max_tokens where a request gives none (capped by
-  /// the context left); none: the context left.
-  std::optional<std::int32_t> default_max_tokens;
+/// A served model version: its profile (what each request's session reads)
+/// and the actors that serve it.
+struct serving_context : model_profile {
   std::vector<tokenizer_actor> tokenizers;
   router_actor router; ///< picks each request's replica (and knows their schedulers)
   autoscaler_actor autoscaler; ///< invalid without one
@@ -35,12 +26,6 @@ struct serving_context {
   /// and each replica's device.
   std::vector<memory_manager_actor> memories;
   std::vector<std::size_t> replica_device;
-  std::int32_t block_size = 16;
-  api::request_support support; ///< what its backend and model can do (cli/serve.cpp sets it)
-  std::vector<token_id> tool_markers; ///< that format's special tokens, shown in the text for the parser
-  std::vector<token_id> reasoning_markers; ///< <think> and </think> where they are special tokens
-  std::vector<token_id> think_open, think_close; ///< <think> and </think> as the tokenizer encodes them
-  std::int32_t max_retries = 2; ///< on other replicas, for a request whose replica failed before its first token
   /// Replicas in the router's rotation (kept by the router).
   std::shared_ptr<std::atomic<std::int32_t>> num_ready = std::make_shared<std::atomic<std::int32_t>>(0);
   server_metrics* metrics = nullptr;
@@ -86,21 +71,10 @@ struct served_model {
 
 /// Capability routing: a name of its own whose requests go to a small or a
 /// large served model by their prompt length, max_tokens or tier.
-struct capability_route {
+struct capability_route : capability_split {
   std::string name;
   const served_model* small = nullptr;
   const served_model* large = nullptr;
-  std::int32_t max_prompt_tokens = 0, max_tokens = 0;
-  std::vector<std::string> tiers;
-
-  /// Small when the tier is listed, or the prompt and the asked-for
-  /// max_tokens (none asked: unbounded) are within the thresholds.
-  auto fits_small(std::int64_t prompt_tokens, std::optional<std::int32_t> asked, const std::string& tier) const
-      -> bool {
-    for (const auto& t : tiers)
-      if (!tier.empty() && t == tier) return true;
-    return prompt_tokens <= max_prompt_tokens && asked && *asked <= max_tokens;
-  }
 };
 
 /// Every model a server serves ([0]: the default, for requests that name

@@ -291,7 +291,7 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, const serve_p
       }
   }
   for (const auto& r : cfg.router.capability_rules)
-    out->routes.push_back({r.model, out->find(r.small), out->find(r.large), r.max_prompt_tokens, r.max_tokens, r.tiers});
+    out->routes.push_back({{r.max_prompt_tokens, r.max_tokens, r.tiers}, r.model, out->find(r.small), out->find(r.large)});
   return out;
 }
 
