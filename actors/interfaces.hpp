@@ -1,7 +1,8 @@
 #pragma once
 // Every typed actor interface of troupe, in one place. A request's path:
-// gateway (HTTP threads) → its sink → tokenizer → scheduler ⇄ executor;
-// tokens flow back scheduler → sink → client.
+// gateway (HTTP threads) → its sink → tokenizer; sink → router (its one
+// dispatch: the devices' prefix probes, the routing policy) → the replica's
+// scheduler ⇄ executor; tokens flow back scheduler → sink → client.
 
 #include "actors/type_ids.hpp"
 
@@ -67,13 +68,18 @@ using scheduler_actor = caf::typed_actor<
 /// Chooses each request's replica with the configured routing policy, from
 /// the replicas' load reports and what it routed since (engine/core/router_core).
 using router_actor = caf::typed_actor<
-    /// The replica's index for a request, or -1: no replica can take it
-    /// (503). The vector: per replica, the prompt's blocks its device caches
-    /// (empty when the policy does not weigh them).
-    /// The second vector: replicas not to use (where the request just failed).
-    /// The replica's scheduler comes with its index (invalid with -1).
-    caf::replies_to<route_atom, policy::route_request, std::vector<std::int32_t>, std::vector<std::int32_t>>::with<
-        std::int32_t, scheduler_actor>,
+    /// A request's dispatch (its first choice's submission): the router
+    /// weighs the replicas (for a policy that reads them, and `probe`, each
+    /// device's prefix cache first says how much of the prompt it holds),
+    /// avoiding the replicas listed (where it just failed), and submits it
+    /// to that replica's scheduler; the answer is where it went and the
+    /// scheduler's admission (no replica ready: admission.no_replica; the
+    /// replica gone: placement.failed). The sink learns its replica with the
+    /// answer, after the submission is queued, so no abort can overtake it.
+    caf::replies_to<dispatch_atom, request, policy::route_request, std::vector<std::int32_t>, bool, sink_actor,
+                    steady_time, delivery_count>::with<placement>,
+    /// Replica i's device's memory manager, whose prefix cache a dispatch probes.
+    caf::reacts_to<device_atom, std::int32_t, memory_manager_actor>,
     /// A replica's load after its step.
     caf::reacts_to<load_atom, std::int32_t, replica_report>,
     /// Replica i is loaded and is this scheduler: into rotation, or (true)

@@ -29,6 +29,17 @@ using step_ptr = std::shared_ptr<const scheduler_output>;
 /// reaches the connection, not the client).
 using delivery_count = http::exchange::delivery_count;
 
+/// Where a dispatch went (actors/interfaces.hpp's router_actor): the
+/// replica's index and scheduler (a scheduler_actor; -1 and none when no
+/// replica was ready), its admission, and whether the replica failed it
+/// before answering (died, or out of rotation).
+struct placement {
+  admission answer;
+  std::int32_t replica = -1;
+  caf::actor scheduler;
+  bool failed = false;
+};
+
 /// One replica as the router sees it (for the autoscaler and /admin).
 struct replica_snapshot {
   bool ready = false, alive = false, draining = false, healthy = false;

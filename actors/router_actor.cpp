@@ -31,6 +31,10 @@ struct router_state {
   router_options options;
   std::unique_ptr<router_core> core;
   std::vector<replica_slot> slots;
+  /// The devices whose prefix caches a dispatch probes (device_atom), and
+  /// each replica's among them (-1: none).
+  std::vector<memory_manager_actor> devices;
+  std::vector<std::int32_t> replica_device;
   std::uint64_t next_check = 1;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
@@ -138,6 +142,67 @@ void start_check(self_ptr self, std::size_t i) {
   self->delayed_send(self, seconds(st.options.check_timeout_s), timeout_atom_v, replica, check);
 }
 
+/// A dispatch on its way: the submission, its route and where it answers.
+struct dispatch_order {
+  request r;
+  policy::route_request route;
+  std::vector<std::int32_t> avoid;
+  sink_actor sink;
+  steady_time arrival;
+  delivery_count undelivered;
+  caf::typed_response_promise<placement> rp;
+};
+
+// The replica for a dispatch (`cached`: per replica, the prompt's blocks its
+// device holds), and the submission to its scheduler; the answer goes back
+// with the replica (the sink then watches it and aborts there).
+void place(self_ptr self, dispatch_order& d, const std::vector<std::int32_t>& cached) {
+  auto& st = self->state;
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
+  const auto i = st.core->route(d.route, now, cached, d.avoid);
+  if (i == policy::no_replica || !st.slot(i).scheduler) {
+    d.rp.deliver(placement{admission{0, {}, true}, -1, {}, false});
+    return;
+  }
+  auto scheduler = st.slot(i).scheduler;
+  const auto replica = static_cast<std::int32_t>(i);
+  auto rp = d.rp;
+  self->request(scheduler, caf::infinite, submit_atom_v, std::move(d.r), std::move(d.sink), d.arrival,
+                std::move(d.undelivered))
+      .then([rp, replica, scheduler](admission& a) mutable {
+              rp.deliver(placement{std::move(a), replica, caf::actor_cast<caf::actor>(scheduler), false});
+            },
+            // Gone before it answered, or out of rotation: the sink retries elsewhere.
+            [rp, replica, scheduler](caf::error&) mutable {
+              rp.deliver(placement{admission{}, replica, caf::actor_cast<caf::actor>(scheduler), true});
+            });
+}
+
+// Each device's prefix cache says how much of the prompt it holds, then the
+// dispatch is placed.
+void probe_then_place(self_ptr self, std::shared_ptr<dispatch_order> d) {
+  auto& st = self->state;
+  struct probes {
+    std::vector<std::int32_t> per_device;
+    std::size_t left;
+  };
+  const auto n = st.devices.size();
+  auto gathered = std::make_shared<probes>(probes{std::vector<std::int32_t>(n, 0), n});
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto done = [self, gathered, d, k](std::int32_t blocks) {
+      gathered->per_device[k] = blocks;
+      if (--gathered->left > 0) return;
+      const auto& devs = self->state.replica_device;
+      std::vector<std::int32_t> cached(devs.size(), 0);
+      for (std::size_t i = 0; i < cached.size(); ++i)
+        if (devs[i] >= 0) cached[i] = gathered->per_device[static_cast<std::size_t>(devs[i])];
+      place(self, *d, cached);
+    };
+    self->request(st.devices[k], caf::infinite, probe_atom_v, d->r.tenant, d->r.prompt, st.options.block_size)
+        .then(done, [d](caf::error& e) mutable { d->rp.deliver(std::move(e)); });
+  }
+}
+
 auto status_json(const router_state& st) -> std::string {
   std::ostringstream o;
   o << '[';
@@ -178,13 +243,27 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
   });
   self->delayed_send(self, seconds(st.options.check_interval_s), tick_atom_v);
   return {
-      [self](route_atom, const policy::route_request& q, const std::vector<std::int32_t>& cached,
-             const std::vector<std::int32_t>& avoid) -> caf::result<std::int32_t, scheduler_actor> {
+      [self](dispatch_atom, request& r, policy::route_request& q, std::vector<std::int32_t>& avoid, bool probe,
+             sink_actor& sink, steady_time arrival, delivery_count& undelivered) -> caf::typed_response_promise<placement> {
         auto& st = self->state;
-        const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
-        const auto i = st.core->route(q, now, cached, avoid);
-        if (i == policy::no_replica) return {-1, scheduler_actor{}};
-        return {static_cast<std::int32_t>(i), st.slot(i).scheduler};
+        auto rp = self->make_response_promise<placement>();
+        auto d = std::make_shared<dispatch_order>(dispatch_order{std::move(r), std::move(q), std::move(avoid),
+                                                                 std::move(sink), arrival, std::move(undelivered), rp});
+        if (probe && !st.devices.empty())
+          probe_then_place(self, std::move(d));
+        else
+          place(self, *d, {});
+        return rp;
+      },
+      [self](device_atom, std::int32_t replica, const memory_manager_actor& memory) {
+        auto& st = self->state;
+        if (replica < 0 || !memory) return;
+        std::size_t k = 0;
+        while (k < st.devices.size() && st.devices[k] != memory) ++k;
+        if (k == st.devices.size()) st.devices.push_back(memory);
+        if (st.replica_device.size() <= static_cast<std::size_t>(replica))
+          st.replica_device.resize(static_cast<std::size_t>(replica) + 1, -1);
+        st.replica_device[static_cast<std::size_t>(replica)] = static_cast<std::int32_t>(k);
       },
       [self](load_atom, std::int32_t replica, const replica_report& r) {
         auto& st = self->state;

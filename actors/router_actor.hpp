@@ -24,11 +24,15 @@ struct router_options {
   /// The deep check's prompt: a one-token inference (max_tokens 1).
   std::vector<token_id> check_prompt;
   server_metrics* metrics = nullptr; ///< the replicas' ready gauges (may be null)
+  std::int32_t block_size = 16; ///< the KV cache's, for the dispatches' prefix probes
   /// Kept equal to the replicas in rotation (read by /health/ready).
   std::shared_ptr<std::atomic<std::int32_t>> num_ready;
 };
 
-/// The router of one model's replicas. Replicas report their load to it and
+/// The router of one model's replicas. Each request's dispatch comes to it:
+/// it probes the devices' prefix caches (where the policy weighs them),
+/// picks the replica and hands the submission on to its scheduler, which
+/// answers the request's sink. Replicas report their load to it and
 /// join it once loaded; it monitors each (one that dies leaves rotation),
 /// runs a deep check on each every interval (a real one-token inference,
 /// submitted at top priority), takes a replica out after unhealthy_after

@@ -22,10 +22,6 @@ struct serving_context : model_profile {
   std::vector<tokenizer_actor> tokenizers;
   router_actor router; ///< picks each request's replica (and knows their schedulers)
   autoscaler_actor autoscaler; ///< invalid without one
-  /// For prefix-affine routing (else empty): each device's memory manager,
-  /// and each replica's device.
-  std::vector<memory_manager_actor> memories;
-  std::vector<std::size_t> replica_device;
   /// Replicas in the router's rotation (kept by the router).
   std::shared_ptr<std::atomic<std::int32_t>> num_ready = std::make_shared<std::atomic<std::int32_t>>(0);
   server_metrics* metrics = nullptr;

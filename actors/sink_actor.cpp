@@ -27,7 +27,12 @@ struct sink_state {
   /// Its replica now (none before routing, or after it failed) and the ids it
   /// runs there; shared with the functor that aborts them when the sink goes.
   std::shared_ptr<current_submission> current = std::make_shared<current_submission>();
-  scheduler_actor routed; ///< the replica the router chose, until the first submission goes
+  /// A dispatch is out (its answer names the replica; until then the sink
+  /// cannot abort there): quitting waits for it. Its answer comes through
+  /// the router and the replica's first tokens straight from the scheduler,
+  /// so tokens may come first: they wait here (credits and all) until it.
+  bool dispatching = false, quit_pending = false;
+  std::vector<request_update> early;
   delivery_count undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
   caf::strong_actor_ptr keep_alive; ///< itself, until it quits
   server_metrics::request_series* series = nullptr; ///< its tenant's, of its model
@@ -51,6 +56,10 @@ auto on_shutdown(self_ptr self) {
 // replica itself went.
 void stop(self_ptr self) {
   auto& st = self->state;
+  if (st.dispatching) {
+    st.quit_pending = true;
+    return;
+  }
   if (st.current->replica) self->demonitor(st.current->replica.address());
   self->quit();
 }
@@ -90,58 +99,57 @@ void choose_model(self_ptr self, bool small) {
   run(self, st.session->on_model(std::move(ctx), now()));
 }
 
-void route(self_ptr self, const policy::route_request& q, std::vector<std::int32_t> cached,
-           std::vector<std::int32_t> avoid) {
-  self->request(self->state.ctx->router, caf::infinite, route_atom_v, q, std::move(cached), std::move(avoid))
-      .then(
-          [self](std::int32_t replica, scheduler_actor& scheduler) {
-            auto& st = self->state;
-            if (replica < 0 || !scheduler) return run(self, st.session->on_no_replica(now()));
-            st.routed = std::move(scheduler);
-            run(self, st.session->on_routed(replica, now()));
-          },
-          on_shutdown(self));
+// The router's answer to a dispatch: where it went (the sink's replica now,
+// watched and aborted there as the sink goes) and its admission.
+void placed(self_ptr self, placement& p) {
+  auto& st = self->state;
+  auto& session = *st.session;
+  if (p.answer.no_replica) return run(self, session.on_no_replica(now()));
+  st.current->replica = caf::actor_cast<scheduler_actor>(std::move(p.scheduler));
+  st.current->id = session.first_id();
+  st.current->count = session.num_choices();
+  self->monitor(st.current->replica);
+  run(self, session.on_routed(p.replica, now()));
+  if (p.failed) return run(self, session.on_replica_failed(p.replica, now()));
+  run(self, session.on_admitted(p.replica, 0, p.answer, now()));
 }
 
-// The router picks the replica; for prefix-affine routing each device's
-// cache first says how much of the prompt it holds.
+// The request's one dispatch: the router probes the devices' prefix caches,
+// picks the replica and submits the first choice there.
 void dispatch(self_ptr self, effect::dispatch d) {
   auto& st = self->state;
   if (st.current->replica) self->demonitor(st.current->replica.address());
   st.current->replica = nullptr;
-  if (!d.probe || st.ctx->memories.empty()) return route(self, d.route, {}, std::move(d.avoid));
-  struct probes {
-    std::vector<std::int32_t> per_device;
-    std::size_t left;
+  st.dispatching = true;
+  const auto answered = [self] {
+    self->state.dispatching = false;
+    return self->state.quit_pending;
   };
-  const auto devices = st.ctx->memories.size();
-  auto gathered = std::make_shared<probes>(probes{std::vector<std::int32_t>(devices, 0), devices});
-  auto shared = std::make_shared<effect::dispatch>(std::move(d));
-  for (std::size_t i = 0; i < devices; ++i) {
-    const auto done = [self, gathered, shared, i](std::int32_t blocks) {
-      gathered->per_device[i] = blocks;
-      if (--gathered->left > 0) return;
-      const auto& ctx = *self->state.ctx;
-      std::vector<std::int32_t> cached(ctx.replica_device.size());
-      for (std::size_t k = 0; k < cached.size(); ++k) cached[k] = gathered->per_device[ctx.replica_device[k]];
-      route(self, shared->route, std::move(cached), std::move(shared->avoid));
-    };
-    self->request(st.ctx->memories[i], caf::infinite, probe_atom_v, shared->r.tenant, shared->r.prompt,
-                  st.ctx->block_size)
-        .then(done, on_shutdown(self));
-  }
+  self->request(st.ctx->router, caf::infinite, dispatch_atom_v, std::move(d.r), std::move(d.route),
+                std::move(d.avoid), d.probe, caf::actor_cast<sink_actor>(self), st.session->arrival(), st.undelivered)
+      .then(
+          [self, answered](placement& p) {
+            const bool quit = answered();
+            placed(self, p);
+            auto early = std::move(self->state.early);
+            for (auto& u : early) run(self, self->state.session->on_tokens(u, now()), self->state.undelivered);
+            if (quit) stop(self);
+          },
+          [self, answered](caf::error&) {
+            const bool quit = answered();
+            run(self, self->state.session->on_shutdown(now()));
+            for (std::size_t i = 0; i < self->state.early.size(); ++i)
+              self->state.undelivered->fetch_sub(1, std::memory_order_relaxed);
+            self->state.early.clear();
+            if (quit) stop(self);
+          });
 }
 
-// A choice to the replica routed to (the first makes it the sink's replica).
+// A further choice to the replica the first went to.
 void submit(self_ptr self, effect::submit s) {
   auto& st = self->state;
+  if (!st.current->replica) return;
   const auto choice = static_cast<std::size_t>(s.r.choice);
-  if (choice == 0) {
-    st.current->replica = std::move(st.routed);
-    st.current->id = st.session->first_id();
-    st.current->count = st.session->num_choices();
-    self->monitor(st.current->replica);
-  }
   const auto replica = s.replica;
   self->request(st.current->replica, caf::infinite, submit_atom_v, std::move(s.r), caf::actor_cast<sink_actor>(self),
                 st.session->arrival(), st.undelivered)
@@ -219,7 +227,9 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   run(self, st.session->start(now()));
   return {
       [self](tokens_atom, request_update& u) {
-        run(self, self->state.session->on_tokens(u, now()), self->state.undelivered);
+        auto& st = self->state;
+        if (st.dispatching) return st.early.push_back(std::move(u));
+        run(self, st.session->on_tokens(u, now()), st.undelivered);
       },
       [self](gone_atom) { run(self, self->state.session->on_client_gone(now())); },
   };

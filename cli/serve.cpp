@@ -203,6 +203,7 @@ auto start_engine(caf::actor_system& sys, const model_plan& model, server_status
   rto.metrics = metrics;
   rto.num_ready = ctx->num_ready;
   rto.slots = static_cast<std::size_t>(metric_replicas);
+  rto.block_size = cfg.scheduler.block_size;
   ctx->router = spawn_router(sys, std::move(rto));
   ctx->block_size = cfg.scheduler.block_size;
   ctx->max_retries = cfg.router.max_retries;
@@ -213,9 +214,7 @@ auto start_engine(caf::actor_system& sys, const model_plan& model, server_status
     auto mm = spawn_memory_manager(sys, num_blocks, cfg.scheduler.eviction, metrics, device_names[static_cast<std::size_t>(d)]);
     parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
     parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
-    if (reads_cached && cfg.scheduler.enable_prefix_caching) ctx->memories.push_back(mm);
     for (int k = 0; k < cfg.engine.replicas; ++k) {
-      ctx->replica_device.push_back(static_cast<std::size_t>(d));
       const int r = d * cfg.engine.replicas + k;
       auto lease = first_lease(sys, mm, share);
       ro.replica = r;
@@ -226,6 +225,9 @@ auto start_engine(caf::actor_system& sys, const model_plan& model, server_status
       auto scheduler = spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status);
       parts.actors.push_back(caf::actor_cast<caf::actor>(scheduler));
       caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), scheduler, false, false);
+      // Prefix-affine routing: the router probes this device's cache for each dispatch.
+      if (reads_cached && cfg.scheduler.enable_prefix_caching)
+        caf::anon_send(ctx->router, device_atom_v, static_cast<std::int32_t>(r), mm);
     }
   }
   if (autoscaled) {

@@ -85,10 +85,12 @@ struct encoded {
 };
 
 /// A scheduler's answer to a submission: 0 when queued, else an HTTP status
-/// (400: can never run here; 429: the queue is full) and the reason.
+/// (400: can never run here; 429: the queue is full) and the reason. A
+/// dispatch that found no replica ready says so (and has no status).
 struct admission {
   int status = 0;
   std::string message;
+  bool no_replica = false;
 };
 
 } // namespace troupe

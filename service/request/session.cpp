@@ -190,7 +190,7 @@ auto request_session::on_routed(std::int32_t replica, steady_time) -> effects {
   }
   replica_ = replica;
   phase_ = phase::admitting;
-  return {effect::submit{original_, replica}};
+  return {};
 }
 
 auto request_session::on_no_replica(steady_time now) -> effects {

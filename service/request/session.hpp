@@ -81,15 +81,18 @@ struct session_request {
 namespace effect {
 struct encode { encode_job job; };            ///< on the tokenizer pool; answer on_encoded
 struct choose_model { bool small = true; };   ///< a capability route's choice; answer on_model
-/// Pick a replica (the router; `probe`: ask each device's prefix cache
-/// first) for `r`, avoiding the replicas listed; answer on_routed or on_no_replica.
+/// The request's first choice `r` to a replica (the router picks it;
+/// `probe`: each device's prefix cache is asked first), avoiding the
+/// replicas listed: answer on_routed, then on_admitted (or
+/// on_replica_failed); or on_no_replica.
 struct dispatch {
   request r;
   policy::route_request route;
   std::vector<std::int32_t> avoid;
   bool probe = true;
 };
-/// Submit `r` to the replica routed to; answer on_admitted (or on_replica_failed).
+/// A further choice (n > 1, best_of) to the replica the first went to,
+/// once it was admitted there: answer on_admitted (or on_replica_failed).
 struct submit { request r; std::int32_t replica = -1; };
 struct start_stream { header_list headers; };  ///< the 200 and its headers (SSE)
 struct write { std::string text; };            ///< more of the stream
@@ -140,6 +143,7 @@ public:
   auto on_encoded(encoded& e, steady_time now) -> effects;
   /// A capability route's model (the profile it chose; the same or another).
   auto on_model(std::shared_ptr<const model_profile> model, steady_time now) -> effects;
+  /// The dispatch went to replica `replica` (its admission follows).
   auto on_routed(std::int32_t replica, steady_time now) -> effects;
   auto on_no_replica(steady_time now) -> effects;
   /// The replica's answer to choice `choice`'s submission.

@@ -131,10 +131,11 @@ struct script_state {
 auto scripted_router(router_actor::pointer self, std::shared_ptr<script_state> s) -> router_actor::behavior_type {
   (void)self;
   return {
-      [](route_atom, const policy::route_request&, const std::vector<std::int32_t>&,
-         const std::vector<std::int32_t>&) -> caf::result<std::int32_t, scheduler_actor> {
-        return {-1, scheduler_actor{}};
+      [](dispatch_atom, const request&, const policy::route_request&, const std::vector<std::int32_t>&, bool,
+         const sink_actor&, steady_time, const delivery_count&) -> placement {
+        return placement{admission{0, {}, true}, -1, {}, false};
       },
+      [](device_atom, std::int32_t, const memory_manager_actor&) {},
       [](load_atom, std::int32_t, const replica_report&) {},
       [s](join_atom, std::int32_t replica, const scheduler_actor&, bool drained, bool) {
         std::lock_guard lock(s->mutex);

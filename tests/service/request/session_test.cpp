@@ -89,8 +89,9 @@ auto token(request_id id, token_id t, finish_reason f = finish_reason::none) -> 
   return u;
 }
 
-/// The session from its start to its first submission, on replica `replica`.
-auto to_admitting(scripted& x, const std::string& prompt, std::int32_t replica = 0) -> effect::submit {
+/// The session from its start through its dispatch (the first choice's
+/// submission, returned) to replica `replica`.
+auto to_admitting(scripted& x, const std::string& prompt, std::int32_t replica = 0) -> request {
   auto fx = x.s->start(at(0));
   REQUIRE(find<effect::encode>(fx));
   CHECK(x.s->current_phase() == phase::encoding);
@@ -98,10 +99,10 @@ auto to_admitting(scripted& x, const std::string& prompt, std::int32_t replica =
   fx = x.s->on_encoded(e, at(1));
   REQUIRE(find<effect::dispatch>(fx));
   CHECK(x.s->current_phase() == phase::routing);
-  fx = x.s->on_routed(replica, at(2));
-  REQUIRE(find<effect::submit>(fx));
+  auto r = find<effect::dispatch>(fx)->r;
+  CHECK(x.s->on_routed(replica, at(2)).empty());
   CHECK(x.s->current_phase() == phase::admitting);
-  return *find<effect::submit>(fx);
+  return r;
 }
 
 auto json_field(const std::string& json, const char* pointer) -> std::string {
@@ -134,14 +135,11 @@ TEST_CASE("a completion: encoded, dispatched, admitted, its tokens, one whole re
   CHECK(d->avoid.empty());
   CHECK(d->route.prompt_tokens == n);
   CHECK(d->route.max_tokens == 3);
-  CHECK(d->r.id == 10);
+  CHECK(d->r.id == 10); // (the dispatch is the first choice's submission)
+  CHECK(d->r.choice == 0);
   CHECK(d->r.sampling.max_tokens == 3);
-  fx = x.s->on_routed(2, at(2));
-  const auto* sub = find<effect::submit>(fx);
-  REQUIRE(sub);
-  CHECK(sub->replica == 2);
-  CHECK(sub->r.id == 10);
-  CHECK(sub->r.choice == 0);
+  CHECK(x.s->on_routed(2, at(2)).empty());
+  CHECK(x.s->on_admitted(7, 0, admission{}, at(3)).empty()); // (not its replica)
   fx = x.s->on_admitted(2, 0, admission{}, at(3));
   CHECK(fx.empty()); // (not streamed: nothing goes out yet)
   CHECK(x.s->current_phase() == phase::streaming);
@@ -175,7 +173,7 @@ TEST_CASE("a completion: encoded, dispatched, admitted, its tokens, one whole re
 TEST_CASE("a streamed chat: the 200 and its head once admitted, a write per token, the end") {
   scripted x(body(api::endpoint::chat, R"({"messages":[{"role":"user","content":"hi"}],"stream":true})"));
   const auto sub = to_admitting(x, "hi");
-  CHECK(sub.r.sampling.max_tokens == 64 - static_cast<std::int32_t>(x.model->tok->encode("hi", true).size()));
+  CHECK(sub.sampling.max_tokens == 64 - static_cast<std::int32_t>(x.model->tok->encode("hi", true).size()));
   auto fx = x.s->on_admitted(0, 0, admission{}, at(3));
   const auto* head = find<effect::start_stream>(fx);
   REQUIRE(head);
@@ -303,9 +301,7 @@ TEST_CASE("a replica that fails before the first token: another, new ids; then t
   CHECK(x.s->first_id() == 11);
   CHECK(x.s->current_phase() == phase::routing);
   CHECK(x.s->on_tokens(token(10, 5), at(5)).empty()); // (the failed replica's late token)
-  fx = x.s->on_routed(1, at(6));
-  REQUIRE(find<effect::submit>(fx));
-  CHECK(find<effect::submit>(fx)->r.id == 11);
+  CHECK(x.s->on_routed(1, at(6)).empty());
   x.s->on_admitted(1, 0, admission{}, at(7));
   // An error update is its replica failing too: max_retries (1) is spent.
   request_update err;
@@ -349,13 +345,13 @@ TEST_CASE("n = 2: a choice group, the second submitted once the first is queued,
   scripted x(body(api::endpoint::completions, R"({"prompt":"x","n":2,"max_tokens":1})"));
   CHECK(x.s->num_choices() == 2);
   const auto first = to_admitting(x, "x");
-  CHECK(first.r.group != 0);
+  CHECK(first.group != 0);
   auto fx = x.s->on_admitted(0, 0, admission{}, at(3));
   const auto* second = find<effect::submit>(fx);
   REQUIRE(second);
   CHECK(second->r.id == 11);
   CHECK(second->r.choice == 1);
-  CHECK(second->r.group == first.r.group);
+  CHECK(second->r.group == first.group);
   const auto ids = x.model->tok->encode(" free", false);
   fx = x.s->on_tokens(token(11, ids[0], finish_reason::length), at(4));
   REQUIRE(find<effect::abort>(fx)); // (its request ends at the replica)
