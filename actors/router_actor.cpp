@@ -1,6 +1,6 @@
 #include "actors/router_actor.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "policies/registry.hpp"
 
 #include <caf/all.hpp>

@@ -1,6 +1,6 @@
 #include "actors/scheduler_actor.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/core/leased_blocks.hpp"
 #include "engine/core/step_log.hpp"
 #include "policies/registry.hpp"

@@ -6,9 +6,9 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/trace_flags.hpp"
-#include "engine/core/json_text.hpp"
-#include "engine/core/rng.hpp"
-#include "engine/core/stats.hpp"
+#include "base/json_text.hpp"
+#include "base/rng.hpp"
+#include "base/stats.hpp"
 #include "sim/workload.hpp"
 
 #include <algorithm>

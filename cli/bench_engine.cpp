@@ -10,8 +10,8 @@
 #include "engine/cpu/threads.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
-#include "engine/model/random_model.hpp"
-#include "engine/core/stats.hpp"
+#include "engine/make_model/random_model.hpp"
+#include "base/stats.hpp"
 
 #include <cblas.h>
 

@@ -5,7 +5,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "engine/core/stats.hpp"
+#include "base/stats.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

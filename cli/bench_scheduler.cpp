@@ -6,7 +6,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "engine/core/batch_scheduler.hpp"
-#include "engine/core/stats.hpp"
+#include "base/stats.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/registry.hpp"
 

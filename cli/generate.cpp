@@ -5,7 +5,7 @@
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/cpu/huge_pages.hpp"
 #include "engine/generator.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/sampling/sampler.hpp"
 #include "engine/tokenizer/chat_template.hpp"

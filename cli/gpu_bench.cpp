@@ -9,7 +9,7 @@
 #include "engine/cuda/cuda_executor.hpp"
 #include "engine/cuda/cuda_memory.hpp"
 #include "engine/model/presets.hpp"
-#include "engine/core/stats.hpp"
+#include "base/stats.hpp"
 #include "kernels/probe.hpp"
 
 #include <cublas_v2.h>

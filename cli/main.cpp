@@ -2,7 +2,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <array>
 #include <cstdio>

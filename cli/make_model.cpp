@@ -3,7 +3,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "engine/model/presets.hpp"
-#include "engine/model/tiny_model.hpp"
+#include "engine/make_model/tiny_model.hpp"
 
 #include <cstdio>
 

@@ -4,7 +4,7 @@
 // compares the two).
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 
 #include <cstdio>

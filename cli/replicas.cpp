@@ -3,15 +3,15 @@
 #include "actors/executor_actor.hpp"
 #include "actors/wire.hpp"
 #include "engine/core/scheduler_config.hpp"
-#include "engine/cuda_backend.hpp"
+#include "engine/cuda/cuda_backend.hpp"
 #include "engine/cpu/threads.hpp"
 #include "actors/memory_manager_actor.hpp"
 #include "engine/cpu/huge_pages.hpp"
 #include "engine/model/gguf_model.hpp"
 #include "engine/model/quantize_weights.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/model/model_weights.hpp"
-#include "engine/output_processor.hpp"
+#include "engine/tokenizer/output_processor.hpp"
 #include "policies/registry.hpp"
 
 #include <caf/all.hpp>

@@ -9,7 +9,7 @@
 #include "actors/scheduler_actor.hpp"
 #include "service/server_config.hpp"
 #include "engine/cpu/cpu_executor.hpp"
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "engine/zero_executor.hpp"

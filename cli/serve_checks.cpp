@@ -2,7 +2,7 @@
 
 #include "actors/wire.hpp"
 #include "actors/worker_gate.hpp"
-#include "engine/cuda_backend.hpp"
+#include "engine/cuda/cuda_backend.hpp"
 #include "policies/registry.hpp"
 
 #include <boost/asio/io_context.hpp>

@@ -6,7 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/replicas.hpp"
 #include "cli/trace_flags.hpp"
-#include "engine/cuda_backend.hpp"
+#include "engine/cuda/cuda_backend.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/replay.hpp"
 #include "sim/report.hpp"

@@ -19,7 +19,7 @@
 #include "cli/config_source.hpp"
 #include "cli/replicas.hpp"
 #include "engine/cpu/threads.hpp"
-#include "engine/cuda_backend.hpp"
+#include "engine/cuda/cuda_backend.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>

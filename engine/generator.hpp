@@ -4,7 +4,7 @@
 // use it; the server's scheduler (issue 4) replaces it for many requests.
 
 #include "engine/executor.hpp"
-#include "engine/output_processor.hpp"
+#include "engine/tokenizer/output_processor.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "engine/request_tables.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 namespace troupe {
 

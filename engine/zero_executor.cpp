@@ -1,6 +1,6 @@
 #include "engine/zero_executor.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 #include <thread>

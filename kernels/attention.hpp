@@ -3,7 +3,7 @@
 // (attention.cu). Cache layout per layer, keys and values alike:
 // [num_blocks, num_kv_heads, block_size, head_dim] of the activation type.
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -2,7 +2,7 @@
 // Device helpers every kernel shares: the two element types (F32 for the
 // fp32 mode, BF16 otherwise; arithmetic always in F32) and block reductions.
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -4,7 +4,7 @@
 // device memory; `act` is the element type of activations, weights and the
 // KV cache (F32 or BF16); norm weights and RoPE tables are F32.
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -26,21 +26,21 @@ sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp service/http/openai_
 libs[openai_request]="-lsimdjson -lcrypto"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp service/server_config_keys.cpp settings/toml_settings.cpp
   service/tenancy/tenants.cpp service/tenancy/sha256.cpp service/http/openai_format.cpp
-  engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda_backend.cpp
-  engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf.cpp
-  engine/model/gguf_quant.cpp engine/model/mapping.cpp engine/model/safetensors.cpp $policies"
+  engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda/cuda_backend.cpp
+  engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/formats/gguf.cpp
+  engine/formats/gguf_quant.cpp engine/formats/mapping.cpp engine/formats/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/grammar_matcher.cpp engine/grammar/token_vocabulary.cpp
   service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp service/http/openai_format.cpp"
 libs[grammar]="-lsimdjson"
-sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/model/safetensors.cpp engine/model/mapping.cpp"
+sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/formats/safetensors.cpp engine/formats/mapping.cpp"
 libs[safetensors]="-lsimdjson"
 sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokenizer.cpp engine/tokenizer/detokenizer.cpp
-  engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp engine/model/gguf.cpp
-  engine/model/mapping.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
+  engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp engine/formats/gguf.cpp
+  engine/formats/mapping.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
-sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/model/gguf.cpp engine/model/mapping.cpp engine/model/gguf_model.cpp
-  engine/model/gguf_quant.cpp engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/safetensors.cpp
+sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/formats/gguf.cpp engine/formats/mapping.cpp engine/model/gguf_model.cpp
+  engine/formats/gguf_quant.cpp engine/model/model_config.cpp engine/model/config_fields.cpp engine/formats/safetensors.cpp
   engine/tokenizer/tokenizer.cpp engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp
   $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[gguf]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"

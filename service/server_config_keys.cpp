@@ -1,7 +1,7 @@
 #include "service/server_config_keys.hpp"
 
 #include "settings/toml_settings.hpp"
-#include "engine/cuda_backend.hpp"
+#include "engine/cuda/cuda_backend.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 #include "policies/loader.hpp"
 #include "policies/registry.hpp"

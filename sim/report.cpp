@@ -1,7 +1,7 @@
 #include "sim/report.hpp"
 
-#include "engine/core/json_text.hpp"
-#include "engine/core/stats.hpp"
+#include "base/json_text.hpp"
+#include "base/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "sim/simulator.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/kv_cache_manager.hpp"
 #include "engine/core/memory_manager.hpp"

@@ -8,8 +8,8 @@
 // most all but one of the prompt's); a Mooncake trace's requests share the
 // blocks whose hash ids they share.
 
-#include "engine/core/rng.hpp"
-#include "engine/core/types.hpp"
+#include "base/rng.hpp"
+#include "base/types.hpp"
 #include "sim/scenario.hpp"
 
 #include <cstdint>

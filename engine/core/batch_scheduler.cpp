@@ -1,6 +1,6 @@
 #include "engine/core/batch_scheduler.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -7,8 +7,8 @@
 // chain back (no tombstones), so a probe always ends at its first empty slot
 // and the table never needs rebuilding.
 
-#include "engine/core/check.hpp"
-#include "engine/core/types.hpp"
+#include "base/check.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -4,7 +4,7 @@
 // or a lease of it held by a scheduler whose cache lives in the memory
 // manager actor (engine/core/leased_blocks.hpp).
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <optional>

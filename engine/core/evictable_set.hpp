@@ -7,7 +7,7 @@
 // fronts. (A std::set allocated a node per entry, and a heap alone cost a
 // cache miss per level on every eviction: a fifth of a simulated request.)
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "policies/api/eviction.hpp"
 
 #include <cstdint>

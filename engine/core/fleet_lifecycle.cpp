@@ -1,6 +1,6 @@
 #include "engine/core/fleet_lifecycle.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 

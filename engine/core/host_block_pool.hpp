@@ -3,8 +3,8 @@
 // preempted by swap (vLLM's CPU blocks), named [first_id, first_id + n).
 // All-or-nothing allocation from a stack; deterministic.
 
-#include "engine/core/check.hpp"
-#include "engine/core/types.hpp"
+#include "base/check.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,6 @@
 #include "engine/core/kv_cache_manager.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/core/memory_manager.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "engine/core/leased_blocks.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 namespace troupe {
 

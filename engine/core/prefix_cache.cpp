@@ -1,6 +1,6 @@
 #include "engine/core/prefix_cache.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 

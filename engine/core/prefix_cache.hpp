@@ -10,7 +10,7 @@
 #include "engine/core/block_index.hpp"
 #include "engine/core/block_source.hpp"
 #include "engine/core/evictable_set.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "policies/api/eviction.hpp"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // One request as the scheduler core tracks it.
 
 #include "engine/core/sampling_params.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "engine/core/router_core.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 

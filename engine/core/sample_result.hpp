@@ -2,7 +2,7 @@
 // What sampling one position gives: the token and its logprobs. The scheduler
 // carries it from the executor to the request's output.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <vector>
 

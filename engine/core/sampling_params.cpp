@@ -1,6 +1,6 @@
 #include "engine/core/sampling_params.hpp"
 
-#include "engine/core/json_text.hpp"
+#include "base/json_text.hpp"
 
 
 #include <cmath>

@@ -1,7 +1,7 @@
 #pragma once
 // What a request asks of the sampler, as in OpenAI's and vLLM's APIs.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <optional>

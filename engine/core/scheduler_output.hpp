@@ -4,7 +4,7 @@
 
 #include "engine/core/sample_result.hpp"
 #include "engine/core/sampling_params.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <span>

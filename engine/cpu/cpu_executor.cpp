@@ -1,6 +1,6 @@
 #include "engine/cpu/cpu_executor.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/cpu/quant_gemm.hpp"
 #include "engine/cpu/threads.hpp"
 

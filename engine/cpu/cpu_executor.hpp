@@ -5,7 +5,7 @@
 #include "engine/cpu/cpu_model.hpp"
 #include "engine/executor.hpp"
 #include "engine/request_tables.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "engine/sampling/sampler.hpp"
 
 #include <cstdint>

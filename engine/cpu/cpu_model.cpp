@@ -1,6 +1,6 @@
 #include "engine/cpu/cpu_model.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/cpu/linear.hpp"
 #include "engine/cpu/ops.hpp"
 

@@ -9,7 +9,7 @@
 #include "engine/cpu/rope.hpp"
 #include "engine/model/model_weights.hpp"
 #include "engine/model/tensor_parallel.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -9,7 +9,7 @@
 // among the rows of x, the thread count or the weight layout. So a row of x
 // gives the same bits alone (decode at batch 1) as inside any batch.
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "engine/model/weight_layout.hpp"
 
 #include <cstddef>

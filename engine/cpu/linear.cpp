@@ -1,9 +1,9 @@
 #include "engine/cpu/linear.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/quant_gemm.hpp"
-#include "engine/model/gguf_quant.hpp"
+#include "engine/formats/gguf_quant.hpp"
 
 #include <array>
 #include <span>

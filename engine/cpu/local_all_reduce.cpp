@@ -1,6 +1,6 @@
 #include "engine/cpu/local_all_reduce.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 

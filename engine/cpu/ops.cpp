@@ -1,6 +1,6 @@
 #include "engine/cpu/ops.hpp"
 
-#include "engine/vec_exp.hpp"
+#include "base/vec_exp.hpp"
 
 #include <cmath>
 #include <numbers>

@@ -1,10 +1,10 @@
 #include "engine/cpu/paged_attention.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/cpu/huge_pages.hpp"
-#include "engine/core/dtype.hpp"
-#include "engine/model/gguf_quant.hpp"
-#include "engine/vec_exp.hpp"
+#include "base/dtype.hpp"
+#include "engine/formats/gguf_quant.hpp"
+#include "base/vec_exp.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // its block table, so sequences share one pool without copying.
 
 #include "engine/core/kv_dtype.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "engine/cpu/quant_gemm.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/cpu/quant_kernels.hpp"
 
 #include <algorithm>

@@ -32,7 +32,7 @@
 // and 6 weight rows are broadcast against 2 vectors of x
 // (quant_batch_tiles.hpp). The integer sums are the same, so are the bits.
 
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // Inside quant_gemm: x quantized to 8 bits per block, the per-ISA tile
 // kernels that multiply it by weight rows, and the hook that picks an ISA.
 
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 
 #include <cstddef>
 #include <cstdint>

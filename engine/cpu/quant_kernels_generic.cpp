@@ -4,8 +4,8 @@
 
 #include "engine/cpu/quant_kernels.hpp"
 
-#include "engine/core/dtype.hpp"
-#include "engine/model/gguf_quant.hpp"
+#include "base/dtype.hpp"
+#include "engine/formats/gguf_quant.hpp"
 
 #include <cmath>
 #include <cstring>

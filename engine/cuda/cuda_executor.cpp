@@ -1,6 +1,6 @@
 #include "engine/cuda/cuda_executor.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 #include "engine/cpu/ops.hpp"
 #include "engine/cuda/cuda_memory.hpp"
 #include "engine/cuda/device_samplers.hpp"
@@ -573,7 +573,7 @@ auto make_cuda_executor(const model_weights& weights, const cuda_executor_option
 
 } // namespace troupe::cuda
 
-// The entry point the server finds with dlsym (engine/cuda_backend.cpp).
+// The entry point the server finds with dlsym (engine/cuda/cuda_backend.cpp).
 extern "C" {
 auto troupe_cuda_abi_version() -> int { return 2; }
 auto troupe_cuda_make_executor(const troupe::model_weights* weights, const troupe::cuda::cuda_executor_options* options,

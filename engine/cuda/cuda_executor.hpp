@@ -6,10 +6,10 @@
 // captured per padded batch size; sampling runs on the device.
 //
 // Built into libtroupe_cuda.so only; the server reaches it through
-// engine/cuda_backend.hpp (dlopen), so troupe never links libcudart.
+// engine/cuda/cuda_backend.hpp (dlopen), so troupe never links libcudart.
 
 #include "engine/executor.hpp"
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "engine/model/model_weights.hpp"
 
 #include <cstdint>

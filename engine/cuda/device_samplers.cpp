@@ -1,6 +1,6 @@
 #include "engine/cuda/device_samplers.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 // asking for top logprobs or a logit_bias are sampled here, by the CPU sampler.
 
 #include "engine/core/scheduler_output.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "engine/sampling/sampler.hpp"
 #include "kernels/sampling_row.hpp"
 

@@ -1,6 +1,6 @@
 #include "engine/cuda/step_plan.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "engine/grammar/compiled_grammar.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -12,7 +12,7 @@
 // call looks up or builds (the requests of a batch that share a grammar
 // mostly need the same masks, so a waiter would have built the same one).
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "engine/grammar/grammar.hpp"
 #include "engine/grammar/token_vocabulary.hpp"
 

@@ -4,6 +4,8 @@
 
 #include "engine/grammar/grammar.hpp"
 
+#include "base/utf8.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -339,15 +341,10 @@ private:
       return cp;
     }
     // A UTF-8 character of the text itself.
-    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || pos_ + static_cast<std::size_t>(n) > text_.size()) fail(at, "the grammar text is not UTF-8");
-    std::uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int i = 1; i < n; ++i) {
-      const auto b = static_cast<unsigned char>(text_[pos_ + static_cast<std::size_t>(i)]);
-      if ((b & 0xC0) != 0x80) fail(at, "the grammar text is not UTF-8");
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    pos_ += static_cast<std::size_t>(n);
+    const auto ch = front_char(text_.substr(pos_));
+    if (!ch.valid) fail(at, "the grammar text is not UTF-8");
+    const auto cp = static_cast<std::uint32_t>(code_point_at(text_, pos_, ch.length));
+    pos_ += ch.length;
     return cp;
   }
 

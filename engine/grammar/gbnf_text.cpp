@@ -3,6 +3,8 @@
 
 #include "engine/grammar/grammar.hpp"
 
+#include "base/utf8.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -10,21 +12,7 @@ namespace troupe::grammar {
 
 auto utf8_encode(std::uint32_t cp) -> std::string {
   std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  append_utf8(s, static_cast<char32_t>(cp));
   return s;
 }
 

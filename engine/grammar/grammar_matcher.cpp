@@ -1,6 +1,6 @@
 #include "engine/grammar/grammar_matcher.hpp"
 
-#include "engine/core/check.hpp"
+#include "base/check.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -2,7 +2,7 @@
 // One request's place in its grammar, and the cache of compiled grammars
 // that requests bringing the same grammar text share (with their masks).
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "engine/grammar/compiled_grammar.hpp"
 
 #include <cstdint>

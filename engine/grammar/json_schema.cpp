@@ -5,7 +5,7 @@
 
 #include "engine/grammar/json_schema.hpp"
 
-#include "engine/core/json_text.hpp"
+#include "base/json_text.hpp"
 #include "engine/grammar/grammar.hpp"
 #include "engine/grammar/regex.hpp"
 

@@ -2,7 +2,7 @@
 // A tokenizer's ids as the grammar sees them: the bytes each adds to the
 // text, in a trie so that a token mask walks shared prefixes once.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <string>

@@ -4,7 +4,7 @@
 // readers of the fields one family or RoPE type adds.
 
 #include "engine/model/model_config.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <simdjson.h>
 

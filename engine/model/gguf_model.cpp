@@ -1,8 +1,8 @@
 #include "engine/model/gguf_model.hpp"
 
-#include "engine/model/gguf_quant.hpp"
-#include "engine/model/model_error.hpp"
-#include "engine/model/safetensors.hpp"
+#include "engine/formats/gguf_quant.hpp"
+#include "engine/formats/model_error.hpp"
+#include "engine/formats/safetensors.hpp"
 
 #include <algorithm>
 #include <cstring>

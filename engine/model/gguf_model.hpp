@@ -7,7 +7,7 @@
 // permuted for llama.cpp's interleaved RoPE are put back in rotate-half
 // order; Gemma's norms already hold 1 + w.
 
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/model_weights.hpp"
 

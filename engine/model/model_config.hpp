@@ -4,7 +4,7 @@
 // Gemma 2, Gemma 3 (text) and Phi-3. A field troupe does not implement stops
 // loading with one line naming it, so that no model computes silently wrong.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -131,5 +131,11 @@ struct model_config {
 
   friend auto operator==(const model_config&, const model_config&) -> bool = default;
 };
+
+class tokenizer;
+
+/// The tokens that end generation: the model config's (generation_config
+/// included), else the tokenizer's EOS.
+auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vector<token_id>;
 
 } // namespace troupe

@@ -5,8 +5,8 @@
 // widened in memory). Every family is mapped onto one layer shape; the
 // fields a family lacks stay empty (data == nullptr).
 
-#include "engine/core/dtype.hpp"
-#include "engine/model/gguf.hpp"
+#include "base/dtype.hpp"
+#include "engine/formats/gguf.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/weight_layout.hpp"
 

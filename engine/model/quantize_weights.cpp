@@ -1,7 +1,7 @@
 #include "engine/model/quantize_weights.hpp"
 
-#include "engine/model/gguf_quant.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/gguf_quant.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <map>
 #include <memory>

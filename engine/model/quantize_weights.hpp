@@ -3,7 +3,7 @@
 // turned into ggml blocks at start-up, so a Hugging Face directory runs the
 // quantized kernels as the GGUF file of that type would.
 
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 #include "engine/model/model_weights.hpp"
 
 namespace troupe {

@@ -1,6 +1,6 @@
 #include "engine/model/tensor_parallel.hpp"
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <cstring>
 #include <memory>

@@ -1,7 +1,7 @@
 #include "engine/sampling/sampler.hpp"
 
 #include "engine/model/model_config.hpp"
-#include "engine/vec_exp.hpp"
+#include "base/vec_exp.hpp"
 
 #include <algorithm>
 #include <array>

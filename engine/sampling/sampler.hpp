@@ -1,10 +1,10 @@
 #pragma once
 // Turns one row of logits into a token, per request, deterministically.
 
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "engine/core/sample_result.hpp"
 #include "engine/core/sampling_params.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "engine/grammar/grammar_matcher.hpp"
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "engine/template/jinja_lexer.hpp"
 
+#include "base/utf8.hpp"
+
 #include "engine/template/text.hpp"
 
 #include <algorithm>
@@ -17,24 +19,6 @@ namespace {
 auto is_digit(char c) -> bool { return c >= '0' && c <= '9'; }
 auto is_name_start(char c) -> bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 auto is_name_char(char c) -> bool { return is_name_start(c) || is_digit(c); }
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
 
 auto hex_value(std::string_view s, std::size_t at, std::size_t n, std::uint32_t& out) -> bool {
   if (at + n > s.size()) return false;

@@ -1,7 +1,7 @@
 #include "engine/tokenizer/chat_template.hpp"
 
-#include "engine/model/gguf.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/gguf.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -1,6 +1,6 @@
 #include "engine/tokenizer/context_edits.hpp"
 
-#include "engine/core/json_text.hpp"
+#include "base/json_text.hpp"
 
 #include <simdjson.h>
 

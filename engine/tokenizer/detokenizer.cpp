@@ -1,6 +1,6 @@
 #include "engine/tokenizer/detokenizer.hpp"
 
-#include "engine/tokenizer/utf8.hpp"
+#include "base/utf8.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -17,13 +17,7 @@ constexpr auto replacement_char = std::string_view{"\xEF\xBF\xBD"}; // U+FFFD
 // bytes resolve exactly as SentencePieceProcessor::Decode resolves them.
 
 /// Bytes in the character a lead byte opens; 0 when it opens none.
-auto sequence_length(unsigned char lead) -> std::size_t {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  if ((lead & 0xF8) == 0xF0) return 4;
-  return 0;
-}
+auto sequence_length(unsigned char lead) -> std::size_t { return utf8_sequence_length(lead); }
 
 /// Whether some code point in [lo, hi] is one UTF-8 may encode in n bytes.
 auto range_has_valid(std::uint32_t lo, std::uint32_t hi, std::size_t n) -> bool {

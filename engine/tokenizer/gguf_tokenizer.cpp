@@ -9,8 +9,8 @@
 // <mask>), and its default BOS/EOS id 11 for a gpt2 vocabulary without
 // bos_token_id (GPT-2's own, meaningless for others): absent means none.
 
-#include "engine/model/gguf.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/gguf.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/tokenizer_impl.hpp"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 
 #include "engine/tokenizer/tokenizer_impl.hpp"
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <sentencepiece_processor.h>
 

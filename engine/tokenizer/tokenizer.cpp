@@ -1,7 +1,7 @@
 #include "engine/tokenizer/tokenizer.hpp"
 
-#include "engine/model/gguf.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/gguf.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/tokenizer_impl.hpp"
 
 #include <system_error>

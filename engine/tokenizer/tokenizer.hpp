@@ -4,7 +4,7 @@
 // loaded at start-up and then only read: one tokenizer may serve many
 // threads at once.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <filesystem>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "service/http/anthropic_api.hpp"
 
-#include "engine/core/json_text.hpp"
+#include "base/json_text.hpp"
 #include "service/http/anthropic_fields.hpp"
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/core/json_text.hpp"
+#include "base/json_text.hpp"
 
 #include <cfloat>
 #include <cmath>

@@ -6,7 +6,7 @@
 #include "engine/core/sampling_params.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 #include "engine/tokenizer/context_edits.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "service/tools/tool_parser.hpp"
 
 #include <cstdint>

@@ -2,8 +2,8 @@
 // JSON text, built by appending to one string.
 #include "service/http/openai_api.hpp"
 
-#include "engine/core/json_text.hpp"
-#include "engine/tokenizer/utf8.hpp"
+#include "base/json_text.hpp"
+#include "base/utf8.hpp"
 
 #include <charconv>
 #include <cstdio>

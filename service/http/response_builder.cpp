@@ -1,6 +1,6 @@
 #include "service/http/response_builder.hpp"
 
-#include "engine/core/json_text.hpp"
+#include "base/json_text.hpp"
 #include "service/http/tool_fields.hpp"
 
 namespace troupe::api::responses {

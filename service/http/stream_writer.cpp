@@ -2,8 +2,8 @@
 
 #include "service/http/anthropic_api.hpp"
 
-#include "engine/core/rng.hpp"
-#include "engine/tokenizer/utf8.hpp"
+#include "base/rng.hpp"
+#include "base/utf8.hpp"
 
 namespace troupe {
 

@@ -1,6 +1,6 @@
 #include "service/request/choice_group.hpp"
 
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 // their mean token logprob once all have ended.
 
 #include "engine/core/request.hpp"
-#include "engine/output_processor.hpp"
+#include "engine/tokenizer/output_processor.hpp"
 #include "service/http/openai_api.hpp"
 #include "service/http/stream_writer.hpp"
 

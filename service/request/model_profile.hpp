@@ -6,7 +6,7 @@
 // actor handles.
 
 #include "engine/core/sampling_params.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "service/http/request_support.hpp"
 

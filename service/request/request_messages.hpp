@@ -4,7 +4,7 @@
 // tokens or why there are none (the tokenizer pool), and a replica's answer
 // to a submission.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 #include "engine/tokenizer/context_edits.hpp"
 

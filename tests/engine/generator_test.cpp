@@ -4,8 +4,8 @@
 #include "engine/cpu/cpu_executor.hpp"
 #include "engine/generator.hpp"
 #include "engine/model/presets.hpp"
-#include "engine/model/random_model.hpp"
-#include "engine/model/tiny_model.hpp"
+#include "engine/make_model/random_model.hpp"
+#include "engine/make_model/tiny_model.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_tokenizer.hpp"
 

@@ -5,9 +5,9 @@
 // then goes to what troupe makes of its metadata: the model's
 // hyper-parameters and its tokenizer (any error a model_error).
 
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 #include "engine/model/gguf_model.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 #include <cstdint>

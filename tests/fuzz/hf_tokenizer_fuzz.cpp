@@ -6,7 +6,7 @@
 
 #include "engine/tokenizer/detokenizer.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "engine/tokenizer/utf8.hpp"
+#include "base/utf8.hpp"
 
 #include <cstdint>
 #include <cstdlib>

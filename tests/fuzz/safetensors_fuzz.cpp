@@ -1,8 +1,8 @@
 // libFuzzer harness: the safetensors reader (header length, JSON header,
 // offsets, shapes) on any bytes, as a file (an in-memory one: memfd).
 
-#include "engine/model/model_error.hpp"
-#include "engine/model/safetensors.hpp"
+#include "engine/formats/model_error.hpp"
+#include "engine/formats/safetensors.hpp"
 
 #include <cstdint>
 #include <string>

@@ -3,7 +3,7 @@
 // as SKIP) where no CUDA device can be used, device buffers that are
 // poisoned before each run, and host-side conversions.
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 
 #include <cuda_runtime_api.h>
 

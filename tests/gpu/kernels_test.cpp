@@ -6,7 +6,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/elementwise.hpp"
 #include "engine/cpu/ops.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 
 #include <doctest/doctest.h>

@@ -6,7 +6,7 @@
 // Skips (77) where no CUDA device can be used.
 
 #define DOCTEST_CONFIG_IMPLEMENT
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "engine/sampling/sampler.hpp"
 #include "kernels/sampling.hpp"
 #include "tests/gpu/gpu_test_support.hpp"

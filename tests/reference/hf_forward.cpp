@@ -1,7 +1,7 @@
 #include "tests/reference/hf_forward.hpp"
 
 #include "engine/model/model_config.hpp"
-#include "engine/model/safetensors.hpp"
+#include "engine/formats/safetensors.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -13,7 +13,7 @@
 // one token at a time through its cache: a token at position p is rotated
 // with the frequencies of length p + 1.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <filesystem>
 #include <span>

@@ -4,7 +4,7 @@
 // shares no code with the engine's backend beyond reading weights.
 
 #include "engine/model/model_weights.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <span>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "tests/support/test_tokenizer.hpp"
 
-#include "engine/tokenizer/train_tokenizer.hpp"
+#include "engine/make_model/train_tokenizer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>

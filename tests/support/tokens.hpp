@@ -1,7 +1,7 @@
 #pragma once
 // Token runs for the KV-cache tests: first, first + 1, ...
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <numeric>

@@ -10,10 +10,10 @@
 // The quantizer is troupe's round-to-nearest (gguf::quantize_row), not
 // llama-quantize's search: the bytes differ, the format is the same.
 
-#include "engine/model/gguf.hpp"
-#include "engine/model/gguf_quant.hpp"
+#include "engine/formats/gguf.hpp"
+#include "engine/formats/gguf_quant.hpp"
 #include "engine/model/model_config.hpp"
-#include "engine/model/safetensors.hpp"
+#include "engine/formats/safetensors.hpp"
 #include "tests/support/gguf_vocab.hpp"
 #include "tests/support/gguf_writer.hpp"
 

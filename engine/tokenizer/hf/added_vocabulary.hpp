@@ -6,7 +6,7 @@
 // rstrip take the whitespace beside a match into it, single_word needs no
 // word character on either side.
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <cstdint>
 #include <string>

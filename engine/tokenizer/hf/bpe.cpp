@@ -19,13 +19,7 @@ auto mix(std::uint64_t key) -> std::uint64_t {
   return key;
 }
 
-auto utf8_length(unsigned char lead) -> std::size_t {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  if ((lead & 0xF8) == 0xF0) return 4;
-  return 1;
-}
+auto utf8_length(unsigned char lead) -> std::size_t { return std::max<std::size_t>(1, utf8_sequence_length(lead)); }
 
 } // namespace
 

@@ -9,7 +9,7 @@
 // back: the same ids come out, with less work.
 
 #include "engine/tokenizer/hf/json.hpp"
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "engine/tokenizer/hf/decoder.hpp"
 
 #include "engine/tokenizer/hf/unicode.hpp"
-#include "engine/tokenizer/utf8.hpp"
+#include "base/utf8.hpp"
 
 namespace troupe::hf {
 namespace {

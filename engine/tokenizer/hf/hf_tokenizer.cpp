@@ -7,7 +7,7 @@
 // and "padding". Not applied: transformers 5's fix_mistral_regex patch and
 // clean_up_tokenization_spaces (decode is HF tokenizers' decode).
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/hf/added_vocabulary.hpp"
 #include "engine/tokenizer/hf/bpe.hpp"
 #include "engine/tokenizer/hf/decoder.hpp"
@@ -16,7 +16,7 @@
 #include "engine/tokenizer/hf/pre_tokenizer.hpp"
 #include "engine/tokenizer/hf/unicode.hpp"
 #include "engine/tokenizer/tokenizer_impl.hpp"
-#include "engine/tokenizer/utf8.hpp"
+#include "base/utf8.hpp"
 
 #include <algorithm>
 #include <system_error>

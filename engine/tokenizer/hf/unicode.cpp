@@ -45,12 +45,6 @@ auto decode_utf8(std::string_view text, std::size_t at, char32_t& c) -> std::siz
   return static_cast<std::size_t>(n);
 }
 
-auto append_utf8(std::string& out, char32_t c) -> void {
-  utf8proc_uint8_t buf[4];
-  const auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(c), buf);
-  out.append(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(n));
-}
-
 auto lowercase(std::string_view text) -> std::string {
   auto out = std::string{};
   out.reserve(text.size());
@@ -93,39 +87,14 @@ auto is_numeric(char32_t c) -> bool {
 auto utf8_lossy(std::string_view bytes) -> std::string {
   auto out = std::string{};
   out.reserve(bytes.size());
-  auto i = std::size_t{0};
-  while (i < bytes.size()) {
-    const auto b = static_cast<unsigned char>(bytes[i]);
-    if (b < 0x80) {
-      out.push_back(static_cast<char>(b));
-      ++i;
-      continue;
-    }
-    // The longest prefix of a well-formed sequence (Unicode's table 3-7).
-    auto need = std::size_t{0};
-    auto lo = 0x80u, hi = 0xBFu;
-    if (b >= 0xC2 && b <= 0xDF) need = 1;
-    else if (b == 0xE0) { need = 2; lo = 0xA0; }
-    else if (b >= 0xE1 && b <= 0xEC) need = 2;
-    else if (b == 0xED) { need = 2; hi = 0x9F; }
-    else if (b >= 0xEE && b <= 0xEF) need = 2;
-    else if (b == 0xF0) { need = 3; lo = 0x90; }
-    else if (b >= 0xF1 && b <= 0xF3) need = 3;
-    else if (b == 0xF4) { need = 3; hi = 0x8F; }
-    auto j = i + 1;
-    auto good = need > 0;
-    for (auto k = std::size_t{0}; good && k < need; ++k, ++j) {
-      if (j >= bytes.size()) { good = false; break; }
-      const auto c = static_cast<unsigned char>(bytes[j]);
-      if (c < (k == 0 ? lo : 0x80u) || c > (k == 0 ? hi : 0xBFu)) { good = false; break; }
-    }
-    if (good) {
-      out.append(bytes.substr(i, j - i));
-    } else {
+  for (auto i = std::size_t{0}; i < bytes.size();) {
+    // Each maximal subpart of an ill-formed sequence (Unicode's table 3-7) is one U+FFFD.
+    const auto ch = front_char(bytes.substr(i));
+    if (ch.valid)
+      out.append(bytes.substr(i, ch.length));
+    else
       out.append("\xEF\xBF\xBD");
-      if (j == i) j = i + 1;
-    }
-    i = need == 0 ? i + 1 : j;
+    i += ch.length;
   }
   return out;
 }

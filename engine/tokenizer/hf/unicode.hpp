@@ -3,6 +3,8 @@
 // classes Rust's char answers) through utf8proc, and GPT-2's byte-level
 // alphabet. Inputs are valid UTF-8.
 
+#include "base/utf8.hpp"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -28,7 +30,7 @@ auto is_numeric(char32_t c) -> bool;
 /// The code point at text[at] and its length in bytes (text is valid UTF-8).
 auto decode_utf8(std::string_view text, std::size_t at, char32_t& c) -> std::size_t;
 
-auto append_utf8(std::string& out, char32_t c) -> void;
+using troupe::append_utf8; ///< (base/utf8.hpp)
 
 /// `bytes` with each maximal invalid UTF-8 subsequence replaced by U+FFFD, as
 /// Rust's String::from_utf8_lossy does.

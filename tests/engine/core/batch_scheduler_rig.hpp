@@ -4,7 +4,7 @@
 // requests, and shadows of the block tables and the KV an executor keeps.
 
 #include "engine/core/batch_scheduler.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/registry.hpp"

@@ -1,5 +1,5 @@
 #include "engine/core/evictable_set.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 #include "engine/core/kv_cache_manager.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "policies/eviction/lru.hpp"
 
 #include "tests/support/tokens.hpp"

@@ -1,7 +1,7 @@
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/leased_blocks.hpp"
 #include "engine/core/memory_manager.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "engine/zero_executor.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/registry.hpp"

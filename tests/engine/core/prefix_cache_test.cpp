@@ -1,5 +1,5 @@
 #include "engine/core/prefix_cache.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "policies/eviction/lfu.hpp"
 #include "policies/eviction/lru.hpp"
 #include "policies/eviction/priority.hpp"

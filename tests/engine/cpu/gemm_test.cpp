@@ -2,7 +2,7 @@
 
 #include "engine/cpu/gemm.hpp"
 #include "engine/cpu/threads.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 
 #include <doctest/doctest.h>
 

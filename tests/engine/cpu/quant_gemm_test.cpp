@@ -5,9 +5,9 @@
 #include "engine/cpu/quant_gemm.hpp"
 #include "engine/cpu/quant_kernels.hpp"
 #include "engine/cpu/threads.hpp"
-#include "engine/core/dtype.hpp"
-#include "engine/model/gguf_quant.hpp"
-#include "engine/core/rng.hpp"
+#include "base/dtype.hpp"
+#include "engine/formats/gguf_quant.hpp"
+#include "base/rng.hpp"
 
 #include <doctest/doctest.h>
 

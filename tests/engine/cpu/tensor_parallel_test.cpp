@@ -4,11 +4,11 @@
 
 #include "engine/cpu/cpu_model.hpp"
 #include "engine/cpu/local_all_reduce.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/model/presets.hpp"
-#include "engine/model/random_model.hpp"
+#include "engine/make_model/random_model.hpp"
 #include "engine/model/tensor_parallel.hpp"
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "tests/reference/hf_forward.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -1,7 +1,7 @@
 #include "engine/model/gguf_model.hpp"
 
 #include "engine/cpu/linear.hpp"
-#include "engine/model/gguf_quant.hpp"
+#include "engine/formats/gguf_quant.hpp"
 #include "tests/engine/model/model_test_util.hpp"
 #include "tests/support/gguf_writer.hpp"
 

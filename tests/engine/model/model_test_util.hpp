@@ -2,7 +2,7 @@
 // Helpers shared by the engine/model tests: raw files and catching a
 // model_error's message.
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <cstddef>

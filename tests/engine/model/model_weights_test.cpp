@@ -1,9 +1,9 @@
 #include "engine/model/model_weights.hpp"
 #include "engine/model/presets.hpp"
-#include "engine/model/random_model.hpp"
-#include "engine/model/safetensors.hpp"
+#include "engine/make_model/random_model.hpp"
+#include "engine/formats/safetensors.hpp"
 
-#include "engine/model/safetensors.hpp"
+#include "engine/formats/safetensors.hpp"
 #include "tests/engine/model/model_test_util.hpp"
 
 #include <doctest/doctest.h>

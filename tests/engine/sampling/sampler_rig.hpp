@@ -1,7 +1,7 @@
 #pragma once
 // What the sampler's tests share (sampler_test.cpp, sampler_forcing_test.cpp).
 
-#include "engine/core/rng.hpp"
+#include "base/rng.hpp"
 #include "engine/core/sampling_params.hpp"
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 #include "engine/tokenizer/chat_template.hpp"
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_tokenizer.hpp"
 

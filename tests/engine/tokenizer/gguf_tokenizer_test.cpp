@@ -4,8 +4,8 @@
 // give the ids and text that tokenizer::load gives on the originals, and
 // the embedded chat template must render as tokenizer_config.json's.
 
-#include "engine/model/gguf.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/gguf.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/chat_template.hpp"
 #include "engine/tokenizer/hf/unicode.hpp"
 #include "engine/tokenizer/tokenizer.hpp"

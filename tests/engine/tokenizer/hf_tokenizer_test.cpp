@@ -3,10 +3,10 @@
 // on real byte-level and byte-fallback tokenizers. Encoding and decoding
 // are judged against Hugging Face itself in hf_tokenizer_test.mjs.
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/detokenizer.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "engine/tokenizer/utf8.hpp"
+#include "base/utf8.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_tokenizer.hpp"
 

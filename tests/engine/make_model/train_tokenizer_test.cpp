@@ -1,6 +1,6 @@
-#include "engine/tokenizer/train_tokenizer.hpp"
+#include "engine/make_model/train_tokenizer.hpp"
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_tokenizer.hpp"

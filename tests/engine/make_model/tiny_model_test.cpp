@@ -1,8 +1,8 @@
 #include "engine/cpu/cpu_model.hpp"
 #include "engine/model/model_weights.hpp"
-#include "engine/model/tiny_model.hpp"
+#include "engine/make_model/tiny_model.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "engine/tokenizer/train_tokenizer.hpp"
+#include "engine/make_model/train_tokenizer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
-#include "engine/model/random_model.hpp"
+#include "engine/make_model/random_model.hpp"
 
-#include "engine/model/safetensors.hpp"
-#include "engine/core/rng.hpp"
+#include "engine/formats/safetensors.hpp"
+#include "base/rng.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -13,7 +13,6 @@
 
 namespace troupe {
 
-struct model_config;
 
 
 struct output_delta {
@@ -26,10 +25,6 @@ struct output_delta {
   /// Without a stop string, joined over the request they are its text.
   std::vector<std::string> token_bytes;
 };
-
-/// The tokens that end generation: the model config's (generation_config
-/// included), else the tokenizer's EOS.
-auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vector<token_id>;
 
 class output_processor {
 public:

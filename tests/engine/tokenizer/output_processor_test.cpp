@@ -1,4 +1,4 @@
-#include "engine/output_processor.hpp"
+#include "engine/tokenizer/output_processor.hpp"
 #include "tests/support/test_tokenizer.hpp"
 
 #include <doctest/doctest.h>

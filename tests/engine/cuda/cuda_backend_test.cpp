@@ -1,7 +1,7 @@
 // The CUDA backend's refusals, checked where no GPU is: a model it does not
 // implement is refused at start-up in one line, before the library is opened.
 
-#include "engine/cuda_backend.hpp"
+#include "engine/cuda/cuda_backend.hpp"
 #include "engine/model/presets.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // Dequantization on hand-built blocks: the bytes are written out below and
 // every expected value worked out from the format (gguf_quant.hpp's table),
 // so each float is exact.
-#include "engine/model/gguf_quant.hpp"
+#include "engine/formats/gguf_quant.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
-#include "engine/tokenizer/train_tokenizer.hpp"
+#include "engine/make_model/train_tokenizer.hpp"
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <sentencepiece_trainer.h>
 

@@ -2,7 +2,7 @@
 // Writes a model directory with seeded random weights: the built-in presets,
 // test models of any shape, benchmark models.
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 #include "engine/model/model_config.hpp"
 
 #include <cstdint>

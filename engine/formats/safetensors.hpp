@@ -5,7 +5,7 @@
 //    "__metadata__": {"key": "value"}}
 // then the tensor bytes; offsets count from the first byte after the header.
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -16,8 +16,8 @@
 //   Q6_K 256 values: u8 ql[128], u8 qh[64], int8 scales[16], d; 16 sub-blocks
 //        of 16, 6-bit values centred on 32:                  x = d * sc * (q - 32)
 
-#include "engine/core/dtype.hpp"
-#include "engine/model/gguf.hpp"
+#include "base/dtype.hpp"
+#include "engine/formats/gguf.hpp"
 
 #include <cstddef>
 #include <cstdint>

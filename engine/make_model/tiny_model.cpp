@@ -1,10 +1,10 @@
-#include "engine/model/tiny_model.hpp"
+#include "engine/make_model/tiny_model.hpp"
 
 #include "engine/model/presets.hpp"
-#include "engine/model/random_model.hpp"
-#include "engine/core/rng.hpp"
+#include "engine/make_model/random_model.hpp"
+#include "base/rng.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "engine/tokenizer/train_tokenizer.hpp"
+#include "engine/make_model/train_tokenizer.hpp"
 
 #include <cblas.h>
 

@@ -1,6 +1,6 @@
-#include "engine/model/mapping.hpp"
+#include "engine/formats/mapping.hpp"
 
-#include "engine/model/model_error.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

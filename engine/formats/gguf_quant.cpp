@@ -1,6 +1,6 @@
-#include "engine/model/gguf_quant.hpp"
+#include "engine/formats/gguf_quant.hpp"
 
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 
 #include <algorithm>
 #include <array>

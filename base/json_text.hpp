@@ -2,6 +2,8 @@
 // Small helpers for writing JSON text by hand (safetensors headers, config.json,
 // the OpenAI API's responses): no JSON library beyond simdjson for reading.
 
+#include "base/utf8.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -12,38 +14,6 @@
 
 namespace troupe::json_text {
 
-struct utf8_front {
-  std::size_t length; ///< bytes
-  bool valid;
-};
-
-/// The UTF-8 character at the front of s (RFC 3629: no overlongs, surrogates or
-/// code points past U+10FFFF), or when it is not valid, the bytes one U+FFFD
-/// replaces (Unicode's "maximal subpart", as Python's errors="replace" does).
-inline auto front_char(std::string_view s) -> utf8_front {
-  const auto byte = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
-  const unsigned b = byte(0);
-  std::size_t num_more = 0;
-  unsigned lo = 0x80, hi = 0xBF; // the range of the second byte
-  if (b >= 0xC2 && b <= 0xDF) {
-    num_more = 1;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    num_more = 2;
-    if (b == 0xE0) lo = 0xA0; // overlong below
-    if (b == 0xED) hi = 0x9F; // surrogates above
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    num_more = 3;
-    if (b == 0xF0) lo = 0x90;
-    if (b == 0xF4) hi = 0x8F; // past U+10FFFF above
-  } else {
-    return {1, b < 0x80};
-  }
-  for (std::size_t i = 1; i <= num_more; ++i) {
-    const unsigned c = byte(i);
-    if (i == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return {i, false};
-  }
-  return {num_more + 1, true};
-}
 
 /// Appends s as a quoted JSON string, escaping quotes, backslashes and control
 /// characters. Valid UTF-8 passes through; each invalid sequence (a token

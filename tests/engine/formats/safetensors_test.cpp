@@ -1,4 +1,4 @@
-#include "engine/model/safetensors.hpp"
+#include "engine/formats/safetensors.hpp"
 
 #include "tests/engine/model/model_test_util.hpp"
 

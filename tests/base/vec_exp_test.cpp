@@ -1,4 +1,4 @@
-#include "engine/vec_exp.hpp"
+#include "base/vec_exp.hpp"
 
 #include <doctest/doctest.h>
 

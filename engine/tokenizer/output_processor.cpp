@@ -1,18 +1,11 @@
-#include "engine/output_processor.hpp"
+#include "engine/tokenizer/output_processor.hpp"
 
-#include "engine/model/model_config.hpp"
 
-#include "engine/tokenizer/utf8.hpp"
+#include "base/utf8.hpp"
 
 #include <algorithm>
 
 namespace troupe {
-
-auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vector<token_id> {
-  auto eos = config.eos_token_ids;
-  if (eos.empty() && tok.eos_id() >= 0) eos.push_back(tok.eos_id());
-  return eos;
-}
 
 output_processor::output_processor(const tokenizer& tok, const sampling_params& params,
                                    std::vector<token_id> eos_ids, bool at_text_start, std::vector<token_id> shown_controls)

@@ -1,4 +1,4 @@
-#include "engine/cuda_backend.hpp"
+#include "engine/cuda/cuda_backend.hpp"
 
 #include "install_paths.hpp"
 

@@ -1,7 +1,7 @@
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 
-#include "engine/model/mapping.hpp"
-#include "engine/model/model_error.hpp"
+#include "engine/formats/mapping.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <sys/mman.h>
 

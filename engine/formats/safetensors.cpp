@@ -1,8 +1,8 @@
-#include "engine/model/safetensors.hpp"
+#include "engine/formats/safetensors.hpp"
 
-#include "engine/core/json_text.hpp"
-#include "engine/model/mapping.hpp"
-#include "engine/model/model_error.hpp"
+#include "base/json_text.hpp"
+#include "engine/formats/mapping.hpp"
+#include "engine/formats/model_error.hpp"
 
 #include <simdjson.h>
 

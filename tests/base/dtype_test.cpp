@@ -1,4 +1,4 @@
-#include "engine/core/dtype.hpp"
+#include "base/dtype.hpp"
 
 #include <doctest/doctest.h>
 

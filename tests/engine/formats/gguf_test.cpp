@@ -1,4 +1,4 @@
-#include "engine/model/gguf.hpp"
+#include "engine/formats/gguf.hpp"
 
 #include "tests/engine/model/model_test_util.hpp"
 #include "tests/support/gguf_writer.hpp"
