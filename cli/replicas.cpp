@@ -1,5 +1,7 @@
 #include "cli/replicas.hpp"
 
+#include "cli/replica_factory.hpp"
+
 #include "actors/executor_actor.hpp"
 #include "actors/wire.hpp"
 #include "engine/core/scheduler_config.hpp"
@@ -181,29 +183,18 @@ auto start_own_replica(caf::actor_system& sys, const server_config& cfg, const m
                        const std::string& device) -> started_replica {
   started_replica out;
   out.index = index;
-  std::shared_ptr<executor> ex;
-  if (cfg.engine.executor == "zero") {
-    ex = std::make_shared<zero_executor>(m.zero);
-  } else {
-    // The executor refers to its weights: they go when it does.
-    auto w = std::make_shared<model_weights>(load_cpu_weights(cfg, m));
-    ex = std::shared_ptr<executor>(new cpu_executor(*w, m.cpu), [w](executor* e) { delete e; });
-  }
-  auto exec = spawn_executor(sys, std::move(ex));
+  auto exec = spawn_executor(sys, make_executors(cfg, m, 1, 0).front());
   auto mm = spawn_memory_manager(sys, m.num_blocks, cfg.scheduler.eviction, metrics, device);
   out.actors = {caf::actor_cast<caf::actor>(exec), caf::actor_cast<caf::actor>(mm)};
-  std::vector<block_id> lease;
-  try {
-    lease = first_lease(sys, mm, m.num_blocks);
-  } catch (const std::runtime_error& e) {
-    out.error = e.what();
-    return out;
-  }
   auto options = m.replica;
   options.replica = index;
   options.router = std::move(router);
-  auto scheduler = spawn_scheduler(sys, options, std::move(lease), exec, mm, metrics, status);
-  out.scheduler = caf::actor_cast<caf::actor>(scheduler);
+  try {
+    out.scheduler = caf::actor_cast<caf::actor>(start_replica(sys, cfg, options, exec, mm, metrics, status));
+  } catch (const std::exception& e) {
+    out.error = e.what();
+    return out;
+  }
   out.actors.push_back(out.scheduler);
   return out;
 }

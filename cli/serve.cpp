@@ -16,6 +16,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_source.hpp"
+#include "cli/replica_factory.hpp"
 #include "cli/replicas.hpp"
 #include "cli/serve_checks.hpp"
 #include "engine/cpu/cpu_executor.hpp"
@@ -80,9 +81,138 @@ auto model_version(const std::filesystem::path& dir, const std::string& name) ->
 struct engine_parts {
   std::shared_ptr<serving_context> ctx;
   std::unique_ptr<server_metrics> metrics; // recorded into by the actors
-  model_weights weights; // must outlive the executor
   std::vector<caf::actor> actors; // to stop at shutdown
 };
+
+// The model's profile (service/request/model_profile): its limits, parsers
+// and what its backend can do.
+auto profile_of(const model_plan& model) -> model_profile {
+  const auto& cfg = model.cfg;
+  const auto& setup = model.setup;
+  profile_settings s;
+  s.name = setup.name;
+  s.version = cfg.model.version.empty() ? model_version(setup.dir, setup.name) : cfg.model.version;
+  s.max_model_len = setup.max_model_len;
+  s.eos_ids = setup.eos;
+  s.defaults = default_sampling_params(setup.mc);
+  s.default_max_tokens = setup.mc.default_max_tokens;
+  s.block_size = cfg.scheduler.block_size;
+  s.max_retries = cfg.router.max_retries;
+  // CUDA's backend computes no prompt logprobs and applies no grammar (the zero executor does both).
+  s.prompt_logprobs = !parse_device(cfg.engine.devices.front()) || cfg.engine.executor == "zero";
+  s.grammars = s.prompt_logprobs;
+  s.tool_parser = cfg.model.tool_parser;
+  s.reasoning_parser = cfg.model.reasoning_parser;
+  if (model.chat) s.chat_template = model.chat->text;
+  return make_profile(setup.tok, s);
+}
+
+// The devices' names, distinct for the metrics and the log ("cpu:0",
+// "cpu:1"... when several), then the autoscaler's ("scaled:N", each on a
+// device of its own): their series are made up front.
+auto device_names(const server_config& cfg, int num_devices, int autoscaled_slots) -> std::vector<std::string> {
+  std::vector<std::string> names;
+  for (int d = 0; d < num_devices; ++d)
+    names.push_back(num_devices > 1 ? cfg.engine.devices[static_cast<std::size_t>(d)] + ":" + std::to_string(d)
+                                    : cfg.engine.devices.front());
+  for (int r = 0; r < autoscaled_slots; ++r) names.push_back("scaled:" + std::to_string(r));
+  return names;
+}
+
+auto start_router(caf::actor_system& sys, const model_plan& model, const serving_context& ctx, server_metrics* metrics,
+                  int slots) -> router_actor {
+  const auto& cfg = model.cfg;
+  router_options rto;
+  rto.policy = cfg.router.policy;
+  rto.weights = cfg.router.weights;
+  rto.health = {cfg.router.unhealthy_after, cfg.router.healthy_after};
+  rto.check_interval_s = cfg.router.health_check_interval_s;
+  rto.check_timeout_s = cfg.router.health_check_timeout_s;
+  rto.check_prompt = model.setup.tok->encode("ping", true);
+  if (rto.check_prompt.empty()) rto.check_prompt.push_back(0);
+  rto.metrics = metrics;
+  rto.num_ready = ctx.num_ready;
+  rto.slots = static_cast<std::size_t>(slots);
+  rto.block_size = cfg.scheduler.block_size;
+  return spawn_router(sys, std::move(rto));
+}
+
+// Per device, its executor and memory manager; its replicas (each from the
+// replica factory) lease an equal share of its blocks and join the router.
+void start_devices(caf::actor_system& sys, const model_plan& model, server_status& status, engine_parts& parts,
+                   const std::vector<std::string>& names) {
+  const auto& cfg = model.cfg;
+  const auto& plan = model.plan;
+  auto& ctx = *parts.ctx;
+  const auto executors = make_executors(cfg, model.setup, plan.devices, plan.num_host_blocks);
+  auto ro = model.setup.replica;
+  ro.limits.preemption = cfg.scheduler.preemption_mode == "swap" ? preemption_mode::swap : preemption_mode::recompute;
+  ro.limits.num_host_blocks = plan.num_host_blocks / cfg.engine.replicas;
+  ro.share = plan.share;
+  ro.router = ctx.router;
+  // Prefix-affine routing: the router probes each device's cache for each dispatch.
+  const bool probed = policy::make_routing_policy(cfg.router.policy)->reads_cached_blocks() &&
+                      cfg.scheduler.enable_prefix_caching;
+  for (int d = 0; d < plan.devices; ++d) {
+    auto exec = spawn_executor(sys, executors[static_cast<std::size_t>(d)]);
+    auto mm = spawn_memory_manager(sys, model.setup.num_blocks, cfg.scheduler.eviction, parts.metrics.get(),
+                                   names[static_cast<std::size_t>(d)]);
+    parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
+    parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
+    for (int k = 0; k < cfg.engine.replicas; ++k) {
+      const int r = d * cfg.engine.replicas + k;
+      ro.replica = r;
+      ro.limits.first_host_block = k * ro.limits.num_host_blocks;
+      auto scheduler = start_replica(sys, cfg, ro, exec, mm, parts.metrics.get(), &status);
+      parts.actors.push_back(caf::actor_cast<caf::actor>(scheduler));
+      caf::anon_send(ctx.router, join_atom_v, static_cast<std::int32_t>(r), scheduler, false, false);
+      if (probed) caf::anon_send(ctx.router, device_atom_v, static_cast<std::int32_t>(r), mm);
+    }
+  }
+}
+
+void start_autoscaler(caf::actor_system& sys, const model_plan& model, server_status& status, engine_parts& parts,
+                      int slots) {
+  const auto& cfg = model.cfg;
+  auto& ctx = *parts.ctx;
+  // A cold start (the replica factory): the weights loaded again, its own
+  // executor, KV cache (kv_memory), memory manager and scheduler; it joins
+  // the router once the autoscaler has it back.
+  auto start = [&sys, cfg, setup = model.setup, router = ctx.router, metrics = parts.metrics.get(),
+                status = &status](std::int32_t index) {
+    return start_own_replica(sys, cfg, setup, index, router, metrics, status, "scaled:" + std::to_string(index));
+  };
+  autoscaler_options ao;
+  ao.policy = cfg.autoscaler.policy;
+  ao.target = cfg.autoscaler.target;
+  ao.fleet = {cfg.autoscaler.min_replicas, cfg.autoscaler.max_replicas, cfg.autoscaler.scale_in_delay_s,
+              cfg.autoscaler.warm_pool,    model.plan.replicas,         static_cast<std::size_t>(slots)};
+  ao.interval_s = cfg.autoscaler.interval_s;
+  ao.start = std::move(start);
+  ao.metrics = parts.metrics.get();
+  ao.router = ctx.router;
+  ctx.autoscaler = spawn_autoscaler(sys, std::move(ao));
+  parts.actors.push_back(caf::actor_cast<caf::actor>(ctx.autoscaler));
+}
+
+// The line the server prints for a model it serves.
+auto engine_info(const model_plan& model) -> std::string {
+  const auto& cfg = model.cfg;
+  const auto& plan = model.plan;
+  std::ostringstream info;
+  info << "model " << model.setup.name;
+  if (!cfg.model.version.empty()) info << " version " << cfg.model.version;
+  info << " (" << cfg.engine.executor << " executor), " << model.setup.num_blocks << " KV blocks of "
+       << cfg.scheduler.block_size << " tokens, ";
+  if (plan.devices > 1) info << "per device on " << plan.devices << " devices, ";
+  if (cfg.scheduler.preemption_mode == "swap") info << plan.num_host_blocks << " in host swap space, ";
+  info << plan.replicas << " replica" << (plan.replicas == 1 ? "" : "s") << " (routing: " << cfg.router.policy;
+  if (plan.autoscaled)
+    info << "; autoscaler: " << cfg.autoscaler.policy << ", " << cfg.autoscaler.min_replicas << " to "
+         << cfg.autoscaler.max_replicas << ", warm pool " << cfg.autoscaler.warm_pool;
+  info << "), context " << model.setup.max_model_len;
+  return info.str();
+}
 
 // Loads one model, checked (check_serve_config: its [model], [engine],
 // [scheduler], [router]), with its replicas, executors, memory managers and
@@ -90,184 +220,33 @@ struct engine_parts {
 auto start_engine(caf::actor_system& sys, const model_plan& model, server_status& status, engine_parts& parts,
                   std::shared_ptr<prometheus::Registry> registry) -> std::string {
   const auto& cfg = model.cfg;
-  const auto cuda_device = parse_device(cfg.engine.devices.front());
   const auto& setup = model.setup;
   const auto& plan = model.plan;
-  const auto& dir = setup.dir;
-  const auto& mc = setup.mc;
-  const auto& tok = setup.tok;
-  const auto& name = setup.name;
-  const auto& eos = setup.eos;
-  const auto block_bytes = setup.block_bytes;
-  const auto num_blocks = setup.num_blocks;
-  // Each CPU device has its own executor, KV cache (kv_memory) and memory
-  // manager, with engine.replicas replicas; a CUDA group is one device.
-  const int num_devices = plan.devices;
-  const int replicas = plan.replicas;
-  const bool swap = cfg.scheduler.preemption_mode == "swap";
-  const auto num_host_blocks = plan.num_host_blocks;
-  const auto max_model_len = setup.max_model_len;
-
-  // The devices' names, distinct for the metrics and the log ("cpu:0", "cpu:1"... when several).
-  std::vector<std::string> device_names;
-  for (int d = 0; d < num_devices; ++d)
-    device_names.push_back(num_devices > 1 ? cfg.engine.devices[static_cast<std::size_t>(d)] + ":" + std::to_string(d)
-                                           : cfg.engine.devices.front());
-  std::vector<std::shared_ptr<executor>> executors;
-  if (cfg.engine.executor == "zero") {
-    for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<zero_executor>(setup.zero));
-  } else if (cuda_device) {
-    parts.weights = load_model_weights(setup);
-    cuda::cuda_executor_options co;
-    co.device = *cuda_device;
-    for (const auto& d : cfg.engine.devices) co.devices.push_back(*parse_device(d));
-    co.block_size = cfg.scheduler.block_size;
-    co.num_kv_blocks = num_blocks;
-    co.act = cfg.engine.dtype == "bfloat16" ? dtype::bf16 : dtype::f32;
-    co.cuda_graphs = cfg.engine.cuda_graphs;
-    co.max_num_seqs = cfg.scheduler.max_num_seqs;
-    co.max_num_batched_tokens = cfg.scheduler.max_num_batched_tokens;
-    co.max_model_len = max_model_len;
-    co.num_host_blocks = num_host_blocks;
-    co.num_sampled_ids = tok->vocab_size(); // never a padding row: it has no text
-    executors.push_back(load_cuda_executor(parts.weights, co));
-  } else {
-    parts.weights = load_cpu_weights(cfg, setup);
-    auto eo = setup.cpu;
-    eo.num_host_blocks = num_host_blocks;
-    for (int d = 0; d < num_devices; ++d) executors.push_back(std::make_shared<cpu_executor>(parts.weights, eo));
-  }
-
-  const std::int32_t share = plan.share; // of the device's blocks, per replica
-  const std::string version = cfg.model.version.empty() ? model_version(dir, name) : cfg.model.version;
-  // The autoscaler's replicas (each on a device of its own, named
-  // "scaled:N") get their series up front: max_replicas + warm_pool at most.
-  const bool autoscaled = plan.autoscaled;
   // (Draining ones are on top of max_replicas and the pool: twice the maximum.)
-  const int metric_replicas = autoscaled ? fleet_slots(replicas, cfg.autoscaler.max_replicas, cfg.autoscaler.warm_pool) : replicas;
-  auto metric_devices = device_names;
-  if (autoscaled)
-    for (int r = 0; r < metric_replicas; ++r) metric_devices.push_back("scaled:" + std::to_string(r));
-  parts.metrics = std::make_unique<server_metrics>(std::move(registry), name, cfg.model.version, metric_replicas,
-                                                   metric_devices);
-  server_metrics* const metrics = parts.metrics.get();
-  metrics->kv_cache_shape(kv_dtype_name(setup.kv), block_bytes,
-                          static_cast<std::int64_t>(num_blocks) * cfg.scheduler.block_size * num_devices);
+  const int slots = plan.autoscaled ? fleet_slots(plan.replicas, cfg.autoscaler.max_replicas, cfg.autoscaler.warm_pool)
+                                    : plan.replicas;
+  const auto names = device_names(cfg, plan.devices, plan.autoscaled ? slots : 0);
+  parts.metrics = std::make_unique<server_metrics>(std::move(registry), setup.name, cfg.model.version, slots, names);
+  parts.metrics->kv_cache_shape(kv_dtype_name(setup.kv), setup.block_bytes,
+                                static_cast<std::int64_t>(setup.num_blocks) * cfg.scheduler.block_size * plan.devices);
   auto ctx = std::make_shared<serving_context>();
-  ctx->tok = tok;
-  ctx->model_name = name;
-  ctx->model_version = version;
-  ctx->max_model_len = max_model_len;
-  ctx->eos_ids = eos;
-  ctx->defaults = default_sampling_params(mc);
-  ctx->default_max_tokens = mc.default_max_tokens;
-  ctx->metrics = metrics;
-  // CUDA's backend computes no prompt logprobs and applies no grammar (the zero executor does both).
-  ctx->support.prompt_logprobs = !cuda_device || cfg.engine.executor == "zero";
-  ctx->support.grammars = ctx->support.prompt_logprobs;
-
-  const auto& chat = model.chat;
-  ctx->support.tool_parser = cfg.model.tool_parser == "auto" ? (chat ? tools::detect_tool_parser(chat->text) : "")
-                     : cfg.model.tool_parser == "none" ? "" : cfg.model.tool_parser;
-  for (const auto& marker : tools::tool_markers(ctx->support.tool_parser))
-    if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->tool_markers.push_back(id);
-  ctx->support.reasoning = cfg.model.reasoning_parser == "think" ||
-                   (cfg.model.reasoning_parser == "auto" && chat && chat->text.find("<think>") != std::string::npos &&
-                    chat->text.find("</think>") != std::string::npos);
-  if (ctx->support.reasoning) {
-    for (const auto marker : {tools::reasoning_parser::open_marker, tools::reasoning_parser::close_marker})
-      if (const auto id = tok->id_of(marker); id >= 0 && tok->is_control(id)) ctx->reasoning_markers.push_back(id);
-    ctx->think_open = tok->encode_with_special(tools::reasoning_parser::open_marker, false);
-    ctx->think_close = tok->encode_with_special(tools::reasoning_parser::close_marker, false);
-  }
+  static_cast<model_profile&>(*ctx) = profile_of(model);
+  ctx->metrics = parts.metrics.get();
   for (int i = 0; i < resolve_threads(cfg.actors.tokenizers); ++i) {
-    ctx->tokenizers.push_back(spawn_tokenizer(sys, tok, chat, ctx->support.grammars ? setup.cpu.grammars : nullptr));
+    ctx->tokenizers.push_back(
+        spawn_tokenizer(sys, setup.tok, model.chat, ctx->support.grammars ? setup.cpu.grammars : nullptr));
     parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->tokenizers.back()));
   }
-  // Per device, its executor and memory manager; its replicas lease an
-  // equal share of its blocks.
-  auto ro = setup.replica;
-  ro.limits.preemption = swap ? preemption_mode::swap : preemption_mode::recompute;
-  ro.limits.num_host_blocks = num_host_blocks / cfg.engine.replicas;
-  ro.share = share;
-  router_options rto;
-  rto.policy = cfg.router.policy;
-  // Its cached-block counts come from probing each device's prefix cache.
-  const bool reads_cached = policy::make_routing_policy(cfg.router.policy)->reads_cached_blocks();
-  rto.weights = cfg.router.weights;
-  rto.health = {cfg.router.unhealthy_after, cfg.router.healthy_after};
-  rto.check_interval_s = cfg.router.health_check_interval_s;
-  rto.check_timeout_s = cfg.router.health_check_timeout_s;
-  rto.check_prompt = tok->encode("ping", true);
-  if (rto.check_prompt.empty()) rto.check_prompt.push_back(0);
-  rto.metrics = metrics;
-  rto.num_ready = ctx->num_ready;
-  rto.slots = static_cast<std::size_t>(metric_replicas);
-  rto.block_size = cfg.scheduler.block_size;
-  ctx->router = spawn_router(sys, std::move(rto));
-  ctx->block_size = cfg.scheduler.block_size;
-  ctx->max_retries = cfg.router.max_retries;
+  ctx->router = start_router(sys, model, *ctx, parts.metrics.get(), slots);
   parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->router));
-  ro.router = ctx->router;
-  for (int d = 0; d < num_devices; ++d) {
-    auto exec = spawn_executor(sys, executors[static_cast<std::size_t>(d)]);
-    auto mm = spawn_memory_manager(sys, num_blocks, cfg.scheduler.eviction, metrics, device_names[static_cast<std::size_t>(d)]);
-    parts.actors.push_back(caf::actor_cast<caf::actor>(exec));
-    parts.actors.push_back(caf::actor_cast<caf::actor>(mm));
-    for (int k = 0; k < cfg.engine.replicas; ++k) {
-      const int r = d * cfg.engine.replicas + k;
-      auto lease = first_lease(sys, mm, share);
-      ro.replica = r;
-      if (!cfg.engine.step_log.empty())
-        ro.step_log = std::make_shared<step_log::writer>(r == 0 ? cfg.engine.step_log : cfg.engine.step_log + "." + std::to_string(r),
-                                                        step_log::setup{ro.scheduling, ro.limits, ro.kv, ro.share, ro.eos_ids});
-      ro.limits.first_host_block = k * ro.limits.num_host_blocks;
-      auto scheduler = spawn_scheduler(sys, ro, std::move(lease), exec, mm, metrics, &status);
-      parts.actors.push_back(caf::actor_cast<caf::actor>(scheduler));
-      caf::anon_send(ctx->router, join_atom_v, static_cast<std::int32_t>(r), scheduler, false, false);
-      // Prefix-affine routing: the router probes this device's cache for each dispatch.
-      if (reads_cached && cfg.scheduler.enable_prefix_caching)
-        caf::anon_send(ctx->router, device_atom_v, static_cast<std::int32_t>(r), mm);
-    }
-  }
-  if (autoscaled) {
-    // A cold start: the weights loaded again, its own executor, KV cache
-    // (kv_memory), memory manager and scheduler; it joins the router once
-    // the autoscaler has it back.
-    auto start = [&sys, cfg, setup, router = ctx->router, metrics, status = &status](std::int32_t index) {
-      return start_own_replica(sys, cfg, setup, index, router, metrics, status, "scaled:" + std::to_string(index));
-    };
-    autoscaler_options ao;
-    ao.policy = cfg.autoscaler.policy;
-    ao.target = cfg.autoscaler.target;
-    ao.fleet = {cfg.autoscaler.min_replicas, cfg.autoscaler.max_replicas, cfg.autoscaler.scale_in_delay_s, cfg.autoscaler.warm_pool, replicas,
-                static_cast<std::size_t>(metric_replicas)};
-    ao.interval_s = cfg.autoscaler.interval_s;
-    ao.start = std::move(start);
-    ao.metrics = metrics;
-    ao.router = ctx->router;
-    ctx->autoscaler = spawn_autoscaler(sys, std::move(ao));
-    parts.actors.push_back(caf::actor_cast<caf::actor>(ctx->autoscaler));
-  }
+  parts.ctx = ctx;
+  start_devices(sys, model, status, parts, names);
+  if (plan.autoscaled) start_autoscaler(sys, model, status, parts, slots);
   // Ready only once the router has every replica in rotation: its answer
   // comes after the joins sent above (one mailbox, enqueued in order).
   caf::scoped_actor self{sys};
   self->request(ctx->router, caf::infinite, fleet_atom_v).receive([](fleet_snapshot&) {}, [](caf::error&) {});
-  parts.ctx = ctx;
-  std::ostringstream info;
-  info << "model " << name;
-  if (!cfg.model.version.empty()) info << " version " << cfg.model.version;
-  info << " (" << cfg.engine.executor << " executor), " << num_blocks << " KV blocks of "
-       << cfg.scheduler.block_size << " tokens, ";
-  if (num_devices > 1) info << "per device on " << num_devices << " devices, ";
-  if (swap) info << num_host_blocks << " in host swap space, ";
-  info << replicas << " replica" << (replicas == 1 ? "" : "s") << " (routing: " << cfg.router.policy;
-  if (autoscaled)
-    info << "; autoscaler: " << cfg.autoscaler.policy << ", " << cfg.autoscaler.min_replicas << " to " << cfg.autoscaler.max_replicas
-         << ", warm pool " << cfg.autoscaler.warm_pool;
-  info << ")"
-       << ", context " << max_model_len;
-  return info.str();
+  return engine_info(model);
 }
 
 // Every model, checked: [model] first, then model.more (a name served

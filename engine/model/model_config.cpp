@@ -4,7 +4,6 @@
 #include "engine/model/gguf_model.hpp"
 #include "base/json_text.hpp"
 #include "engine/formats/model_error.hpp"
-#include "engine/tokenizer/tokenizer.hpp"
 
 #include <simdjson.h>
 
@@ -419,12 +418,6 @@ auto model_config::supported_architectures() -> std::string {
     out += a.name;
   }
   return out;
-}
-
-auto eos_token_ids(const model_config& config, const tokenizer& tok) -> std::vector<token_id> {
-  auto eos = config.eos_token_ids;
-  if (eos.empty() && tok.eos_id() >= 0) eos.push_back(tok.eos_id());
-  return eos;
 }
 
 } // namespace troupe

@@ -36,6 +36,30 @@ struct model_profile {
   std::int32_t max_retries = 2; ///< on other replicas, for a request whose replica failed before its first token
 };
 
+/// What a model's profile is made of: the facts of its files and the
+/// config's choices, each already resolved but the parsers'.
+struct profile_settings {
+  std::string name, version;
+  std::int32_t max_model_len = 0;
+  std::vector<token_id> eos_ids;
+  sampling_params defaults;
+  std::optional<std::int32_t> default_max_tokens;
+  std::int32_t block_size = 16;
+  std::int32_t max_retries = 2;
+  bool prompt_logprobs = true, grammars = true; ///< the backend's
+  /// model.tool_parser ("auto": from the chat template's text; "none") and
+  /// model.reasoning_parser ("auto": a template that writes <think> and
+  /// </think>; "think"; "none").
+  std::string tool_parser = "auto", reasoning_parser = "auto";
+  std::string chat_template; ///< its text, "" for none
+};
+
+/// The profile: the settings, the tool-call format and whether the model
+/// thinks (detected from the template where "auto"), the special tokens
+/// their markers are (shown in the text for the parsers), and <think> and
+/// </think> as the tokenizer encodes them.
+auto make_profile(std::shared_ptr<const tokenizer> tok, const profile_settings& s) -> model_profile;
+
 /// Capability routing's rule: a request goes to the small model when its
 /// tier is listed, or its prompt and the max_tokens it asks for (none
 /// asked: unbounded) are within the thresholds; else to the large one.
