@@ -1,4 +1,5 @@
 #include "actors/gateway.hpp"
+#include "base/json_text.hpp"
 
 #include "service/http/anthropic_api.hpp"
 #include "service/http/responses_api.hpp"
@@ -269,7 +270,7 @@ void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, 
       if (const auto r = responses_->get(owner, id, steady_now_s())) return reply(200, "application/json", r->response_json);
     } else if (responses_->erase(owner, id, steady_now_s())) {
       return reply(200, "application/json",
-                   R"({"id":)" + api::json_string(id) + R"(,"object":"response","deleted":true})");
+                   R"({"id":)" + json_text::quoted(id) + R"(,"object":"response","deleted":true})");
     }
     return error(404, "no stored response has the id '" + id + "'", "invalid_request_error", "", "not_found");
   }

@@ -4,6 +4,7 @@
 // Requests themselves go through gateway::complete, as HTTP ones do.
 
 #include "actors/gateway.hpp"
+#include "base/json_text.hpp"
 
 #include <map>
 
@@ -164,7 +165,7 @@ void gateway::on_ws_message(const std::shared_ptr<ws_connection>& conn, std::str
       conn->tenant = t;
       conn->authenticated = true;
     }
-    return send(R"({"type":"auth","tenant":)" + api::json_string(t->name()) + "}");
+    return send(R"({"type":"auth","tenant":)" + json_text::quoted(t->name()) + "}");
   }
   if (env.id_json.empty()) return error_event("", {400, "a message needs an id", "invalid_request_error", "id", "missing_field"});
   if (env.type == "cancel") {

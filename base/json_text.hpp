@@ -75,6 +75,14 @@ void append_number(std::string& out, Number v) {
 /// spelling, %g's (1.5, 0.1, -2, 1e-06, inf), and "nan" for any NaN. (The
 /// settings files' messages use settings::show_number, which reads back
 /// exactly.)
+/// s as a JSON string literal, with its quotes (append_string's rules).
+inline auto quoted(std::string_view s) -> std::string {
+  std::string out;
+  out.reserve(s.size() + 2);
+  append_string(out, s);
+  return out;
+}
+
 inline auto show_number(double v) -> std::string {
   if (std::isnan(v)) return "nan";
   char buf[32];

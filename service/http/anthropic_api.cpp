@@ -111,8 +111,8 @@ auto read_message(od::object& m, const std::string& path, std::vector<chat_messa
           } else if (type == "tool_use") {
             if (name.empty()) return error("missing_field", at + ".name", at + ".name is missing");
             if (!has_input) return error("missing_field", at + ".input", at + ".input is missing");
-            calls += (num_calls++ ? "," : "") + std::string("{\"id\":") + json_string(id) +
-                     ",\"type\":\"function\",\"function\":{\"name\":" + json_string(name) + ",\"arguments\":" + input + "}}";
+            calls += (num_calls++ ? "," : "") + std::string("{\"id\":") + json_text::quoted(id) +
+                     ",\"type\":\"function\",\"function\":{\"name\":" + json_text::quoted(name) + ",\"arguments\":" + input + "}}";
           } else if (type == "tool_result") {
             if (tool_use_id.empty()) return error("missing_field", at + ".tool_use_id", at + ".tool_use_id is missing");
             result.role = "tool";

@@ -4,6 +4,7 @@
 // message's own), context_management. Internal to service/http.
 
 #include "service/http/json_reader.hpp"
+#include "service/http/openai_api.hpp"
 #include "service/http/structured_output.hpp"
 
 #include <cstdint>

@@ -3,7 +3,8 @@
 // OpenAI-style errors: the helpers every endpoint's reader shares
 // (openai_api.cpp, tokenize_api.cpp). Internal to actors/http.
 
-#include "service/http/openai_api.hpp"
+#include "base/types.hpp"
+#include "service/http/api_error.hpp"
 
 #include <simdjson.h>
 

@@ -1,6 +1,7 @@
 // The reading half of openai_api.hpp: one pass of simdjson On-Demand over the
 // body, each field read where it stands (JSON objects have no order).
 #include "service/http/openai_api.hpp"
+#include "base/json_text.hpp"
 
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"
@@ -453,7 +454,7 @@ auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_e
         if (t == od::json_type::string) {
           std::string id;
           if (auto p = read_string(v, key, key, id)) return p;
-          env.id_json = json_string(id);
+          env.id_json = json_text::quoted(id);
           return {};
         }
         std::int64_t n = 0;

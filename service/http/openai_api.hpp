@@ -7,7 +7,9 @@
 #include "engine/tokenizer/chat_template.hpp"
 #include "engine/tokenizer/context_edits.hpp"
 #include "base/types.hpp"
+#include "service/http/api_error.hpp"
 #include "service/tools/tool_parser.hpp"
+#include "service/tools/tool_spec.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -21,28 +23,6 @@ namespace troupe::api {
 
 enum class endpoint { completions, chat }; ///< /v1/completions, /v1/chat/completions
 
-/// An OpenAI-style error; status is the HTTP status (400, 404, 405, 413, 429, 503...).
-struct api_error {
-  int status = 400;
-  std::string message;                        ///< one sentence naming the field and the problem
-  std::string type = "invalid_request_error"; ///< OpenAI's error type
-  std::string param;                          ///< the offending field, "" when none
-  /// "invalid_value", "invalid_type", "missing_field", "invalid_json", "model_not_found"...
-  std::string code;
-};
-
-/// One function a request offers the model (tools[i].function).
-struct tool_spec {
-  std::string name;
-  std::string parameters; ///< its JSON Schema's text; "" for none (any object)
-};
-
-/// tool_choice: "none", "auto", "required", or one named function.
-struct tool_choice {
-  enum class mode { none, automatic, required, named };
-  mode what = mode::automatic;
-  std::string name; ///< named: the function
-};
 
 /// The API a request came through, which its answer and errors speak:
 /// OpenAI's (/v1/completions, /v1/chat/completions), Anthropic's Messages
@@ -300,12 +280,6 @@ auto tokenize_response(const std::vector<token_id>& tokens, std::int64_t max_mod
 /// {"prompt": text}.
 auto detokenize_response(std::string_view text) -> std::string;
 
-/// {"error":{"message","type","param","code"}}; param and code are null when empty.
-auto error_body(const api_error& e) -> std::string;
 
-/// s as a JSON string literal, with its quotes. Quotes, backslashes and control
-/// characters are escaped; valid UTF-8 passes through as is; bytes that are not
-/// UTF-8 become U+FFFD, so the result is always valid JSON.
-auto json_string(std::string_view s) -> std::string;
 
 } // namespace troupe::api

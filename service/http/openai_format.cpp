@@ -376,13 +376,6 @@ auto ws_error_event(std::string_view id_json, int status, std::string_view error
   return out;
 }
 
-auto json_string(std::string_view s) -> std::string {
-  std::string out;
-  out.reserve(s.size() + 2);
-  add_string(out, s);
-  return out;
-}
-
 auto tokenize_response(const std::vector<token_id>& tokens, std::int64_t max_model_len,
                        const std::vector<std::string>* token_strs) -> std::string {
   std::string out = "{\"count\":";

@@ -41,33 +41,33 @@ auto response_builder::called(std::string_view name) const -> std::string {
   // A namespace tool's function, "ns.f" to the model: {"namespace": "ns", "name": "f"}.
   for (const auto& ns : echo_.namespaces)
     if (name.size() > ns.size() + 1 && name.starts_with(ns) && name[ns.size()] == '.')
-      return R"(,"namespace":)" + json_string(ns) + R"(,"name":)" + json_string(name.substr(ns.size() + 1));
-  return R"(,"name":)" + json_string(name);
+      return R"(,"namespace":)" + json_text::quoted(ns) + R"(,"name":)" + json_text::quoted(name.substr(ns.size() + 1));
+  return R"(,"name":)" + json_text::quoted(name);
 }
 
 auto response_builder::item_json(const item& it, bool complete) const -> std::string {
   const std::string status = it.done ? (complete ? "completed" : "incomplete") : "in_progress";
-  std::string out = R"({"id":)" + json_string(it.id);
+  std::string out = R"({"id":)" + json_text::quoted(it.id);
   switch (it.what) {
   case item::kind::reasoning:
     // troupe has no summarizer: a summary asked for is the reasoning itself.
     out += R"(,"type":"reasoning","summary":[)";
     if (it.done && !echo_.reasoning_summary.empty())
-      out += R"({"type":"summary_text","text":)" + json_string(it.text) + "}";
+      out += R"({"type":"summary_text","text":)" + json_text::quoted(it.text) + "}";
     out += R"(],"content":[)";
-    if (it.done) out += R"({"type":"reasoning_text","text":)" + json_string(it.text) + "}";
+    if (it.done) out += R"({"type":"reasoning_text","text":)" + json_text::quoted(it.text) + "}";
     out += "]";
-    if (it.done && echo_.include_encrypted && seal_) out += R"(,"encrypted_content":)" + json_string(seal_->seal(it.text));
+    if (it.done && echo_.include_encrypted && seal_) out += R"(,"encrypted_content":)" + json_text::quoted(seal_->seal(it.text));
     break;
   case item::kind::message:
     out += R"(,"type":"message","status":")" + status + R"(","role":"assistant","content":[)";
     if (it.done || !it.text.empty())
-      out += R"({"type":"output_text","text":)" + json_string(it.text) + R"(,"annotations":[],"logprobs":[]})";
+      out += R"({"type":"output_text","text":)" + json_text::quoted(it.text) + R"(,"annotations":[],"logprobs":[]})";
     out += "]";
     break;
   case item::kind::function_call:
-    out += R"(,"type":"function_call","status":")" + status + R"(","call_id":)" + json_string(it.call_id) +
-           called(it.name) + R"(,"arguments":)" + json_string(it.text);
+    out += R"(,"type":"function_call","status":")" + status + R"(","call_id":)" + json_text::quoted(it.call_id) +
+           called(it.name) + R"(,"arguments":)" + json_text::quoted(it.text);
     break;
   }
   return out + "}";
@@ -75,20 +75,20 @@ auto response_builder::item_json(const item& it, bool complete) const -> std::st
 
 auto response_builder::response_json(std::string_view status, std::string_view finish_reason, const usage* u,
                                      bool complete) const -> std::string {
-  std::string out = R"({"id":)" + json_string(head_.id) + R"(,"object":"response","created_at":)" +
+  std::string out = R"({"id":)" + json_text::quoted(head_.id) + R"(,"object":"response","created_at":)" +
                     std::to_string(head_.created) + R"(,"status":")" + std::string(status) + R"(","error":null)";
   out += R"(,"incomplete_details":)";
   out += finish_reason == "length" ? R"({"reason":"max_output_tokens"})" : "null";
-  out += R"(,"instructions":)" + (echo_.has_instructions ? json_string(echo_.instructions) : std::string("null"));
+  out += R"(,"instructions":)" + (echo_.has_instructions ? json_text::quoted(echo_.instructions) : std::string("null"));
   out += R"(,"max_output_tokens":)" + (max_output_tokens_ > 0 ? std::to_string(max_output_tokens_) : std::string("null"));
-  out += R"(,"model":)" + json_string(head_.model) + R"(,"output":[)";
+  out += R"(,"model":)" + json_text::quoted(head_.model) + R"(,"output":[)";
   for (std::size_t i = 0; i < items_.size(); ++i) out += (i ? "," : "") + item_json(items_[i], complete);
   out += R"(],"parallel_tool_calls":)" + std::string(parallel_tool_calls_ ? "true" : "false");
   out += R"(,"previous_response_id":)" +
-         (echo_.previous_response_id.empty() ? std::string("null") : json_string(echo_.previous_response_id));
+         (echo_.previous_response_id.empty() ? std::string("null") : json_text::quoted(echo_.previous_response_id));
   out += R"(,"reasoning":{"effort":)" +
-         (echo_.reasoning_effort.empty() ? std::string("null") : json_string(echo_.reasoning_effort)) +
-         R"(,"summary":)" + (echo_.reasoning_summary.empty() ? std::string("null") : json_string(echo_.reasoning_summary)) +
+         (echo_.reasoning_effort.empty() ? std::string("null") : json_text::quoted(echo_.reasoning_effort)) +
+         R"(,"summary":)" + (echo_.reasoning_summary.empty() ? std::string("null") : json_text::quoted(echo_.reasoning_summary)) +
          R"(},"store":)" + (echo_.store ? "true" : "false");
   out += R"(,"temperature":)" + number(temperature_) + R"(,"text":{"format":)" + echo_.format_json + "}";
   out += R"(,"tool_choice":)" + echo_.tool_choice_json + R"(,"tools":)" + echo_.tools_json;
@@ -102,7 +102,7 @@ auto response_builder::response_json(std::string_view status, std::string_view f
   } else {
     out += "null";
   }
-  out += R"(,"user":)" + (user_.empty() ? std::string("null") : json_string(user_));
+  out += R"(,"user":)" + (user_.empty() ? std::string("null") : json_text::quoted(user_));
   out += R"(,"metadata":)" + echo_.metadata_json + "}";
   return out;
 }
@@ -130,7 +130,7 @@ auto response_builder::open(std::string& batch, item::kind k, std::string_view c
   event(batch, "response.output_item.added", R"("output_index":)" + index + R"(,"item":)" + item_json(items_.back(), true));
   if (k != item::kind::function_call)
     event(batch, "response.content_part.added",
-          R"("item_id":)" + json_string(items_.back().id) + R"(,"output_index":)" + index + R"(,"content_index":0,"part":)" +
+          R"("item_id":)" + json_text::quoted(items_.back().id) + R"(,"output_index":)" + index + R"(,"content_index":0,"part":)" +
               (k == item::kind::message ? R"({"type":"output_text","text":"","annotations":[],"logprobs":[]})"
                                         : R"({"type":"reasoning_text","text":""})"));
   return items_.back();
@@ -142,23 +142,23 @@ void response_builder::close(std::string& batch, bool complete) {
   it.done = true;
   if (!stream_) return;
   const auto index = std::to_string(items_.size() - 1);
-  const auto where = R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + index;
+  const auto where = R"("item_id":)" + json_text::quoted(it.id) + R"(,"output_index":)" + index;
   switch (it.what) {
   case item::kind::reasoning:
-    event(batch, "response.reasoning_text.done", where + R"(,"content_index":0,"text":)" + json_string(it.text));
+    event(batch, "response.reasoning_text.done", where + R"(,"content_index":0,"text":)" + json_text::quoted(it.text));
     event(batch, "response.content_part.done",
-          where + R"(,"content_index":0,"part":{"type":"reasoning_text","text":)" + json_string(it.text) + "}");
+          where + R"(,"content_index":0,"part":{"type":"reasoning_text","text":)" + json_text::quoted(it.text) + "}");
     break;
   case item::kind::message:
     event(batch, "response.output_text.done",
-          where + R"(,"content_index":0,"text":)" + json_string(it.text) + R"(,"logprobs":[])");
+          where + R"(,"content_index":0,"text":)" + json_text::quoted(it.text) + R"(,"logprobs":[])");
     event(batch, "response.content_part.done",
-          where + R"(,"content_index":0,"part":{"type":"output_text","text":)" + json_string(it.text) +
+          where + R"(,"content_index":0,"part":{"type":"output_text","text":)" + json_text::quoted(it.text) +
               R"(,"annotations":[],"logprobs":[]})");
     break;
   case item::kind::function_call:
     event(batch, "response.function_call_arguments.done",
-          where + called(it.name) + R"(,"arguments":)" + json_string(it.text));
+          where + called(it.name) + R"(,"arguments":)" + json_text::quoted(it.text));
     break;
   }
   event(batch, "response.output_item.done", R"("output_index":)" + index + R"(,"item":)" + item_json(it, complete));
@@ -171,8 +171,8 @@ void response_builder::append(std::string& batch, item::kind k, std::string_view
   if (!stream_) return;
   const bool message = k == item::kind::message;
   event(batch, message ? "response.output_text.delta" : "response.reasoning_text.delta",
-        R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
-            R"(,"content_index":0,"delta":)" + json_string(text) + (message ? R"(,"logprobs":[])" : ""));
+        R"("item_id":)" + json_text::quoted(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
+            R"(,"content_index":0,"delta":)" + json_text::quoted(text) + (message ? R"(,"logprobs":[])" : ""));
 }
 
 void response_builder::calls(std::string& batch, const std::vector<tools::call_delta>& calls) {
@@ -183,8 +183,8 @@ void response_builder::calls(std::string& batch, const std::vector<tools::call_d
     it.text += c.arguments;
     if (stream_)
       event(batch, "response.function_call_arguments.delta",
-            R"("item_id":)" + json_string(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
-                R"(,"delta":)" + json_string(c.arguments));
+            R"("item_id":)" + json_text::quoted(it.id) + R"(,"output_index":)" + std::to_string(items_.size() - 1) +
+                R"(,"delta":)" + json_text::quoted(c.arguments));
   }
 }
 
@@ -205,8 +205,8 @@ auto response_builder::whole(std::string_view finish_reason, const usage& u) -> 
 auto response_builder::error_event(const api_error& e) -> std::string {
   std::string out;
   event(out, "error",
-        R"("code":)" + (e.code.empty() ? std::string("null") : json_string(e.code)) + R"(,"message":)" +
-            json_string(e.message) + R"(,"param":)" + (e.param.empty() ? std::string("null") : json_string(e.param)));
+        R"("code":)" + (e.code.empty() ? std::string("null") : json_text::quoted(e.code)) + R"(,"message":)" +
+            json_text::quoted(e.message) + R"(,"param":)" + (e.param.empty() ? std::string("null") : json_text::quoted(e.param)));
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include "service/http/responses_api.hpp"
+#include "base/json_text.hpp"
 
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"
@@ -188,7 +189,7 @@ auto read_tool_choice(od::value& v, completion_request& r) -> problem {
   case tool_choice::mode::automatic: r.responses.tool_choice_json = R"("auto")"; break;
   case tool_choice::mode::required: r.responses.tool_choice_json = R"("required")"; break;
   case tool_choice::mode::named:
-    r.responses.tool_choice_json = R"({"type":"function","name":)" + json_string(r.choice.name) + "}";
+    r.responses.tool_choice_json = R"({"type":"function","name":)" + json_text::quoted(r.choice.name) + "}";
     break;
   }
   return {};

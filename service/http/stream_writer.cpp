@@ -1,4 +1,5 @@
 #include "service/http/stream_writer.hpp"
+#include "base/json_text.hpp"
 
 #include "service/http/anthropic_api.hpp"
 
@@ -55,7 +56,7 @@ void stream_writer::close_block(std::string& batch) {
     named_event(batch, "content_block_delta",
                 R"({"type":"content_block_delta","index":)" + std::to_string(block_index_) +
                     R"(,"delta":{"type":"signature_delta","signature":)" +
-                    api::json_string(seal_ ? seal_->seal(block_thinking_) : std::string()) + "}}");
+                    json_text::quoted(seal_ ? seal_->seal(block_thinking_) : std::string()) + "}}");
     block_thinking_.clear();
   }
   named_event(batch, "content_block_stop",
@@ -79,14 +80,14 @@ auto stream_writer::opening() const -> std::string {
   if (responses_) return responses_->opening();
   if (wire_ == api::wire::anthropic) {
     std::string out;
-    std::string head = R"({"type":"message_start","message":{"id":)" + api::json_string("msg_" + head_.id) +
-                       R"(,"type":"message","role":"assistant","model":)" + api::json_string(head_.model) +
+    std::string head = R"({"type":"message_start","message":{"id":)" + json_text::quoted("msg_" + head_.id) +
+                       R"(,"type":"message","role":"assistant","model":)" + json_text::quoted(head_.model) +
                        R"(,"content":[],"stop_reason":null,"stop_sequence":null,"usage":)" +
                        api::anthropic::usage_json(usage(), true) + "}}";
     named_event(out, "message_start", head);
     return out;
   }
-  if (websocket()) return ws_event("start") + R"(,"model":)" + api::json_string(head_.model) + "}\n";
+  if (websocket()) return ws_event("start") + R"(,"model":)" + json_text::quoted(head_.model) + "}\n";
   std::string first;
   if (kind_ == api::endpoint::chat) event(first, api::stream_chunk(kind_, head_, "", "", nullptr, 0, true, include_usage_));
   return first;
@@ -121,10 +122,10 @@ void stream_writer::reasoning(std::string& batch, std::string_view text) {
     if (omit_thinking_) return; // (display "omitted": the signature alone carries it)
     named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" + std::to_string(block_index_) +
                                                   R"(,"delta":{"type":"thinking_delta","thinking":)" +
-                                                  api::json_string(text) + "}}");
+                                                  json_text::quoted(text) + "}}");
   } else if (websocket())
     event(batch, ws_event("reasoning") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"text":)" +
-                     api::json_string(text) + "}");
+                     json_text::quoted(text) + "}");
   else if (stream_)
     event(batch, api::chat_delta_chunk(head_, "", text, {}, include_usage_));
   else
@@ -149,20 +150,20 @@ void stream_writer::emit(std::string& batch, const tools::parse_delta& d, std::v
   } else if (wire_ == api::wire::anthropic && stream_) {
     for (const auto& c : d.calls) {
       if (!c.id.empty())
-        open_block(batch, 3, R"({"type":"tool_use","id":)" + api::json_string(api::anthropic::tool_use_id(c.id)) +
-                                 R"(,"name":)" + api::json_string(c.name) + R"(,"input":{}})");
+        open_block(batch, 3, R"({"type":"tool_use","id":)" + json_text::quoted(api::anthropic::tool_use_id(c.id)) +
+                                 R"(,"name":)" + json_text::quoted(c.name) + R"(,"input":{}})");
       if (!c.arguments.empty())
         named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" +
                                                       std::to_string(block_index_) +
                                                       R"(,"delta":{"type":"input_json_delta","partial_json":)" +
-                                                      api::json_string(c.arguments) + "}}");
+                                                      json_text::quoted(c.arguments) + "}}");
     }
   } else if (websocket()) {
     for (const auto& c : d.calls)
       event(batch, ws_event("tool_call") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"index":)" +
                        std::to_string(c.index) +
-                       (c.id.empty() ? std::string() : R"(,"call_id":)" + api::json_string(c.id) + R"(,"name":)" + api::json_string(c.name)) +
-                       R"(,"arguments":)" + api::json_string(c.arguments) + "}");
+                       (c.id.empty() ? std::string() : R"(,"call_id":)" + json_text::quoted(c.id) + R"(,"name":)" + json_text::quoted(c.name)) +
+                       R"(,"arguments":)" + json_text::quoted(c.arguments) + "}");
   } else if (stream_) {
     event(batch, api::chat_delta_chunk(head_, "", "", d.calls, include_usage_));
   } else {
@@ -183,12 +184,12 @@ void stream_writer::plain_text(std::string& batch, std::string_view text, std::v
       if (block_ != 1) open_block(batch, 1, R"({"type":"text","text":""})");
       named_event(batch, "content_block_delta", R"({"type":"content_block_delta","index":)" +
                                                     std::to_string(block_index_) + R"(,"delta":{"type":"text_delta","text":)" +
-                                                    api::json_string(text) + "}}");
+                                                    json_text::quoted(text) + "}}");
     }
   } else if (websocket()) {
     if (!text.empty())
       event(batch, ws_event("token") + R"(,"n":)" + std::to_string(completion_tokens_) + R"(,"text":)" +
-                       api::json_string(text) + "}");
+                       json_text::quoted(text) + "}");
   } else if (stream_) {
     if (!text.empty() || !logprobs.empty())
       event(batch, api::stream_chunk(kind_, head_, text, "", logprobs.empty() ? nullptr : &logprobs, text_offset_, false,
@@ -213,8 +214,8 @@ auto stream_writer::closing(std::string batch, std::string_view reason, bool tai
     close_block(batch);
     named_event(batch, "message_delta",
                 R"({"type":"message_delta","delta":{"stop_reason":)" +
-                    api::json_string(api::anthropic::stop_reason(finish_reason, !stop_sequence_.empty())) +
-                    R"(,"stop_sequence":)" + (stop_sequence_.empty() ? std::string("null") : api::json_string(stop_sequence_)) +
+                    json_text::quoted(api::anthropic::stop_reason(finish_reason, !stop_sequence_.empty())) +
+                    R"(,"stop_sequence":)" + (stop_sequence_.empty() ? std::string("null") : json_text::quoted(stop_sequence_)) +
                     R"(},"usage":)" + api::anthropic::usage_json(usage(), true) +
                     (edits_asked_ ? R"(,"context_management":)" + api::anthropic::applied_edits_json(applied_edits_) : std::string()) +
                     "}");
@@ -222,7 +223,7 @@ auto stream_writer::closing(std::string batch, std::string_view reason, bool tai
     return batch;
   }
   if (websocket()) {
-    event(batch, ws_event("done") + R"(,"model":)" + api::json_string(head_.model) + R"(,"finish_reason":")" +
+    event(batch, ws_event("done") + R"(,"model":)" + json_text::quoted(head_.model) + R"(,"finish_reason":")" +
                      std::string(finish_reason) + R"(","usage":{"prompt_tokens":)" + std::to_string(prompt_tokens_) +
                      R"(,"completion_tokens":)" + std::to_string(completion_tokens_) + R"(,"total_tokens":)" +
                      std::to_string(prompt_tokens_ + completion_tokens_) + "}}");

@@ -3,11 +3,12 @@
 // grammar (sampling_params::grammar): OpenAI's response_format, vLLM's
 // guided_json / guided_regex / guided_choice / guided_grammar.
 
-#include "service/http/openai_api.hpp"
+#include "service/http/api_error.hpp"
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace troupe::api {

@@ -1,4 +1,5 @@
 #include "service/http/tool_fields.hpp"
+#include "base/json_text.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -118,8 +119,8 @@ struct flat_reader {
     if (!prefix.empty()) spec.name = std::string(prefix) + "." + spec.name;
     if (!names.insert(spec.name).second) return error("invalid_value", at + ".name", "two tools are named \"" + spec.name + "\"");
     out.tools.push_back({spec.name,
-                         R"({"type":"function","function":{"name":)" + json_string(spec.name) + R"(,"description":)" +
-                             json_string(description) + R"(,"parameters":)" +
+                         R"({"type":"function","function":{"name":)" + json_text::quoted(spec.name) + R"(,"description":)" +
+                             json_text::quoted(description) + R"(,"parameters":)" +
                              (spec.parameters.empty() ? std::string(R"({"type":"object","properties":{}})") : spec.parameters) +
                              "}}",
                          deferred});
@@ -232,9 +233,9 @@ auto tool_call_json(std::string_view id, std::string_view name, std::string_view
   // Templates read the arguments as an object (vLLM hands them so too);
   // other text, or an object nested deeper than a request may be, as the
   // string it is.
-  const std::string args_json = json_reader::is_json_object(arguments) ? std::string(arguments) : json_string(arguments);
-  return std::string("{\"id\":") + json_string(id) + ",\"type\":\"function\",\"function\":{\"name\":" +
-         json_string(name) + ",\"arguments\":" + args_json + "}}";
+  const std::string args_json = json_reader::is_json_object(arguments) ? std::string(arguments) : json_text::quoted(arguments);
+  return std::string("{\"id\":") + json_text::quoted(id) + ",\"type\":\"function\",\"function\":{\"name\":" +
+         json_text::quoted(name) + ",\"arguments\":" + args_json + "}}";
 }
 
 } // namespace troupe::api::tool_fields

@@ -4,6 +4,7 @@
 // APIs. Internal to service/http.
 
 #include "service/http/json_reader.hpp"
+#include "service/tools/tool_spec.hpp"
 
 #include <string>
 #include <string_view>

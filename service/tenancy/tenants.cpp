@@ -1,6 +1,6 @@
 #include "service/tenancy/tenants.hpp"
+#include "base/json_text.hpp"
 
-#include "service/http/openai_api.hpp"
 #include "settings/toml_settings.hpp"
 
 #include <toml++/toml.h>
@@ -214,13 +214,13 @@ auto tenant_state::usage_json(double now_s) -> std::string {
   tokens_.refill(now_s);
   const auto& u = usage_;
   std::string rej;
-  for (const auto& [reason, n] : u.rejections) rej += (rej.empty() ? "" : ",") + api::json_string(reason) + ":" + std::to_string(n);
+  for (const auto& [reason, n] : u.rejections) rej += (rej.empty() ? "" : ",") + json_text::quoted(reason) + ":" + std::to_string(n);
   const auto limit = [](double capacity, double level) {
     return capacity > 0 ? std::to_string(static_cast<long long>(std::floor(level))) : std::string("null");
   };
   const auto n = [](std::int64_t v) { return std::to_string(v); };
-  return R"({"object":"tenant.usage","tenant":)" + api::json_string(name_) + R"(,"tier":)" +
-         api::json_string(spec_->tier.name) + R"(,"requests":)" + n(u.requests) + R"(,"prompt_tokens":)" +
+  return R"({"object":"tenant.usage","tenant":)" + json_text::quoted(name_) + R"(,"tier":)" +
+         json_text::quoted(spec_->tier.name) + R"(,"requests":)" + n(u.requests) + R"(,"prompt_tokens":)" +
          n(u.prompt_tokens) + R"(,"completion_tokens":)" + n(u.completion_tokens) + R"(,"total_tokens":)" +
          n(u.prompt_tokens + u.completion_tokens) + R"(,"in_flight":)" + n(in_flight_) + R"(,"rejections":{)" + rej +
          R"(},"response_cache":{"hits":)" + n(u.cache_hits) + R"(,"misses":)" + n(u.cache_misses) +

@@ -1,4 +1,5 @@
 #include "service/tools/tool_grammar.hpp"
+#include "base/json_text.hpp"
 
 #include "engine/grammar/grammar.hpp"
 #include "engine/grammar/json_schema.hpp"
@@ -34,7 +35,7 @@ auto tool_call_grammar(std::string_view family, const std::vector<api::tool_spec
     } catch (const grammar::grammar_error& e) {
       throw grammar::grammar_error("tools[" + std::to_string(i) + "].function.parameters: " + e.what());
     }
-    const auto head = "{\"name\": " + api::json_string(t.name) + ", \"" + key + "\": ";
+    const auto head = "{\"name\": " + json_text::quoted(t.name) + ", \"" + key + "\": ";
     calls += (calls.empty() ? "" : " | ") + grammar::gbnf_literal(head) + " " + args + " \"}\"";
   }
   g.add_rule("tool-call-object", calls);

@@ -3,7 +3,7 @@
 // write a call: tool_choice "required" or a named function, enforced by
 // structured output (engine/grammar) in the family's own format.
 
-#include "service/http/openai_api.hpp"
+#include "service/tools/tool_spec.hpp"
 
 #include <string>
 #include <string_view>

@@ -2,6 +2,7 @@
 // the models list and error bodies.
 
 #include "tests/service/http/openai_api_test_util.hpp"
+#include "base/json_text.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -14,25 +15,25 @@ using namespace troupe::api;
 using namespace troupe::testing;
 
 TEST_CASE("json_string escapes what JSON needs and passes UTF-8 through") {
-  CHECK(json_string("\"\\\n\x01") == R"("\"\\\n\u0001")");
-  CHECK(json_string("\t\r\b\f\x1f\x7f/") == "\"\\t\\r\\b\\f\\u001f\x7f/\"");
+  CHECK(json_text::quoted("\"\\\n\x01") == R"("\"\\\n\u0001")");
+  CHECK(json_text::quoted("\t\r\b\f\x1f\x7f/") == "\"\\t\\r\\b\\f\\u001f\x7f/\"");
   const std::string utf8 = "h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x99\x82";
-  CHECK(json_string(utf8) == "\"" + utf8 + "\"");
+  CHECK(json_text::quoted(utf8) == "\"" + utf8 + "\"");
   // Bytes that are not UTF-8 (a token that is half a character) become U+FFFD.
   // One U+FFFD per broken sequence, as Python's errors="replace" gives.
-  CHECK(json_string("a\xe2\x82" "b") == "\"a\xef\xbf\xbd" "b\"");
-  CHECK(json_string("\xe4\xb8") == "\"\xef\xbf\xbd\"");
-  CHECK(json_string("\x80\xbf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");
-  CHECK(json_string("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");
-  CHECK(json_string("\xed\xa0\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
-  CHECK(json_string("\xe0\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
-  CHECK(json_string("\xf4\x90\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
-  CHECK(json_string("\xf0\x9f\x99") == "\"\xef\xbf\xbd\"");
+  CHECK(json_text::quoted("a\xe2\x82" "b") == "\"a\xef\xbf\xbd" "b\"");
+  CHECK(json_text::quoted("\xe4\xb8") == "\"\xef\xbf\xbd\"");
+  CHECK(json_text::quoted("\x80\xbf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_text::quoted("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_text::quoted("\xed\xa0\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_text::quoted("\xe0\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_text::quoted("\xf4\x90\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json_text::quoted("\xf0\x9f\x99") == "\"\xef\xbf\xbd\"");
 
   // And every one reads back as the string it came from.
   for (const std::string& s : {std::string("\"\\\n\x01"), std::string("\t\r\b\f\x1f\x7f/"), utf8,
                               std::string(1, '\0') + "x"}) {
-    json_doc doc(json_string(s));
+    json_doc doc(json_text::quoted(s));
     CHECK(std::string(doc.root.get_string().value()) == s);
   }
 }
