@@ -7,6 +7,7 @@
 #include "actors/admin_api.hpp"
 #include "service/http/chat_page.hpp"
 #include "service/http/openai_api.hpp"
+#include "service/http/json_reader.hpp"
 #include "service/http/request_keys.hpp"
 #include "actors/sink_actor.hpp"
 
@@ -23,21 +24,6 @@ namespace {
 
 auto hash_of(std::string_view s) -> std::uint64_t { return std::hash<std::string_view>{}(s) | 1; }
 
-// The key a request presents: Authorization: Bearer KEY, else x-api-key.
-// nullopt: an Authorization header of another scheme.
-auto presented_key(const http::request& req) -> std::optional<std::string> {
-  if (auto auth = req.header("authorization"); !auth.empty()) {
-    constexpr std::string_view bearer = "bearer ";
-    if (auth.size() <= bearer.size()) return std::nullopt;
-    for (std::size_t i = 0; i < bearer.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(auth[i])) != bearer[i]) return std::nullopt;
-    auto key = auth.substr(bearer.size());
-    while (!key.empty() && key.front() == ' ') key.erase(0, 1);
-    while (!key.empty() && key.back() == ' ') key.pop_back();
-    return key;
-  }
-  return req.header("x-api-key");
-}
 
 } // namespace
 
@@ -165,274 +151,104 @@ auto gateway::readiness(const fleet* f, const served_model* model) const -> std:
   return {};
 }
 
-void gateway::handle(http::request req, std::shared_ptr<http::exchange> client, listener on) {
-  const auto arrival = std::chrono::steady_clock::now();
-  const auto fl = served();
-  // The default model (for requests that name none, and /admin).
-  const serving_context* const dflt = fl ? fl->models.front().stable.get() : nullptr;
-  std::string request_id = req.header("x-request-id");
-  if (request_id.empty()) request_id = "troupe-" + std::to_string(next_id_.fetch_add(1));
-  http::header_list headers{{"x-request-id", request_id}};
-  // The default model's version (a completion's is its own model's, below).
-  if (dflt) headers.emplace_back("x-model-version", dflt->model_version);
-  const auto reply = [&](int status, std::string content_type, std::string body, http::header_list extra = {}) {
-    auto h = headers;
-    h.emplace_back("Content-Type", std::move(content_type));
-    for (auto& e : extra) h.push_back(std::move(e));
-    client->respond(status, std::move(h), std::move(body));
-  };
-  std::string path = req.target.substr(0, req.target.find('?'));
-  const bool messages_api = path == "/v1/messages"; // Anthropic's: its own error shape
-  const auto error = [&](int status, std::string message, std::string type = "invalid_request_error",
-                         std::string param = {}, std::string code = {}, http::header_list extra = {}) {
-    api::api_error e{status, std::move(message), std::move(type), std::move(param), std::move(code)};
-    reply(status, "application/json", messages_api ? api::anthropic::error_body(e) : api::error_body(e),
-          std::move(extra));
-  };
+namespace {
 
-  // ?model=NAME (/health/ready, /admin): a model served here, else 404.
-  const served_model* named = nullptr;
-  if (const auto q = req.target.find("?model="); q != std::string::npos && fl) {
-    const auto name = req.target.substr(q + 7);
-    named = fl->find(name);
-    if (!named)
-      return error(404, "the model '" + name + "' is not served here", "invalid_request_error", "model",
-                   "model_not_found");
-  }
-  const bool get = req.method == "GET" || req.method == "HEAD";
-  const bool post = req.method == "POST";
-  const auto wrong_method = [&](const char* allow) {
-    error(405, "method " + req.method + " is not allowed on " + path, "invalid_request_error", "", "method_not_allowed",
-          {{"Allow", allow}});
-  };
+/// A completion's body, parsed once with the generation defaults of the
+/// model it names, and that model (a capability route's small one first).
+struct resolved_call {
+  api::completion_request body;
+  const served_model* model = nullptr;
+  const capability_route* route = nullptr;
+  std::string model_name;
+};
 
-  const auto no_route = [&] { error(404, "no route for " + path, "invalid_request_error", "", "not_found"); };
-  if (on == listener::metrics && path != "/metrics" && path != "/health/live" && path != "/health/ready")
-    return no_route();
-  if (path == "/metrics" && on == listener::main && options_.metrics_elsewhere) return no_route();
-
-  if (path == "/" || path == "/index.html")
-    return get ? reply(200, "text/html; charset=utf-8", std::string(chat_page())) : wrong_method("GET");
-  if (path == "/health/live") return get ? reply(200, "application/json", R"({"status":"live"})") : wrong_method("GET");
-  if (path == "/health/ready") {
-    if (!get) return wrong_method("GET");
-    // Every model has a replica ready (?model=NAME: that model).
-    const auto why = readiness(fl.get(), named);
-    if (why.empty()) return reply(200, "application/json", R"({"status":"ready"})");
-    return reply(503, "application/json", R"({"status":")" + why + R"("})");
-  }
-  if (path == "/metrics") {
-    if (!get) return wrong_method("GET");
-    if (!dflt) return reply(200, "text/plain; version=0.0.4", "");
-    return reply(200, "text/plain; version=0.0.4", dflt->metrics->serialize()); // (every model's: one registry)
-  }
-  if (path.starts_with("/admin/")) {
-    if (!options_.admin_api) return no_route();
-    return handle_admin(sys_, path, req, tenants_.get(), named ? named->stable.get() : dflt, client, headers);
-  }
-
-  const bool responses_api = path == "/v1/responses";
-  const bool stored_response = path.starts_with("/v1/responses/");
-  const bool completions = path == "/v1/completions";
-  const bool chat = path == "/v1/chat/completions";
-  const bool stream = path == "/v1/chat/stream";
-  const bool models = path == "/v1/models";
-  const bool usage = path == "/v1/usage";
-  const bool tokenize = path == "/tokenize", detokenize = path == "/detokenize";
-  const bool count = path == "/v1/messages/count_tokens";
-  if (!completions && !chat && !messages_api && !responses_api && !stored_response && !stream && !models && !usage &&
-      !tokenize && !detokenize && !count)
-    return no_route();
-  if ((completions || chat || messages_api || responses_api || tokenize || detokenize || count) && !post)
-    return wrong_method("POST");
-  if (stored_response && !get && req.method != "DELETE") return wrong_method("GET, DELETE");
-  if ((stream || models || usage) && !get) return wrong_method("GET");
-
-  // Who is calling: with tenants, a key (or anonymous access) is needed.
-  std::shared_ptr<tenant_state> tenant;
-  if (tenants_) {
-    const auto key = presented_key(req);
-    if (!key)
-      return error(401, "the Authorization header must be \"Bearer <API key>\"", "authentication_error", "",
-                   "invalid_api_key", {{"WWW-Authenticate", "Bearer"}});
-    tenant = tenants_->authenticate(*key);
-    // A WebSocket may authenticate by its first message instead.
-    if (!tenant && !(stream && key->empty())) {
-      const auto e = unauthenticated(!key->empty());
-      count_rejection("", e.code);
-      return error(401, e.message, e.type, "", e.code, {{"WWW-Authenticate", "Bearer"}});
-    }
-  }
-  if (stored_response) { // GET or DELETE /v1/responses/{id}: the tenant's own
-    const auto id = path.substr(std::string_view("/v1/responses/").size());
-    const auto owner = tenant ? tenant->spec()->name : std::string();
-    if (get) {
-      if (const auto r = responses_->get(owner, id, steady_now_s())) return reply(200, "application/json", r->response_json);
-    } else if (responses_->erase(owner, id, steady_now_s())) {
-      return reply(200, "application/json",
-                   R"({"id":)" + json_text::quoted(id) + R"(,"object":"response","deleted":true})");
-    }
-    return error(404, "no stored response has the id '" + id + "'", "invalid_request_error", "", "not_found");
-  }
-  if (usage) {
-    if (!tenants_) return error(404, "no tenants are configured (server.tenants)", "invalid_request_error", "", "not_found");
-    return reply(200, "application/json", tenant->usage_json(steady_now_s()));
-  }
-  if (models) {
-    if (!fl) return error(503, "the model is loading", "service_unavailable");
-    const auto spec = tenant ? tenant->spec() : std::make_shared<const tenant_spec>();
-    std::vector<api::model_card> cards;
-    for (const auto& m : fl->models)
-      if (spec->allows(m.name)) cards.push_back({m.name, m.stable->max_model_len});
-    for (const auto& r : fl->routes)
-      if (spec->allows(r.name)) cards.push_back({r.name, r.large->stable->max_model_len});
-    return reply(200, "application/json", api::models_list(cards, 0));
-  }
-  if (status_.draining.load())
-    return error(503, "the server is shutting down", "service_unavailable", "", "server_shutdown");
-  if (!fl || !status_.ready.load()) return error(503, "the model is loading", "service_unavailable");
-
-  if (tokenize || detokenize) return tokens(tokenize, req.body, *fl, client, headers);
-  if (count) return count_tokens(req.body, tenant ? tenant->spec()->name : "default", *fl, client, headers);
-
-  if (stream) {
-    if (!req.websocket)
-      return error(426, "GET /v1/chat/stream is a WebSocket: send an Upgrade: websocket request", "invalid_request_error",
-                   "", "upgrade_required", {{"Upgrade", "websocket"}});
-    return accept_stream(req, std::move(tenant), client);
-  }
-
-  completion_call call;
-  call.kind = completions ? api::endpoint::completions : api::endpoint::chat;
-  call.wire = messages_api ? api::wire::anthropic : responses_api ? api::wire::responses : api::wire::openai;
-  call.body = req.body;
-  call.tenant = std::move(tenant);
-  call.headers = std::move(headers);
-  call.request_id = std::move(request_id);
-  call.arrival = arrival;
-  call.session = req.header("x-session-id");
-  if (call.session.empty()) call.session = req.header("x-claude-code-session-id");
-  call.tier = req.header("x-troupe-tier");
-  complete(call, client);
+auto parse_body(const gateway::completion_call& call, const sampling_params& defaults)
+    -> std::variant<api::completion_request, api::api_error> {
+  if (call.wire == api::wire::anthropic) return api::anthropic::parse_request(call.body, defaults);
+  if (call.wire == api::wire::responses) return api::responses::parse_request(call.body, defaults);
+  return api::parse_request(call.kind, call.body, defaults, !call.ws_id.empty());
 }
 
-void gateway::complete(completion_call& call, const std::shared_ptr<http::exchange>& client) {
-  const auto fl = served();
-  if (!fl || !status_.ready.load()) {
-    api::api_error e{503, "the model is loading", "service_unavailable", "", ""};
-    return client->respond(503, call.headers, api::error_body(e));
-  }
-  const serving_context* const dflt = fl->models.front().stable.get();
-  auto headers = call.headers;
-  const auto fail = [&](const api::api_error& e, http::header_list extra = {}) {
-    auto h = headers;
-    h.emplace_back("Content-Type", "application/json");
-    for (auto& x : extra) h.push_back(std::move(x));
-    client->respond(e.status, std::move(h),
-                    call.wire == api::wire::anthropic ? api::anthropic::error_body(e) : api::error_body(e));
-  };
-  const auto kind = call.kind;
-  const auto parse = [&](const sampling_params& defaults) {
-    if (call.wire == api::wire::anthropic) return api::anthropic::parse_request(call.body, defaults);
-    if (call.wire == api::wire::responses) return api::responses::parse_request(call.body, defaults);
-    return api::parse_request(kind, call.body, defaults, !call.ws_id.empty());
-  };
-  auto parsed = parse(dflt->defaults);
-  if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
-  // The model: named (a served one, or a capability route), else the default.
-  const served_model* model = &fl->models.front();
-  const capability_route* route = nullptr;
-  std::string model_name = model->name;
-  if (const auto& name = std::get<api::completion_request>(parsed).model; !name.empty()) {
-    model_name = name;
-    model = fl->find(name);
-    if (!model && (route = fl->find_route(name))) model = route->small; // (decided once the prompt is encoded)
-    if (!model) {
-      std::string known;
-      for (const auto& m : fl->models) known += (known.empty() ? "'" : ", '") + m.name + "'";
-      for (const auto& r : fl->routes) known += ", '" + r.name + "'";
-      return fail({400, "the model '" + name + "' does not exist; this server serves " + known,
-                   "invalid_request_error", "model", "model_not_found"});
-    }
-  }
-  // Parsed again with its own generation defaults when they differ.
-  if (model->stable.get() != dflt && !(model->stable->defaults == dflt->defaults)) {
-    parsed = parse(model->stable->defaults);
-    if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
-  }
-  auto& body = std::get<api::completion_request>(parsed);
-  if (auto e = check_unknown_fields(call.wire, body.unknown_fields, headers)) return fail(*e);
-  if (!body.skipped_tools.empty()) { // hosted tools: not offered to the model (docs/api.md)
-    std::string names;
-    for (const auto& t : body.skipped_tools) names += (names.empty() ? "" : ", ") + header_safe(t);
-    headers.emplace_back("troupe-skipped-tools", std::move(names));
-  }
-  if (!call.ws_id.empty()) { // a WebSocket request always streams (its events)
-    body.stream = true;
-    body.include_usage = false;
-  }
+auto unknown_model(const fleet& fl, const std::string& name) -> api::api_error {
+  std::string known;
+  for (const auto& m : fl.models) known += (known.empty() ? "'" : ", '") + m.name + "'";
+  for (const auto& r : fl.routes) known += ", '" + r.name + "'";
+  return {400, "the model '" + name + "' does not exist; this server serves " + known, "invalid_request_error",
+          "model", "model_not_found"};
+}
 
-  sink_request sr;
-  // A Responses request: its id, the conversation it continues, and where it is kept.
-  if (call.wire == api::wire::responses) {
-    auto& rf = body.responses;
-    rf.id = responses_->new_id();
-    const auto owner = call.tenant ? call.tenant->spec()->name : std::string();
-    if (!rf.previous_response_id.empty()) {
-      const auto previous = responses_->get(owner, rf.previous_response_id, steady_now_s());
-      if (!previous)
-        return fail({404,
-                     options_.responses_store_bytes == 0
-                         ? "previous_response_id: no responses are stored here (server.responses_store is 0)"
-                         : "previous response with id '" + rf.previous_response_id + "' not found",
-                     "invalid_request_error", "previous_response_id", "previous_response_not_found"});
-      const auto at = body.messages.begin() + (rf.has_instructions ? 1 : 0);
-      body.messages.insert(at, previous->conversation.begin(), previous->conversation.end());
-    }
-    if (rf.store && options_.responses_store_bytes > 0) {
-      sr.responses = responses_.get();
-      sr.store_tenant = owner;
-      sr.conversation.assign(body.messages.begin() + (rf.has_instructions ? 1 : 0), body.messages.end());
-    }
-  }
-  // The tenant's checks, before any model work: its model (403), its
-  // max_tokens (400), then its place and its rate limits (429).
-  if (call.tenant) {
-    const auto spec = call.tenant->spec();
-    auto d = tenants_->admit(call.tenant, model_name, steady_now_s(), body.max_tokens);
-    for (auto& h : d.headers) headers.push_back(std::move(h));
-    if (d.status != 0) {
-      count_rejection(spec->name, d.reason);
-      return fail({d.status, d.message, d.type, d.param, d.code});
-    }
-    if (!body.max_tokens && spec->max_output_tokens > 0) body.max_tokens = spec->max_output_tokens;
-    sr.ticket = std::move(d.ticket);
-    sr.tenant = spec->name;
-    sr.cache_namespace = hash_of("ns:" + spec->cache_namespace);
-    sr.account = hash_of("tenant:" + spec->name);
-    sr.weight = spec->tier.vtc_weight;
-    sr.priority = spec->tier.priority;
-    sr.max_input_tokens = spec->max_input_tokens;
-    if (spec->response_cache) sr.cache = cache_.get(); // (its key once the version is known, below)
-  }
+// The model named (a served one, a capability route's small one, or none
+// for a name served nowhere); "" names the default.
+void resolve_model(const fleet& fl, const std::string& name, resolved_call& out) {
+  out.model = &fl.models.front();
+  out.route = nullptr;
+  out.model_name = name.empty() ? out.model->name : name;
+  if (name.empty()) return;
+  out.model = fl.find(name);
+  if (!out.model && (out.route = fl.find_route(name))) out.model = out.route->small; // (decided once encoded)
+}
 
-  // (Each tenant's key of its own: sealed reasoning does not cross tenants.)
-  sr.seal = std::make_shared<const api::reasoning_seal>(options_.seal->derive(sr.tenant));
-  open_sealed(*sr.seal, body.messages);
-  sr.body = std::move(body);
-  sr.request_id = call.request_id;
-  sr.arrival = call.arrival;
+// The model first (its name read from the body without parsing it), then
+// the body, parsed once with that model's defaults. A name served nowhere:
+// the body's own errors first (parsed with the default model's), then 400.
+auto resolve_call(const gateway::completion_call& call, const fleet& fl)
+    -> std::variant<resolved_call, api::api_error> {
+  resolved_call out;
+  const auto peeked = api::json_reader::peek_model(call.body).value_or("");
+  resolve_model(fl, peeked, out);
+  auto parsed = parse_body(call, (out.model ? out.model : &fl.models.front())->stable->defaults);
+  if (auto* e = std::get_if<api::api_error>(&parsed)) return *e;
+  out.body = std::move(std::get<api::completion_request>(parsed));
+  if (out.body.model != peeked) { // (the scan read another "model" than the parser: the parser's, parsed again)
+    resolve_model(fl, out.body.model, out);
+    if (out.model) {
+      parsed = parse_body(call, out.model->stable->defaults);
+      if (auto* e = std::get_if<api::api_error>(&parsed)) return *e;
+      out.body = std::move(std::get<api::completion_request>(parsed));
+    }
+  }
+  if (!out.model) return unknown_model(fl, out.model_name);
+  return out;
+}
+
+// A Responses request: its id, the conversation it continues, and where it is kept.
+auto open_responses(api::completion_request& body, const std::string& owner, response_store& store,
+                    std::size_t store_bytes, sink_request& sr) -> std::optional<api::api_error> {
+  auto& rf = body.responses;
+  rf.id = store.new_id();
+  if (!rf.previous_response_id.empty()) {
+    const auto previous = store.get(owner, rf.previous_response_id, steady_now_s());
+    if (!previous)
+      return api::api_error{404,
+                            store_bytes == 0
+                                ? "previous_response_id: no responses are stored here (server.responses_store is 0)"
+                                : "previous response with id '" + rf.previous_response_id + "' not found",
+                            "invalid_request_error", "previous_response_id", "previous_response_not_found"};
+    const auto at = body.messages.begin() + (rf.has_instructions ? 1 : 0);
+    body.messages.insert(at, previous->conversation.begin(), previous->conversation.end());
+  }
+  if (rf.store && store_bytes > 0) {
+    sr.responses = &store;
+    sr.store_tenant = owner;
+    sr.conversation.assign(body.messages.begin() + (rf.has_instructions ? 1 : 0), body.messages.end());
+  }
+  return std::nullopt;
+}
+
+// The session key, the version (sticky per session: a canary takes its
+// share of sessions), a capability route's models, the response cache's key.
+auto place_call(sink_request& sr, const resolved_call& rc, const gateway::completion_call& call,
+                std::shared_ptr<const fleet> fl, http::header_list& headers) -> std::shared_ptr<serving_context> {
   // The session key: x-session-id, else the OpenAI user, else the
   // conversation's opening (request_keys.hpp).
   sr.has_session = true;
   sr.session = api::session_key(sr.body, call.session);
-  // The version: sticky per session (a canary takes its share of sessions).
-  auto ctx = model->pick(sr.session);
+  auto ctx = rc.model->pick(sr.session);
   std::erase_if(headers, [](const auto& h) { return h.first == "x-model-version"; });
-  if (route) {
-    sr.capability = route;
-    sr.route = static_cast<const capability_split&>(*route);
-    sr.served = fl;
+  if (rc.route) {
+    sr.capability = rc.route;
+    sr.route = static_cast<const capability_split&>(*rc.route);
+    sr.served = std::move(fl);
     sr.tier = call.tier;
     sr.cache = nullptr; // (which model answers is decided later)
   } else {
@@ -445,6 +261,75 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     else
       sr.cache_key = response_cache::key(sr.tenant, canonical);
   }
+  return ctx;
+}
+
+} // namespace
+
+// The tenant's checks, before any model work: its model (403), its
+// max_tokens (400), then its place and its rate limits (429).
+auto gateway::admit_tenant(const completion_call& call, const std::string& model_name, api::completion_request& body,
+                           sink_request& sr, http::header_list& headers) -> std::optional<api::api_error> {
+  const auto spec = call.tenant->spec();
+  auto d = tenants_->admit(call.tenant, model_name, steady_now_s(), body.max_tokens);
+  for (auto& h : d.headers) headers.push_back(std::move(h));
+  if (d.status != 0) {
+    count_rejection(spec->name, d.reason);
+    return api::api_error{d.status, d.message, d.type, d.param, d.code};
+  }
+  if (!body.max_tokens && spec->max_output_tokens > 0) body.max_tokens = spec->max_output_tokens;
+  sr.ticket = std::move(d.ticket);
+  sr.tenant = spec->name;
+  sr.cache_namespace = hash_of("ns:" + spec->cache_namespace);
+  sr.account = hash_of("tenant:" + spec->name);
+  sr.weight = spec->tier.vtc_weight;
+  sr.priority = spec->tier.priority;
+  sr.max_input_tokens = spec->max_input_tokens;
+  if (spec->response_cache) sr.cache = cache_.get(); // (its key once the version is known)
+  return std::nullopt;
+}
+
+void gateway::complete(completion_call& call, const std::shared_ptr<http::exchange>& client) {
+  const auto fl = served();
+  if (!fl || !status_.ready.load()) {
+    api::api_error e{503, "the model is loading", "service_unavailable", "", ""};
+    return client->respond(503, call.headers, api::error_body(e));
+  }
+  auto headers = call.headers;
+  const auto fail = [&](const api::api_error& e) {
+    auto h = headers;
+    h.emplace_back("Content-Type", "application/json");
+    client->respond(e.status, std::move(h),
+                    call.wire == api::wire::anthropic ? api::anthropic::error_body(e) : api::error_body(e));
+  };
+  auto resolved = resolve_call(call, *fl);
+  if (auto* e = std::get_if<api::api_error>(&resolved)) return fail(*e);
+  auto& rc = std::get<resolved_call>(resolved);
+  auto& body = rc.body;
+  if (auto e = check_unknown_fields(call.wire, body.unknown_fields, headers)) return fail(*e);
+  if (!body.skipped_tools.empty()) { // hosted tools: not offered to the model (docs/api.md)
+    std::string names;
+    for (const auto& t : body.skipped_tools) names += (names.empty() ? "" : ", ") + header_safe(t);
+    headers.emplace_back("troupe-skipped-tools", std::move(names));
+  }
+  if (!call.ws_id.empty()) { // a WebSocket request always streams (its events)
+    body.stream = true;
+    body.include_usage = false;
+  }
+  sink_request sr;
+  if (call.wire == api::wire::responses)
+    if (auto e = open_responses(body, call.tenant ? call.tenant->spec()->name : std::string(), *responses_,
+                                options_.responses_store_bytes, sr))
+      return fail(*e);
+  if (call.tenant)
+    if (auto e = admit_tenant(call, rc.model_name, body, sr, headers)) return fail(*e);
+  // (Each tenant's key of its own: sealed reasoning does not cross tenants.)
+  sr.seal = std::make_shared<const api::reasoning_seal>(options_.seal->derive(sr.tenant));
+  open_sealed(*sr.seal, body.messages);
+  sr.body = std::move(body);
+  sr.request_id = call.request_id;
+  sr.arrival = call.arrival;
+  auto ctx = place_call(sr, rc, call, fl, headers);
   sr.headers = std::move(headers);
   sr.ws_id = call.ws_id;
   spawn_sink(sys_, std::move(ctx), &status_, client, std::move(sr));

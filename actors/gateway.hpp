@@ -97,6 +97,7 @@ public:
   }
 
   struct ws_connection;
+  struct call_context; ///< one HTTP request on its way through the routes (gateway_routes.cpp)
 
   /// What complete() needs of a request, from HTTP or a WebSocket message.
   struct completion_call {
@@ -112,6 +113,7 @@ public:
   };
 
 private:
+  friend struct gateway_routes; ///< the routes' handlers (gateway_routes.cpp)
   auto served() -> std::shared_ptr<const fleet>;
   /// "" when ready, else why not: every model (or `model`) has a replica ready.
   auto readiness(const fleet* f, const served_model* model) const -> std::string;
@@ -122,6 +124,9 @@ private:
               const http::header_list& headers);
   /// A completion, from HTTP or a WebSocket: checks, then a sink.
   void complete(completion_call& call, const std::shared_ptr<http::exchange>& client);
+  /// The tenant's checks (tenants_->admit) and what its spec sets on the request.
+  auto admit_tenant(const completion_call& call, const std::string& model_name, api::completion_request& body,
+                    struct sink_request& sr, http::header_list& headers) -> std::optional<api::api_error>;
   // The WebSocket protocol (gateway_websocket.cpp): the upgrade, each message.
   void accept_stream(const http::request& req, std::shared_ptr<tenant_state> tenant,
                      const std::shared_ptr<http::exchange>& client);

@@ -179,6 +179,17 @@ auto read_token_ids(od::array items, std::string_view param, std::string_view pa
   return {};
 }
 
+auto peek_model(std::string_view body) -> std::optional<std::string> {
+  thread_local od::parser parser;
+  const simdjson::padded_string padded(body);
+  od::document doc;
+  od::object root;
+  std::string_view model;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(root) || root.find_field_unordered("model").get(model))
+    return std::nullopt;
+  return std::string(model);
+}
+
 auto is_json_object(std::string_view raw) -> bool {
   thread_local simdjson::dom::parser parser;
   if (parser.max_depth() != max_json_depth && parser.allocate(4096, max_json_depth)) return false;

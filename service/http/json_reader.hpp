@@ -136,4 +136,10 @@ auto read_object(std::string_view text, std::string_view what, F&& read) -> prob
   return {};
 }
 
+/// A body's top-level "model" when it is a JSON object whose "model" is a
+/// string; nullopt otherwise (the parser then says why). A scan, not a
+/// parse: the gateway resolves the model first, then parses the body once
+/// with that model's generation defaults.
+auto peek_model(std::string_view body) -> std::optional<std::string>;
+
 } // namespace troupe::api::json_reader
