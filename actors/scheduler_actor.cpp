@@ -1,7 +1,7 @@
 #include "actors/scheduler_actor.hpp"
 
 #include "base/check.hpp"
-#include "engine/core/leased_blocks.hpp"
+#include "engine/core/replica_core.hpp"
 #include "engine/core/step_log.hpp"
 #include "policies/registry.hpp"
 
@@ -16,17 +16,13 @@ namespace {
 
 struct scheduler_state {
   replica_options options;
-  // Built in this order, destroyed in reverse: each refers to those above.
-  std::unique_ptr<policy::scheduling_policy> policy;
-  std::unique_ptr<leased_blocks> lease; ///< blocks of the device's memory manager
-  std::unique_ptr<kv_cache_manager> kv;
-  std::unique_ptr<batch_scheduler> core;
+  /// Its logic (engine/core/replica_core): the batch scheduler over the
+  /// lease, refills, backpressure, load reports; `core` and `lease` are its.
+  std::unique_ptr<replica_core> replica;
+  batch_scheduler* core = nullptr;
+  const leased_blocks* lease = nullptr;
   std::shared_ptr<step_log::writer> log; ///< when asked for
   memory_manager_actor memory;
-  std::int64_t low_water = 0;  ///< free leased blocks below which to refill
-  std::int32_t refill_batch = 0;
-  bool refilling = false;      ///< a lease request is in flight
-  bool starved = false;        ///< the last step could not run for want of blocks
   std::unordered_set<request_id> matching;  ///< submissions whose prefix match is in flight
   std::unordered_set<request_id> cancelled; ///< of those, aborted meanwhile
   steady_time started = std::chrono::steady_clock::now(); ///< the policies' clock starts here
@@ -47,9 +43,6 @@ struct scheduler_state {
   bool evacuated = false;
   std::uint64_t submitted = 0, submitted_tokens = 0; ///< submissions received, ever (the router's in-flight count)
   std::uint64_t steps = 0; ///< steps finished, ever
-  static constexpr auto report_interval = std::chrono::milliseconds(5);
-  replica_report last_report;  ///< the last sent to the router
-  steady_time last_report_at{};
 
   void forget(request_id id) {
     if (sinks.erase(id) > 0) status->num_queued.fetch_sub(1, std::memory_order_relaxed);
@@ -77,18 +70,14 @@ struct scheduler_state {
     series->record(r);
     if (options.router) {
       // Coalesced: counts the router acts on go at once, the rest (token
-      // sums, KV use, queue age) at most every report_interval.
-      const auto now = std::chrono::steady_clock::now();
-      if (r.running == last_report.running && r.waiting == last_report.waiting &&
-          submitted == last_report.submitted && now - last_report_at < report_interval)
-        return;
+      // sums, KV use, queue age) at most every report interval.
+      r.submitted = submitted;
+      const double now = now_s();
+      if (!replica->report_due(r, now)) return;
       r.prefill_tokens = core->prefill_tokens();
       r.decode_tokens = core->decode_tokens();
-      r.submitted = submitted;
       r.submitted_tokens = submitted_tokens;
-      if (r.waiting > 0) r.queue_age_s = std::max(0.0, now_s() - core->oldest_waiting_arrival());
-      last_report = r;
-      last_report_at = now;
+      if (r.waiting > 0) r.queue_age_s = std::max(0.0, now - core->oldest_waiting_arrival());
       caf::anon_send(options.router, load_atom_v, static_cast<std::int32_t>(options.replica), r);
     }
   }
@@ -103,37 +92,27 @@ void kick(self_ptr self);
 // for ahead of need, so that no step waits on it).
 void report(self_ptr self) {
   auto& st = self->state;
-  // An idle surplus goes back, for the cache and the other replicas.
-  if (st.lease->num_free() > 3 * st.low_water) {
-    if (st.log) st.log->shrink(st.now_s(), 2 * st.low_water);
-    st.lease->shrink_to(2 * st.low_water);
-  }
-  if (auto ops = st.lease->take_outbox(); !ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
-  if (!st.refilling && (st.starved || st.lease->num_free() < st.low_water)) self->send(self, refill_atom_v);
+  auto t = st.replica->after_change();
+  if (st.log && t.shrunk_to >= 0) st.log->shrink(st.now_s(), t.shrunk_to);
+  if (!t.ops.empty()) self->send(st.memory, apply_atom_v, std::move(t.ops));
+  if (t.refill) self->send(self, refill_atom_v);
 }
 
-// Leases more: a batch ahead of need, or when starved as much as the share
-// allows; never past the share. A short answer while starved is retried
-// shortly (releases elsewhere may free blocks), so the replica never waits
-// for an event that will not come.
+// Leases more (replica_core::begin_refill says how many); a short answer
+// while starved is asked again shortly.
 void refill(self_ptr self) {
   auto& st = self->state;
-  if (st.refilling) return;
-  const std::int64_t room = st.lease->capacity() - st.lease->num_blocks_held();
-  const auto want = static_cast<std::int32_t>(std::min<std::int64_t>(st.starved ? room : st.refill_batch, room));
+  const auto want = st.replica->begin_refill();
   if (want <= 0) return;
-  st.refilling = true;
   self->request(st.memory, caf::infinite, lease_atom_v, want)
       .then(
           [self](std::vector<block_id>& blocks) {
             auto& st = self->state;
-            st.refilling = false;
             if (st.log) st.log->lease(st.now_s(), blocks);
-            st.lease->add(blocks);
-            if (blocks.empty() && st.starved) self->delayed_send(self, std::chrono::milliseconds(1), refill_atom_v);
+            if (st.replica->refilled(blocks)) self->delayed_send(self, std::chrono::milliseconds(1), refill_atom_v);
             kick(self);
           },
-          [self](caf::error&) { self->state.refilling = false; });
+          [self](caf::error&) { self->state.replica->refill_failed(); });
 }
 
 void kick(self_ptr self) {
@@ -173,10 +152,8 @@ auto backlog(const scheduler_state& st) -> std::int64_t {
 void step(self_ptr self) {
   auto& st = self->state;
   if (st.hung) return; // stays "stepping": nothing runs until it recovers
-  // Up to two steps' tokens may be on their way (measured, zero-cost
-  // executor, 1000 streams: one step lockstep gave 53k tokens/s, two 116k,
-  // unbounded 260k with gaps twice as long at p99).
-  if (backlog(st) > 16 + 2 * st.core->num_running()) {
+  // Up to two steps' tokens may be on their way (replica_core::may_step).
+  if (!st.replica->may_step(backlog(st))) {
     self->delayed_send(self, std::chrono::microseconds(100), step_atom_v);
     return;
   }
@@ -188,7 +165,7 @@ void step(self_ptr self) {
     if (const request* r = st.core->find(n.id)) st.metrics->queue_time.Observe(now_s - r->arrival_s);
   // Work that cannot run means blocks are short: ask for more (the refill
   // kicks the next step).
-  st.starved = out->scheduled.empty() && st.core->has_work();
+  st.replica->set_starved(out->scheduled.empty() && st.core->has_work());
   if (out->empty()) {
     st.stepping = false;
     report(self);
@@ -236,24 +213,17 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
                memory_manager_actor memory, server_metrics* metrics, server_status* status)
     -> scheduler_actor::behavior_type {
   auto& st = self->state;
-  TROUPE_CHECK(options.share > 0, "a replica without KV blocks");
-  st.policy = policy::make_scheduling_policy(options.scheduling);
   self->attach_functor([self](const caf::error& reason) {
     if (reason && reason != caf::exit_reason::user_shutdown)
       std::fprintf(stderr, "troupe: replica scheduler stopped: %s\n", self->system().render(reason).c_str());
   });
-  st.lease = std::make_unique<leased_blocks>(options.share);
   st.log = options.step_log;
   if (st.log) st.log->lease(0, lease);
-  st.lease->add(lease);
+  st.replica = std::make_unique<replica_core>(
+      replica_core_options{options.limits, options.kv, options.scheduling, options.share, options.eos_ids}, lease);
+  st.core = &st.replica->scheduler();
+  st.lease = &st.replica->lease();
   st.memory = std::move(memory);
-  // A step takes at most one block per running request plus its prefill
-  // tokens' worth: keep two steps' worth leased.
-  st.low_water = std::min<std::int64_t>(options.share / 2, options.limits.max_num_seqs +
-                                                               options.limits.max_num_batched_tokens / options.kv.block_size + 1);
-  st.refill_batch = static_cast<std::int32_t>(std::max<std::int64_t>(2 * st.low_water, 16));
-  st.kv = std::make_unique<kv_cache_manager>(*st.lease, options.kv);
-  st.core = std::make_unique<batch_scheduler>(options.limits, *st.kv, *st.policy, options.eos_ids);
   st.options = std::move(options);
   st.executor = std::move(executor);
   st.metrics = metrics;
