@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <sstream>
+#include <unordered_map>
 
 namespace troupe {
 namespace {
@@ -35,6 +36,26 @@ struct router_state {
   /// each replica's among them (-1: none).
   std::vector<memory_manager_actor> devices;
   std::vector<std::int32_t> replica_device;
+  /// Dispatches submitted and not yet answered, by number: the replica and
+  /// the sink's promise. A replica that dies fails its own at once (its
+  /// answer may never come: a remote replica's link dropped).
+  struct pending {
+    std::int32_t replica;
+    caf::actor scheduler;
+    caf::typed_response_promise<placement> rp;
+  };
+  std::unordered_map<std::uint64_t, pending> dispatched;
+  std::uint64_t next_dispatch = 1;
+  /// The dispatch `n`'s answer, once (the first of the scheduler's answer
+  /// and the replica's death).
+  void answer(std::uint64_t n, placement p) {
+    const auto it = dispatched.find(n);
+    if (it == dispatched.end()) return;
+    p.replica = it->second.replica;
+    p.scheduler = it->second.scheduler;
+    it->second.rp.deliver(std::move(p));
+    dispatched.erase(it);
+  }
   std::uint64_t next_check = 1;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
@@ -165,17 +186,14 @@ void place(self_ptr self, dispatch_order& d, const std::vector<std::int32_t>& ca
     return;
   }
   auto scheduler = st.slot(i).scheduler;
-  const auto replica = static_cast<std::int32_t>(i);
-  auto rp = d.rp;
+  const auto n = st.next_dispatch++;
+  st.dispatched.emplace(n, router_state::pending{static_cast<std::int32_t>(i), caf::actor_cast<caf::actor>(scheduler),
+                                                 d.rp});
   self->request(scheduler, caf::infinite, submit_atom_v, std::move(d.r), std::move(d.sink), d.arrival,
                 std::move(d.undelivered))
-      .then([rp, replica, scheduler](admission& a) mutable {
-              rp.deliver(placement{std::move(a), replica, caf::actor_cast<caf::actor>(scheduler), false});
-            },
+      .then([self, n](admission& a) { self->state.answer(n, placement{std::move(a), -1, {}, false}); },
             // Gone before it answered, or out of rotation: the sink retries elsewhere.
-            [rp, replica, scheduler](caf::error&) mutable {
-              rp.deliver(placement{admission{}, replica, caf::actor_cast<caf::actor>(scheduler), true});
-            });
+            [self, n](caf::error&) { self->state.answer(n, placement{admission{}, -1, {}, true}); });
 }
 
 // Each device's prefix cache says how much of the prompt it holds, then the
@@ -236,6 +254,11 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
                    self->system().render(m.reason).c_str());
       st.core->set_dead(i);
       st.slots[i].scheduler = nullptr;
+      // Its dispatches still unanswered fail now: their sinks retry elsewhere.
+      std::vector<std::uint64_t> failed;
+      for (const auto& [n, pd] : st.dispatched)
+        if (pd.replica == static_cast<std::int32_t>(i)) failed.push_back(n);
+      for (const auto n : failed) st.answer(n, placement{admission{}, -1, {}, true});
       if (st.options.metrics && st.slots[i].remote) record_load(*st.options.metrics, i, {}); // (it holds nothing now)
       st.slots[i].check = 0;
       st.publish_ready();

@@ -276,6 +276,114 @@ auto start_fleet(caf::actor_system& sys, const server_config& cfg, const serve_p
   return out;
 }
 
+auto gateway_options_of(const server_config& cfg) -> gateway_options {
+  gateway_options go;
+  go.stall_timeout =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(cfg.server.stall_timeout_s));
+  go.admin_api = cfg.server.admin_api;
+  go.tenants_file = cfg.server.tenants_file;
+  go.response_cache_bytes = static_cast<std::size_t>(cfg.server.response_cache_bytes);
+  go.response_cache_ttl_s = cfg.server.response_cache_ttl_s;
+  go.responses_store_bytes = static_cast<std::size_t>(cfg.server.responses_store_bytes);
+  go.refuse_unknown_fields = cfg.server.unknown_fields == "refuse";
+  go.seal = std::make_shared<const api::reasoning_seal>(cfg.server.reasoning_key_file.empty()
+                                                            ? api::reasoning_seal()
+                                                            : api::reasoning_seal::from_file(cfg.server.reasoning_key_file));
+  go.responses_ttl_s = cfg.server.responses_ttl_s;
+  go.websocket_max_buffered = static_cast<std::size_t>(cfg.server.websocket_max_buffered_bytes);
+  go.metrics_elsewhere = cfg.server.metrics_port >= 0;
+  return go;
+}
+
+auto http_options_of(const server_config& cfg) -> http::server_options {
+  http::server_options so;
+  so.host = cfg.server.host;
+  so.port = cfg.server.port;
+  so.threads = cfg.server.http_threads;
+  so.max_body_bytes = cfg.server.max_body_bytes;
+  so.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.idle_timeout_s * 1000));
+  so.websocket_idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.websocket_idle_timeout_s * 1000));
+  so.error_body = [](int status, const std::string& message) {
+    api::api_error e;
+    e.status = status;
+    e.message = message;
+    e.code = status == 413   ? "request_too_large"
+             : status == 415 ? "unsupported_content_encoding"
+             : status == 431 ? "request_header_fields_too_large"
+                             : "bad_request";
+    return api::error_body(e);
+  };
+  return so;
+}
+
+// router.worker_port: workers join at the door (their replicas then serve
+// like local ones), behind the gate.
+void open_worker_gate(caf::actor_system& sys, const server_config& cfg, const std::shared_ptr<fleet>& served,
+                  std::string& worker_secret_of_plan, engine_parts& first, std::optional<worker_gate>& gate) {
+  const auto worker_secret = worker_secret_of_plan;
+  auto door = spawn_door(sys, served, std::move(worker_secret_of_plan));
+  first.actors.push_back(caf::actor_cast<caf::actor>(door));
+  // CAF's BASP listens on loopback only; the gate in front of it owns
+  // router.worker_port (TLS, the fleet's secret, then a relay that bounds
+  // every frame), so no stranger's byte reaches CAF's multiplexer.
+  auto basp = sys.middleman().publish(door, 0, "127.0.0.1", true);
+  if (!basp)
+    throw std::runtime_error("router.worker_port: cannot publish the door on 127.0.0.1: " +
+                             sys.render(basp.error()));
+  try {
+    gate.emplace(cfg.server.host, static_cast<std::uint16_t>(cfg.router.worker_port), *basp, worker_secret,
+                 gate_tls{cfg.router.worker_tls_cert, cfg.router.worker_tls_key, cfg.router.worker_tls_ca});
+  } catch (const std::runtime_error& e) {
+    const std::string why = e.what(); // (a TLS file's error names its key)
+    throw std::runtime_error(why.starts_with("router.") ? why : "router.worker_port: " + why);
+  }
+  std::printf("troupe: workers join at %s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(gate->port()));
+}
+
+// server.metrics_port: /metrics (its series name tenants) on an internal
+// address; the same server, a listener of its own, one thread.
+void open_metrics_listener(const server_config& cfg, const http::server_options& so, gateway& gw,
+                           std::optional<http::server>& metrics_srv) {
+  if (cfg.server.metrics_port < 0) return;
+  auto mo = so;
+  mo.host = cfg.server.metrics_host.empty() ? cfg.server.host : cfg.server.metrics_host;
+  mo.port = static_cast<std::uint16_t>(cfg.server.metrics_port);
+  mo.threads = 1;
+  try {
+    metrics_srv.emplace(mo, [&gw](http::request r, std::shared_ptr<http::exchange> c) {
+      gw.handle(std::move(r), std::move(c), listener::metrics);
+    });
+  } catch (const std::runtime_error& e) {
+    throw config_error(std::string(cfg.server.metrics_host.empty() ? "server.metrics_port" : "server.metrics_host") + ": " +
+                       e.what());
+  }
+}
+
+// Drain: readiness turns 503 and new requests get 503 (the listener stays
+// open so that probes see it); the ones in flight get drain_timeout_s, then
+// are cut off. Returns how many were still live at the timeout.
+template <class Stop>
+auto drain(const server_config& cfg, server_status& status, int sig, const Stop& stop_actors) -> std::int64_t {
+  status.draining = true;
+  std::printf("troupe: %s: draining %lld request(s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+              static_cast<long long>(status.num_live_requests.load()));
+  std::fflush(stdout);
+  const auto wait_for_requests = [&](std::chrono::steady_clock::time_point until) {
+    while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  wait_for_requests(std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(cfg.server.drain_timeout_s)));
+  const auto left = status.num_live_requests.load();
+  // Requests still live are cut off: their sinks tell the clients why while
+  // the HTTP threads still run to send it (a second at most), then they stop.
+  status.stopping = true;
+  stop_actors();
+  wait_for_requests(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  return left;
+}
+
 } // namespace
 
 auto run_serve(std::span<char* const> argv) -> int {
@@ -296,59 +404,13 @@ auto run_serve(std::span<char* const> argv) -> int {
   configure_actors(caf_cfg, cfg, cfg.router.worker_port >= 0);
   caf::actor_system sys{caf_cfg};
   server_status status;
-  gateway_options go;
-  go.stall_timeout =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(cfg.server.stall_timeout_s));
-  go.admin_api = cfg.server.admin_api;
-  go.tenants_file = cfg.server.tenants_file;
-  go.response_cache_bytes = static_cast<std::size_t>(cfg.server.response_cache_bytes);
-  go.response_cache_ttl_s = cfg.server.response_cache_ttl_s;
-  go.responses_store_bytes = static_cast<std::size_t>(cfg.server.responses_store_bytes);
-  go.refuse_unknown_fields = cfg.server.unknown_fields == "refuse";
-  go.seal = std::make_shared<const api::reasoning_seal>(cfg.server.reasoning_key_file.empty()
-                                                            ? api::reasoning_seal()
-                                                            : api::reasoning_seal::from_file(cfg.server.reasoning_key_file));
-  go.responses_ttl_s = cfg.server.responses_ttl_s;
-  go.websocket_max_buffered = static_cast<std::size_t>(cfg.server.websocket_max_buffered_bytes);
-  go.metrics_elsewhere = cfg.server.metrics_port >= 0;
-  gateway gw(sys, status, go);
+  gateway gw(sys, status, gateway_options_of(cfg));
   gw.watch_tenants(std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.tenants_poll_s * 1000)));
-  http::server_options so;
-  so.host = cfg.server.host;
-  so.port = cfg.server.port;
-  so.threads = cfg.server.http_threads;
-  so.max_body_bytes = cfg.server.max_body_bytes;
-  so.idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.idle_timeout_s * 1000));
-  so.websocket_idle_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.server.websocket_idle_timeout_s * 1000));
-  so.error_body = [](int status, const std::string& message) {
-    api::api_error e;
-    e.status = status;
-    e.message = message;
-    e.code = status == 413   ? "request_too_large"
-             : status == 415 ? "unsupported_content_encoding"
-             : status == 431 ? "request_header_fields_too_large"
-                             : "bad_request";
-    return api::error_body(e);
-  };
+  const auto so = http_options_of(cfg);
   http::server srv(so, [&gw](http::request r, std::shared_ptr<http::exchange> c) { gw.handle(std::move(r), std::move(c)); });
-  // server.metrics_port: /metrics (its series name tenants) on an internal
-  // address; the same server, a listener of its own, one thread. Both
-  // listen before either is announced.
+  // Both listeners listen before either is announced.
   std::optional<http::server> metrics_srv;
-  if (cfg.server.metrics_port >= 0) {
-    auto mo = so;
-    mo.host = cfg.server.metrics_host.empty() ? cfg.server.host : cfg.server.metrics_host;
-    mo.port = static_cast<std::uint16_t>(cfg.server.metrics_port);
-    mo.threads = 1;
-    try {
-      metrics_srv.emplace(mo, [&gw](http::request r, std::shared_ptr<http::exchange> c) {
-        gw.handle(std::move(r), std::move(c), listener::metrics);
-      });
-    } catch (const std::runtime_error& e) {
-      throw config_error(std::string(cfg.server.metrics_host.empty() ? "server.metrics_port" : "server.metrics_host") + ": " +
-                         e.what());
-    }
-  }
+  open_metrics_listener(cfg, so, gw, metrics_srv);
   std::printf("troupe: listening on http://%s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(srv.port()));
   if (metrics_srv)
     std::printf("troupe: metrics at http://%s:%u/metrics\n",
@@ -373,27 +435,7 @@ auto run_serve(std::span<char* const> argv) -> int {
     std::vector<std::string> info;
     auto served = start_fleet(sys, cfg, plan, status, parts, info);
     plan.models.clear(); // (what the engines keep of it, they hold)
-    if (cfg.router.worker_port >= 0) {
-      // Workers join at the door (their replicas then serve like local ones).
-      const auto worker_secret = plan.worker_secret;
-      auto door = spawn_door(sys, served, std::move(plan.worker_secret));
-      parts.front()->actors.push_back(caf::actor_cast<caf::actor>(door));
-      // CAF's BASP listens on loopback only; the gate in front of it owns
-      // router.worker_port (TLS, the fleet's secret, then a relay that bounds
-      // every frame), so no stranger's byte reaches CAF's multiplexer.
-      auto basp = sys.middleman().publish(door, 0, "127.0.0.1", true);
-      if (!basp)
-        throw std::runtime_error("router.worker_port: cannot publish the door on 127.0.0.1: " +
-                                 sys.render(basp.error()));
-      try {
-        gate.emplace(cfg.server.host, static_cast<std::uint16_t>(cfg.router.worker_port), *basp, worker_secret,
-                     gate_tls{cfg.router.worker_tls_cert, cfg.router.worker_tls_key, cfg.router.worker_tls_ca});
-      } catch (const std::runtime_error& e) {
-        const std::string why = e.what(); // (a TLS file's error names its key)
-        throw std::runtime_error(why.starts_with("router.") ? why : "router.worker_port: " + why);
-      }
-      std::printf("troupe: workers join at %s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(gate->port()));
-    }
+    if (cfg.router.worker_port >= 0) open_worker_gate(sys, cfg, served, plan.worker_secret, *parts.front(), gate);
     gw.set_fleet(std::move(served));
     status.last_progress_ns = std::chrono::steady_clock::now().time_since_epoch().count();
     status.ready = true;
@@ -409,25 +451,7 @@ auto run_serve(std::span<char* const> argv) -> int {
 
   int sig = 0;
   while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) gw.reload_tenants("SIGHUP");
-  // Drain: readiness turns 503 and new requests get 503 (the listener stays
-  // open so that probes see it); the ones in flight get drain_timeout_s.
-  status.draining = true;
-  std::printf("troupe: %s: draining %lld request(s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-              static_cast<long long>(status.num_live_requests.load()));
-  std::fflush(stdout);
-  const auto wait_for_requests = [&](std::chrono::steady_clock::time_point until) {
-    while (status.num_live_requests.load() > 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  };
-  wait_for_requests(std::chrono::steady_clock::now() +
-                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                        std::chrono::duration<double>(cfg.server.drain_timeout_s)));
-  const auto left = status.num_live_requests.load();
-  // Requests still live are cut off: their sinks tell the clients why while
-  // the HTTP threads still run to send it (a second at most), then they stop.
-  status.stopping = true;
-  stop_actors();
-  wait_for_requests(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  const auto left = drain(cfg, status, sig, stop_actors);
   srv.stop();
   if (metrics_srv) metrics_srv->stop();
   sys.await_all_actors_done();
