@@ -8,7 +8,6 @@
 #include "base/json_text.hpp"
 #include "service/http/anthropic_api.hpp"
 #include "service/http/chat_page.hpp"
-#include "service/http/openai_api.hpp"
 
 #include <cctype>
 #include <optional>
