@@ -15,6 +15,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -188,20 +189,25 @@ void resolve_model(const fleet& fl, const std::string& name, resolved_call& out)
   if (!out.model && (out.route = fl.find_route(name))) out.model = out.route->small; // (decided once encoded)
 }
 
-// The model first (its name read from the body without parsing it), then
-// the body, parsed once with that model's defaults. A name served nowhere:
-// the body's own errors first (parsed with the default model's), then 400.
+// The body parsed once, with the generation defaults of the model it names.
+// Only where served models' defaults differ is the name read first, by a
+// scan (a server of one model, or of models alike, pays nothing for it). A
+// name served nowhere: the body's own errors first, then 400.
 auto resolve_call(const gateway::completion_call& call, const fleet& fl)
     -> std::variant<resolved_call, api::api_error> {
+  const auto& front = fl.models.front().stable->defaults;
+  const bool alike = std::all_of(fl.models.begin(), fl.models.end(),
+                                 [&](const served_model& m) { return m.stable->defaults == front; });
   resolved_call out;
-  const auto peeked = api::json_reader::peek_model(call.body).value_or("");
-  resolve_model(fl, peeked, out);
-  auto parsed = parse_body(call, (out.model ? out.model : &fl.models.front())->stable->defaults);
+  const auto named = alike ? std::string() : api::json_reader::peek_model(call.body).value_or("");
+  resolve_model(fl, named, out);
+  const auto& used = out.model ? out.model->stable->defaults : front;
+  auto parsed = parse_body(call, used);
   if (auto* e = std::get_if<api::api_error>(&parsed)) return *e;
   out.body = std::move(std::get<api::completion_request>(parsed));
-  if (out.body.model != peeked) { // (the scan read another "model" than the parser: the parser's, parsed again)
+  if (out.body.model != named) { // (not scanned, or the scan read another "model" than the parser)
     resolve_model(fl, out.body.model, out);
-    if (out.model) {
+    if (out.model && !(out.model->stable->defaults == used)) {
       parsed = parse_body(call, out.model->stable->defaults);
       if (auto* e = std::get_if<api::api_error>(&parsed)) return *e;
       out.body = std::move(std::get<api::completion_request>(parsed));

@@ -138,9 +138,9 @@ void dispatch(self_ptr self, effect::dispatch d) {
           [self, answered](caf::error&) {
             const bool quit = answered();
             run(self, self->state.session->on_shutdown(now()));
-            for (std::size_t i = 0; i < self->state.early.size(); ++i)
-              self->state.undelivered->fetch_sub(1, std::memory_order_relaxed);
-            self->state.early.clear();
+            auto& st = self->state; // (the held tokens' credits: nothing will write them)
+            st.undelivered->fetch_sub(static_cast<std::int32_t>(st.early.size()), std::memory_order_relaxed);
+            st.early.clear();
             if (quit) stop(self);
           });
 }

@@ -207,7 +207,6 @@ auto request_session::on_admitted(std::int32_t replica, std::size_t choice, cons
   if (done() || replica != replica_) return {};
   if (a.status != 0) return fail({a.status, a.message, "", a.status == 400 ? "max_tokens" : "", ""}, now);
   if (choice > 0) return {};
-  admitted_ = true;
   phase_ = phase::streaming;
   // The other choices once the first is queued: they share its prompt's KV there.
   effects fx;
@@ -243,7 +242,6 @@ auto request_session::replica_failed(steady_time now) -> effects {
   }
   ++retries_;
   failed_.push_back(replica_);
-  admitted_ = false;
   // New ids, so that late tokens from the failed replica are told apart.
   id_ = ids_(num_choices());
   original_.id = id_;
@@ -259,7 +257,7 @@ auto request_session::on_client_gone(steady_time now) -> effects {
   // Quitting aborts the request at its replica (after the submission, so
   // the replica sees it second even if its admission reply is still on the way).
   effects fx;
-  if (admitted_) fx.push_back(observe(effect::observe::what::success, 0, finish_reason::abort));
+  if (phase_ == phase::streaming) fx.push_back(observe(effect::observe::what::success, 0, finish_reason::abort));
   settle(now);
   phase_ = phase::finished;
   fx.push_back(effect::quit{});

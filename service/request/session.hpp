@@ -194,7 +194,7 @@ private:
   policy::route_request route_;
   std::vector<std::int32_t> failed_; ///< replicas that failed it (avoided on retry)
   std::int32_t retries_ = 0;
-  bool admitted_ = false, stream_started_ = false, settled_ = false;
+  bool stream_started_ = false, settled_ = false;
   encode_job job_;           ///< kept for a capability route, which may encode again
   bool route_decided_ = false;
   std::optional<encoded> pending_; ///< the small model's encoding, while the route's model is chosen
