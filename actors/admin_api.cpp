@@ -1,7 +1,7 @@
 #include "actors/admin_api.hpp"
 
 #include "actors/serving_context.hpp"
-#include "service/http/api_error.hpp"
+#include "service/http/openai/openai_format.hpp"
 #include "service/tenancy/tenants.hpp"
 
 #include <caf/all.hpp>

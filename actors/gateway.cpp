@@ -1,12 +1,14 @@
 #include "actors/gateway.hpp"
 #include "base/json_text.hpp"
 
-#include "service/http/anthropic_api.hpp"
-#include "service/http/responses_api.hpp"
+#include "service/http/responses/responses_protocol.hpp"
+#include "service/http/anthropic/anthropic_api.hpp"
+#include "service/http/responses/responses_api.hpp"
 
 #include "actors/admin_api.hpp"
 #include "service/http/chat_page.hpp"
-#include "service/http/openai_api.hpp"
+#include "service/http/openai/openai_api.hpp"
+#include "service/http/openai/openai_format.hpp"
 #include "service/http/json_reader.hpp"
 #include "service/http/request_keys.hpp"
 #include "actors/sink_actor.hpp"
@@ -101,13 +103,12 @@ void open_sealed(const api::reasoning_seal& seal, std::vector<chat_message>& mes
 
 } // namespace
 
-auto gateway::check_unknown_fields(api::wire wire, const std::vector<std::string>& fields, http::header_list& headers)
+auto gateway::check_unknown_fields(std::string_view api, const std::vector<std::string>& fields, http::header_list& headers)
     -> std::optional<api::api_error> {
   if (fields.empty()) return std::nullopt;
   // Names are the client's: shown safely in a header and a log line, and a
   // client inventing names cannot grow the series or the log without bound.
   constexpr std::size_t max_unknown_names = 256;
-  const char* api = wire == api::wire::anthropic ? "anthropic" : wire == api::wire::responses ? "responses" : "openai";
   std::string header;
   for (const auto& raw : fields) {
     const auto name = header_safe(raw);
@@ -121,10 +122,10 @@ auto gateway::check_unknown_fields(api::wire wire, const std::vector<std::string
       known = unknown_seen_.contains(key);
       if (!known && unknown_seen_.size() < max_unknown_names) fresh = unknown_seen_.insert(key).second;
     }
-    if (family) family->Add({{"api", api}, {"field", known || fresh ? name : "(other)"}}).Increment();
+    if (family) family->Add({{"api", std::string(api)}, {"field", known || fresh ? name : "(other)"}}).Increment();
     if (fresh)
       std::fprintf(stderr, "troupe: warning: %s requests carry the field '%s', which troupe does not know; accepted "
-                           "and ignored (server.unknown_fields = \"refuse\" refuses it)\n", api, name.c_str());
+                           "and ignored (server.unknown_fields = \"refuse\" refuses it)\n", std::string(api).c_str(), name.c_str());
   }
   const auto& first = fields.front();
   if (options_.refuse_unknown_fields)
@@ -157,17 +158,15 @@ namespace {
 /// A completion's body, parsed once with the generation defaults of the
 /// model it names, and that model (a capability route's small one first).
 struct resolved_call {
-  api::completion_request body;
+  api::generation_request body;
   const served_model* model = nullptr;
   const capability_route* route = nullptr;
   std::string model_name;
 };
 
 auto parse_body(const gateway::completion_call& call, const sampling_params& defaults)
-    -> std::variant<api::completion_request, api::api_error> {
-  if (call.wire == api::wire::anthropic) return api::anthropic::parse_request(call.body, defaults);
-  if (call.wire == api::wire::responses) return api::responses::parse_request(call.body, defaults);
-  return api::parse_request(call.kind, call.body, defaults, !call.ws_id.empty());
+    -> std::variant<api::generation_request, api::api_error> {
+  return call.protocol->parse(call.body, defaults);
 }
 
 auto unknown_model(const fleet& fl, const std::string& name) -> api::api_error {
@@ -204,13 +203,13 @@ auto resolve_call(const gateway::completion_call& call, const fleet& fl)
   const auto& used = out.model ? out.model->stable->defaults : front;
   auto parsed = parse_body(call, used);
   if (auto* e = std::get_if<api::api_error>(&parsed)) return *e;
-  out.body = std::move(std::get<api::completion_request>(parsed));
+  out.body = std::move(std::get<api::generation_request>(parsed));
   if (out.body.model != named) { // (not scanned, or the scan read another "model" than the parser)
     resolve_model(fl, out.body.model, out);
     if (out.model && !(out.model->stable->defaults == used)) {
       parsed = parse_body(call, out.model->stable->defaults);
       if (auto* e = std::get_if<api::api_error>(&parsed)) return *e;
-      out.body = std::move(std::get<api::completion_request>(parsed));
+      out.body = std::move(std::get<api::generation_request>(parsed));
     }
   }
   if (!out.model) return unknown_model(fl, out.model_name);
@@ -218,9 +217,8 @@ auto resolve_call(const gateway::completion_call& call, const fleet& fl)
 }
 
 // A Responses request: its id, the conversation it continues, and where it is kept.
-auto open_responses(api::completion_request& body, const std::string& owner, response_store& store,
-                    std::size_t store_bytes, sink_request& sr) -> std::optional<api::api_error> {
-  auto& rf = body.responses;
+auto open_responses(api::generation_request& body, api::responses::responses_fields& rf, const std::string& owner,
+                    response_store& store, std::size_t store_bytes, sink_request& sr) -> std::optional<api::api_error> {
   rf.id = store.new_id();
   if (!rf.previous_response_id.empty()) {
     const auto previous = store.get(owner, rf.previous_response_id, steady_now_s());
@@ -274,7 +272,7 @@ auto place_call(sink_request& sr, const resolved_call& rc, const gateway::comple
 
 // The tenant's checks, before any model work: its model (403), its
 // max_tokens (400), then its place and its rate limits (429).
-auto gateway::admit_tenant(const completion_call& call, const std::string& model_name, api::completion_request& body,
+auto gateway::admit_tenant(const completion_call& call, const std::string& model_name, api::generation_request& body,
                            sink_request& sr, http::header_list& headers) -> std::optional<api::api_error> {
   const auto spec = call.tenant->spec();
   auto d = tenants_->admit(call.tenant, model_name, steady_now_s(), body.max_tokens);
@@ -306,25 +304,21 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
     auto h = headers;
     h.emplace_back("Content-Type", "application/json");
     client->respond(e.status, std::move(h),
-                    call.wire == api::wire::anthropic ? api::anthropic::error_body(e) : api::error_body(e));
+                    call.protocol->error_body(e));
   };
   auto resolved = resolve_call(call, *fl);
   if (auto* e = std::get_if<api::api_error>(&resolved)) return fail(*e);
   auto& rc = std::get<resolved_call>(resolved);
   auto& body = rc.body;
-  if (auto e = check_unknown_fields(call.wire, body.unknown_fields, headers)) return fail(*e);
+  if (auto e = check_unknown_fields(call.protocol->name(), body.unknown_fields, headers)) return fail(*e);
   if (!body.skipped_tools.empty()) { // hosted tools: not offered to the model (docs/api.md)
     std::string names;
     for (const auto& t : body.skipped_tools) names += (names.empty() ? "" : ", ") + header_safe(t);
     headers.emplace_back("troupe-skipped-tools", std::move(names));
   }
-  if (!call.ws_id.empty()) { // a WebSocket request always streams (its events)
-    body.stream = true;
-    body.include_usage = false;
-  }
   sink_request sr;
-  if (call.wire == api::wire::responses)
-    if (auto e = open_responses(body, call.tenant ? call.tenant->spec()->name : std::string(), *responses_,
+  if (call.responses)
+    if (auto e = open_responses(body, call.responses->fields(), call.tenant ? call.tenant->spec()->name : std::string(), *responses_,
                                 options_.responses_store_bytes, sr))
       return fail(*e);
   if (call.tenant)
@@ -337,7 +331,7 @@ void gateway::complete(completion_call& call, const std::shared_ptr<http::exchan
   sr.arrival = call.arrival;
   auto ctx = place_call(sr, rc, call, fl, headers);
   sr.headers = std::move(headers);
-  sr.ws_id = call.ws_id;
+  sr.protocol = call.protocol;
   spawn_sink(sys_, std::move(ctx), &status_, client, std::move(sr));
 }
 
@@ -352,9 +346,9 @@ void gateway::count_tokens(std::string_view body, const std::string& tenant, con
     client->respond(status, std::move(h), std::move(json));
   };
   const auto fail = [respond](const api::api_error& e) { respond(e.status, api::anthropic::error_body(e)); };
-  auto parsed = api::anthropic::parse_request(body, {}, true);
+  auto parsed = api::anthropic::parse_request(body, {}, nullptr, true);
   if (auto* e = std::get_if<api::api_error>(&parsed)) return fail(*e);
-  auto& r = std::get<api::completion_request>(parsed);
+  auto& r = std::get<api::generation_request>(parsed);
   const auto* model = r.model.empty() ? &fl.models.front() : fl.find(r.model);
   if (!model) model = &fl.models.front(); // (Claude Code names Claude models: the default model counts)
   std::shared_ptr<serving_context> ctx = model->stable;
@@ -364,7 +358,7 @@ void gateway::count_tokens(std::string_view body, const std::string& tenant, con
   job.messages = std::move(r.messages);
   if (r.choice.what != api::tool_choice::mode::none) job.tools_json = std::move(r.tools_json);
   job.template_kwargs_json = std::move(r.template_kwargs_json);
-  job.edits = r.anthropic.edits;
+  job.edits = r.edits;
   const auto& tokenizer = ctx->pick_tokenizer(job.num_bytes());
   sys_.spawn([tokenizer, job = std::move(job), respond, fail](caf::event_based_actor* self) mutable {
     self->request(tokenizer, caf::infinite, encode_atom_v, std::move(job))

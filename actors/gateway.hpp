@@ -23,7 +23,8 @@
 // with an error event, code "slow_reader": the engine never waits for a reader.
 
 #include "actors/http/http_server.hpp"
-#include "service/http/openai_api.hpp"
+#include "service/request/wire_encoder.hpp"
+#include "service/http/responses/responses_protocol.hpp"
 #include "service/http/reasoning_seal.hpp"
 #include "actors/serving_context.hpp"
 #include "service/tenancy/response_cache.hpp"
@@ -101,15 +102,15 @@ public:
 
   /// What complete() needs of a request, from HTTP or a WebSocket message.
   struct completion_call {
-    api::endpoint kind = api::endpoint::chat;
-    api::wire wire = api::wire::openai;   ///< anthropic: POST /v1/messages
+    /// The wire protocol the route speaks: it reads the body and writes the answer.
+    std::shared_ptr<api::wire_protocol> protocol;
+    api::responses_protocol* responses = nullptr; ///< the Responses API's (its store), else null
     std::string_view body;
     std::shared_ptr<tenant_state> tenant; ///< null: no tenants
     http::header_list headers;            ///< x-request-id, x-model-version
     std::string request_id;
     steady_time arrival;
     std::string session, tier;            ///< x-session-id, x-troupe-tier
-    std::string ws_id;                    ///< a WebSocket request's id ("" for HTTP)
   };
 
 private:
@@ -125,7 +126,7 @@ private:
   /// A completion, from HTTP or a WebSocket: checks, then a sink.
   void complete(completion_call& call, const std::shared_ptr<http::exchange>& client);
   /// The tenant's checks (tenants_->admit) and what its spec sets on the request.
-  auto admit_tenant(const completion_call& call, const std::string& model_name, api::completion_request& body,
+  auto admit_tenant(const completion_call& call, const std::string& model_name, api::generation_request& body,
                     struct sink_request& sr, http::header_list& headers) -> std::optional<api::api_error>;
   // The WebSocket protocol (gateway_websocket.cpp): the upgrade, each message.
   void accept_stream(const http::request& req, std::shared_ptr<tenant_state> tenant,
@@ -137,7 +138,7 @@ private:
   /// Fields in nobody's table: counted, logged once a name; then the 400
   /// (server.unknown_fields = "refuse"), or the troupe-unknown-fields header
   /// added (names shown as [A-Za-z0-9_.-], 64 characters at most).
-  auto check_unknown_fields(api::wire wire, const std::vector<std::string>& fields, http::header_list& headers)
+  auto check_unknown_fields(std::string_view api, const std::vector<std::string>& fields, http::header_list& headers)
       -> std::optional<api::api_error>;
 
   caf::actor_system& sys_;

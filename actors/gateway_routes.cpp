@@ -6,7 +6,11 @@
 
 #include "actors/admin_api.hpp"
 #include "base/json_text.hpp"
-#include "service/http/anthropic_api.hpp"
+#include "service/http/anthropic/anthropic_protocol.hpp"
+#include "service/http/openai/openai_format.hpp"
+#include "service/http/openai/openai_protocol.hpp"
+#include "service/http/responses/responses_protocol.hpp"
+#include "service/http/anthropic/anthropic_api.hpp"
 #include "service/http/chat_page.hpp"
 
 #include <cctype>
@@ -113,10 +117,11 @@ struct gateway_routes {
     g.accept_stream(c.req, std::move(c.tenant), c.client);
   }
 
-  static void completion(gateway& g, call& c, api::endpoint kind, api::wire wire) {
+  static void completion(gateway& g, call& c, std::shared_ptr<api::wire_protocol> protocol,
+                         api::responses_protocol* responses = nullptr) {
     gateway::completion_call call;
-    call.kind = kind;
-    call.wire = wire;
+    call.protocol = std::move(protocol);
+    call.responses = responses;
     call.body = c.req.body;
     call.tenant = std::move(c.tenant);
     call.headers = std::move(c.headers);
@@ -127,10 +132,16 @@ struct gateway_routes {
     call.tier = c.req.header("x-troupe-tier");
     g.complete(call, c.client);
   }
-  static void completions(gateway& g, call& c) { completion(g, c, api::endpoint::completions, api::wire::openai); }
-  static void chat(gateway& g, call& c) { completion(g, c, api::endpoint::chat, api::wire::openai); }
-  static void messages(gateway& g, call& c) { completion(g, c, api::endpoint::chat, api::wire::anthropic); }
-  static void responses(gateway& g, call& c) { completion(g, c, api::endpoint::chat, api::wire::responses); }
+  static void completions(gateway& g, call& c) {
+    completion(g, c, std::make_shared<api::openai_protocol>(api::endpoint::completions));
+  }
+  static void chat(gateway& g, call& c) { completion(g, c, std::make_shared<api::openai_protocol>(api::endpoint::chat)); }
+  static void messages(gateway& g, call& c) { completion(g, c, std::make_shared<api::anthropic_protocol>()); }
+  static void responses(gateway& g, call& c) {
+    auto protocol = std::make_shared<api::responses_protocol>();
+    auto* fields = protocol.get();
+    completion(g, c, std::move(protocol), fields);
+  }
 };
 
 namespace {

@@ -5,6 +5,8 @@
 
 #include "actors/gateway.hpp"
 #include "base/json_text.hpp"
+#include "service/http/openai/openai_format.hpp"
+#include "service/http/websocket/websocket_api.hpp"
 
 #include <map>
 
@@ -196,7 +198,7 @@ void gateway::on_ws_message(const std::shared_ptr<ws_connection>& conn, std::str
     conn->live.emplace(env.id_json, r);
   }
   completion_call call;
-  call.kind = api::endpoint::chat;
+  call.protocol = std::make_shared<api::websocket_protocol>(env.id_json);
   call.body = text;
   call.tenant = std::move(tenant);
   call.request_id = "troupe-" + std::to_string(next_id_.fetch_add(1));
@@ -204,7 +206,6 @@ void gateway::on_ws_message(const std::shared_ptr<ws_connection>& conn, std::str
   call.arrival = std::chrono::steady_clock::now();
   call.session = conn->session;
   call.tier = conn->tier;
-  call.ws_id = env.id_json;
   complete(call, r);
 }
 

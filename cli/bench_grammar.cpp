@@ -17,7 +17,7 @@
 #include "engine/make_model/tiny_model.hpp"
 #include "engine/tokenizer/output_processor.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "service/http/anthropic_api.hpp"
+#include "service/http/anthropic/anthropic_api.hpp"
 #include "service/tools/tool_grammar.hpp"
 
 #include <chrono>
@@ -247,9 +247,9 @@ auto read_agent_tools(const std::string& path) -> std::vector<api::tool_spec> {
   if (!in) throw usage_error("--tools: cannot read " + path);
   std::stringstream text;
   text << in.rdbuf();
-  auto parsed = api::anthropic::parse_request(text.str(), {}, true);
+  auto parsed = api::anthropic::parse_request(text.str(), {}, nullptr, true);
   if (const auto* e = std::get_if<api::api_error>(&parsed)) throw usage_error("--tools: " + path + ": " + e->message);
-  auto tools = std::get<api::completion_request>(std::move(parsed)).tools;
+  auto tools = std::get<api::generation_request>(std::move(parsed)).tools;
   if (tools.empty()) throw usage_error("--tools: " + path + " has no tools");
   return tools;
 }

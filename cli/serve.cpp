@@ -3,7 +3,7 @@
 #include "actors/autoscaler_actor.hpp"
 #include "actors/executor_actor.hpp"
 #include "actors/gateway.hpp"
-#include "service/http/api_error.hpp"
+#include "service/http/openai/openai_format.hpp"
 #include "actors/memory_manager_actor.hpp"
 #include "actors/router_actor.hpp"
 #include "actors/scheduler_actor.hpp"

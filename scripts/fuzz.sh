@@ -20,18 +20,18 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 policies=$(grep -o "'policies/[^']*\.cpp'" meson.build | tr -d "'")
 declare -A sources libs
 grammar="engine/grammar/gbnf.cpp engine/grammar/gbnf_text.cpp engine/grammar/json_schema.cpp engine/grammar/regex.cpp"
-sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp service/http/openai_api.cpp service/http/json_reader.cpp service/http/openai_format.cpp
-  service/http/structured_output.cpp service/http/tool_fields.cpp service/http/anthropic_api.cpp service/http/anthropic_fields.cpp service/http/responses_api.cpp
+sources[openai_request]="tests/fuzz/openai_request_fuzz.cpp service/http/openai/openai_api.cpp service/http/json_reader.cpp service/http/openai/openai_format.cpp
+  service/http/structured_output.cpp service/http/tool_fields.cpp service/http/anthropic/anthropic_api.cpp service/http/anthropic/anthropic_fields.cpp service/http/responses/responses_api.cpp service/http/websocket/websocket_api.cpp
   service/http/reasoning_seal.cpp service/tenancy/sha256.cpp engine/core/sampling_params.cpp $grammar"
 libs[openai_request]="-lsimdjson -lcrypto"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp service/server_config_keys.cpp settings/toml_settings.cpp
-  service/tenancy/tenants.cpp service/tenancy/sha256.cpp service/http/openai_format.cpp
+  service/tenancy/tenants.cpp service/tenancy/sha256.cpp service/http/openai/openai_format.cpp
   engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda/cuda_backend.cpp
   engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/formats/gguf.cpp
   engine/formats/gguf_quant.cpp engine/formats/mapping.cpp engine/formats/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/grammar_matcher.cpp engine/grammar/token_vocabulary.cpp
-  service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp service/http/openai_format.cpp"
+  service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp service/http/openai/openai_format.cpp"
 libs[grammar]="-lsimdjson"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/formats/safetensors.cpp engine/formats/mapping.cpp"
 libs[safetensors]="-lsimdjson"

@@ -1,10 +1,10 @@
 #pragma once
 // Reading JSON request bodies with simdjson On-Demand, field by field, into
-// OpenAI-style errors: the helpers every endpoint's reader shares
-// (openai_api.cpp, tokenize_api.cpp). Internal to actors/http.
+// errors naming the field: the helpers every protocol's parser shares
+// (openai/, anthropic/, responses/, websocket/).
 
 #include "base/types.hpp"
-#include "service/http/api_error.hpp"
+#include "service/request/api_error.hpp"
 
 #include <simdjson.h>
 

@@ -6,7 +6,7 @@
 
 namespace troupe::api {
 
-auto session_key(const completion_request& r, const std::string& session) -> std::uint64_t {
+auto session_key(const generation_request& r, const std::string& session) -> std::uint64_t {
   std::string key = session;
   if (!key.empty()) key = "s:" + key;
   else if (!r.cache_key.empty()) key = "c:" + r.cache_key;
@@ -24,7 +24,7 @@ auto session_key(const completion_request& r, const std::string& session) -> std
   return std::hash<std::string>{}(key);
 }
 
-auto canonical_request(const completion_request& r, const std::string& version) -> std::string {
+auto canonical_request(const generation_request& r, const std::string& version) -> std::string {
   const auto& s = r.sampling;
   if (!(s.temperature == 0 || s.seed) || r.want_logprobs || r.echo || r.best_of > 1) return {};
   std::string k = version;

@@ -3,7 +3,7 @@
 // grammar (sampling_params::grammar): OpenAI's response_format, vLLM's
 // guided_json / guided_regex / guided_choice / guided_grammar.
 
-#include "service/http/api_error.hpp"
+#include "service/request/api_error.hpp"
 
 #include <optional>
 #include <string>

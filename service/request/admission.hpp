@@ -6,8 +6,10 @@
 // checked as they are parsed; the tenant's model, rate limits and
 // max_tokens at the gateway, before the body reaches a model.)
 
-#include "service/http/openai_api.hpp"
+#include "service/request/api_error.hpp"
+#include "service/request/generation_request.hpp"
 #include "service/request/model_profile.hpp"
+#include "service/request/request_support.hpp"
 #include "service/request/request_messages.hpp"
 
 #include <cstdint>
@@ -15,10 +17,18 @@
 
 namespace troupe {
 
-/// api::check_request (request_checks.hpp): the 400 a request gets before
-/// it is encoded, if any; may rewrite `body` as it passes (a forced tool
-/// call's grammar).
-auto check_before_encoding(api::completion_request& body, const api::request_support& s)
+/// The 400 a request gets before it is encoded, if any; may rewrite `body`
+/// as it passes:
+///  - echo with logprobs, or structured output, where the backend cannot;
+///  - a thinking budget needs a model that thinks and the CPU sampler. Asked
+///    for by name (chat's thinking_token_budget) it is refused elsewhere;
+///    implied (the Messages API's thinking, the Responses API's
+///    reasoning.effort), a model that does not think drops it, as it
+///    ignores the rest of those settings; the error names body.thinking_param;
+///  - tools need a model with a tool-call format; a call that tool_choice
+///    requires is then enforced by a grammar in that format (set here in
+///    body.sampling.grammar), which cannot be combined with response_format.
+auto check_before_encoding(api::generation_request& body, const api::request_support& s)
     -> std::optional<api::api_error>;
 
 /// The 400 an encoded prompt gets, if any, in this order: the grammar
@@ -26,7 +36,7 @@ auto check_before_encoding(api::completion_request& body, const api::request_sup
 /// logit_bias token outside the vocabulary, over the tenant's
 /// max_input_tokens (> 0; code input_tokens_exceeded), at or over the
 /// model's context. A prompt whose count stopped has "at least" its tokens.
-auto check_encoded(const api::completion_request& body, const model_profile& model, std::int32_t max_input_tokens,
+auto check_encoded(const api::generation_request& body, const model_profile& model, std::int32_t max_input_tokens,
                    const encoded& e) -> std::optional<api::api_error>;
 
 } // namespace troupe

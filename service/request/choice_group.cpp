@@ -6,7 +6,7 @@
 
 namespace troupe {
 
-void choice_group::open(std::size_t count, const api::completion_request& body, const std::string& ws_id,
+void choice_group::open(std::size_t count, const api::wire_protocol& protocol, const api::generation_request& body,
                         const api::response_head& head, std::string_view tool_parser,
                         const api::reasoning_seal* seal) {
   choices_.clear();
@@ -14,7 +14,7 @@ void choice_group::open(std::size_t count, const api::completion_request& body, 
   for (std::size_t i = 0; i < count; ++i) {
     auto h = head;
     h.index = static_cast<std::int32_t>(i);
-    choices_[i].writer.emplace(body, ws_id, std::move(h), tool_parser);
+    choices_[i].writer.emplace(protocol, body, std::move(h), tool_parser);
     choices_[i].writer->set_seal(seal);
   }
 }
@@ -30,7 +30,7 @@ auto choice_group::all_finished() const -> bool {
                      [](const choice_state& c) { return c.finished != finish_reason::none; });
 }
 
-auto choice_group::answer(std::size_t n, std::string batch) -> std::string {
+auto choice_group::answer(const api::wire_protocol& protocol, std::size_t n, std::string batch) -> std::string {
   auto total = writer().usage(); // (the prompt once, the first choice's cache figures)
   total.completion_tokens = completion_tokens();
   if (writer().streaming()) return batch + writer().tail(total);
@@ -51,7 +51,7 @@ auto choice_group::answer(std::size_t n, std::string batch) -> std::string {
     c.writer->set_index(static_cast<std::int32_t>(k));
     wholes.push_back(c.writer->whole(finish_reason_name(c.finished)));
   }
-  return api::combine_choices(wholes, total);
+  return protocol.combine(wholes, total);
 }
 
 void choice_group::restart() {

@@ -7,8 +7,7 @@
 
 #include "engine/core/request.hpp"
 #include "engine/tokenizer/output_processor.hpp"
-#include "service/http/openai_api.hpp"
-#include "service/http/stream_writer.hpp"
+#include "service/request/stream_writer.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,9 +30,9 @@ struct choice_state {
 
 class choice_group {
 public:
-  /// `count` choices, each writing `body`'s answer with the head's id and
-  /// its own index.
-  void open(std::size_t count, const api::completion_request& body, const std::string& ws_id,
+  /// `count` choices, each writing `body`'s answer in `protocol`'s shape
+  /// with the head's id and its own index.
+  void open(std::size_t count, const api::wire_protocol& protocol, const api::generation_request& body,
             const api::response_head& head, std::string_view tool_parser, const api::reasoning_seal* seal);
 
   auto size() const -> std::size_t { return choices_.size(); }
@@ -46,8 +45,9 @@ public:
   auto completion_tokens() const -> std::int64_t;
   auto all_finished() const -> bool;
   /// n choices, each ended: the whole response (best_of: the n with the
-  /// highest mean token logprob, best first), or the stream's tail after `batch`.
-  auto answer(std::size_t n, std::string batch) -> std::string;
+  /// highest mean token logprob, best first, as `protocol` combines them),
+  /// or the stream's tail after `batch`.
+  auto answer(const api::wire_protocol& protocol, std::size_t n, std::string batch) -> std::string;
   /// A retry from the start: every choice's text and state forgotten.
   void restart();
 

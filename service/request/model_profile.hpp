@@ -8,7 +8,7 @@
 #include "engine/core/sampling_params.hpp"
 #include "base/types.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
-#include "service/http/request_support.hpp"
+#include "service/request/request_support.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,5 @@
 #include "service/request/session.hpp"
 
-#include "service/http/anthropic_api.hpp"
 #include "service/request/admission.hpp"
 
 #include <algorithm>
@@ -13,7 +12,7 @@ constexpr const char* shutting_down = "the server is shutting down";
 
 /// The special tokens the answer's text shows: the reasoning markers (chat)
 /// and the tool-call markers, when the text is parsed for calls.
-auto shown_controls(const model_profile& m, const api::completion_request& body) -> std::vector<token_id> {
+auto shown_controls(const model_profile& m, const api::generation_request& body) -> std::vector<token_id> {
   std::vector<token_id> ids;
   if (body.kind == api::endpoint::chat) ids = m.reasoning_markers;
   if (body.choice.what != api::tool_choice::mode::none)
@@ -28,12 +27,9 @@ request_session::request_session(std::shared_ptr<const model_profile> model, ses
     : model_(std::move(model)), req_(std::move(req)), ids_(std::move(ids)), stopping_(stopping) {
   const auto& body = req_.body;
   const bool tools = body.choice.what != api::tool_choice::mode::none;
-  const api::response_head head{body.wire == api::wire::responses
-                                    ? body.responses.id
-                                    : (body.kind == api::endpoint::chat ? "chatcmpl-" : "cmpl-") + req_.request_id,
-                                req_.created, model_->model_name};
+  const api::response_head head{req_.protocol->response_id(body, req_.request_id), req_.created, model_->model_name};
   // One choice, or best_of (n) candidates: ids id_ on.
-  choices_.open(static_cast<std::size_t>(std::max(1, body.best_of)), body, req_.ws_id, head,
+  choices_.open(static_cast<std::size_t>(std::max(1, body.best_of)), *req_.protocol, body, head,
                 tools ? std::string_view(model_->support.tool_parser) : std::string_view(), req_.seal.get());
   id_ = ids_(num_choices());
 }
@@ -64,7 +60,7 @@ auto request_session::encode_job_of() -> encode_job {
   job.chat = body.kind == api::endpoint::chat;
   if (body.choice.what != api::tool_choice::mode::none) job.tools_json = body.tools_json;
   job.template_kwargs_json = body.template_kwargs_json;
-  job.edits = body.anthropic.edits;
+  job.edits = body.edits;
   if (job.chat)
     job.messages = std::move(body.messages);
   else
@@ -281,7 +277,7 @@ void request_session::settle(steady_time now) {
 void request_session::start_stream(effects& fx) {
   if (stream_started_) return;
   stream_started_ = true;
-  if (!choices_.writer().websocket()) {
+  if (choices_.writer().sse()) {
     auto headers = req_.headers;
     headers.emplace_back("Content-Type", "text/event-stream");
     headers.emplace_back("Cache-Control", "no-cache");
@@ -308,7 +304,7 @@ auto request_session::fail(api::api_error e, steady_time now) -> effects {
   headers.emplace_back("Content-Type", "application/json");
   if (e.status == 429) headers.emplace_back("Retry-After", "1");
   return {effect::respond{e.status, std::move(headers),
-                          req_.body.wire == api::wire::anthropic ? api::anthropic::error_body(e) : api::error_body(e)},
+                          req_.protocol->error_body(e)},
           effect::quit{}};
 }
 

@@ -9,8 +9,9 @@
 #include "engine/core/batch_scheduler.hpp"
 #include "engine/core/request.hpp"
 #include "policies/api/routing.hpp"
-#include "service/http/openai_api.hpp"
 #include "service/request/choice_group.hpp"
+#include "service/request/generation_request.hpp"
+#include "service/request/wire_encoder.hpp"
 #include "service/request/request_messages.hpp"
 #include "service/request/model_profile.hpp"
 #include "service/tenancy/response_cache.hpp"
@@ -38,7 +39,7 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 
 /// What the gateway knows of a request when it hands it to its session.
 struct session_request {
-  api::completion_request body;
+  api::generation_request body;
   std::string request_id;       ///< the x-request-id echoed on the response
   header_list headers;          ///< sent with every response
   steady_time arrival;
@@ -68,8 +69,9 @@ struct session_request {
   /// The response cache, for a cacheable request of a tenant that opted in.
   response_cache* cache = nullptr;
   sha256_digest cache_key{};
-  /// A WebSocket request: its id as the client wrote it (JSON text).
-  std::string ws_id;
+  /// The wire protocol it came through: its errors' shape and its answer's
+  /// encoders (never null).
+  std::shared_ptr<const api::wire_protocol> protocol;
   /// A Responses request with store: true: the store, the tenant's name in
   /// it, and the conversation to keep with the answer.
   response_store* responses = nullptr;

@@ -155,14 +155,14 @@ auto request_session::finish(finish_reason reason, std::string batch, steady_tim
     req_.cache->put(req_.cache_key,
                     {std::move(pieces_), static_cast<std::uint8_t>(reason), w.prompt_tokens(), w.completion_tokens()},
                     seconds(now));
-  std::string answer = choices_.size() > 1 ? choices_.answer(static_cast<std::size_t>(req_.body.n), std::move(batch))
+  std::string answer = choices_.size() > 1 ? choices_.answer(*req_.protocol, static_cast<std::size_t>(req_.body.n), std::move(batch))
                        : w.streaming()      ? w.closing(std::move(batch), reason_name)
                                             : w.whole(reason_name);
   // A stored Responses answer: the conversation so far, and the response.
-  if (req_.responses && w.response()) {
-    req_.conversation.push_back(w.response()->answer());
-    req_.responses->put(req_.store_tenant, req_.body.responses.id,
-                        {std::move(req_.conversation), w.response()->final_json()}, seconds(now));
+  if (auto stored = req_.responses ? w.stored() : std::nullopt) {
+    req_.conversation.push_back(std::move(stored->first));
+    req_.responses->put(req_.store_tenant, w.head().id, {std::move(req_.conversation), std::move(stored->second)},
+                        seconds(now));
   }
   // Observed before the answer goes out: a client that reads /metrics once
   // it has its answer finds it counted.

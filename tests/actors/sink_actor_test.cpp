@@ -8,7 +8,7 @@
 #include "actors/sink_actor.hpp"
 #include "actors/tokenizer_actor.hpp"
 #include "actors/wire.hpp"
-#include "service/http/openai_api.hpp"
+#include "service/http/openai/openai_protocol.hpp"
 #include "tests/actors/replica_rig.hpp"
 #include "tests/support/test_tokenizer.hpp"
 
@@ -116,10 +116,12 @@ struct serving_rig {
   }
 
   auto send(api::endpoint kind, std::string_view json) -> std::shared_ptr<recording_client> {
-    auto parsed = api::parse_request(kind, json, sampling_params{});
-    REQUIRE(std::holds_alternative<api::completion_request>(parsed));
+    auto protocol = std::make_shared<api::openai_protocol>(kind);
+    auto parsed = protocol->parse(json, sampling_params{});
+    REQUIRE(std::holds_alternative<api::generation_request>(parsed));
     sink_request req;
-    req.body = std::get<api::completion_request>(std::move(parsed));
+    req.body = std::get<api::generation_request>(std::move(parsed));
+    req.protocol = std::move(protocol);
     req.request_id = "t1";
     req.arrival = std::chrono::steady_clock::now();
     req.headers = {{"x-request-id", "t1"}};

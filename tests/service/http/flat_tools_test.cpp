@@ -2,8 +2,8 @@
 // own parse_request: kept as specs, written as chat's function tools for the
 // template, and their mistakes refused with a 400 naming the field.
 
-#include "service/http/anthropic_api.hpp"
-#include "service/http/responses_api.hpp"
+#include "service/http/anthropic/anthropic_api.hpp"
+#include "service/http/responses/responses_api.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,8 +20,11 @@ auto messages_with(const std::string& tools) {
       R"({"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":)" + tools + "}", {});
 }
 
+/// The Responses API's own fields of the last request read.
+responses::responses_fields responses_fields;
+
 auto responses_with(const std::string& tools) {
-  return responses::parse_request(R"({"model":"m","input":"hi","tools":)" + tools + "}", {});
+  return responses::parse_request(R"({"model":"m","input":"hi","tools":)" + tools + "}", {}, responses_fields);
 }
 
 template <class Result>
@@ -39,7 +42,7 @@ const std::string schema = R"({"type":"object","properties":{"city":{"type":"str
 TEST_CASE("Messages tools: input_schema, type custom or absent, as chat's function tools") {
   const auto r = messages_with(R"([{"name":"weather","description":"Today's \"weather\"","input_schema":)" + schema +
                                R"(,"cache_control":{"type":"ephemeral"}},{"type":"custom","name":"time","input_schema":{}}])");
-  const auto* req = std::get_if<completion_request>(&r);
+  const auto* req = std::get_if<generation_request>(&r);
   REQUIRE(req);
   REQUIRE(req->tools.size() == 2);
   CHECK(req->tools[0].name == "weather");
@@ -66,12 +69,12 @@ TEST_CASE("Responses tools: type function, parameters optional, the array kept a
   const std::string given =
       R"([{"type":"function","name":"weather","parameters":)" + schema + R"(,"strict":true},{"type":"function","name":"now"}])";
   const auto r = responses_with(given);
-  const auto* req = std::get_if<completion_request>(&r);
+  const auto* req = std::get_if<generation_request>(&r);
   REQUIRE(req);
   REQUIRE(req->tools.size() == 2);
   CHECK(req->tools[0].parameters == schema);
   CHECK(req->tools[1].parameters.empty());
-  CHECK(req->responses.tools_json == given);
+  CHECK(responses_fields.tools_json == given);
   CHECK(req->tools_json ==
         R"([{"type":"function","function":{"name":"weather","description":"","parameters":)" + schema +
             R"(}},{"type":"function","function":{"name":"now","description":"","parameters":{"type":"object","properties":{}}}}])");
@@ -92,13 +95,13 @@ TEST_CASE("Responses tools: what is refused names its field") {
 
 TEST_CASE("hosted tools cannot run here: skipped, named, not offered") {
   const auto m = messages_with(R"([{"type":"web_search_20250305","name":"web_search"},{"name":"x","input_schema":{}}])");
-  const auto* mr = std::get_if<completion_request>(&m);
+  const auto* mr = std::get_if<generation_request>(&m);
   REQUIRE(mr);
   CHECK(mr->skipped_tools == std::vector<std::string>{"web_search_20250305"});
   REQUIRE(mr->tools.size() == 1);
   CHECK(mr->tools_json.find("web_search") == std::string::npos);
   const auto r = responses_with(R"([{"type":"web_search","external_web_access":false},{"type":"file_search"}])");
-  const auto* rr = std::get_if<completion_request>(&r);
+  const auto* rr = std::get_if<generation_request>(&r);
   REQUIRE(rr);
   CHECK(rr->skipped_tools == std::vector<std::string>{"web_search", "file_search"});
   CHECK(rr->tools.empty());
@@ -108,18 +111,18 @@ TEST_CASE("Responses namespace tools: ns.f to the model, the namespace kept") {
   const auto r = responses_with(
       R"([{"type":"namespace","name":"agents","description":"d","tools":[{"type":"function","name":"spawn","parameters":)" +
       schema + R"(}]},{"type":"function","name":"exec"}])");
-  const auto* req = std::get_if<completion_request>(&r);
+  const auto* req = std::get_if<generation_request>(&r);
   REQUIRE(req);
   REQUIRE(req->tools.size() == 2);
   CHECK(req->tools[0].name == "agents.spawn");
   CHECK(req->tools[1].name == "exec");
-  CHECK(req->responses.namespaces == std::vector<std::string>{"agents"});
+  CHECK(responses_fields.namespaces == std::vector<std::string>{"agents"});
   CHECK(req->tools_json.find(R"("name":"agents.spawn")") != std::string::npos);
   // A call of it sent back joins its namespace and name again.
   const auto back = responses::parse_request(
       R"({"input":[{"type":"function_call","call_id":"c1","namespace":"agents","name":"spawn","arguments":"{}"},)"
       R"({"type":"function_call_output","call_id":"c1","output":"ok"}]})", {});
-  const auto* b = std::get_if<completion_request>(&back);
+  const auto* b = std::get_if<generation_request>(&back);
   REQUIRE(b);
   CHECK(b->messages[0].tool_calls_json.find(R"("name":"agents.spawn")") != std::string::npos);
 }
@@ -127,17 +130,17 @@ TEST_CASE("Responses namespace tools: ns.f to the model, the namespace kept") {
 TEST_CASE("Messages defer_loading: offered once a tool_reference names it, callable all along") {
   const std::string tools = R"([{"name":"search","input_schema":{}},{"name":"cron","input_schema":{},"defer_loading":true}])";
   const auto before = messages_with(tools);
-  const auto* b = std::get_if<completion_request>(&before);
+  const auto* b = std::get_if<generation_request>(&before);
   REQUIRE(b);
   CHECK(b->tools.size() == 2);
   CHECK(b->tools_json.find("cron") == std::string::npos);
-  CHECK(b->anthropic.deferred_tools == std::vector<std::string>{"cron"});
+  CHECK(b->deferred_tools == std::vector<std::string>{"cron"});
   const auto after = anthropic::parse_request(
       R"({"max_tokens":8,"tools":)" + tools +
           R"(,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"search","input":{}}]},)"
           R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"tool_reference","tool_name":"cron"}]}]}]})",
       {});
-  const auto* a = std::get_if<completion_request>(&after);
+  const auto* a = std::get_if<generation_request>(&after);
   REQUIRE(a);
   CHECK(a->tools_json.find(R"("name":"cron")") != std::string::npos);
 }

@@ -7,6 +7,9 @@
 
 #include "service/request/session.hpp"
 
+#include "service/http/openai/openai_api.hpp"
+#include "service/http/openai/openai_protocol.hpp"
+
 #include "tests/support/test_tokenizer.hpp"
 
 #include <doctest/doctest.h>
@@ -33,10 +36,10 @@ auto profile(std::int32_t max_model_len = 64) -> std::shared_ptr<model_profile> 
   return p;
 }
 
-auto body(api::endpoint kind, std::string_view json) -> api::completion_request {
+auto body(api::endpoint kind, std::string_view json) -> api::generation_request {
   auto parsed = api::parse_request(kind, json, sampling_params{});
-  REQUIRE(std::holds_alternative<api::completion_request>(parsed));
-  return std::get<api::completion_request>(std::move(parsed));
+  REQUIRE(std::holds_alternative<api::generation_request>(parsed));
+  return std::get<api::generation_request>(std::move(parsed));
 }
 
 const steady_time t0{std::chrono::seconds(1000)};
@@ -49,9 +52,10 @@ struct scripted {
   std::atomic<bool> stopping{false};
   std::optional<request_session> s;
 
-  explicit scripted(api::completion_request b, std::shared_ptr<model_profile> m = profile()) : model(std::move(m)) {
+  explicit scripted(api::generation_request b, std::shared_ptr<model_profile> m = profile()) : model(std::move(m)) {
     session_request req;
     req.body = std::move(b);
+    req.protocol = std::make_shared<api::openai_protocol>(req.body.kind);
     req.request_id = "r1";
     req.arrival = t0;
     req.created = 1700000000;
@@ -368,6 +372,7 @@ TEST_CASE("a capability route: the small model's encoding decides; the large one
   auto b = body(api::endpoint::completions, R"({"prompt":"x","max_tokens":4})");
   session_request req;
   req.body = std::move(b);
+  req.protocol = std::make_shared<api::openai_protocol>(req.body.kind);
   req.arrival = t0;
   req.route = capability_split{2, 8, {}};
   auto small = profile(), large = profile(128);
@@ -396,6 +401,7 @@ TEST_CASE("a response cache hit is answered whole, before any dispatch") {
             std::chrono::duration<double>(t0.time_since_epoch()).count());
   session_request req;
   req.body = body(api::endpoint::completions, R"({"prompt":"x","temperature":0})");
+  req.protocol = std::make_shared<api::openai_protocol>(req.body.kind);
   req.arrival = t0;
   req.cache = &cache;
   req.cache_key = key;

@@ -1,4 +1,4 @@
-#include "service/http/anthropic_fields.hpp"
+#include "service/http/anthropic/anthropic_fields.hpp"
 
 namespace troupe::api::anthropic::fields {
 
@@ -70,7 +70,7 @@ auto read_message_config(od::value& v, const std::string& at, std::string& effor
 
 /// thinking: {"type": "enabled", "budget_tokens"} | {"type": "adaptive"} |
 /// {"type": "disabled"}, with "display": "summarized" | "omitted".
-auto read_thinking(od::value& v, completion_request& r, thinking_config& t) -> problem {
+auto read_thinking(od::value& v, thinking_config& t) -> problem {
   od::object o;
   if (auto e = v.get_object().get(o)) return failed(e, "thinking", "thinking", "an object");
   std::string display;
@@ -87,7 +87,7 @@ auto read_thinking(od::value& v, completion_request& r, thinking_config& t) -> p
     return error("missing_field", "thinking.budget_tokens", "thinking.budget_tokens is missing");
   if (!display.empty() && display != "summarized" && display != "omitted")
     return error("invalid_value", "thinking.display", "thinking.display must be \"summarized\" or \"omitted\"");
-  r.anthropic.omit_thinking = display == "omitted";
+  t.omit = display == "omitted";
   return {};
 }
 
@@ -193,7 +193,7 @@ auto read_context_management(od::value& v, context_edits& e) -> problem {
 /// (disabled), or on with a budget: budget_tokens, else the effort's (low
 /// 1,024, medium 2,048, high 8,192, xhigh 16,384 tokens, max none: as
 /// reasoning.effort's) when it is below max_tokens.
-auto settle_thinking(const thinking_config& t, completion_request& r) -> std::optional<api_error> {
+auto settle_thinking(const thinking_config& t, generation_request& r) -> std::optional<api_error> {
   if (t.type == "disabled") {
     r.template_kwargs_json = R"({"enable_thinking":false})";
     return std::nullopt;

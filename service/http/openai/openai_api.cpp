@@ -1,6 +1,6 @@
 // The reading half of openai_api.hpp: one pass of simdjson On-Demand over the
 // body, each field read where it stands (JSON objects have no order).
-#include "service/http/openai_api.hpp"
+#include "service/http/openai/openai_api.hpp"
 #include "base/json_text.hpp"
 
 #include "service/http/json_reader.hpp"
@@ -75,7 +75,7 @@ auto read_stop(od::value& v, std::vector<std::string>& out) -> problem {
 }
 
 /// Completions' prompt: a string, token ids, or a batch of one of either.
-auto read_prompt(od::value& v, completion_request& r) -> problem {
+auto read_prompt(od::value& v, generation_request& r) -> problem {
   constexpr std::string_view expected = "a string, an array of token ids, or an array holding one of those";
   od::json_type t;
   if (auto e = v.type().get(t)) return bad_json(e);
@@ -170,7 +170,7 @@ auto read_messages(od::value& v, std::vector<chat_message>& out) -> problem {
 
 /// What a request said, before the fields that depend on each other are joined.
 struct fields {
-  completion_request r;
+  generation_request r;
   bool has_input = false;
   std::optional<std::int32_t> max_tokens, max_completion_tokens;
   std::string foreign; // the first field of the other endpoint's that shapes an answer
@@ -443,34 +443,8 @@ auto finish(endpoint kind, fields& f, bool ws) -> problem {
 
 } // namespace
 
-auto parse_ws_envelope(std::string_view text) -> std::variant<ws_envelope, api_error> {
-  ws_envelope env;
-  if (auto p = read_object(text, "a message", [&](std::string_view key, od::value& v) -> problem {
-        if (key == "type") return read_string(v, key, key, env.type);
-        if (key == "api_key") return read_string(v, key, key, env.api_key);
-        if (key != "id") return check_json(v, 1);
-        od::json_type t;
-        if (auto e = v.type().get(t)) return bad_json(e);
-        if (t == od::json_type::string) {
-          std::string id;
-          if (auto p = read_string(v, key, key, id)) return p;
-          env.id_json = json_text::quoted(id);
-          return {};
-        }
-        std::int64_t n = 0;
-        if (t != od::json_type::number || v.get_int64().get(n)) return bad_type(key, key, "a string or an integer");
-        env.id_json = std::to_string(n);
-        return {};
-      }))
-    return *p;
-  if (env.type.empty()) env.type = "chat";
-  if (env.type != "chat" && env.type != "cancel" && env.type != "ping" && env.type != "auth")
-    return error("invalid_value", "type", "type must be \"chat\", \"cancel\", \"ping\" or \"auth\", got \"" + env.type + "\"");
-  return env;
-}
-
 auto parse_request(endpoint kind, std::string_view body, const sampling_params& defaults, bool ws_message)
-    -> std::variant<completion_request, api_error> {
+    -> std::variant<generation_request, api_error> {
   fields f;
   f.r.kind = kind;
   f.r.sampling = defaults;

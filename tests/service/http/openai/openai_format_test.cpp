@@ -1,7 +1,7 @@
 // Responses of the OpenAI API: stream chunks, full responses, logprobs,
 // the models list and error bodies.
 
-#include "tests/service/http/openai_api_test_util.hpp"
+#include "tests/service/http/openai/openai_api_test_util.hpp"
 #include "base/json_text.hpp"
 
 #include <doctest/doctest.h>

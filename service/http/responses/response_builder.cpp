@@ -1,4 +1,4 @@
-#include "service/http/response_builder.hpp"
+#include "service/http/responses/response_builder.hpp"
 
 #include "base/json_text.hpp"
 #include "service/http/tool_fields.hpp"
@@ -15,9 +15,10 @@ auto number(float v) -> std::string {
 
 } // namespace
 
-response_builder::response_builder(const completion_request& body, response_head head, bool stream)
+response_builder::response_builder(const generation_request& body, const responses_fields& fields, response_head head,
+                                   bool stream)
   : head_(std::move(head)),
-    echo_(body.responses),
+    echo_(fields),
     max_output_tokens_(body.max_tokens.value_or(0)),
     temperature_(body.sampling.temperature),
     top_p_(body.sampling.top_p),
@@ -107,7 +108,7 @@ auto response_builder::response_json(std::string_view status, std::string_view f
   return out;
 }
 
-auto response_builder::opening() -> std::string {
+auto response_builder::opening(const usage&) -> std::string {
   std::string out;
   if (!stream_) return out;
   const auto r = response_json("in_progress", "", nullptr, true);
@@ -188,7 +189,16 @@ void response_builder::calls(std::string& batch, const std::vector<tools::call_d
   }
 }
 
-auto response_builder::closing(std::string batch, std::string_view finish_reason, const usage& u) -> std::string {
+void response_builder::write(std::string& batch, std::span<const output_event> events, std::int64_t) {
+  for (const auto& e : events) {
+    if (e.what == output_event::kind::text) append(batch, item::kind::message, e.text);
+    else if (e.what == output_event::kind::reasoning) append(batch, item::kind::reasoning, e.text);
+  }
+  if (auto deltas = call_deltas(events); !deltas.empty()) calls(batch, deltas);
+}
+
+auto response_builder::closing(std::string batch, const output_finish& f, const usage& u, bool) -> std::string {
+  const auto finish_reason = f.reason;
   const bool complete = finish_reason != "length";
   if (items_.empty()) open(batch, item::kind::message); // (an empty answer: one empty message)
   close(batch, complete);
@@ -197,12 +207,12 @@ auto response_builder::closing(std::string batch, std::string_view finish_reason
   return batch;
 }
 
-auto response_builder::whole(std::string_view finish_reason, const usage& u) -> std::string {
-  (void)closing({}, finish_reason, u); // (no events when not streamed)
+auto response_builder::whole(const output_finish& f, const usage& u) -> std::string {
+  (void)closing({}, f, u, true); // (no events when not streamed)
   return final_json_;
 }
 
-auto response_builder::error_event(const api_error& e) -> std::string {
+auto response_builder::error_closing(const api_error& e) -> std::string {
   std::string out;
   event(out, "error",
         R"("code":)" + (e.code.empty() ? std::string("null") : json_text::quoted(e.code)) + R"(,"message":)" +
@@ -223,6 +233,10 @@ auto response_builder::answer() const -> chat_message {
     m.null_content = m.content.empty();
   }
   return m;
+}
+
+auto response_builder::stored() const -> std::optional<std::pair<chat_message, std::string>> {
+  return std::pair{answer(), final_json_};
 }
 
 } // namespace troupe::api::responses

@@ -1,10 +1,11 @@
 #pragma once
 // Anthropic's Messages API (POST /v1/messages), as Claude Code and the
 // @anthropic-ai/sdk speak it, on the same request path as chat completions:
-// a body is read into a chat completion_request (wire anthropic), and the
-// answer is written as a message or as its event stream.
+// a body is read into a chat generation_request, and the answer is written
+// as a message or as its event stream (anthropic_protocol.hpp).
 
-#include "service/http/openai_api.hpp"
+#include "service/request/api_error.hpp"
+#include "service/request/generation_request.hpp"
 #include "service/http/reasoning_seal.hpp"
 #include "service/tools/tool_parser.hpp"
 
@@ -26,9 +27,14 @@ namespace troupe::api::anthropic {
 /// assistant's tool_use blocks as its tool_calls and thinking as its
 /// reasoning. Errors are 400s (error_body gives Anthropic's shape); an
 /// image or document block is refused by name.
+/// `options`: where the answer's own settings go (none: not kept).
 /// `counting`: POST /v1/messages/count_tokens's body, where max_tokens is not needed.
-[[nodiscard]] auto parse_request(std::string_view body, const sampling_params& defaults, bool counting = false)
-    -> std::variant<completion_request, api_error>;
+struct message_options {
+  bool omit_thinking = false; ///< thinking.display "omitted": thinking blocks carry no text, only their signature
+};
+[[nodiscard]] auto parse_request(std::string_view body, const sampling_params& defaults,
+                                 message_options* options = nullptr, bool counting = false)
+    -> std::variant<generation_request, api_error>;
 
 /// {"type":"error","error":{"type","message"}}: Anthropic's error body.
 auto error_body(const api_error& e) -> std::string;

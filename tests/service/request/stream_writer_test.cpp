@@ -1,9 +1,15 @@
-// A response on the wire (actors/http/stream_writer): SSE and WebSocket
+// A response on the wire (service/request/stream_writer, with each
+// protocol's encoder): SSE and WebSocket
 // framing, chunks, the finish and usage, the whole response, an error once
 // streaming, a cached answer replayed, a retry. The JSON is read back with
 // simdjson, so each event is checked as a client parses it.
 
-#include "service/http/stream_writer.hpp"
+#include "service/request/stream_writer.hpp"
+
+#include "service/http/openai/openai_format.hpp"
+#include "service/http/openai/openai_protocol.hpp"
+#include "service/http/responses/responses_protocol.hpp"
+#include "service/http/websocket/websocket_api.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -17,8 +23,8 @@ using namespace troupe;
 namespace {
 
 auto request(api::endpoint kind, bool stream, bool include_usage = false, bool logprobs = false)
-    -> api::completion_request {
-  api::completion_request r;
+    -> api::generation_request {
+  api::generation_request r;
   r.kind = kind;
   r.stream = stream;
   r.include_usage = include_usage;
@@ -27,6 +33,14 @@ auto request(api::endpoint kind, bool stream, bool include_usage = false, bool l
 }
 
 const api::response_head k_head{"cmpl-7", 1700000000, "tiny"};
+
+/// A choice's writer in OpenAI's protocol (the request's endpoint), or, with
+/// an id, the WebSocket's.
+auto writer(const api::generation_request& body, const std::string& ws_id, api::response_head head,
+            std::string_view tool_parser = {}) -> stream_writer {
+  if (!ws_id.empty()) return stream_writer(api::websocket_protocol(ws_id), body, std::move(head), tool_parser);
+  return stream_writer(api::openai_protocol(body.kind), body, std::move(head), tool_parser);
+}
 
 /// The events of an SSE text: each "data: X\n\n"'s X.
 auto sse_events(const std::string& text) -> std::vector<std::string> {
@@ -67,9 +81,9 @@ auto str(simdjson::dom::element e) -> std::string { return std::string(e.get_str
 } // namespace
 
 TEST_CASE("SSE chat: the role chunk, content chunks, the finish, usage, [DONE]") {
-  stream_writer w(request(api::endpoint::chat, true, true), "", k_head);
+  auto w = writer(request(api::endpoint::chat, true, true), "", k_head);
   CHECK(w.streaming());
-  CHECK_FALSE(w.websocket());
+  CHECK(w.sse());
   const auto opening = sse_events(w.opening());
   REQUIRE(opening.size() == 1);
   CHECK(str(json(opening[0])["choices"].at(0)["delta"]["role"]) == "assistant");
@@ -93,7 +107,7 @@ TEST_CASE("SSE chat: the role chunk, content chunks, the finish, usage, [DONE]")
 }
 
 TEST_CASE("SSE completions: no opening chunk; logprobs' text offsets count code points") {
-  stream_writer w(request(api::endpoint::completions, true, false, true), "", k_head);
+  auto w = writer(request(api::endpoint::completions, true, false, true), "", k_head);
   CHECK(w.opening().empty());
   std::string batch;
   api::token_logprob e, x;
@@ -114,8 +128,8 @@ TEST_CASE("SSE completions: no opening chunk; logprobs' text offsets count code 
 }
 
 TEST_CASE("WebSocket: a start event, numbered tokens, done with usage; no [DONE]; an error event") {
-  stream_writer w(request(api::endpoint::chat, false), "\"q1\"", k_head);
-  CHECK(w.websocket());
+  auto w = writer(request(api::endpoint::chat, false), "\"q1\"", k_head);
+  CHECK_FALSE(w.sse());
   CHECK(w.streaming()); // a WebSocket request always streams
   const auto start = lines(w.opening());
   REQUIRE(start.size() == 1);
@@ -148,7 +162,7 @@ TEST_CASE("WebSocket: a start event, numbered tokens, done with usage; no [DONE]
 }
 
 TEST_CASE("not streamed: the whole text and logprobs in one response; a retry forgets what came before") {
-  stream_writer w(request(api::endpoint::completions, false, false, true), "", k_head);
+  auto w = writer(request(api::endpoint::completions, false, false, true), "", k_head);
   CHECK_FALSE(w.streaming());
   std::string batch;
   api::token_logprob lp;
@@ -170,7 +184,7 @@ TEST_CASE("not streamed: the whole text and logprobs in one response; a retry fo
   CHECK(body["usage"]["prompt_tokens"].get_int64().value() == 3);
   // An error before anything went out is the sink's plain response; once a
   // stream started, it is an event and [DONE].
-  stream_writer sse(request(api::endpoint::completions, true), "", k_head);
+  auto sse = writer(request(api::endpoint::completions, true), "", k_head);
   api::api_error err;
   err.status = 400;
   err.message = "bad";
@@ -181,13 +195,13 @@ TEST_CASE("not streamed: the whole text and logprobs in one response; a retry fo
 }
 
 TEST_CASE("a cached answer replayed: one event per stored token, counted, as it streamed first") {
-  stream_writer w(request(api::endpoint::chat, true), "", k_head);
+  auto w = writer(request(api::endpoint::chat, true), "", k_head);
   const auto batch = w.replay({"The", " sky", "", " is blue"});
   CHECK(w.completion_tokens() == 4);
   const auto events = sse_events(batch);
   REQUIRE(events.size() == 3); // the empty piece sends nothing
   CHECK(str(json(events[1])["choices"].at(0)["delta"]["content"]) == " sky");
-  stream_writer whole(request(api::endpoint::chat, false), "", k_head);
+  auto whole = writer(request(api::endpoint::chat, false), "", k_head);
   CHECK(whole.replay({"The", " sky"}).empty());
   CHECK(str(json(whole.whole("stop"))["choices"].at(0)["message"]["content"]) == "The sky");
 }
@@ -197,7 +211,7 @@ TEST_CASE("reasoning and tool calls: split out and written as OpenAI's deltas, o
   const std::vector<std::string> pieces = {"<thi", "nk>Let me", " call it.</thi", "nk>\n\nOK <tool_call>\n{\"name\": \"f\", ",
                                            "\"arguments\": {\"x\": 1}}\n</tool_call>"};
   // Streamed (SSE): reasoning deltas, content, then the call's id and name before its arguments.
-  stream_writer s(request(api::endpoint::chat, true), "", head, "hermes");
+  auto s = writer(request(api::endpoint::chat, true), "", head, "hermes");
   s.start_reasoning(false);
   std::string batch = s.opening();
   for (const auto& p : pieces) {
@@ -236,7 +250,7 @@ TEST_CASE("reasoning and tool calls: split out and written as OpenAI's deltas, o
   CHECK(finish == "tool_calls");
 
   // Whole: the same, as one message.
-  stream_writer w(request(api::endpoint::chat, false), "", head, "hermes");
+  auto w = writer(request(api::endpoint::chat, false), "", head, "hermes");
   w.start_reasoning(false);
   std::string ignored;
   for (const auto& p : pieces) w.add_text(ignored, p, {});
@@ -249,7 +263,7 @@ TEST_CASE("reasoning and tool calls: split out and written as OpenAI's deltas, o
   CHECK(json(body)["choices"].at(0)["finish_reason"].get_string().value() == "tool_calls");
 
   // WebSocket: reasoning and tool_call events.
-  stream_writer ws(request(api::endpoint::chat, true), "\"r1\"", head, "hermes");
+  auto ws = writer(request(api::endpoint::chat, true), "\"r1\"", head, "hermes");
   ws.start_reasoning(false);
   std::string out;
   for (const auto& p : pieces) ws.add_text(out, p, {});
@@ -266,11 +280,11 @@ TEST_CASE("the Responses API: typed events numbered in order, items in order, th
   const std::vector<std::string> pieces = {"<think>Hm", "m.</think>", "Sure. <tool_call>\n{\"name\": \"f\", ",
                                            "\"arguments\": {\"x\": 1}}\n</tool_call>"};
   auto body = request(api::endpoint::chat, true);
-  body.wire = api::wire::responses;
-  body.responses.id = head.id;
-  body.responses.tools_json = R"([{"type":"function","name":"f"}])";
+  api::responses_protocol responses;
+  responses.fields().id = head.id;
+  responses.fields().tools_json = R"([{"type":"function","name":"f"}])";
   // Streamed: each SSE event named as its "type", numbered from 0.
-  stream_writer s(body, "", head, "hermes");
+  stream_writer s(responses, body, head, "hermes");
   s.start_reasoning(false);
   s.set_prompt_tokens(7);
   std::string batch = s.opening();
@@ -312,8 +326,9 @@ TEST_CASE("the Responses API: typed events numbered in order, items in order, th
   CHECK(reasoning == "Hmm.");
   CHECK(text == "Sure. ");
   CHECK(arguments == R"({"x": 1})");
-  REQUIRE(s.response() != nullptr);
-  const auto answer = s.response()->answer();
+  const auto stored = s.stored();
+  REQUIRE(stored);
+  const auto& answer = stored->first;
   CHECK(answer.reasoning_content == "Hmm.");
   CHECK(answer.content == "Sure. ");
   CHECK(answer.tool_calls_json.find(R"("arguments":{"x": 1})") != std::string::npos);
@@ -336,7 +351,7 @@ TEST_CASE("the Responses API: typed events numbered in order, items in order, th
 
   // Whole: the same response object; at the length limit, incomplete.
   body.stream = false;
-  stream_writer w(body, "", head, "hermes");
+  stream_writer w(responses, body, head, "hermes");
   w.start_reasoning(false);
   w.set_prompt_tokens(7);
   std::string ignored;
@@ -346,7 +361,7 @@ TEST_CASE("the Responses API: typed events numbered in order, items in order, th
   }
   CHECK(w.opening().empty());
   CHECK(std::string(simdjson::minify(json(w.whole("stop")))) == final_response);
-  stream_writer cut(body, "", head, "");
+  stream_writer cut(responses, body, head, "");
   cut.count_token();
   cut.add_text(ignored, "Hel", {});
   const auto incomplete = json(cut.whole("length"));
@@ -362,7 +377,7 @@ TEST_CASE("n choices: each chunk carries its choice's index, one tail ends the s
   for (std::int32_t i = 0; i < 2; ++i) {
     auto h = k_head;
     h.index = i;
-    ws.emplace_back(body, "", h);
+    ws.push_back(writer(body, "", h));
     ws.back().set_prompt_tokens(5);
   }
   std::string out = ws[0].opening() + ws[1].opening();
@@ -405,7 +420,7 @@ TEST_CASE("n choices: each chunk carries its choice's index, one tail ends the s
   std::vector<std::string> wholes;
   for (std::int32_t i = 0; i < 3; ++i) {
     auto h = k_head;
-    stream_writer w(body, "", h);
+    auto w = writer(body, "", h);
     w.set_index(i);
     w.set_prompt_tokens(5);
     std::string ignored;

@@ -1,6 +1,6 @@
-// The writing half of openai_api.hpp: responses, stream chunks and errors as
-// JSON text, built by appending to one string.
-#include "service/http/openai_api.hpp"
+// OpenAI's answers as JSON text (openai_format.hpp), built by appending to
+// one string.
+#include "service/http/openai/openai_format.hpp"
 
 #include "base/json_text.hpp"
 #include "base/utf8.hpp"
@@ -360,19 +360,6 @@ auto error_body(const api_error& e) -> std::string {
   if (e.code.empty()) out += "null";
   else add_string(out, e.code);
   out += "}}";
-  return out;
-}
-
-auto ws_error_event(std::string_view id_json, int status, std::string_view error_body, std::string_view more)
-    -> std::string {
-  std::string out = R"({"type":"error","id":)";
-  out += id_json.empty() ? std::string_view("null") : id_json;
-  out += R"(,"status":)" + std::to_string(status) + ",";
-  if (!more.empty()) {
-    out += more;
-    out += ',';
-  }
-  out += error_body.substr(1); // {"error":{...}} → ..."error":{...}}
   return out;
 }
 

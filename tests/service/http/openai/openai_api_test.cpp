@@ -1,7 +1,7 @@
 // Requests to the OpenAI API parsed into completion requests, or refused.
 
 #include "service/http/request_keys.hpp"
-#include "tests/service/http/openai_api_test_util.hpp"
+#include "tests/service/http/openai/openai_api_test_util.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -342,7 +342,7 @@ TEST_CASE("logit_bias, echo and the harmless OpenAI fields are read") {
         "logit_bias must map to biases in [-100, 100], got -101 for token 4");
   // The WebSocket envelope's id and type are a chat message's fields there only.
   const auto ws = R"({"id":7,"type":"chat","messages":[{"role":"user","content":"a"}]})";
-  CHECK(std::get<completion_request>(parse_request(H, ws, {}, true)).unknown_fields.empty());
+  CHECK(std::get<generation_request>(parse_request(H, ws, {}, true)).unknown_fields.empty());
   CHECK(parse_ok(H, ws).unknown_fields == std::vector<std::string>{"id", "type"});
 }
 

@@ -1,7 +1,7 @@
-#include "service/http/anthropic_api.hpp"
+#include "service/http/anthropic/anthropic_api.hpp"
 
 #include "base/json_text.hpp"
-#include "service/http/anthropic_fields.hpp"
+#include "service/http/anthropic/anthropic_fields.hpp"
 #include "service/http/json_reader.hpp"
 #include "service/http/structured_output.hpp"
 #include "service/http/tool_fields.hpp"
@@ -157,7 +157,7 @@ auto read_message(od::object& m, const std::string& path, std::vector<chat_messa
   return {};
 }
 
-auto read_tool_choice(od::value& v, completion_request& r) -> problem {
+auto read_tool_choice(od::value& v, generation_request& r) -> problem {
   od::object o;
   if (auto e = v.get_object().get(o)) return failed(e, "tool_choice", "tool_choice", "an object");
   std::string type;
@@ -182,21 +182,22 @@ auto read_tool_choice(od::value& v, completion_request& r) -> problem {
 
 /// The tools offered: those not deferred, and the deferred ones a
 /// tool_reference names; hosted (server) tools skipped.
-auto settle_tools(tool_fields::flat_tools& tools, completion_request& r) -> std::optional<api_error> {
+auto settle_tools(tool_fields::flat_tools& tools, generation_request& r) -> std::optional<api_error> {
   for (const auto& t : tools.tools)
-    if (t.deferred) r.anthropic.deferred_tools.push_back(t.name);
+    if (t.deferred) r.deferred_tools.push_back(t.name);
   r.skipped_tools = std::move(tools.skipped);
-  if (!tools.tools.empty()) r.tools_json = tool_fields::chat_tools_json(tools.tools, r.anthropic.referenced_tools);
+  if (!tools.tools.empty()) r.tools_json = tool_fields::chat_tools_json(tools.tools, r.referenced_tools);
   return std::nullopt;
 }
 
 } // namespace
 
-auto parse_request(std::string_view body, const sampling_params& defaults, bool counting)
-    -> std::variant<completion_request, api_error> {
-  completion_request r;
+auto parse_request(std::string_view body, const sampling_params& defaults, message_options* options, bool counting)
+    -> std::variant<generation_request, api_error> {
+  generation_request r;
   r.kind = endpoint::chat;
-  r.wire = wire::anthropic;
+  r.thinking_param = "thinking.budget_tokens";
+  r.thinking_implied = true;
   r.sampling = defaults;
   bool has_messages = false, has_max_tokens = false, has_choice = false;
   thinking_config thinking;
@@ -220,7 +221,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults, bool 
             const auto at = "messages[" + std::to_string(i++) + "]";
             od::object m;
             if (auto e = item.get_object().get(m)) return failed(e, at, at, "a message");
-            if (auto p = read_message(m, at, messages, r.anthropic.referenced_tools, message_effort)) return p;
+            if (auto p = read_message(m, at, messages, r.referenced_tools, message_effort)) return p;
           }
           if (i == 0) return error("invalid_value", "messages", "messages must not be empty");
           return {};
@@ -254,9 +255,9 @@ auto parse_request(std::string_view body, const sampling_params& defaults, bool 
             return error("unknown_parameter", "metadata", "unknown parameter metadata." + std::string(k));
           });
         }
-        if (key == "thinking") return read_thinking(v, r, thinking);
+        if (key == "thinking") return read_thinking(v, thinking);
         if (key == "output_config") return read_output_config(v, thinking, constraint);
-        if (key == "context_management") return read_context_management(v, r.anthropic.edits);
+        if (key == "context_management") return read_context_management(v, r.edits);
         if (auto p = check_json(v, 1)) return p;
         r.unknown_fields.emplace_back(key);
         return {};
@@ -290,6 +291,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults, bool 
     auto param = line.substr(0, line.find_first_of(" ["));
     return error("invalid_value", std::move(param), std::move(line));
   }
+  if (options) options->omit_thinking = thinking.omit;
   return r;
 }
 

@@ -4,7 +4,8 @@
 // message's own), context_management. Internal to service/http.
 
 #include "service/http/json_reader.hpp"
-#include "service/http/openai_api.hpp"
+#include "service/request/api_error.hpp"
+#include "service/request/generation_request.hpp"
 #include "service/http/structured_output.hpp"
 
 #include <cstdint>
@@ -18,6 +19,7 @@ struct thinking_config {
   std::string type;                   ///< enabled, adaptive, disabled; "" when absent
   std::optional<std::int32_t> budget; ///< budget_tokens
   std::string effort;                 ///< output_config.effort
+  bool omit = false;                  ///< display "omitted"
 };
 
 /// output_config.effort: low, medium, high, xhigh or max.
@@ -29,7 +31,7 @@ auto read_message_config(json_reader::od::value& v, const std::string& at, std::
 
 /// thinking: {"type": "enabled", "budget_tokens"} | {"type": "adaptive"} |
 /// {"type": "disabled"}, with "display": "summarized" | "omitted".
-auto read_thinking(json_reader::od::value& v, completion_request& r, thinking_config& t) -> json_reader::problem;
+auto read_thinking(json_reader::od::value& v, thinking_config& t) -> json_reader::problem;
 
 /// output_config: {"effort": low | medium | high | xhigh | max, "format":
 /// {"type": "json_schema", "schema"}}.
@@ -44,6 +46,6 @@ auto read_context_management(json_reader::od::value& v, context_edits& e) -> jso
 /// (disabled), or on with a budget: budget_tokens, else the effort's (low
 /// 1,024, medium 2,048, high 8,192, xhigh 16,384 tokens, max none: as
 /// reasoning.effort's) when it is below max_tokens.
-auto settle_thinking(const thinking_config& t, completion_request& r) -> std::optional<api_error>;
+auto settle_thinking(const thinking_config& t, generation_request& r) -> std::optional<api_error>;
 
 } // namespace troupe::api::anthropic::fields

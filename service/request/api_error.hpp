@@ -1,7 +1,6 @@
 #pragma once
-// A request's error as the APIs report it: its HTTP status and what the
-// body says; error_body writes OpenAI's shape (anthropic_api.hpp has
-// Anthropic's).
+// A request's error: its HTTP status and what the body says. Each wire
+// protocol writes it in its own shape (wire_protocol::error_body).
 
 #include <string>
 
@@ -16,8 +15,5 @@ struct api_error {
   /// "invalid_value", "invalid_type", "missing_field", "invalid_json", "model_not_found"...
   std::string code;
 };
-
-/// {"error":{"message","type","param","code"}}; param and code are null when empty.
-auto error_body(const api_error& e) -> std::string;
 
 } // namespace troupe::api

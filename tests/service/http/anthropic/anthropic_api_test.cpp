@@ -2,7 +2,7 @@
 // thinking adaptive and omitted, output_config, context_management, system
 // messages in place, thinking signatures kept sealed, count_tokens' body.
 
-#include "service/http/anthropic_api.hpp"
+#include "service/http/anthropic/anthropic_api.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,18 +14,18 @@ using namespace troupe::api;
 namespace {
 
 auto parse(const std::string& extra, const std::string& messages = R"([{"role":"user","content":"hi"}])",
-           bool counting = false) {
+           bool counting = false, anthropic::message_options* options = nullptr) {
   return anthropic::parse_request(R"({"model":"m",)" + std::string(counting ? "" : R"("max_tokens":32000,)") +
                                       R"("messages":)" + messages + (extra.empty() ? "" : "," + extra) + "}",
-                                  {}, counting);
+                                  {}, options, counting);
 }
 
-auto ok(std::variant<completion_request, api_error> r) -> completion_request {
+auto ok(std::variant<generation_request, api_error> r) -> generation_request {
   if (const auto* e = std::get_if<api_error>(&r)) FAIL(e->message);
-  return std::get<completion_request>(std::move(r));
+  return std::get<generation_request>(std::move(r));
 }
 
-auto error_of(const std::variant<completion_request, api_error>& r) -> std::string {
+auto error_of(const std::variant<generation_request, api_error>& r) -> std::string {
   const auto* e = std::get_if<api_error>(&r);
   return e ? e->message : "";
 }
@@ -33,9 +33,11 @@ auto error_of(const std::variant<completion_request, api_error>& r) -> std::stri
 } // namespace
 
 TEST_CASE("thinking adaptive: output_config.effort sets the budget; display omitted") {
-  const auto high = ok(parse(R"("thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"high"})"));
+  anthropic::message_options options;
+  const auto high = ok(parse(R"("thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"high"})",
+                             R"([{"role":"user","content":"hi"}])", false, &options));
   CHECK(high.sampling.thinking_budget == 8192);
-  CHECK(high.anthropic.omit_thinking);
+  CHECK(options.omit_thinking);
   CHECK(ok(parse(R"("thinking":{"type":"adaptive"},"output_config":{"effort":"low"})")).sampling.thinking_budget == 1024);
   CHECK(ok(parse(R"("thinking":{"type":"adaptive"},"output_config":{"effort":"max"})")).sampling.thinking_budget < 0);
   CHECK(ok(parse(R"("thinking":{"type":"adaptive"})")).sampling.thinking_budget < 0);
@@ -66,7 +68,7 @@ TEST_CASE("output_config.format: a JSON Schema through the grammar") {
 TEST_CASE("context_management: the edits, in order, with their defaults") {
   const auto r = ok(parse(
       R"("context_management":{"edits":[{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":5000},"keep":{"type":"tool_uses","value":2},"exclude_tools":["Bash"],"clear_tool_inputs":true},{"type":"clear_thinking_20251015","keep":"all"}]})"));
-  const auto& e = r.anthropic.edits;
+  const auto& e = r.edits;
   CHECK(e.clear_tool_uses);
   CHECK(e.trigger_tokens == 5000);
   CHECK(e.keep_tool_uses == 2);
@@ -75,7 +77,7 @@ TEST_CASE("context_management: the edits, in order, with their defaults") {
   CHECK(e.clear_thinking);
   CHECK(e.keep_thinking_turns == -1);
   CHECK_FALSE(e.thinking_first);
-  const auto d = ok(parse(R"("context_management":{"edits":[{"type":"clear_thinking_20251015"}]})")).anthropic.edits;
+  const auto d = ok(parse(R"("context_management":{"edits":[{"type":"clear_thinking_20251015"}]})")).edits;
   CHECK(d.clear_thinking);
   CHECK(d.keep_thinking_turns == 1);
   CHECK_FALSE(d.clear_tool_uses);
@@ -102,7 +104,7 @@ TEST_CASE("a system message in messages stays in place; thinking signatures are 
 }
 
 TEST_CASE("count_tokens' body needs no max_tokens; a message's does") {
-  CHECK(std::holds_alternative<completion_request>(parse("", R"([{"role":"user","content":"hi"}])", true)));
+  CHECK(std::holds_alternative<generation_request>(parse("", R"([{"role":"user","content":"hi"}])", true)));
   CHECK(anthropic::parse_request(R"({"messages":[{"role":"user","content":"hi"}]})", {}).index() == 1);
 }
 

@@ -3,11 +3,15 @@
 // response object's output items, built from the answer's pieces as they
 // come, and the typed SSE events that tell them when streamed.
 
-#include "service/http/openai_api.hpp"
 #include "service/http/reasoning_seal.hpp"
+#include "service/http/responses/responses_api.hpp"
+#include "service/request/wire_encoder.hpp"
 #include "service/tools/tool_parser.hpp"
 
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,38 +22,34 @@ namespace troupe::api::responses {
 /// message, function calls), built from the answer's pieces as they come,
 /// and the SSE events that tell them (response.created ... response.completed)
 /// when streamed.
-class response_builder {
+class response_builder final : public wire_encoder {
 public:
-  /// `body`: the request (its echoed fields); `stream`: events are written.
-  response_builder(const completion_request& body, response_head head, bool stream);
+  /// `r` and `fields`: the request (its echoed fields); `stream`: events are written.
+  response_builder(const generation_request& r, const responses_fields& fields, response_head head, bool stream);
 
-  void set_model(std::string model) { head_.model = std::move(model); }
+  void set_model(std::string model) override { head_.model = std::move(model); }
+  void set_index(std::int32_t index) override { head_.index = index; }
   /// The server's key, for reasoning items' encrypted_content (include: reasoning.encrypted_content).
-  void set_seal(const reasoning_seal* seal) { seal_ = seal; }
+  void set_seal(const reasoning_seal* seal) override { seal_ = seal; }
   /// Back to nothing written (a retry on another replica).
-  void reset() {
+  void restart() override {
     sequence_ = 0;
     items_.clear();
     final_json_.clear();
   }
   /// response.created and response.in_progress.
-  auto opening() -> std::string;
-  void text(std::string& batch, std::string_view text) { append(batch, item::kind::message, text); }
-  void reasoning(std::string& batch, std::string_view text) { append(batch, item::kind::reasoning, text); }
-  void calls(std::string& batch, const std::vector<tools::call_delta>& calls);
+  auto opening(const usage& u) -> std::string override;
+  void write(std::string& batch, std::span<const output_event> events, std::int64_t tokens) override;
   /// The open item closed, and response.completed (or response.incomplete,
   /// at max_output_tokens).
-  auto closing(std::string batch, std::string_view finish_reason, const usage& u) -> std::string;
+  auto closing(std::string batch, const output_finish& f, const usage& u, bool tail) -> std::string override;
   /// The whole response object (not streamed).
-  auto whole(std::string_view finish_reason, const usage& u) -> std::string;
+  auto whole(const output_finish& f, const usage& u) -> std::string override;
   /// An "error" event, once the stream has started.
-  auto error_event(const api_error& e) -> std::string;
-
-  /// The answer as the conversation's next message (for the response store).
-  auto answer() const -> chat_message;
-  /// The response object as last written (closing or whole): kept for
-  /// GET /v1/responses/{id}.
-  auto final_json() const -> const std::string& { return final_json_; }
+  auto error_closing(const api_error& e) -> std::string override;
+  /// The answer as the conversation's next message, and the response object
+  /// as last written (closing or whole), kept for GET /v1/responses/{id}.
+  auto stored() const -> std::optional<std::pair<chat_message, std::string>> override;
 
 private:
   struct item {
@@ -71,6 +71,9 @@ private:
   auto called(std::string_view name) const -> std::string;
   auto response_json(std::string_view status, std::string_view finish_reason, const usage* u, bool complete) const
       -> std::string;
+
+  void calls(std::string& batch, const std::vector<tools::call_delta>& calls);
+  auto answer() const -> chat_message;
 
   response_head head_;
   responses_fields echo_;

@@ -3,7 +3,8 @@
 // requests parsed or refused, and responses parsed back so that the tests
 // read fields, not text.
 
-#include "service/http/openai_api.hpp"
+#include "service/http/openai/openai_api.hpp"
+#include "service/http/openai/openai_format.hpp"
 
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -16,15 +17,15 @@ namespace troupe::testing {
 using namespace api;
 
 inline auto parse_ok(endpoint kind, std::string_view body, const sampling_params& defaults = {})
-    -> completion_request {
+    -> generation_request {
   auto result = parse_request(kind, body, defaults);
   if (auto* e = std::get_if<api_error>(&result)) FAIL("unexpected error: " << e->message << " in " << body);
-  return std::get<completion_request>(std::move(result));
+  return std::get<generation_request>(std::move(result));
 }
 
 inline auto parse_error(endpoint kind, std::string_view body) -> api_error {
   auto result = parse_request(kind, body, {});
-  if (std::holds_alternative<completion_request>(result)) FAIL("parsed, but should not: " << body);
+  if (std::holds_alternative<generation_request>(result)) FAIL("parsed, but should not: " << body);
   return std::get<api_error>(std::move(result));
 }
 

@@ -1,4 +1,4 @@
-#include "service/http/responses_api.hpp"
+#include "service/http/responses/responses_api.hpp"
 #include "base/json_text.hpp"
 
 #include "service/http/json_reader.hpp"
@@ -138,7 +138,7 @@ auto read_item(od::object& o, const std::string& path, conversation& c) -> probl
                    "\" is not supported (message, function_call, function_call_output and reasoning are)");
 }
 
-auto read_input(od::value& v, completion_request& r) -> problem {
+auto read_input(od::value& v, generation_request& r) -> problem {
   od::json_type t;
   if (auto e = v.type().get(t)) return bad_json(e);
   if (t == od::json_type::string) {
@@ -164,7 +164,7 @@ auto read_input(od::value& v, completion_request& r) -> problem {
 }
 
 /// tool_choice: "none", "auto", "required" or {"type": "function", "name"}.
-auto read_tool_choice(od::value& v, completion_request& r) -> problem {
+auto read_tool_choice(od::value& v, generation_request& r, responses_fields& f) -> problem {
   od::json_type t;
   if (auto e = v.type().get(t)) return bad_json(e);
   if (t == od::json_type::string) {
@@ -185,11 +185,11 @@ auto read_tool_choice(od::value& v, completion_request& r) -> problem {
     r.choice.what = tool_choice::mode::named;
   }
   switch (r.choice.what) { // echoed in the response
-  case tool_choice::mode::none: r.responses.tool_choice_json = R"("none")"; break;
-  case tool_choice::mode::automatic: r.responses.tool_choice_json = R"("auto")"; break;
-  case tool_choice::mode::required: r.responses.tool_choice_json = R"("required")"; break;
+  case tool_choice::mode::none: f.tool_choice_json = R"("none")"; break;
+  case tool_choice::mode::automatic: f.tool_choice_json = R"("auto")"; break;
+  case tool_choice::mode::required: f.tool_choice_json = R"("required")"; break;
   case tool_choice::mode::named:
-    r.responses.tool_choice_json = R"({"type":"function","name":)" + json_text::quoted(r.choice.name) + "}";
+    f.tool_choice_json = R"({"type":"function","name":)" + json_text::quoted(r.choice.name) + "}";
     break;
   }
   return {};
@@ -197,7 +197,7 @@ auto read_tool_choice(od::value& v, completion_request& r) -> problem {
 
 /// text: {"format": {"type": "text" | "json_object" | "json_schema", "name",
 /// "schema", "strict", "description"}}.
-auto read_text_format(od::value& v, completion_request& r, output_constraint& c) -> problem {
+auto read_text_format(od::value& v, responses_fields& f, output_constraint& c) -> problem {
   od::object text;
   if (auto e = v.get_object().get(text)) return failed(e, "text", "text", "an object");
   return for_each_field(text, [&](std::string_view k, od::value& x) -> problem {
@@ -212,7 +212,7 @@ auto read_text_format(od::value& v, completion_request& r, output_constraint& c)
     od::object format;
     if (auto e = x.get_object().get(format)) return failed(e, "text.format", "text.format", "an object");
     std::string_view raw;
-    if (format.raw_json().get(raw) == simdjson::SUCCESS) r.responses.format_json.assign(raw);
+    if (format.raw_json().get(raw) == simdjson::SUCCESS) f.format_json.assign(raw);
     if (auto e = format.reset().error()) return bad_json(e);
     std::string type;
     bool has_schema = false;
@@ -249,12 +249,12 @@ auto read_text_format(od::value& v, completion_request& r, output_constraint& c)
   });
 }
 
-auto read_reasoning(od::value& v, completion_request& r) -> problem {
+auto read_reasoning(od::value& v, generation_request& r, responses_fields& f) -> problem {
   od::object o;
   if (auto e = v.get_object().get(o)) return failed(e, "reasoning", "reasoning", "an object");
   return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
     if (k == "effort") {
-      auto& effort = r.responses.reasoning_effort;
+      auto& effort = f.reasoning_effort;
       if (auto p = read_string(x, "reasoning.effort", "reasoning.effort", effort)) return p;
       if (effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" && effort != "high")
         return error("invalid_value", "reasoning.effort",
@@ -266,7 +266,7 @@ auto read_reasoning(od::value& v, completion_request& r) -> problem {
       return {};
     }
     if (k == "summary" || k == "generate_summary") {
-      auto& summary = r.responses.reasoning_summary;
+      auto& summary = f.reasoning_summary;
       if (auto p = read_string(x, "reasoning.summary", "reasoning.summary", summary)) return p;
       // troupe has no summarizer: the summary is the reasoning itself (docs/api.md).
       return summary == "auto" || summary == "concise" || summary == "detailed"
@@ -280,7 +280,7 @@ auto read_reasoning(od::value& v, completion_request& r) -> problem {
 /// include: "reasoning.encrypted_content" (reasoning items carry their
 /// text sealed by the server's key, for a client that stores nothing:
 /// docs/api.md); "message.output_text.logprobs" is not served.
-auto read_include(od::value& v, completion_request& r) -> problem {
+auto read_include(od::value& v, responses_fields& f) -> problem {
   od::array items;
   if (auto e = v.get_array().get(items)) return failed(e, "include", "include", "an array of strings");
   for (auto item : items) {
@@ -288,7 +288,7 @@ auto read_include(od::value& v, completion_request& r) -> problem {
     if (auto e = item.get(x)) return bad_json(e);
     std::string what;
     if (auto p = read_string(x, "include", "include", what)) return p;
-    if (what == "reasoning.encrypted_content") r.responses.include_encrypted = true;
+    if (what == "reasoning.encrypted_content") f.include_encrypted = true;
     else
       return error("unsupported_parameter", "include",
                    "include \"" + what + "\" is not supported (\"reasoning.encrypted_content\" is)");
@@ -302,10 +302,13 @@ auto not_supported(std::string_view param, std::string why) -> api_error {
 
 } // namespace
 
-auto parse_request(std::string_view body, const sampling_params& defaults) -> std::variant<completion_request, api_error> {
-  completion_request r;
+auto parse_request(std::string_view body, const sampling_params& defaults, responses_fields& f)
+    -> std::variant<generation_request, api_error> {
+  f = responses_fields{};
+  generation_request r;
   r.kind = endpoint::chat;
-  r.wire = wire::responses;
+  r.thinking_param = "reasoning.effort";
+  r.thinking_implied = true;
   r.sampling = defaults;
   bool has_input = false, has_choice = false;
   output_constraint constraint;
@@ -315,40 +318,40 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
         if (key == "model") return read_string(v, key, key, r.model);
         if (key == "input") {
           has_input = true;
-          completion_request scratch;
+          generation_request scratch;
           if (auto p = read_input(v, scratch)) return p;
           input = std::move(scratch.messages);
           return {};
         }
         if (key == "instructions") {
-          r.responses.has_instructions = true;
-          return read_string(v, key, key, r.responses.instructions);
+          f.has_instructions = true;
+          return read_string(v, key, key, f.instructions);
         }
         if (key == "max_output_tokens") return read_int(v, key, 1, int32_max, r.max_tokens.emplace());
         if (key == "temperature") return read_float(v, key, r.sampling.temperature);
         if (key == "top_p") return read_float(v, key, r.sampling.top_p);
         if (key == "stream") return read_bool(v, key, r.stream);
-        if (key == "store") return read_bool(v, key, r.responses.store);
+        if (key == "store") return read_bool(v, key, f.store);
         if (key == "previous_response_id") {
-          if (auto p = read_string(v, key, key, r.responses.previous_response_id)) return p;
-          if (r.responses.previous_response_id.empty())
+          if (auto p = read_string(v, key, key, f.previous_response_id)) return p;
+          if (f.previous_response_id.empty())
             return error("invalid_value", "previous_response_id", "previous_response_id must not be empty");
           return {};
         }
         if (key == "tools") // (kept as given too, for the response object)
-          return tool_fields::read_flat_tools(v, tool_fields::responses_tools, r.tools, tools, &r.responses.tools_json);
+          return tool_fields::read_flat_tools(v, tool_fields::responses_tools, r.tools, tools, &f.tools_json);
         if (key == "tool_choice") {
           has_choice = true;
-          return read_tool_choice(v, r);
+          return read_tool_choice(v, r, f);
         }
         if (key == "parallel_tool_calls") return read_bool(v, key, r.parallel_tool_calls);
-        if (key == "text") return read_text_format(v, r, constraint);
-        if (key == "reasoning") return read_reasoning(v, r);
+        if (key == "text") return read_text_format(v, f, constraint);
+        if (key == "reasoning") return read_reasoning(v, r, f);
         if (key == "user") return read_string(v, key, key, r.user);
         if (key == "metadata") {
           std::string metadata;
           if (auto p = read_raw_object(v, key, key, metadata)) return p;
-          r.responses.metadata_json = std::move(metadata);
+          f.metadata_json = std::move(metadata);
           return {};
         }
         if (key == "truncation") {
@@ -361,7 +364,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
           if (auto p = read_bool(v, key, background)) return p;
           return background ? not_supported(key, "true is not supported") : problem{};
         }
-        if (key == "include") return read_include(v, r);
+        if (key == "include") return read_include(v, f);
         if (key == "prompt_cache_key") return read_string(v, key, key, r.cache_key);
         if (key == "client_metadata") {
           std::string ignored; // (Codex's turn ids: about the client, not the answer)
@@ -379,11 +382,11 @@ auto parse_request(std::string_view body, const sampling_params& defaults) -> st
       }))
     return *p;
   if (!has_input) return error("missing_field", "input", "input is missing");
-  if (r.responses.has_instructions) r.messages.push_back({"system", r.responses.instructions});
+  if (f.has_instructions) r.messages.push_back({"system", f.instructions});
   for (auto& m : input) r.messages.push_back(std::move(m));
   if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
   r.skipped_tools = std::move(tools.skipped);
-  r.responses.namespaces = std::move(tools.namespaces);
+  f.namespaces = std::move(tools.namespaces);
   if (!tools.tools.empty()) r.tools_json = tool_fields::chat_tools_json(tools.tools, {});
   if (r.tools.empty()) {
     if (has_choice && r.choice.what != tool_choice::mode::none)
