@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 namespace troupe {
@@ -37,9 +36,7 @@ public:
   auto num_blocks_held() const -> std::int64_t { return num_free() + num_in_use(); }
 
   /// Distinct blocks in use by requests (allocated, published or matched).
-  auto num_in_use() const -> std::int64_t {
-    return static_cast<std::int64_t>(in_use_.size() + remote_refs_.size());
-  }
+  auto num_in_use() const -> std::int64_t { return num_local_ + num_remote_; }
   auto releases_locally() const -> bool override { return false; }
   auto capacity() const -> std::int64_t override { return capacity_; }
   auto num_available() const -> std::int64_t override { return num_free(); }
@@ -57,10 +54,21 @@ public:
 
 private:
   std::int64_t capacity_;
-  std::vector<block_id> free_;                    ///< leased, unused
-  /// Leased, allocated, not published: its holders (requests whose tables list it).
-  std::unordered_map<block_id, std::int32_t> in_use_;
-  std::unordered_map<block_id, std::int32_t> remote_refs_; ///< published or matched: references at the manager
+  /// The count of block b in `counts` (grown to hold it: ids are a
+  /// device's, dense from 0).
+  static auto count(std::vector<std::int32_t>& counts, block_id b) -> std::int32_t&;
+  static auto count_of(const std::vector<std::int32_t>& counts, block_id b) -> std::int32_t {
+    return static_cast<std::size_t>(b) < counts.size() ? counts[static_cast<std::size_t>(b)] : 0;
+  }
+
+  std::vector<block_id> free_; ///< leased, unused
+  /// By block id: leased, allocated, not published: its holders (requests
+  /// whose tables list it); 0 for none. Vectors, not maps: a step touches
+  /// a block per running request, and the ids are dense.
+  std::vector<std::int32_t> local_;
+  std::vector<std::int32_t> remote_; ///< by block id: published or matched: references at the manager
+  std::int64_t num_local_ = 0, num_remote_ = 0; ///< blocks with a count in each
+  std::int64_t remote_refs_ = 0;                ///< the references at the manager, summed
   std::vector<block_op> outbox_;
 };
 

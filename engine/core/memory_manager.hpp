@@ -57,6 +57,8 @@ public:
   void apply(std::span<const block_op> ops);
 
   auto cache() const -> const prefix_cache& { return cache_; }
+  /// The cache's unreferenced blocks forgotten (a replica stopped: what it cached goes).
+  void drop_cached() { cache_.drop_cached(); }
 
 private:
   prefix_cache cache_;
