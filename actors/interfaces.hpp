@@ -17,7 +17,12 @@ using sink_actor = caf::typed_actor<
     /// New tokens (zero or one) and, on the last, the finish reason.
     caf::reacts_to<tokens_atom, request_update>,
     /// The client went away: abort and quit.
-    caf::reacts_to<gone_atom>>;
+    caf::reacts_to<gone_atom>,
+    /// Its dispatch's admission, from the replica's scheduler itself (request
+    /// id; the placement: the admission, the replica and its scheduler, or
+    /// failed: out of rotation, or gone before it answered). Sent before
+    /// any of the request's tokens.
+    caf::reacts_to<admitted_atom, request_id, placement>>;
 
 /// One of the tokenizer pool: renders chat templates and encodes prompts.
 using tokenizer_actor = caf::typed_actor<
@@ -52,6 +57,9 @@ using scheduler_actor = caf::typed_actor<
     /// messages sent to the sink whose text has not yet reached the client's
     /// connection (the scheduler adds, the connection subtracts).
     caf::replies_to<submit_atom, request, sink_actor, steady_time, delivery_count>::with<admission>,
+    /// The same, placed by the router as replica i: the answer goes to the
+    /// sink itself (admitted_atom), not back to the router.
+    caf::reacts_to<place_atom, request, sink_actor, steady_time, delivery_count, std::int32_t>,
     /// Ends a request now and frees its blocks (client gone, stop string).
     caf::reacts_to<abort_atom, request_id>,
     /// Internal: runs the next step.
@@ -71,11 +79,11 @@ using router_actor = caf::typed_actor<
     /// A request's dispatch (its first choice's submission): the router
     /// weighs the replicas (for a policy that reads them, and `probe`, each
     /// device's prefix cache first says how much of the prompt it holds),
-    /// avoiding the replicas listed (where it just failed), and submits it
-    /// to that replica's scheduler; the answer is where it went and the
-    /// scheduler's admission (no replica ready: admission.no_replica; the
-    /// replica gone: placement.failed). The sink learns its replica with the
-    /// answer, after the submission is queued, so no abort can overtake it.
+    /// avoiding the replicas listed (where it just failed), and places it
+    /// at that replica's scheduler, which answers the sink itself
+    /// (admitted_atom). The router's answer is where it went (no replica
+    /// ready: admission.no_replica), sent after the placement, so no abort
+    /// the sink sends there can overtake it.
     caf::replies_to<dispatch_atom, request, policy::route_request, std::vector<std::int32_t>, bool, sink_actor,
                     steady_time, delivery_count>::with<placement>,
     /// Replica i's device's memory manager, whose prefix cache a dispatch probes.

@@ -29,10 +29,10 @@ using step_ptr = std::shared_ptr<const scheduler_output>;
 /// reaches the connection, not the client).
 using delivery_count = http::exchange::delivery_count;
 
-/// Where a dispatch went (actors/interfaces.hpp's router_actor): the
-/// replica's index and scheduler (a scheduler_actor; -1 and none when no
-/// replica was ready), its admission, and whether the replica failed it
-/// before answering (died, or out of rotation).
+/// Where a dispatch went: the replica's index and scheduler (a
+/// scheduler_actor; -1 and none when no replica was ready), and, from the
+/// scheduler (admitted_atom), its admission and whether the replica failed
+/// it before admitting it (out of rotation, or gone).
 struct placement {
   admission answer;
   std::int32_t replica = -1;

@@ -28,9 +28,45 @@ struct proxy_state {
     delivery_count undelivered;
   };
   std::unordered_map<request_id, client> sinks;
+  /// Placed requests whose admission has not come back from the worker:
+  /// their tokens wait here, so that the sink hears the admission first.
+  std::unordered_map<request_id, std::vector<request_update>> placing;
+  /// Tokens to the request's sink (the delivery count counts them).
+  void deliver(request_update u) {
+    const auto it = sinks.find(u.id);
+    if (it == sinks.end()) return;
+    it->second.undelivered->fetch_add(1, std::memory_order_relaxed);
+    const bool last = u.finished != finish_reason::none;
+    caf::anon_send(it->second.sink, tokens_atom_v, std::move(u));
+    if (last) sinks.erase(it);
+  }
 };
 
-auto proxy(proxy_actor::stateful_pointer<proxy_state> self, endpoint_actor endpoint) -> proxy_actor::behavior_type {
+using proxy_ptr = proxy_actor::stateful_pointer<proxy_state>;
+
+// A request the router placed here: submitted to the worker, and its
+// admission sent to the sink (then any tokens held meanwhile).
+void place(proxy_ptr self, request r, sink_actor sink, steady_time arrival, delivery_count undelivered,
+           std::int32_t replica) {
+  const auto id = r.id;
+  auto& st = self->state;
+  st.sinks[id] = {sink, std::move(undelivered)};
+  st.placing[id];
+  const auto age = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - arrival);
+  const auto answer = [self, sink, id, replica](admission a, bool failed) {
+    auto& st = self->state;
+    if (failed || a.status != 0) st.sinks.erase(id);
+    self->send(sink, admitted_atom_v, id, placement{std::move(a), replica, caf::actor_cast<caf::actor>(self), failed});
+    auto held = std::move(st.placing[id]);
+    st.placing.erase(id);
+    for (auto& u : held) st.deliver(std::move(u));
+  };
+  self->request(st.endpoint, caf::infinite, rsubmit_atom_v, std::move(r), static_cast<std::int64_t>(age.count()))
+      .then([answer](admission& a) { answer(std::move(a), false); },
+            [answer](caf::error&) { answer(admission{}, true); });
+}
+
+auto proxy(proxy_ptr self, endpoint_actor endpoint) -> proxy_actor::behavior_type {
   self->state.endpoint = endpoint;
   // The worker died or its connection dropped: this replica goes with it,
   // and the router and the sinks (which monitor it) learn of it.
@@ -56,6 +92,8 @@ auto proxy(proxy_actor::stateful_pointer<proxy_state> self, endpoint_actor endpo
                 });
         return rp;
       },
+      [self](place_atom, request& r, sink_actor& sink, steady_time arrival, delivery_count& undelivered,
+             std::int32_t replica) { place(self, std::move(r), std::move(sink), arrival, std::move(undelivered), replica); },
       [self](abort_atom, request_id id) {
         self->state.sinks.erase(id); // (its sink is gone or done: late tokens go nowhere)
         self->send(self->state.endpoint, abort_atom_v, id);
@@ -66,12 +104,8 @@ auto proxy(proxy_actor::stateful_pointer<proxy_state> self, endpoint_actor endpo
       [self](fault_atom, const std::string& f) { self->send(self->state.endpoint, fault_atom_v, f); },
       [self](tokens_atom, request_update& u) {
         auto& st = self->state;
-        const auto it = st.sinks.find(u.id);
-        if (it == st.sinks.end()) return;
-        it->second.undelivered->fetch_add(1, std::memory_order_relaxed);
-        const bool last = u.finished != finish_reason::none;
-        self->send(it->second.sink, tokens_atom_v, std::move(u));
-        if (last) st.sinks.erase(it);
+        if (const auto it = st.placing.find(u.id); it != st.placing.end()) return it->second.push_back(std::move(u));
+        st.deliver(std::move(u));
       },
   };
 }

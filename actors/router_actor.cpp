@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
-#include <unordered_map>
 
 namespace troupe {
 namespace {
@@ -36,26 +36,6 @@ struct router_state {
   /// each replica's among them (-1: none).
   std::vector<memory_manager_actor> devices;
   std::vector<std::int32_t> replica_device;
-  /// Dispatches submitted and not yet answered, by number: the replica and
-  /// the sink's promise. A replica that dies fails its own at once (its
-  /// answer may never come: a remote replica's link dropped).
-  struct pending {
-    std::int32_t replica;
-    caf::actor scheduler;
-    caf::typed_response_promise<placement> rp;
-  };
-  std::unordered_map<std::uint64_t, pending> dispatched;
-  std::uint64_t next_dispatch = 1;
-  /// The dispatch `n`'s answer, once (the first of the scheduler's answer
-  /// and the replica's death).
-  void answer(std::uint64_t n, placement p) {
-    const auto it = dispatched.find(n);
-    if (it == dispatched.end()) return;
-    p.replica = it->second.replica;
-    p.scheduler = it->second.scheduler;
-    it->second.rp.deliver(std::move(p));
-    dispatched.erase(it);
-  }
   std::uint64_t next_check = 1;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
@@ -102,6 +82,7 @@ auto check_sink(sink_actor::pointer self, router_actor router, std::int32_t repl
         self->quit();
       },
       [self](gone_atom) { self->quit(); },
+      [](admitted_atom, request_id, const placement&) {}, // (a check is submitted, and answered as such)
   };
 }
 
@@ -175,8 +156,9 @@ struct dispatch_order {
 };
 
 // The replica for a dispatch (`cached`: per replica, the prompt's blocks its
-// device holds), and the submission to its scheduler; the answer goes back
-// with the replica (the sink then watches it and aborts there).
+// device holds): the submission placed at its scheduler, which answers the
+// sink itself, then the router's answer, where it went (the sink then
+// watches it, and aborts there: after the submission, which is queued first).
 void place(self_ptr self, dispatch_order& d, const std::vector<std::int32_t>& cached) {
   auto& st = self->state;
   const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count();
@@ -185,15 +167,10 @@ void place(self_ptr self, dispatch_order& d, const std::vector<std::int32_t>& ca
     d.rp.deliver(placement{admission{0, {}, true}, -1, {}, false});
     return;
   }
-  auto scheduler = st.slot(i).scheduler;
-  const auto n = st.next_dispatch++;
-  st.dispatched.emplace(n, router_state::pending{static_cast<std::int32_t>(i), caf::actor_cast<caf::actor>(scheduler),
-                                                 d.rp});
-  self->request(scheduler, caf::infinite, submit_atom_v, std::move(d.r), std::move(d.sink), d.arrival,
-                std::move(d.undelivered))
-      .then([self, n](admission& a) { self->state.answer(n, placement{std::move(a), -1, {}, false}); },
-            // Gone before it answered, or out of rotation: the sink retries elsewhere.
-            [self, n](caf::error&) { self->state.answer(n, placement{admission{}, -1, {}, true}); });
+  const auto& scheduler = st.slot(i).scheduler;
+  const auto replica = static_cast<std::int32_t>(i);
+  self->send(scheduler, place_atom_v, std::move(d.r), std::move(d.sink), d.arrival, std::move(d.undelivered), replica);
+  d.rp.deliver(placement{admission{}, replica, caf::actor_cast<caf::actor>(scheduler), false});
 }
 
 // Each device's prefix cache says how much of the prompt it holds, then the
@@ -237,56 +214,104 @@ auto status_json(const router_state& st) -> std::string {
   return o.str();
 }
 
+// Its scheduler stopped: out of rotation for good (until a new join).
+void replica_down(self_ptr self, const caf::down_msg& m) {
+  auto& st = self->state;
+  for (std::size_t i = 0; i < st.slots.size(); ++i) {
+    if (!st.slots[i].scheduler || st.slots[i].scheduler.address() != m.source) continue;
+    std::fprintf(stderr, "troupe: replica %zu: its scheduler stopped (%s); out of rotation\n", i,
+                 self->system().render(m.reason).c_str());
+    st.core->set_dead(i);
+    st.slots[i].scheduler = nullptr;
+    if (st.options.metrics && st.slots[i].remote) record_load(*st.options.metrics, i, {}); // (it holds nothing now)
+    st.slots[i].check = 0;
+    st.publish_ready();
+  }
+}
+
+auto dispatched(self_ptr self, request& r, policy::route_request& q, std::vector<std::int32_t>& avoid, bool probe,
+                sink_actor& sink, steady_time arrival, delivery_count& undelivered)
+    -> caf::typed_response_promise<placement> {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<placement>();
+  auto d = std::make_shared<dispatch_order>(dispatch_order{std::move(r), std::move(q), std::move(avoid), std::move(sink),
+                                                           arrival, std::move(undelivered), rp});
+  if (probe && !st.devices.empty())
+    probe_then_place(self, std::move(d));
+  else
+    place(self, *d, {});
+  return rp;
+}
+
+// Replica `replica`'s device's memory manager, whose prefix cache dispatches probe.
+void add_device(router_state& st, std::int32_t replica, const memory_manager_actor& memory) {
+  if (replica < 0 || !memory) return;
+  std::size_t k = 0;
+  while (k < st.devices.size() && st.devices[k] != memory) ++k;
+  if (k == st.devices.size()) st.devices.push_back(memory);
+  if (st.replica_device.size() <= static_cast<std::size_t>(replica))
+    st.replica_device.resize(static_cast<std::size_t>(replica) + 1, -1);
+  st.replica_device[static_cast<std::size_t>(replica)] = static_cast<std::int32_t>(k);
+}
+
+void joined(self_ptr self, std::int32_t replica, const scheduler_actor& scheduler, bool drained, bool remote) {
+  auto& st = self->state;
+  if (replica < 0 || !scheduler) return;
+  const auto i = static_cast<std::size_t>(replica);
+  while (st.core->num_replicas() <= i) st.core->add_replica(st.weight_of(st.core->num_replicas()));
+  st.slot(i).scheduler = scheduler;
+  st.slot(i).check = 0;
+  st.slot(i).remote = remote;
+  self->monitor(scheduler);
+  // A worker's replica (new, or back after its link dropped) serves once it
+  // passes its health checks; the first starts now.
+  st.core->join(i, drained, remote);
+  st.publish_ready();
+  if (remote) start_check(self, i);
+}
+
+auto fleet_of(const router_core& core) -> fleet_snapshot {
+  fleet_snapshot out(core.num_replicas());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto& h = core.health(i);
+    const auto& v = core.view(i);
+    out[i] = {v.ready, h.alive && h.joined, h.draining, h.healthy, v.running, v.waiting, v.in_flight, v.kv_use,
+              core.report_of(i).queue_age_s};
+  }
+  return out;
+}
+
+// A deep check's outcome, or its timeout: `passed` unless decided already.
+void checked(self_ptr self, std::int32_t replica, std::uint64_t check, std::optional<bool> passed) {
+  auto& st = self->state;
+  if (replica < 0 || static_cast<std::size_t>(replica) >= st.slots.size()) return;
+  const auto i = static_cast<std::size_t>(replica);
+  auto& slot = st.slots[i];
+  if (slot.check != check) return; // already decided (answered, or timed out)
+  slot.check = 0;
+  if (passed == true) return record(self, i, true);
+  if (slot.scheduler) caf::anon_send(slot.scheduler, abort_atom_v, slot.check_id);
+  // Timed out: its steps went on, so it is alive, and busy.
+  record(self, i, passed.has_value() ? false : st.core->report_of(i).steps != slot.check_steps);
+}
+
 auto router(self_ptr self, router_options options) -> router_actor::behavior_type {
   auto& st = self->state;
   // Replicas exist once they join (router_core::join grows to fit).
   st.core = std::make_unique<router_core>(policy::make_routing_policy(options.policy), 0, std::vector<double>{},
                                           options.health);
   st.options = std::move(options);
-  for (std::size_t i = 0; i < st.options.slots; ++i)
-    st.core->add_replica(st.weight_of(i));
+  for (std::size_t i = 0; i < st.options.slots; ++i) st.core->add_replica(st.weight_of(i));
   st.publish_ready();
-  self->set_down_handler([self](caf::down_msg& m) {
-    auto& st = self->state;
-    for (std::size_t i = 0; i < st.slots.size(); ++i) {
-      if (!st.slots[i].scheduler || st.slots[i].scheduler.address() != m.source) continue;
-      std::fprintf(stderr, "troupe: replica %zu: its scheduler stopped (%s); out of rotation\n", i,
-                   self->system().render(m.reason).c_str());
-      st.core->set_dead(i);
-      st.slots[i].scheduler = nullptr;
-      // Its dispatches still unanswered fail now: their sinks retry elsewhere.
-      std::vector<std::uint64_t> failed;
-      for (const auto& [n, pd] : st.dispatched)
-        if (pd.replica == static_cast<std::int32_t>(i)) failed.push_back(n);
-      for (const auto n : failed) st.answer(n, placement{admission{}, -1, {}, true});
-      if (st.options.metrics && st.slots[i].remote) record_load(*st.options.metrics, i, {}); // (it holds nothing now)
-      st.slots[i].check = 0;
-      st.publish_ready();
-    }
-  });
+  self->set_down_handler([self](caf::down_msg& m) { replica_down(self, m); });
   self->delayed_send(self, seconds(st.options.check_interval_s), tick_atom_v);
   return {
       [self](dispatch_atom, request& r, policy::route_request& q, std::vector<std::int32_t>& avoid, bool probe,
-             sink_actor& sink, steady_time arrival, delivery_count& undelivered) -> caf::typed_response_promise<placement> {
-        auto& st = self->state;
-        auto rp = self->make_response_promise<placement>();
-        auto d = std::make_shared<dispatch_order>(dispatch_order{std::move(r), std::move(q), std::move(avoid),
-                                                                 std::move(sink), arrival, std::move(undelivered), rp});
-        if (probe && !st.devices.empty())
-          probe_then_place(self, std::move(d));
-        else
-          place(self, *d, {});
-        return rp;
+             sink_actor& sink, steady_time arrival, delivery_count& undelivered) {
+        return dispatched(self, r, q, avoid, probe, sink, arrival, undelivered);
       },
       [self](device_atom, std::int32_t replica, const memory_manager_actor& memory) {
-        auto& st = self->state;
-        if (replica < 0 || !memory) return;
-        std::size_t k = 0;
-        while (k < st.devices.size() && st.devices[k] != memory) ++k;
-        if (k == st.devices.size()) st.devices.push_back(memory);
-        if (st.replica_device.size() <= static_cast<std::size_t>(replica))
-          st.replica_device.resize(static_cast<std::size_t>(replica) + 1, -1);
-        st.replica_device[static_cast<std::size_t>(replica)] = static_cast<std::int32_t>(k);
+        add_device(self->state, replica, memory);
       },
       [self](load_atom, std::int32_t replica, const replica_report& r) {
         auto& st = self->state;
@@ -296,20 +321,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         if (st.options.metrics && st.slot(i).remote) record_load(*st.options.metrics, i, r);
       },
       [self](join_atom, std::int32_t replica, const scheduler_actor& scheduler, bool drained, bool remote) {
-        auto& st = self->state;
-        if (replica < 0 || !scheduler) return;
-        const auto i = static_cast<std::size_t>(replica);
-        while (st.core->num_replicas() <= i)
-          st.core->add_replica(st.weight_of(st.core->num_replicas()));
-        st.slot(i).scheduler = scheduler;
-        st.slot(i).check = 0;
-        st.slot(i).remote = remote;
-        self->monitor(scheduler);
-        // A worker's replica (new, or back after its link dropped) serves
-        // once it passes its health checks; the first starts now.
-        st.core->join(i, drained, remote);
-        st.publish_ready();
-        if (remote) start_check(self, i);
+        joined(self, replica, scheduler, drained, remote);
       },
       [self](join_atom) {
         auto& st = self->state;
@@ -322,17 +334,7 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         st.publish_ready();
       },
       [self](status_atom) { return status_json(self->state); },
-      [self](fleet_atom) {
-        const auto& core = *self->state.core;
-        fleet_snapshot out(core.num_replicas());
-        for (std::size_t i = 0; i < out.size(); ++i) {
-          const auto& h = core.health(i);
-          const auto& v = core.view(i);
-          out[i] = {v.ready, h.alive && h.joined, h.draining, h.healthy, v.running, v.waiting, v.in_flight, v.kv_use,
-                    core.report_of(i).queue_age_s};
-        }
-        return out;
-      },
+      [self](fleet_atom) { return fleet_of(*self->state.core); },
       [self](fault_atom, std::int32_t replica, const std::string& fault) {
         auto& st = self->state;
         if (replica >= 0 && static_cast<std::size_t>(replica) < st.slots.size() && st.slots[replica].scheduler)
@@ -344,24 +346,9 @@ auto router(self_ptr self, router_options options) -> router_actor::behavior_typ
         self->delayed_send(self, seconds(st.options.check_interval_s), tick_atom_v);
       },
       [self](checked_atom, std::int32_t replica, std::uint64_t check, bool passed) {
-        auto& st = self->state;
-        if (replica < 0 || static_cast<std::size_t>(replica) >= st.slots.size()) return;
-        auto& slot = st.slots[static_cast<std::size_t>(replica)];
-        if (slot.check != check) return; // already decided (answered, or timed out)
-        slot.check = 0;
-        if (!passed && slot.scheduler) caf::anon_send(slot.scheduler, abort_atom_v, slot.check_id);
-        record(self, static_cast<std::size_t>(replica), passed);
+        checked(self, replica, check, passed);
       },
-      [self](timeout_atom, std::int32_t replica, std::uint64_t check) {
-        auto& st = self->state;
-        if (replica < 0 || static_cast<std::size_t>(replica) >= st.slots.size()) return;
-        const auto i = static_cast<std::size_t>(replica);
-        auto& slot = st.slots[i];
-        if (slot.check != check) return; // answered in time
-        slot.check = 0;
-        if (slot.scheduler) caf::anon_send(slot.scheduler, abort_atom_v, slot.check_id);
-        record(self, i, st.core->report_of(i).steps != slot.check_steps); // (its steps went on: alive, busy)
-      },
+      [self](timeout_atom, std::int32_t replica, std::uint64_t check) { checked(self, replica, check, std::nullopt); },
   };
 }
 

@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -209,6 +210,111 @@ void step(self_ptr self) {
           });
 }
 
+// The sink's abort: a request ended now (its blocks freed), or refused when
+// its prefix match comes back.
+void abort_request(self_ptr self, request_id id) {
+  auto& st = self->state;
+  if (st.matching.contains(id)) {
+    st.cancelled.insert(id); // refused when its match comes back
+    return;
+  }
+  // Every sink sends one as it quits: for a request already ended
+  // there is nothing to do.
+  if (st.log) st.log->abort(st.now_s(), id);
+  if (!st.core->abort(id)) return;
+  st.forget(id);
+  report(self);
+  st.publish();
+  kick(self); // tells the executor to forget it
+}
+
+// Fault injection (the admin API, for tests).
+void inject_fault(self_ptr self, const std::string& fault) {
+  auto& st = self->state;
+  std::fprintf(stderr, "troupe: replica %d: injected fault \"%s\"\n", st.options.replica, fault.c_str());
+  if (fault == "hang") {
+    st.hung = true;
+  } else if (fault == "recover") {
+    if (!st.hung) return;
+    st.hung = false;
+    st.evacuated = false;
+    // (A step still at the executor kicks the next when it returns.)
+    if (st.executor_busy) return;
+    st.stepping = false;
+    kick(self);
+  } else if (fault == "crash") {
+    self->quit(caf::make_error(caf::sec::runtime_error, "crashed (injected fault)"));
+  }
+}
+
+// A submission, by the sink (a further choice) or placed by the router:
+// the prefix match at the memory manager (once, when prefix caching is on),
+// then the batch scheduler's admission, told through `reply` (admission,
+// failed: out of rotation, the sink to retry elsewhere).
+using reply_fn = std::function<void(admission, bool)>;
+void accept(self_ptr self, request r, sink_actor sink, steady_time arrival, delivery_count undelivered,
+            reply_fn reply) {
+  auto& st = self->state;
+  r.arrival_s = st.seconds_since_start(arrival);
+  auto queue = [self, reply, sink = std::move(sink), undelivered = std::move(undelivered)](
+                   request& r) mutable {
+    auto& st = self->state;
+    // Received, whatever comes of it: no longer in flight for the router.
+    ++st.submitted;
+    st.submitted_tokens += r.prompt.size();
+    const request_id id = r.id;
+    const auto matched = r.matched_blocks;
+    st.matching.erase(id);
+    const bool cancelled = st.cancelled.erase(id) > 0; // its client left during the match
+    // Refused: the references the match took go back.
+    const auto release_matched = [&] {
+      std::vector<block_op> ops;
+      for (const block_id b : matched) ops.push_back({block_op::kind::release, b, {}, 0, 0});
+      if (!ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
+    };
+    if (st.evacuated && !cancelled) {
+      // Out of rotation: the sink retries it elsewhere.
+      release_matched();
+      reply(admission{}, true);
+      st.publish();
+      return;
+    }
+    std::optional<request> logged;
+    if (st.log && !cancelled) logged = r;
+    auto result = cancelled ? submit_result{499, "cancelled"} : st.core->submit(std::move(r));
+    if (logged) st.log->submit(st.now_s(), *logged, result.status);
+    if (result.status != 0) {
+      release_matched();
+      reply(admission{result.status, std::move(result.reason)}, false);
+      st.publish(); // (the router learns it arrived)
+      return;
+    }
+    st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
+    if (st.status->num_queued.fetch_add(1, std::memory_order_relaxed) == 0)
+      st.status->last_progress_ns.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                                        std::memory_order_relaxed);
+    kick(self);
+    st.publish(); // (the queue's gauges count it now, not after the next step: a hung replica's too)
+    reply(admission{}, false);
+  };
+  // (Those take no hits; a fork group's later choices share the first's blocks.)
+  if (!st.options.kv.enable_prefix_caching || r.sampling.prompt_logprobs >= 0 || r.choice > 0) {
+    queue(r);
+    return;
+  }
+  // The prefix match: one round trip to the memory manager, once per request.
+  st.matching.insert(r.id);
+  auto tokens = r.prompt;
+  self->request(st.memory, caf::infinite, match_atom_v, r.tenant, std::move(tokens), st.options.kv.block_size,
+                r.priority)
+      .then(
+          [queue, r = std::move(r)](std::vector<block_id>& matched) mutable {
+            r.matched_blocks = std::move(matched);
+            queue(r);
+          },
+          [reply](caf::error&) mutable { reply(admission{503, "the server is shutting down"}, false); });
+}
+
 auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lease, executor_actor executor,
                memory_manager_actor memory, server_metrics* metrics, server_status* status)
     -> scheduler_actor::behavior_type {
@@ -232,106 +338,33 @@ auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lea
   return {
       [self](submit_atom, request& r, sink_actor& sink, steady_time arrival,
              delivery_count& undelivered) -> caf::typed_response_promise<admission> {
-        auto& st = self->state;
         auto rp = self->make_response_promise<admission>();
-        r.arrival_s = st.seconds_since_start(arrival);
-        auto queue = [self, rp, sink = std::move(sink), undelivered = std::move(undelivered)](
-                         request& r) mutable {
-          auto& st = self->state;
-          // Received, whatever comes of it: no longer in flight for the router.
-          ++st.submitted;
-          st.submitted_tokens += r.prompt.size();
-          const request_id id = r.id;
-          const auto matched = r.matched_blocks;
-          st.matching.erase(id);
-          const bool cancelled = st.cancelled.erase(id) > 0; // its client left during the match
-          // Refused: the references the match took go back.
-          const auto release_matched = [&] {
-            std::vector<block_op> ops;
-            for (const block_id b : matched) ops.push_back({block_op::kind::release, b, {}, 0, 0});
-            if (!ops.empty()) self->send(st.memory, apply_atom_v, std::move(ops));
-          };
-          if (st.evacuated && !cancelled) {
-            // Out of rotation: the sink retries it elsewhere.
-            release_matched();
-            rp.deliver(caf::make_error(caf::sec::runtime_error, "the replica is out of rotation"));
-            st.publish();
-            return;
-          }
-          std::optional<request> logged;
-          if (st.log && !cancelled) logged = r;
-          auto result = cancelled ? submit_result{499, "cancelled"} : st.core->submit(std::move(r));
-          if (logged) st.log->submit(st.now_s(), *logged, result.status);
-          if (result.status != 0) {
-            release_matched();
-            rp.deliver(admission{result.status, std::move(result.reason)});
-            st.publish(); // (the router learns it arrived)
-            return;
-          }
-          st.sinks.emplace(id, scheduler_state::client{std::move(sink), std::move(undelivered)});
-          if (st.status->num_queued.fetch_add(1, std::memory_order_relaxed) == 0)
-            st.status->last_progress_ns.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-                                              std::memory_order_relaxed);
-          kick(self);
-          st.publish(); // (the queue's gauges count it now, not after the next step: a hung replica's too)
-          rp.deliver(admission{});
-        };
-        // (Those take no hits; a fork group's later choices share the first's blocks.)
-        if (!st.options.kv.enable_prefix_caching || r.sampling.prompt_logprobs >= 0 || r.choice > 0) {
-          queue(r);
-          return rp;
-        }
-        // The prefix match: one round trip to the memory manager, once per request.
-        st.matching.insert(r.id);
-        auto tokens = r.prompt;
-        self->request(st.memory, caf::infinite, match_atom_v, r.tenant, std::move(tokens), st.options.kv.block_size,
-                      r.priority)
-            .then(
-                [queue, r = std::move(r)](std::vector<block_id>& matched) mutable {
-                  r.matched_blocks = std::move(matched);
-                  queue(r);
-                },
-                [rp](caf::error&) mutable { rp.deliver(admission{503, "the server is shutting down"}); });
+        accept(self, std::move(r), std::move(sink), arrival, std::move(undelivered),
+               [rp](admission a, bool failed) mutable {
+                 if (failed) rp.deliver(caf::make_error(caf::sec::runtime_error, "the replica is out of rotation"));
+                 else rp.deliver(std::move(a));
+               });
         return rp;
       },
-      [self](abort_atom, request_id id) {
-        auto& st = self->state;
-        if (st.matching.contains(id)) {
-          st.cancelled.insert(id); // refused when its match comes back
-          return;
-        }
-        // Every sink sends one as it quits: for a request already ended
-        // there is nothing to do.
-        if (st.log) st.log->abort(st.now_s(), id);
-        if (!st.core->abort(id)) return;
-        st.forget(id);
-        report(self);
-        st.publish();
-        kick(self); // tells the executor to forget it
+      [self](place_atom, request& r, sink_actor& sink, steady_time arrival, delivery_count& undelivered,
+             std::int32_t replica) {
+        // The router placed it here: the answer goes to the sink itself,
+        // before any of its tokens (they follow it from this actor).
+        const auto id = r.id;
+        accept(self, std::move(r), sink, arrival, std::move(undelivered),
+               [self, sink, id, replica](admission a, bool failed) {
+                 self->send(sink, admitted_atom_v, id,
+                            placement{std::move(a), replica, caf::actor_cast<caf::actor>(self), failed});
+               });
       },
+      [self](abort_atom, request_id id) { abort_request(self, id); },
       [self](step_atom) { step(self); },
       [self](refill_atom) { refill(self); },
       [self](evacuate_atom) {
         self->state.evacuated = true;
         fail_everything(self, "out of rotation (failed health checks)");
       },
-      [self](fault_atom, const std::string& fault) {
-        auto& st = self->state;
-        std::fprintf(stderr, "troupe: replica %d: injected fault \"%s\"\n", st.options.replica, fault.c_str());
-        if (fault == "hang") {
-          st.hung = true;
-        } else if (fault == "recover") {
-          if (!st.hung) return;
-          st.hung = false;
-          st.evacuated = false;
-          // (A step still at the executor kicks the next when it returns.)
-          if (st.executor_busy) return;
-          st.stepping = false;
-          kick(self);
-        } else if (fault == "crash") {
-          self->quit(caf::make_error(caf::sec::runtime_error, "crashed (injected fault)"));
-        }
-      },
+      [self](fault_atom, const std::string& fault) { inject_fault(self, fault); },
   };
 }
 

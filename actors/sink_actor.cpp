@@ -27,12 +27,11 @@ struct sink_state {
   /// Its replica now (none before routing, or after it failed) and the ids it
   /// runs there; shared with the functor that aborts them when the sink goes.
   std::shared_ptr<current_submission> current = std::make_shared<current_submission>();
-  /// A dispatch is out (its answer names the replica; until then the sink
-  /// cannot abort there): quitting waits for it. Its answer comes through
-  /// the router and the replica's first tokens straight from the scheduler,
-  /// so tokens may come first: they wait here (credits and all) until it.
+  /// A dispatch is out: until the router's answer or the replica's
+  /// admission (whichever comes first) names the replica, the sink cannot
+  /// abort there, so quitting waits. (The replica's tokens follow its
+  /// admission from the same actor: none can come before it.)
   bool dispatching = false, quit_pending = false;
-  std::vector<request_update> early;
   delivery_count undelivered = std::make_shared<std::atomic<std::int32_t>>(0);
   caf::strong_actor_ptr keep_alive; ///< itself, until it quits
   server_metrics::request_series* series = nullptr; ///< its tenant's, of its model
@@ -99,49 +98,59 @@ void choose_model(self_ptr self, bool small) {
   run(self, st.session->on_model(std::move(ctx), now()));
 }
 
-// The router's answer to a dispatch: where it went (the sink's replica now,
-// watched and aborted there as the sink goes) and its admission.
-void placed(self_ptr self, placement& p) {
+// Where the dispatch of request `id` went, from the router's answer or the
+// replica's admission, whichever comes first: the sink's replica now,
+// watched, and aborted there as the sink goes. A quit that waited for it
+// goes now (the abort then reaches the replica after the submission).
+void routed(self_ptr self, request_id id, std::int32_t replica, const caf::actor& scheduler) {
   auto& st = self->state;
   auto& session = *st.session;
-  if (p.answer.no_replica) return run(self, session.on_no_replica(now()));
-  st.current->replica = caf::actor_cast<scheduler_actor>(std::move(p.scheduler));
+  if (!st.dispatching || id != session.first_id()) return; // (known already, or a stale dispatch's)
+  st.dispatching = false;
+  st.current->replica = caf::actor_cast<scheduler_actor>(scheduler);
   st.current->id = session.first_id();
   st.current->count = session.num_choices();
   self->monitor(st.current->replica);
-  run(self, session.on_routed(p.replica, now()));
+  run(self, session.on_routed(replica, now()));
+  if (st.quit_pending) stop(self);
+}
+
+// The replica's own answer to the dispatch: its admission (or that it failed
+// the request before admitting it).
+void admitted(self_ptr self, request_id id, placement& p) {
+  auto& session = *self->state.session;
+  if (id != session.first_id()) return; // (a dispatch the sink has left: its replica failed it)
+  routed(self, id, p.replica, p.scheduler);
   if (p.failed) return run(self, session.on_replica_failed(p.replica, now()));
   run(self, session.on_admitted(p.replica, 0, p.answer, now()));
 }
 
 // The request's one dispatch: the router probes the devices' prefix caches,
-// picks the replica and submits the first choice there.
+// picks the replica and places the first choice there; the replica answers
+// the sink itself (admitted), the router says where it went.
 void dispatch(self_ptr self, effect::dispatch d) {
   auto& st = self->state;
   if (st.current->replica) self->demonitor(st.current->replica.address());
   st.current->replica = nullptr;
   st.dispatching = true;
-  const auto answered = [self] {
-    self->state.dispatching = false;
-    return self->state.quit_pending;
-  };
+  const auto id = d.r.id;
   self->request(st.ctx->router, caf::infinite, dispatch_atom_v, std::move(d.r), std::move(d.route),
                 std::move(d.avoid), d.probe, caf::actor_cast<sink_actor>(self), st.session->arrival(), st.undelivered)
       .then(
-          [self, answered](placement& p) {
-            const bool quit = answered();
-            placed(self, p);
-            auto early = std::move(self->state.early);
-            for (auto& u : early) run(self, self->state.session->on_tokens(u, now()), self->state.undelivered);
-            if (quit) stop(self);
+          [self, id](placement& p) {
+            auto& st = self->state;
+            if (!p.answer.no_replica) return routed(self, id, p.replica, p.scheduler);
+            if (!st.dispatching || id != st.session->first_id()) return;
+            st.dispatching = false;
+            run(self, st.session->on_no_replica(now()));
+            if (st.quit_pending) stop(self);
           },
-          [self, answered](caf::error&) {
-            const bool quit = answered();
-            run(self, self->state.session->on_shutdown(now()));
-            auto& st = self->state; // (the held tokens' credits: nothing will write them)
-            st.undelivered->fetch_sub(static_cast<std::int32_t>(st.early.size()), std::memory_order_relaxed);
-            st.early.clear();
-            if (quit) stop(self);
+          [self, id](caf::error&) {
+            auto& st = self->state;
+            if (!st.dispatching || id != st.session->first_id()) return;
+            st.dispatching = false;
+            run(self, st.session->on_shutdown(now()));
+            if (st.quit_pending) stop(self);
           });
 }
 
@@ -226,12 +235,9 @@ auto sink(self_ptr self, std::shared_ptr<serving_context> ctx, server_status* st
   });
   run(self, st.session->start(now()));
   return {
-      [self](tokens_atom, request_update& u) {
-        auto& st = self->state;
-        if (st.dispatching) return st.early.push_back(std::move(u));
-        run(self, st.session->on_tokens(u, now()), st.undelivered);
-      },
+      [self](tokens_atom, request_update& u) { run(self, self->state.session->on_tokens(u, now()), self->state.undelivered); },
       [self](gone_atom) { run(self, self->state.session->on_client_gone(now())); },
+      [self](admitted_atom, request_id id, placement& p) { admitted(self, id, p); },
   };
 }
 

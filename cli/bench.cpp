@@ -99,111 +99,131 @@ void print_summary(const char* title, const char* unit, const summary& s) {
   std::printf("%-34s %10.2f\n", (std::string("P99 ") + title + " (" + unit + "):").c_str(), s.p99);
 }
 
-} // namespace
+// The flags, checked in order.
+struct bench_options {
+  std::string url, host, dataset, rate_s, endpoint;
+  std::uint16_t port = 0;
+  double rate = 0, burstiness = 0;
+  int concurrency = 0;
+  std::int64_t n = 0, in_len = 0, out_len = 0, shared_words = 0;
+  bool goodput = false;
+  slo goal;
+  std::vector<double> weights;
+  double weight_sum = 0;
+  std::optional<std::string> model;
+  std::uint64_t seed = 0;
+  std::string auth;
+};
 
-auto run_bench(std::span<char* const> argv) -> int {
-  auto options = trace_flag_names();
-  options.insert({"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
-                  "random-input-len", "random-output-len", "seed", "model", "endpoint", "tenant-weights",
-                  "shared-prefix-len", "trace", "api-key"});
-  const args a(argv, options, {});
-  const std::string url = a.str("url", "http://127.0.0.1:8080");
+// Reads and checks the flags; a usage_error for a bad one.
+auto parse_bench_options(const args& a) -> bench_options {
+  bench_options o;
+  o.url = a.str("url", "http://127.0.0.1:8080");
   const std::string prefix = "http://";
-  if (!url.starts_with(prefix)) throw usage_error("--url must start with http://");
-  const auto hostport = url.substr(prefix.size(), url.find('/', prefix.size()) - prefix.size());
+  if (!o.url.starts_with(prefix)) throw usage_error("--url must start with http://");
+  const auto hostport = o.url.substr(prefix.size(), o.url.find('/', prefix.size()) - prefix.size());
   const auto colon = hostport.rfind(':');
-  const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
-  const auto port = static_cast<std::uint16_t>(colon == std::string::npos ? 80 : std::stoi(hostport.substr(colon + 1)));
-  const std::string dataset = a.str("dataset", "random");
-  if (dataset != "random" && dataset != "sharegpt-like" && dataset != "trace")
+  o.host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+  o.port = static_cast<std::uint16_t>(colon == std::string::npos ? 80 : std::stoi(hostport.substr(colon + 1)));
+  o.dataset = a.str("dataset", "random");
+  if (o.dataset != "random" && o.dataset != "sharegpt-like" && o.dataset != "trace")
     throw usage_error("--dataset is random, sharegpt-like or trace");
-  if ((dataset == "trace") != a.has("trace")) throw usage_error("--dataset trace goes with --trace FILE");
+  if ((o.dataset == "trace") != a.has("trace")) throw usage_error("--dataset trace goes with --trace FILE");
   for (const auto& f : trace_flag_names())
-    if (a.has(f) && dataset != "trace") throw usage_error("--" + f + " goes with --dataset trace");
-  const std::string rate_s = a.str("request-rate", "inf");
-  const double rate = rate_s == "inf" ? std::numeric_limits<double>::infinity() : a.real("request-rate", 1.0);
-  const double burstiness = a.real("burstiness", 1.0);
-  const auto concurrency = static_cast<int>(a.integer("max-concurrency", 0));
-  const auto n = a.integer("num-prompts", 100);
-  const auto in_len = a.integer("random-input-len", 128);
-  const auto out_len = a.integer("random-output-len", 128);
-  const std::string endpoint = a.str("endpoint", "/v1/completions");
-  if (rate <= 0 || burstiness <= 0 || concurrency < 0 || n < 1 || in_len < 1 || out_len < 1)
+    if (a.has(f) && o.dataset != "trace") throw usage_error("--" + f + " goes with --dataset trace");
+  o.rate_s = a.str("request-rate", "inf");
+  o.rate = o.rate_s == "inf" ? std::numeric_limits<double>::infinity() : a.real("request-rate", 1.0);
+  o.burstiness = a.real("burstiness", 1.0);
+  o.concurrency = static_cast<int>(a.integer("max-concurrency", 0));
+  o.n = a.integer("num-prompts", 100);
+  o.in_len = a.integer("random-input-len", 128);
+  o.out_len = a.integer("random-output-len", 128);
+  o.endpoint = a.str("endpoint", "/v1/completions");
+  if (o.rate <= 0 || o.burstiness <= 0 || o.concurrency < 0 || o.n < 1 || o.in_len < 1 || o.out_len < 1)
     throw usage_error("--request-rate, --burstiness, --num-prompts and the lengths must be positive");
-  if (endpoint != "/v1/completions" && endpoint != "/v1/chat/completions")
+  if (o.endpoint != "/v1/completions" && o.endpoint != "/v1/chat/completions")
     throw usage_error("--endpoint is /v1/completions or /v1/chat/completions");
-  const slo goal = a.has("goodput") ? parse_goodput(a.str("goodput", "")) : slo{};
+  o.goodput = a.has("goodput");
+  o.goal = o.goodput ? parse_goodput(a.str("goodput", "")) : slo{};
   // Tenants (sent as `user`), drawn with these relative weights; and a
   // prefix of words every prompt shares (a system prompt).
-  std::vector<double> weights;
   if (a.has("tenant-weights"))
-    for (const int w : parse_list(a.str("tenant-weights", ""), "tenant-weights")) weights.push_back(w);
-  double weight_sum = 0;
-  for (const double w : weights) weight_sum += w;
-  if (!weights.empty() && weight_sum <= 0) throw usage_error("--tenant-weights needs a positive weight");
-  const auto shared_words = a.integer("shared-prefix-len", 0);
-  if (shared_words < 0) throw usage_error("--shared-prefix-len must be >= 0");
-
-  // The workload: prompts and their arrival times, from one seeded stream.
-  rng g(static_cast<std::uint64_t>(a.integer("seed", 0)));
-  rng prefix_rng(12345);
-  const std::string shared = shared_words > 0 ? prompt_of(prefix_rng, shared_words) + " " : "";
-  std::vector<http::load_request> reqs;
+    for (const int w : parse_list(a.str("tenant-weights", ""), "tenant-weights")) o.weights.push_back(w);
+  for (const double w : o.weights) o.weight_sum += w;
+  if (!o.weights.empty() && o.weight_sum <= 0) throw usage_error("--tenant-weights needs a positive weight");
+  o.shared_words = a.integer("shared-prefix-len", 0);
+  if (o.shared_words < 0) throw usage_error("--shared-prefix-len must be >= 0");
+  o.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
+  if (a.has("model")) o.model = a.str("model", "");
   // A tenant's key (server.tenants), sent with every request.
   const auto key = a.str("api-key", "");
-  const std::string auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
+  o.auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
+  return o;
+}
+
+// The requests to send, and each one's tenant (-1: none).
+struct bench_requests {
+  std::vector<http::load_request> reqs;
   std::vector<int> tenant_of;
-  double t = 0;
-  // A trace (the simulator's CSV): each request at its time, its prompt as
-  // token ids of exactly its length (a group's first --shared-prefix-len
-  // shared), its output exactly its length; its tenant as `user`. With
-  // logprobs 0 every token is an event, so each is timed, even one whose
-  // text is not complete yet (ITL per token, as the simulator counts it).
-  std::optional<sim::workload> trace;
+};
+
+// A trace (the simulator's CSV): each request at its time, its prompt as
+// token ids of exactly its length (a group's first --shared-prefix-len
+// shared), its output exactly its length; its tenant as `user`. With
+// logprobs 0 every token is an event, so each is timed, even one whose
+// text is not complete yet (ITL per token, as the simulator counts it).
+void add_trace_requests(const args& a, const bench_options& o, bench_requests& out) {
   sim::scenario trace_scenario;
-  if (dataset == "trace") {
-    trace_scenario.process = "trace";
-    trace_scenario.trace = a.str("trace", "");
-    trace_scenario.prefix_tokens = static_cast<std::int32_t>(shared_words);
-    trace_scenario.cost.model.vocab = 1000; // ids every preset's tokenizer has
-    trace_scenario.seed = static_cast<std::uint64_t>(a.integer("seed", 0));
-    apply_trace_flags(a, trace_scenario);
-    trace.emplace(trace_scenario); // a scenario_error names the line; main() prints it
-    std::vector<token_id> ids;
-    while (auto q = trace->next()) {
-      trace->prompt_of(*q, ids);
-      std::string body = "{\"prompt\":[";
-      for (std::size_t i = 0; i < ids.size(); ++i) body += (i ? "," : "") + std::to_string(ids[i]);
-      body += "],\"max_tokens\":" + std::to_string(q->output_tokens) + ",\"priority\":" + std::to_string(q->priority);
-      if (q->tenant > 0) {
-        body += ",\"user\":";
-        json_text::append_string(body, trace->tenant_names()[static_cast<std::size_t>(q->tenant)]);
-      }
-      body += ",\"logprobs\":0,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
-      reqs.push_back({"/v1/completions", std::move(body), q->arrival_s, auth});
-      tenant_of.push_back(-1);
+  trace_scenario.process = "trace";
+  trace_scenario.trace = a.str("trace", "");
+  trace_scenario.prefix_tokens = static_cast<std::int32_t>(o.shared_words);
+  trace_scenario.cost.model.vocab = 1000; // ids every preset's tokenizer has
+  trace_scenario.seed = o.seed;
+  apply_trace_flags(a, trace_scenario);
+  sim::workload trace(trace_scenario); // a scenario_error names the line; main() prints it
+  std::vector<token_id> ids;
+  while (auto q = trace.next()) {
+    trace.prompt_of(*q, ids);
+    std::string body = "{\"prompt\":[";
+    for (std::size_t i = 0; i < ids.size(); ++i) body += (i ? "," : "") + std::to_string(ids[i]);
+    body += "],\"max_tokens\":" + std::to_string(q->output_tokens) + ",\"priority\":" + std::to_string(q->priority);
+    if (q->tenant > 0) {
+      body += ",\"user\":";
+      json_text::append_string(body, trace.tenant_names()[static_cast<std::size_t>(q->tenant)]);
     }
+    body += ",\"logprobs\":0,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+    out.reqs.push_back({"/v1/completions", std::move(body), q->arrival_s, o.auth});
+    out.tenant_of.push_back(-1);
   }
-  for (std::int64_t i = 0; i < (trace ? 0 : n); ++i) {
-    const auto words = dataset == "random" ? in_len : lognormal(g, 5.3, 1.0, 4, 500);
-    const auto max_tokens = dataset == "random" ? out_len : lognormal(g, 5.0, 0.8, 4, 500);
+}
+
+// --num-prompts made-up prompts and their arrival times, from one seeded
+// stream.
+void add_drawn_requests(const bench_options& o, bench_requests& out) {
+  rng g(o.seed);
+  rng prefix_rng(12345);
+  const std::string shared = o.shared_words > 0 ? prompt_of(prefix_rng, o.shared_words) + " " : "";
+  double t = 0;
+  for (std::int64_t i = 0; i < o.n; ++i) {
+    const auto words = o.dataset == "random" ? o.in_len : lognormal(g, 5.3, 1.0, 4, 500);
+    const auto max_tokens = o.dataset == "random" ? o.out_len : lognormal(g, 5.0, 0.8, 4, 500);
     std::string body = "{";
-    if (a.has("model")) {
+    if (o.model) {
       body += "\"model\":";
-      json_text::append_string(body, a.str("model", ""));
+      json_text::append_string(body, *o.model);
       body += ',';
     }
     const auto prompt = shared + prompt_of(g, words);
     int tenant = -1;
-    if (!weights.empty()) {
-      double x = g.uniform() * weight_sum;
+    if (!o.weights.empty()) {
+      double x = g.uniform() * o.weight_sum;
       tenant = 0;
-      while (tenant + 1 < static_cast<int>(weights.size()) && x >= weights[static_cast<std::size_t>(tenant)])
-        x -= weights[static_cast<std::size_t>(tenant++)];
+      while (tenant + 1 < static_cast<int>(o.weights.size()) && x >= o.weights[static_cast<std::size_t>(tenant)])
+        x -= o.weights[static_cast<std::size_t>(tenant++)];
       body += "\"user\":\"tenant-" + std::to_string(tenant) + "\",";
     }
-    tenant_of.push_back(tenant);
-    if (endpoint == "/v1/completions") {
+    out.tenant_of.push_back(tenant);
+    if (o.endpoint == "/v1/completions") {
       body += "\"prompt\":";
       json_text::append_string(body, prompt);
     } else {
@@ -213,84 +233,120 @@ auto run_bench(std::span<char* const> argv) -> int {
     }
     body += ",\"max_tokens\":" + std::to_string(max_tokens) +
             ",\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
-    reqs.push_back({endpoint, std::move(body), t, auth});
-    if (std::isfinite(rate)) {
+    out.reqs.push_back({o.endpoint, std::move(body), t, o.auth});
+    if (std::isfinite(o.rate)) {
       // Gamma(shape = burstiness) gaps with mean 1/rate: burstiness 1 is
       // Poisson, below 1 burstier.
-      const double k = burstiness;
+      const double k = o.burstiness;
       const double x = g.gamma(k);
-      t += x / (rate * k);
+      t += x / (o.rate * k);
     }
   }
+}
 
-  std::printf("troupe bench: %lld %s prompts to %s%s, request rate %s, burstiness %.2f, max concurrency %s\n",
-              static_cast<long long>(reqs.size()), dataset.c_str(), url.c_str(), endpoint.c_str(),
-              trace ? "from the trace" : rate_s.c_str(), burstiness,
-              concurrency > 0 ? std::to_string(concurrency).c_str() : "unlimited");
-  std::fflush(stdout);
-  const auto results = http::run_load(host, port, reqs, concurrency);
-
+// What the responses measured, summed over the requests.
+struct bench_totals {
   std::vector<double> ttft, tpot, itl, e2el;
   std::int64_t ok = 0, in_tokens = 0, out_tokens = 0, good = 0, chunks = 0;
   double end = 0;
   std::string first_error;
+};
+
+// Times each successful request; counts those within the goodput SLOs.
+auto measure(const std::vector<http::load_result>& results, const slo& goal) -> bench_totals {
+  bench_totals m;
   for (const auto& r : results) {
-    end = std::max(end, r.end_s);
+    m.end = std::max(m.end, r.end_s);
     if (!r.ok) {
-      if (first_error.empty()) first_error = r.error;
+      if (m.first_error.empty()) m.first_error = r.error;
       continue;
     }
-    ++ok;
-    in_tokens += r.prompt_tokens;
-    out_tokens += r.completion_tokens;
-    chunks += static_cast<std::int64_t>(r.content_s.size());
+    ++m.ok;
+    m.in_tokens += r.prompt_tokens;
+    m.out_tokens += r.completion_tokens;
+    m.chunks += static_cast<std::int64_t>(r.content_s.size());
     // A stream whose tokens all decode to nothing visible: first text = end.
     const double total = (r.end_s - r.start_s) * 1e3;
     const double first = r.content_s.empty() ? total : (r.content_s.front() - r.start_s) * 1e3;
-    ttft.push_back(first);
-    e2el.push_back(total);
+    m.ttft.push_back(first);
+    m.e2el.push_back(total);
     const double per_token = r.completion_tokens > 1 ? (total - first) / static_cast<double>(r.completion_tokens - 1) : 0;
-    if (r.completion_tokens > 1) tpot.push_back(per_token);
-    for (std::size_t i = 1; i < r.content_s.size(); ++i) itl.push_back((r.content_s[i] - r.content_s[i - 1]) * 1e3);
-    if (first <= goal.ttft_ms && per_token <= goal.tpot_ms && total <= goal.e2el_ms) ++good;
+    if (r.completion_tokens > 1) m.tpot.push_back(per_token);
+    for (std::size_t i = 1; i < r.content_s.size(); ++i) m.itl.push_back((r.content_s[i] - r.content_s[i - 1]) * 1e3);
+    if (first <= goal.ttft_ms && per_token <= goal.tpot_ms && total <= goal.e2el_ms) ++m.good;
   }
+  return m;
+}
+
+// The totals and latency summaries, as `vllm bench serve` prints them.
+void print_totals(const bench_options& o, const bench_totals& m, std::size_t requests) {
+  const double end = m.end;
   std::printf("============ Serving Benchmark Result ============\n");
-  std::printf("%-34s %10lld\n", "Successful requests:", static_cast<long long>(ok));
-  std::printf("%-34s %10lld\n", "Failed requests:", static_cast<long long>(static_cast<std::int64_t>(reqs.size()) - ok));
+  std::printf("%-34s %10lld\n", "Successful requests:", static_cast<long long>(m.ok));
+  std::printf("%-34s %10lld\n", "Failed requests:", static_cast<long long>(static_cast<std::int64_t>(requests) - m.ok));
   std::printf("%-34s %10.2f\n", "Benchmark duration (s):", end);
-  std::printf("%-34s %10lld\n", "Total input tokens:", static_cast<long long>(in_tokens));
-  std::printf("%-34s %10lld\n", "Total generated tokens:", static_cast<long long>(out_tokens));
-  std::printf("%-34s %10.2f\n", "Request throughput (req/s):", ok / end);
-  if (a.has("goodput")) std::printf("%-34s %10.2f\n", "Request goodput (req/s):", good / end);
-  std::printf("%-34s %10.2f\n", "Output token throughput (tok/s):", out_tokens / end);
-  std::printf("%-34s %10.2f\n", "Total token throughput (tok/s):", (in_tokens + out_tokens) / end);
-  std::printf("%-34s %10.2f\n", "Streamed text events (events/s):", chunks / end);
+  std::printf("%-34s %10lld\n", "Total input tokens:", static_cast<long long>(m.in_tokens));
+  std::printf("%-34s %10lld\n", "Total generated tokens:", static_cast<long long>(m.out_tokens));
+  std::printf("%-34s %10.2f\n", "Request throughput (req/s):", m.ok / end);
+  if (o.goodput) std::printf("%-34s %10.2f\n", "Request goodput (req/s):", m.good / end);
+  std::printf("%-34s %10.2f\n", "Output token throughput (tok/s):", m.out_tokens / end);
+  std::printf("%-34s %10.2f\n", "Total token throughput (tok/s):", (m.in_tokens + m.out_tokens) / end);
+  std::printf("%-34s %10.2f\n", "Streamed text events (events/s):", m.chunks / end);
   std::printf("---------------Time to First Token----------------\n");
-  print_summary("TTFT", "ms", summarize(ttft));
+  print_summary("TTFT", "ms", summarize(m.ttft));
   std::printf("-----Time per Output Token (excl. 1st token)------\n");
-  print_summary("TPOT", "ms", summarize(tpot));
+  print_summary("TPOT", "ms", summarize(m.tpot));
   std::printf("---------------Inter-token Latency----------------\n");
-  print_summary("ITL", "ms", summarize(itl));
+  print_summary("ITL", "ms", summarize(m.itl));
   std::printf("----------------End-to-end Latency----------------\n");
-  print_summary("E2EL", "ms", summarize(e2el));
-  if (!weights.empty()) {
-    std::printf("-----------Time to First Token by tenant-----------\n");
-    for (int t = 0; t < static_cast<int>(weights.size()); ++t) {
-      std::vector<double> v;
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        const auto& r = results[i];
-        if (tenant_of[i] != t || !r.ok) continue;
-        v.push_back(((r.content_s.empty() ? r.end_s : r.content_s.front()) - r.start_s) * 1e3);
-      }
-      std::sort(v.begin(), v.end());
-      const auto p95 = percentile(v, 0.95);
-      std::printf("tenant-%d (weight %g, %zu requests): median TTFT %.2f ms, P95 TTFT %.2f ms\n", t,
-                  weights[static_cast<std::size_t>(t)], v.size(), summarize(v).median, p95);
+  print_summary("E2EL", "ms", summarize(m.e2el));
+}
+
+// Each tenant's median and P95 time to first token.
+void print_tenant_ttft(const std::vector<double>& weights, const std::vector<http::load_result>& results,
+                       const std::vector<int>& tenant_of) {
+  std::printf("-----------Time to First Token by tenant-----------\n");
+  for (int t = 0; t < static_cast<int>(weights.size()); ++t) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      if (tenant_of[i] != t || !r.ok) continue;
+      v.push_back(((r.content_s.empty() ? r.end_s : r.content_s.front()) - r.start_s) * 1e3);
     }
+    std::sort(v.begin(), v.end());
+    const auto p95 = percentile(v, 0.95);
+    std::printf("tenant-%d (weight %g, %zu requests): median TTFT %.2f ms, P95 TTFT %.2f ms\n", t,
+                weights[static_cast<std::size_t>(t)], v.size(), summarize(v).median, p95);
   }
+}
+
+} // namespace
+
+auto run_bench(std::span<char* const> argv) -> int {
+  auto options = trace_flag_names();
+  options.insert({"url", "dataset", "request-rate", "burstiness", "max-concurrency", "num-prompts", "goodput",
+                  "random-input-len", "random-output-len", "seed", "model", "endpoint", "tenant-weights",
+                  "shared-prefix-len", "trace", "api-key"});
+  const args a(argv, options, {});
+  const auto o = parse_bench_options(a);
+  const bool trace = o.dataset == "trace";
+  bench_requests w;
+  if (trace) add_trace_requests(a, o, w);
+  else add_drawn_requests(o, w);
+
+  std::printf("troupe bench: %lld %s prompts to %s%s, request rate %s, burstiness %.2f, max concurrency %s\n",
+              static_cast<long long>(w.reqs.size()), o.dataset.c_str(), o.url.c_str(), o.endpoint.c_str(),
+              trace ? "from the trace" : o.rate_s.c_str(), o.burstiness,
+              o.concurrency > 0 ? std::to_string(o.concurrency).c_str() : "unlimited");
+  std::fflush(stdout);
+  const auto results = http::run_load(o.host, o.port, w.reqs, o.concurrency);
+
+  const auto m = measure(results, o.goal);
+  print_totals(o, m, w.reqs.size());
+  if (!o.weights.empty()) print_tenant_ttft(o.weights, results, w.tenant_of);
   std::printf("==================================================\n");
-  if (!first_error.empty()) std::printf("first failure: %s\n", first_error.substr(0, 300).c_str());
-  return ok == static_cast<std::int64_t>(reqs.size()) ? 0 : 1;
+  if (!m.first_error.empty()) std::printf("first failure: %s\n", m.first_error.substr(0, 300).c_str());
+  return m.ok == static_cast<std::int64_t>(w.reqs.size()) ? 0 : 1;
 }
 
 } // namespace troupe::cli

@@ -170,23 +170,33 @@ void compare_with_openblas(const weight_tensor& w, int threads, int runs) {
   }
 }
 
-} // namespace
+// The flags, checked.
+struct engine_options {
+  bool json = false;
+  std::vector<int> batches, thread_counts;
+  bench_setup setup{};
+  int prefill_tokens = 0;
+};
 
-auto run_bench_engine(std::span<char* const> argv) -> int {
-  const args a(argv, {"preset", "model", "batches", "threads", "decode-steps", "prompt-tokens",
-                      "prefill-tokens", "runs"}, {"no-huge-pages", "json"});
-  const bool json = a.has("json");
-  const auto batches = parse_list(a.str("batches", "1,8,32"), "batches");
-  auto thread_counts = parse_list(a.str("threads", "1,0"), "threads");
-  for (auto& t : thread_counts) t = resolve_threads(t);
-  thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
-  const bench_setup setup{static_cast<int>(a.integer("prompt-tokens", 32)),
-                          static_cast<int>(a.integer("decode-steps", 16)),
-                          static_cast<int>(a.integer("runs", 7))};
-  const int prefill_tokens = static_cast<int>(a.integer("prefill-tokens", 256));
-  if (setup.prompt_tokens < 1 || setup.decode_steps < 1 || setup.runs < 1 || prefill_tokens < 1)
+// Reads and checks the flags; a usage_error for a bad one.
+auto parse_engine_options(const args& a) -> engine_options {
+  engine_options o;
+  o.json = a.has("json");
+  o.batches = parse_list(a.str("batches", "1,8,32"), "batches");
+  o.thread_counts = parse_list(a.str("threads", "1,0"), "threads");
+  for (auto& t : o.thread_counts) t = resolve_threads(t);
+  o.thread_counts.erase(std::unique(o.thread_counts.begin(), o.thread_counts.end()), o.thread_counts.end());
+  o.setup = bench_setup{static_cast<int>(a.integer("prompt-tokens", 32)),
+                        static_cast<int>(a.integer("decode-steps", 16)),
+                        static_cast<int>(a.integer("runs", 7))};
+  o.prefill_tokens = static_cast<int>(a.integer("prefill-tokens", 256));
+  if (o.setup.prompt_tokens < 1 || o.setup.decode_steps < 1 || o.setup.runs < 1 || o.prefill_tokens < 1)
     throw usage_error("--prompt-tokens, --decode-steps, --prefill-tokens and --runs must be positive");
+  return o;
+}
 
+// --model, or a preset's random weights (written once to a temporary folder).
+auto model_dir(const args& a) -> std::filesystem::path {
   std::filesystem::path dir = a.str("model", "");
   const std::string preset = a.str("preset", "stories110m");
   if (dir.empty()) {
@@ -198,14 +208,26 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
       write_random_model(dir, *cfg, {});
     }
   }
-  auto w = model_weights::load(dir);
-  if (!a.has("no-huge-pages")) place_in_huge_pages(w);
-  const double wbytes = weight_bytes(w);
-  // A quantized model's figures are held to the issue's goals for them: 80%
-  // of the read bandwidth (the blocks' scales are read too) and batch 32 at
-  // 8x batch 1 (its integer products cost more than F32 FMAs).
+  return dir;
+}
+
+// What the figures are held to: a share of the read bandwidth at batch 1,
+// and batch 32's speed-up over batch 1.
+struct goals {
+  double bw;
+  double batch;
+};
+
+// A quantized model's figures are held to the issue's goals for them: 80%
+// of the read bandwidth (the blocks' scales are read too) and batch 32 at
+// 8x batch 1 (its integer products cost more than F32 FMAs).
+auto goals_for(const model_weights& w) -> goals {
   const bool quantized = w.layers[0].w_down.quant.has_value();
-  const double bw_goal = quantized ? 0.80 : 0.85, batch_goal = quantized ? 8.0 : 10.0;
+  return {quantized ? 0.80 : 0.85, quantized ? 8.0 : 10.0};
+}
+
+// The model, how each run goes, and the table's heading.
+void print_heading(const std::filesystem::path& dir, const model_weights& w, double wbytes, const bench_setup& setup) {
   std::string types = std::string(w.layers[0].wq.type_name());
   if (w.layers[0].w_down.type_name() != types) types += ", " + std::string(w.layers[0].w_down.type_name()) + " down_proj";
   std::printf("model %s: %.0f MB of weights read per step (%s), %d layers, hidden %lld\n",
@@ -217,78 +239,117 @@ auto run_bench_engine(std::span<char* const> argv) -> int {
               setup.decode_steps, setup.prompt_tokens, setup.runs);
   std::printf("%7s %5s %10s %8s %11s %10s %8s %9s\n", "threads", "batch", "tokens/s", "step ms",
               "weight GB/s", "read GB/s", "% of bw", "x batch 1");
+}
+
+// rate[g][run], bw[run] of the timed runs (the warm-up run left out).
+struct decode_runs {
+  std::vector<std::vector<double>> rate;
+  std::vector<double> bw;
+};
+
+// Batch sizes interleaved within each run so that the machine's drifting
+// load affects all of them alike.
+auto time_groups(cpu_executor& ex, std::vector<decode_group>& groups, const bench_setup& setup) -> decode_runs {
+  decode_runs d{std::vector<std::vector<double>>(groups.size()), {}};
+  for (int r = 0; r <= setup.runs; ++r) {
+    const double bw_now = read_bandwidth_gbs();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const double x = time_decode(ex, groups[g], setup);
+      if (r > 0) d.rate[g].push_back(x);
+    }
+    if (r > 0) d.bw.push_back(bw_now);
+  }
+  return d;
+}
+
+// A table row per batch size, its verdicts appended to `verdicts`; returns
+// the --json decode entries.
+auto report_decode(int threads, const std::vector<int>& batches, const std::vector<decode_group>& groups,
+                   const decode_runs& d, double wbytes, const goals& goal, std::string& verdicts) -> std::string {
+  std::string json_rows;
+  const auto& rate = d.rate;
+  const auto& bw = d.bw;
+  const auto base = std::find(batches.begin(), batches.end(), 1);
+  const std::size_t base_g = static_cast<std::size_t>(base - batches.begin());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const int b = groups[g].batch;
+    std::vector<double> gbs, of_bw, vs_base;
+    for (std::size_t r = 0; r < bw.size(); ++r) {
+      gbs.push_back(rate[g][r] / b * wbytes / 1e9);
+      of_bw.push_back(gbs.back() / bw[r]);
+      if (base != batches.end()) vs_base.push_back(rate[g][r] / rate[base_g][r]);
+    }
+    const double x_base = vs_base.empty() ? 0.0 : median(vs_base);
+    std::printf("%7d %5d %10.1f %8.2f %11.1f %10.1f %7.1f%% %9.2f\n", threads, b,
+                median(rate[g]), 1e3 * b / median(rate[g]), median(gbs), median(bw),
+                100.0 * median(of_bw), x_base);
+    char line[160];
+    if (b == 1) {
+      std::snprintf(line, sizeof line, "%d thread%s: batch-1 decode at %.0f%% of read bandwidth (target %.0f%%): %s\n",
+                    threads, threads == 1 ? "" : "s", 100.0 * median(of_bw), 100.0 * goal.bw,
+                    median(of_bw) >= goal.bw ? "met" : "NOT met");
+      verdicts += line;
+    }
+    if (b == 32 && base != batches.end()) {
+      std::snprintf(line, sizeof line, "%d thread%s: batch-32 decode at %.2fx batch 1 (target %.0fx): %s\n",
+                    threads, threads == 1 ? "" : "s", x_base, goal.batch, x_base >= goal.batch ? "met" : "NOT met");
+      verdicts += line;
+    }
+    json_rows += (json_rows.empty() ? "" : ", ") + std::string("\"") + std::to_string(b) +
+                 "\": {\"tokens_per_s\": " + std::to_string(median(rate[g])) +
+                 ", \"weight_gbs\": " + std::to_string(median(gbs)) + ", \"read_gbs\": " +
+                 std::to_string(median(bw)) + "}";
+  }
+  return json_rows;
+}
+
+// Everything measured with one thread count: decode per batch size, prefill,
+// and the OpenBLAS comparison; its --json line appended to `json_lines`.
+void bench_threads(const model_weights& w, cpu_executor_options eo, int threads, const engine_options& o,
+                   int per_seq, double wbytes, const goals& goal, std::string& verdicts, std::string& json_lines) {
+  eo.num_threads = threads;
+  cpu_executor ex(w, eo);
+  std::vector<decode_group> groups;
+  request_id next_id = 1;
+  block_id next_block = 0;
+  for (int b : o.batches) {
+    groups.push_back(prepare_group(ex, b, next_id, next_block, o.setup));
+    next_id += static_cast<request_id>(b);
+    next_block += b * per_seq;
+  }
+  const auto d = time_groups(ex, groups, o.setup);
+  const std::string json_rows = report_decode(threads, o.batches, groups, d, wbytes, goal, verdicts);
+  const double prefill = prefill_rate(ex, o.prefill_tokens, o.setup.runs);
+  std::printf("%7d prefill of %d tokens: %.1f tokens/s\n", threads, o.prefill_tokens, prefill);
+  if (o.json)
+    json_lines += "{\"threads\": " + std::to_string(threads) + ", \"decode\": {" + json_rows +
+                  "}, \"prefill_tokens_per_s\": " + std::to_string(prefill) + "}\n";
+  compare_with_openblas(w.layers[0].w_up, threads, o.setup.runs);
+}
+
+} // namespace
+
+auto run_bench_engine(std::span<char* const> argv) -> int {
+  const args a(argv, {"preset", "model", "batches", "threads", "decode-steps", "prompt-tokens",
+                      "prefill-tokens", "runs"}, {"no-huge-pages", "json"});
+  const auto o = parse_engine_options(a);
+  const auto dir = model_dir(a);
+  auto w = model_weights::load(dir);
+  if (!a.has("no-huge-pages")) place_in_huge_pages(w);
+  const double wbytes = weight_bytes(w);
+  const goals goal = goals_for(w);
+  print_heading(dir, w, wbytes, o.setup);
 
   int total_seqs = 0;
-  for (int b : batches) total_seqs += b;
+  for (int b : o.batches) total_seqs += b;
   cpu_executor_options eo;
-  const int per_seq = (setup.prompt_tokens + setup.decode_steps + eo.block_size) / eo.block_size;
-  eo.num_kv_blocks = std::max(total_seqs * per_seq, (prefill_tokens + eo.block_size - 1) / eo.block_size);
+  const int per_seq = (o.setup.prompt_tokens + o.setup.decode_steps + eo.block_size) / eo.block_size;
+  eo.num_kv_blocks = std::max(total_seqs * per_seq, (o.prefill_tokens + eo.block_size - 1) / eo.block_size);
   std::string verdicts;
   std::string json_lines; // --json: one line per thread count, after the table
-  for (int threads : thread_counts) {
-    std::string json_rows;
-    eo.num_threads = threads;
-    cpu_executor ex(w, eo);
-    std::vector<decode_group> groups;
-    request_id next_id = 1;
-    block_id next_block = 0;
-    for (int b : batches) {
-      groups.push_back(prepare_group(ex, b, next_id, next_block, setup));
-      next_id += static_cast<request_id>(b);
-      next_block += b * per_seq;
-    }
-    // rate[g][run], bw[run]: batch sizes interleaved within each run so that
-    // the machine's drifting load affects all of them alike.
-    std::vector<std::vector<double>> rate(groups.size());
-    std::vector<double> bw;
-    for (int r = 0; r <= setup.runs; ++r) {
-      const double bw_now = read_bandwidth_gbs();
-      for (std::size_t g = 0; g < groups.size(); ++g) {
-        const double x = time_decode(ex, groups[g], setup);
-        if (r > 0) rate[g].push_back(x);
-      }
-      if (r > 0) bw.push_back(bw_now);
-    }
-    const auto base = std::find(batches.begin(), batches.end(), 1);
-    const std::size_t base_g = static_cast<std::size_t>(base - batches.begin());
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const int b = groups[g].batch;
-      std::vector<double> gbs, of_bw, vs_base;
-      for (std::size_t r = 0; r < bw.size(); ++r) {
-        gbs.push_back(rate[g][r] / b * wbytes / 1e9);
-        of_bw.push_back(gbs.back() / bw[r]);
-        if (base != batches.end()) vs_base.push_back(rate[g][r] / rate[base_g][r]);
-      }
-      const double x_base = vs_base.empty() ? 0.0 : median(vs_base);
-      std::printf("%7d %5d %10.1f %8.2f %11.1f %10.1f %7.1f%% %9.2f\n", threads, b,
-                  median(rate[g]), 1e3 * b / median(rate[g]), median(gbs), median(bw),
-                  100.0 * median(of_bw), x_base);
-      char line[160];
-      if (b == 1) {
-        std::snprintf(line, sizeof line, "%d thread%s: batch-1 decode at %.0f%% of read bandwidth (target %.0f%%): %s\n",
-                      threads, threads == 1 ? "" : "s", 100.0 * median(of_bw), 100.0 * bw_goal,
-                      median(of_bw) >= bw_goal ? "met" : "NOT met");
-        verdicts += line;
-      }
-      if (b == 32 && base != batches.end()) {
-        std::snprintf(line, sizeof line, "%d thread%s: batch-32 decode at %.2fx batch 1 (target %.0fx): %s\n",
-                      threads, threads == 1 ? "" : "s", x_base, batch_goal, x_base >= batch_goal ? "met" : "NOT met");
-        verdicts += line;
-      }
-      json_rows += (json_rows.empty() ? "" : ", ") + std::string("\"") + std::to_string(b) +
-                   "\": {\"tokens_per_s\": " + std::to_string(median(rate[g])) +
-                   ", \"weight_gbs\": " + std::to_string(median(gbs)) + ", \"read_gbs\": " +
-                   std::to_string(median(bw)) + "}";
-    }
-    const double prefill = prefill_rate(ex, prefill_tokens, setup.runs);
-    std::printf("%7d prefill of %d tokens: %.1f tokens/s\n", threads, prefill_tokens, prefill);
-    if (json)
-      json_lines += "{\"threads\": " + std::to_string(threads) + ", \"decode\": {" + json_rows +
-                    "}, \"prefill_tokens_per_s\": " + std::to_string(prefill) + "}\n";
-    compare_with_openblas(w.layers[0].w_up, threads, setup.runs);
-  }
+  for (int threads : o.thread_counts) bench_threads(w, eo, threads, o, per_seq, wbytes, goal, verdicts, json_lines);
   std::fputs(verdicts.c_str(), stdout);
-  if (json) std::fputs(json_lines.c_str(), stdout);
+  if (o.json) std::fputs(json_lines.c_str(), stdout);
   return 0;
 }
 

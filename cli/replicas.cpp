@@ -45,10 +45,10 @@ void check_model_dirs(const server_config& cfg, const std::string& command) {
                                "' (make a tiny one: " + make(dir) + ")");
 }
 
-auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
-  model_setup m;
-  m.dir = cfg.model.dir;
-  m.name = served_name(cfg.model.served_model_name, m.dir);
+namespace {
+
+// The model's config and tokenizer, from its GGUF file or its directory.
+void load_config_and_tokenizer(model_setup& m) {
   if (gguf::is_gguf_file(m.dir)) {
     m.gguf = gguf::file::open(m.dir);
     m.mc = gguf_model_config(*m.gguf);
@@ -63,9 +63,11 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   if (m.tok->vocab_size() > mc.vocab_size)
     fail(tokenizer::file_in_dir(m.dir), std::to_string(m.tok->vocab_size()) + " tokens, more than the model's vocab_size " +
                                         std::to_string(mc.vocab_size));
-  m.eos = eos_token_ids(m.mc, *m.tok);
-  // The KV cache's type: the CPU's is configurable; a CUDA device keeps
-  // its cache in engine.dtype, and quantized weights are the CPU's too.
+}
+
+// The KV cache's type: the CPU's is configurable; a CUDA device keeps
+// its cache in engine.dtype, and quantized weights are the CPU's too.
+auto resolve_kv_dtype(const server_config& cfg, const model_config& mc, bool cuda) -> kv_dtype {
   auto kv = cuda && cfg.engine.dtype == "bfloat16" ? kv_dtype::bf16 : kv_dtype::f32;
   if (cfg.scheduler.kv_cache_dtype != "auto") {
     if (cuda)
@@ -79,21 +81,14 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   if (!kv_dtype_fits(kv, mc.head_dim))
     throw std::runtime_error("scheduler.kv_cache_dtype \"q8_0\" stores blocks of 32 values; this model's head_dim " +
                              std::to_string(mc.head_dim) + " is not a multiple of 32");
-  m.kv = kv;
-  m.block_bytes = kv_block_bytes(kv, mc.num_hidden_layers, mc.num_key_value_heads, mc.head_dim, cfg.scheduler.block_size);
-  m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.kv_memory_bytes / m.block_bytes, 1 << 30));
-  if (m.num_blocks < 1)
-    throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.scheduler.kv_memory_bytes) +
-                             " bytes hold no KV block of " + std::to_string(m.block_bytes) + " bytes");
-  // Policies named by path are loaded here, so a bad one stops start-up with
-  // its reason (each replica then makes its own instance).
-  (void)policy::make_scheduling_policy(cfg.scheduler.policy);
-  (void)policy::make_eviction_policy(cfg.scheduler.eviction);
-  m.max_model_len = cfg.scheduler.max_model_len > 0 ? cfg.scheduler.max_model_len : static_cast<std::int32_t>(mc.max_position_embeddings);
+  return kv;
+}
 
+// The zero and CPU executors' options, sharing one grammar cache.
+void set_executor_options(const server_config& cfg, model_setup& m) {
   m.zero.block_size = cfg.scheduler.block_size;
   m.zero.num_kv_blocks = m.num_blocks;
-  m.zero.vocab_size = mc.vocab_size;
+  m.zero.vocab_size = m.mc.vocab_size;
   m.zero.num_sampled_ids = m.tok->vocab_size();
   m.zero.avoid = m.eos;
   for (token_id t = 0; t < m.tok->vocab_size(); ++t)
@@ -104,11 +99,15 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   m.cpu.num_threads = cfg.engine.threads;
   m.cpu.num_sampled_ids = m.tok->vocab_size();
   m.cpu.jump_forward = cfg.engine.jump_forward;
-  m.cpu.kv_type = kv;
+  m.cpu.kv_type = m.kv;
   m.cpu.grammars = std::make_shared<grammar::grammar_cache>(std::make_shared<const grammar::token_vocabulary>(
       grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size())));
   m.zero.grammars = m.cpu.grammars;
+}
 
+// A replica's scheduler options on a device of its own.
+void set_replica_options(const server_config& cfg, model_setup& m) {
+  const auto& mc = m.mc;
   auto& ro = m.replica;
   ro.limits = limits_of(cfg.scheduler, m.max_model_len);
   // Swap space is the local devices' (cli/serve.cpp sets it); an autoscaled
@@ -123,6 +122,32 @@ auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
   ro.scheduling = cfg.scheduler.policy;
   ro.share = m.num_blocks;
   ro.eos_ids = m.eos;
+}
+
+} // namespace
+
+auto prepare_model(const server_config& cfg, bool cuda) -> model_setup {
+  model_setup m;
+  m.dir = cfg.model.dir;
+  m.name = served_name(cfg.model.served_model_name, m.dir);
+  load_config_and_tokenizer(m);
+  const auto& mc = m.mc;
+  m.eos = eos_token_ids(m.mc, *m.tok);
+  const auto kv = resolve_kv_dtype(cfg, mc, cuda);
+  m.kv = kv;
+  m.block_bytes = kv_block_bytes(kv, mc.num_hidden_layers, mc.num_key_value_heads, mc.head_dim, cfg.scheduler.block_size);
+  m.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(cfg.scheduler.kv_memory_bytes / m.block_bytes, 1 << 30));
+  if (m.num_blocks < 1)
+    throw std::runtime_error("scheduler.kv_memory: " + std::to_string(cfg.scheduler.kv_memory_bytes) +
+                             " bytes hold no KV block of " + std::to_string(m.block_bytes) + " bytes");
+  // Policies named by path are loaded here, so a bad one stops start-up with
+  // its reason (each replica then makes its own instance).
+  (void)policy::make_scheduling_policy(cfg.scheduler.policy);
+  (void)policy::make_eviction_policy(cfg.scheduler.eviction);
+  m.max_model_len = cfg.scheduler.max_model_len > 0 ? cfg.scheduler.max_model_len : static_cast<std::int32_t>(mc.max_position_embeddings);
+
+  set_executor_options(cfg, m);
+  set_replica_options(cfg, m);
   if (cfg.scheduler.watermark_blocks >= m.num_blocks)
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(m.num_blocks) + " for admissions");

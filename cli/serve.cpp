@@ -386,6 +386,16 @@ auto drain(const server_config& cfg, server_status& status, int sig, const Stop&
 
 } // namespace
 
+// Where it listens (both listeners listen before either is announced).
+void announce(const server_config& cfg, const http::server& srv, const std::optional<http::server>& metrics_srv) {
+  std::printf("troupe: listening on http://%s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(srv.port()));
+  if (metrics_srv)
+    std::printf("troupe: metrics at http://%s:%u/metrics\n",
+                (cfg.server.metrics_host.empty() ? cfg.server.host : cfg.server.metrics_host).c_str(),
+                static_cast<unsigned>(metrics_srv->port()));
+  std::fflush(stdout);
+}
+
 auto run_serve(std::span<char* const> argv) -> int {
   const args a(argv, config_options(serve_key_options()), {}, 1);
   const auto cfg = config_source_of(a, serve_key_options()).load();
@@ -411,12 +421,7 @@ auto run_serve(std::span<char* const> argv) -> int {
   // Both listeners listen before either is announced.
   std::optional<http::server> metrics_srv;
   open_metrics_listener(cfg, so, gw, metrics_srv);
-  std::printf("troupe: listening on http://%s:%u\n", cfg.server.host.c_str(), static_cast<unsigned>(srv.port()));
-  if (metrics_srv)
-    std::printf("troupe: metrics at http://%s:%u/metrics\n",
-                (cfg.server.metrics_host.empty() ? cfg.server.host : cfg.server.metrics_host).c_str(),
-                static_cast<unsigned>(metrics_srv->port()));
-  std::fflush(stdout);
+  announce(cfg, srv, metrics_srv);
 
   std::vector<std::unique_ptr<engine_parts>> parts;
   // router.worker_port's gate. Gone before the actor system: each worker's

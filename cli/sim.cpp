@@ -101,25 +101,23 @@ auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cos
   return sc;
 }
 
-} // namespace
-
-auto run_sim(std::span<char* const> argv) -> int {
-  auto options = trace_flag_names();
-  options.insert({"out", "set", "replay", "server-config", "trace", "hardware", "calibration", "cold-start-s"});
-  const args a(argv, options, {"quiet", "progress"}, 1);
-  if (a.has("replay")) {
-    if (!a.positional().empty()) throw usage_error("--replay takes a step log instead of a scenario");
-    const auto r = sim::replay_step_log(a.str("replay", ""));
-    if (!r.identical) {
-      std::fprintf(stderr, "troupe sim: replay differs at %s\n", r.difference.c_str());
-      return 1;
-    }
-    std::printf("replayed %s: %lld submissions, %lld schedule decisions (%lld steps), all identical to the server's\n",
-                a.str("replay", "").c_str(), static_cast<long long>(r.submissions),
-                static_cast<long long>(r.schedules), static_cast<long long>(r.steps));
-    return 0;
+// --replay: the step log's decisions replayed against the server's; 1 where
+// they differ.
+auto replay(const args& a) -> int {
+  if (!a.positional().empty()) throw usage_error("--replay takes a step log instead of a scenario");
+  const auto r = sim::replay_step_log(a.str("replay", ""));
+  if (!r.identical) {
+    std::fprintf(stderr, "troupe sim: replay differs at %s\n", r.difference.c_str());
+    return 1;
   }
-  const bool server = a.has("server-config");
+  std::printf("replayed %s: %lld submissions, %lld schedule decisions (%lld steps), all identical to the server's\n",
+              a.str("replay", "").c_str(), static_cast<long long>(r.submissions),
+              static_cast<long long>(r.schedules), static_cast<long long>(r.steps));
+  return 0;
+}
+
+// The flags that go together: a usage_error for any that do not.
+void check_sim_flags(const args& a, bool server) {
   auto flags = trace_flag_names();
   flags.insert({"trace", "hardware", "calibration", "cold-start-s"});
   for (const auto& o : flags)
@@ -129,6 +127,10 @@ auto run_sim(std::span<char* const> argv) -> int {
   if (server && a.positional().empty() && !a.has("trace"))
     throw usage_error("--server-config needs the traffic: a scenario file, or --trace FILE");
   if (!server && a.positional().empty()) throw usage_error("sim needs a scenario file, e.g. config/sim/chat.toml");
+}
+
+// The scenario file's runs, or one run of --trace's traffic.
+auto load_runs(const args& a) -> std::vector<sim::scenario> {
   // (A scenario_error reaches main(), which prints "troupe sim: <what>".)
   std::vector<sim::scenario> runs;
   if (!a.positional().empty()) {
@@ -144,6 +146,48 @@ auto run_sim(std::span<char* const> argv) -> int {
     if (!(sc.autoscaler.cold_start_s >= 0)) throw usage_error("--cold-start-s must be >= 0");
     runs.push_back(sc);
   }
+  return runs;
+}
+
+// One run simulated, with a progress bar where `progress`, and a line on
+// stderr of how long it took unless `quiet`.
+auto simulate_run(const sim::scenario& sc, bool keep_steps, bool progress, bool quiet) -> sim::run_result {
+  sim::run_options o;
+  o.keep_steps = keep_steps;
+  const auto started = std::chrono::steady_clock::now();
+  if (progress)
+    o.progress = [&](std::int64_t done, std::int64_t total) {
+      const int width = 40, filled = static_cast<int>(width * done / std::max<std::int64_t>(total, 1));
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::fprintf(stderr, "\r%-24.24s [%.*s%*s] %lld/%lld requests, %.1f s", sc.name.c_str(), filled,
+                   "########################################", width - filled, "", static_cast<long long>(done),
+                   static_cast<long long>(total), s);
+      if (done >= total) std::fputc('\n', stderr);
+    };
+  auto r = sim::simulate(sc, o);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!quiet) {
+    std::string trace;
+    if (!r.trace_format.empty())
+      trace = "; a " + r.trace_format + " trace" +
+              (r.trace_skipped > 0 ? ", " + std::to_string(r.trace_skipped) + " failed requests left out" : "");
+    std::fprintf(stderr, "%s: %zu requests simulated in %.2f s (%.0f requests/s); %s%s\n", sc.name.c_str(),
+                 r.requests.size(), wall, static_cast<double>(r.requests.size()) / std::max(wall, 1e-9),
+                 r.cost_description.c_str(), trace.c_str());
+  }
+  return r;
+}
+
+} // namespace
+
+auto run_sim(std::span<char* const> argv) -> int {
+  auto options = trace_flag_names();
+  options.insert({"out", "set", "replay", "server-config", "trace", "hardware", "calibration", "cold-start-s"});
+  const args a(argv, options, {"quiet", "progress"}, 1);
+  if (a.has("replay")) return replay(a);
+  const bool server = a.has("server-config");
+  check_sim_flags(a, server);
+  std::vector<sim::scenario> runs = load_runs(a);
   if (server) {
     const auto cfg = load_server_config(a.str("server-config", ""));
     for (auto& sc : runs)
@@ -154,29 +198,7 @@ auto run_sim(std::span<char* const> argv) -> int {
   std::vector<sim::run_result> results;
   std::vector<sim::run_summary> summaries;
   for (const auto& sc : runs) {
-    sim::run_options o;
-    o.keep_steps = a.has("out");
-    const auto started = std::chrono::steady_clock::now();
-    if (progress)
-      o.progress = [&](std::int64_t done, std::int64_t total) {
-        const int width = 40, filled = static_cast<int>(width * done / std::max<std::int64_t>(total, 1));
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        std::fprintf(stderr, "\r%-24.24s [%.*s%*s] %lld/%lld requests, %.1f s", sc.name.c_str(), filled,
-                     "########################################", width - filled, "", static_cast<long long>(done),
-                     static_cast<long long>(total), s);
-        if (done >= total) std::fputc('\n', stderr);
-      };
-    auto r = sim::simulate(sc, o);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (!a.has("quiet")) {
-      std::string trace;
-      if (!r.trace_format.empty())
-        trace = "; a " + r.trace_format + " trace" +
-                (r.trace_skipped > 0 ? ", " + std::to_string(r.trace_skipped) + " failed requests left out" : "");
-      std::fprintf(stderr, "%s: %zu requests simulated in %.2f s (%.0f requests/s); %s%s\n", sc.name.c_str(),
-                   r.requests.size(), wall, static_cast<double>(r.requests.size()) / std::max(wall, 1e-9),
-                   r.cost_description.c_str(), trace.c_str());
-    }
+    auto r = simulate_run(sc, a.has("out"), progress, a.has("quiet"));
     summaries.push_back(sim::summarize(r));
     if (a.has("out")) results.push_back(std::move(r));
   }

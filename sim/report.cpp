@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string_view>
 
 namespace troupe::sim {
@@ -176,19 +177,9 @@ void write_plots(const std::filesystem::path& dir, const run_result& r) {
   open(dir / "timeline.svg") << tl.svg();
 }
 
-} // namespace
-
-auto folder_name(const std::string& run) -> std::string {
-  std::string out;
-  for (const char c : run)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
-  return out.empty() ? "run" : out;
-}
-
-auto summarize(const run_result& r) -> run_summary {
-  run_summary s;
-  s.name = r.sc.name;
-  s.requests = static_cast<std::int64_t>(r.requests.size());
+// Counts the refused and completed requests and sets the throughputs and
+// goodput; returns the completed ones' TTFTs by tenant.
+auto tally_requests(const run_result& r, run_summary& s) -> std::vector<std::vector<double>> {
   std::vector<std::vector<double>> tenant_ttft(r.tenant_names.size());
   double first = r.requests.empty() ? 0 : r.requests.front().arrival_s;
   std::int64_t out_tokens = 0, in_tokens = 0, good = 0;
@@ -213,6 +204,40 @@ auto summarize(const run_result& r) -> run_summary {
   s.output_throughput = static_cast<double>(out_tokens) / s.duration_s;
   s.total_throughput = static_cast<double>(out_tokens + in_tokens) / s.duration_s;
   s.goodput = static_cast<double>(good) / s.duration_s;
+  return tenant_ttft;
+}
+
+// Each replica's busy share of the time it was loaded (a replica the
+// autoscaler never started counts for nothing): the busiest over the mean,
+// or nothing where no replica was busy.
+auto replica_load_max_over_mean(const run_result& r) -> std::optional<double> {
+  double sum = 0, most = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < r.replica_busy.size() && i < r.replica_loaded.size(); ++i) {
+    if (r.replica_loaded[i] <= 0) continue;
+    const double u = r.replica_busy[i] / r.replica_loaded[i];
+    sum += u;
+    most = std::max(most, u);
+    ++n;
+  }
+  if (n > 0 && sum > 0) return most / (sum / static_cast<double>(n));
+  return std::nullopt;
+}
+
+} // namespace
+
+auto folder_name(const std::string& run) -> std::string {
+  std::string out;
+  for (const char c : run)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  return out.empty() ? "run" : out;
+}
+
+auto summarize(const run_result& r) -> run_summary {
+  run_summary s;
+  s.name = r.sc.name;
+  s.requests = static_cast<std::int64_t>(r.requests.size());
+  auto tenant_ttft = tally_requests(r, s);
   const auto l = latencies_of(r);
   s.ttft = summary_of(l.ttft);
   s.tpot = summary_of(l.tpot);
@@ -235,20 +260,7 @@ auto summarize(const run_result& r) -> run_summary {
     s.scale_decisions = static_cast<std::int64_t>(r.scale_events.size());
     for (const auto& e : r.scale_events) s.scale_outs += e.desired > e.serving + e.starting;
   }
-  // Each replica's busy share of the time it was loaded (a replica the
-  // autoscaler never started counts for nothing): the busiest over the mean.
-  {
-    double sum = 0, most = 0;
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < r.replica_busy.size() && i < r.replica_loaded.size(); ++i) {
-      if (r.replica_loaded[i] <= 0) continue;
-      const double u = r.replica_busy[i] / r.replica_loaded[i];
-      sum += u;
-      most = std::max(most, u);
-      ++n;
-    }
-    if (n > 0 && sum > 0) s.replica_load_max_over_mean = most / (sum / static_cast<double>(n));
-  }
+  if (const auto load = replica_load_max_over_mean(r)) s.replica_load_max_over_mean = *load;
   for (std::size_t i = 0; i < r.tenant_names.size(); ++i) {
     auto& v = tenant_ttft[i];
     std::sort(v.begin(), v.end());

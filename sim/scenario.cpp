@@ -74,15 +74,8 @@ void read_length(reader& parent, std::string_view key, length_dist& d) {
   r.finish();
 }
 
-auto read_scenario(const toml::table& t, const std::string& name, const std::filesystem::path& dir) -> scenario {
-  scenario sc;
-  sc.name = name;
-  reader top(t, "");
-  if (auto r = top.table("sim")) {
-    r->integer("seed", sc.seed, 0);
-    r->integer("num_requests", sc.num_requests, 1, 50'000'000); // a record each: ~3 GB at most
-    r->finish();
-  }
+/// [arrival]: the arrival process, or the trace the requests come from.
+void read_arrival(reader& top, scenario& sc, const std::filesystem::path& dir) {
   if (auto r = top.table("arrival")) {
     r->text("process", sc.process, {"poisson", "gamma", "constant", "all_at_once", "trace"});
     r->number("rate", sc.rate, 0, true);
@@ -95,11 +88,10 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->finish();
   }
   if (sc.process == "trace" && sc.trace.empty()) fail("arrival.trace", "missing: the process \"trace\" needs a trace file");
-  if (auto r = top.table("lengths")) {
-    read_length(*r, "prompt", sc.prompt);
-    read_length(*r, "output", sc.output);
-    r->finish();
-  }
+}
+
+/// [[tenants]], where given: each one's name, share and priority.
+void read_tenants(reader& top, scenario& sc) {
   std::vector<tenant_spec> tenants;
   top.tables("tenants", [&](reader& r, std::size_t i) {
     tenant_spec s;
@@ -110,13 +102,10 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     tenants.push_back(s);
   });
   if (!tenants.empty()) sc.tenants = tenants;
-  if (auto r = top.table("prefix")) {
-    r->integer("groups", sc.prefix_groups, 0);
-    r->integer("tokens", sc.prefix_tokens, 0);
-    r->number("fraction", sc.prefix_fraction, 0);
-    if (sc.prefix_fraction > 1) fail("prefix.fraction", "must be <= 1, got " + settings::show_number(sc.prefix_fraction));
-    r->finish();
-  }
+}
+
+/// [chat]: conversations' turns and think time (not with a trace).
+void read_chat(reader& top, scenario& sc) {
   if (auto r = top.table("chat")) {
     read_length(*r, "turns", sc.turns);
     r->number("think_s", sc.think_s, 0);
@@ -124,43 +113,51 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   }
   if (sc.process == "trace" && !(sc.turns.type == length_dist::kind::fixed && sc.turns.value == 1))
     fail("chat.turns", "a trace gives every request itself; conversations come from the generated processes");
+}
+
+/// One [[replicas]] table.
+auto read_replica(reader& r, const std::vector<std::string>& scheduling, const std::vector<std::string>& eviction)
+    -> replica_spec {
+  replica_spec s;
+  r.integer("count", s.count, 1, 4096);
+  read_policy(r, "policy", s.policy, scheduling, "scheduling policy");
+  r.text("eviction", s.eviction, eviction);
+  r.integer("kv_blocks", s.kv_blocks, 1);
+  r.integer("kv_memory", s.kv_memory, 1);
+  if (s.kv_memory > 0 && r.at("kv_blocks") != nullptr)
+    fail(r.path("kv_memory"), "and kv_blocks both set: give one");
+  r.integer("block_size", s.block_size, 1, 1024);
+  r.integer("max_num_seqs", s.max_num_seqs, 1);
+  r.integer("max_num_batched_tokens", s.max_num_batched_tokens, 1);
+  r.integer("max_model_len", s.max_model_len, 1);
+  r.integer("max_waiting_requests", s.max_waiting_requests, 1);
+  r.integer("max_waiting_tokens", s.max_waiting_tokens, 1);
+  r.integer("max_input_tokens", s.max_input_tokens, 0);
+  r.integer("max_output_tokens", s.max_output_tokens, 0);
+  r.integer("long_prefill_token_threshold", s.long_prefill_token_threshold, 0);
+  r.integer("max_num_partial_prefills", s.max_num_partial_prefills, 0);
+  r.number("prefill_chunk_cost", s.prefill_chunk_cost, 0);
+  r.integer("watermark_blocks", s.watermark_blocks, 0);
+  r.boolean("enable_prefix_caching", s.enable_prefix_caching);
+  r.text("preemption_mode", s.preemption_mode, {"recompute", "swap"});
+  r.integer("host_blocks", s.host_blocks, 0);
+  r.number("weight", s.weight, 0, true);
+  if (s.kv_memory == 0 && s.watermark_blocks >= s.kv_blocks)
+    fail(r.path("watermark_blocks"), "leaves no KV block for admissions");
+  return s;
+}
+
+/// [[replicas]], where given.
+void read_replicas(reader& top, scenario& sc) {
   std::vector<replica_spec> replicas;
   auto scheduling = policy::scheduling_policy_names();
   auto eviction = policy::eviction_policy_names();
-  top.tables("replicas", [&](reader& r, std::size_t) {
-    replica_spec s;
-    r.integer("count", s.count, 1, 4096);
-    read_policy(r, "policy", s.policy, scheduling, "scheduling policy");
-    r.text("eviction", s.eviction, eviction);
-    r.integer("kv_blocks", s.kv_blocks, 1);
-    r.integer("kv_memory", s.kv_memory, 1);
-    if (s.kv_memory > 0 && r.at("kv_blocks") != nullptr)
-      fail(r.path("kv_memory"), "and kv_blocks both set: give one");
-    r.integer("block_size", s.block_size, 1, 1024);
-    r.integer("max_num_seqs", s.max_num_seqs, 1);
-    r.integer("max_num_batched_tokens", s.max_num_batched_tokens, 1);
-    r.integer("max_model_len", s.max_model_len, 1);
-    r.integer("max_waiting_requests", s.max_waiting_requests, 1);
-    r.integer("max_waiting_tokens", s.max_waiting_tokens, 1);
-    r.integer("max_input_tokens", s.max_input_tokens, 0);
-    r.integer("max_output_tokens", s.max_output_tokens, 0);
-    r.integer("long_prefill_token_threshold", s.long_prefill_token_threshold, 0);
-    r.integer("max_num_partial_prefills", s.max_num_partial_prefills, 0);
-    r.number("prefill_chunk_cost", s.prefill_chunk_cost, 0);
-    r.integer("watermark_blocks", s.watermark_blocks, 0);
-    r.boolean("enable_prefix_caching", s.enable_prefix_caching);
-    r.text("preemption_mode", s.preemption_mode, {"recompute", "swap"});
-    r.integer("host_blocks", s.host_blocks, 0);
-    r.number("weight", s.weight, 0, true);
-    if (s.kv_memory == 0 && s.watermark_blocks >= s.kv_blocks)
-      fail(r.path("watermark_blocks"), "leaves no KV block for admissions");
-    replicas.push_back(s);
-  });
+  top.tables("replicas", [&](reader& r, std::size_t) { replicas.push_back(read_replica(r, scheduling, eviction)); });
   if (!replicas.empty()) sc.replicas = replicas;
-  if (auto r = top.table("routing")) {
-    read_policy(*r, "policy", sc.routing, policy::routing_policy_names(), "value");
-    r->finish();
-  }
+}
+
+/// [autoscaler]: its policy and bounds.
+void read_autoscaler(reader& top, scenario& sc) {
   if (auto r = top.table("autoscaler")) {
     auto& a = sc.autoscaler;
     auto names = policy::autoscaling_policy_names();
@@ -178,6 +175,10 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
                                         std::to_string(a.max_replicas) + ")");
     r->finish();
   }
+}
+
+/// [cost]: which cost model, and the step log a calibrated one is fitted to.
+void read_cost(reader& top, scenario& sc, const std::filesystem::path& dir) {
   if (auto r = top.table("cost")) {
     r->text("kind", sc.cost.kind, {"roofline", "calibrated"});
     read_file_key(*r, "step_log", sc.cost.step_log, dir);
@@ -185,6 +186,10 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
   }
   if (sc.cost.kind == "calibrated" && sc.cost.step_log.empty())
     fail("cost.step_log", "missing: the calibrated cost model is fitted to a `troupe serve --step-log` file");
+}
+
+/// [model]: the model's shape, and the bytes a cached value takes.
+void read_model(reader& top, scenario& sc) {
   if (auto r = top.table("model")) {
     auto& m = sc.cost.model;
     r->integer("layers", m.layers, 1);
@@ -210,7 +215,10 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     }
     r->finish();
   }
-  // A replica's kv_memory in blocks, by the server's rule.
+}
+
+/// A replica's kv_memory in blocks, by the server's rule.
+void resolve_kv_memory(scenario& sc) {
   for (std::size_t i = 0; i < sc.replicas.size(); ++i) {
     auto& s = sc.replicas[i];
     if (s.kv_memory == 0) continue;
@@ -227,6 +235,10 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     if (s.watermark_blocks >= s.kv_blocks)
       fail("replicas[" + std::to_string(i) + "].watermark_blocks", "leaves no KV block for admissions");
   }
+}
+
+/// [hardware]: a preset, its keys overridden by any given.
+void read_hardware(reader& top, scenario& sc) {
   if (auto r = top.table("hardware")) {
     auto& h = sc.cost.hardware;
     std::string preset;
@@ -237,6 +249,42 @@ auto read_scenario(const toml::table& t, const std::string& name, const std::fil
     r->number("step_overhead_us", h.step_overhead_us, 0);
     r->finish();
   }
+}
+
+auto read_scenario(const toml::table& t, const std::string& name, const std::filesystem::path& dir) -> scenario {
+  scenario sc;
+  sc.name = name;
+  reader top(t, "");
+  if (auto r = top.table("sim")) {
+    r->integer("seed", sc.seed, 0);
+    r->integer("num_requests", sc.num_requests, 1, 50'000'000); // a record each: ~3 GB at most
+    r->finish();
+  }
+  read_arrival(top, sc, dir);
+  if (auto r = top.table("lengths")) {
+    read_length(*r, "prompt", sc.prompt);
+    read_length(*r, "output", sc.output);
+    r->finish();
+  }
+  read_tenants(top, sc);
+  if (auto r = top.table("prefix")) {
+    r->integer("groups", sc.prefix_groups, 0);
+    r->integer("tokens", sc.prefix_tokens, 0);
+    r->number("fraction", sc.prefix_fraction, 0);
+    if (sc.prefix_fraction > 1) fail("prefix.fraction", "must be <= 1, got " + settings::show_number(sc.prefix_fraction));
+    r->finish();
+  }
+  read_chat(top, sc);
+  read_replicas(top, sc);
+  if (auto r = top.table("routing")) {
+    read_policy(*r, "policy", sc.routing, policy::routing_policy_names(), "value");
+    r->finish();
+  }
+  read_autoscaler(top, sc);
+  read_cost(top, sc, dir);
+  read_model(top, sc);
+  resolve_kv_memory(sc);
+  read_hardware(top, sc);
   if (auto r = top.table("slo")) {
     r->number("ttft_ms", sc.slo.ttft_ms, 0);
     r->number("tpot_ms", sc.slo.tpot_ms, 0);

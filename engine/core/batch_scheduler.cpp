@@ -257,18 +257,75 @@ auto batch_scheduler::chunk_of(const request& r, std::int64_t budget) const -> s
   return static_cast<std::int32_t>(n);
 }
 
+auto batch_scheduler::admission_order(double now_s) -> std::vector<std::size_t> {
+  std::vector<policy::request_view> waiting, running;
+  waiting.reserve(waiting_.size());
+  for (const request* r : waiting_) waiting.push_back(view_of(*r));
+  running.reserve(running_.size());
+  for (const request* r : running_) running.push_back(view_of(*r));
+  return policy_.admission_order({now_s, waiting, running});
+}
+
+void batch_scheduler::begin_kv(request& r) {
+  if (r.output.empty()) {
+    // Prompt logprobs need every position computed: no cache hits (an
+    // empty prompt matches nothing; its blocks are published as usual).
+    const bool scored = r.sampling.prompt_logprobs >= 0;
+    r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, scored ? std::span<const token_id>{} : r.prompt);
+  } else { // readmitted after preemption: its output is prompt now
+    std::vector<token_id> all = r.prompt;
+    all.insert(all.end(), r.output.begin(), r.output.end());
+    r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, all);
+  }
+  r.kv = kv_.entry_of(r.id);
+  r.num_computed_tokens = r.num_cached_tokens;
+}
+
+auto batch_scheduler::grow_for_admission(request& r, std::int32_t num_new) -> bool {
+  // The watermark holds back blocks for running requests to grow into;
+  // with nothing running it would only block the queue for good.
+  // Releasing waiting requests' prefix hits helps where released blocks
+  // come back here (a cache), or when nothing runs (a lease: the manager
+  // gets them back, and nothing else would ever free blocks).
+  const bool reclaim = kv_.source().releases_locally() || running_.empty();
+  bool grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
+  if (!grown && reclaim && reclaim_waiting(&r))
+    grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
+  if (grown) return true;
+  const bool swapped = !r.host_blocks.empty();
+  // A waiting request holds no blocks while it cannot run, where that
+  // helps: its prefix hits go too (grow took nothing else) and are
+  // looked up again at admission. (A swapped one holds none.)
+  if (reclaim && !swapped) drop_kv(r);
+  blocked_available_ = kv_.source().num_available();
+  blocked_version_ = queue_version_;
+  return false;
+}
+
+void batch_scheduler::start_running(request& r, std::int32_t num_new, std::int64_t& budget, scheduler_output& out) {
+  waiting_tokens_ -= r.num_tokens();
+  r.state = request_state::running;
+  running_.push_back(&r);
+  if (!r.known_to_executor) {
+    // The executor's sampler learns the request's real length limit (a
+    // grammar ends its output within it).
+    out.new_requests.push_back({r.id, r.prompt, r.sampling});
+    out.new_requests.back().sampling.max_tokens = r.output_limit;
+    r.known_to_executor = true;
+  }
+  add_chunk(r, num_new, out);
+  budget -= num_new;
+  step_prefill_tokens_ += num_new;
+  step_admitted_tokens_ += num_new;
+}
+
 void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output& out) {
   if (waiting_.empty() || budget <= 0 || num_running() >= limits_.max_num_seqs) return;
   if (blocked_available_ >= 0 && kv_.source().num_available() <= blocked_available_ &&
       queue_version_ == blocked_version_)
     return; // nothing changed since the head did not fit
   blocked_available_ = -1;
-  std::vector<policy::request_view> waiting, running;
-  waiting.reserve(waiting_.size());
-  for (const request* r : waiting_) waiting.push_back(view_of(*r));
-  running.reserve(running_.size());
-  for (const request* r : running_) running.push_back(view_of(*r));
-  const auto order = policy_.admission_order({now_s, waiting, running});
+  const auto order = admission_order(now_s);
   std::vector<bool> admitted(waiting_.size(), false);
   std::int32_t partial = 0; // running requests still in their prefill
   if (limits_.max_num_partial_prefills > 0)
@@ -285,41 +342,10 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
     // counted, does not fit in this step): the next in order may fit.
     const bool spans_steps = r.num_tokens() - r.num_computed_tokens > chunk_of(r, budget);
     if (limits_.max_num_partial_prefills > 0 && spans_steps && partial >= limits_.max_num_partial_prefills) continue;
-    if (r.kv == nullptr) {
-      if (r.output.empty()) {
-        // Prompt logprobs need every position computed: no cache hits (an
-        // empty prompt matches nothing; its blocks are published as usual).
-        const bool scored = r.sampling.prompt_logprobs >= 0;
-        r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, scored ? std::span<const token_id>{} : r.prompt);
-      } else { // readmitted after preemption: its output is prompt now
-        std::vector<token_id> all = r.prompt;
-        all.insert(all.end(), r.output.begin(), r.output.end());
-        r.num_cached_tokens = kv_.begin(r.id, r.tenant, r.priority, all);
-      }
-      r.kv = kv_.entry_of(r.id);
-      r.num_computed_tokens = r.num_cached_tokens;
-    }
+    if (r.kv == nullptr) begin_kv(r);
     const auto num_new = chunk_of(r, budget);
-    // The watermark holds back blocks for running requests to grow into;
-    // with nothing running it would only block the queue for good.
-    // Releasing waiting requests' prefix hits helps where released blocks
-    // come back here (a cache), or when nothing runs (a lease: the manager
-    // gets them back, and nothing else would ever free blocks).
-    const bool reclaim = kv_.source().releases_locally() || running_.empty();
-    bool grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
-    if (!grown && reclaim && reclaim_waiting(&r))
-      grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
-    const bool swapped = !r.host_blocks.empty();
-    if (!grown) {
-      // A waiting request holds no blocks while it cannot run, where that
-      // helps: its prefix hits go too (grow took nothing else) and are
-      // looked up again at admission. (A swapped one holds none.)
-      if (reclaim && !swapped) drop_kv(r);
-      blocked_available_ = kv_.source().num_available();
-      blocked_version_ = queue_version_;
-      break; // in the policy's order: nobody overtakes the head
-    }
-    if (swapped) { // its KV comes back into the first of its fresh blocks
+    if (!grow_for_admission(r, num_new)) break; // in the policy's order: nobody overtakes the head
+    if (!r.host_blocks.empty()) { // its KV comes back into the first of its fresh blocks
       const auto& device = r.kv->blocks;
       const auto dropped = static_cast<std::size_t>(r.kv->num_dropped);
       for (std::size_t i = 0; i < r.host_blocks.size(); ++i)
@@ -327,20 +353,7 @@ void batch_scheduler::admit(double now_s, std::int64_t& budget, scheduler_output
       return_host_blocks(r);
     }
     admitted[idx] = true;
-    waiting_tokens_ -= r.num_tokens();
-    r.state = request_state::running;
-    running_.push_back(&r);
-    if (!r.known_to_executor) {
-      // The executor's sampler learns the request's real length limit (a
-      // grammar ends its output within it).
-      out.new_requests.push_back({r.id, r.prompt, r.sampling});
-      out.new_requests.back().sampling.max_tokens = r.output_limit;
-      r.known_to_executor = true;
-    }
-    add_chunk(r, num_new, out);
-    budget -= num_new;
-    step_prefill_tokens_ += num_new;
-    step_admitted_tokens_ += num_new;
+    start_running(r, num_new, budget, out);
     if (r.num_computed_tokens + num_new < r.num_tokens()) ++partial;
   }
   std::size_t keep = 0;

@@ -165,6 +165,14 @@ private:
   void end(request& r, request_state state);
   void add_chunk(request& r, std::int32_t num_new, scheduler_output& out);
   auto admit(double now_s, std::int64_t& budget, scheduler_output& out) -> void;
+  /// The policy's order of the waiting requests, for admit().
+  auto admission_order(double now_s) -> std::vector<std::size_t>;
+  /// A request's first KV at admission: its prompt's cache hits (its output too after preemption).
+  void begin_kv(request& r);
+  /// Grows r's blocks for num_new tokens; false where they do not fit, blocking the queue.
+  auto grow_for_admission(request& r, std::int32_t num_new) -> bool;
+  /// Runs an admitted request: its first chunk, within the budget.
+  void start_running(request& r, std::int32_t num_new, std::int64_t& budget, scheduler_output& out);
   /// The running requests' chunks, decodes or prefills, within the budget
   /// and `cap` tokens in all; with `share`, each prefill takes at most half
   /// of the budget left (waiting requests get the rest). Preempts where

@@ -141,6 +141,18 @@ private:
   auto pooled() const -> std::int32_t;
   /// A cold start in the lowest free slot; false when none is free.
   auto cold_start(bool to_pool, std::vector<fleet_action>& out) -> bool;
+  /// What the policy sees at `now`.
+  auto observe(double now, std::span<const replica_load> loads, const fleet_window& window) const -> policy::fleet_view;
+  /// Scale-out to d.desired from `have`: draining, warm, pool starts, then cold starts.
+  void scale_out(std::int32_t have, fleet_decision& d);
+  /// Scale-in once desired has been below the fleet long enough; the slot drained, else slots_.size().
+  auto scale_in(double now, std::span<const replica_load> loads, fleet_decision& d) -> std::size_t;
+  /// The serving replica to drain; slots_.size() when none serves.
+  auto scale_in_victim(std::span<const replica_load> loads) const -> std::size_t;
+  /// Drained replicas with nothing left, but `drained_now`: parked or stopped.
+  void retire_drained(std::span<const replica_load> loads, std::size_t drained_now, std::vector<fleet_action>& out);
+  /// The warm pool refilled by cold starts; d.out_of_slots when a slot is short.
+  void refill_pool(fleet_decision& d);
 
   std::unique_ptr<policy::autoscaling_policy> policy_;
   fleet_options options_;

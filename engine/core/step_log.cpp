@@ -338,6 +338,39 @@ auto reader::read_line(std::string& line) -> bool {
   }
 }
 
+void reader::read_submit(const std::vector<std::string>& w, event& e) const {
+  auto& r = e.req;
+  int ignore_eos = 0;
+  if (!parse_num(w[2], e.status) || !parse_num(w[3], r.id) || !parse_num(w[4], r.tenant) ||
+      !parse_num(w[5], r.priority) || !parse_num(w[6], r.arrival_s) || !parse_num(w[7], r.sampling.max_tokens) ||
+      !parse_num(w[8], ignore_eos) || !parse_list(w[9], r.sampling.stop_token_ids) || !parse_list(w[10], r.prompt) ||
+      !parse_list(w[11], r.matched_blocks))
+    fail("submit: malformed");
+  r.sampling.ignore_eos = ignore_eos != 0;
+  if (w.size() > 12) {
+    const auto slash = w[12].find('/');
+    if (slash == std::string::npos || !parse_num(w[12].substr(0, slash), r.group) ||
+        !parse_num(w[12].substr(slash + 1), r.choice) || r.group == 0)
+      fail("submit: \"" + w[12] + "\" is not <group>/<choice>");
+  }
+}
+
+void reader::read_sampled(const std::vector<std::string>& w, event& e) const {
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    const auto colon = w[i].find(':');
+    sampled_token s;
+    // <token>, then the tokens a grammar forced after it, each after a '+'.
+    std::vector<token_id> tokens;
+    const bool ok = colon != std::string::npos && parse_num(w[i].substr(0, colon), s.id) &&
+                    w[i].compare(colon + 1, std::string::npos, "-") != 0 &&
+                    parse_list(w[i].substr(colon + 1), tokens, '+');
+    if (!ok) fail("sampled: \"" + w[i] + "\" is not <id>:<token>[+<forced token>...]");
+    s.result.token = tokens.front();
+    s.result.forced.assign(tokens.begin() + 1, tokens.end());
+    e.result.sampled.push_back(s);
+  }
+}
+
 auto reader::next() -> std::optional<event> {
   std::string line;
   if (!read_line(line)) return std::nullopt;
@@ -372,20 +405,7 @@ auto reader::next() -> std::optional<event> {
     e.type = event::kind::submit;
     time();
     need(12);
-    auto& r = e.req;
-    int ignore_eos = 0;
-    if (!parse_num(w[2], e.status) || !parse_num(w[3], r.id) || !parse_num(w[4], r.tenant) ||
-        !parse_num(w[5], r.priority) || !parse_num(w[6], r.arrival_s) || !parse_num(w[7], r.sampling.max_tokens) ||
-        !parse_num(w[8], ignore_eos) || !parse_list(w[9], r.sampling.stop_token_ids) || !parse_list(w[10], r.prompt) ||
-        !parse_list(w[11], r.matched_blocks))
-      fail("submit: malformed");
-    r.sampling.ignore_eos = ignore_eos != 0;
-    if (w.size() > 12) {
-      const auto slash = w[12].find('/');
-      if (slash == std::string::npos || !parse_num(w[12].substr(0, slash), r.group) ||
-          !parse_num(w[12].substr(slash + 1), r.choice) || r.group == 0)
-        fail("submit: \"" + w[12] + "\" is not <group>/<choice>");
-    }
+    read_submit(w, e);
   } else if (w[0] == "abort") {
     e.type = event::kind::abort;
     time();
@@ -399,19 +419,7 @@ auto reader::next() -> std::optional<event> {
     for (std::size_t i = 3; i < w.size(); ++i) e.plan += (i > 3 ? " " : "") + w[i];
   } else if (w[0] == "sampled") {
     e.type = event::kind::sampled;
-    for (std::size_t i = 1; i < w.size(); ++i) {
-      const auto colon = w[i].find(':');
-      sampled_token s;
-      // <token>, then the tokens a grammar forced after it, each after a '+'.
-      std::vector<token_id> tokens;
-      const bool ok = colon != std::string::npos && parse_num(w[i].substr(0, colon), s.id) &&
-                      w[i].compare(colon + 1, std::string::npos, "-") != 0 &&
-                      parse_list(w[i].substr(colon + 1), tokens, '+');
-      if (!ok) fail("sampled: \"" + w[i] + "\" is not <id>:<token>[+<forced token>...]");
-      s.result.token = tokens.front();
-      s.result.forced.assign(tokens.begin() + 1, tokens.end());
-      e.result.sampled.push_back(s);
-    }
+    read_sampled(w, e);
   } else {
     fail("unknown event \"" + w[0] + "\"");
   }

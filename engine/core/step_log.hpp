@@ -116,6 +116,10 @@ private:
   /// The next line that is neither empty, blank nor a comment, of any
   /// length, without its newline; false at the end.
   auto read_line(std::string& line) -> bool;
+  /// A submit line's fields after its time, into e.req (and e.status).
+  void read_submit(const std::vector<std::string>& w, event& e) const;
+  /// A sampled line's <id>:<token>[+<forced token>...] fields, into e.result.
+  void read_sampled(const std::vector<std::string>& w, event& e) const;
   std::filesystem::path file_;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f_;
   std::int64_t line_no_ = 0;

@@ -215,7 +215,20 @@ public:
     // A key takes at least 12 bytes and a tensor info at least 24.
     if (n_keys > remaining() / 12) fail("truncated: " + std::to_string(n_keys) + " metadata entries cannot fit");
     if (n_tensors > remaining() / 24) fail("truncated: " + std::to_string(n_tensors) + " tensors cannot fit");
+    read_metadata(n_keys);
+    auto spans = read_tensor_infos(n_tensors);
+    place_tensors(n_tensors, spans);
+  }
 
+private:
+  // A tensor's bytes in the data, and its index in the file.
+  struct placed {
+    std::uint64_t offset, bytes;
+    std::size_t index;
+  };
+
+  // The n_keys metadata entries, and the alignment they may set.
+  void read_metadata(std::uint64_t n_keys) {
     for (std::uint64_t k = 0; k < n_keys; ++k) {
       const auto key = string("metadata key " + std::to_string(k));
       const auto what = "metadata " + std::string(key);
@@ -231,11 +244,10 @@ public:
         fail("general.alignment must be a power of two up to 65536 (got " + describe(*a) + ")");
       f_.alignment_ = *n;
     }
+  }
 
-    struct placed {
-      std::uint64_t offset, bytes;
-      std::size_t index;
-    };
+  // Reads the tensor infos into the file; where each one's bytes lie.
+  auto read_tensor_infos(std::uint64_t n_tensors) -> std::vector<placed> {
     std::vector<placed> spans;
     for (std::uint64_t t = 0; t < n_tensors; ++t) {
       tensor info;
@@ -271,7 +283,11 @@ public:
         fail("tensor " + std::string(info.name) + " appears twice");
       f_.tensors_.push_back(std::move(info));
     }
+    return spans;
+  }
 
+  // Points each tensor at its data, which must lie in the file without overlaps.
+  void place_tensors(std::uint64_t n_tensors, std::vector<placed>& spans) {
     const auto data_start = (at_ + f_.alignment_ - 1) / f_.alignment_ * f_.alignment_;
     if (n_tensors > 0 && data_start > size_) fail("truncated: the file ends before its tensor data");
     const auto data_bytes = n_tensors > 0 ? size_ - data_start : 0;
@@ -288,7 +304,6 @@ public:
     }
   }
 
-private:
   file& f_;
   const std::byte* data_;
   std::size_t size_;

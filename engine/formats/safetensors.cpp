@@ -38,6 +38,109 @@ struct extent {
   std::size_t index;
 };
 
+/// A header entry's "data_offsets": exactly two unsigned integers.
+auto read_data_offsets(simdjson::dom::element offsets_json, std::uint64_t (&offsets)[2]) -> bool {
+  simdjson::dom::array offsets_array;
+  std::size_t num_offsets = 0;
+  bool offsets_ok = offsets_json.get_array().get(offsets_array) == simdjson::SUCCESS;
+  if (offsets_ok) {
+    for (const auto o : offsets_array) {
+      if (num_offsets == 2 || o.get_uint64().get(offsets[num_offsets]) != simdjson::SUCCESS) {
+        offsets_ok = false;
+        break;
+      }
+      ++num_offsets;
+    }
+  }
+  return offsets_ok && num_offsets == 2;
+}
+
+/// A tensor's header entry, checked, and the bytes it spans of the data.
+struct header_entry {
+  tensor_info info; ///< all but data
+  std::uint64_t begin;
+  std::uint64_t end;
+};
+
+/// Reads and checks one tensor's entry against the data's size.
+auto read_entry(const std::filesystem::path& path, std::string_view name, simdjson::dom::element value,
+                std::uint64_t data_bytes) -> header_entry {
+  namespace dom = simdjson::dom;
+  const auto problem = [&](const std::string& what) { fail(path, "tensor " + in_quotes(name) + " " + what); };
+  dom::object entry;
+  if (value.get_object().get(entry) != simdjson::SUCCESS) problem("is not an object");
+
+  dom::element dtype_json, shape_json, offsets_json;
+  if (entry["dtype"].get(dtype_json) != simdjson::SUCCESS) problem("has no dtype");
+  if (entry["shape"].get(shape_json) != simdjson::SUCCESS) problem("has no shape");
+  if (entry["data_offsets"].get(offsets_json) != simdjson::SUCCESS) problem("has no data_offsets");
+
+  std::string_view dtype_text;
+  if (dtype_json.get_string().get(dtype_text) != simdjson::SUCCESS) problem("has a dtype that is not a string");
+  const auto type = parse_dtype(dtype_text);
+  if (!type) problem("has unsupported dtype " + std::string(dtype_text));
+
+  tensor_info info;
+  info.name = std::string(name);
+  info.type = *type;
+  dom::array shape_array;
+  if (shape_json.get_array().get(shape_array) != simdjson::SUCCESS)
+    problem("has a shape that is not an array of non-negative integers");
+  for (const auto d : shape_array) {
+    std::int64_t dim = 0;
+    if (d.get_int64().get(dim) != simdjson::SUCCESS || dim < 0)
+      problem("has a shape that is not an array of non-negative integers");
+    info.shape.push_back(dim);
+  }
+
+  std::uint64_t offsets[2] = {0, 0};
+  if (!read_data_offsets(offsets_json, offsets)) problem("has data_offsets that are not [begin, end]");
+  const auto [begin, end] = offsets;
+  const auto offsets_text = "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+  if (begin > end) problem("has reversed data_offsets " + offsets_text);
+  if (end > data_bytes)
+    problem("has data_offsets " + offsets_text + " beyond the " + std::to_string(data_bytes) + " bytes of data");
+
+  std::uint64_t numel = 0;
+  std::uint64_t expected = 0;
+  if (!checked_numel(info.shape, numel) || __builtin_mul_overflow(numel, dtype_size(info.type), &expected))
+    problem("has shape " + format_shape(info.shape) + " too large to address");
+  info.num_bytes = static_cast<std::size_t>(end - begin);
+  if (end - begin != expected)
+    problem("has " + std::to_string(end - begin) + " bytes, expected " + std::to_string(expected) + " for " +
+            std::string(dtype_name(info.type)) + " shape " + format_shape(info.shape));
+  return {std::move(info), begin, end};
+}
+
+/// The "__metadata__" object's strings, into out.
+void read_metadata(const std::filesystem::path& path, simdjson::dom::element value,
+                   std::map<std::string, std::string>& out) {
+  simdjson::dom::object meta;
+  if (value.get_object().get(meta) != simdjson::SUCCESS) fail(path, "__metadata__ is not an object of strings");
+  for (const auto kv : meta) {
+    std::string_view text;
+    if (kv.value.get_string().get(text) != simdjson::SUCCESS) fail(path, "__metadata__ is not an object of strings");
+    out[std::string(kv.key)] = std::string(text);
+  }
+}
+
+/// Fails where two non-empty tensors share bytes.
+void check_overlaps(const std::filesystem::path& path, std::vector<extent>& extents,
+                    const std::vector<tensor_info>& tensors) {
+  // Overlap: sort by begin and compare each non-empty tensor with the furthest
+  // end seen so far; empty tensors occupy no bytes and overlap nothing.
+  std::sort(extents.begin(), extents.end(),
+            [](const extent& a, const extent& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  const extent* furthest = nullptr;
+  for (const auto& e : extents) {
+    if (e.begin == e.end) continue;
+    if (furthest != nullptr && e.begin < furthest->end)
+      fail(path, "tensors " + in_quotes(tensors[furthest->index].name) + " and " + in_quotes(tensors[e.index].name) +
+                     " overlap");
+    if (furthest == nullptr || e.end > furthest->end) furthest = &e;
+  }
+}
+
 } // namespace
 
 auto tensor_info::numel() const -> std::int64_t {
@@ -95,73 +198,10 @@ void safetensors_file::parse_header(std::string_view header, std::uint64_t data_
   for (const auto field : root) {
     const std::string_view name = field.key;
     if (name == "__metadata__") {
-      dom::object meta;
-      if (field.value.get_object().get(meta) != simdjson::SUCCESS)
-        fail(path_, "__metadata__ is not an object of strings");
-      for (const auto kv : meta) {
-        std::string_view value;
-        if (kv.value.get_string().get(value) != simdjson::SUCCESS)
-          fail(path_, "__metadata__ is not an object of strings");
-        metadata_[std::string(kv.key)] = std::string(value);
-      }
+      read_metadata(path_, field.value, metadata_);
       continue;
     }
-    const auto problem = [&](const std::string& what) { fail(path_, "tensor " + in_quotes(name) + " " + what); };
-    dom::object entry;
-    if (field.value.get_object().get(entry) != simdjson::SUCCESS) problem("is not an object");
-
-    dom::element dtype_json, shape_json, offsets_json;
-    if (entry["dtype"].get(dtype_json) != simdjson::SUCCESS) problem("has no dtype");
-    if (entry["shape"].get(shape_json) != simdjson::SUCCESS) problem("has no shape");
-    if (entry["data_offsets"].get(offsets_json) != simdjson::SUCCESS) problem("has no data_offsets");
-
-    std::string_view dtype_text;
-    if (dtype_json.get_string().get(dtype_text) != simdjson::SUCCESS) problem("has a dtype that is not a string");
-    const auto type = parse_dtype(dtype_text);
-    if (!type) problem("has unsupported dtype " + std::string(dtype_text));
-
-    tensor_info info;
-    info.name = std::string(name);
-    info.type = *type;
-    dom::array shape_array;
-    if (shape_json.get_array().get(shape_array) != simdjson::SUCCESS)
-      problem("has a shape that is not an array of non-negative integers");
-    for (const auto d : shape_array) {
-      std::int64_t dim = 0;
-      if (d.get_int64().get(dim) != simdjson::SUCCESS || dim < 0)
-        problem("has a shape that is not an array of non-negative integers");
-      info.shape.push_back(dim);
-    }
-
-    dom::array offsets_array;
-    std::uint64_t offsets[2] = {0, 0};
-    std::size_t num_offsets = 0;
-    bool offsets_ok = offsets_json.get_array().get(offsets_array) == simdjson::SUCCESS;
-    if (offsets_ok) {
-      for (const auto o : offsets_array) {
-        if (num_offsets == 2 || o.get_uint64().get(offsets[num_offsets]) != simdjson::SUCCESS) {
-          offsets_ok = false;
-          break;
-        }
-        ++num_offsets;
-      }
-    }
-    if (!offsets_ok || num_offsets != 2) problem("has data_offsets that are not [begin, end]");
-    const auto [begin, end] = offsets;
-    const auto offsets_text = "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
-    if (begin > end) problem("has reversed data_offsets " + offsets_text);
-    if (end > data_bytes)
-      problem("has data_offsets " + offsets_text + " beyond the " + std::to_string(data_bytes) + " bytes of data");
-
-    std::uint64_t numel = 0;
-    std::uint64_t expected = 0;
-    if (!checked_numel(info.shape, numel) || __builtin_mul_overflow(numel, dtype_size(info.type), &expected))
-      problem("has shape " + format_shape(info.shape) + " too large to address");
-    info.num_bytes = static_cast<std::size_t>(end - begin);
-    if (end - begin != expected)
-      problem("has " + std::to_string(end - begin) + " bytes, expected " + std::to_string(expected) + " for " +
-              std::string(dtype_name(info.type)) + " shape " + format_shape(info.shape));
-
+    auto [info, begin, end] = read_entry(path_, name, field.value, data_bytes);
     info.data = static_cast<const std::byte*>(map_) + data_offset + begin;
     if (reinterpret_cast<std::uintptr_t>(info.data) % dtype_size(info.type) != 0) {
       // Foreign files may misalign a tensor; consumers may then read F32 data
@@ -170,23 +210,11 @@ void safetensors_file::parse_header(std::string_view header, std::uint64_t data_
       std::memcpy(copy.get(), info.data, info.num_bytes);
       info.data = copy.get();
     }
-    if (!index_.emplace(info.name, tensors_.size()).second) problem("appears twice");
+    if (!index_.emplace(info.name, tensors_.size()).second) fail(path_, "tensor " + in_quotes(name) + " appears twice");
     extents.push_back({begin, end, tensors_.size()});
     tensors_.push_back(std::move(info));
   }
-
-  // Overlap: sort by begin and compare each non-empty tensor with the furthest
-  // end seen so far; empty tensors occupy no bytes and overlap nothing.
-  std::sort(extents.begin(), extents.end(),
-            [](const extent& a, const extent& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
-  const extent* furthest = nullptr;
-  for (const auto& e : extents) {
-    if (e.begin == e.end) continue;
-    if (furthest != nullptr && e.begin < furthest->end)
-      fail(path_, "tensors " + in_quotes(tensors_[furthest->index].name) + " and " + in_quotes(tensors_[e.index].name) +
-                      " overlap");
-    if (furthest == nullptr || e.end > furthest->end) furthest = &e;
-  }
+  check_overlaps(path_, extents, tensors_);
 }
 
 auto safetensors_file::tensors() const -> const std::vector<tensor_info>& { return tensors_; }

@@ -247,10 +247,8 @@ auto gemma_query_scalar(const model_config& c) -> double {
   return static_cast<double>(is_27b ? c.hidden_size / c.num_attention_heads : c.head_dim);
 }
 
-} // namespace
-
-auto gguf_model_config(const gguf::file& f) -> model_config {
-  const auto arch_name = f.require_string("general.architecture");
+/// The entry of general.architecture; fails listing the supported ones.
+auto architecture_of(const gguf::file& f, std::string_view arch_name) -> const gguf_architecture& {
   const gguf_architecture* arch = nullptr;
   for (const auto& a : k_architectures)
     if (a.gguf_name == arch_name) arch = &a;
@@ -259,7 +257,11 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
     for (const auto& a : k_architectures) known += (known.empty() ? "" : ", ") + std::string(a.gguf_name);
     fail(f.path(), "general.architecture '" + std::string(arch_name) + "' is not supported (supported: " + known + ")");
   }
-  const hparams h(f, arch_name);
+  return *arch;
+}
+
+/// Refuses the "{arch}." keys troupe does not know, and experts.
+void check_known_keys(const gguf::file& f, const hparams& h, std::string_view arch_name) {
   const auto prefix = std::string(arch_name) + ".";
   for (const auto& [key, value] : f.metadata()) {
     if (!key.starts_with(prefix)) continue;
@@ -270,11 +272,11 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
   }
   if (h.number_or("expert_count", 0) != 0)
     fail(f.path(), "key '" + h.key("expert_count") + "': mixture-of-experts models are not implemented");
+}
 
-  model_config c;
-  c.architecture = arch->hf_name;
+/// The sizes, the context length, the norm's epsilon and the RoPE base.
+void read_dimensions(const gguf::file& f, const hparams& h, model_config& c) {
   const auto fam = c.family();
-  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
   c.hidden_size = h.size("embedding_length");
   c.intermediate_size = h.size("feed_forward_length");
   c.num_hidden_layers = h.size("block_count");
@@ -296,7 +298,10 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
   c.max_position_embeddings = h.size_or("context_length", c.max_position_embeddings);
   c.rms_norm_eps = h.number_or("attention.layer_norm_rms_epsilon", c.rms_norm_eps);
   c.rope_theta = h.number_or("rope.freq_base", fam == model_family::gemma3 ? 1000000.0 : c.rope_theta);
+}
 
+/// Linear and YaRN scaling into c.rope_scaling; returns the scaling type.
+auto read_rope_scaling(const gguf::file& f, const hparams& h, model_config& c) -> std::string_view {
   const auto scaling = h.string_or("rope.scaling.type", "none");
   const auto factor = h.number_or("rope.scaling.factor", 1.0);
   auto& rs = c.rope_scaling;
@@ -313,8 +318,13 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
     fail(f.path(), "key '" + h.key("rope.scaling.type") + "' is '" + std::string(scaling) +
                        "' (supported: none, linear, yarn, and Phi-3's longrope)");
   }
+  return scaling;
+}
 
-  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+/// Gemma's sliding layers, soft-caps and scale; refuses others' second RoPE base.
+void read_gemma_fields(const gguf::file& f, const hparams& h, model_config& c) {
+  const auto fam = c.family();
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
   if (gemma) {
     c.hidden_act = "gelu_pytorch_tanh";
     c.sliding_window = h.size_or("attention.sliding_window", 0);
@@ -335,7 +345,10 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
   if (!gemma) (void)h.size_or("attention.sliding_window", 0);
   if (fam != model_family::gemma3 && h.find("rope.freq_base_swa") != nullptr)
     fail(f.path(), "key '" + h.key("rope.freq_base_swa") + "': a second RoPE base is implemented for gemma3 only");
+}
 
+/// The BOS token and the tokens generation ends at.
+void read_special_tokens(const gguf::file& f, model_config& c) {
   c.bos_token_id = optional_token(f, "tokenizer.ggml.bos_token_id");
   const auto add_eos = [&](token_id id) {
     if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
@@ -355,14 +368,12 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
         if (*text == end) add_eos(static_cast<token_id>(id));
     }
   }
+}
 
-  const auto* embed = f.find_tensor("token_embd.weight");
-  if (embed == nullptr) fail(f.path(), "missing tensor 'token_embd.weight'");
-  if (embed->ne.size() != 2) fail(f.path(), "tensor 'token_embd.weight' is not a matrix");
-  c.vocab_size = embed->ne[1];
-  // llama.cpp computes in F32 whatever the weights' type (Gemma's embedding
-  // scale included, unrounded).
-  c.torch_dtype = "float32";
+/// Phi-3's longrope factors, or the rope_freqs tensor's.
+void read_rope_factors(const gguf::file& f, const hparams& h, model_config& c, std::string_view scaling) {
+  const auto fam = c.family();
+  auto& rs = c.rope_scaling;
   // Phi-3's longrope: older converters write its factor tensors without
   // the scaling key.
   const bool longrope = scaling == "longrope" || (fam == model_family::phi3 && f.find_tensor("rope_factors_long.weight"));
@@ -383,6 +394,32 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
     rs.type = "freq_factors";
     rs.short_factor = factor_values(f, "rope_freqs.weight", half);
   }
+}
+
+} // namespace
+
+auto gguf_model_config(const gguf::file& f) -> model_config {
+  const auto arch_name = f.require_string("general.architecture");
+  const auto& arch = architecture_of(f, arch_name);
+  const hparams h(f, arch_name);
+  check_known_keys(f, h, arch_name);
+
+  model_config c;
+  c.architecture = arch.hf_name;
+  read_dimensions(f, h, c);
+  const auto scaling = read_rope_scaling(f, h, c);
+  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
+  read_gemma_fields(f, h, c);
+  read_special_tokens(f, c);
+
+  const auto* embed = f.find_tensor("token_embd.weight");
+  if (embed == nullptr) fail(f.path(), "missing tensor 'token_embd.weight'");
+  if (embed->ne.size() != 2) fail(f.path(), "tensor 'token_embd.weight' is not a matrix");
+  c.vocab_size = embed->ne[1];
+  // llama.cpp computes in F32 whatever the weights' type (Gemma's embedding
+  // scale included, unrounded).
+  c.torch_dtype = "float32";
+  read_rope_factors(f, h, c, scaling);
   c.validate(f.path().string());
   return c;
 }

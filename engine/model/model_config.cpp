@@ -80,17 +80,8 @@ void write_text_file(const std::filesystem::path& file, const std::string& text)
   if (!out) fail(file.string(), "cannot write");
 }
 
-} // namespace
-
-auto model_config::load(const std::filesystem::path& dir) -> model_config {
-  if (gguf::is_gguf_file(dir)) return gguf_model_config(*gguf::file::open(dir));
-  const auto config_path = dir / "config.json";
-  const auto file = config_path.string();
-  simdjson::padded_string text;
-  dom::parser parser;
-  const field_reader root(file, read_object(config_path, text, parser));
-
-  model_config c;
+// The first of "architectures".
+auto read_architecture(const std::string& file, const field_reader& root) -> std::string {
   const auto archs = root.find("architectures");
   if (!archs) fail(file, "missing field 'architectures'");
   dom::array arch_list;
@@ -98,20 +89,11 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   if (archs->get_array().get(arch_list) != simdjson::SUCCESS ||
       arch_list.at(0).get_string().get(arch) != simdjson::SUCCESS)
     root.bad("architectures", "must be a non-empty list of strings");
-  c.architecture = std::string(arch);
-  const auto* entry = find_architecture(c.architecture);
-  if (entry == nullptr)
-    fail(file, "unsupported architecture '" + c.architecture + "' (supported: " + supported_architectures() + ")");
-  // Gemma 3 may nest the language model's fields in "text_config".
-  std::optional<field_reader> nested;
-  if (const auto tc = root.find("text_config")) {
-    dom::object obj;
-    if (tc->get_object().get(obj) != simdjson::SUCCESS) root.bad("text_config", "must be an object");
-    nested.emplace(file, obj, "text_config.");
-  }
-  const field_reader& r = nested ? *nested : root;
-  refuse_unimplemented(file, r, entry->family);
-  if (nested) refuse_unimplemented(file, root, entry->family);
+  return std::string(arch);
+}
+
+// The sizes, the context length, the norm's epsilon and the RoPE base.
+void read_dimensions(const std::string& file, const field_reader& r, model_family family, model_config& c) {
   c.vocab_size = r.required(r.int64("vocab_size"), "vocab_size");
   c.hidden_size = r.required(r.int64("hidden_size"), "hidden_size");
   c.intermediate_size = r.required(r.int64("intermediate_size"), "intermediate_size");
@@ -128,8 +110,12 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   }
   c.max_position_embeddings = r.int64("max_position_embeddings").value_or(c.max_position_embeddings);
   // Where a family's transformers config has another default.
-  c.rms_norm_eps = r.number("rms_norm_eps").value_or(entry->family == model_family::phi3 ? 1e-5 : c.rms_norm_eps);
-  c.rope_theta = r.number("rope_theta").value_or(entry->family == model_family::gemma3 ? 1000000.0 : c.rope_theta);
+  c.rms_norm_eps = r.number("rms_norm_eps").value_or(family == model_family::phi3 ? 1e-5 : c.rms_norm_eps);
+  c.rope_theta = r.number("rope_theta").value_or(family == model_family::gemma3 ? 1000000.0 : c.rope_theta);
+}
+
+// "rope_scaling", with what YaRN and longrope take from the other fields.
+void read_rope(const std::string& file, const field_reader& r, model_config& c) {
   read_rope_scaling(file, r, c.rope_scaling);
   auto& rs = c.rope_scaling;
   if (rs.type == "yarn" && rs.original_max_position_embeddings == 0)
@@ -145,7 +131,11 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
     }
     if (rs.factor == 0.0) rs.factor = 1.0;
   }
-  const bool gemma = entry->family == model_family::gemma2 || entry->family == model_family::gemma3;
+}
+
+// The tied head, the activation and the sliding window, by family.
+void read_family_fields(const field_reader& r, model_family family, model_config& c) {
+  const bool gemma = family == model_family::gemma2 || family == model_family::gemma3;
   // Gemma ties its head by default; its MLP reads hidden_activation.
   c.tie_word_embeddings = r.boolean("tie_word_embeddings").value_or(gemma);
   if (gemma) {
@@ -154,22 +144,16 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   } else {
     c.hidden_act = r.string("hidden_act").value_or("silu");
     // Mistral and Phi-3 slide on every layer; Llama has no window.
-    if (c.architecture == "MistralForCausalLM" || entry->family == model_family::phi3) {
+    if (c.architecture == "MistralForCausalLM" || family == model_family::phi3) {
       // MistralConfig's default window is 4096; null means none.
       const bool mistral_default = c.architecture == "MistralForCausalLM" && !r.present("sliding_window");
       c.sliding_window = mistral_default ? 4096 : r.int64("sliding_window").value_or(0);
     }
   }
-  // transformers >= 4.56 writes "dtype" instead of "torch_dtype".
-  c.torch_dtype = r.string("torch_dtype").value_or(
-      r.string("dtype").value_or(root.string("torch_dtype").value_or(root.string("dtype").value_or(c.torch_dtype))));
-  c.bos_token_id = r.token_id_field("bos_token_id");
-  if (!c.bos_token_id) c.bos_token_id = root.token_id_field("bos_token_id");
-  c.eos_token_ids = r.token_ids("eos_token_id").value_or(root.token_ids("eos_token_id").value_or(std::vector<token_id>{}));
-  c.validate(file);
+}
 
-  const auto gen_path = dir / "generation_config.json";
-  if (!std::filesystem::exists(gen_path)) return c;
+// generation_config.json's token ids and sampling defaults, into c.
+void read_generation_config(const std::filesystem::path& gen_path, model_config& c) {
   const auto gen_file = gen_path.string();
   simdjson::padded_string gen_text;
   dom::parser gen_parser;
@@ -196,6 +180,47 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
     c.default_max_tokens = static_cast<std::int32_t>(*n);
   }
   c.validate(gen_file); // config.json passed above, so a failure here is this file's
+}
+
+} // namespace
+
+auto model_config::load(const std::filesystem::path& dir) -> model_config {
+  if (gguf::is_gguf_file(dir)) return gguf_model_config(*gguf::file::open(dir));
+  const auto config_path = dir / "config.json";
+  const auto file = config_path.string();
+  simdjson::padded_string text;
+  dom::parser parser;
+  const field_reader root(file, read_object(config_path, text, parser));
+
+  model_config c;
+  c.architecture = read_architecture(file, root);
+  const auto* entry = find_architecture(c.architecture);
+  if (entry == nullptr)
+    fail(file, "unsupported architecture '" + c.architecture + "' (supported: " + supported_architectures() + ")");
+  // Gemma 3 may nest the language model's fields in "text_config".
+  std::optional<field_reader> nested;
+  if (const auto tc = root.find("text_config")) {
+    dom::object obj;
+    if (tc->get_object().get(obj) != simdjson::SUCCESS) root.bad("text_config", "must be an object");
+    nested.emplace(file, obj, "text_config.");
+  }
+  const field_reader& r = nested ? *nested : root;
+  refuse_unimplemented(file, r, entry->family);
+  if (nested) refuse_unimplemented(file, root, entry->family);
+  read_dimensions(file, r, entry->family, c);
+  read_rope(file, r, c);
+  read_family_fields(r, entry->family, c);
+  // transformers >= 4.56 writes "dtype" instead of "torch_dtype".
+  c.torch_dtype = r.string("torch_dtype").value_or(
+      r.string("dtype").value_or(root.string("torch_dtype").value_or(root.string("dtype").value_or(c.torch_dtype))));
+  c.bos_token_id = r.token_id_field("bos_token_id");
+  if (!c.bos_token_id) c.bos_token_id = root.token_id_field("bos_token_id");
+  c.eos_token_ids = r.token_ids("eos_token_id").value_or(root.token_ids("eos_token_id").value_or(std::vector<token_id>{}));
+  c.validate(file);
+
+  const auto gen_path = dir / "generation_config.json";
+  if (!std::filesystem::exists(gen_path)) return c;
+  read_generation_config(gen_path, c);
   return c;
 }
 
@@ -213,6 +238,124 @@ auto size_fields(const model_config& c) -> std::array<std::pair<std::string_view
            {"max_position_embeddings", c.max_position_embeddings}}};
 }
 
+// The checks of rope_scaling's fields its type uses.
+void validate_rope_scaling(const std::string& file, const rope_scaling_config& rs, std::int64_t head_dim) {
+  if (rs.type != "llama3" && rs.type != "linear" && rs.type != "dynamic" && rs.type != "yarn" &&
+      rs.type != "longrope" && rs.type != "freq_factors")
+    fail(file, "unsupported rope_scaling type '" + rs.type + "' (supported: llama3, linear, dynamic, yarn, longrope)");
+  check_positive(file, "rope_scaling.factor", rs.factor);
+  if (rs.type == "llama3" || rs.type == "yarn" || rs.type == "longrope")
+    check_positive(file, "rope_scaling.original_max_position_embeddings",
+                   static_cast<double>(rs.original_max_position_embeddings));
+  if (rs.type == "llama3") {
+    check_positive(file, "rope_scaling.low_freq_factor", rs.low_freq_factor);
+    // The llama3 ramp divides by high - low.
+    if (!(rs.high_freq_factor > rs.low_freq_factor) || !std::isfinite(rs.high_freq_factor))
+      fail(file, "rope_scaling.high_freq_factor must exceed rope_scaling.low_freq_factor");
+  }
+  if (rs.type == "dynamic" && rs.factor < 1.0)
+    fail(file, "rope_scaling.factor must be at least 1 for dynamic scaling, got " + format_number(rs.factor));
+  if (rs.type == "yarn" && !(rs.beta_fast > rs.beta_slow && rs.beta_slow > 0))
+    fail(file, "rope_scaling.beta_fast must exceed rope_scaling.beta_slow > 0");
+  if (rs.attention_factor < 0 || !std::isfinite(rs.attention_factor))
+    fail(file, "field 'rope_scaling.attention_factor' must be positive, got " + format_number(rs.attention_factor));
+  if (rs.type == "longrope" || rs.type == "freq_factors") {
+    const auto half = static_cast<std::size_t>(head_dim / 2);
+    for (const auto& [name, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
+      if (rs.type == "freq_factors" && f == &rs.long_factor) continue;
+      if (f->size() != half)
+        fail(file, "rope_scaling." + std::string(name) + " has " + std::to_string(f->size()) +
+                       " numbers, expected head_dim / 2 = " + std::to_string(half));
+      for (const double x : *f) check_positive(file, "rope_scaling." + std::string(name), x);
+    }
+  }
+}
+
+// Appends "key": v.
+void append_number_field(std::string& out, std::string_view key, double v) {
+  append_field(out, key);
+  json_text::append_number(out, v);
+}
+
+// The "rope_scaling" field: null, or an object of its type's fields.
+void append_rope_scaling(std::string& out, const rope_scaling_config& rs, bool top_level_original) {
+  append_field(out, "rope_scaling");
+  if (rs.type.empty()) {
+    out += "null";
+  } else {
+    out += "{\"rope_type\": ";
+    json_text::append_string(out, rs.type);
+    const auto item = [&](std::string_view key, double v) {
+      out += ", ";
+      json_text::append_string(out, key);
+      out += ": ";
+      json_text::append_number(out, v);
+    };
+    if (!top_level_original) item("factor", rs.factor);
+    if (rs.type == "llama3") {
+      item("low_freq_factor", rs.low_freq_factor);
+      item("high_freq_factor", rs.high_freq_factor);
+    }
+    if (rs.type == "llama3" || rs.type == "yarn" || (rs.type == "longrope" && !top_level_original))
+      out += ", \"original_max_position_embeddings\": " + std::to_string(rs.original_max_position_embeddings);
+    if (rs.type == "yarn") {
+      item("beta_fast", rs.beta_fast);
+      item("beta_slow", rs.beta_slow);
+    }
+    if ((rs.type == "yarn" || rs.type == "longrope") && rs.attention_factor != 0)
+      item("attention_factor", rs.attention_factor);
+    for (const auto& [key, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
+      if (rs.type != "longrope") break;
+      out += ", ";
+      json_text::append_string(out, key);
+      out += ": [";
+      for (std::size_t i = 0; i < f->size(); ++i) {
+        if (i > 0) out += ", ";
+        json_text::append_number(out, (*f)[i]);
+      }
+      out += ']';
+    }
+    out += '}';
+  }
+}
+
+// Gemma's fields: layer types, query scaling, soft-caps, local RoPE base.
+void append_gemma_fields(std::string& out, const model_config& c) {
+  append_field(out, "layer_types");
+  out += '[';
+  for (std::size_t i = 0; i < c.sliding_layers.size(); ++i) {
+    if (i > 0) out += ", ";
+    json_text::append_string(out, c.sliding_layers[i] ? "sliding_attention" : "full_attention");
+  }
+  out += ']';
+  append_number_field(out, "query_pre_attn_scalar", c.query_pre_attn_scalar);
+  append_field(out, "attn_logit_softcapping");
+  if (c.attn_logit_softcapping > 0) json_text::append_number(out, c.attn_logit_softcapping); else out += "null";
+  append_field(out, "final_logit_softcapping");
+  if (c.final_logit_softcapping > 0) json_text::append_number(out, c.final_logit_softcapping); else out += "null";
+  if (c.family() == model_family::gemma3) append_number_field(out, "rope_local_base_freq", c.rope_local_base_freq);
+}
+
+// generation_config.json's text: BOS/EOS ids and the sampling defaults set.
+auto generation_config_text(const model_config& c) -> std::string {
+  std::string gen = "{";
+  if (c.bos_token_id) append_token_ids(gen, "bos_token_id", {*c.bos_token_id});
+  if (!c.eos_token_ids.empty()) append_token_ids(gen, "eos_token_id", c.eos_token_ids);
+  const auto put = [&gen](const char* key, const auto& value) { // the sampling defaults that are set
+    if (!value) return;
+    append_field(gen, key);
+    json_text::append_number(gen, *value);
+  };
+  put("temperature", c.default_temperature);
+  put("top_p", c.default_top_p);
+  put("top_k", c.default_top_k);
+  put("min_p", c.default_min_p);
+  put("repetition_penalty", c.default_repetition_penalty);
+  put("max_new_tokens", c.default_max_tokens);
+  gen += gen.size() > 1 ? "\n}\n" : "}\n";
+  return gen;
+}
+
 } // namespace
 
 void model_config::validate(const std::string& file) const {
@@ -227,38 +370,7 @@ void model_config::validate(const std::string& file) const {
                    " is not a multiple of num_key_value_heads " + std::to_string(num_key_value_heads));
   check_positive(file, "rms_norm_eps", rms_norm_eps);
   check_positive(file, "rope_theta", rope_theta);
-  const auto& rs = rope_scaling;
-  if (!rs.type.empty()) {
-    if (rs.type != "llama3" && rs.type != "linear" && rs.type != "dynamic" && rs.type != "yarn" &&
-        rs.type != "longrope" && rs.type != "freq_factors")
-      fail(file, "unsupported rope_scaling type '" + rs.type + "' (supported: llama3, linear, dynamic, yarn, longrope)");
-    check_positive(file, "rope_scaling.factor", rs.factor);
-    if (rs.type == "llama3" || rs.type == "yarn" || rs.type == "longrope")
-      check_positive(file, "rope_scaling.original_max_position_embeddings",
-                     static_cast<double>(rs.original_max_position_embeddings));
-    if (rs.type == "llama3") {
-      check_positive(file, "rope_scaling.low_freq_factor", rs.low_freq_factor);
-      // The llama3 ramp divides by high - low.
-      if (!(rs.high_freq_factor > rs.low_freq_factor) || !std::isfinite(rs.high_freq_factor))
-        fail(file, "rope_scaling.high_freq_factor must exceed rope_scaling.low_freq_factor");
-    }
-    if (rs.type == "dynamic" && rs.factor < 1.0)
-      fail(file, "rope_scaling.factor must be at least 1 for dynamic scaling, got " + format_number(rs.factor));
-    if (rs.type == "yarn" && !(rs.beta_fast > rs.beta_slow && rs.beta_slow > 0))
-      fail(file, "rope_scaling.beta_fast must exceed rope_scaling.beta_slow > 0");
-    if (rs.attention_factor < 0 || !std::isfinite(rs.attention_factor))
-      fail(file, "field 'rope_scaling.attention_factor' must be positive, got " + format_number(rs.attention_factor));
-    if (rs.type == "longrope" || rs.type == "freq_factors") {
-      const auto half = static_cast<std::size_t>(head_dim / 2);
-      for (const auto& [name, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
-        if (rs.type == "freq_factors" && f == &rs.long_factor) continue;
-        if (f->size() != half)
-          fail(file, "rope_scaling." + std::string(name) + " has " + std::to_string(f->size()) +
-                         " numbers, expected head_dim / 2 = " + std::to_string(half));
-        for (const double x : *f) check_positive(file, "rope_scaling." + std::string(name), x);
-      }
-    }
-  }
+  if (!rope_scaling.type.empty()) validate_rope_scaling(file, rope_scaling, head_dim);
   const auto fam = family();
   const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
   const std::string_view act = gemma ? "gelu_pytorch_tanh" : "silu";
@@ -303,56 +415,15 @@ void model_config::save(const std::filesystem::path& dir) const {
   }
   const auto fam = family();
   const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
-  const auto number = [&](std::string_view key, double v) {
-    append_field(out, key);
-    json_text::append_number(out, v);
-  };
-  number("rms_norm_eps", rms_norm_eps);
-  number("rope_theta", rope_theta);
+  append_number_field(out, "rms_norm_eps", rms_norm_eps);
+  append_number_field(out, "rope_theta", rope_theta);
   const auto& rs = rope_scaling;
   // Phi-3 writes original_max_position_embeddings beside max_position_embeddings
   // and takes their ratio as the factor.
   const bool top_level_original =
       rs.type == "longrope" && rs.factor == static_cast<double>(max_position_embeddings) /
                                                static_cast<double>(rs.original_max_position_embeddings);
-  append_field(out, "rope_scaling");
-  if (rs.type.empty()) {
-    out += "null";
-  } else {
-    out += "{\"rope_type\": ";
-    json_text::append_string(out, rs.type);
-    const auto item = [&](std::string_view key, double v) {
-      out += ", ";
-      json_text::append_string(out, key);
-      out += ": ";
-      json_text::append_number(out, v);
-    };
-    if (!top_level_original) item("factor", rs.factor);
-    if (rs.type == "llama3") {
-      item("low_freq_factor", rs.low_freq_factor);
-      item("high_freq_factor", rs.high_freq_factor);
-    }
-    if (rs.type == "llama3" || rs.type == "yarn" || (rs.type == "longrope" && !top_level_original))
-      out += ", \"original_max_position_embeddings\": " + std::to_string(rs.original_max_position_embeddings);
-    if (rs.type == "yarn") {
-      item("beta_fast", rs.beta_fast);
-      item("beta_slow", rs.beta_slow);
-    }
-    if ((rs.type == "yarn" || rs.type == "longrope") && rs.attention_factor != 0)
-      item("attention_factor", rs.attention_factor);
-    for (const auto& [key, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
-      if (rs.type != "longrope") break;
-      out += ", ";
-      json_text::append_string(out, key);
-      out += ": [";
-      for (std::size_t i = 0; i < f->size(); ++i) {
-        if (i > 0) out += ", ";
-        json_text::append_number(out, (*f)[i]);
-      }
-      out += ']';
-    }
-    out += '}';
-  }
+  append_rope_scaling(out, rs, top_level_original);
   if (top_level_original) {
     append_field(out, "original_max_position_embeddings");
     json_text::append_number(out, rs.original_max_position_embeddings);
@@ -364,21 +435,7 @@ void model_config::save(const std::filesystem::path& dir) const {
     json_text::append_number(out, sliding_window);
   else
     out += "null";
-  if (gemma) {
-    append_field(out, "layer_types");
-    out += '[';
-    for (std::size_t i = 0; i < sliding_layers.size(); ++i) {
-      if (i > 0) out += ", ";
-      json_text::append_string(out, sliding_layers[i] ? "sliding_attention" : "full_attention");
-    }
-    out += ']';
-    number("query_pre_attn_scalar", query_pre_attn_scalar);
-    append_field(out, "attn_logit_softcapping");
-    if (attn_logit_softcapping > 0) json_text::append_number(out, attn_logit_softcapping); else out += "null";
-    append_field(out, "final_logit_softcapping");
-    if (final_logit_softcapping > 0) json_text::append_number(out, final_logit_softcapping); else out += "null";
-    if (fam == model_family::gemma3) number("rope_local_base_freq", rope_local_base_freq);
-  }
+  if (gemma) append_gemma_fields(out, *this);
   append_field(out, "tie_word_embeddings");
   out += tie_word_embeddings ? "true" : "false";
   append_field(out, "torch_dtype");
@@ -387,23 +444,7 @@ void model_config::save(const std::filesystem::path& dir) const {
   if (!eos_token_ids.empty()) append_token_ids(out, "eos_token_id", eos_token_ids);
   out += "\n}\n";
   write_text_file(config_path, out);
-
-  std::string gen = "{";
-  if (bos_token_id) append_token_ids(gen, "bos_token_id", {*bos_token_id});
-  if (!eos_token_ids.empty()) append_token_ids(gen, "eos_token_id", eos_token_ids);
-  const auto put = [&gen](const char* key, const auto& value) { // the sampling defaults that are set
-    if (!value) return;
-    append_field(gen, key);
-    json_text::append_number(gen, *value);
-  };
-  put("temperature", default_temperature);
-  put("top_p", default_top_p);
-  put("top_k", default_top_k);
-  put("min_p", default_min_p);
-  put("repetition_penalty", default_repetition_penalty);
-  put("max_new_tokens", default_max_tokens);
-  gen += gen.size() > 1 ? "\n}\n" : "}\n";
-  write_text_file(dir / "generation_config.json", gen);
+  write_text_file(dir / "generation_config.json", generation_config_text(*this));
 }
 
 auto model_config::family() const -> model_family {

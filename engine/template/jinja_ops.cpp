@@ -84,28 +84,112 @@ auto prefix_test(const std::string& s, const value& arg, bool at_end) -> bool {
   return one(arg);
 }
 
+/// str.strip, lstrip and rstrip.
+auto strip_method(const std::string& s, std::string_view name) -> value {
+  const bool left = name != "rstrip", right = name != "lstrip";
+  return bound(std::string(name), [s, left, right, n = std::string(name)](const call_args& a) -> value {
+    if (const auto* chars = arg_str(a, 0, "chars", n.c_str())) return std::string(text::strip_chars(s, chars->str(), left, right));
+    auto v = std::string_view(s);
+    if (left) v = text::lstrip(v);
+    if (right) v = text::rstrip(v);
+    return std::string(v);
+  });
+}
+
+/// str.split and rsplit (rsplit without maxsplit).
+auto split_method(const std::string& s, std::string_view name) -> value {
+  return bound(std::string(name), [s, r = name == "rsplit"](const call_args& a) -> value {
+    const auto* sep = arg_str(a, 0, "sep", "split");
+    const auto maxsplit = arg_int(a, 1, "maxsplit", -1);
+    if (sep != nullptr && sep->str().empty()) type_error("empty separator");
+    if (r && maxsplit >= 0) type_error("rsplit with maxsplit is not supported");
+    array out;
+    for (auto& part : text::split(s, sep ? sep->str() : "", maxsplit, sep != nullptr)) out.emplace_back(std::move(part));
+    return out;
+  });
+}
+
+/// str.replace.
+auto replace_method(const std::string& s) -> value {
+  return bound("replace", [s](const call_args& a) -> value {
+    const auto* from = a.get(0, "old");
+    const auto* to = a.get(1, "new");
+    if (from == nullptr || to == nullptr || !from->is_string() || !to->is_string())
+      type_error("replace() arguments must be str");
+    return text::replace(s, from->str(), to->str(), arg_int(a, 2, "count", -1));
+  });
+}
+
+/// str.find and count.
+auto find_method(const std::string& s, std::string_view name) -> value {
+  return bound(std::string(name), [s, count = name == "count"](const call_args& a) -> value {
+    const auto* sub = a.get(0, "sub");
+    if (sub == nullptr || !sub->is_string() || a.positional.size() > 1) type_error("find()/count() take one str here");
+    if (count) {
+      if (sub->str().empty()) return static_cast<std::int64_t>(text::num_code_points(s) + 1);
+      std::int64_t n = 0;
+      for (auto at = s.find(sub->str()); at != std::string::npos; at = s.find(sub->str(), at + sub->str().size())) ++n;
+      return n;
+    }
+    const auto at = s.find(sub->str());
+    return at == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(text::num_code_points(s.substr(0, at)));
+  });
+}
+
+/// str.join.
+auto join_method(const std::string& s) -> value {
+  return bound("join", [s](const call_args& a) -> value {
+    if (a.positional.size() != 1) type_error("join() takes one argument");
+    std::string out;
+    bool first = true;
+    for (const auto& x : iterate(a.positional[0])) {
+      if (!x.is_string()) type_error("sequence item: expected str instance, " + type_name(x) + " found");
+      out += (first ? "" : s) + x.str();
+      first = false;
+    }
+    return out;
+  });
+}
+
+/// str.splitlines.
+auto splitlines_method(const std::string& s) -> value {
+  return bound("splitlines", [s](const call_args&) -> value {
+    array out;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (s[i] == '\n' || s[i] == '\r') {
+        out.emplace_back(s.substr(at, i - at));
+        if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+        at = i + 1;
+      }
+    if (at < s.size()) out.emplace_back(s.substr(at));
+    return out;
+  });
+}
+
+/// str.isdigit, isalpha, isalnum, isspace, islower and isupper, on ASCII text.
+auto char_class_method(const std::string& s, std::string_view name) -> value {
+  return bound(std::string(name), [s, n = std::string(name)](const call_args&) -> value {
+    if (s.empty()) return false;
+    bool any_cased = false;
+    for (const unsigned char c : s) {
+      if (c >= 0x80) type_error("str." + n + "() on non-ASCII text is not supported");
+      const bool digit = c >= '0' && c <= '9', lo = c >= 'a' && c <= 'z', up = c >= 'A' && c <= 'Z';
+      any_cased = any_cased || lo || up;
+      if (n == "isdigit" && !digit) return false;
+      if (n == "isalpha" && !lo && !up) return false;
+      if (n == "isalnum" && !lo && !up && !digit) return false;
+      if (n == "isspace" && text::space_at(std::string_view(reinterpret_cast<const char*>(&c), 1), 0) == 0) return false;
+      if (n == "islower" && up) return false;
+      if (n == "isupper" && lo) return false;
+    }
+    return n == "islower" || n == "isupper" ? any_cased : true;
+  });
+}
+
 auto string_method(const std::string& s, std::string_view name) -> value {
-  if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    const bool left = name != "rstrip", right = name != "lstrip";
-    return bound(std::string(name), [s, left, right, n = std::string(name)](const call_args& a) -> value {
-      if (const auto* chars = arg_str(a, 0, "chars", n.c_str())) return std::string(text::strip_chars(s, chars->str(), left, right));
-      auto v = std::string_view(s);
-      if (left) v = text::lstrip(v);
-      if (right) v = text::rstrip(v);
-      return std::string(v);
-    });
-  }
-  if (name == "split" || name == "rsplit") {
-    return bound(std::string(name), [s, r = name == "rsplit"](const call_args& a) -> value {
-      const auto* sep = arg_str(a, 0, "sep", "split");
-      const auto maxsplit = arg_int(a, 1, "maxsplit", -1);
-      if (sep != nullptr && sep->str().empty()) type_error("empty separator");
-      if (r && maxsplit >= 0) type_error("rsplit with maxsplit is not supported");
-      array out;
-      for (auto& part : text::split(s, sep ? sep->str() : "", maxsplit, sep != nullptr)) out.emplace_back(std::move(part));
-      return out;
-    });
-  }
+  if (name == "strip" || name == "lstrip" || name == "rstrip") return strip_method(s, name);
+  if (name == "split" || name == "rsplit") return split_method(s, name);
   if (name == "startswith" || name == "endswith") {
     return bound(std::string(name), [s, end = name == "endswith"](const call_args& a) -> value {
       if (a.positional.size() != 1) type_error("startswith/endswith take one argument here");
@@ -116,75 +200,13 @@ auto string_method(const std::string& s, std::string_view name) -> value {
   if (name == "lower") return bound("lower", [s](const call_args&) -> value { return text::lower(s); });
   if (name == "title") return bound("title", [s](const call_args&) -> value { return text::title(s); });
   if (name == "capitalize") return bound("capitalize", [s](const call_args&) -> value { return text::capitalize(s); });
-  if (name == "replace") {
-    return bound("replace", [s](const call_args& a) -> value {
-      const auto* from = a.get(0, "old");
-      const auto* to = a.get(1, "new");
-      if (from == nullptr || to == nullptr || !from->is_string() || !to->is_string())
-        type_error("replace() arguments must be str");
-      return text::replace(s, from->str(), to->str(), arg_int(a, 2, "count", -1));
-    });
-  }
-  if (name == "find" || name == "count") {
-    return bound(std::string(name), [s, count = name == "count"](const call_args& a) -> value {
-      const auto* sub = a.get(0, "sub");
-      if (sub == nullptr || !sub->is_string() || a.positional.size() > 1) type_error("find()/count() take one str here");
-      if (count) {
-        if (sub->str().empty()) return static_cast<std::int64_t>(text::num_code_points(s) + 1);
-        std::int64_t n = 0;
-        for (auto at = s.find(sub->str()); at != std::string::npos; at = s.find(sub->str(), at + sub->str().size())) ++n;
-        return n;
-      }
-      const auto at = s.find(sub->str());
-      return at == std::string::npos ? std::int64_t{-1} : static_cast<std::int64_t>(text::num_code_points(s.substr(0, at)));
-    });
-  }
-  if (name == "join") {
-    return bound("join", [s](const call_args& a) -> value {
-      if (a.positional.size() != 1) type_error("join() takes one argument");
-      std::string out;
-      bool first = true;
-      for (const auto& x : iterate(a.positional[0])) {
-        if (!x.is_string()) type_error("sequence item: expected str instance, " + type_name(x) + " found");
-        out += (first ? "" : s) + x.str();
-        first = false;
-      }
-      return out;
-    });
-  }
-  if (name == "splitlines") {
-    return bound("splitlines", [s](const call_args&) -> value {
-      array out;
-      std::size_t at = 0;
-      for (std::size_t i = 0; i < s.size(); ++i)
-        if (s[i] == '\n' || s[i] == '\r') {
-          out.emplace_back(s.substr(at, i - at));
-          if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-          at = i + 1;
-        }
-      if (at < s.size()) out.emplace_back(s.substr(at));
-      return out;
-    });
-  }
+  if (name == "replace") return replace_method(s);
+  if (name == "find" || name == "count") return find_method(s, name);
+  if (name == "join") return join_method(s);
+  if (name == "splitlines") return splitlines_method(s);
   if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" || name == "islower" ||
-      name == "isupper") {
-    return bound(std::string(name), [s, n = std::string(name)](const call_args&) -> value {
-      if (s.empty()) return false;
-      bool any_cased = false;
-      for (const unsigned char c : s) {
-        if (c >= 0x80) type_error("str." + n + "() on non-ASCII text is not supported");
-        const bool digit = c >= '0' && c <= '9', lo = c >= 'a' && c <= 'z', up = c >= 'A' && c <= 'Z';
-        any_cased = any_cased || lo || up;
-        if (n == "isdigit" && !digit) return false;
-        if (n == "isalpha" && !lo && !up) return false;
-        if (n == "isalnum" && !lo && !up && !digit) return false;
-        if (n == "isspace" && text::space_at(std::string_view(reinterpret_cast<const char*>(&c), 1), 0) == 0) return false;
-        if (n == "islower" && up) return false;
-        if (n == "isupper" && lo) return false;
-      }
-      return n == "islower" || n == "isupper" ? any_cased : true;
-    });
-  }
+      name == "isupper")
+    return char_class_method(s, name);
   if (name == "format") return bound("format", [s](const call_args& a) { return str_format(s, a); });
   type_error("str." + std::string(name) + "() is not supported");
 }
@@ -254,6 +276,83 @@ auto index_of(std::int64_t i, std::size_t size, bool& ok) -> std::size_t {
 auto floor_div(std::int64_t a, std::int64_t b) -> std::int64_t {
   const auto q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/// Python's arithmetic on two integers (but /); nullopt for another operator.
+auto int_arithmetic(std::string_view op, std::int64_t x, std::int64_t y) -> std::optional<value> {
+  std::int64_t r = 0;
+  const auto checked = [&](bool overflow) -> value {
+    if (overflow) type_error("integer overflow in '" + std::string(op) + "' (Python's big integers are not supported)");
+    return r;
+  };
+  if (op == "+") return checked(__builtin_add_overflow(x, y, &r));
+  if (op == "-") return checked(__builtin_sub_overflow(x, y, &r));
+  if (op == "*") return checked(__builtin_mul_overflow(x, y, &r));
+  if (op == "//" || op == "%") {
+    if (y == 0) type_error("integer division or modulo by zero");
+    if (y == -1) return op == "%" ? std::int64_t{0} : (r = 0, checked(__builtin_sub_overflow(std::int64_t{0}, x, &r)));
+    return op == "//" ? floor_div(x, y) : x - floor_div(x, y) * y;
+  }
+  if (op == "**") {
+    if (y < 0) return std::pow(static_cast<double>(x), static_cast<double>(y));
+    if (x == 0 || x == 1) return y == 0 ? std::int64_t{1} : x;
+    if (x == -1) return y % 2 == 0 ? std::int64_t{1} : std::int64_t{-1};
+    r = 1;
+    for (std::int64_t k = 0; k < y; ++k)
+      if (__builtin_mul_overflow(r, x, &r)) return checked(true);
+    return r;
+  }
+  return std::nullopt;
+}
+
+/// Python's arithmetic on floats (but /); nullopt for another operator.
+auto real_arithmetic(std::string_view op, double x, double y) -> std::optional<value> {
+  if (op == "+") return x + y;
+  if (op == "-") return x - y;
+  if (op == "*") return x * y;
+  if (op == "//" || op == "%") {
+    if (y == 0) type_error("float division or modulo by zero");
+    const auto q = std::floor(x / y);
+    if (op == "//") return q;
+    auto m = std::fmod(x, y);
+    if (m != 0 && ((m < 0) != (y < 0))) m += y;
+    return m;
+  }
+  if (op == "**") return std::pow(x, y);
+  return std::nullopt;
+}
+
+/// + joining strings or lists, * repeating one; nullopt for other operands.
+auto sequence_op(std::string_view op, const value& a, const value& b) -> std::optional<value> {
+  if (op == "+") {
+    if (a.is_string() && b.is_string()) {
+      check_text_size(a.str().size() + b.str().size());
+      return a.str() + b.str();
+    }
+    if (a.is_array() && b.is_array() && a.is_tuple() == b.is_tuple()) { // list + tuple is a TypeError
+      array out = a.arr();
+      out.insert(out.end(), b.arr().begin(), b.arr().end());
+      return a.is_tuple() ? value::tuple(std::move(out)) : value(std::move(out));
+    }
+  }
+  if (op == "*") {
+    const value& seq = a.is_number() ? b : a;
+    const value& count = a.is_number() ? a : b;
+    if ((count.is_int() || count.is_bool()) && (seq.is_string() || seq.is_array())) {
+      const auto n = std::max<std::int64_t>(0, count.as_int());
+      const auto unit = seq.is_string() ? seq.str().size() : seq.arr().size();
+      if (unit > 0 && n > static_cast<std::int64_t>((std::size_t{1} << 24) / unit)) type_error("repetition result too large");
+      if (seq.is_string()) {
+        std::string out;
+        for (std::int64_t k = 0; k < n; ++k) out += seq.str();
+        return out;
+      }
+      array out;
+      for (std::int64_t k = 0; k < n; ++k) out.insert(out.end(), seq.arr().begin(), seq.arr().end());
+      return out;
+    }
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -360,75 +459,11 @@ auto binary_op(std::string_view op, const value& a, const value& b) -> value {
       if (b.as_real() == 0) type_error("division by zero");
       return a.as_real() / b.as_real();
     }
-    if (!real) {
-      const auto x = a.as_int(), y = b.as_int();
-      std::int64_t r = 0;
-      const auto checked = [&](bool overflow) -> value {
-        if (overflow) type_error("integer overflow in '" + std::string(op) + "' (Python's big integers are not supported)");
-        return r;
-      };
-      if (op == "+") return checked(__builtin_add_overflow(x, y, &r));
-      if (op == "-") return checked(__builtin_sub_overflow(x, y, &r));
-      if (op == "*") return checked(__builtin_mul_overflow(x, y, &r));
-      if (op == "//" || op == "%") {
-        if (y == 0) type_error("integer division or modulo by zero");
-        if (y == -1) return op == "%" ? std::int64_t{0} : (r = 0, checked(__builtin_sub_overflow(std::int64_t{0}, x, &r)));
-        return op == "//" ? floor_div(x, y) : x - floor_div(x, y) * y;
-      }
-      if (op == "**") {
-        if (y < 0) return std::pow(static_cast<double>(x), static_cast<double>(y));
-        if (x == 0 || x == 1) return y == 0 ? std::int64_t{1} : x;
-        if (x == -1) return y % 2 == 0 ? std::int64_t{1} : std::int64_t{-1};
-        r = 1;
-        for (std::int64_t k = 0; k < y; ++k)
-          if (__builtin_mul_overflow(r, x, &r)) return checked(true);
-        return r;
-      }
-    } else {
-      const auto x = a.as_real(), y = b.as_real();
-      if (op == "+") return x + y;
-      if (op == "-") return x - y;
-      if (op == "*") return x * y;
-      if (op == "//" || op == "%") {
-        if (y == 0) type_error("float division or modulo by zero");
-        const auto q = std::floor(x / y);
-        if (op == "//") return q;
-        auto m = std::fmod(x, y);
-        if (m != 0 && ((m < 0) != (y < 0))) m += y;
-        return m;
-      }
-      if (op == "**") return std::pow(x, y);
-    }
+    auto r = !real ? int_arithmetic(op, a.as_int(), b.as_int()) : real_arithmetic(op, a.as_real(), b.as_real());
+    if (r) return std::move(*r);
     return unsupported();
   }
-  if (op == "+") {
-    if (a.is_string() && b.is_string()) {
-      check_text_size(a.str().size() + b.str().size());
-      return a.str() + b.str();
-    }
-    if (a.is_array() && b.is_array() && a.is_tuple() == b.is_tuple()) { // list + tuple is a TypeError
-      array out = a.arr();
-      out.insert(out.end(), b.arr().begin(), b.arr().end());
-      return a.is_tuple() ? value::tuple(std::move(out)) : value(std::move(out));
-    }
-  }
-  if (op == "*") {
-    const value& seq = a.is_number() ? b : a;
-    const value& count = a.is_number() ? a : b;
-    if ((count.is_int() || count.is_bool()) && (seq.is_string() || seq.is_array())) {
-      const auto n = std::max<std::int64_t>(0, count.as_int());
-      const auto unit = seq.is_string() ? seq.str().size() : seq.arr().size();
-      if (unit > 0 && n > static_cast<std::int64_t>((std::size_t{1} << 24) / unit)) type_error("repetition result too large");
-      if (seq.is_string()) {
-        std::string out;
-        for (std::int64_t k = 0; k < n; ++k) out += seq.str();
-        return out;
-      }
-      array out;
-      for (std::int64_t k = 0; k < n; ++k) out.insert(out.end(), seq.arr().begin(), seq.arr().end());
-      return out;
-    }
-  }
+  if (auto r = sequence_op(op, a, b)) return std::move(*r);
   return unsupported();
 }
 

@@ -16,18 +16,28 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace troupe::testing {
 
 constexpr std::int32_t k_blocks = 256;
 constexpr std::int32_t k_block_size = 16;
 
-/// What a sink got: its tokens and how the request finished.
+/// What a sink got: a placed request's admission from its replica, its
+/// tokens and how the request finished.
 struct sink_log {
   std::mutex mu;
   std::condition_variable cv;
+  std::optional<placement> admitted;
   int tokens = 0;
+  int tokens_before_admission = 0;
   finish_reason finished = finish_reason::none;
+
+  auto wait_admitted(std::chrono::milliseconds limit) -> std::optional<placement> {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, limit, [&] { return admitted.has_value(); });
+    return admitted;
+  }
 
   auto wait_finished() -> finish_reason {
     std::unique_lock lock(mu);
@@ -44,12 +54,18 @@ inline auto collecting_sink(sink_actor::pointer, std::shared_ptr<sink_log> log, 
         undelivered->fetch_sub(1, std::memory_order_relaxed);
         std::lock_guard lock(log->mu);
         if (u.token) ++log->tokens;
+        if (!log->admitted) ++log->tokens_before_admission;
         if (u.finished != finish_reason::none) {
           log->finished = u.finished;
           log->cv.notify_all();
         }
       },
       [](gone_atom) {},
+      [log](admitted_atom, request_id, const placement& p) {
+        std::lock_guard lock(log->mu);
+        log->admitted = p;
+        log->cv.notify_all();
+      },
   };
 }
 

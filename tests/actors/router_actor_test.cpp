@@ -60,8 +60,10 @@ struct fleet_rig {
     sys->await_all_actors_done();
   }
 
-  /// One dispatch of a request of `prompt` (max_tokens 4): where it went,
-  /// and (when admitted) how it finished at the sink.
+  /// One dispatch of a request of `prompt` (max_tokens 4): where the router
+  /// placed it, with the admission its replica sent the sink (failed: the
+  /// replica was gone before it answered), and (when admitted) how it
+  /// finished at the sink.
   auto dispatch(request_id id, std::vector<token_id> prompt, std::vector<std::int32_t> avoid = {}, bool probe = true)
       -> std::pair<placement, finish_reason> {
     auto log = std::make_shared<sink_log>();
@@ -77,10 +79,31 @@ struct fleet_rig {
     self->request(router, caf::infinite, dispatch_atom_v, std::move(r), q, std::move(avoid), probe, sink,
                   std::chrono::steady_clock::now(), undelivered)
         .receive([&](placement& got) { p = std::move(got); }, [](caf::error& e) { FAIL("dispatch: " << to_string(e)); });
+    if (p.scheduler) admission_of(self, p, *log);
     const auto finished = p.answer.status == 0 && !p.answer.no_replica && !p.failed ? log->wait_finished()
                                                                                       : finish_reason::none;
+    CHECK(log->tokens_before_admission == 0);
     caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
     return {std::move(p), finished};
+  }
+
+  /// The replica's answer at the sink, as the sink actor waits for it: its
+  /// admission, or its scheduler's death (watched).
+  static void admission_of(caf::scoped_actor& self, placement& p, sink_log& log) {
+    self->monitor(p.scheduler);
+    bool down = false;
+    for (int i = 0; i < 3000 && !down; ++i) {
+      if (const auto a = log.wait_admitted(std::chrono::milliseconds(10))) {
+        CHECK(a->replica == p.replica);
+        CHECK(a->scheduler == p.scheduler);
+        p.answer = a->answer;
+        p.failed = a->failed;
+        return;
+      }
+      self->receive([&](caf::down_msg&) { down = true; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
+    }
+    REQUIRE(down);
+    p.failed = true;
   }
 };
 

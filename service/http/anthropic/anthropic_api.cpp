@@ -190,15 +190,8 @@ auto settle_tools(tool_fields::flat_tools& tools, generation_request& r) -> std:
   return std::nullopt;
 }
 
-} // namespace
-
-auto parse_request(std::string_view body, const sampling_params& defaults, message_options* options, bool counting)
-    -> std::variant<generation_request, api_error> {
-  generation_request r;
-  r.kind = endpoint::chat;
-  r.thinking_param = "thinking.budget_tokens";
-  r.thinking_implied = true;
-  r.sampling = defaults;
+/// What the body said besides the request itself, settled once every field is read.
+struct body_fields {
   bool has_messages = false, has_max_tokens = false, has_choice = false;
   thinking_config thinking;
   std::string message_effort; // (a message's output_config.effort, the latest)
@@ -206,73 +199,78 @@ auto parse_request(std::string_view body, const sampling_params& defaults, messa
   tool_fields::flat_tools tools;
   std::string system;
   std::vector<chat_message> messages;
-  if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
-        if (key == "model") return read_string(v, key, key, r.model);
-        if (key == "max_tokens") {
-          has_max_tokens = true;
-          return read_int(v, key, 1, int32_max, r.max_tokens.emplace());
-        }
-        if (key == "messages") {
-          has_messages = true;
-          od::array items;
-          if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of messages");
-          std::size_t i = 0;
-          for (auto item : items) {
-            const auto at = "messages[" + std::to_string(i++) + "]";
-            od::object m;
-            if (auto e = item.get_object().get(m)) return failed(e, at, at, "a message");
-            if (auto p = read_message(m, at, messages, r.referenced_tools, message_effort)) return p;
-          }
-          if (i == 0) return error("invalid_value", "messages", "messages must not be empty");
-          return {};
-        }
-        if (key == "system") return read_text(v, "system", system);
-        if (key == "stop_sequences") {
-          od::array items;
-          if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of strings");
-          for (auto item : items) {
-            od::value x;
-            if (auto e = item.get(x)) return bad_json(e);
-            if (auto p = read_string(x, key, key, r.sampling.stop.emplace_back())) return p;
-            if (r.sampling.stop.back().empty()) return error("invalid_value", "stop_sequences", "a stop sequence must not be empty");
-          }
-          return {};
-        }
-        if (key == "stream") return read_bool(v, key, r.stream);
-        if (key == "temperature") return read_float(v, key, r.sampling.temperature);
-        if (key == "top_p") return read_float(v, key, r.sampling.top_p);
-        if (key == "top_k") return read_int(v, key, int32_min, int32_max, r.sampling.top_k);
-        if (key == "tools") return tool_fields::read_flat_tools(v, tool_fields::messages_tools, r.tools, tools);
-        if (key == "tool_choice") {
-          has_choice = true;
-          return read_tool_choice(v, r);
-        }
-        if (key == "metadata") {
-          od::object o;
-          if (auto e = v.get_object().get(o)) return failed(e, key, key, "an object");
-          return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
-            if (k == "user_id") return read_string(x, key, "metadata.user_id", r.user);
-            return error("unknown_parameter", "metadata", "unknown parameter metadata." + std::string(k));
-          });
-        }
-        if (key == "thinking") return read_thinking(v, thinking);
-        if (key == "output_config") return read_output_config(v, thinking, constraint);
-        if (key == "context_management") return read_context_management(v, r.edits);
-        if (auto p = check_json(v, 1)) return p;
-        r.unknown_fields.emplace_back(key);
-        return {};
-      }))
-    return *p;
-  if (!has_messages) return error("missing_field", "messages", "messages is missing");
-  if (!has_max_tokens && !counting) return error("missing_field", "max_tokens", "max_tokens is missing");
-  if (!has_max_tokens) r.max_tokens = int32_max; // (count_tokens: no answer, so no limit on it)
-  if (!system.empty()) r.messages.push_back({"system", system});
-  for (auto& m : messages) r.messages.push_back(std::move(m));
+};
+
+/// One field of the body, into the request or `b`.
+auto read_field(std::string_view key, od::value& v, generation_request& r, body_fields& b) -> problem {
+  if (key == "model") return read_string(v, key, key, r.model);
+  if (key == "max_tokens") {
+    b.has_max_tokens = true;
+    return read_int(v, key, 1, int32_max, r.max_tokens.emplace());
+  }
+  if (key == "messages") {
+    b.has_messages = true;
+    od::array items;
+    if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of messages");
+    std::size_t i = 0;
+    for (auto item : items) {
+      const auto at = "messages[" + std::to_string(i++) + "]";
+      od::object m;
+      if (auto e = item.get_object().get(m)) return failed(e, at, at, "a message");
+      if (auto p = read_message(m, at, b.messages, r.referenced_tools, b.message_effort)) return p;
+    }
+    if (i == 0) return error("invalid_value", "messages", "messages must not be empty");
+    return {};
+  }
+  if (key == "system") return read_text(v, "system", b.system);
+  if (key == "stop_sequences") {
+    od::array items;
+    if (auto e = v.get_array().get(items)) return failed(e, key, key, "an array of strings");
+    for (auto item : items) {
+      od::value x;
+      if (auto e = item.get(x)) return bad_json(e);
+      if (auto p = read_string(x, key, key, r.sampling.stop.emplace_back())) return p;
+      if (r.sampling.stop.back().empty()) return error("invalid_value", "stop_sequences", "a stop sequence must not be empty");
+    }
+    return {};
+  }
+  if (key == "stream") return read_bool(v, key, r.stream);
+  if (key == "temperature") return read_float(v, key, r.sampling.temperature);
+  if (key == "top_p") return read_float(v, key, r.sampling.top_p);
+  if (key == "top_k") return read_int(v, key, int32_min, int32_max, r.sampling.top_k);
+  if (key == "tools") return tool_fields::read_flat_tools(v, tool_fields::messages_tools, r.tools, b.tools);
+  if (key == "tool_choice") {
+    b.has_choice = true;
+    return read_tool_choice(v, r);
+  }
+  if (key == "metadata") {
+    od::object o;
+    if (auto e = v.get_object().get(o)) return failed(e, key, key, "an object");
+    return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+      if (k == "user_id") return read_string(x, key, "metadata.user_id", r.user);
+      return error("unknown_parameter", "metadata", "unknown parameter metadata." + std::string(k));
+    });
+  }
+  if (key == "thinking") return read_thinking(v, b.thinking);
+  if (key == "output_config") return read_output_config(v, b.thinking, b.constraint);
+  if (key == "context_management") return read_context_management(v, r.edits);
+  if (auto p = check_json(v, 1)) return p;
+  r.unknown_fields.emplace_back(key);
+  return {};
+}
+
+/// `b` settled into the request, and the checks that need the whole request.
+auto finish(body_fields& b, bool counting, generation_request& r) -> problem {
+  if (!b.has_messages) return error("missing_field", "messages", "messages is missing");
+  if (!b.has_max_tokens && !counting) return error("missing_field", "max_tokens", "max_tokens is missing");
+  if (!b.has_max_tokens) r.max_tokens = int32_max; // (count_tokens: no answer, so no limit on it)
+  if (!b.system.empty()) r.messages.push_back({"system", b.system});
+  for (auto& m : b.messages) r.messages.push_back(std::move(m));
   r.sampling.max_tokens = *r.max_tokens;
-  if (!message_effort.empty()) thinking.effort = message_effort;
-  if (auto p = settle_thinking(thinking, r)) return *p;
-  if (auto p = settle_tools(tools, r)) return *p;
-  auto g = constraint_grammar(constraint);
+  if (!b.message_effort.empty()) b.thinking.effort = b.message_effort;
+  if (auto p = settle_thinking(b.thinking, r)) return *p;
+  if (auto p = settle_tools(b.tools, r)) return *p;
+  auto g = constraint_grammar(b.constraint);
   if (auto* e = std::get_if<api_error>(&g)) return *e;
   r.sampling.grammar = std::move(std::get<std::string>(g));
   if (r.sampling.thinking_budget >= *r.max_tokens)
@@ -280,7 +278,7 @@ auto parse_request(std::string_view body, const sampling_params& defaults, messa
                  "thinking.budget_tokens must be less than max_tokens (" + std::to_string(*r.max_tokens) + "), got " +
                      std::to_string(r.sampling.thinking_budget));
   if (r.tools.empty()) {
-    if (has_choice && r.choice.what != tool_choice::mode::none)
+    if (b.has_choice && r.choice.what != tool_choice::mode::none)
       return error("invalid_value", "tool_choice", "tool_choice needs tools");
     r.choice.what = tool_choice::mode::none;
   } else if (r.choice.what == tool_choice::mode::named &&
@@ -291,7 +289,24 @@ auto parse_request(std::string_view body, const sampling_params& defaults, messa
     auto param = line.substr(0, line.find_first_of(" ["));
     return error("invalid_value", std::move(param), std::move(line));
   }
-  if (options) options->omit_thinking = thinking.omit;
+  return {};
+}
+
+} // namespace
+
+auto parse_request(std::string_view body, const sampling_params& defaults, message_options* options, bool counting)
+    -> std::variant<generation_request, api_error> {
+  generation_request r;
+  r.kind = endpoint::chat;
+  r.thinking_param = "thinking.budget_tokens";
+  r.thinking_implied = true;
+  r.sampling = defaults;
+  body_fields b;
+  if (auto p = read_object(body, "request body",
+                           [&](std::string_view key, od::value& v) { return read_field(key, v, r, b); }))
+    return *p;
+  if (auto p = finish(b, counting, r)) return *p;
+  if (options) options->omit_thinking = b.thinking.omit;
   return r;
 }
 

@@ -298,6 +298,43 @@ auto read_logit_bias(od::value& v, std::vector<std::pair<token_id, float>>& out)
   });
 }
 
+/// response_format or a guided_* field: the request's output constraint (a
+/// second one is noted, to be refused).
+auto read_constraint(std::string_view key, od::value& v, fields& f) -> problem {
+  output_constraint c;
+  if (auto p = key == "response_format" ? read_response_format(v, c) : read_guided(key, v, c)) return p;
+  if (c.what != output_constraint::kind::none) {
+    if (f.constraint.what != output_constraint::kind::none) {
+      f.second_constraint = std::string(key);
+      return {};
+    }
+    f.constraint = std::move(c);
+  }
+  return {};
+}
+
+/// A field read_field does not list: ignored, noted as the other endpoint's,
+/// or noted as unknown.
+auto read_unlisted(bool chat, std::string_view key, od::value& v, fields& f, bool ws_message) -> problem {
+  // Documented by OpenAI as optional and without effect on the text; see docs/api.md.
+  if (key == "metadata" || key == "store" || key == "service_tier" || key == "prompt_cache_key" ||
+      key == "safety_identifier" || (!chat && key == "parallel_tool_calls"))
+    return check_json(v, 1);
+  if (ws_message && (key == "id" || key == "type")) return {}; // the WebSocket envelope's (parse_ws_envelope)
+  if (auto p = check_json(v, 1)) return p; // broken JSON is reported as such first
+  // The other endpoint's fields that shape an answer: a client that sends
+  // them relies on them, and ignoring them would change what it gets.
+  static constexpr std::array<std::string_view, 4> chat_only{"messages", "tools", "tool_choice", "thinking_token_budget"};
+  static constexpr std::array<std::string_view, 4> completions_only{"prompt", "echo", "suffix", "best_of"};
+  const auto& other = chat ? completions_only : chat_only;
+  if (std::find(other.begin(), other.end(), key) != other.end()) {
+    if (f.foreign.empty()) f.foreign = key; // (refused after a missing input)
+    return {};
+  }
+  f.r.unknown_fields.emplace_back(key);
+  return {};
+}
+
 auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bool ws_message) -> problem {
   auto& r = f.r;
   auto& s = r.sampling;
@@ -341,18 +378,8 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
   if (key == "echo" && !chat) return read_bool(v, key, r.echo);
   if (key == "best_of" && !chat) return read_int(v, key, 1, max_choices, f.best_of.emplace());
   if (key == "response_format" || key == "guided_json" || key == "guided_regex" || key == "guided_choice" ||
-      key == "guided_grammar") {
-    output_constraint c;
-    if (auto p = key == "response_format" ? read_response_format(v, c) : read_guided(key, v, c)) return p;
-    if (c.what != output_constraint::kind::none) {
-      if (f.constraint.what != output_constraint::kind::none) {
-        f.second_constraint = std::string(key);
-        return {};
-      }
-      f.constraint = std::move(c);
-    }
-    return {};
-  }
+      key == "guided_grammar")
+    return read_constraint(key, v, f);
   if (chat && key == "tools") return tool_fields::read_tools(v, key, r.tools_json, &r.tools);
   if (chat && key == "tool_choice") {
     f.has_tool_choice = true;
@@ -363,23 +390,7 @@ auto read_field(endpoint kind, std::string_view key, od::value& v, fields& f, bo
   if (chat && key == "thinking_token_budget") return read_int(v, key, 0, int32_max, s.thinking_budget);
   if ((key == "suffix" && !chat) || (chat && (key == "functions" || key == "function_call")))
     return not_supported(key, key == "suffix" ? "suffix" : std::string(key) + " (the deprecated form of tools)");
-  // Documented by OpenAI as optional and without effect on the text; see docs/api.md.
-  if (key == "metadata" || key == "store" || key == "service_tier" || key == "prompt_cache_key" ||
-      key == "safety_identifier" || (!chat && key == "parallel_tool_calls"))
-    return check_json(v, 1);
-  if (ws_message && (key == "id" || key == "type")) return {}; // the WebSocket envelope's (parse_ws_envelope)
-  if (auto p = check_json(v, 1)) return p; // broken JSON is reported as such first
-  // The other endpoint's fields that shape an answer: a client that sends
-  // them relies on them, and ignoring them would change what it gets.
-  static constexpr std::array<std::string_view, 4> chat_only{"messages", "tools", "tool_choice", "thinking_token_budget"};
-  static constexpr std::array<std::string_view, 4> completions_only{"prompt", "echo", "suffix", "best_of"};
-  const auto& other = chat ? completions_only : chat_only;
-  if (std::find(other.begin(), other.end(), key) != other.end()) {
-    if (f.foreign.empty()) f.foreign = key; // (refused after a missing input)
-    return {};
-  }
-  r.unknown_fields.emplace_back(key);
-  return {};
+  return read_unlisted(chat, key, v, f, ws_message);
 }
 
 /// The checks that need the whole request: required fields, fields that

@@ -47,95 +47,112 @@ auto read_content(od::value& v, const std::string& path, std::string& out) -> pr
   return read_text_parts(v, path, path, {"input_text", "output_text"}, out);
 }
 
-/// One input item.
-auto read_item(od::object& o, const std::string& path, conversation& c) -> problem {
+/// An input item's fields, as read.
+struct item_fields {
   std::string type, role, call_id, name, arguments, output, content, reasoning, ns, sealed;
   bool has_content = false, has_output = false, has_arguments = false;
-  if (auto p = for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
-        const auto f = path + "." + std::string(k);
-        if (k == "type") return read_string(x, f, f, type);
-        if (k == "role") return read_string(x, f, f, role);
-        if (k == "content") {
-          has_content = true;
-          // A reasoning item's content is reasoning_text parts; a message's, text.
-          return read_text_parts(x, f, f, {"input_text", "output_text", "reasoning_text"}, content);
-        }
-        if (k == "summary") {
-          od::array parts;
-          if (auto e = x.get_array().get(parts)) return failed(e, f, f, "an array of summary parts");
-          for (auto item : parts) {
-            od::object part;
-            if (auto e = item.get_object().get(part)) return failed(e, f, f, "a summary part");
-            if (auto p = for_each_field(part, [&](std::string_view pk, od::value& y) -> problem {
-                  if (pk != "text") return check_json(y, 1);
-                  std::string text;
-                  if (auto p = read_string(y, f, f + ".text", text)) return p;
-                  reasoning += text;
-                  return problem{};
-                }))
-              return p;
-          }
-          return {};
-        }
-        if (k == "call_id") return read_string(x, f, f, call_id);
-        if (k == "namespace") return read_string(x, f, f, ns);
-        if (k == "encrypted_content") return read_string(x, f, f, sealed);
-        if (k == "name") return read_string(x, f, f, name);
-        if (k == "arguments") {
-          has_arguments = true;
-          return read_string(x, f, f, arguments);
-        }
-        if (k == "output") {
-          has_output = true;
-          od::json_type t;
-          if (auto e = x.type().get(t)) return bad_json(e);
-          if (t == od::json_type::string) return read_string(x, f, f, output);
-          return read_content(x, f, output);
-        }
-        if (k == "id" || k == "status") return check_json(x, 1);
-        return error("unknown_parameter", f, "unknown parameter " + f);
-      }))
-    return p;
-  if (type.empty() && !role.empty()) type = "message";
-  if (type == "message") {
-    if (!has_content) return error("missing_field", path + ".content", path + ".content is missing");
-    if (role == "developer") role = "system";
-    if (role == "assistant") {
-      c.assistant().content += content;
+};
+
+/// A reasoning item's summary: its parts' text, appended to `reasoning`.
+auto read_summary(od::value& x, const std::string& f, std::string& reasoning) -> problem {
+  od::array parts;
+  if (auto e = x.get_array().get(parts)) return failed(e, f, f, "an array of summary parts");
+  for (auto item : parts) {
+    od::object part;
+    if (auto e = item.get_object().get(part)) return failed(e, f, f, "a summary part");
+    if (auto p = for_each_field(part, [&](std::string_view pk, od::value& y) -> problem {
+          if (pk != "text") return check_json(y, 1);
+          std::string text;
+          if (auto p = read_string(y, f, f + ".text", text)) return p;
+          reasoning += text;
+          return problem{};
+        }))
+      return p;
+  }
+  return {};
+}
+
+/// Every field of an input item into `it`; unknown ones are an error.
+auto read_item_fields(od::object& o, const std::string& path, item_fields& it) -> problem {
+  return for_each_field(o, [&](std::string_view k, od::value& x) -> problem {
+    const auto f = path + "." + std::string(k);
+    if (k == "type") return read_string(x, f, f, it.type);
+    if (k == "role") return read_string(x, f, f, it.role);
+    if (k == "content") {
+      it.has_content = true;
+      // A reasoning item's content is reasoning_text parts; a message's, text.
+      return read_text_parts(x, f, f, {"input_text", "output_text", "reasoning_text"}, it.content);
+    }
+    if (k == "summary") return read_summary(x, f, it.reasoning);
+    if (k == "call_id") return read_string(x, f, f, it.call_id);
+    if (k == "namespace") return read_string(x, f, f, it.ns);
+    if (k == "encrypted_content") return read_string(x, f, f, it.sealed);
+    if (k == "name") return read_string(x, f, f, it.name);
+    if (k == "arguments") {
+      it.has_arguments = true;
+      return read_string(x, f, f, it.arguments);
+    }
+    if (k == "output") {
+      it.has_output = true;
+      od::json_type t;
+      if (auto e = x.type().get(t)) return bad_json(e);
+      if (t == od::json_type::string) return read_string(x, f, f, it.output);
+      return read_content(x, f, it.output);
+    }
+    if (k == "id" || k == "status") return check_json(x, 1);
+    return error("unknown_parameter", f, "unknown parameter " + f);
+  });
+}
+
+/// The item added to the conversation as its type says.
+auto add_item(item_fields& it, const std::string& path, conversation& c) -> problem {
+  if (it.type.empty() && !it.role.empty()) it.type = "message";
+  if (it.type == "message") {
+    if (!it.has_content) return error("missing_field", path + ".content", path + ".content is missing");
+    if (it.role == "developer") it.role = "system";
+    if (it.role == "assistant") {
+      c.assistant().content += it.content;
       return {};
     }
-    if (role != "user" && role != "system")
+    if (it.role != "user" && it.role != "system")
       return error("invalid_value", path + ".role",
-                   path + ".role must be user, assistant, system or developer, got \"" + role + "\"");
-    c.push({role, content});
+                   path + ".role must be user, assistant, system or developer, got \"" + it.role + "\"");
+    c.push({it.role, it.content});
     return {};
   }
-  if (type == "function_call") {
-    if (call_id.empty()) return error("missing_field", path + ".call_id", path + ".call_id is missing");
-    if (name.empty()) return error("missing_field", path + ".name", path + ".name is missing");
-    if (!has_arguments) return error("missing_field", path + ".arguments", path + ".arguments is missing");
+  if (it.type == "function_call") {
+    if (it.call_id.empty()) return error("missing_field", path + ".call_id", path + ".call_id is missing");
+    if (it.name.empty()) return error("missing_field", path + ".name", path + ".name is missing");
+    if (!it.has_arguments) return error("missing_field", path + ".arguments", path + ".arguments is missing");
     c.assistant();
-    c.calls.push_back(tool_fields::tool_call_json(call_id, ns.empty() ? name : ns + "." + name, arguments));
+    c.calls.push_back(tool_fields::tool_call_json(it.call_id, it.ns.empty() ? it.name : it.ns + "." + it.name, it.arguments));
     return {};
   }
-  if (type == "function_call_output") {
-    if (call_id.empty()) return error("missing_field", path + ".call_id", path + ".call_id is missing");
-    if (!has_output) return error("missing_field", path + ".output", path + ".output is missing");
-    chat_message m{"tool", output};
-    m.tool_call_id = call_id;
+  if (it.type == "function_call_output") {
+    if (it.call_id.empty()) return error("missing_field", path + ".call_id", path + ".call_id is missing");
+    if (!it.has_output) return error("missing_field", path + ".output", path + ".output is missing");
+    chat_message m{"tool", it.output};
+    m.tool_call_id = it.call_id;
     c.push(std::move(m));
     return {};
   }
-  if (type == "reasoning") {
+  if (it.type == "reasoning") {
     auto& m = c.assistant();
-    m.reasoning_content += content.empty() ? reasoning : content;
-    if (content.empty() && !sealed.empty()) // (the gateway opens it; several items: one a line)
-      m.reasoning_sealed += (m.reasoning_sealed.empty() ? "" : "\n") + sealed;
+    m.reasoning_content += it.content.empty() ? it.reasoning : it.content;
+    if (it.content.empty() && !it.sealed.empty()) // (the gateway opens it; several items: one a line)
+      m.reasoning_sealed += (m.reasoning_sealed.empty() ? "" : "\n") + it.sealed;
     return {};
   }
   return error("invalid_value", path + ".type",
-               path + ".type \"" + type +
+               path + ".type \"" + it.type +
                    "\" is not supported (message, function_call, function_call_output and reasoning are)");
+}
+
+/// One input item.
+auto read_item(od::object& o, const std::string& path, conversation& c) -> problem {
+  item_fields it;
+  if (auto p = read_item_fields(o, path, it)) return p;
+  return add_item(it, path, c);
 }
 
 auto read_input(od::value& v, generation_request& r) -> problem {
@@ -300,6 +317,109 @@ auto not_supported(std::string_view param, std::string why) -> api_error {
   return error("unsupported_parameter", std::string(param), std::string(param) + " " + why);
 }
 
+/// What the body said besides the request and `f`, settled once every field is read.
+struct body_fields {
+  bool has_input = false, has_choice = false;
+  output_constraint constraint;
+  tool_fields::flat_tools tools;
+  std::vector<chat_message> input;
+};
+
+/// One field of the body, into the request, `f` or `b`.
+auto read_field(std::string_view key, od::value& v, generation_request& r, responses_fields& f, body_fields& b) -> problem {
+  if (key == "model") return read_string(v, key, key, r.model);
+  if (key == "input") {
+    b.has_input = true;
+    generation_request scratch;
+    if (auto p = read_input(v, scratch)) return p;
+    b.input = std::move(scratch.messages);
+    return {};
+  }
+  if (key == "instructions") {
+    f.has_instructions = true;
+    return read_string(v, key, key, f.instructions);
+  }
+  if (key == "max_output_tokens") return read_int(v, key, 1, int32_max, r.max_tokens.emplace());
+  if (key == "temperature") return read_float(v, key, r.sampling.temperature);
+  if (key == "top_p") return read_float(v, key, r.sampling.top_p);
+  if (key == "stream") return read_bool(v, key, r.stream);
+  if (key == "store") return read_bool(v, key, f.store);
+  if (key == "previous_response_id") {
+    if (auto p = read_string(v, key, key, f.previous_response_id)) return p;
+    if (f.previous_response_id.empty())
+      return error("invalid_value", "previous_response_id", "previous_response_id must not be empty");
+    return {};
+  }
+  if (key == "tools") // (kept as given too, for the response object)
+    return tool_fields::read_flat_tools(v, tool_fields::responses_tools, r.tools, b.tools, &f.tools_json);
+  if (key == "tool_choice") {
+    b.has_choice = true;
+    return read_tool_choice(v, r, f);
+  }
+  if (key == "parallel_tool_calls") return read_bool(v, key, r.parallel_tool_calls);
+  if (key == "text") return read_text_format(v, f, b.constraint);
+  if (key == "reasoning") return read_reasoning(v, r, f);
+  if (key == "user") return read_string(v, key, key, r.user);
+  if (key == "metadata") {
+    std::string metadata;
+    if (auto p = read_raw_object(v, key, key, metadata)) return p;
+    f.metadata_json = std::move(metadata);
+    return {};
+  }
+  if (key == "truncation") {
+    std::string t;
+    if (auto p = read_string(v, key, key, t)) return p;
+    return t == "disabled" ? problem{} : not_supported(key, "\"" + t + "\" is not supported (only \"disabled\": a prompt too long is a 400)");
+  }
+  if (key == "background") {
+    bool background = false;
+    if (auto p = read_bool(v, key, background)) return p;
+    return background ? not_supported(key, "true is not supported") : problem{};
+  }
+  if (key == "include") return read_include(v, f);
+  if (key == "prompt_cache_key") return read_string(v, key, key, r.cache_key);
+  if (key == "client_metadata") {
+    std::string ignored; // (Codex's turn ids: about the client, not the answer)
+    return read_raw_object(v, key, key, ignored);
+  }
+  if (key == "top_logprobs" || key == "conversation" || key == "prompt") {
+    if (auto p = check_json(v, 1)) return p;
+    return not_supported(key, "is not supported yet");
+  }
+  // Optional and without effect on the text, as chat's (docs/api.md).
+  if (key == "service_tier" || key == "safety_identifier") return check_json(v, 1);
+  if (auto p = check_json(v, 1)) return p;
+  r.unknown_fields.emplace_back(key);
+  return {};
+}
+
+/// `b` settled into the request and `f`, and the checks that need the whole request.
+auto finish(body_fields& b, generation_request& r, responses_fields& f) -> problem {
+  if (!b.has_input) return error("missing_field", "input", "input is missing");
+  if (f.has_instructions) r.messages.push_back({"system", f.instructions});
+  for (auto& m : b.input) r.messages.push_back(std::move(m));
+  if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
+  r.skipped_tools = std::move(b.tools.skipped);
+  f.namespaces = std::move(b.tools.namespaces);
+  if (!b.tools.tools.empty()) r.tools_json = tool_fields::chat_tools_json(b.tools.tools, {});
+  if (r.tools.empty()) {
+    if (b.has_choice && r.choice.what != tool_choice::mode::none)
+      return error("invalid_value", "tool_choice", "tool_choice needs tools");
+    r.choice.what = tool_choice::mode::none;
+  } else if (r.choice.what == tool_choice::mode::named &&
+             std::none_of(r.tools.begin(), r.tools.end(), [&](const tool_spec& t) { return t.name == r.choice.name; })) {
+    return error("invalid_value", "tool_choice", "tool_choice names \"" + r.choice.name + "\", which is not among the tools");
+  }
+  auto g = constraint_grammar(b.constraint);
+  if (auto* e = std::get_if<api_error>(&g)) return *e;
+  r.sampling.grammar = std::move(std::get<std::string>(g));
+  if (auto line = r.sampling.validate(); !line.empty()) {
+    auto param = line.substr(0, line.find_first_of(" ["));
+    return error("invalid_value", std::move(param), std::move(line));
+  }
+  return {};
+}
+
 } // namespace
 
 auto parse_request(std::string_view body, const sampling_params& defaults, responses_fields& f)
@@ -310,99 +430,11 @@ auto parse_request(std::string_view body, const sampling_params& defaults, respo
   r.thinking_param = "reasoning.effort";
   r.thinking_implied = true;
   r.sampling = defaults;
-  bool has_input = false, has_choice = false;
-  output_constraint constraint;
-  tool_fields::flat_tools tools;
-  std::vector<chat_message> input;
-  if (auto p = read_object(body, "request body", [&](std::string_view key, od::value& v) -> problem {
-        if (key == "model") return read_string(v, key, key, r.model);
-        if (key == "input") {
-          has_input = true;
-          generation_request scratch;
-          if (auto p = read_input(v, scratch)) return p;
-          input = std::move(scratch.messages);
-          return {};
-        }
-        if (key == "instructions") {
-          f.has_instructions = true;
-          return read_string(v, key, key, f.instructions);
-        }
-        if (key == "max_output_tokens") return read_int(v, key, 1, int32_max, r.max_tokens.emplace());
-        if (key == "temperature") return read_float(v, key, r.sampling.temperature);
-        if (key == "top_p") return read_float(v, key, r.sampling.top_p);
-        if (key == "stream") return read_bool(v, key, r.stream);
-        if (key == "store") return read_bool(v, key, f.store);
-        if (key == "previous_response_id") {
-          if (auto p = read_string(v, key, key, f.previous_response_id)) return p;
-          if (f.previous_response_id.empty())
-            return error("invalid_value", "previous_response_id", "previous_response_id must not be empty");
-          return {};
-        }
-        if (key == "tools") // (kept as given too, for the response object)
-          return tool_fields::read_flat_tools(v, tool_fields::responses_tools, r.tools, tools, &f.tools_json);
-        if (key == "tool_choice") {
-          has_choice = true;
-          return read_tool_choice(v, r, f);
-        }
-        if (key == "parallel_tool_calls") return read_bool(v, key, r.parallel_tool_calls);
-        if (key == "text") return read_text_format(v, f, constraint);
-        if (key == "reasoning") return read_reasoning(v, r, f);
-        if (key == "user") return read_string(v, key, key, r.user);
-        if (key == "metadata") {
-          std::string metadata;
-          if (auto p = read_raw_object(v, key, key, metadata)) return p;
-          f.metadata_json = std::move(metadata);
-          return {};
-        }
-        if (key == "truncation") {
-          std::string t;
-          if (auto p = read_string(v, key, key, t)) return p;
-          return t == "disabled" ? problem{} : not_supported(key, "\"" + t + "\" is not supported (only \"disabled\": a prompt too long is a 400)");
-        }
-        if (key == "background") {
-          bool background = false;
-          if (auto p = read_bool(v, key, background)) return p;
-          return background ? not_supported(key, "true is not supported") : problem{};
-        }
-        if (key == "include") return read_include(v, f);
-        if (key == "prompt_cache_key") return read_string(v, key, key, r.cache_key);
-        if (key == "client_metadata") {
-          std::string ignored; // (Codex's turn ids: about the client, not the answer)
-          return read_raw_object(v, key, key, ignored);
-        }
-        if (key == "top_logprobs" || key == "conversation" || key == "prompt") {
-          if (auto p = check_json(v, 1)) return p;
-          return not_supported(key, "is not supported yet");
-        }
-        // Optional and without effect on the text, as chat's (docs/api.md).
-        if (key == "service_tier" || key == "safety_identifier") return check_json(v, 1);
-        if (auto p = check_json(v, 1)) return p;
-        r.unknown_fields.emplace_back(key);
-        return {};
-      }))
+  body_fields b;
+  if (auto p = read_object(body, "request body",
+                           [&](std::string_view key, od::value& v) { return read_field(key, v, r, f, b); }))
     return *p;
-  if (!has_input) return error("missing_field", "input", "input is missing");
-  if (f.has_instructions) r.messages.push_back({"system", f.instructions});
-  for (auto& m : input) r.messages.push_back(std::move(m));
-  if (r.max_tokens) r.sampling.max_tokens = *r.max_tokens;
-  r.skipped_tools = std::move(tools.skipped);
-  f.namespaces = std::move(tools.namespaces);
-  if (!tools.tools.empty()) r.tools_json = tool_fields::chat_tools_json(tools.tools, {});
-  if (r.tools.empty()) {
-    if (has_choice && r.choice.what != tool_choice::mode::none)
-      return error("invalid_value", "tool_choice", "tool_choice needs tools");
-    r.choice.what = tool_choice::mode::none;
-  } else if (r.choice.what == tool_choice::mode::named &&
-             std::none_of(r.tools.begin(), r.tools.end(), [&](const tool_spec& t) { return t.name == r.choice.name; })) {
-    return error("invalid_value", "tool_choice", "tool_choice names \"" + r.choice.name + "\", which is not among the tools");
-  }
-  auto g = constraint_grammar(constraint);
-  if (auto* e = std::get_if<api_error>(&g)) return *e;
-  r.sampling.grammar = std::move(std::get<std::string>(g));
-  if (auto line = r.sampling.validate(); !line.empty()) {
-    auto param = line.substr(0, line.find_first_of(" ["));
-    return error("invalid_value", std::move(param), std::move(line));
-  }
+  if (auto p = finish(b, r, f)) return *p;
   return r;
 }
 
