@@ -172,8 +172,6 @@ auto plan_fleet(const server_config& cfg, const model_setup& m) -> fleet_plan {
     throw std::runtime_error("scheduler.watermark_blocks: " + std::to_string(cfg.scheduler.watermark_blocks) +
                              " leaves no block of a replica's " + std::to_string(p.share) + " for admissions");
   p.autoscaled = cfg.autoscaler.enabled();
-  if (p.autoscaled && p.cuda)
-    throw std::runtime_error("autoscaler.policy: the autoscaler starts CPU replicas; engine.devices names CUDA ones");
   if (p.autoscaled && (p.replicas < cfg.autoscaler.min_replicas || p.replicas > cfg.autoscaler.max_replicas))
     throw std::runtime_error("engine.replicas: the " + std::to_string(p.replicas) +
                              " replica(s) to start with are outside the autoscaler's [" +

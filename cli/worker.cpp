@@ -245,8 +245,6 @@ auto run_worker(std::span<char* const> argv) -> int {
   const auto cfg = config_source_of(a, {}).load();
   check_model_dirs(cfg, "worker");
   auto secret = read_worker_secret(cfg); // before connecting: no credentials, no join
-  if (cfg.engine.executor != "zero" && parse_device(cfg.engine.devices.front()))
-    throw std::runtime_error("engine.devices: a worker's replicas run on the CPU (or the zero executor)");
 
   auto signals = block_stop_signals();
   worker_link link(host, port, secret,

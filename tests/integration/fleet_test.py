@@ -331,6 +331,25 @@ def test_autoscaler(model):
         srv.stop()
 
 
+def test_autoscaler_devices(tmp, model):
+    """An autoscaled replica is what serve starts (the replica factory): on
+    the devices engine.devices names (a CUDA one here, served by the zero
+    executor, as this machine has no GPU) and with its own step log."""
+    log = os.path.join(tmp, "steps.log")
+    srv = server(model, "engine.executor=zero", 'engine.devices=["cuda:0"]', "server.admin_api=true",
+                 "engine.step_log=" + log, "autoscaler.policy=queue_depth", "autoscaler.max_replicas=2",
+                 "autoscaler.interval_s=0.2", "autoscaler.warm_pool=1")
+    try:
+        wait_for("a warm replica cold-starts on the CUDA device",
+                 lambda: json.loads(srv.request("GET", "/admin/autoscaler")[1])["replicas"] == ["serving", "warm"])
+        r, _ = chat(srv, "hello", 4)
+        check(r.status == 200, "the autoscaled fleet on a CUDA device serves")
+    finally:
+        srv.stop()
+    logs = sorted(f for f in os.listdir(tmp) if f.startswith("steps.log"))
+    check(logs == ["steps.log", "steps.log.1"], f"the cold-started replica writes its own step log ({logs})")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe-fleet-test-")
     try:
@@ -342,6 +361,7 @@ def main():
         test_hang(model)
         test_busy(model)
         test_autoscaler(model)
+        test_autoscaler_devices(tmp, model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()
