@@ -180,6 +180,20 @@ auto plan_fleet(const server_config& cfg, const model_setup& m) -> fleet_plan {
   return p;
 }
 
+auto prepare_for_devices(const server_config& cfg) -> model_setup {
+  const auto cuda_device = parse_device(cfg.engine.devices.front());
+  const bool cuda_executor = cuda_device.has_value() && cfg.engine.executor != "zero";
+  if (cuda_executor && static_cast<std::int32_t>(cfg.engine.devices.size()) != cfg.engine.tensor_parallel_size)
+    throw std::runtime_error("engine.devices: " + std::to_string(cfg.engine.devices.size()) +
+                             " CUDA devices, but engine.tensor_parallel_size is " +
+                             std::to_string(cfg.engine.tensor_parallel_size) +
+                             " (the devices of one tensor-parallel executor)");
+  auto setup = prepare_model(cfg, cuda_device.has_value());
+  if (cuda_executor)
+    if (const auto why = cuda_supports(setup.mc); !why.empty()) throw std::runtime_error(why);
+  return setup;
+}
+
 auto load_model_weights(const model_setup& m) -> model_weights {
   return m.gguf ? load_gguf_weights(m.gguf, m.mc) : model_weights::load(m.dir);
 }

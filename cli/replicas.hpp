@@ -47,6 +47,10 @@ struct model_setup {
 /// Throws with one line for a config the model cannot serve, or a tokenizer
 /// with more pieces than the model has rows (model_error).
 auto prepare_model(const server_config& cfg, bool cuda = false) -> model_setup;
+/// prepare_model() for the devices engine.devices names, as serve and a
+/// worker start them: CUDA ones (the zero executor aside) must be the
+/// tensor-parallel size, and the CUDA backend must support the model.
+auto prepare_for_devices(const server_config& cfg) -> model_setup;
 
 /// The local fleet cfg describes on m's KV blocks: the same for `serve` and
 /// `sim --server-config`.

@@ -83,17 +83,8 @@ void check_step_log(const std::string& path) {
 // not its weights): what start_engine would refuse once the port is open.
 auto plan_model(server_config c, std::string name, std::int32_t canary_percent) -> model_plan {
   model_plan m;
-  const auto cuda_device = parse_device(c.engine.devices.front());
-  const bool cuda_executor = cuda_device.has_value() && c.engine.executor != "zero";
-  if (cuda_executor && static_cast<std::int32_t>(c.engine.devices.size()) != c.engine.tensor_parallel_size)
-    throw std::runtime_error("engine.devices: " + std::to_string(c.engine.devices.size()) +
-                             " CUDA devices, but engine.tensor_parallel_size is " +
-                             std::to_string(c.engine.tensor_parallel_size) +
-                             " (the devices of one tensor-parallel executor)");
-  m.setup = prepare_model(c, cuda_device.has_value());
+  m.setup = prepare_for_devices(c);
   m.plan = plan_fleet(c, m.setup);
-  if (cuda_executor)
-    if (const auto why = cuda_supports(m.setup.mc); !why.empty()) throw std::runtime_error(why);
   if (auto t = resolve_chat_template(c.model.chat_template, m.setup.dir.string(), m.setup.gguf.get()))
     m.chat = std::make_shared<const chat_template>(std::move(*t));
   (void)policy::make_routing_policy(c.router.policy); // one named by path loads here

@@ -137,7 +137,7 @@ auto join_once(worker_context& w) -> session {
   if (link.local_port == 0) throw join_error(link.error, link.permanent);
   auto door = w.sys.middleman().remote_actor<door_actor>("127.0.0.1", link.local_port);
   if (!door) throw join_error("cannot reach " + w.join + ": " + w.sys.render(door.error()), false);
-  if (!w.setup) w.setup.emplace(prepare_model(w.cfg));
+  if (!w.setup) w.setup.emplace(prepare_for_devices(w.cfg));
   session s;
   s.door = *door;
   try {
