@@ -2,7 +2,6 @@
 
 #include "actors/wire.hpp"
 #include "actors/worker_gate.hpp"
-#include "engine/cuda/cuda_backend.hpp"
 #include "policies/registry.hpp"
 
 #include <boost/asio/io_context.hpp>

@@ -9,8 +9,7 @@
 #include "actors/tokenizer_actor.hpp"
 #include "actors/wire.hpp"
 #include "service/http/openai/openai_protocol.hpp"
-#include "tests/actors/replica_rig.hpp"
-#include "tests/support/test_tokenizer.hpp"
+#include "tests/actors/serving_fleet.hpp"
 
 #include <caf/all.hpp>
 
@@ -72,48 +71,8 @@ struct recording_client final : http::exchange {
   }
 };
 
-struct serving_rig {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  server_metrics metrics{nullptr, "tiny", "", 1, {"cpu:0"}};
-  server_status status;
-  std::shared_ptr<serving_context> ctx = std::make_shared<serving_context>();
-  std::vector<caf::actor> actors;
-  scheduler_actor replica;
-
-  explicit serving_rig(bool with_replica) {
-    add_wire_types(cfg);
-    sys = std::make_unique<caf::actor_system>(cfg);
-    profile_settings s;
-    s.name = "tiny";
-    s.version = "tiny@1";
-    s.max_model_len = 512;
-    s.eos_ids = {2};
-    static_cast<model_profile&>(*ctx) =
-        make_profile(std::shared_ptr<const tokenizer>(&test_tokenizer(), [](const tokenizer*) {}), s);
-    ctx->metrics = &metrics;
-    auto chatml = std::make_shared<const chat_template>(
-        make_chat_template(builtin_chat_template(chat_format::chatml), "chatml"));
-    ctx->tokenizers.push_back(spawn_tokenizer(*sys, ctx->tok, chatml, nullptr));
-    router_options ro;
-    ro.check_interval_s = 3600;
-    ro.check_prompt = {1, 2, 3};
-    ctx->router = spawn_router(*sys, ro);
-    actors = {caf::actor_cast<caf::actor>(ctx->tokenizers.front()), caf::actor_cast<caf::actor>(ctx->router)};
-    if (with_replica) {
-      auto [scheduler, mm] = start_test_replica(*sys, metrics, status, 0, ctx->router);
-      replica = scheduler;
-      actors.push_back(caf::actor_cast<caf::actor>(scheduler));
-      actors.push_back(caf::actor_cast<caf::actor>(mm));
-      caf::anon_send(ctx->router, join_atom_v, std::int32_t{0}, scheduler, false, false);
-      caf::scoped_actor self{*sys};
-      self->request(ctx->router, caf::infinite, fleet_atom_v).receive([](fleet_snapshot&) {}, [](caf::error&) {});
-    }
-  }
-  ~serving_rig() {
-    for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    sys->await_all_actors_done();
-  }
+struct serving_rig : testing::serving_fleet {
+  using serving_fleet::serving_fleet;
 
   auto send(api::endpoint kind, std::string_view json) -> std::shared_ptr<recording_client> {
     auto protocol = std::make_shared<api::openai_protocol>(kind);
