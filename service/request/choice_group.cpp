@@ -57,10 +57,8 @@ auto choice_group::answer(const api::wire_protocol& protocol, std::size_t n, std
 void choice_group::restart() {
   for (auto& c : choices_) {
     c.writer->restart();
-    c.unsettled.clear();
     c.finished = finish_reason::none;
     c.logprob_sum = 0;
-    c.out.reset();
   }
 }
 

@@ -1,17 +1,15 @@
 #pragma once
 // A request's choices: one, or n (best_of: that many candidates), each its
 // own request at the replica (ids id, id + 1, ...: a fork group there,
-// sharing the prompt's KV). Each choice turns its tokens into text (an
-// output processor) and writes it (a stream writer); best_of ranks them by
-// their mean token logprob once all have ended.
+// sharing the prompt's KV). Each choice's stream writer turns its tokens
+// into text and writes it; best_of ranks them by their mean token logprob
+// once all have ended.
 
 #include "engine/core/request.hpp"
-#include "engine/tokenizer/output_processor.hpp"
 #include "service/request/stream_writer.hpp"
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,11 +17,7 @@
 namespace troupe {
 
 struct choice_state {
-  std::optional<stream_writer> writer; ///< its text
-  std::optional<output_processor> out; ///< set once the prompt is encoded
-  /// Logprobs of tokens whose bytes are not settled yet (a byte piece of an
-  /// unfinished character), oldest first.
-  std::deque<api::token_logprob> unsettled;
+  std::optional<stream_writer> writer; ///< its text, from its tokens on once the prompt is encoded
   finish_reason finished = finish_reason::none; ///< none while it runs
   double logprob_sum = 0; ///< of its tokens: best_of keeps the highest means
 };

@@ -172,8 +172,9 @@ auto request_session::build_request(encoded& e, std::int64_t n) -> request {
 // Each choice's output processor (its own seed stream, the same stops).
 void request_session::open_outputs() {
   for (std::size_t i = 0; i < choices_.size(); ++i)
-    choices_[i].out.emplace(*model_->tok, choice_request(original_, i).sampling, model_->eos_ids,
-                            req_.body.kind == api::endpoint::chat, shown_controls(*model_, req_.body));
+    choices_[i].writer->start_tokens(req_.body.want_logprobs, *model_->tok, choice_request(original_, i).sampling,
+                                     model_->eos_ids, req_.body.kind == api::endpoint::chat,
+                                     shown_controls(*model_, req_.body));
 }
 
 auto request_session::on_routed(std::int32_t replica, steady_time) -> effects {

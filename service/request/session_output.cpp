@@ -82,7 +82,7 @@ auto request_session::echo(std::size_t i, const request_update& u, std::string& 
     -> std::optional<effects> {
   std::vector<api::token_logprob> lps;
   if (req_.body.want_logprobs) {
-    auto echoed = echo_logprobs(*model_->tok, *choices_[i].out, original_.prompt, u.prompt_logprobs);
+    auto echoed = echo_logprobs(*model_->tok, choices_[i].writer->detokenizer(), original_.prompt, u.prompt_logprobs);
     if (!echoed)
       return fail({400, "echo with logprobs: this replica's backend does not compute prompt logprobs", "", "echo",
                    "unsupported_parameter"},
@@ -99,22 +99,12 @@ auto request_session::echo(std::size_t i, const request_update& u, std::string& 
 auto request_session::add_token(std::size_t i, const sample_result& s, std::string& batch) -> finish_reason {
   auto& c = choices_[i];
   auto& w = *c.writer;
-  const bool logprobs = req_.body.want_logprobs;
   c.logprob_sum += s.logprob;
-  if (logprobs) c.unsettled.push_back(logprob_of(*c.out, s));
   for (std::size_t k = 0; k <= s.forced.size(); ++k) {
-    w.count_token();
-    auto delta = c.out->on_token(k == 0 ? s.token : s.forced[k - 1]);
-    std::vector<api::token_logprob> lps;
-    if (logprobs) {
-      for (auto& b : delta.token_bytes) {
-        lps.push_back(std::move(c.unsettled.front()));
-        c.unsettled.pop_front();
-        lps.back().token = std::move(b);
-      }
-    }
+    std::optional<api::token_logprob> lp;
+    if (k == 0 && req_.body.want_logprobs) lp = logprob_of(w.detokenizer(), s);
+    const auto delta = w.add_token(batch, k == 0 ? s.token : s.forced[k - 1], std::move(lp));
     if (req_.cache) pieces_.push_back(delta.text);
-    w.add_text(batch, delta.text, std::move(lps));
     if (delta.finished != finish_reason::none) {
       if (!delta.stop_reason.empty()) w.set_stop_sequence(delta.stop_reason);
       // A stop string (or EOS) the scheduler may not have acted on: the

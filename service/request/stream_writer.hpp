@@ -63,8 +63,21 @@ public:
 
   /// What a stream opens with once its head is out ("" for none).
   auto opening() -> std::string { return encoder_->opening(usage()); }
-  /// One token's text and its logprobs (when asked): its events appended
-  /// to `batch` (streamed) or kept for the whole response.
+  /// The detokenizer of the choice's tokens, once the prompt is encoded
+  /// (text_assembler::start_tokens).
+  template <class... Args>
+  void start_tokens(bool logprobs, Args&&... args) {
+    text_.start_tokens(logprobs, std::forward<Args>(args)...);
+  }
+  auto detokenizer() -> output_processor& { return text_.detokenizer(); }
+  /// One more token (counted), with its logprob (when asked): its text's
+  /// events appended to `batch` (streamed) or kept for the whole response.
+  /// The detokenizer's delta: its text, and whether (and why) it finished.
+  auto add_token(std::string& batch, token_id t, std::optional<api::token_logprob> logprob) -> output_delta {
+    count_token();
+    return text_.feed_token(t, std::move(logprob), to(batch));
+  }
+  /// Text not from tokens (an echoed prompt) and its logprobs, as add_token writes it.
   void add_text(std::string& batch, std::string_view text, std::vector<api::token_logprob> logprobs);
   /// A stream's last write: `batch`, then the finish (and usage) events.
   /// With `tail` false (one of n choices, SSE): the finish event only; the

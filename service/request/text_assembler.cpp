@@ -22,6 +22,22 @@ void text_assembler::start_reasoning(bool inside) {
   reasoning_ = std::make_unique<tools::reasoning_parser>(inside);
 }
 
+auto text_assembler::feed_token(token_id t, std::optional<api::token_logprob> logprob, const emit& out)
+    -> output_delta {
+  if (logprobs_ && logprob) unsettled_.push_back(std::move(*logprob));
+  auto delta = detok_->on_token(t);
+  std::vector<api::token_logprob> lps;
+  if (logprobs_) {
+    for (auto& b : delta.token_bytes) {
+      lps.push_back(std::move(unsettled_.front()));
+      unsettled_.pop_front();
+      lps.back().token = std::move(b);
+    }
+  }
+  feed(delta.text, std::move(lps), out);
+  return delta;
+}
+
 void text_assembler::feed(std::string_view text, std::vector<api::token_logprob> logprobs, const emit& out) {
   if (reasoning_) {
     auto split = reasoning_->feed(text);
@@ -80,6 +96,8 @@ void text_assembler::calls(const tools::parse_delta& d, std::vector<api::token_l
 }
 
 void text_assembler::restart() {
+  detok_.reset();
+  unsettled_.clear();
   num_calls_ = 0;
   tools_.reset();
   if (reasoning_) reasoning_ = std::make_unique<tools::reasoning_parser>(reasoning_inside_);

@@ -1,15 +1,20 @@
 #pragma once
-// One choice's text, assembled: the detokenized pieces split into the
-// model's reasoning (its <think> block) and its answer, and the answer
-// parsed for tool calls, as neutral output events. No protocol, no I/O.
+// One choice's text, assembled: its tokens detokenized (stop strings cut,
+// each token's logprob paired with its bytes once they settle), the text
+// split into the model's reasoning (its <think> block) and its answer, and
+// the answer parsed for tool calls, as neutral output events. No protocol,
+// no I/O.
 
+#include "engine/tokenizer/output_processor.hpp"
 #include "service/request/output_event.hpp"
 #include "service/tools/reasoning_parser.hpp"
 #include "service/tools/tool_parser.hpp"
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,7 +36,20 @@ public:
   /// A reasoning model's answer: its <think> block comes out as reasoning;
   /// `inside`: the prompt opened the block. Call before the first text.
   void start_reasoning(bool inside);
-  /// One token's text and its logprobs (when asked).
+  /// The detokenizer of its tokens, once the prompt is encoded (the
+  /// output_processor's arguments); `logprobs`: each token's logprob is
+  /// paired with its bytes.
+  template <class... Args>
+  void start_tokens(bool logprobs, Args&&... args) {
+    detok_.emplace(std::forward<Args>(args)...);
+    logprobs_ = logprobs;
+  }
+  auto detokenizer() -> output_processor& { return *detok_; }
+  /// One token, with its logprob (when asked; a token a grammar forced has
+  /// none): its text, its bytes' logprobs as they settle, and their events.
+  /// The detokenizer's delta: the text, and whether (and why) it finished.
+  auto feed_token(token_id t, std::optional<api::token_logprob> logprob, const emit& out) -> output_delta;
+  /// Text not from tokens (an echoed prompt, a cached answer's pieces) and its logprobs.
   void feed(std::string_view text, std::vector<api::token_logprob> logprobs, const emit& out);
   /// The end of the text: what the parsers held.
   void finish(const emit& out);
@@ -41,7 +59,8 @@ public:
   }
   /// The text is parsed (for reasoning or calls).
   auto parsed() const -> bool { return tools_ || reasoning_; }
-  /// Back to no text (a retry on another replica).
+  /// Back to no text (a retry on another replica); the detokenizer goes
+  /// too, until start_tokens again.
   void restart();
 
 private:
@@ -51,6 +70,11 @@ private:
   static void plain(std::string_view text, std::vector<api::token_logprob> logprobs, const emit& out);
 
   std::string tool_family_, response_id_;
+  std::optional<output_processor> detok_;
+  bool logprobs_ = false;
+  /// Logprobs of tokens whose bytes are not settled yet (a byte piece of an
+  /// unfinished character), oldest first.
+  std::deque<api::token_logprob> unsettled_;
   std::unique_ptr<tools::tool_parser> tools_;          ///< set when the text is parsed for tool calls
   std::unique_ptr<tools::reasoning_parser> reasoning_; ///< set for a reasoning model's answers
   bool reasoning_inside_ = false;

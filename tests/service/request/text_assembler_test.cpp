@@ -1,8 +1,12 @@
-// A choice's text as neutral events: plain text one event per token, the
-// reasoning split out, tool calls as a start and argument fragments, what
-// the parsers held given up at the end, and the same call ids on a retry.
+// A choice's text as neutral events: its tokens detokenized, a stop
+// string cut and each token's logprob paired with its bytes; plain text one
+// event per token, the reasoning split out, tool calls as a start and
+// argument fragments, what the parsers held given up at the end, and the
+// same call ids on a retry.
 
 #include "service/request/text_assembler.hpp"
+
+#include "tests/support/test_tokenizer.hpp"
 
 #include <doctest/doctest.h>
 
@@ -105,4 +109,41 @@ TEST_CASE("what the parsers hold comes out at the end") {
   a.finish(r.emit());
   CHECK(r.all(output_event::kind::reasoning) == "still thinking");
   CHECK(r.all(output_event::kind::text).empty());
+}
+
+TEST_CASE("tokens: detokenized, cut at a stop string, each logprob paired with its token's bytes") {
+  const auto& tok = testing::test_tokenizer();
+  const auto ids = tok.encode("Permission is hereby granted", false);
+  REQUIRE(ids.size() >= 3);
+  sampling_params sp;
+  sp.stop = {" hereby"};
+  text_assembler a("", "cmpl-3");
+  a.start_tokens(true, tok, sp, std::vector<token_id>{}, true);
+  recorder r;
+  output_delta last;
+  for (std::size_t i = 0; i < ids.size() && last.finished == finish_reason::none; ++i) {
+    api::token_logprob lp;
+    lp.logprob = -static_cast<float>(i);
+    last = a.feed_token(ids[i], lp, r.emit());
+  }
+  CHECK(last.finished == finish_reason::stop);
+  CHECK(last.stop_reason == " hereby");
+  CHECK(r.all(output_event::kind::text) == "Permission is");
+  // Every settled token's logprob, in order, its bytes as its token.
+  std::string bytes;
+  float expected = 0;
+  for (const auto& g : r.groups)
+    for (const auto& e : g)
+      for (const auto& lp : e.logprobs) {
+        CHECK(lp.logprob == expected);
+        expected -= 1;
+        bytes += lp.token;
+      }
+  CHECK(bytes.starts_with("Permission is"));
+  // A retry forgets the detokenizer until it is started again.
+  a.restart();
+  a.start_tokens(false, tok, sampling_params{}, std::vector<token_id>{}, true);
+  recorder again;
+  for (const auto id : ids) (void)a.feed_token(id, std::nullopt, again.emit());
+  CHECK(again.all(output_event::kind::text).starts_with("Permission is hereby"));
 }
