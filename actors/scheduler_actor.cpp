@@ -303,7 +303,8 @@ void accept(self_ptr self, request r, sink_actor sink, steady_time arrival, deli
     return;
   }
   // The prefix match: one round trip to the memory manager, once per request.
-  st.matching.insert(r.id);
+  const auto id = r.id;
+  st.matching.insert(id);
   auto tokens = r.prompt;
   self->request(st.memory, caf::infinite, match_atom_v, r.tenant, std::move(tokens), st.options.kv.block_size,
                 r.priority)
@@ -312,7 +313,11 @@ void accept(self_ptr self, request r, sink_actor sink, steady_time arrival, deli
             r.matched_blocks = std::move(matched);
             queue(r);
           },
-          [reply](caf::error&) mutable { reply(admission{503, "the server is shutting down"}, false); });
+          [self, id, reply](caf::error&) mutable {
+            self->state.matching.erase(id); // (and an abort that came meanwhile has nothing left to do)
+            self->state.cancelled.erase(id);
+            reply(admission{503, "the server is shutting down"}, false);
+          });
 }
 
 auto scheduler(self_ptr self, replica_options options, std::vector<block_id> lease, executor_actor executor,
