@@ -229,12 +229,15 @@ struct driver {
   }
 };
 
-} // namespace
-
-auto main(int argc, char** argv) -> int {
+// The command line's settings.
+struct bench_options {
   int device = 0;
   std::string models = "llama-3.2-1b,llama-3-8b", batches = "1,16,64,256";
   std::int32_t prompt = 32, decode_steps = 128;
+};
+
+// Reads the command line into `b`; false on an unknown option (after saying so).
+auto parse_args(int argc, char** argv, bench_options& b) -> bool {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto value = [&]() -> std::string {
@@ -244,20 +247,98 @@ auto main(int argc, char** argv) -> int {
       }
       return argv[++i];
     };
-    if (a == "--device") device = std::stoi(value());
-    else if (a == "--models") models = value();
-    else if (a == "--batches") batches = value();
-    else if (a == "--prompt") prompt = std::stoi(value());
-    else if (a == "--decode") decode_steps = std::stoi(value());
+    if (a == "--device") b.device = std::stoi(value());
+    else if (a == "--models") b.models = value();
+    else if (a == "--batches") b.batches = value();
+    else if (a == "--prompt") b.prompt = std::stoi(value());
+    else if (a == "--decode") b.decode_steps = std::stoi(value());
     else {
       std::fprintf(stderr, "troupe-gpu-bench: unknown option %s\n", a.c_str());
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+// The executor's options for a model run whose largest batch is `max_batch`.
+auto executor_options(const bench_options& b, std::int32_t max_batch) -> cuda::cuda_executor_options {
+  const std::int32_t prompt = b.prompt, decode_steps = b.decode_steps;
+  cuda::cuda_executor_options o;
+  o.device = b.device;
+  o.act = dtype::bf16;
+  o.max_num_seqs = max_batch;
+  o.max_num_batched_tokens = std::max(8192, max_batch * prompt);
+  o.max_model_len = std::max<std::int32_t>(2048, prompt + decode_steps + 16);
+  o.num_kv_blocks = std::max(max_batch * ((prompt + decode_steps + 15) / 16), 8 * (1025 + 15) / 16) + 64;
+  return o;
+}
+
+// Decode steps at one batch size, against the measured read bandwidth.
+void bench_decode(executor& ex, const model_config& c, const host_model& m, const bench_options& b,
+                  const cuda::cuda_executor_options& o, std::int32_t batch, double bw) {
+  const std::int32_t prompt = b.prompt, decode_steps = b.decode_steps;
+  driver d(ex, batch, prompt, prompt + decode_steps);
+  d.prefill(o.max_num_batched_tokens);
+  std::vector<double> t;
+  for (std::int32_t i = 0; i < decode_steps; ++i) t.push_back(d.decode());
+  d.finish();
+  std::vector<double> timed(t.begin() + std::min<std::size_t>(8, t.size() / 2), t.end()); // warm-up: graph capture
+  const double step = median(timed);
+  const double kv = 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * 2 *
+                    batch * (prompt + decode_steps / 2.0);
+  const double bytes = m.step_weight_bytes() + kv;
+  std::printf("  batch %4d: decode step %.3f ms (median of %zu), %.0f tokens/s; %.0f GB/s = %.0f%% of the "
+              "measured read bandwidth\n",
+              batch, step * 1e3, timed.size(), batch / step, bytes / step / 1e9, 100 * bytes / step / 1e9 / bw);
+}
+
+// Prefill: 8 prompts of 1024 tokens in one step, against the measured GEMM rate.
+void bench_prefill(executor& ex, const model_config& c, const host_model& m, const cuda::cuda_executor_options& o,
+                   std::int32_t max_batch, double tflops) {
+  const std::int32_t n = 8, len = 1024;
+  driver d(ex, std::min(n, max_batch), len, len + 1);
+  if (d.per_req * d.batch > ex.num_kv_blocks()) throw std::runtime_error("KV pool too small for the prefill run");
+  std::vector<double> t;
+  for (int run = 0; run < 4; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    d.prefill(o.max_num_batched_tokens);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    d.finish();
+  }
+  const double sec = median(std::vector<double>(t.begin() + 1, t.end()));
+  const double tokens = static_cast<double>(d.batch) * len;
+  const double attn = 2.0 * 2.0 * static_cast<double>(c.num_hidden_layers * c.num_attention_heads * c.head_dim) *
+                      d.batch * (static_cast<double>(len) * (len + 1) / 2);
+  const double flops = 2.0 * m.matmul_params() * tokens + attn;
+  std::printf("  prefill %d x %d tokens: %.0f tokens/s, %.0f TFLOP/s = %.0f%% of the measured GEMM rate\n",
+              d.batch, len, tokens / sec, flops / sec / 1e12, 100 * flops / sec / 1e12 / tflops);
+}
+
+// One preset: its random weights on a fresh executor, then every batch's decode and the prefill run.
+void bench_model(const std::string& name, const bench_options& b, double bw, double tflops) {
+  const auto cfg = preset_config(name);
+  if (!cfg) throw std::runtime_error("unknown preset " + name);
+  host_model m(*cfg);
+  const auto bl = split(b.batches);
+  std::int32_t max_batch = 1;
+  for (const auto& x : bl) max_batch = std::max(max_batch, std::stoi(x));
+  const cuda::cuda_executor_options o = executor_options(b, max_batch);
+  const auto ex = cuda::make_cuda_executor(m.w, o);
+  std::printf("\n%s: %.2f B matrix parameters, %.2f GB read per decode step\n", name.c_str(),
+              m.matmul_params() / 1e9, m.step_weight_bytes() / 1e9);
+  for (const auto& x : bl) bench_decode(*ex, *cfg, m, b, o, std::stoi(x), bw);
+  bench_prefill(*ex, *cfg, m, o, max_batch, tflops);
+}
+
+} // namespace
+
+auto main(int argc, char** argv) -> int {
+  bench_options b;
+  if (!parse_args(argc, argv, b)) return 2;
   try {
-    cuda::cuda_ok(cudaSetDevice(device), "cudaSetDevice");
+    cuda::cuda_ok(cudaSetDevice(b.device), "cudaSetDevice");
     cudaDeviceProp prop{};
-    cuda::cuda_ok(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    cuda::cuda_ok(cudaGetDeviceProperties(&prop, b.device), "cudaGetDeviceProperties");
     cudaStream_t s;
     cuda::cuda_ok(cudaStreamCreate(&s), "stream");
     const double bw = read_bandwidth_gbs(s, prop.multiProcessorCount);
@@ -266,62 +347,7 @@ auto main(int argc, char** argv) -> int {
     std::printf("measured: read bandwidth %.0f GB/s (one read of 4 GiB, median of 20); bf16 GEMM %.0f TFLOP/s "
                 "(cuBLAS 8192^3, median of 10)\n",
                 bw, tflops);
-    for (const auto& name : split(models)) {
-      const auto cfg = preset_config(name);
-      if (!cfg) throw std::runtime_error("unknown preset " + name);
-      host_model m(*cfg);
-      const auto bl = split(batches);
-      std::int32_t max_batch = 1;
-      for (const auto& b : bl) max_batch = std::max(max_batch, std::stoi(b));
-      cuda::cuda_executor_options o;
-      o.device = device;
-      o.act = dtype::bf16;
-      o.max_num_seqs = max_batch;
-      o.max_num_batched_tokens = std::max(8192, max_batch * prompt);
-      o.max_model_len = std::max<std::int32_t>(2048, prompt + decode_steps + 16);
-      o.num_kv_blocks = std::max(max_batch * ((prompt + decode_steps + 15) / 16), 8 * (1025 + 15) / 16) + 64;
-      const auto ex = cuda::make_cuda_executor(m.w, o);
-      std::printf("\n%s: %.2f B matrix parameters, %.2f GB read per decode step\n", name.c_str(),
-                  m.matmul_params() / 1e9, m.step_weight_bytes() / 1e9);
-      for (const auto& b : bl) {
-        const std::int32_t batch = std::stoi(b);
-        driver d(*ex, batch, prompt, prompt + decode_steps);
-        d.prefill(o.max_num_batched_tokens);
-        std::vector<double> t;
-        for (std::int32_t i = 0; i < decode_steps; ++i) t.push_back(d.decode());
-        d.finish();
-        std::vector<double> timed(t.begin() + std::min<std::size_t>(8, t.size() / 2), t.end()); // warm-up: graph capture
-        const double step = median(timed);
-        const auto& c = *cfg;
-        const double kv = 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * 2 *
-                          batch * (prompt + decode_steps / 2.0);
-        const double bytes = m.step_weight_bytes() + kv;
-        std::printf("  batch %4d: decode step %.3f ms (median of %zu), %.0f tokens/s; %.0f GB/s = %.0f%% of the "
-                    "measured read bandwidth\n",
-                    batch, step * 1e3, timed.size(), batch / step, bytes / step / 1e9, 100 * bytes / step / 1e9 / bw);
-      }
-      // Prefill: 8 prompts of 1024 tokens in one step.
-      {
-        const std::int32_t n = 8, len = 1024;
-        driver d(*ex, std::min(n, max_batch), len, len + 1);
-        if (d.per_req * d.batch > ex->num_kv_blocks()) throw std::runtime_error("KV pool too small for the prefill run");
-        std::vector<double> t;
-        for (int run = 0; run < 4; ++run) {
-          const auto t0 = std::chrono::steady_clock::now();
-          d.prefill(o.max_num_batched_tokens);
-          t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-          d.finish();
-        }
-        const double sec = median(std::vector<double>(t.begin() + 1, t.end()));
-        const auto& c = *cfg;
-        const double tokens = static_cast<double>(d.batch) * len;
-        const double attn = 2.0 * 2.0 * static_cast<double>(c.num_hidden_layers * c.num_attention_heads * c.head_dim) *
-                            d.batch * (static_cast<double>(len) * (len + 1) / 2);
-        const double flops = 2.0 * m.matmul_params() * tokens + attn;
-        std::printf("  prefill %d x %d tokens: %.0f tokens/s, %.0f TFLOP/s = %.0f%% of the measured GEMM rate\n",
-                    d.batch, len, tokens / sec, flops / sec / 1e12, 100 * flops / sec / 1e12 / tflops);
-      }
-    }
+    for (const auto& name : split(b.models)) bench_model(name, b, bw, tflops);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "troupe-gpu-bench: %s\n", e.what());
     return 1;

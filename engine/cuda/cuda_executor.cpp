@@ -63,6 +63,12 @@ private:
   auto decode_splits(std::int32_t seqs) const -> int;
   void swap(const scheduler_output& step);
   void all_reduce(void* data, std::int64_t n);
+  void upload_inputs(std::int32_t decode_rows, std::int32_t head_rows);
+  void run_forward(bool graphed, std::int32_t rows, std::int32_t decode_rows, std::int32_t head_rows);
+  void upload_penalties();
+  void copy_host_logits(std::int32_t samples);
+  void launch_sampling(std::int32_t samples);
+  void collect_samples(const scheduler_output& step, std::int32_t samples, step_result& out);
 
   cuda_executor_options o_;
   model_config c_;
@@ -379,6 +385,114 @@ void cuda_executor::swap(const scheduler_output& step) {
   }
 }
 
+// Inputs into pinned memory, one copy to the device.
+void cuda_executor::upload_inputs(std::int32_t decode_rows, std::int32_t head_rows) {
+  auto* h = host_in_.as<std::int32_t>();
+  const auto put = [&](std::int32_t* dev_at, const std::vector<std::int32_t>& v, std::size_t pad_to = 0) {
+    auto* at = h + (dev_at - in_.as<std::int32_t>());
+    std::copy(v.begin(), v.end(), at);
+    std::fill(at + v.size(), at + std::max(pad_to, v.size()), 0);
+  };
+  put(dev_.tokens, plan_.tokens);
+  put(dev_.positions, plan_.positions);
+  put(dev_.slots, plan_.slots);
+  put(dev_.row_seq, plan_.row_seq);
+  put(dev_.block_tables, plan_.block_tables);
+  put(dev_.context_lens, plan_.context_lens);
+  std::vector<std::int32_t> q_rows(static_cast<std::size_t>(decode_rows));
+  std::iota(q_rows.begin(), q_rows.end(), 0);
+  put(dev_.q_rows, q_rows);
+  put(dev_.tile_first, plan_.tile_first_row);
+  put(dev_.tile_rows, plan_.tile_num_rows);
+  put(dev_.sample_rows, plan_.sample_rows, static_cast<std::size_t>(head_rows));
+  const auto used = static_cast<std::size_t>(dev_.block_tables - in_.as<std::int32_t>()) + plan_.block_tables.size();
+  cuda_ok(cudaMemcpyAsync(in_.get(), host_in_.as<void>(), used * 4, cudaMemcpyHostToDevice, stream_), "inputs");
+}
+
+// The forward pass: a graph per padded batch size (captured on first use), or launched directly.
+void cuda_executor::run_forward(bool graphed, std::int32_t rows, std::int32_t decode_rows, std::int32_t head_rows) {
+  if (graphed) {
+    auto it = graphs_.find(rows);
+    if (it == graphs_.end()) {
+      cudaGraph_t g = nullptr;
+      cuda_ok(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture");
+      forward(plan_, rows, decode_rows, head_rows);
+      cuda_ok(cudaStreamEndCapture(stream_, &g), "end capture");
+      cudaGraphExec_t exec = nullptr;
+      cuda_ok(cudaGraphInstantiate(&exec, g, 0), "instantiate graph");
+      cudaGraphDestroy(g);
+      it = graphs_.emplace(rows, exec).first;
+    }
+    cuda_ok(cudaGraphLaunch(it->second, stream_), "graph launch");
+  } else {
+    forward(plan_, rows, decode_rows, head_rows);
+  }
+  cuda_ok(cudaGetLastError(), "forward");
+}
+
+// The step's penalty lists to the device, growing their buffers as needed.
+void cuda_executor::upload_penalties() {
+  const auto ptok = samplers_.penalty_tokens(), pcnt = samplers_.penalty_counts();
+  if (static_cast<std::int64_t>(ptok.size()) > penalty_capacity_) {
+    penalty_capacity_ = std::max<std::int64_t>(2 * penalty_capacity_, static_cast<std::int64_t>(ptok.size()));
+    penalty_tokens_ = device_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
+    penalty_counts_ = device_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
+    host_penalty_tokens_ = pinned_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
+    host_penalty_counts_ = pinned_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
+  }
+  if (!ptok.empty()) {
+    std::copy(ptok.begin(), ptok.end(), host_penalty_tokens_.as<std::int32_t>());
+    std::copy(pcnt.begin(), pcnt.end(), host_penalty_counts_.as<std::int32_t>());
+    cuda_ok(cudaMemcpyAsync(penalty_tokens_.get(), host_penalty_tokens_.as<void>(), ptok.size() * 4, cudaMemcpyHostToDevice, stream_), "penalties");
+    cuda_ok(cudaMemcpyAsync(penalty_counts_.get(), host_penalty_counts_.as<void>(), pcnt.size() * 4, cudaMemcpyHostToDevice, stream_), "penalties");
+  }
+}
+
+// Host-sampled rows need their raw logits before the kernel overwrites them.
+void cuda_executor::copy_host_logits(std::int32_t samples) {
+  const auto vocab = static_cast<std::size_t>(c_.vocab_size);
+  if (samplers_.any_on_host()) {
+    host_logits_.resize(static_cast<std::size_t>(samples) * vocab);
+    cuda_ok(cudaMemcpyAsync(host_logits_.data(), logits_.get(), host_logits_.size() * 4, cudaMemcpyDeviceToHost, stream_), "logits");
+  }
+}
+
+// The sampling parameters to the device and the sampling kernel on the logits.
+void cuda_executor::launch_sampling(std::int32_t samples) {
+  cuda_ok(cudaMemcpyAsync(sample_params_.get(), host_params_.as<void>(), static_cast<std::size_t>(samples) * sizeof(kernels::sampling_row),
+                          cudaMemcpyHostToDevice, stream_), "sampling parameters");
+  kernels::sampling_params sp;
+  sp.logits = logits_.as<float>();
+  sp.rows = samples;
+  sp.vocab = o_.num_sampled_ids; // only ids the tokenizer can spell; rows stay vocab_size apart
+  sp.row_stride = c_.vocab_size;
+  sp.row_params = sample_params_.as<kernels::sampling_row>();
+  sp.penalty_tokens = penalty_tokens_.as<std::int32_t>();
+  sp.penalty_counts = penalty_counts_.as<std::int32_t>();
+  sp.raw = raw_.as<float>();
+  sp.tokens = out_tokens_.as<std::int32_t>();
+  sp.logprobs = out_logprobs_.as<float>();
+  kernels::sample(sp, stream_);
+  cuda_ok(cudaGetLastError(), "sample");
+}
+
+// The sampled tokens and logprobs back to the host, waiting for the step; one result per sampled sequence.
+void cuda_executor::collect_samples(const scheduler_output& step, std::int32_t samples, step_result& out) {
+  const auto vocab = static_cast<std::size_t>(c_.vocab_size);
+  cuda_ok(cudaMemcpyAsync(host_out_tokens_.as<void>(), out_tokens_.get(), static_cast<std::size_t>(samples) * 4, cudaMemcpyDeviceToHost, stream_), "tokens");
+  cuda_ok(cudaMemcpyAsync(host_out_logprobs_.as<void>(), out_logprobs_.get(), static_cast<std::size_t>(samples) * 4, cudaMemcpyDeviceToHost, stream_), "logprobs");
+  cuda_ok(cudaStreamSynchronize(stream_), "step");
+  for (std::int32_t j = 0; j < samples; ++j) {
+    const auto& c = step.scheduled[static_cast<std::size_t>(plan_.sample_chunks[static_cast<std::size_t>(j)])];
+    const auto row = samplers_.any_on_host()
+                         ? std::span(host_logits_).subspan(static_cast<std::size_t>(j) * vocab,
+                                                           static_cast<std::size_t>(o_.num_sampled_ids))
+                         : std::span<float>();
+    out.sampled.push_back({c.id, samplers_.result(static_cast<std::size_t>(j), host_out_tokens_.as<std::int32_t>()[j],
+                                                  host_out_logprobs_.as<float>()[j], row), {}});
+  }
+}
+
 auto cuda_executor::execute(const scheduler_output& step) -> step_result {
   cuda_ok(cudaSetDevice(o_.device), "cudaSetDevice"); // the current device is per thread
   swap(step);
@@ -403,96 +517,16 @@ auto cuda_executor::execute(const scheduler_output& step) -> step_result {
     const bool graphed = plan_.num_padding > 0 || (o_.cuda_graphs && plan_.decode_only() &&
                                                    graph_batch_size(rows, o_.max_num_seqs) == rows);
     const std::int32_t head_rows = graphed ? rows : samples;
-    // Inputs into pinned memory, one copy to the device.
-    auto* h = host_in_.as<std::int32_t>();
-    const auto put = [&](std::int32_t* dev_at, const std::vector<std::int32_t>& v, std::size_t pad_to = 0) {
-      auto* at = h + (dev_at - in_.as<std::int32_t>());
-      std::copy(v.begin(), v.end(), at);
-      std::fill(at + v.size(), at + std::max(pad_to, v.size()), 0);
-    };
-    put(dev_.tokens, plan_.tokens);
-    put(dev_.positions, plan_.positions);
-    put(dev_.slots, plan_.slots);
-    put(dev_.row_seq, plan_.row_seq);
-    put(dev_.block_tables, plan_.block_tables);
-    put(dev_.context_lens, plan_.context_lens);
-    std::vector<std::int32_t> q_rows(static_cast<std::size_t>(decode_rows));
-    std::iota(q_rows.begin(), q_rows.end(), 0);
-    put(dev_.q_rows, q_rows);
-    put(dev_.tile_first, plan_.tile_first_row);
-    put(dev_.tile_rows, plan_.tile_num_rows);
-    put(dev_.sample_rows, plan_.sample_rows, static_cast<std::size_t>(head_rows));
-    const auto used = static_cast<std::size_t>(dev_.block_tables - in_.as<std::int32_t>()) + plan_.block_tables.size();
-    cuda_ok(cudaMemcpyAsync(in_.get(), host_in_.as<void>(), used * 4, cudaMemcpyHostToDevice, stream_), "inputs");
-
-    if (graphed) {
-      auto it = graphs_.find(rows);
-      if (it == graphs_.end()) {
-        cudaGraph_t g = nullptr;
-        cuda_ok(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture");
-        forward(plan_, rows, decode_rows, head_rows);
-        cuda_ok(cudaStreamEndCapture(stream_, &g), "end capture");
-        cudaGraphExec_t exec = nullptr;
-        cuda_ok(cudaGraphInstantiate(&exec, g, 0), "instantiate graph");
-        cudaGraphDestroy(g);
-        it = graphs_.emplace(rows, exec).first;
-      }
-      cuda_ok(cudaGraphLaunch(it->second, stream_), "graph launch");
-    } else {
-      forward(plan_, rows, decode_rows, head_rows);
-    }
-    cuda_ok(cudaGetLastError(), "forward");
+    upload_inputs(decode_rows, head_rows);
+    run_forward(graphed, rows, decode_rows, head_rows);
 
     // Sampling: the device for most rows; requests asking for logprobs on the host.
     samplers_.prepare(step, plan_.sample_chunks);
     std::copy(samplers_.rows().begin(), samplers_.rows().end(), host_params_.as<kernels::sampling_row>());
-    const auto ptok = samplers_.penalty_tokens(), pcnt = samplers_.penalty_counts();
-    if (static_cast<std::int64_t>(ptok.size()) > penalty_capacity_) {
-      penalty_capacity_ = std::max<std::int64_t>(2 * penalty_capacity_, static_cast<std::int64_t>(ptok.size()));
-      penalty_tokens_ = device_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
-      penalty_counts_ = device_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
-      host_penalty_tokens_ = pinned_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
-      host_penalty_counts_ = pinned_memory(static_cast<std::size_t>(penalty_capacity_) * 4);
-    }
-    if (!ptok.empty()) {
-      std::copy(ptok.begin(), ptok.end(), host_penalty_tokens_.as<std::int32_t>());
-      std::copy(pcnt.begin(), pcnt.end(), host_penalty_counts_.as<std::int32_t>());
-      cuda_ok(cudaMemcpyAsync(penalty_tokens_.get(), host_penalty_tokens_.as<void>(), ptok.size() * 4, cudaMemcpyHostToDevice, stream_), "penalties");
-      cuda_ok(cudaMemcpyAsync(penalty_counts_.get(), host_penalty_counts_.as<void>(), pcnt.size() * 4, cudaMemcpyHostToDevice, stream_), "penalties");
-    }
-    // Host-sampled rows need their raw logits before the kernel overwrites them.
-    const auto vocab = static_cast<std::size_t>(c_.vocab_size);
-    if (samplers_.any_on_host()) {
-      host_logits_.resize(static_cast<std::size_t>(samples) * vocab);
-      cuda_ok(cudaMemcpyAsync(host_logits_.data(), logits_.get(), host_logits_.size() * 4, cudaMemcpyDeviceToHost, stream_), "logits");
-    }
-    cuda_ok(cudaMemcpyAsync(sample_params_.get(), host_params_.as<void>(), static_cast<std::size_t>(samples) * sizeof(kernels::sampling_row),
-                            cudaMemcpyHostToDevice, stream_), "sampling parameters");
-    kernels::sampling_params sp;
-    sp.logits = logits_.as<float>();
-    sp.rows = samples;
-    sp.vocab = o_.num_sampled_ids; // only ids the tokenizer can spell; rows stay vocab_size apart
-    sp.row_stride = c_.vocab_size;
-    sp.row_params = sample_params_.as<kernels::sampling_row>();
-    sp.penalty_tokens = penalty_tokens_.as<std::int32_t>();
-    sp.penalty_counts = penalty_counts_.as<std::int32_t>();
-    sp.raw = raw_.as<float>();
-    sp.tokens = out_tokens_.as<std::int32_t>();
-    sp.logprobs = out_logprobs_.as<float>();
-    kernels::sample(sp, stream_);
-    cuda_ok(cudaGetLastError(), "sample");
-    cuda_ok(cudaMemcpyAsync(host_out_tokens_.as<void>(), out_tokens_.get(), static_cast<std::size_t>(samples) * 4, cudaMemcpyDeviceToHost, stream_), "tokens");
-    cuda_ok(cudaMemcpyAsync(host_out_logprobs_.as<void>(), out_logprobs_.get(), static_cast<std::size_t>(samples) * 4, cudaMemcpyDeviceToHost, stream_), "logprobs");
-    cuda_ok(cudaStreamSynchronize(stream_), "step");
-    for (std::int32_t j = 0; j < samples; ++j) {
-      const auto& c = step.scheduled[static_cast<std::size_t>(plan_.sample_chunks[static_cast<std::size_t>(j)])];
-      const auto row = samplers_.any_on_host()
-                           ? std::span(host_logits_).subspan(static_cast<std::size_t>(j) * vocab,
-                                                             static_cast<std::size_t>(o_.num_sampled_ids))
-                           : std::span<float>();
-      out.sampled.push_back({c.id, samplers_.result(static_cast<std::size_t>(j), host_out_tokens_.as<std::int32_t>()[j],
-                                                    host_out_logprobs_.as<float>()[j], row), {}});
-    }
+    upload_penalties();
+    copy_host_logits(samples);
+    launch_sampling(samples);
+    collect_samples(step, samples, out);
   } else {
     cuda_ok(cudaStreamSynchronize(stream_), "swap");
   }
