@@ -291,6 +291,9 @@ auto batch_scheduler::grow_for_admission(request& r, std::int32_t num_new) -> bo
   bool grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
   if (!grown && reclaim && reclaim_waiting(&r))
     grown = kv_.grow(*r.kv, r.num_computed_tokens + num_new, !running_.empty());
+  // A lease with nothing running: every waiting request's hits go back at once (one a step
+  // kept a queue sharing a prefix pinning a full lease, and no step came to release more).
+  if (!grown && !kv_.source().releases_locally() && running_.empty()) while (reclaim_waiting(&r)) continue;
   if (grown) return true;
   const bool swapped = !r.host_blocks.empty();
   // A waiting request holds no blocks while it cannot run, where that

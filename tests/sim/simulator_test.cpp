@@ -547,3 +547,14 @@ TEST_CASE("the KV cache's type: a replica's kv_memory holds the blocks the serve
   CHECK(error_of(text, {{"model.kv_cache_dtype", "\"f32\""}, {"replicas.kv_memory", "1000"}}) ==
         "replicas[0].kv_memory: 1000 bytes hold 0 KV blocks of 1179648 bytes");
 }
+
+TEST_CASE("a full lease pinned by the waiting requests' prefix hits does not stall the queue") {
+  // One shared prefix, KV for about one request at a time, a burst: the
+  // waiting requests' matches held the whole lease while nothing ran.
+  const auto s = summarize(simulate(one(k_base, {{"prefix.groups", "1"},
+                                                 {"prefix.tokens", "512"},
+                                                 {"replicas.kv_blocks", "64"},
+                                                 {"arrival.rate", "400"}})));
+  CHECK(s.completed == 400);
+  CHECK(s.prefix_hit_rate > 0);
+}
