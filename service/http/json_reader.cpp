@@ -15,6 +15,13 @@ auto error(std::string code, std::string param, std::string message) -> api_erro
   return {400, std::move(message), "invalid_request_error", std::move(param), std::move(code)};
 }
 
+auto check_sampling(const sampling_params& s) -> std::optional<api_error> {
+  auto line = s.validate();
+  if (line.empty()) return std::nullopt;
+  auto param = line.substr(0, line.find_first_of(" ["));
+  return error("invalid_value", std::move(param), std::move(line));
+}
+
 auto bad_json(simdjson::error_code e) -> api_error {
   return error("invalid_json", "",
                std::string("request body is not valid JSON (") + simdjson::error_message(e) + ")");

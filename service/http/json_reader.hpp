@@ -4,6 +4,7 @@
 // (openai/, anthropic/, responses/, websocket/).
 
 #include "base/types.hpp"
+#include "engine/core/sampling_params.hpp"
 #include "service/request/api_error.hpp"
 
 #include <simdjson.h>
@@ -30,6 +31,9 @@ constexpr int max_json_depth = 64; // far beyond any real request; bounds the re
 auto error(std::string code, std::string param, std::string message) -> api_error;
 
 auto bad_json(simdjson::error_code e) -> api_error;
+/// sampling_params::validate()'s complaint as a 400 (invalid_value), its
+/// param the field its line opens with ("top_p must be in (0, 1], got 1.5").
+auto check_sampling(const sampling_params& s) -> std::optional<api_error>;
 
 auto bad_type(std::string_view param, std::string_view path, std::string_view expected) -> api_error;
 

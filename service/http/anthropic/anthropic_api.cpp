@@ -285,10 +285,7 @@ auto finish(body_fields& b, bool counting, generation_request& r) -> problem {
              std::none_of(r.tools.begin(), r.tools.end(), [&](const tool_spec& t) { return t.name == r.choice.name; })) {
     return error("invalid_value", "tool_choice", "tool_choice names \"" + r.choice.name + "\", which is not among the tools");
   }
-  if (auto line = r.sampling.validate(); !line.empty()) {
-    auto param = line.substr(0, line.find_first_of(" ["));
-    return error("invalid_value", std::move(param), std::move(line));
-  }
+  if (auto e = check_sampling(r.sampling)) return *e;
   return {};
 }
 

@@ -444,11 +444,7 @@ auto finish(endpoint kind, fields& f, bool ws) -> problem {
   auto g = constraint_grammar(f.constraint);
   if (auto* e = std::get_if<api_error>(&g)) return *e;
   r.sampling.grammar = std::move(std::get<std::string>(g));
-  // validate()'s line opens with the field's name: "top_p must be in (0, 1], got 1.5".
-  if (auto line = r.sampling.validate(); !line.empty()) {
-    auto param = line.substr(0, line.find_first_of(" ["));
-    return error("invalid_value", std::move(param), std::move(line));
-  }
+  if (auto e = check_sampling(r.sampling)) return *e;
   return {};
 }
 

@@ -413,10 +413,7 @@ auto finish(body_fields& b, generation_request& r, responses_fields& f) -> probl
   auto g = constraint_grammar(b.constraint);
   if (auto* e = std::get_if<api_error>(&g)) return *e;
   r.sampling.grammar = std::move(std::get<std::string>(g));
-  if (auto line = r.sampling.validate(); !line.empty()) {
-    auto param = line.substr(0, line.find_first_of(" ["));
-    return error("invalid_value", std::move(param), std::move(line));
-  }
+  if (auto e = check_sampling(r.sampling)) return *e;
   return {};
 }
 
