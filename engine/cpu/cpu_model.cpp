@@ -85,8 +85,9 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
   float* k = resize(k_, t_rows * nkv * hd);
   float* v = resize(v_, t_rows * nkv * hd);
   float* att = resize(att_, t_rows * nh * hd);
-  float* gate = resize(gate_, t_rows * inter);
-  float* up = resize(up_, t_rows * inter);
+  // A mixture of experts keeps its own scratch (moe_mlp).
+  float* gate = resize(gate_, c.is_moe() ? 0 : t_rows * inter);
+  float* up = resize(up_, c.is_moe() ? 0 : t_rows * inter);
   float* proj = resize(proj_, t_rows * d);
   const bool geglu = c.hidden_act == "gelu_pytorch_tanh";
   const float scale = c.query_pre_attn_scalar > 0
@@ -104,9 +105,9 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
       add_bias(k, norm_data(lw.bk), t_rows, nkv * hd);
       add_bias(v, norm_data(lw.bv), t_rows, nkv * hd);
     }
-    if (lw.q_norm.data != nullptr) { // per head, before RoPE
-      rms_norm(q, norm_data(lw.q_norm), t_rows * nh, hd, c.rms_norm_eps, q);
-      rms_norm(k, norm_data(lw.k_norm), t_rows * nkv, hd, c.rms_norm_eps, k);
+    if (lw.q_norm.data != nullptr) { // before RoPE: per head, or (OLMoE) over all heads at once
+      rms_norm(q, norm_data(lw.q_norm), t_rows * nh * hd / lw.q_norm.cols, lw.q_norm.cols, c.rms_norm_eps, q);
+      rms_norm(k, norm_data(lw.k_norm), t_rows * nkv * hd / lw.k_norm.cols, lw.k_norm.cols, c.rms_norm_eps, k);
     }
     const bool local = sliding && local_rope_;
     const float* cs = local ? local_cos_.data() : cos_.data();
@@ -123,12 +124,16 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
     add_in_place(x, proj, t_rows * d);
 
     rms_norm(x, norm_data(lw.mlp_norm), t_rows, d, c.rms_norm_eps, xn);
-    linear_multi(xn, t_rows, {{&lw.w_gate, gate}, {&lw.w_up, up}});
-    if (geglu)
-      gelu_tanh_mul(gate, up, t_rows * inter);
-    else
-      silu_mul(gate, up, t_rows * inter);
-    linear(gate, t_rows, lw.w_down, proj);
+    if (!lw.experts.empty()) {
+      moe_.forward(c, lw.experts, xn, t_rows, proj);
+    } else {
+      linear_multi(xn, t_rows, {{&lw.w_gate, gate}, {&lw.w_up, up}});
+      if (geglu)
+        gelu_tanh_mul(gate, up, t_rows * inter);
+      else
+        silu_mul(gate, up, t_rows * inter);
+      linear(gate, t_rows, lw.w_down, proj);
+    }
     if (reduce_ != nullptr) reduce_->sum(proj, t_rows * d);
     if (lw.post_mlp_norm.data != nullptr) rms_norm(proj, norm_data(lw.post_mlp_norm), t_rows, d, c.rms_norm_eps, proj);
     add_in_place(x, proj, t_rows * d);

@@ -1,10 +1,12 @@
 #pragma once
-// The forward pass of a decoder (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3)
+// The forward pass of a decoder (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3,
+// and the mixtures of experts Qwen3-MoE, Mixtral and OLMoE)
 // on the CPU over a flattened batch: any mix of sequences, each contributing
 // a chunk of prompt tokens or one decode token, attending through a paged KV
 // cache. What a family adds to Llama's layer (biases, q/k norms, post norms,
 // GeGLU, soft-caps, sliding windows) is chosen per layer, never per element.
 
+#include "engine/cpu/moe.hpp"
 #include "engine/cpu/paged_attention.hpp"
 #include "engine/cpu/rope.hpp"
 #include "engine/model/model_weights.hpp"
@@ -51,6 +53,7 @@ private:
   rotary_embedding rope_;
   std::optional<rotary_embedding> local_rope_; ///< Gemma 3's sliding layers
   float embed_scale_ = 1.0f;                   ///< Gemma: √hidden in the embedding's dtype
+  moe_mlp moe_;                                ///< a mixture of experts' MLP
   // Scratch reused across steps; resizing within capacity allocates nothing.
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, proj_, cos_, sin_, local_cos_, local_sin_, last_;
   std::vector<std::int32_t> positions_;

@@ -13,15 +13,27 @@ namespace {
 
 constexpr std::size_t k_huge_page = std::size_t{2} << 20;
 
-// Every tensor of the model once (the head may be the embedding).
+// Every tensor of the model once (the head may be the embedding), but for
+// quantized experts: they stay in the file's mapping, used in place (a
+// mixture of experts is mostly experts, and a copy would double its memory
+// until the page cache lets go of the file).
 auto tensors_of(model_weights& w) -> std::vector<weight_tensor*> {
   std::vector<weight_tensor*> all{&w.embed, &w.final_norm};
-  for (auto& l : w.layers)
+  for (auto& l : w.layers) {
     for (auto* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.mlp_norm, &l.w_gate, &l.w_up, &l.w_down, &l.bq,
-                    &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_mlp_norm})
+                    &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_mlp_norm, &l.experts.router})
       if (t->data != nullptr) all.push_back(t); // a family's absent tensors stay absent
+    for (auto* t : l.experts.matrices())
+      if (!t->quant) all.push_back(t);
+  }
   if (w.lm_head.data != w.embed.data) all.push_back(&w.lm_head);
   return all;
+}
+
+auto mapped_experts(const model_weights& w) -> bool {
+  for (const auto& l : w.layers)
+    if (!l.experts.gate.empty() && l.experts.gate.front().quant) return true;
+  return false;
 }
 
 auto padded(std::size_t bytes) -> std::size_t { return (bytes + 63) / 64 * 64; }
@@ -69,8 +81,9 @@ void place_in_huge_pages(model_weights& w) {
   }
   if (w.lm_head.data == old_embed) w.lm_head = w.embed;
 
-  // The copies replace the file mappings (and the converted norm vectors).
-  w.storage.clear();
+  // The copies replace the file mappings (and the converted norm vectors),
+  // unless quantized experts are still read from the file.
+  if (!mapped_experts(w)) w.storage.clear();
   w.storage.push_back(std::move(region));
 }
 

@@ -21,8 +21,10 @@ auto map_huge_pages(std::size_t bytes) -> std::shared_ptr<std::byte>;
 /// Decode streams every weight once per step: with 4 KiB pages a
 /// stories110m step takes ~107,000 TLB misses, and measured here the GEMV
 /// reads 10 % faster from huge pages. Costs one copy of the weights at start
-/// (the page cache keeps the file, reclaimably). Throws std::bad_alloc when
-/// the mapping fails; `w` is then unchanged.
+/// (the page cache keeps the file, reclaimably). A mixture of experts'
+/// quantized experts are the exception: they stay in the file's mapping
+/// (mostly cold, each read only when chosen), which `w` then keeps.
+/// Throws std::bad_alloc when the mapping fails; `w` is then unchanged.
 void place_in_huge_pages(model_weights& w);
 
 } // namespace troupe

@@ -63,6 +63,9 @@ auto parse_device(std::string_view name) -> std::optional<int> {
 
 auto cuda_supports(const model_config& c) -> std::string {
   const auto no = [&](const std::string& what) { return "the CUDA backend does not implement " + what; };
+  if (c.is_moe())
+    return no("mixture-of-experts models (" + c.architecture + ", " + std::to_string(c.num_experts) +
+              " experts; use a cpu device)");
   if (c.family() != model_family::llama)
     return no(c.architecture + " (it runs LlamaForCausalLM and MistralForCausalLM; use a cpu device)");
   if (c.sliding_window > 0 && c.sliding_window < c.max_position_embeddings)

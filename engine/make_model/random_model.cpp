@@ -9,6 +9,20 @@
 namespace troupe {
 namespace {
 
+// A mixture of experts' router and experts (model_weights' load_experts).
+void expert_specs(const model_config& c, dtype t, const std::string& layer, std::vector<tensor_spec>& s) {
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const auto base = layer + (mixtral ? "block_sparse_moe." : "mlp.");
+  const std::int64_t d = c.hidden_size, inter = c.moe_intermediate_size;
+  s.push_back({base + "gate.weight", t, {c.num_experts, d}});
+  for (std::int64_t x = 0; x < c.num_experts; ++x) {
+    const auto p = base + "experts." + std::to_string(x) + ".";
+    s.push_back({p + (mixtral ? "w1.weight" : "gate_proj.weight"), t, {inter, d}});
+    s.push_back({p + (mixtral ? "w3.weight" : "up_proj.weight"), t, {inter, d}});
+    s.push_back({p + (mixtral ? "w2.weight" : "down_proj.weight"), t, {d, inter}});
+  }
+}
+
 // Every tensor of the family's checkpoint, by its HF name.
 auto specs_of(const model_config& c, dtype t) -> std::vector<tensor_spec> {
   const std::int64_t d = c.hidden_size, q = c.num_attention_heads * c.head_dim;
@@ -35,6 +49,9 @@ auto specs_of(const model_config& c, dtype t) -> std::vector<tensor_spec> {
     if (fam == model_family::qwen3 || fam == model_family::gemma3) {
       s.push_back({p + "self_attn.q_norm.weight", t, {c.head_dim}});
       s.push_back({p + "self_attn.k_norm.weight", t, {c.head_dim}});
+    } else if (fam == model_family::olmoe) {
+      s.push_back({p + "self_attn.q_norm.weight", t, {q}});
+      s.push_back({p + "self_attn.k_norm.weight", t, {kv}});
     }
     s.push_back({p + "self_attn.o_proj.weight", t, {d, q}});
     s.push_back({p + "post_attention_layernorm.weight", t, {d}});
@@ -42,13 +59,15 @@ auto specs_of(const model_config& c, dtype t) -> std::vector<tensor_spec> {
       s.push_back({p + "pre_feedforward_layernorm.weight", t, {d}});
       s.push_back({p + "post_feedforward_layernorm.weight", t, {d}});
     }
-    if (fam == model_family::phi3) {
+    if (c.is_moe()) {
+      expert_specs(c, t, p, s);
+    } else if (fam == model_family::phi3) {
       s.push_back({p + "mlp.gate_up_proj.weight", t, {2 * inter, d}});
     } else {
       s.push_back({p + "mlp.gate_proj.weight", t, {inter, d}});
       s.push_back({p + "mlp.up_proj.weight", t, {inter, d}});
     }
-    s.push_back({p + "mlp.down_proj.weight", t, {d, inter}});
+    if (!c.is_moe()) s.push_back({p + "mlp.down_proj.weight", t, {d, inter}});
   }
   s.push_back({"model.norm.weight", t, {d}});
   if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", t, {c.vocab_size, d}});
@@ -74,7 +93,7 @@ void emit(const tensor_spec& spec, const random_model_options& o, std::uint64_t 
   const double centre = is_norm && !gemma_norms ? 1.0 : 0.0;
   const double cols = static_cast<double>(spec.shape.back());
   double scale = is_norm ? 0.1 : is_bias ? 0.5 : 1.0 / std::sqrt(cols);
-  if (spec.name.ends_with("o_proj.weight") || spec.name.ends_with("down_proj.weight"))
+  if (spec.name.ends_with("o_proj.weight") || spec.name.ends_with("down_proj.weight") || spec.name.ends_with("w2.weight"))
     scale *= o.residual_scale;
   const auto fixed = o.fixed.find(spec.name);
   rng r(seed);

@@ -28,6 +28,7 @@ struct make_model_options {
   /// The preset's family and features (biases, norms, windows, RoPE
   /// scaling, soft-caps, tied head) at test size: 2 layers, hidden 64 in 4
   /// heads of 16 (2 KV heads), intermediate 128, F32; the vocabulary as it is.
+  /// A mixture of experts keeps at most 16 experts, 4 a token.
   bool small = false;
   /// The small shape's hidden size (a multiple of 32): hidden / 16 heads of
   /// 16, half as many KV heads, intermediate 2 * hidden. 256 makes every

@@ -133,4 +133,26 @@ void read_gemma(const field_reader& r, model_config& c) {
   if (c.family() == model_family::gemma3) c.rope_local_base_freq = r.number("rope_local_base_freq").value_or(10000.0);
 }
 
+void read_experts(const field_reader& r, std::string_view experts_key, model_config& c) {
+  // Qwen3MoeConfig's, MixtralConfig's and OlmoeConfig's defaults.
+  const bool mixtral = c.architecture == "MixtralForCausalLM", qwen = c.architecture == "Qwen3MoeForCausalLM";
+  c.num_experts = r.int64(experts_key).value_or(mixtral ? 8 : qwen ? 128 : 64);
+  c.num_experts_per_tok = r.int64("num_experts_per_tok").value_or(mixtral ? 2 : 8);
+  c.moe_intermediate_size = qwen ? r.int64("moe_intermediate_size").value_or(768) : c.intermediate_size;
+  c.norm_topk_prob = mixtral || r.boolean("norm_topk_prob").value_or(false);
+  if (qwen) {
+    // Every layer sparse: Qwen3-MoE's published checkpoints.
+    if (const auto step = r.int64("decoder_sparse_step"); step && *step != 1)
+      r.bad("decoder_sparse_step", "is " + std::to_string(*step) + ": dense layers among the expert layers are not supported");
+    if (const auto dense = r.find("mlp_only_layers")) {
+      dom::array list;
+      if (dense->get_array().get(list) != simdjson::SUCCESS || list.size() != 0)
+        r.bad("mlp_only_layers", "lists dense layers among the expert layers, which are not supported");
+    }
+  }
+  if (r.find("clip_qkv")) r.bad("clip_qkv", "(clamping q, k and v) is not supported");
+  for (const auto key : {"shared_expert_intermediate_size", "n_shared_experts", "num_shared_experts"})
+    if (const auto n = r.int64(key); n && *n > 0) r.bad(key, "(shared experts) is not supported");
+}
+
 } // namespace troupe::config_fields

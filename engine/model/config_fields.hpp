@@ -135,4 +135,10 @@ void refuse_unimplemented(const std::string& file, const field_reader& r, model_
 /// Fills the Gemma fields: soft-caps, query scaling, which layers slide.
 void read_gemma(const field_reader& r, model_config& c);
 
+/// Fills the mixture-of-experts fields of Qwen3-MoE, Mixtral and OLMoE, with
+/// transformers' defaults; experts_key is the architecture's name for the
+/// expert count. Refuses dense layers among the expert layers and OLMoE's
+/// clip_qkv.
+void read_experts(const field_reader& r, std::string_view experts_key, model_config& c);
+
 } // namespace troupe::config_fields

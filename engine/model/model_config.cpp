@@ -24,6 +24,7 @@ struct architecture_entry {
   std::string_view name;
   model_family family;
   std::string_view model_type; ///< written by save()
+  std::string_view experts_key = {}; ///< a mixture of experts' name for the expert count
 };
 
 constexpr std::array architectures = {
@@ -34,6 +35,9 @@ constexpr std::array architectures = {
     architecture_entry{"Gemma2ForCausalLM", model_family::gemma2, "gemma2"},
     architecture_entry{"Gemma3ForCausalLM", model_family::gemma3, "gemma3_text"},
     architecture_entry{"Phi3ForCausalLM", model_family::phi3, "phi3"},
+    architecture_entry{"Qwen3MoeForCausalLM", model_family::qwen3, "qwen3_moe", "num_experts"},
+    architecture_entry{"MixtralForCausalLM", model_family::llama, "mixtral", "num_local_experts"},
+    architecture_entry{"OlmoeForCausalLM", model_family::olmoe, "olmoe", "num_experts"},
 };
 
 auto find_architecture(std::string_view name) -> const architecture_entry* {
@@ -210,6 +214,7 @@ auto model_config::load(const std::filesystem::path& dir) -> model_config {
   read_dimensions(file, r, entry->family, c);
   read_rope(file, r, c);
   read_family_fields(r, entry->family, c);
+  if (!entry->experts_key.empty()) read_experts(r, entry->experts_key, c);
   // transformers >= 4.56 writes "dtype" instead of "torch_dtype".
   c.torch_dtype = r.string("torch_dtype").value_or(
       r.string("dtype").value_or(root.string("torch_dtype").value_or(root.string("dtype").value_or(c.torch_dtype))));
@@ -269,6 +274,41 @@ void validate_rope_scaling(const std::string& file, const rope_scaling_config& r
       for (const double x : *f) check_positive(file, "rope_scaling." + std::string(name), x);
     }
   }
+}
+
+// A mixture of experts' sizes; none for a dense architecture.
+void validate_experts(const std::string& file, const model_config& c, std::string_view experts_key) {
+  if (experts_key.empty()) {
+    if (c.num_experts != 0 || c.num_experts_per_tok != 0 || c.moe_intermediate_size != 0 || c.norm_topk_prob)
+      fail(file, "experts set for " + c.architecture + ", which has none");
+    return;
+  }
+  const auto expert_size = c.architecture == "Qwen3MoeForCausalLM" ? "moe_intermediate_size" : "intermediate_size";
+  for (const auto& [name, v] : {std::pair<std::string_view, std::int64_t>{experts_key, c.num_experts},
+                                {"num_experts_per_tok", c.num_experts_per_tok}, {expert_size, c.moe_intermediate_size}})
+    if (v <= 0) fail(file, "field '" + std::string(name) + "' must be positive, got " + std::to_string(v));
+  if (c.architecture != "Qwen3MoeForCausalLM" && c.moe_intermediate_size != c.intermediate_size)
+    fail(file, c.architecture + "'s experts are of intermediate_size " + std::to_string(c.intermediate_size) +
+                   ", not " + std::to_string(c.moe_intermediate_size));
+  if (c.num_experts_per_tok > c.num_experts)
+    fail(file, "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " exceeds " +
+                   std::string(experts_key) + " " + std::to_string(c.num_experts));
+}
+
+// The expert fields under the architecture's names.
+void append_expert_fields(std::string& out, const model_config& c, std::string_view experts_key) {
+  append_field(out, experts_key);
+  json_text::append_number(out, c.num_experts);
+  append_field(out, "num_experts_per_tok");
+  json_text::append_number(out, c.num_experts_per_tok);
+  if (c.architecture == "MixtralForCausalLM") return;
+  if (c.architecture == "Qwen3MoeForCausalLM") {
+    append_field(out, "moe_intermediate_size");
+    json_text::append_number(out, c.moe_intermediate_size);
+    out += ",\n  \"decoder_sparse_step\": 1,\n  \"mlp_only_layers\": []";
+  }
+  append_field(out, "norm_topk_prob");
+  out += c.norm_topk_prob ? "true" : "false";
 }
 
 // Appends "key": v.
@@ -389,6 +429,7 @@ void model_config::validate(const std::string& file) const {
   if (attn_logit_softcapping < 0 || final_logit_softcapping < 0)
     fail(file, "soft-capping values must be positive");
   if (fam == model_family::gemma3) check_positive(file, "rope_local_base_freq", rope_local_base_freq);
+  validate_experts(file, *this, find_architecture(architecture)->experts_key);
   if (bos_token_id) check_token(file, "bos_token_id", *bos_token_id, vocab_size);
   for (const auto id : eos_token_ids) check_token(file, "eos_token_id", id, vocab_size);
   if (default_temperature && (!(*default_temperature >= 0) || !std::isfinite(*default_temperature)))
@@ -436,6 +477,8 @@ void model_config::save(const std::filesystem::path& dir) const {
   else
     out += "null";
   if (gemma) append_gemma_fields(out, *this);
+  if (const auto key = find_architecture(architecture)->experts_key; !key.empty())
+    append_expert_fields(out, *this, key);
   append_field(out, "tie_word_embeddings");
   out += tie_word_embeddings ? "true" : "false";
   append_field(out, "torch_dtype");

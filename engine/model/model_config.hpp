@@ -1,7 +1,8 @@
 #pragma once
 // A decoder's hyper-parameters, read from a Hugging Face config.json
 // (+ generation_config.json where present): Llama, Mistral, Qwen2, Qwen3,
-// Gemma 2, Gemma 3 (text) and Phi-3. A field troupe does not implement stops
+// Gemma 2, Gemma 3 (text) and Phi-3, and the mixtures of experts Qwen3-MoE,
+// Mixtral and OLMoE. A field troupe does not implement stops
 // loading with one line naming it, so that no model computes silently wrong.
 
 #include "base/types.hpp"
@@ -54,12 +55,13 @@ struct rope_scaling_config {
 
 /// How a family's layers differ from Llama's; from the architecture name.
 enum class model_family : std::uint8_t {
-  llama,  ///< LlamaForCausalLM, MistralForCausalLM
+  llama,  ///< LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM
   qwen2,  ///< q/k/v biases
-  qwen3,  ///< per-head q/k RMSNorm before RoPE
+  qwen3,  ///< per-head q/k RMSNorm before RoPE (Qwen3ForCausalLM, Qwen3MoeForCausalLM)
   gemma2, ///< GeGLU, (1 + w) norms, four norms a layer, soft-caps, scaled embeddings
   gemma3, ///< gemma2's shape with q/k norms and local/global RoPE bases
   phi3,   ///< fused qkv_proj and gate_up_proj
+  olmoe,  ///< q/k RMSNorm over the whole projection (every head at once), before RoPE
 };
 
 struct model_config {
@@ -104,6 +106,22 @@ struct model_config {
   /// max_new_tokens: a request's max_tokens when it gives none (else the
   /// rest of the context).
   std::optional<std::int32_t> default_max_tokens;
+
+  /// Mixture of experts (Qwen3-MoE, Mixtral, OLMoE): every layer's MLP is
+  /// num_experts MLPs of moe_intermediate_size, of which a router picks
+  /// num_experts_per_tok per token: the largest of the softmax over all
+  /// experts' logits (ties: the lower expert index), their outputs summed
+  /// weighted by those probabilities. 0: a dense MLP of intermediate_size.
+  std::int64_t num_experts = 0;
+  std::int64_t num_experts_per_tok = 0;
+  std::int64_t moe_intermediate_size = 0; ///< Mixtral and OLMoE: their intermediate_size
+  /// The chosen experts' weights rescaled to sum to one (Qwen3-MoE's and
+  /// OLMoE's norm_topk_prob; always for Mixtral).
+  bool norm_topk_prob = false;
+
+  auto is_moe() const -> bool { return num_experts > 0; }
+  /// The width of a layer's MLP: an expert's where the model has experts.
+  auto mlp_width() const -> std::int64_t { return is_moe() ? moe_intermediate_size : intermediate_size; }
 
   auto family() const -> model_family;
   /// Whether layer l attends through the sliding window.

@@ -175,6 +175,24 @@ private:
   std::set<std::string> used_;
 };
 
+/// A mixture of experts' router and each expert's three matrices: Qwen3-MoE
+/// and OLMoE name them mlp.gate and mlp.experts.{e}.{gate,up,down}_proj,
+/// Mixtral block_sparse_moe.gate and .experts.{e}.{w1,w3,w2}.
+auto load_experts(weight_loader& load, const std::string& layer, const model_config& c) -> expert_weights {
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const auto base = layer + (mixtral ? "block_sparse_moe." : "mlp.");
+  const auto d = c.hidden_size, inter = c.moe_intermediate_size;
+  expert_weights e;
+  e.router = load.matrix(base + "gate.weight", c.num_experts, d);
+  for (std::int64_t x = 0; x < c.num_experts; ++x) {
+    const auto p = base + "experts." + std::to_string(x) + ".";
+    e.gate.push_back(load.matrix(p + (mixtral ? "w1.weight" : "gate_proj.weight"), inter, d));
+    e.up.push_back(load.matrix(p + (mixtral ? "w3.weight" : "up_proj.weight"), inter, d));
+    e.down.push_back(load.matrix(p + (mixtral ? "w2.weight" : "down_proj.weight"), d, inter));
+  }
+  return e;
+}
+
 } // namespace
 
 auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
@@ -213,6 +231,9 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
     if (fam == model_family::qwen3 || fam == model_family::gemma3) {
       l.q_norm = load.norm(p + "self_attn.q_norm.weight", c.head_dim, gemma);
       l.k_norm = load.norm(p + "self_attn.k_norm.weight", c.head_dim, gemma);
+    } else if (fam == model_family::olmoe) {
+      l.q_norm = load.norm(p + "self_attn.q_norm.weight", q_rows);
+      l.k_norm = load.norm(p + "self_attn.k_norm.weight", kv_rows);
     }
     l.wo = load.matrix(p + "self_attn.o_proj.weight", d, q_rows);
     if (gemma) {
@@ -221,6 +242,10 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
       l.post_mlp_norm = load.norm(p + "post_feedforward_layernorm.weight", d, true);
     } else {
       l.mlp_norm = load.norm(p + "post_attention_layernorm.weight", d);
+    }
+    if (c.is_moe()) {
+      l.experts = load_experts(load, p, c);
+      continue;
     }
     if (fam == model_family::phi3) {
       const auto gate_up = load.split(p + "mlp.gate_up_proj.weight", {inter, inter}, d);

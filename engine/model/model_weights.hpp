@@ -1,5 +1,6 @@
 #pragma once
-// The tensors of a decoder (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3), as
+// The tensors of a decoder (Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3, and
+// the mixtures of experts Qwen3-MoE, Mixtral and OLMoE), as
 // views into memory-mapped safetensors files (F32 used in place; F16/BF16
 // converted on the fly by the backend, so a 7B BF16 checkpoint is never
 // widened in memory). Every family is mapped onto one layer shape; the
@@ -60,6 +61,25 @@ struct weight_tensor {
   auto type_name() const -> std::string_view { return quant ? gguf::type_name(*quant) : dtype_name(type); }
 };
 
+/// A mixture-of-experts MLP (config.is_moe()), in place of the dense one.
+/// Each expert's matrices are views: into a GGUF file's 3-D tensors (one
+/// slice an expert), or a checkpoint's tensors of that expert.
+struct expert_weights {
+  weight_tensor router;             ///< [num_experts, hidden], F32 as llama.cpp keeps it (HF: mlp.gate)
+  std::vector<weight_tensor> gate;  ///< per expert [moe_intermediate, hidden]
+  std::vector<weight_tensor> up;    ///< per expert [moe_intermediate, hidden]
+  std::vector<weight_tensor> down;  ///< per expert [hidden, moe_intermediate]
+
+  auto empty() const -> bool { return router.data == nullptr; }
+  /// Every expert matrix, for passes over all tensors.
+  auto matrices() -> std::vector<weight_tensor*> {
+    std::vector<weight_tensor*> all;
+    for (auto* v : {&gate, &up, &down})
+      for (auto& t : *v) all.push_back(&t);
+    return all;
+  }
+};
+
 /// HF names: model.layers.{i}.{input_layernorm, self_attn.{q,k,v,o}_proj,
 /// post_attention_layernorm, mlp.{gate,up,down}_proj}.weight. Gemma's norms
 /// hold 1 + w (its RMSNorm's scale), so every family runs x̂ · w.
@@ -75,10 +95,13 @@ struct layer_weights {
   weight_tensor w_gate;    ///< [intermediate, hidden]; Phi-3: rows of gate_up_proj (a view)
   weight_tensor w_up;      ///< [intermediate, hidden]
   weight_tensor w_down;    ///< [hidden, intermediate]
+  expert_weights experts;  ///< a mixture of experts' MLP, in place of w_gate, w_up and w_down
 
   // Present only in the families that have them:
   weight_tensor bq, bk, bv;       ///< Qwen2: q/k/v biases [1, rows], F32
-  weight_tensor q_norm, k_norm;   ///< Qwen3, Gemma 3: per-head RMSNorm [1, head_dim], F32
+  /// Qwen3, Gemma 3: per-head RMSNorm [1, head_dim], F32; OLMoE: over the
+  /// whole projection, [1, heads * head_dim] and [1, kv_heads * head_dim].
+  weight_tensor q_norm, k_norm;
   weight_tensor post_attn_norm;   ///< Gemma: post_attention_layernorm, on o_proj's output
   weight_tensor post_mlp_norm;    ///< Gemma: post_feedforward_layernorm, on down_proj's output
 };
@@ -107,9 +130,13 @@ struct model_weights {
   auto first_quantized() const -> const weight_tensor* {
     for (const auto* t : {&embed, &lm_head})
       if (t->quant) return t;
-    for (const auto& l : layers)
+    for (const auto& l : layers) {
       for (const auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
         if (t->quant) return t;
+      for (const auto* v : {&l.experts.gate, &l.experts.up, &l.experts.down})
+        for (const auto& t : *v)
+          if (t.quant) return &t;
+    }
     return nullptr;
   }
 };

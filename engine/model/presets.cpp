@@ -62,12 +62,52 @@ const std::vector<double> phi35_short_factor = {
     2.0799996852874756, 2.0899996757507324, 2.189999580383301,  2.2199995517730713, 2.5899994373321533,
     2.729999542236328,  2.749999523162842,  2.8399994373321533};
 
+auto with_experts(model_config c, std::int64_t experts, std::int64_t per_token, std::int64_t expert_size,
+                  bool norm_topk_prob) -> model_config {
+  c.num_experts = experts;
+  c.num_experts_per_tok = per_token;
+  c.moe_intermediate_size = expert_size;
+  c.norm_topk_prob = norm_topk_prob;
+  return c;
+}
+
+// The mixtures of experts.
+auto moe_preset(std::string_view name) -> std::optional<model_config> {
+  if (name == "qwen3-30b-a3b") {
+    auto c = with_experts(family_config("Qwen3MoeForCausalLM", 151936, 2048, 6144, 48, 32, 4, 128), 128, 8, 768, true);
+    c.max_position_embeddings = 40960;
+    c.rope_theta = 1000000.0;
+    c.torch_dtype = "bfloat16";
+    c.bos_token_id = 151643;
+    c.eos_token_ids = {151645, 151643};
+    return c;
+  }
+  if (name == "mixtral-8x7b") {
+    auto c = with_experts(family_config("MixtralForCausalLM", 32000, 4096, 14336, 32, 32, 8, 128), 8, 2, 14336, true);
+    c.max_position_embeddings = 32768;
+    c.rms_norm_eps = 1e-5;
+    c.rope_theta = 1000000.0;
+    c.torch_dtype = "bfloat16";
+    return c;
+  }
+  if (name == "olmoe-1b-7b") { // OLMoE-1B-7B-0924
+    auto c = with_experts(family_config("OlmoeForCausalLM", 50304, 2048, 1024, 16, 16, 16, 128), 64, 8, 1024, false);
+    c.max_position_embeddings = 4096;
+    c.rms_norm_eps = 1e-5;
+    c.torch_dtype = "bfloat16";
+    c.bos_token_id.reset();
+    c.eos_token_ids = {50279};
+    return c;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 auto preset_names() -> std::vector<std::string_view> {
   return {"tiny",         "stories110m", "tinyllama-1.1b", "llama-3.2-1b", "llama-3-8b",  "qwen2.5-0.5b",
           "qwen3-0.6b",   "gemma-2-2b",  "gemma-3-1b",     "smollm2-360m", "phi-3.5-mini",
-          "mistral-7b-v0.3", "mistral-nemo-12b"};
+          "mistral-7b-v0.3", "mistral-nemo-12b", "qwen3-30b-a3b", "mixtral-8x7b", "olmoe-1b-7b"};
 }
 
 auto preset_config(std::string_view name) -> std::optional<model_config> {
@@ -199,7 +239,7 @@ auto preset_config(std::string_view name) -> std::optional<model_config> {
     c.eos_token_ids = {32007, 32001, 32000};
     return c;
   }
-  return std::nullopt;
+  return moe_preset(name);
 }
 
 } // namespace troupe

@@ -20,7 +20,12 @@ void quantize_weights(model_weights& w, gguf::tensor_type type) {
     const auto at = " of layer " + std::to_string(i);
     for (const auto& [name, t] : {std::pair{"q_proj", &l.wq}, {"k_proj", &l.wk}, {"v_proj", &l.wv}, {"o_proj", &l.wo},
                                   {"gate_proj", &l.w_gate}, {"up_proj", &l.w_up}, {"down_proj", &l.w_down}})
-      matrices.emplace_back(name + at, t);
+      if (t->data != nullptr) matrices.emplace_back(name + at, t);
+    // The experts, not their router (llama-quantize keeps it in F32 too).
+    for (std::size_t e = 0; e < l.experts.gate.size(); ++e)
+      for (const auto& [name, t] : {std::pair{"gate_proj", &l.experts.gate[e]}, {"up_proj", &l.experts.up[e]},
+                                    {"down_proj", &l.experts.down[e]}})
+        matrices.emplace_back("expert " + std::to_string(e) + "'s " + name + at, t);
   }
   const bool tied = w.lm_head.data == w.embed.data;
   if (!tied) matrices.emplace_back("lm_head", &w.lm_head);

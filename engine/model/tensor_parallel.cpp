@@ -38,6 +38,20 @@ auto column_slice(const weight_tensor& w, std::int64_t first, std::int64_t count
   return s;
 }
 
+// Each expert sharded as a dense MLP is; the router replicated, so every
+// rank picks the same experts.
+auto shard_experts(const expert_weights& e, tp_rank r, std::int64_t inter,
+                   std::vector<std::shared_ptr<const void>>& storage) -> expert_weights {
+  expert_weights x;
+  x.router = e.router;
+  for (std::size_t i = 0; i < e.gate.size(); ++i) {
+    x.gate.push_back(e.gate[i].rows_view(r.rank * inter, inter));
+    x.up.push_back(e.up[i].rows_view(r.rank * inter, inter));
+    x.down.push_back(column_slice(e.down[i], r.rank * inter, inter, storage));
+  }
+  return x;
+}
+
 } // namespace
 
 void check_shardable(const model_config& c, int world) {
@@ -49,6 +63,9 @@ void check_shardable(const model_config& c, int world) {
   if (c.num_attention_heads % world != 0) fail_with("num_attention_heads", c.num_attention_heads);
   if (c.num_key_value_heads % world != 0) fail_with("num_key_value_heads", c.num_key_value_heads);
   if (c.intermediate_size % world != 0) fail_with("intermediate_size", c.intermediate_size);
+  if (c.moe_intermediate_size % world != 0) fail_with("moe_intermediate_size", c.moe_intermediate_size);
+  if (c.family() == model_family::olmoe && world > 1)
+    throw model_error("tensor parallelism: OLMoE's q/k norms span every head at once, which troupe does not shard");
 }
 
 auto shard_weights(const model_weights& full, tp_rank r) -> model_weights {
@@ -65,6 +82,7 @@ auto shard_weights(const model_weights& full, tp_rank r) -> model_weights {
   s.config.num_attention_heads = heads;
   s.config.num_key_value_heads = kv_heads;
   s.config.intermediate_size = inter;
+  s.config.moe_intermediate_size = c.moe_intermediate_size / r.world;
   s.embed = full.embed;
   s.final_norm = full.final_norm;
   s.lm_head = full.lm_head;
@@ -77,9 +95,13 @@ auto shard_weights(const model_weights& full, tp_rank r) -> model_weights {
     x.wk = l.wk.rows_view(r.rank * kv_heads * hd, kv_heads * hd);
     x.wv = l.wv.rows_view(r.rank * kv_heads * hd, kv_heads * hd);
     x.wo = column_slice(l.wo, r.rank * heads * hd, heads * hd, s.storage);
-    x.w_gate = l.w_gate.rows_view(r.rank * inter, inter);
-    x.w_up = l.w_up.rows_view(r.rank * inter, inter);
-    x.w_down = column_slice(l.w_down, r.rank * inter, inter, s.storage);
+    if (l.experts.empty()) {
+      x.w_gate = l.w_gate.rows_view(r.rank * inter, inter);
+      x.w_up = l.w_up.rows_view(r.rank * inter, inter);
+      x.w_down = column_slice(l.w_down, r.rank * inter, inter, s.storage);
+    } else {
+      x.experts = shard_experts(l.experts, r, c.moe_intermediate_size / r.world, s.storage);
+    }
     // Biases follow their rows; per-head norms and the norms on the
     // all-reduced hidden state are replicated.
     if (l.bq.data != nullptr) {

@@ -7,7 +7,8 @@
 // [r·K/W, (r+1)·K/W) (a query head's key/value head stays on its rank), the
 // matching columns of o_proj, rows [r·I/W, (r+1)·I/W) of gate_proj and
 // up_proj, and the matching columns of down_proj; Qwen2's q/k/v biases
-// follow their rows (Phi-3's fused projections are already row views).
+// follow their rows (Phi-3's fused projections are already row views); each
+// expert of a mixture is split as the dense MLP is, its router replicated.
 // Embedding, norms (per-head q/k norms too) and the head are replicated. After o_proj and after down_proj each rank holds a
 // partial sum of the hidden state; an all-reduce completes it.
 

@@ -151,6 +151,37 @@ auto gelu_tanh(double x) -> double {
 }
 auto silu(double x) -> double { return x / (1.0 + std::exp(-x)); }
 
+// Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock and OlmoeSparseMoeBlock:
+// routing_weights = softmax(gate(x)); the top k of them, divided by their
+// sum where norm_topk_prob (Mixtral: always); the chosen experts' SwiGLU
+// MLPs summed with those weights.
+auto sparse_moe(const checkpoint& ck, const model_config& c, const std::string& layer, const vec& x) -> vec {
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const auto base = layer + (mixtral ? "block_sparse_moe." : "mlp.");
+  auto p = ck.matvec(base + "gate.weight", x);
+  const double mx = *std::max_element(p.begin(), p.end());
+  double z = 0.0;
+  for (auto& e : p) z += (e = std::exp(e - mx));
+  for (auto& e : p) e /= z;
+  std::vector<std::int64_t> order(p.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return p[idx(a)] > p[idx(b)]; });
+  order.resize(idx(c.num_experts_per_tok));
+  double total = 0.0;
+  for (const auto e : order) total += p[idx(e)];
+  vec out(x.size(), 0.0);
+  for (const auto e : order) {
+    const auto ex = base + "experts." + std::to_string(e) + ".";
+    auto gate = ck.matvec(ex + (mixtral ? "w1.weight" : "gate_proj.weight"), x);
+    const auto up = ck.matvec(ex + (mixtral ? "w3.weight" : "up_proj.weight"), x);
+    for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
+    const auto y = ck.matvec(ex + (mixtral ? "w2.weight" : "down_proj.weight"), gate);
+    const double w = (mixtral || c.norm_topk_prob) ? p[idx(e)] / total : p[idx(e)];
+    for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+  }
+  return out;
+}
+
 } // namespace
 
 auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> tokens) -> std::vector<double> {
@@ -212,6 +243,10 @@ auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> toke
             std::copy(normed.begin(), normed.end(), y->begin() + hh * hd);
           }
       }
+      if (fam == model_family::olmoe) { // OlmoeAttention: q_norm(q_proj(x)), k_norm(k_proj(x)), whole width
+        q[idx(t)] = rms_norm(q[idx(t)], ck.vector(p + "self_attn.q_norm.weight"), eps, false);
+        k[idx(t)] = rms_norm(k[idx(t)], ck.vector(p + "self_attn.k_norm.weight"), eps, false);
+      }
       const auto rp = rope_at(c, base, !local_rope, t + 1);
       rotate(q[idx(t)], nh, hd, t, rp);
       rotate(k[idx(t)], nkv, hd, t, rp);
@@ -246,6 +281,11 @@ auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> toke
       auto& ht = h[idx(t)];
       const auto x = rms_norm(ht, ck.vector(p + (gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
                               eps, gemma);
+      if (c.num_experts > 0) {
+        const auto y = sparse_moe(ck, c, p, x);
+        for (std::int64_t i = 0; i < d; ++i) ht[idx(i)] += y[idx(i)];
+        continue;
+      }
       vec gate, up;
       if (phi3) { // gate, up_states = gate_up_proj(x).chunk(2)
         gate = ck.matvec(p + "mlp.gate_up_proj.weight", x, 0, inter);

@@ -60,6 +60,7 @@ auto arch_name(model_family f) -> std::string_view {
     case model_family::gemma2: return "gemma2";
     case model_family::gemma3: return "gemma3";
     case model_family::phi3: return "phi3";
+    case model_family::olmoe: return "olmoe";
   }
   throw error("unknown model family");
 }

@@ -214,6 +214,25 @@ auto family_cases() -> std::vector<shape_case> {
                                 : "Phi-3: longrope long factors from position 2",
                  phi3, original == 64 ? dtype::bf16 : dtype::f32});
   }
+  // Mixtures of experts: a router's top k of the experts, renormalised or
+  // not; a sequence's tokens spread over the experts, some left unchosen.
+  auto qwen3_moe = family("Qwen3MoeForCausalLM", 97, 64, 96, 2, 4, 2, 16);
+  qwen3_moe.num_experts = 8;
+  qwen3_moe.num_experts_per_tok = 3;
+  qwen3_moe.moe_intermediate_size = 32;
+  qwen3_moe.norm_topk_prob = true;
+  v.push_back({"Qwen3-MoE: 8 experts, top 3 renormalised, per-head q/k norms, BF16", qwen3_moe, dtype::bf16});
+  auto mixtral = family("MixtralForCausalLM", 80, 64, 48, 2, 4, 2, 16);
+  mixtral.num_experts = 4;
+  mixtral.num_experts_per_tok = 2;
+  mixtral.moe_intermediate_size = 48;
+  mixtral.norm_topk_prob = true;
+  v.push_back({"Mixtral: 4 experts, top 2", mixtral, dtype::f32});
+  auto olmoe = family("OlmoeForCausalLM", 90, 48, 64, 2, 4, 4, 12);
+  olmoe.num_experts = 6;
+  olmoe.num_experts_per_tok = 2;
+  olmoe.moe_intermediate_size = 64;
+  v.push_back({"OLMoE: 6 experts, top 2 not renormalised, whole-width q/k norms, F16", olmoe, dtype::f16});
   auto dynamic = make_config(71, 64, 96, 2, 4, 2, 16);
   dynamic.max_position_embeddings = 8;
   dynamic.rope_scaling.type = "dynamic";
@@ -241,8 +260,10 @@ auto dequantized(const model_weights& q) -> model_weights {
   };
   const bool tied = w.lm_head.data == w.embed.data;
   widen(w.embed);
-  for (auto& l : w.layers)
+  for (auto& l : w.layers) {
     for (auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) widen(*t);
+    for (auto* t : l.experts.matrices()) widen(*t);
+  }
   if (tied) w.lm_head = w.embed;
   else widen(w.lm_head);
   return w;

@@ -96,7 +96,20 @@ TEST_CASE("2 and 4 ranks compute the unsharded model's logits") {
   auto gemma2 = family("Gemma2ForCausalLM", 8, 4);
   gemma2.attn_logit_softcapping = 2.0;
   gemma2.final_logit_softcapping = 3.0;
+  // Mixtures of experts: each expert split as the dense MLP is.
+  auto qwen3_moe = family("Qwen3MoeForCausalLM", 8, 4);
+  qwen3_moe.num_experts = 6;
+  qwen3_moe.num_experts_per_tok = 2;
+  qwen3_moe.moe_intermediate_size = 32;
+  qwen3_moe.norm_topk_prob = true;
+  auto mixtral = family("MixtralForCausalLM", 4, 4);
+  mixtral.num_experts = 4;
+  mixtral.num_experts_per_tok = 2;
+  mixtral.moe_intermediate_size = 96;
+  mixtral.norm_topk_prob = true;
   const shape shapes[] = {{"MHA", make_config(97, 64, 128, 4, 4, 16), dtype::f32},
+                          {"Qwen3-MoE", qwen3_moe, dtype::bf16},
+                          {"Mixtral", mixtral, dtype::f32},
                           {"GQA ratio 2, llama3 RoPE, tied", llama3, dtype::f32},
                           {"GQA ratio 2, BF16", make_config(64, 96, 160, 8, 4, 12), dtype::bf16},
                           {"Qwen2", family("Qwen2ForCausalLM", 8, 4), dtype::f32},
@@ -197,4 +210,11 @@ TEST_CASE("a model that does not divide among the ranks is refused with the reas
   CHECK_THROWS_WITH_AS(shard_weights(full, {2, 2}), "tensor parallelism: rank 2 is not in [0, 2)", model_error);
   CHECK_THROWS_AS(check_shardable(cfg, 0), model_error);
   CHECK_NOTHROW(check_shardable(cfg, 2));
+  auto moe = *preset_config("qwen3-30b-a3b");
+  moe.moe_intermediate_size = 102;
+  CHECK_THROWS_WITH_AS(check_shardable(moe, 4),
+                       "tensor parallelism over 4 ranks: moe_intermediate_size (102) does not divide by 4", model_error);
+  CHECK_THROWS_WITH_AS(check_shardable(*preset_config("olmoe-1b-7b"), 2),
+                       "tensor parallelism: OLMoE's q/k norms span every head at once, which troupe does not shard",
+                       model_error);
 }

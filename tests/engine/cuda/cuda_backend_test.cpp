@@ -26,6 +26,11 @@ TEST_CASE("cuda_supports: Llama-shaped models pass, other families and features 
         "the CUDA backend does not implement sliding-window attention (sliding_window 4096; use a cpu device)");
   mistral.sliding_window = 32768; // never slides within the context
   CHECK(cuda_supports(mistral).empty());
+  CHECK(cuda_supports(*preset_config("mixtral-8x7b")) ==
+        "the CUDA backend does not implement mixture-of-experts models (MixtralForCausalLM, 8 experts; use a cpu "
+        "device)");
+  for (const auto* name : {"qwen3-30b-a3b", "olmoe-1b-7b"})
+    CHECK(cuda_supports(*preset_config(name)).starts_with("the CUDA backend does not implement mixture-of-experts"));
   auto yarn = *preset_config("tiny");
   yarn.rope_scaling.type = "yarn";
   CHECK(cuda_supports(yarn) ==

@@ -356,7 +356,8 @@ TEST_CASE("config.json errors name the file and the problem") {
   CHECK(error_of([&] { load(dir, "[]"); }) == p + "not a JSON object");
   CHECK(load_error(dir, "LlamaForCausalLM", "GPT2LMHeadModel") ==
         p + "unsupported architecture 'GPT2LMHeadModel' (supported: LlamaForCausalLM, MistralForCausalLM, "
-            "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM)");
+            "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, "
+                     "Qwen3MoeForCausalLM, MixtralForCausalLM, OlmoeForCausalLM)");
   // Flags troupe does not implement stop loading, one line naming them.
   CHECK(load_error(dir, "\"attention_bias\": false", "\"attention_bias\": true") ==
         p + "field 'attention_bias' true is not supported");
