@@ -69,7 +69,9 @@ void moe_mlp::forward(const model_config& c, const expert_weights& w, const floa
     for (std::size_t i = 0; i < ids_.size(); ++i) order_[static_cast<std::size_t>(next[static_cast<std::size_t>(ids_[i])]++)] = static_cast<std::int32_t>(i);
   }
 
-  std::fill(out, out + num_tokens * d, 0.0f);
+  // Each (token, slot)'s expert output, weighted, then summed per token in
+  // slot order: llama.cpp's order (so its rounding), whatever the batch.
+  float* slots = resize(slots_, num_tokens * k * d);
   experts_run_ = 0;
   for (std::int64_t e = 0; e < ne; ++e) {
     const std::int64_t n = count_[static_cast<std::size_t>(e)];
@@ -85,13 +87,19 @@ void moe_mlp::forward(const model_config& c, const expert_weights& w, const floa
     silu_mul(gate, up, n * inter);
     float* y = resize(y_, n * d);
     linear(gate, n, w.down[x], y);
-    // Experts in ascending index: each token's sum in one order, whatever the batch.
     for (std::int64_t i = 0; i < n; ++i) {
       const float g = weight[pairs[i]];
-      float* o = out + (pairs[i] / k) * d;
+      float* o = slots + pairs[i] * d;
       const float* yi = y + i * d;
-      for (std::int64_t j = 0; j < d; ++j) o[j] += g * yi[j];
+      for (std::int64_t j = 0; j < d; ++j) o[j] = g * yi[j];
     }
+  }
+  for (std::int64_t t = 0; t < num_tokens; ++t) {
+    float* o = out + t * d;
+    const float* first = slots + t * k * d;
+    std::memcpy(o, first, static_cast<std::size_t>(d) * sizeof(float));
+    for (std::int64_t s = 1; s < k; ++s)
+      for (std::int64_t j = 0; j < d; ++j) o[j] += first[s * d + j];
   }
 }
 

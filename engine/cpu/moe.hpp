@@ -8,8 +8,8 @@
 // Deterministic and bitwise batch-invariant: a token's routing depends on
 // its own router logits only (ties break towards the lower expert index),
 // every expert product is linear()'s (a row gives the same bits in any
-// batch), and a token's output is the sum over its experts in ascending
-// expert index, from zero.
+// batch), and a token's output is the sum of its weighted experts' outputs
+// in the router's order (largest weight first), as llama.cpp sums them.
 
 #include "engine/model/model_weights.hpp"
 
@@ -36,7 +36,7 @@ public:
   auto experts_run() const -> std::int64_t { return experts_run_; }
 
 private:
-  std::vector<float> logits_, weights_, xg_, gate_, up_, y_;
+  std::vector<float> logits_, weights_, xg_, gate_, up_, y_, slots_;
   std::vector<std::int32_t> ids_, count_, start_, order_;
   std::int64_t experts_run_ = 0;
 };

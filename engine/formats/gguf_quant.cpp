@@ -147,17 +147,18 @@ void pack_k_scale_min(int j, std::uint8_t* scales, int scale, int min) {
   }
 }
 
-void quantize_q4_k(const float* x, std::byte* b) {
-  // Each sub-block of 32: x = scale*q - min with q in 0..15, min = -(its
-  // smallest value, if negative), scale = its range / 15. The 8 scales and
-  // mins are then stored as 6-bit multiples of d and dmin.
+void quantize_k4_or_k5(const float* x, std::byte* b, bool five) {
+  // Each sub-block of 32: x = scale*q - min with q in 0..top (15, Q5_K 31),
+  // min = -(its smallest value, if negative), scale = its range / top. The 8
+  // scales and mins are then stored as 6-bit multiples of d and dmin.
+  const int top = five ? 31 : 15;
   std::array<float, 8> scale{}, min{};
   for (int j = 0; j < 8; ++j) {
     const float* v = x + 32 * j;
     float lo = 0.0f, hi = 0.0f;
     for (int l = 0; l < 32; ++l) lo = std::min(lo, v[l]), hi = std::max(hi, v[l]);
     min[static_cast<std::size_t>(j)] = -lo;
-    scale[static_cast<std::size_t>(j)] = (hi - lo) / 15.0f;
+    scale[static_cast<std::size_t>(j)] = (hi - lo) / static_cast<float>(top);
   }
   const float max_scale = *std::max_element(scale.begin(), scale.end());
   const float max_min = *std::max_element(min.begin(), min.end());
@@ -172,16 +173,20 @@ void quantize_q4_k(const float* x, std::byte* b) {
     eff_scale[static_cast<std::size_t>(j)] = d * static_cast<float>(sc);
     eff_min[static_cast<std::size_t>(j)] = dmin * static_cast<float>(m);
   }
-  auto* qs = reinterpret_cast<std::uint8_t*>(b + 16);
+  // The layout k4_or_k5 reads: nibbles, and for Q5_K the fifth bits in qh.
+  auto* qh = reinterpret_cast<std::uint8_t*>(b + 16);
+  auto* qs = reinterpret_cast<std::uint8_t*>(b + (five ? 48 : 16));
+  if (five) std::memset(qh, 0, 32);
   for (int c = 0; c < 4; ++c) {
     for (int l = 0; l < 32; ++l) {
       int q[2];
       for (int k = 0; k < 2; ++k) {
         const auto j = static_cast<std::size_t>(2 * c + k);
         const float s = eff_scale[j];
-        q[k] = s != 0.0f ? nearest((x[32 * j + static_cast<std::size_t>(l)] + eff_min[j]) / s, 0, 15) : 0;
+        q[k] = s != 0.0f ? nearest((x[32 * j + static_cast<std::size_t>(l)] + eff_min[j]) / s, 0, top) : 0;
+        if (five && q[k] >= 16) qh[l] = static_cast<std::uint8_t>(qh[l] | (1 << (2 * c + k)));
       }
-      qs[32 * c + l] = static_cast<std::uint8_t>(q[0] | (q[1] << 4));
+      qs[32 * c + l] = static_cast<std::uint8_t>((q[0] & 0x0F) | ((q[1] & 0x0F) << 4));
     }
   }
 }
@@ -226,7 +231,8 @@ void quantize_q6_k(const float* x, std::byte* b) {
 } // namespace
 
 auto can_quantize(tensor_type t) -> bool {
-  return t == tensor_type::q8_0 || t == tensor_type::q4_0 || t == tensor_type::q4_k || t == tensor_type::q6_k;
+  return t == tensor_type::q8_0 || t == tensor_type::q4_0 || t == tensor_type::q4_k || t == tensor_type::q5_k ||
+         t == tensor_type::q6_k;
 }
 
 void quantize_row(tensor_type t, const float* x, std::byte* dst, std::int64_t n) {
@@ -240,7 +246,8 @@ void quantize_row(tensor_type t, const float* x, std::byte* dst, std::int64_t n)
     switch (t) {
       case tensor_type::q8_0: quantize_q8_0(v, b); break;
       case tensor_type::q4_0: quantize_q4_0(v, b); break;
-      case tensor_type::q4_k: quantize_q4_k(v, b); break;
+      case tensor_type::q4_k: quantize_k4_or_k5(v, b, false); break;
+      case tensor_type::q5_k: quantize_k4_or_k5(v, b, true); break;
       case tensor_type::q6_k: quantize_q6_k(v, b); break;
       default: break;
     }

@@ -39,7 +39,7 @@ void dequantize_row(tensor_type t, const std::byte* src, float* dst, std::int64_
 auto can_quantize(tensor_type t) -> bool;
 
 /// n values of x (n a multiple of the type's block) into dst as type t:
-/// Q8_0, Q4_0, Q4_K or Q6_K, round-to-nearest with the scales a block's
+/// Q8_0, Q4_0, Q4_K, Q5_K or Q6_K, round-to-nearest with the scales a block's
 /// extremes give (deterministic; not llama.cpp's iterative search, so the
 /// bytes differ from its quantizer's, and any reader of the format reads
 /// them). Throws std::invalid_argument for another type or a partial block.

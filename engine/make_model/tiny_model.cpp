@@ -219,7 +219,8 @@ auto small_config(model_config c, std::int64_t hidden) -> model_config {
   c.hidden_size = hidden;
   c.intermediate_size = 2 * hidden;
   c.num_attention_heads = hidden / head_dim;
-  c.num_key_value_heads = hidden / head_dim / 2;
+  // OLMoE's k norm spans the model's width in llama.cpp: as many KV heads as heads.
+  c.num_key_value_heads = hidden / head_dim / (c.family() == model_family::olmoe ? 1 : 2);
   c.head_dim = head_dim;
   c.num_hidden_layers = 2;
   // Gemma interleaves sliding and global layers: keep one of each.
@@ -279,6 +280,11 @@ void make_model(std::string_view preset, const fs::path& dir, const make_model_o
   auto config = preset_config(preset);
   if (!config) throw std::invalid_argument("unknown preset '" + std::string(preset) + "'");
   if (options.small) config = small_config(*config, options.small_hidden);
+  if (options.small && options.small_vocab > 0) {
+    config->vocab_size = options.small_vocab;
+    config->bos_token_id = 1;
+    config->eos_token_ids = {2};
+  }
   fs::create_directories(dir);
   const auto corpus = license_corpus_files();
   if (!options.tokenizer_dir.empty()) {

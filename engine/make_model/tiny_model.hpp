@@ -34,6 +34,9 @@ struct make_model_options {
   /// 16, half as many KV heads, intermediate 2 * hidden. 256 makes every
   /// matrix row whole blocks of GGUF's K-quants.
   std::int64_t small_hidden = 64;
+  /// > 0: the small shape's vocabulary (BOS 1, EOS 2, as the trained
+  /// tokenizer's), so a model of a 150k-token vocabulary stays small.
+  std::int64_t small_vocab = 0;
   /// > 0: the model ends its answers soon, for clients that wait for the
   /// end (agents' tests): every token's embedding shares one direction
   /// (dimension 0, at 8x the others' scale; the layers' outputs at 0.05x),

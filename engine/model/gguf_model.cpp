@@ -24,6 +24,8 @@ struct gguf_architecture {
 constexpr gguf_architecture k_architectures[] = {
     {"llama", "LlamaForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
     {"gemma2", "Gemma2ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"},
+    {"qwen3moe", "Qwen3MoeForCausalLM"}, {"olmoe", "OlmoeForCausalLM"},
+    // "llama" with expert_count > 0 is Mixtral (gguf_model_config).
 };
 
 /// The "{arch}." keys the reader understands. Any other key under the
@@ -39,8 +41,8 @@ constexpr std::string_view k_known_keys[] = {
     // Written where config.json has layer_norm_eps; these RMSNorm models
     // read attention.layer_norm_rms_epsilon (llama.cpp ignores it too).
     "attention.layer_norm_epsilon",
-    // Zero means none: checked below.
-    "expert_count", "expert_used_count",
+    // A mixture of experts' (read_experts); zero means none.
+    "expert_count", "expert_used_count", "expert_feed_forward_length",
 };
 
 /// The texts of the tokens llama.cpp's vocabulary treats as ends of
@@ -133,7 +135,22 @@ public:
 
   /// A [rows, cols] matrix, used in place.
   auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
-    const auto& t = get(name, {cols, rows});
+    return matrix_of(get(name, {cols, rows}), name, rows, cols);
+  }
+
+  /// A 3-D tensor of `experts` matrices [rows, cols] (ffn_gate_exps, ...):
+  /// a view of each expert's slice, used in place.
+  auto experts(const std::string& name, std::int64_t experts, std::int64_t rows, std::int64_t cols)
+      -> std::vector<weight_tensor> {
+    const auto all = matrix_of(get(name, {cols, rows, experts}), name, experts * rows, cols);
+    std::vector<weight_tensor> out;
+    for (std::int64_t e = 0; e < experts; ++e) out.push_back(all.rows_view(e * rows, rows));
+    return out;
+  }
+
+  /// tensor t as a [rows, cols] matrix of its type.
+  auto matrix_of(const gguf::tensor& t, const std::string& name, std::int64_t rows, std::int64_t cols)
+      -> weight_tensor {
     weight_tensor w;
     w.rows = rows;
     w.cols = cols;
@@ -260,8 +277,8 @@ auto architecture_of(const gguf::file& f, std::string_view arch_name) -> const g
   return *arch;
 }
 
-/// Refuses the "{arch}." keys troupe does not know, and experts.
-void check_known_keys(const gguf::file& f, const hparams& h, std::string_view arch_name) {
+/// Refuses the "{arch}." keys troupe does not know.
+void check_known_keys(const gguf::file& f, std::string_view arch_name) {
   const auto prefix = std::string(arch_name) + ".";
   for (const auto& [key, value] : f.metadata()) {
     if (!key.starts_with(prefix)) continue;
@@ -270,8 +287,30 @@ void check_known_keys(const gguf::file& f, const hparams& h, std::string_view ar
     for (const auto k : k_known_keys) known = known || k == rest;
     if (!known) fail(f.path(), "key '" + std::string(key) + "' is not implemented by troupe (loading would ignore it)");
   }
-  if (h.number_or("expert_count", 0) != 0)
-    fail(f.path(), "key '" + h.key("expert_count") + "': mixture-of-experts models are not implemented");
+}
+
+/// A mixture of experts' sizes, as llama.cpp reads them: Mixtral ("llama"
+/// with experts) and OLMoE keep the expert's width in feed_forward_length;
+/// qwen3moe renormalises the chosen experts' weights, olmoe does not.
+void read_experts(const gguf::file& f, const hparams& h, std::string_view arch_name, model_config& c) {
+  // Dense files may say expert_count 0 (and expert_used_count 0).
+  const auto experts = h.find("expert_count") == nullptr || h.number_or("expert_count", 0) == 0 ? 0 : h.size("expert_count");
+  const bool moe_arch = arch_name == "qwen3moe" || arch_name == "olmoe";
+  if (experts == 0) {
+    if (moe_arch) fail(f.path(), "key '" + h.key("expert_count") + "' is missing or 0, but " + std::string(arch_name) + " has experts");
+    for (const auto* key : {"expert_used_count", "expert_feed_forward_length"})
+      if (h.number_or(key, 0) != 0) fail(f.path(), "key '" + h.key(key) + "' set, but the file has no experts");
+    return;
+  }
+  if (arch_name == "llama") c.architecture = "MixtralForCausalLM";
+  else if (!moe_arch)
+    fail(f.path(), "key '" + h.key("expert_count") + "': experts are not implemented for " + std::string(arch_name));
+  c.num_experts = experts;
+  c.num_experts_per_tok = h.size("expert_used_count");
+  c.moe_intermediate_size = arch_name == "qwen3moe"
+                                ? h.size_or("expert_feed_forward_length", c.intermediate_size / c.num_experts_per_tok)
+                                : c.intermediate_size;
+  c.norm_topk_prob = arch_name != "olmoe";
 }
 
 /// The sizes, the context length, the norm's epsilon and the RoPE base.
@@ -402,11 +441,12 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
   const auto arch_name = f.require_string("general.architecture");
   const auto& arch = architecture_of(f, arch_name);
   const hparams h(f, arch_name);
-  check_known_keys(f, h, arch_name);
+  check_known_keys(f, arch_name);
 
   model_config c;
   c.architecture = arch.hf_name;
   read_dimensions(f, h, c);
+  read_experts(f, h, arch_name, c);
   const auto scaling = read_rope_scaling(f, h, c);
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
   read_gemma_fields(f, h, c);
@@ -473,12 +513,23 @@ auto load_gguf_weights(std::shared_ptr<const gguf::file> f, model_config config)
     if (fam == model_family::qwen3 || fam == model_family::gemma3) {
       l.q_norm = load.vector(p + "attn_q_norm.weight", hd);
       l.k_norm = load.vector(p + "attn_k_norm.weight", hd);
+    } else if (fam == model_family::olmoe) {
+      l.q_norm = load.vector(p + "attn_q_norm.weight", q_rows);
+      l.k_norm = load.vector(p + "attn_k_norm.weight", kv_rows);
     }
     l.wo = load.matrix(p + "attn_output.weight", d, q_rows);
     l.mlp_norm = load.vector(p + "ffn_norm.weight", d);
     if (gemma) {
       l.post_attn_norm = load.vector(p + "post_attention_norm.weight", d);
       l.post_mlp_norm = load.vector(p + "post_ffw_norm.weight", d);
+    }
+    if (c.is_moe()) {
+      const auto e = c.num_experts, ei = c.moe_intermediate_size;
+      l.experts.router = load.matrix(p + "ffn_gate_inp.weight", e, d);
+      l.experts.gate = load.experts(p + "ffn_gate_exps.weight", e, ei, d);
+      l.experts.up = load.experts(p + "ffn_up_exps.weight", e, ei, d);
+      l.experts.down = load.experts(p + "ffn_down_exps.weight", e, d, ei);
+      continue;
     }
     if (fam == model_family::phi3) {
       const auto gate_up = load.matrix(p + "ffn_up.weight", 2 * inter, d);

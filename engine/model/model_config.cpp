@@ -147,8 +147,9 @@ void read_family_fields(const field_reader& r, model_family family, model_config
     read_gemma(r, c);
   } else {
     c.hidden_act = r.string("hidden_act").value_or("silu");
-    // Mistral and Phi-3 slide on every layer; Llama has no window.
-    if (c.architecture == "MistralForCausalLM" || family == model_family::phi3) {
+    // Mistral, Mixtral and Phi-3 slide on every layer; Llama has no window.
+    if (c.architecture == "MistralForCausalLM" || c.architecture == "MixtralForCausalLM" ||
+        family == model_family::phi3) {
       // MistralConfig's default window is 4096; null means none.
       const bool mistral_default = c.architecture == "MistralForCausalLM" && !r.present("sliding_window");
       c.sliding_window = mistral_default ? 4096 : r.int64("sliding_window").value_or(0);

@@ -52,8 +52,9 @@ constexpr file_kind kinds[] = {
     {"q4_k_m", tensor_type::q4_k, 15}, {"bf16", tensor_type::bf16, 32},
 };
 
-auto arch_name(model_family f) -> std::string_view {
-  switch (f) {
+auto arch_name(const model_config& c) -> std::string_view {
+  if (c.architecture == "Qwen3MoeForCausalLM") return "qwen3moe";
+  switch (c.family()) {
     case model_family::llama: return "llama";
     case model_family::qwen2: return "qwen2";
     case model_family::qwen3: return "qwen3";
@@ -75,7 +76,7 @@ class converter {
 public:
   converter(const fs::path& dir, const file_kind& kind)
       : dir_(dir), kind_(kind), c_(model_config::load(dir)),
-        weights_(troupe::safetensors_file::open(dir / "model.safetensors")), arch_(arch_name(c_.family())) {}
+        weights_(troupe::safetensors_file::open(dir / "model.safetensors")), arch_(arch_name(c_)) {}
 
   void write(const fs::path& out) {
     metadata();
@@ -110,6 +111,7 @@ private:
       w_.kv_u32(key("attention.sliding_window"), static_cast<std::uint32_t>(c_.sliding_window));
     else if (c_.sliding_window > 0)
       throw error("a sliding window on " + std::string(arch_) + " has no GGUF key llama.cpp reads");
+    if (c_.is_moe()) expert_metadata();
     if (fam == model_family::gemma2) {
       w_.kv_f32(key("attn_logit_softcapping"), static_cast<float>(c_.attn_logit_softcapping));
       w_.kv_f32(key("final_logit_softcapping"), static_cast<float>(c_.final_logit_softcapping));
@@ -132,6 +134,18 @@ private:
     } else if (!rs.type.empty() && rs.type != "llama3") {
       throw error("rope_scaling '" + rs.type + "' is not written by this tool");
     }
+  }
+
+  // The experts' keys; llama.cpp renormalises qwen3moe's and Mixtral's
+  // chosen experts' weights and never olmoe's, whatever the config says.
+  void expert_metadata() {
+    w_.kv_u32(key("expert_count"), static_cast<std::uint32_t>(c_.num_experts));
+    w_.kv_u32(key("expert_used_count"), static_cast<std::uint32_t>(c_.num_experts_per_tok));
+    if (arch_ == "qwen3moe")
+      w_.kv_u32(key("expert_feed_forward_length"), static_cast<std::uint32_t>(c_.moe_intermediate_size));
+    if (c_.norm_topk_prob != (arch_ != "olmoe"))
+      throw error(std::string(arch_) + ": llama.cpp " + (arch_ == "olmoe" ? "never" : "always") +
+                  " renormalises the chosen experts' weights, and this config's norm_topk_prob differs");
   }
 
   /// A safetensors tensor as F32 values, row-major.
@@ -166,8 +180,12 @@ private:
     if (kind_.name == "q4_k_m") {
       const bool output = gguf_name == "output.weight" || (gguf_name == "token_embd.weight" && c_.tie_word_embeddings);
       const bool more_bits_kind = gguf_name.ends_with("attn_v.weight") || gguf_name.ends_with("attn_qkv.weight") ||
-                                  gguf_name.ends_with("ffn_down.weight");
+                                  gguf_name.ends_with("ffn_down.weight") || gguf_name.ends_with("ffn_down_exps.weight");
       if (output || (more_bits_kind && use_more_bits(layer, c_.num_hidden_layers))) t = tensor_type::q6_k;
+      // llama-quantize's rules for 8-expert models (Mixtral).
+      if (c_.num_experts == 8 && (gguf_name.ends_with("attn_v.weight") || gguf_name.ends_with("attn_k.weight")))
+        t = tensor_type::q8_0;
+      if (c_.num_experts == 8 && gguf_name.ends_with("attn_output.weight")) t = tensor_type::q5_k;
     }
     const auto block = troupe::gguf::traits(static_cast<std::uint32_t>(t))->block_elements;
     if (cols % block != 0)
@@ -177,14 +195,17 @@ private:
     return t;
   }
 
-  /// Adds a tensor of shape [rows, cols] (cols 0: a vector of rows values).
+  /// Adds a tensor of shape [rows, cols] (cols 0: a vector of rows values),
+  /// or with experts > 0 one of [experts, rows / experts, cols]. f32: kept in
+  /// F32 whatever the file's type (the router: convert and llama-quantize
+  /// never change ffn_gate_inp).
   void add(const std::string& gguf_name, std::vector<float> v, std::int64_t layer, std::int64_t rows,
-           std::int64_t cols) {
+           std::int64_t cols, std::int64_t experts = 0, bool f32 = false) {
     if (cols == 0) {
       w_.tensor<float>(gguf_name, {static_cast<std::uint64_t>(rows)}, 0, v);
       return;
     }
-    const auto t = matrix_type(gguf_name, layer, cols);
+    const auto t = f32 ? tensor_type::f32 : matrix_type(gguf_name, layer, cols);
     const auto tr = *troupe::gguf::traits(static_cast<std::uint32_t>(t));
     const auto row_bytes = static_cast<std::size_t>(cols / tr.block_elements * tr.block_bytes);
     std::string bytes(static_cast<std::size_t>(rows) * row_bytes, '\0');
@@ -202,8 +223,31 @@ private:
         troupe::gguf::quantize_row(t, x, dst, cols);
       }
     }
-    w_.tensor(gguf_name, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows)},
-              static_cast<std::uint32_t>(t), std::move(bytes));
+    std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows)};
+    if (experts > 0) shape = {shape[0], shape[1] / static_cast<std::uint64_t>(experts), static_cast<std::uint64_t>(experts)};
+    w_.tensor(gguf_name, shape, static_cast<std::uint32_t>(t), std::move(bytes));
+  }
+
+  /// A mixture of experts' router (F32) and its experts stacked into
+  /// ffn_{gate,up,down}_exps, as convert writes them.
+  void experts(const std::string& p, const std::string& b, std::int64_t l) {
+    const bool mixtral = c_.architecture == "MixtralForCausalLM";
+    const auto base = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    const auto d = c_.hidden_size, inter = c_.moe_intermediate_size, n = c_.num_experts;
+    add(b + "ffn_gate_inp.weight", load(base + "gate.weight"), l, n, d, 0, true);
+    const std::pair<const char*, const char*> parts[] = {
+        {"ffn_gate_exps.weight", mixtral ? "w1.weight" : "gate_proj.weight"},
+        {"ffn_up_exps.weight", mixtral ? "w3.weight" : "up_proj.weight"},
+        {"ffn_down_exps.weight", mixtral ? "w2.weight" : "down_proj.weight"}};
+    for (const auto& [to, from] : parts) {
+      std::vector<float> all;
+      for (std::int64_t e = 0; e < n; ++e) {
+        const auto v = load(base + "experts." + std::to_string(e) + "." + from);
+        all.insert(all.end(), v.begin(), v.end());
+      }
+      const bool down = std::string_view(to).starts_with("ffn_down");
+      add(b + to, std::move(all), l, n * (down ? d : inter), down ? inter : d, n);
+    }
   }
 
   void tensors() {
@@ -246,6 +290,9 @@ private:
       if (fam == model_family::qwen3 || fam == model_family::gemma3) {
         norm(p + "self_attn.q_norm.weight", b + "attn_q_norm.weight", l, hd);
         norm(p + "self_attn.k_norm.weight", b + "attn_k_norm.weight", l, hd);
+      } else if (fam == model_family::olmoe) {
+        norm(p + "self_attn.q_norm.weight", b + "attn_q_norm.weight", l, q);
+        norm(p + "self_attn.k_norm.weight", b + "attn_k_norm.weight", l, kv);
       }
       add(b + "attn_output.weight", load(p + "self_attn.o_proj.weight"), l, d, q);
       if (gemma) {
@@ -254,6 +301,10 @@ private:
         norm(p + "post_feedforward_layernorm.weight", b + "post_ffw_norm.weight", l, d);
       } else {
         norm(p + "post_attention_layernorm.weight", b + "ffn_norm.weight", l, d);
+      }
+      if (c_.is_moe()) {
+        experts(p, b, l);
+        continue;
       }
       if (fam == model_family::phi3) {
         // llama.cpp's Phi-3 takes gate and up fused in ffn_up, gate first, as Hugging Face stores them.

@@ -350,15 +350,34 @@ TEST_CASE("a GGUF model troupe cannot compute is refused with one line naming wh
   tiny_gguf g;
   SUBCASE("architecture") {
     g.arch = "mamba";
-    CHECK(load_error(dir, g) == file + ": general.architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)");
+    CHECK(load_error(dir, g) == file + ": general.architecture 'mamba' is not supported (supported: llama, qwen2, "
+                                       "qwen3, gemma2, gemma3, phi3, qwen3moe, olmoe)");
+  }
+  SUBCASE("shared experts (qwen2moe) and DeepSeek's MLA, by architecture or by key") {
+    g.arch = "qwen2moe";
+    CHECK(load_error(dir, g).starts_with(file + ": general.architecture 'qwen2moe' is not supported"));
+    g.arch = "deepseek2";
+    CHECK(load_error(dir, g).starts_with(file + ": general.architecture 'deepseek2' is not supported"));
+    g.arch = "llama";
+    g.extra_keys = [](gguf_writer& w) { w.kv_u32("llama.expert_shared_count", 1); };
+    CHECK(load_error(dir, g) == file + ": key 'llama.expert_shared_count' is not implemented by troupe (loading would ignore it)");
+    g.extra_keys = [](gguf_writer& w) { w.kv_u32("llama.attention.kv_lora_rank", 512); };
+    CHECK(load_error(dir, g) == file + ": key 'llama.attention.kv_lora_rank' is not implemented by troupe (loading would ignore it)");
   }
   SUBCASE("a key of the architecture troupe does not know") {
     g.extra_keys = [](gguf_writer& w) { w.kv_f32("llama.attention.scale", 0.5f); };
     CHECK(load_error(dir, g) == file + ": key 'llama.attention.scale' is not implemented by troupe (loading would ignore it)");
   }
-  SUBCASE("experts") {
+  SUBCASE("experts: Mixtral's count without its per-token count, or on an architecture without experts") {
     g.extra_keys = [](gguf_writer& w) { w.kv_u32("llama.expert_count", 8); };
-    CHECK(load_error(dir, g) == file + ": key 'llama.expert_count': mixture-of-experts models are not implemented");
+    CHECK(load_error(dir, g) == file + ": missing key 'llama.expert_used_count'");
+    g.arch = "qwen3";
+    g.extra_keys = [](gguf_writer& w) { w.kv_u32("qwen3.expert_count", 8); };
+    CHECK(load_error(dir, g) == file + ": key 'qwen3.expert_count': experts are not implemented for qwen3");
+  }
+  SUBCASE("a shared expert's tensor") {
+    g.extra = {{"blk.0.ffn_up_shexp.weight", 2}};
+    CHECK(load_error(dir, g) == file + ": tensor 'blk.0.ffn_up_shexp.weight' is not used by llama as troupe implements it (loading would ignore it)");
   }
   SUBCASE("an unknown RoPE scaling") {
     g.extra_keys = [](gguf_writer& w) { w.kv_string("llama.rope.scaling.type", "su"); };
