@@ -10,17 +10,22 @@
 
 namespace troupe {
 
-enum class dtype : std::uint8_t { f32, f16, bf16 };
+/// u8: raw bytes (gpt-oss's MXFP4 blocks and scales), never a weight's values.
+enum class dtype : std::uint8_t { f32, f16, bf16, u8 };
 
 /// Size in bytes of one element.
-constexpr auto dtype_size(dtype t) -> std::size_t { return t == dtype::f32 ? 4 : 2; }
+constexpr auto dtype_size(dtype t) -> std::size_t { return t == dtype::f32 ? 4 : t == dtype::u8 ? 1 : 2; }
 
-/// The safetensors spelling: "F32", "F16", "BF16".
+/// Whether t holds real numbers a matrix product reads (F32, F16, BF16).
+constexpr auto is_float(dtype t) -> bool { return t != dtype::u8; }
+
+/// The safetensors spelling: "F32", "F16", "BF16", "U8".
 constexpr auto dtype_name(dtype t) -> std::string_view {
   switch (t) {
     case dtype::f32: return "F32";
     case dtype::f16: return "F16";
     case dtype::bf16: return "BF16";
+    case dtype::u8: return "U8";
   }
   return "?";
 }
@@ -30,6 +35,7 @@ constexpr auto parse_dtype(std::string_view s) -> std::optional<dtype> {
   if (s == "F32") return dtype::f32;
   if (s == "F16") return dtype::f16;
   if (s == "BF16") return dtype::bf16;
+  if (s == "U8") return dtype::u8;
   return std::nullopt;
 }
 
@@ -111,6 +117,7 @@ inline auto load_as_f32(dtype t, const void* data, std::size_t i) -> float {
       std::memcpy(&h, static_cast<const std::byte*>(data) + i * 2, 2);
       return bf16_to_f32(h);
     }
+    case dtype::u8: return static_cast<float>(static_cast<const std::uint8_t*>(data)[i]);
   }
   return 0.0f;
 }

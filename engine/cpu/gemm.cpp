@@ -1,5 +1,7 @@
 #include "engine/cpu/gemm.hpp"
 
+#include "base/check.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
@@ -119,7 +121,9 @@ void with_elems(const void* w, dtype type, F&& f) {
     case dtype::f32: return f(f32_elems{}, static_cast<const float*>(w));
     case dtype::bf16: return f(bf16_elems{}, static_cast<const std::uint16_t*>(w));
     case dtype::f16: return f(f16_elems{}, static_cast<const std::uint16_t*>(w));
+    case dtype::u8: break; // raw bytes, never a weight (the loaders refuse them)
   }
+  TROUPE_CHECK(false, "gemm: U8 bytes are not a weight's values");
 }
 
 // ---- m <= 16 on packed16 weights: sixteen rows in a vector, x broadcast.

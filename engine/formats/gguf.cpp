@@ -50,6 +50,7 @@ auto traits(std::uint32_t type) -> std::optional<type_traits> {
     case tensor_type::q5_k: return type_traits{"Q5_K", 256, 2 + 2 + 12 + 32 + 128};
     case tensor_type::q6_k: return type_traits{"Q6_K", 256, 128 + 64 + 16 + 2};
     case tensor_type::q8_k: return type_traits{"Q8_K", 256, 4 + 256 + 32};
+    case tensor_type::mxfp4: return type_traits{"MXFP4", 32, 1 + 16};
     case tensor_type::iq2_xxs: return type_traits{"IQ2_XXS", 0, 0};
     case tensor_type::iq2_xs: return type_traits{"IQ2_XS", 0, 0};
     case tensor_type::iq3_xxs: return type_traits{"IQ3_XXS", 0, 0};

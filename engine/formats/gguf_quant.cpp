@@ -1,5 +1,7 @@
 #include "engine/formats/gguf_quant.hpp"
 
+#include "engine/formats/mxfp4.hpp"
+
 #include "base/dtype.hpp"
 
 #include <algorithm>
@@ -232,7 +234,7 @@ void quantize_q6_k(const float* x, std::byte* b) {
 
 auto can_quantize(tensor_type t) -> bool {
   return t == tensor_type::q8_0 || t == tensor_type::q4_0 || t == tensor_type::q4_k || t == tensor_type::q5_k ||
-         t == tensor_type::q6_k;
+         t == tensor_type::q6_k || t == tensor_type::mxfp4;
 }
 
 void quantize_row(tensor_type t, const float* x, std::byte* dst, std::int64_t n) {
@@ -249,6 +251,7 @@ void quantize_row(tensor_type t, const float* x, std::byte* dst, std::int64_t n)
       case tensor_type::q4_k: quantize_k4_or_k5(v, b, false); break;
       case tensor_type::q5_k: quantize_k4_or_k5(v, b, true); break;
       case tensor_type::q6_k: quantize_q6_k(v, b); break;
+      case tensor_type::mxfp4: mxfp4::quantize(v, b, 32); break;
       default: break;
     }
   }
@@ -276,7 +279,8 @@ auto can_dequantize(tensor_type t) -> bool {
     case tensor_type::q5_0:
     case tensor_type::q4_k:
     case tensor_type::q5_k:
-    case tensor_type::q6_k: return true;
+    case tensor_type::q6_k:
+    case tensor_type::mxfp4: return true;
     default: return false;
   }
 }
@@ -301,6 +305,7 @@ void dequantize_row(tensor_type t, const std::byte* src, float* dst, std::int64_
       case tensor_type::q4_k: k4_or_k5(b, y, false); break;
       case tensor_type::q5_k: k4_or_k5(b, y, true); break;
       case tensor_type::q6_k: q6_k(b, y); break;
+      case tensor_type::mxfp4: mxfp4::dequantize(b, y, 32); break;
       default: break;
     }
   }

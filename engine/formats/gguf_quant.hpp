@@ -15,6 +15,7 @@
 //        with a fifth bit from qh
 //   Q6_K 256 values: u8 ql[128], u8 qh[64], int8 scales[16], d; 16 sub-blocks
 //        of 16, 6-bit values centred on 32:                  x = d * sc * (q - 32)
+//   MXFP4 32 values: u8 e, u8 qs[16] (see mxfp4.hpp)         x = kv[nibble] * 2^(e - 128)
 
 #include "base/dtype.hpp"
 #include "engine/formats/gguf.hpp"
@@ -39,7 +40,7 @@ void dequantize_row(tensor_type t, const std::byte* src, float* dst, std::int64_
 auto can_quantize(tensor_type t) -> bool;
 
 /// n values of x (n a multiple of the type's block) into dst as type t:
-/// Q8_0, Q4_0, Q4_K, Q5_K or Q6_K, round-to-nearest with the scales a block's
+/// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K or MXFP4, round-to-nearest with the scales a block's
 /// extremes give (deterministic; not llama.cpp's iterative search, so the
 /// bytes differ from its quantizer's, and any reader of the format reads
 /// them). Throws std::invalid_argument for another type or a partial block.

@@ -2,6 +2,7 @@
 // every expected value worked out from the format (gguf_quant.hpp's table),
 // so each float is exact.
 #include "engine/formats/gguf_quant.hpp"
+#include "engine/formats/mxfp4.hpp"
 
 #include <doctest/doctest.h>
 
@@ -215,4 +216,56 @@ TEST_CASE("quantize then dequantize: each type's error, and the extremes kept") 
   std::byte out[64];
   CHECK_THROWS_AS(gguf::quantize_row(tensor_type::q5_0, x, out, 256), std::invalid_argument);
   CHECK_THROWS_AS(gguf::quantize_row(tensor_type::q8_0, x, out, 16), std::invalid_argument);
+}
+
+TEST_CASE("MXFP4: ggml's value table and nibble order, exactly Q8_0, and Hugging Face's blocks") {
+  // One block by hand: e = 126 (scale 2^-2), codes 0..15 then 15..0.
+  std::byte block[17];
+  block[0] = std::byte{126};
+  for (int j = 0; j < 16; ++j) block[1 + j] = static_cast<std::byte>(j | ((15 - j) << 4));
+  float y[32];
+  gguf::dequantize_row(tensor_type::mxfp4, block, y, 32);
+  const float kv[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  for (int j = 0; j < 16; ++j) {
+    CHECK(y[j] == kv[j] * 0.25f);
+    CHECK(y[16 + j] == kv[15 - j] * 0.25f);
+  }
+  // Exactly Q8_0, and quantizing the values back gives the same block.
+  std::byte q8[34];
+  REQUIRE(mxfp4::to_q8_0(block, q8, 32));
+  float z[32];
+  gguf::dequantize_row(tensor_type::q8_0, q8, z, 32);
+  for (int j = 0; j < 32; ++j) CHECK(z[j] == y[j]);
+  std::byte again[17]; // the same values (code 8, -0, comes back as code 0)
+  gguf::quantize_row(tensor_type::mxfp4, y, again, 32);
+  CHECK(again[0] == block[0]);
+  gguf::dequantize_row(tensor_type::mxfp4, again, z, 32);
+  for (int j = 0; j < 32; ++j) CHECK(z[j] == y[j]);
+  // A scale F16 cannot hold is refused; an all-zero block is d = 0.
+  block[0] = std::byte{20};
+  CHECK_FALSE(mxfp4::to_q8_0(block, q8, 32));
+  std::byte zero[17] = {};
+  REQUIRE(mxfp4::to_q8_0(zero, q8, 32));
+  CHECK(gguf::half_at(q8) == 0.0f);
+  // Hugging Face's order: low nibble value 2j, high 2j + 1.
+  std::uint8_t hf_blocks[16], hf_scale = 127;
+  for (int j = 0; j < 16; ++j) hf_blocks[j] = static_cast<std::uint8_t>((j % 8) | ((7 - j % 8) << 4));
+  std::byte from_hf[17];
+  mxfp4::from_hf(hf_blocks, &hf_scale, from_hf, 32);
+  gguf::dequantize_row(tensor_type::mxfp4, from_hf, y, 32);
+  for (int j = 0; j < 16; ++j) {
+    CHECK(y[2 * j] == kv[j % 8] * 0.5f);
+    CHECK(y[2 * j + 1] == kv[7 - j % 8] * 0.5f);
+  }
+  // Random rows: E2M1's error, each value within half a step of the grid.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(256), back(256);
+  for (auto& v : x) v = normal(rng);
+  std::vector<std::byte> q(8 * 17);
+  gguf::quantize_row(tensor_type::mxfp4, x.data(), q.data(), 256);
+  gguf::dequantize_row(tensor_type::mxfp4, q.data(), back.data(), 256);
+  double err = 0, norm = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) err += (x[i] - back[i]) * (x[i] - back[i]), norm += x[i] * x[i];
+  CHECK(std::sqrt(err / norm) < 0.2);
 }

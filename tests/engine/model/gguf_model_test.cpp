@@ -425,6 +425,6 @@ TEST_CASE("a GGUF model troupe cannot compute is refused with one line naming wh
     g.kv_heads = 16;
     g.inter = 256;
     g.matrix_type = k_q3_k;
-    CHECK(load_error(dir, g) == file + ": tensor 'token_embd.weight' is Q3_K, which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K)");
+    CHECK(load_error(dir, g) == file + ": tensor 'token_embd.weight' is Q3_K, which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, MXFP4)");
   }
 }
