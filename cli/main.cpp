@@ -100,7 +100,7 @@ constexpr std::array k_commands = {
             "the licence texts); presets: tiny (a few MB), stories110m, tinyllama-1.1b, llama-3.2-1b,\n"
             "llama-3-8b, qwen2.5-0.5b, qwen3-0.6b, gemma-2-2b, gemma-3-1b, smollm2-360m, phi-3.5-mini,\n"
             "mistral-7b-v0.3, mistral-nemo-12b, and the mixtures of experts qwen3-30b-a3b,\n"
-            "mixtral-8x7b, olmoe-1b-7b.\n"
+            "mixtral-8x7b, olmoe-1b-7b, gpt-oss-20b.\n"
             "--tokenizer DIR copies a real model's tokenizer.json (or .model), tokenizer_config.json\n"
             "and chat template from DIR (the vocabulary grows to cover it); --small keeps the\n"
             "family's features at test size (2 layers, hidden 64, F32); --hidden N widens it\n"

@@ -27,7 +27,7 @@ libs[openai_request]="-lsimdjson -lcrypto"
 sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp service/server_config_keys.cpp settings/toml_settings.cpp
   service/tenancy/tenants.cpp service/tenancy/sha256.cpp service/http/openai/openai_format.cpp
   engine/tokenizer/chat_template.cpp $(ls engine/template/*.cpp | tr '\n' ' ') engine/cuda/cuda_backend.cpp
-  engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/formats/gguf.cpp
+  engine/model/model_config.cpp engine/model/config_fields.cpp engine/model/gguf_model.cpp engine/model/gguf_weights.cpp engine/formats/gguf.cpp
   engine/formats/gguf_quant.cpp engine/formats/mxfp4.cpp engine/formats/mapping.cpp engine/formats/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/grammar_matcher.cpp engine/grammar/token_vocabulary.cpp
@@ -39,7 +39,7 @@ sources[hf_tokenizer]="tests/fuzz/hf_tokenizer_fuzz.cpp engine/tokenizer/tokeniz
   engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp engine/formats/gguf.cpp
   engine/formats/mapping.cpp $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"
 libs[hf_tokenizer]="-lsimdjson -lpcre2-8 -lutf8proc -lsentencepiece"
-sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/formats/gguf.cpp engine/formats/mapping.cpp engine/model/gguf_model.cpp
+sources[gguf]="tests/fuzz/gguf_fuzz.cpp engine/formats/gguf.cpp engine/formats/mapping.cpp engine/model/gguf_model.cpp engine/model/gguf_weights.cpp
   engine/formats/gguf_quant.cpp engine/formats/mxfp4.cpp engine/model/model_config.cpp engine/model/config_fields.cpp engine/formats/safetensors.cpp
   engine/tokenizer/tokenizer.cpp engine/tokenizer/sentencepiece_tokenizer.cpp engine/tokenizer/gguf_tokenizer.cpp
   $(ls engine/tokenizer/hf/*.cpp | tr '\n' ' ')"

@@ -116,9 +116,11 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
     apply_rope(k, t_rows, nkv, hd, cs, sn);
     write_kv(cache_, li, rows_, k, v);
     const attention_options opts{scale, static_cast<float>(c.attn_logit_softcapping),
-                                 sliding ? static_cast<std::int32_t>(std::min<std::int64_t>(c.sliding_window, INT32_MAX)) : 0};
+                                 sliding ? static_cast<std::int32_t>(std::min<std::int64_t>(c.sliding_window, INT32_MAX)) : 0,
+                                 lw.sinks.data != nullptr ? norm_data(lw.sinks) : nullptr};
     paged_attention(cache_, li, rows_, q, nh, nkv, hd, att, opts);
     linear(att, t_rows, lw.wo, proj);
+    if (lw.bo.data != nullptr) add_bias(proj, norm_data(lw.bo), t_rows, d); // rank 0's alone (shard_weights)
     if (reduce_ != nullptr) reduce_->sum(proj, t_rows * d); // each rank's heads' share
     if (lw.post_attn_norm.data != nullptr) rms_norm(proj, norm_data(lw.post_attn_norm), t_rows, d, c.rms_norm_eps, proj);
     add_in_place(x, proj, t_rows * d);

@@ -2,6 +2,7 @@
 
 #include "engine/cpu/gemm.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -20,8 +21,10 @@ constexpr std::size_t k_huge_page = std::size_t{2} << 20;
 auto tensors_of(model_weights& w) -> std::vector<weight_tensor*> {
   std::vector<weight_tensor*> all{&w.embed, &w.final_norm};
   for (auto& l : w.layers) {
+    auto& e = l.experts;
     for (auto* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.mlp_norm, &l.w_gate, &l.w_up, &l.w_down, &l.bq,
-                    &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_mlp_norm, &l.experts.router})
+                    &l.bk, &l.bv, &l.bo, &l.sinks, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_mlp_norm,
+                    &e.router, &e.router_bias, &e.gate_bias, &e.up_bias, &e.down_bias})
       if (t->data != nullptr) all.push_back(t); // a family's absent tensors stay absent
     for (auto* t : l.experts.matrices())
       if (!t->quant) all.push_back(t);
@@ -57,8 +60,16 @@ void place_in_huge_pages(model_weights& w) {
   // Float matrices (the embedding too: the head may be it) are packed16;
   // quantized ones keep their blocks' row-major layout, the norm vectors
   // stay as they are.
-  const auto packs = [](const weight_tensor* t) {
-    return t->rows > 1 && t->layout == weight_layout::row_major && !t->quant;
+  // (Not the experts' biases: rows read one at a time, by expert.)
+  const auto biases = [&] {
+    std::vector<const weight_tensor*> b;
+    for (const auto& l : w.layers)
+      for (const auto* t : {&l.experts.gate_bias, &l.experts.up_bias, &l.experts.down_bias}) b.push_back(t);
+    return b;
+  }();
+  const auto packs = [&](const weight_tensor* t) {
+    return t->rows > 1 && t->layout == weight_layout::row_major && !t->quant &&
+           std::find(biases.begin(), biases.end(), t) == biases.end();
   };
   const auto bytes_after = [&](const weight_tensor* t) {
     return packs(t) ? packed16_bytes(t->type, t->rows, t->cols) : t->num_bytes();

@@ -18,18 +18,25 @@
 
 namespace troupe {
 
+/// How a router's logits weigh the experts it picks.
+enum class expert_gating : std::uint8_t {
+  softmax_top_k, ///< softmax over all experts, their top k (Qwen3-MoE, Mixtral, OLMoE)
+  top_k_softmax, ///< the top k logits, a softmax over those k (gpt-oss)
+};
+
 /// Each token's experts and their weights from its router logits [rows,
-/// num_experts]: the softmax over all experts, the `per_token` largest
-/// probabilities (ties: the lower index first), rescaled to sum to one when
-/// `normalize`. ids and weights receive [rows, per_token], largest first.
+/// num_experts]: the `per_token` largest by `gating` (ties: the lower index
+/// first), rescaled to sum to one when `normalize`. ids and weights receive
+/// [rows, per_token], largest first.
 void route_experts(const float* logits, std::int64_t rows, std::int64_t num_experts, std::int64_t per_token,
-                   bool normalize, std::int32_t* ids, float* weights);
+                   expert_gating gating, bool normalize, std::int32_t* ids, float* weights);
 
 /// The MLP of a mixture-of-experts layer, with scratch kept across steps.
 class moe_mlp {
 public:
   /// out[t] = Σ over token t's experts e of weight · down_e(silu(gate_e · x) ⊙ (up_e · x)),
-  /// x = xn[t], for num_tokens rows of hidden_size. out must not alias xn.
+  /// x = xn[t], for num_tokens rows of hidden_size (gpt-oss: with its biases
+  /// and clamped SwiGLU). out must not alias xn.
   void forward(const model_config& c, const expert_weights& w, const float* xn, std::int64_t num_tokens, float* out);
 
   /// The experts the last forward ran (distinct), for tests and metrics.

@@ -2,6 +2,7 @@
 
 #include "base/vec_exp.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -97,6 +98,14 @@ void silu_mul(float* gate, const float* up, std::int64_t n) {
   // vectorise the body of an OpenMP `parallel for simd` holding fast_exp.
 #pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + fast_exp(-gate[i])) * up[i];
+}
+
+void clamped_swiglu(float* gate, const float* up, std::int64_t n, float limit) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit), u = std::clamp(up[i], -limit, limit);
+    gate[i] = g / (1.0f + fast_exp(-1.702f * g)) * (u + 1.0f);
+  }
 }
 
 void gelu_tanh_mul(float* gate, const float* up, std::int64_t n) {

@@ -29,6 +29,10 @@ void apply_rope(float* x, std::int64_t num_rows, std::int64_t num_heads, std::in
 /// gate[i] = silu(gate[i]) · up[i] for n elements.
 void silu_mul(float* gate, const float* up, std::int64_t n);
 
+/// gpt-oss's SwiGLU: g = min(gate[i], limit), u = clamp(up[i], -limit,
+/// limit), gate[i] = g · σ(1.702 · g) · (u + 1) for n elements.
+void clamped_swiglu(float* gate, const float* up, std::int64_t n, float limit);
+
 /// gate[i] = gelu_tanh(gate[i]) · up[i] for n elements (GeGLU with the tanh
 /// approximation: transformers' gelu_pytorch_tanh).
 void gelu_tanh_mul(float* gate, const float* up, std::int64_t n);

@@ -271,9 +271,11 @@ void paged_attention(paged_kv_cache& cache, std::int64_t layer,
           float* sg = scores.data() + g * n;
           if (cap > 0)
             for (std::int32_t j = 0; j < n; ++j) sg[j] = cap * std::tanh(sg[j] / cap);
-          const float mx = *std::max_element(sg, sg + n);
+          const float* sink = options.sinks != nullptr ? options.sinks + h0 + g : nullptr;
+          const float mx = std::max(*std::max_element(sg, sg + n), sink != nullptr ? *sink : -INFINITY);
           float sum = 0.0f;
           for (std::int32_t j = 0; j < n; ++j) sum += sg[j] = fast_exp(sg[j] - mx);
+          if (sink != nullptr) sum += fast_exp(*sink - mx);
           const float inv = 1.0f / sum;
           for (std::int32_t j = 0; j < n; ++j) sg[j] *= inv;
           std::memset(out + (t * num_heads + h0 + g) * head_dim, 0,

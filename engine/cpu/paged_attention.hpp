@@ -89,6 +89,9 @@ struct attention_options {
   /// > 0: a token at position p attends to positions (p - window, p] only
   /// (sliding-window attention: Mistral, Gemma's local layers).
   std::int32_t window = 0;
+  /// gpt-oss: a logit per query head that joins each softmax's maximum and
+  /// denominator and adds no value (an attention sink); nullptr: none.
+  const float* sinks = nullptr;
 };
 
 /// For each row t: writes k[t], v[t] ([num_kv_heads * head_dim]) into the slot

@@ -27,8 +27,10 @@ auto yarn_frequencies(const model_config& c) -> std::vector<double> {
   const auto correction_dim = [&](double rotations) {
     return dim * std::log(orig / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(c.rope_theta));
   };
-  const double low = std::max(std::floor(correction_dim(s.beta_fast)), 0.0);
-  double high = std::min(std::ceil(correction_dim(s.beta_slow)), dim - 1.0);
+  // Rounded outwards to whole dimensions unless truncate is off (gpt-oss).
+  const double fast = correction_dim(s.beta_fast), slow = correction_dim(s.beta_slow);
+  const double low = std::max(s.truncate ? std::floor(fast) : fast, 0.0);
+  double high = std::min(s.truncate ? std::ceil(slow) : slow, dim - 1.0);
   if (high == low) high += 0.001;
   auto f = base_frequencies(c.rope_theta, c.head_dim);
   for (std::size_t i = 0; i < f.size(); ++i) {

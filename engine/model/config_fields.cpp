@@ -1,6 +1,7 @@
 #include "engine/model/config_fields.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace troupe::config_fields {
 
@@ -70,8 +71,9 @@ void read_rope_scaling(const std::string& file, const field_reader& config, rope
     out.original_max_position_embeddings = r.int64("original_max_position_embeddings").value_or(0);
     for (const auto key : {"mscale", "mscale_all_dim"})
       if (r.find(key)) fail(file, "rope_scaling." + std::string(key) + " is not supported");
-    // transformers' default rounds the correction range outwards (truncate).
-    if (!r.boolean("truncate").value_or(true)) fail(file, "rope_scaling.truncate false is not supported");
+    // transformers' default rounds the correction range outwards; gpt-oss
+    // does not (truncate false).
+    out.truncate = r.boolean("truncate").value_or(true);
   } else if (out.type == "longrope") {
     out.short_factor = read_numbers(r, "short_factor");
     out.long_factor = read_numbers(r, "long_factor");
@@ -86,9 +88,11 @@ void refuse_unimplemented(const std::string& file, const field_reader& r, model_
   const auto refuse = [&](std::string_view key, const std::string& why) {
     fail(file, "field '" + std::string(key) + "' " + why + " is not supported");
   };
-  if (r.boolean("attention_bias").value_or(false)) refuse("attention_bias", "true");
+  const bool gpt_oss = family == model_family::gpt_oss;
+  // gpt-oss has q/k/v/o biases, and its official checkpoints' experts are MXFP4 (read_experts).
+  if (!gpt_oss && r.boolean("attention_bias").value_or(false)) refuse("attention_bias", "true");
   if (r.boolean("mlp_bias").value_or(false)) refuse("mlp_bias", "true");
-  if (r.find("quantization_config")) refuse("quantization_config", "(a quantized checkpoint)");
+  if (!gpt_oss && r.find("quantization_config")) refuse("quantization_config", "(a quantized checkpoint)");
   if (const auto f = r.number("partial_rotary_factor"); f && *f != 1.0)
     refuse("partial_rotary_factor", format_number(*f));
   if (r.boolean("use_sliding_window").value_or(false)) refuse("use_sliding_window", "true");
@@ -96,6 +100,26 @@ void refuse_unimplemented(const std::string& file, const field_reader& r, model_
   if (family != model_family::gemma2 && family != model_family::gemma3) {
     for (const auto key : {"attn_logit_softcapping", "final_logit_softcapping"})
       if (r.find(key)) refuse(key, "outside Gemma");
+  }
+}
+
+void read_layer_types(const field_reader& r, model_config& c, const std::function<bool(std::size_t)>& sliding) {
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(c.num_hidden_layers, 0));
+  c.sliding_layers.assign(n, false);
+  const auto types = r.find("layer_types");
+  if (!types) {
+    for (std::size_t i = 0; i < n; ++i) c.sliding_layers[i] = sliding(i);
+    return;
+  }
+  dom::array list;
+  if (types->get_array().get(list) != simdjson::SUCCESS || list.size() != n)
+    r.bad("layer_types", "must list num_hidden_layers layer types");
+  std::size_t i = 0;
+  for (const auto x : list) {
+    std::string_view t;
+    if (x.get_string().get(t) != simdjson::SUCCESS || (t != "sliding_attention" && t != "full_attention"))
+      r.bad("layer_types", "must hold \"sliding_attention\" or \"full_attention\"");
+    c.sliding_layers[i++] = t == "sliding_attention";
   }
 }
 
@@ -109,31 +133,41 @@ void read_gemma(const field_reader& r, model_config& c) {
   c.attn_logit_softcapping = or_default("attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
   c.final_logit_softcapping = or_default("final_logit_softcapping", gemma2 ? 30.0 : 0.0);
   c.sliding_window = r.present("sliding_window") ? r.int64("sliding_window").value_or(0) : 4096;
-  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(c.num_hidden_layers, 0));
-  c.sliding_layers.assign(n, false);
-  if (const auto types = r.find("layer_types")) {
-    dom::array list;
-    if (types->get_array().get(list) != simdjson::SUCCESS || list.size() != n)
-      r.bad("layer_types", "must list num_hidden_layers layer types");
-    std::size_t i = 0;
-    for (const auto x : list) {
-      std::string_view t;
-      if (x.get_string().get(t) != simdjson::SUCCESS || (t != "sliding_attention" && t != "full_attention"))
-        r.bad("layer_types", "must hold \"sliding_attention\" or \"full_attention\"");
-      c.sliding_layers[i++] = t == "sliding_attention";
-    }
-  } else if (c.family() == model_family::gemma2) {
-    for (std::size_t i = 0; i < n; ++i) c.sliding_layers[i] = i % 2 == 0; // Gemma 2: even layers slide
+  if (c.family() == model_family::gemma2) {
+    read_layer_types(r, c, [](std::size_t i) { return i % 2 == 0; }); // Gemma 2: even layers slide
   } else {
     // Gemma 3: every sliding_window_pattern-th layer is global.
     const auto pattern = r.int64("sliding_window_pattern").value_or(6);
     if (pattern <= 0) r.bad("sliding_window_pattern", "must be positive");
-    for (std::size_t i = 0; i < n; ++i) c.sliding_layers[i] = (static_cast<std::int64_t>(i) + 1) % pattern != 0;
+    read_layer_types(r, c, [&](std::size_t i) { return (static_cast<std::int64_t>(i) + 1) % pattern != 0; });
   }
   if (c.family() == model_family::gemma3) c.rope_local_base_freq = r.number("rope_local_base_freq").value_or(10000.0);
 }
 
+// gpt-oss: alternating sliding layers (layer_types), its clamped SwiGLU, and
+// MXFP4 experts where quantization_config says so.
+void read_gpt_oss(const field_reader& r, model_config& c) {
+  if (!r.boolean("attention_bias").value_or(true)) r.bad("attention_bias", "false is not gpt-oss");
+  c.sliding_window = r.int64("sliding_window").value_or(128);
+  read_layer_types(r, c, [](std::size_t i) { return i % 2 == 0; });
+  c.swiglu_limit = r.number("swiglu_limit").value_or(7.0);
+  if (const auto q = r.find("quantization_config")) {
+    dom::object obj;
+    std::string_view method;
+    if (q->get_object().get(obj) != simdjson::SUCCESS || obj["quant_method"].get_string().get(method) != simdjson::SUCCESS ||
+        method != "mxfp4")
+      r.bad("quantization_config", "is not gpt-oss's {\"quant_method\": \"mxfp4\"}");
+    c.mxfp4_experts = true;
+  }
+}
+
 void read_experts(const field_reader& r, std::string_view experts_key, model_config& c) {
+  if (c.family() == model_family::gpt_oss) {
+    c.num_experts = r.int64(experts_key).value_or(128);
+    c.num_experts_per_tok = r.int64("num_experts_per_tok").value_or(r.int64("experts_per_token").value_or(4));
+    c.moe_intermediate_size = c.intermediate_size;
+    return read_gpt_oss(r, c);
+  }
   // Qwen3MoeConfig's, MixtralConfig's and OlmoeConfig's defaults.
   const bool mixtral = c.architecture == "MixtralForCausalLM", qwen = c.architecture == "Qwen3MoeForCausalLM";
   c.num_experts = r.int64(experts_key).value_or(mixtral ? 8 : qwen ? 128 : 64);

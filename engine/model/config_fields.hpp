@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -132,10 +133,14 @@ void read_rope_scaling(const std::string& file, const field_reader& config, rope
 /// Fails when a flag the config sets is one troupe does not implement.
 void refuse_unimplemented(const std::string& file, const field_reader& r, model_family family);
 
+/// c.sliding_layers from "layer_types", else sliding(i) for each layer i.
+void read_layer_types(const field_reader& r, model_config& c, const std::function<bool(std::size_t)>& sliding);
+
 /// Fills the Gemma fields: soft-caps, query scaling, which layers slide.
 void read_gemma(const field_reader& r, model_config& c);
 
-/// Fills the mixture-of-experts fields of Qwen3-MoE, Mixtral and OLMoE, with
+/// Fills the mixture-of-experts fields of Qwen3-MoE, Mixtral, OLMoE and
+/// gpt-oss (with its window, sliding layers, SwiGLU limit and MXFP4), with
 /// transformers' defaults; experts_key is the architecture's name for the
 /// expert count. Refuses dense layers among the expert layers and OLMoE's
 /// clip_qkv.

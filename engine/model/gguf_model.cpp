@@ -1,8 +1,9 @@
 #include "engine/model/gguf_model.hpp"
 
+#include "engine/model/gguf_tensors.hpp"
+
 #include "engine/formats/gguf_quant.hpp"
 #include "engine/formats/model_error.hpp"
-#include "engine/formats/mxfp4.hpp"
 #include "engine/formats/safetensors.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@ namespace troupe {
 namespace {
 
 using namespace std::string_literals;
+using gguf_detail::widen_floats;
 
 /// How each architecture llama.cpp names maps onto troupe's.
 struct gguf_architecture {
@@ -25,7 +27,7 @@ struct gguf_architecture {
 constexpr gguf_architecture k_architectures[] = {
     {"llama", "LlamaForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
     {"gemma2", "Gemma2ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"},
-    {"qwen3moe", "Qwen3MoeForCausalLM"}, {"olmoe", "OlmoeForCausalLM"},
+    {"qwen3moe", "Qwen3MoeForCausalLM"}, {"olmoe", "OlmoeForCausalLM"}, {"gpt-oss", "GptOssForCausalLM"},
     // "llama" with expert_count > 0 is Mixtral (gguf_model_config).
 };
 
@@ -43,7 +45,7 @@ constexpr std::string_view k_known_keys[] = {
     // read attention.layer_norm_rms_epsilon (llama.cpp ignores it too).
     "attention.layer_norm_epsilon",
     // A mixture of experts' (read_experts); zero means none.
-    "expert_count", "expert_used_count", "expert_feed_forward_length",
+    "expert_count", "expert_used_count", "expert_feed_forward_length", "attention.sliding_window_pattern",
 };
 
 /// The texts of the tokens llama.cpp's vocabulary treats as ends of
@@ -120,139 +122,6 @@ auto optional_token(const gguf::file& f, std::string_view key) -> std::optional<
   return static_cast<token_id>(*n);
 }
 
-/// A vector tensor of a float type (F32, F16, BF16) widened into out; one
-/// line naming it where it is of another type.
-void widen_floats(const gguf::file& f, const gguf::tensor& t, const std::string& name, float* out) {
-  if (t.type != gguf::tensor_type::f32 && t.type != gguf::tensor_type::f16 && t.type != gguf::tensor_type::bf16)
-    fail(f.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) + ", expected F32, F16 or BF16");
-  gguf::dequantize_row(t.type, t.data, out, t.numel());
-}
-
-/// Rows of the matrices and the tensors of one file, each checked and
-/// marked used; check_all_used then refuses what nobody asked for.
-class tensor_reader {
-public:
-  tensor_reader(const gguf::file& f, model_weights& out) : f_(f), out_(out) {}
-
-  /// A [rows, cols] matrix, used in place.
-  auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
-    return matrix_of(get(name, {cols, rows}), name, rows, cols);
-  }
-
-  /// A 3-D tensor of `experts` matrices [rows, cols] (ffn_gate_exps, ...):
-  /// a view of each expert's slice, used in place.
-  auto experts(const std::string& name, std::int64_t experts, std::int64_t rows, std::int64_t cols)
-      -> std::vector<weight_tensor> {
-    const auto all = matrix_of(get(name, {cols, rows, experts}), name, experts * rows, cols);
-    std::vector<weight_tensor> out;
-    for (std::int64_t e = 0; e < experts; ++e) out.push_back(all.rows_view(e * rows, rows));
-    return out;
-  }
-
-  /// tensor t as a [rows, cols] matrix of its type.
-  auto matrix_of(const gguf::tensor& t, const std::string& name, std::int64_t rows, std::int64_t cols)
-      -> weight_tensor {
-    weight_tensor w;
-    w.rows = rows;
-    w.cols = cols;
-    w.data = t.data;
-    switch (t.type) {
-      case gguf::tensor_type::f32: w.type = dtype::f32; break;
-      case gguf::tensor_type::f16: w.type = dtype::f16; break;
-      case gguf::tensor_type::bf16: w.type = dtype::bf16; break;
-      case gguf::tensor_type::q8_0:
-      case gguf::tensor_type::q4_0:
-      case gguf::tensor_type::q4_k:
-      case gguf::tensor_type::q5_k:
-      case gguf::tensor_type::q6_k: w.quant = t.type; break;
-      case gguf::tensor_type::q5_0: {
-        // Where a Q4_K row is not whole 256-value blocks, llama-quantize
-        // writes Q5_0: held as Q8_0, exactly (gguf_quant's q5_0_to_q8_0).
-        w.quant = gguf::tensor_type::q8_0;
-        auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(rows * w.row_bytes())]);
-        gguf::q5_0_to_q8_0(t.data, bytes.get(), rows * cols);
-        w.data = bytes.get();
-        out_.storage.push_back(std::move(bytes));
-        break;
-      }
-      case gguf::tensor_type::mxfp4: {
-        // gpt-oss's experts: exactly Q8_0 (mxfp4.hpp), multiplied as llama.cpp does.
-        w.quant = gguf::tensor_type::q8_0;
-        auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(rows * w.row_bytes())]);
-        if (!mxfp4::to_q8_0(t.data, bytes.get(), rows * cols))
-          fail(f_.path(), "tensor '" + name + "' has an MXFP4 block scale outside F16's range, which troupe does not read");
-        w.data = bytes.get();
-        out_.storage.push_back(std::move(bytes));
-        break;
-      }
-      default:
-        fail(f_.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) +
-                            ", which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, "
-                            "Q6_K, MXFP4)");
-    }
-    return w;
-  }
-
-  /// A vector widened to an F32 copy the weights own.
-  auto vector(const std::string& name, std::int64_t size) -> weight_tensor {
-    auto values = floats(name, size);
-    weight_tensor w{dtype::f32, values.get(), 1, size, weight_layout::row_major, {}};
-    out_.storage.push_back(std::move(values));
-    return w;
-  }
-
-  /// A vector's values as F32 (any float type).
-  auto floats(const std::string& name, std::int64_t size) -> std::shared_ptr<float[]> {
-    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(size)]);
-    widen_floats(f_, get(name, {size}), name, values.get());
-    return values;
-  }
-
-  /// A matrix of `heads` heads of head_dim rows each, its rows put back from
-  /// llama.cpp's order (each head's two halves interleaved, for RoPE on
-  /// adjacent pairs) into Hugging Face's (rotate-half): a copy.
-  auto unpermuted(const std::string& name, std::int64_t heads, std::int64_t head_dim, std::int64_t cols)
-      -> weight_tensor {
-    auto w = matrix(name, heads * head_dim, cols);
-    const auto row_bytes = static_cast<std::size_t>(w.row_bytes());
-    auto bytes = std::shared_ptr<std::byte[]>(new std::byte[row_bytes * static_cast<std::size_t>(w.rows)]);
-    const std::int64_t half = head_dim / 2;
-    for (std::int64_t h = 0; h < heads; ++h)
-      for (std::int64_t j = 0; j < 2; ++j)
-        for (std::int64_t i = 0; i < half; ++i) {
-          const std::int64_t hf_row = h * head_dim + j * half + i, file_row = h * head_dim + 2 * i + j;
-          std::memcpy(bytes.get() + static_cast<std::size_t>(hf_row) * row_bytes, w.row(file_row), row_bytes);
-        }
-    w.data = bytes.get();
-    out_.storage.push_back(std::move(bytes));
-    return w;
-  }
-
-  /// Counts a tensor another reader took (its shape checked again).
-  void mark_used(const std::string& name, std::int64_t size) { (void)get(name, {size}); }
-
-  void check_all_used(const std::string& arch) const {
-    for (const auto& t : f_.tensors())
-      if (!used_.contains(t.name))
-        fail(f_.path(), "tensor '" + std::string(t.name) + "' is not used by " + arch +
-                            " as troupe implements it (loading would ignore it)");
-  }
-
-private:
-  auto get(const std::string& name, const std::vector<std::int64_t>& ne) -> const gguf::tensor& {
-    const auto* t = f_.find_tensor(name);
-    if (t == nullptr) fail(f_.path(), "missing tensor '" + name + "'");
-    if (t->ne != ne)
-      fail(f_.path(), "tensor '" + name + "' has shape " + format_shape(t->ne) + ", expected " + format_shape(ne) +
-                          " (GGUF order, fastest dimension first)");
-    used_.insert(t->name);
-    return *t;
-  }
-
-  const gguf::file& f_;
-  model_weights& out_;
-  std::set<std::string_view> used_;
-};
 
 /// A RoPE factor tensor's head_dim / 2 values (rope_freqs, Phi-3's
 /// rope_factors_long/short).
@@ -300,13 +169,40 @@ void check_known_keys(const gguf::file& f, std::string_view arch_name) {
   }
 }
 
+/// gpt-oss as llama.cpp computes it: the expert width from its own key, the
+/// window on the layers sliding_window_pattern names (default: even ones),
+/// SwiGLU clamped at 7 (a constant there), YaRN's range rounded outwards.
+void read_gpt_oss(const gguf::file& f, const hparams& h, model_config& c) {
+  const auto width = h.size("expert_feed_forward_length");
+  if (width != c.intermediate_size)
+    fail(f.path(), "key '" + h.key("expert_feed_forward_length") + "' differs from '" + h.key("feed_forward_length") +
+                       "', which troupe does not implement");
+  c.sliding_window = h.size("attention.sliding_window");
+  c.sliding_layers.assign(static_cast<std::size_t>(c.num_hidden_layers), false);
+  const auto* pattern = h.find("attention.sliding_window_pattern");
+  const auto* items = pattern != nullptr ? pattern->as_array() : nullptr;
+  if (items != nullptr && static_cast<std::int64_t>(items->items.size()) != c.num_hidden_layers)
+    fail(f.path(), "key '" + h.key("attention.sliding_window_pattern") + "' does not list every layer");
+  const auto period = items == nullptr ? h.size_or("attention.sliding_window_pattern", 2) : 0;
+  for (std::size_t i = 0; i < c.sliding_layers.size(); ++i) {
+    if (items == nullptr) {
+      c.sliding_layers[i] = static_cast<std::int64_t>(i) % period < period - 1;
+    } else if (const auto b = items->items[i].as_bool()) {
+      c.sliding_layers[i] = *b;
+    } else {
+      fail(f.path(), "key '" + h.key("attention.sliding_window_pattern") + "' is not a list of booleans");
+    }
+  }
+  c.swiglu_limit = 7.0;
+}
+
 /// A mixture of experts' sizes, as llama.cpp reads them: Mixtral ("llama"
 /// with experts) and OLMoE keep the expert's width in feed_forward_length;
 /// qwen3moe renormalises the chosen experts' weights, olmoe does not.
 void read_experts(const gguf::file& f, const hparams& h, std::string_view arch_name, model_config& c) {
   // Dense files may say expert_count 0 (and expert_used_count 0).
   const auto experts = h.find("expert_count") == nullptr || h.number_or("expert_count", 0) == 0 ? 0 : h.size("expert_count");
-  const bool moe_arch = arch_name == "qwen3moe" || arch_name == "olmoe";
+  const bool moe_arch = arch_name == "qwen3moe" || arch_name == "olmoe" || arch_name == "gpt-oss";
   if (experts == 0) {
     if (moe_arch) fail(f.path(), "key '" + h.key("expert_count") + "' is missing or 0, but " + std::string(arch_name) + " has experts");
     for (const auto* key : {"expert_used_count", "expert_feed_forward_length"})
@@ -321,7 +217,8 @@ void read_experts(const gguf::file& f, const hparams& h, std::string_view arch_n
   c.moe_intermediate_size = arch_name == "qwen3moe"
                                 ? h.size_or("expert_feed_forward_length", c.intermediate_size / c.num_experts_per_tok)
                                 : c.intermediate_size;
-  c.norm_topk_prob = arch_name != "olmoe";
+  c.norm_topk_prob = arch_name != "olmoe" && arch_name != "gpt-oss";
+  if (arch_name == "gpt-oss") read_gpt_oss(f, h, c);
 }
 
 /// The sizes, the context length, the norm's epsilon and the RoPE base.
@@ -475,88 +372,5 @@ auto gguf_model_config(const gguf::file& f) -> model_config {
   return c;
 }
 
-auto load_gguf_weights(const std::filesystem::path& file) -> model_weights {
-  auto f = gguf::file::open(file);
-  auto config = gguf_model_config(*f);
-  return load_gguf_weights(std::move(f), std::move(config));
-}
-
-auto load_gguf_weights(std::shared_ptr<const gguf::file> f, model_config config) -> model_weights {
-  model_weights w;
-  w.config = std::move(config);
-  auto& c = w.config;
-  tensor_reader load(*f, w);
-  const auto fam = c.family();
-  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
-  const auto d = c.hidden_size, inter = c.intermediate_size, hd = c.head_dim;
-  const auto q_rows = c.num_attention_heads * hd, kv_rows = c.num_key_value_heads * hd;
-
-  // The RoPE factor tensors are the config's (gguf_model_config read them).
-  if (c.rope_scaling.type == "freq_factors") load.mark_used("rope_freqs.weight", hd / 2);
-  if (c.rope_scaling.type == "longrope")
-    for (const auto* name : {"rope_factors_short.weight", "rope_factors_long.weight"}) load.mark_used(name, hd / 2);
-
-  w.embed = load.matrix("token_embd.weight", c.vocab_size, d);
-  w.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
-  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const auto p = "blk." + std::to_string(i) + ".";
-    layer_weights& l = w.layers.emplace_back();
-    l.attn_norm = load.vector(p + "attn_norm.weight", d);
-    if (fam == model_family::phi3) {
-      const auto qkv = load.matrix(p + "attn_qkv.weight", q_rows + 2 * kv_rows, d);
-      l.wq = qkv.rows_view(0, q_rows);
-      l.wk = qkv.rows_view(q_rows, kv_rows);
-      l.wv = qkv.rows_view(q_rows + kv_rows, kv_rows);
-    } else if (fam == model_family::llama) {
-      l.wq = load.unpermuted(p + "attn_q.weight", c.num_attention_heads, hd, d);
-      l.wk = load.unpermuted(p + "attn_k.weight", c.num_key_value_heads, hd, d);
-      l.wv = load.matrix(p + "attn_v.weight", kv_rows, d);
-    } else {
-      l.wq = load.matrix(p + "attn_q.weight", q_rows, d);
-      l.wk = load.matrix(p + "attn_k.weight", kv_rows, d);
-      l.wv = load.matrix(p + "attn_v.weight", kv_rows, d);
-    }
-    if (fam == model_family::qwen2) {
-      l.bq = load.vector(p + "attn_q.bias", q_rows);
-      l.bk = load.vector(p + "attn_k.bias", kv_rows);
-      l.bv = load.vector(p + "attn_v.bias", kv_rows);
-    }
-    if (fam == model_family::qwen3 || fam == model_family::gemma3) {
-      l.q_norm = load.vector(p + "attn_q_norm.weight", hd);
-      l.k_norm = load.vector(p + "attn_k_norm.weight", hd);
-    } else if (fam == model_family::olmoe) {
-      l.q_norm = load.vector(p + "attn_q_norm.weight", q_rows);
-      l.k_norm = load.vector(p + "attn_k_norm.weight", kv_rows);
-    }
-    l.wo = load.matrix(p + "attn_output.weight", d, q_rows);
-    l.mlp_norm = load.vector(p + "ffn_norm.weight", d);
-    if (gemma) {
-      l.post_attn_norm = load.vector(p + "post_attention_norm.weight", d);
-      l.post_mlp_norm = load.vector(p + "post_ffw_norm.weight", d);
-    }
-    if (c.is_moe()) {
-      const auto e = c.num_experts, ei = c.moe_intermediate_size;
-      l.experts.router = load.matrix(p + "ffn_gate_inp.weight", e, d);
-      l.experts.gate = load.experts(p + "ffn_gate_exps.weight", e, ei, d);
-      l.experts.up = load.experts(p + "ffn_up_exps.weight", e, ei, d);
-      l.experts.down = load.experts(p + "ffn_down_exps.weight", e, d, ei);
-      continue;
-    }
-    if (fam == model_family::phi3) {
-      const auto gate_up = load.matrix(p + "ffn_up.weight", 2 * inter, d);
-      l.w_gate = gate_up.rows_view(0, inter);
-      l.w_up = gate_up.rows_view(inter, inter);
-    } else {
-      l.w_gate = load.matrix(p + "ffn_gate.weight", inter, d);
-      l.w_up = load.matrix(p + "ffn_up.weight", inter, d);
-    }
-    l.w_down = load.matrix(p + "ffn_down.weight", d, inter);
-  }
-  w.final_norm = load.vector("output_norm.weight", d);
-  w.lm_head = c.tie_word_embeddings ? w.embed : load.matrix("output.weight", c.vocab_size, d);
-  load.check_all_used(std::string(f->require_string("general.architecture")));
-  w.storage.push_back(std::move(f));
-  return w;
-}
 
 } // namespace troupe

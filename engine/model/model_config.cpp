@@ -38,6 +38,7 @@ constexpr std::array architectures = {
     architecture_entry{"Qwen3MoeForCausalLM", model_family::qwen3, "qwen3_moe", "num_experts"},
     architecture_entry{"MixtralForCausalLM", model_family::llama, "mixtral", "num_local_experts"},
     architecture_entry{"OlmoeForCausalLM", model_family::olmoe, "olmoe", "num_experts"},
+    architecture_entry{"GptOssForCausalLM", model_family::gpt_oss, "gpt_oss", "num_local_experts"},
 };
 
 auto find_architecture(std::string_view name) -> const architecture_entry* {
@@ -280,7 +281,8 @@ void validate_rope_scaling(const std::string& file, const rope_scaling_config& r
 // A mixture of experts' sizes; none for a dense architecture.
 void validate_experts(const std::string& file, const model_config& c, std::string_view experts_key) {
   if (experts_key.empty()) {
-    if (c.num_experts != 0 || c.num_experts_per_tok != 0 || c.moe_intermediate_size != 0 || c.norm_topk_prob)
+    if (c.num_experts != 0 || c.num_experts_per_tok != 0 || c.moe_intermediate_size != 0 || c.norm_topk_prob ||
+        c.swiglu_limit != 0 || c.mxfp4_experts)
       fail(file, "experts set for " + c.architecture + ", which has none");
     return;
   }
@@ -291,9 +293,33 @@ void validate_experts(const std::string& file, const model_config& c, std::strin
   if (c.architecture != "Qwen3MoeForCausalLM" && c.moe_intermediate_size != c.intermediate_size)
     fail(file, c.architecture + "'s experts are of intermediate_size " + std::to_string(c.intermediate_size) +
                    ", not " + std::to_string(c.moe_intermediate_size));
+  const bool gpt_oss = c.family() == model_family::gpt_oss;
+  if (gpt_oss != (c.swiglu_limit > 0) || c.swiglu_limit < 0 || !std::isfinite(c.swiglu_limit))
+    fail(file, gpt_oss ? "field 'swiglu_limit' must be positive" : "swiglu_limit set for " + c.architecture);
+  if (c.mxfp4_experts && !gpt_oss) fail(file, "MXFP4 experts set for " + c.architecture);
   if (c.num_experts_per_tok > c.num_experts)
     fail(file, "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " exceeds " +
                    std::string(experts_key) + " " + std::to_string(c.num_experts));
+}
+
+// "layer_types": each layer's attention.
+void append_layer_types(std::string& out, const std::vector<bool>& sliding) {
+  append_field(out, "layer_types");
+  out += '[';
+  for (std::size_t i = 0; i < sliding.size(); ++i) {
+    if (i > 0) out += ", ";
+    json_text::append_string(out, sliding[i] ? "sliding_attention" : "full_attention");
+  }
+  out += ']';
+}
+
+// gpt-oss's fields beside its experts.
+void append_gpt_oss_fields(std::string& out, const model_config& c) {
+  append_field(out, "swiglu_limit");
+  json_text::append_number(out, c.swiglu_limit);
+  out += ",\n  \"attention_bias\": true";
+  append_layer_types(out, c.sliding_layers);
+  if (c.mxfp4_experts) out += ",\n  \"quantization_config\": {\"quant_method\": \"mxfp4\"}";
 }
 
 // The expert fields under the architecture's names.
@@ -303,6 +329,7 @@ void append_expert_fields(std::string& out, const model_config& c, std::string_v
   append_field(out, "num_experts_per_tok");
   json_text::append_number(out, c.num_experts_per_tok);
   if (c.architecture == "MixtralForCausalLM") return;
+  if (c.family() == model_family::gpt_oss) return append_gpt_oss_fields(out, c);
   if (c.architecture == "Qwen3MoeForCausalLM") {
     append_field(out, "moe_intermediate_size");
     json_text::append_number(out, c.moe_intermediate_size);
@@ -343,6 +370,7 @@ void append_rope_scaling(std::string& out, const rope_scaling_config& rs, bool t
       item("beta_fast", rs.beta_fast);
       item("beta_slow", rs.beta_slow);
     }
+    if (rs.type == "yarn" && !rs.truncate) out += ", \"truncate\": false";
     if ((rs.type == "yarn" || rs.type == "longrope") && rs.attention_factor != 0)
       item("attention_factor", rs.attention_factor);
     for (const auto& [key, f] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
@@ -362,13 +390,7 @@ void append_rope_scaling(std::string& out, const rope_scaling_config& rs, bool t
 
 // Gemma's fields: layer types, query scaling, soft-caps, local RoPE base.
 void append_gemma_fields(std::string& out, const model_config& c) {
-  append_field(out, "layer_types");
-  out += '[';
-  for (std::size_t i = 0; i < c.sliding_layers.size(); ++i) {
-    if (i > 0) out += ", ";
-    json_text::append_string(out, c.sliding_layers[i] ? "sliding_attention" : "full_attention");
-  }
-  out += ']';
+  append_layer_types(out, c.sliding_layers);
   append_number_field(out, "query_pre_attn_scalar", c.query_pre_attn_scalar);
   append_field(out, "attn_logit_softcapping");
   if (c.attn_logit_softcapping > 0) json_text::append_number(out, c.attn_logit_softcapping); else out += "null";
@@ -423,7 +445,7 @@ void model_config::validate(const std::string& file) const {
     fail(file, "layer_types lists " + std::to_string(sliding_layers.size()) + " layers, not num_hidden_layers " +
                    std::to_string(num_hidden_layers));
   if (!gemma && (query_pre_attn_scalar != 0 || attn_logit_softcapping != 0 || final_logit_softcapping != 0 ||
-                 rope_local_base_freq != 0 || !sliding_layers.empty()))
+                 rope_local_base_freq != 0 || (!sliding_layers.empty() && fam != model_family::gpt_oss)))
     fail(file, "Gemma's fields (query_pre_attn_scalar, soft-capping, rope_local_base_freq, layer_types) set for " +
                    architecture);
   if (gemma) check_positive(file, "query_pre_attn_scalar", query_pre_attn_scalar);

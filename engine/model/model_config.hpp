@@ -31,6 +31,9 @@ struct rope_scaling_config {
   double attention_factor = 0.0;    ///< yarn, longrope: scales cos and sin; 0: derived from factor
   double beta_fast = 32.0;          ///< yarn
   double beta_slow = 1.0;           ///< yarn
+  /// yarn: the correction range rounded outwards to whole dimensions
+  /// (transformers' default, and llama.cpp always); gpt-oss's is not.
+  bool truncate = true;
   std::vector<double> short_factor; ///< longrope, freq_factors: head_dim / 2 each
   std::vector<double> long_factor;  ///< longrope: used from original_max_position_embeddings on
 
@@ -62,6 +65,10 @@ enum class model_family : std::uint8_t {
   gemma3, ///< gemma2's shape with q/k norms and local/global RoPE bases
   phi3,   ///< fused qkv_proj and gate_up_proj
   olmoe,  ///< q/k RMSNorm over the whole projection (every head at once), before RoPE
+  /// q/k/v/o biases, a learned attention sink per head, a 128-token window
+  /// on alternate layers; experts with biases, routed by the top k of the
+  /// (biased) logits and a softmax over those k, and a clamped SwiGLU.
+  gpt_oss,
 };
 
 struct model_config {
@@ -118,6 +125,12 @@ struct model_config {
   /// The chosen experts' weights rescaled to sum to one (Qwen3-MoE's and
   /// OLMoE's norm_topk_prob; always for Mixtral).
   bool norm_topk_prob = false;
+  /// gpt-oss: gate and up clamped to this (up also below, at -limit) before
+  /// its SwiGLU, gate · σ(1.702 · gate) · (up + 1); 0 elsewhere.
+  double swiglu_limit = 0.0;
+  /// gpt-oss's official checkpoints: experts as MXFP4 blocks and scales
+  /// (quantization_config {"quant_method": "mxfp4"}).
+  bool mxfp4_experts = false;
 
   auto is_moe() const -> bool { return num_experts > 0; }
   /// The width of a layer's MLP: an expert's where the model has experts.

@@ -2,6 +2,7 @@
 
 #include "engine/model/gguf_model.hpp"
 #include "engine/formats/model_error.hpp"
+#include "engine/formats/mxfp4.hpp"
 #include "engine/formats/safetensors.hpp"
 
 #include <simdjson.h>
@@ -113,8 +114,32 @@ public:
 
   auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
     const auto* info = get(name, {rows, cols});
+    if (!is_float(info->type))
+      fail(source_.get(name).second->path(), "tensor '" + name + "' is " + std::string(dtype_name(info->type)) +
+                                                 ", expected F32, F16 or BF16");
     return {info->type, info->data, rows, cols, weight_layout::row_major, {}};
   }
+
+  /// A tensor's bytes as stored (gpt-oss's U8 MXFP4 blocks and scales).
+  auto raw(const std::string& name, const std::vector<std::int64_t>& shape, dtype type) -> const std::uint8_t* {
+    const auto* info = get(name, shape);
+    if (info->type != type)
+      fail(source_.get(name).second->path(), "tensor '" + name + "' is " + std::string(dtype_name(info->type)) +
+                                                 ", expected " + std::string(dtype_name(type)));
+    return reinterpret_cast<const std::uint8_t*>(info->data);
+  }
+
+  /// A [rows, cols] tensor (a matrix of biases) widened to an F32 copy the weights own.
+  auto floats(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
+    const auto* info = get(name, {rows, cols});
+    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(rows * cols)]);
+    for (std::int64_t i = 0; i < rows * cols; ++i)
+      values[static_cast<std::size_t>(i)] = load_as_f32(info->type, info->data, static_cast<std::size_t>(i));
+    out_.storage.push_back(values);
+    return {dtype::f32, values.get(), rows, cols, weight_layout::row_major, {}};
+  }
+
+  auto storage() -> std::vector<std::shared_ptr<const void>>& { return out_.storage; }
 
   /// A norm vector (or a bias), widened to an F32 copy the weights own;
   /// plus_one: Gemma's RMSNorm, which scales by 1 + w.
@@ -193,6 +218,57 @@ auto load_experts(weight_loader& load, const std::string& layer, const model_con
   return e;
 }
 
+/// One of gpt-oss's MXFP4 expert tensors ([experts, rows, cols / 32, 16]
+/// blocks, [experts, rows, cols / 32] scales) as Q8_0 matrices, exactly
+/// (mxfp4.hpp): per expert, the rows first, first + stride, ... of each.
+auto mxfp4_experts(weight_loader& load, const std::string& name, const model_config& c, std::int64_t stored_rows,
+                   std::int64_t first, std::int64_t stride, std::int64_t cols) -> std::vector<weight_tensor> {
+  const auto e = c.num_experts, nb = cols / 32;
+  const auto* blocks = load.raw(name + "_blocks", {e, stored_rows, nb, 16}, dtype::u8);
+  const auto* scales = load.raw(name + "_scales", {e, stored_rows, nb}, dtype::u8);
+  const std::int64_t rows = stored_rows / stride, row_bytes = nb * 34;
+  auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(e * rows * row_bytes)]);
+  std::vector<std::byte> ggml(static_cast<std::size_t>(nb * mxfp4::block_bytes));
+  std::vector<weight_tensor> out;
+  for (std::int64_t x = 0; x < e; ++x) {
+    weight_tensor w{dtype::f32, bytes.get() + x * rows * row_bytes, rows, cols, weight_layout::row_major,
+                    gguf::tensor_type::q8_0};
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto src = x * stored_rows + first + r * stride;
+      mxfp4::from_hf(blocks + src * nb * 16, scales + src * nb, ggml.data(), cols);
+      if (!mxfp4::to_q8_0(ggml.data(), bytes.get() + (x * rows + r) * row_bytes, cols))
+        throw model_error(name + "_scales: an MXFP4 block scale outside F16's range, which troupe does not read");
+    }
+    out.push_back(w);
+  }
+  load.storage().push_back(std::move(bytes));
+  return out;
+}
+
+/// gpt-oss's router (mlp.router) and experts, MXFP4 in its official
+/// checkpoints: gate_up_proj interleaves gate (even rows) and up (odd).
+auto load_gpt_oss_experts(weight_loader& load, const std::string& layer, const model_config& c) -> expert_weights {
+  const auto base = layer + "mlp.";
+  const auto d = c.hidden_size, inter = c.moe_intermediate_size, n = c.num_experts;
+  expert_weights e;
+  e.router = load.matrix(base + "router.weight", n, d);
+  e.router_bias = load.norm(base + "router.bias", n);
+  e.gate = mxfp4_experts(load, base + "experts.gate_up_proj", c, 2 * inter, 0, 2, d);
+  e.up = mxfp4_experts(load, base + "experts.gate_up_proj", c, 2 * inter, 1, 2, d);
+  e.down = mxfp4_experts(load, base + "experts.down_proj", c, d, 0, 1, inter);
+  const auto gate_up_bias = load.floats(base + "experts.gate_up_proj_bias", n, 2 * inter);
+  // De-interleaved: rows of [experts, inter], copies the weights own.
+  for (const auto& [b, offset] : {std::pair{&e.gate_bias, 0}, std::pair{&e.up_bias, 1}}) {
+    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(n * inter)]);
+    const auto* all = static_cast<const float*>(gate_up_bias.data);
+    for (std::int64_t i = 0; i < n * inter; ++i) values[static_cast<std::size_t>(i)] = all[2 * i + offset];
+    *b = {dtype::f32, values.get(), n, inter, weight_layout::row_major, {}};
+    load.storage().push_back(std::move(values));
+  }
+  e.down_bias = load.floats(base + "experts.down_proj_bias", n, d);
+  return e;
+}
+
 } // namespace
 
 auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
@@ -207,6 +283,9 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
   const auto d = c.hidden_size, inter = c.intermediate_size;
   const auto fam = c.family();
   const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  if (fam == model_family::gpt_oss && !c.mxfp4_experts)
+    fail(dir / "config.json", "gpt-oss's unquantized experts (no quantization_config) are not read: use its MXFP4 "
+                              "checkpoint or a GGUF file");
   w.embed = load.matrix("model.embed_tokens.weight", c.vocab_size, d);
   w.layers.reserve(static_cast<std::size_t>(c.num_hidden_layers));
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
@@ -223,7 +302,7 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
       l.wk = load.matrix(p + "self_attn.k_proj.weight", kv_rows, d);
       l.wv = load.matrix(p + "self_attn.v_proj.weight", kv_rows, d);
     }
-    if (fam == model_family::qwen2) {
+    if (fam == model_family::qwen2 || fam == model_family::gpt_oss) {
       l.bq = load.norm(p + "self_attn.q_proj.bias", q_rows);
       l.bk = load.norm(p + "self_attn.k_proj.bias", kv_rows);
       l.bv = load.norm(p + "self_attn.v_proj.bias", kv_rows);
@@ -236,6 +315,10 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
       l.k_norm = load.norm(p + "self_attn.k_norm.weight", kv_rows);
     }
     l.wo = load.matrix(p + "self_attn.o_proj.weight", d, q_rows);
+    if (fam == model_family::gpt_oss) {
+      l.bo = load.norm(p + "self_attn.o_proj.bias", d);
+      l.sinks = load.norm(p + "self_attn.sinks", c.num_attention_heads);
+    }
     if (gemma) {
       l.post_attn_norm = load.norm(p + "post_attention_layernorm.weight", d, true);
       l.mlp_norm = load.norm(p + "pre_feedforward_layernorm.weight", d, true);
@@ -244,7 +327,7 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
       l.mlp_norm = load.norm(p + "post_attention_layernorm.weight", d);
     }
     if (c.is_moe()) {
-      l.experts = load_experts(load, p, c);
+      l.experts = fam == model_family::gpt_oss ? load_gpt_oss_experts(load, p, c) : load_experts(load, p, c);
       continue;
     }
     if (fam == model_family::phi3) {

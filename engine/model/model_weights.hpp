@@ -69,6 +69,9 @@ struct expert_weights {
   std::vector<weight_tensor> gate;  ///< per expert [moe_intermediate, hidden]
   std::vector<weight_tensor> up;    ///< per expert [moe_intermediate, hidden]
   std::vector<weight_tensor> down;  ///< per expert [hidden, moe_intermediate]
+  /// gpt-oss's biases, F32: the router's [1, num_experts], and per expert
+  /// rows of [num_experts, moe_intermediate] (gate, up) and [num_experts, hidden] (down).
+  weight_tensor router_bias, gate_bias, up_bias, down_bias;
 
   auto empty() const -> bool { return router.data == nullptr; }
   /// Every expert matrix, for passes over all tensors.
@@ -98,7 +101,9 @@ struct layer_weights {
   expert_weights experts;  ///< a mixture of experts' MLP, in place of w_gate, w_up and w_down
 
   // Present only in the families that have them:
-  weight_tensor bq, bk, bv;       ///< Qwen2: q/k/v biases [1, rows], F32
+  weight_tensor bq, bk, bv;       ///< Qwen2, gpt-oss: q/k/v biases [1, rows], F32
+  weight_tensor bo;               ///< gpt-oss: o_proj's bias [1, hidden], F32
+  weight_tensor sinks;            ///< gpt-oss: each head's attention sink logit [1, heads], F32
   /// Qwen3, Gemma 3: per-head RMSNorm [1, head_dim], F32; OLMoE: over the
   /// whole projection, [1, heads * head_dim] and [1, kv_heads * head_dim].
   weight_tensor q_norm, k_norm;

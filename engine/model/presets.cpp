@@ -99,6 +99,25 @@ auto moe_preset(std::string_view name) -> std::optional<model_config> {
     c.eos_token_ids = {50279};
     return c;
   }
+  if (name == "gpt-oss-20b") {
+    auto c = with_experts(family_config("GptOssForCausalLM", 201088, 2880, 2880, 24, 64, 8, 64), 32, 4, 2880, false);
+    c.max_position_embeddings = 131072;
+    c.rms_norm_eps = 1e-5;
+    c.rope_theta = 150000.0;
+    c.rope_scaling.type = "yarn";
+    c.rope_scaling.factor = 32.0;
+    c.rope_scaling.original_max_position_embeddings = 4096;
+    c.rope_scaling.truncate = false;
+    c.sliding_window = 128;
+    c.sliding_layers.resize(24);
+    for (std::size_t i = 0; i < 24; ++i) c.sliding_layers[i] = i % 2 == 0;
+    c.swiglu_limit = 7.0;
+    c.mxfp4_experts = true;
+    c.torch_dtype = "bfloat16";
+    c.bos_token_id = 199998;
+    c.eos_token_ids = {200002, 199999, 200012};
+    return c;
+  }
   return std::nullopt;
 }
 
@@ -107,7 +126,7 @@ auto moe_preset(std::string_view name) -> std::optional<model_config> {
 auto preset_names() -> std::vector<std::string_view> {
   return {"tiny",         "stories110m", "tinyllama-1.1b", "llama-3.2-1b", "llama-3-8b",  "qwen2.5-0.5b",
           "qwen3-0.6b",   "gemma-2-2b",  "gemma-3-1b",     "smollm2-360m", "phi-3.5-mini",
-          "mistral-7b-v0.3", "mistral-nemo-12b", "qwen3-30b-a3b", "mixtral-8x7b", "olmoe-1b-7b"};
+          "mistral-7b-v0.3", "mistral-nemo-12b", "qwen3-30b-a3b", "mixtral-8x7b", "olmoe-1b-7b", "gpt-oss-20b"};
 }
 
 auto preset_config(std::string_view name) -> std::optional<model_config> {

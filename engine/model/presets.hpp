@@ -24,7 +24,7 @@ auto family_config(std::string_view architecture, std::int64_t vocab, std::int64
 
 /// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, qwen2.5-0.5b, qwen3-0.6b,
 /// gemma-2-2b, gemma-3-1b, smollm2-360m, phi-3.5-mini, mistral-7b-v0.3, mistral-nemo-12b, and the
-/// mixtures of experts qwen3-30b-a3b, mixtral-8x7b and olmoe-1b-7b.
+/// mixtures of experts qwen3-30b-a3b, mixtral-8x7b, olmoe-1b-7b and gpt-oss-20b.
 auto preset_names() -> std::vector<std::string_view>;
 
 /// The config of a preset; nullopt for an unknown name.

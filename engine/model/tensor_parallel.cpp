@@ -44,6 +44,12 @@ auto shard_experts(const expert_weights& e, tp_rank r, std::int64_t inter,
                    std::vector<std::shared_ptr<const void>>& storage) -> expert_weights {
   expert_weights x;
   x.router = e.router;
+  x.router_bias = e.router_bias;
+  if (e.gate_bias.data != nullptr) {
+    x.gate_bias = column_slice(e.gate_bias, r.rank * inter, inter, storage);
+    x.up_bias = column_slice(e.up_bias, r.rank * inter, inter, storage);
+    if (r.rank == 0) x.down_bias = e.down_bias;
+  }
   for (std::size_t i = 0; i < e.gate.size(); ++i) {
     x.gate.push_back(e.gate[i].rows_view(r.rank * inter, inter));
     x.up.push_back(e.up[i].rows_view(r.rank * inter, inter));
@@ -104,6 +110,10 @@ auto shard_weights(const model_weights& full, tp_rank r) -> model_weights {
     }
     // Biases follow their rows; per-head norms and the norms on the
     // all-reduced hidden state are replicated.
+    // gpt-oss: each rank's heads' sinks; o_proj's bias on rank 0 only, as
+    // the all-reduce sums the ranks' shares (the experts' down bias too).
+    if (l.sinks.data != nullptr) x.sinks = column_slice(l.sinks, r.rank * heads, heads, s.storage);
+    if (r.rank == 0) x.bo = l.bo;
     if (l.bq.data != nullptr) {
       x.bq = column_slice(l.bq, r.rank * heads * hd, heads * hd, s.storage);
       x.bk = column_slice(l.bk, r.rank * kv_heads * hd, kv_heads * hd, s.storage);

@@ -109,8 +109,10 @@ auto rope_at(const model_config& c, double base, bool scaled, std::int64_t seq_l
     const auto correction_dim = [&](double num_rotations) {
       return (static_cast<double>(dim) * std::log(orig / (num_rotations * 2 * std::numbers::pi))) / (2 * std::log(base));
     };
-    const double low = std::max(std::floor(correction_dim(s.beta_fast)), 0.0);
-    double high = std::min(std::ceil(correction_dim(s.beta_slow)), static_cast<double>(dim - 1));
+    // find_correction_range: floor/ceil when truncate (the default).
+    const double fast = correction_dim(s.beta_fast), slow = correction_dim(s.beta_slow);
+    const double low = std::max(s.truncate ? std::floor(fast) : fast, 0.0);
+    double high = std::min(s.truncate ? std::ceil(slow) : slow, static_cast<double>(dim - 1));
     if (low == high) high += 0.001;
     for (std::int64_t i = 0; i < dim / 2; ++i) {
       const double pos_freq = std::pow(base, static_cast<double>(2 * i) / static_cast<double>(dim));
@@ -150,6 +152,67 @@ auto gelu_tanh(double x) -> double {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
 }
 auto silu(double x) -> double { return x / (1.0 + std::exp(-x)); }
+
+// W_e x for expert e of an MXFP4 tensor as transformers' convert_moe_packed_tensors
+// reads it: name_blocks [experts, rows, cols / 32, 16] (low nibble: the even
+// element), name_scales [experts, rows, cols / 32] (2^(scale - 127)).
+auto mxfp4_matvec(const checkpoint& ck, const std::string& name, std::int64_t e, const vec& x) -> vec {
+  static constexpr double fp4[16] = {+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0,
+                                     -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0};
+  const auto& blocks = ck.tensor(name + "_blocks");
+  const auto& scales = ck.tensor(name + "_scales");
+  const std::int64_t rows = blocks.shape[1], nb = blocks.shape[2];
+  const auto* b = reinterpret_cast<const std::uint8_t*>(blocks.data);
+  const auto* sc = reinterpret_cast<const std::uint8_t*>(scales.data);
+  vec y(idx(rows), 0.0);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t k = 0; k < nb; ++k) {
+      const auto block = (e * rows + r) * nb + k;
+      const double scale = std::ldexp(1.0, static_cast<int>(sc[block]) - 127);
+      for (int j = 0; j < 16; ++j) {
+        const std::uint8_t byte = b[block * 16 + j];
+        y[idx(r)] += fp4[byte & 0x0F] * scale * x[idx(k * 32 + 2 * j)] + fp4[byte >> 4] * scale * x[idx(k * 32 + 2 * j + 1)];
+      }
+    }
+  return y;
+}
+
+// GptOssMLP: router_logits = router(x) (with its bias); the top k logits,
+// softmax over those k; each expert's gate_up_proj (interleaved: gate the
+// even outputs, up the odd) with its bias, gate clamped above and up on both
+// sides at swiglu_limit, (up + 1) · gate · σ(1.702 · gate), down_proj with
+// its bias, weighted.
+auto gpt_oss_moe(const checkpoint& ck, const model_config& c, const std::string& layer, const vec& x) -> vec {
+  const auto base = layer + "mlp.";
+  auto logits = ck.matvec(base + "router.weight", x);
+  const auto rb = ck.vector(base + "router.bias");
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] += rb[i];
+  std::vector<std::int64_t> order(logits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return logits[idx(a)] > logits[idx(b)]; });
+  order.resize(idx(c.num_experts_per_tok));
+  const double mx = logits[idx(order[0])];
+  double z = 0.0;
+  for (const auto e : order) z += std::exp(logits[idx(e)] - mx);
+  const auto& gub = ck.tensor(base + "experts.gate_up_proj_bias");
+  const auto& db = ck.tensor(base + "experts.down_proj_bias");
+  const std::int64_t inter = c.moe_intermediate_size, d = c.hidden_size;
+  const double limit = c.swiglu_limit;
+  vec out(x.size(), 0.0);
+  for (const auto e : order) {
+    const auto gate_up = mxfp4_matvec(ck, base + "experts.gate_up_proj", e, x);
+    vec h(idx(inter));
+    for (std::int64_t i = 0; i < inter; ++i) {
+      const double gate = std::min(gate_up[idx(2 * i)] + ck.at(gub, e * 2 * inter + 2 * i), limit);
+      const double up = std::clamp(gate_up[idx(2 * i + 1)] + ck.at(gub, e * 2 * inter + 2 * i + 1), -limit, limit);
+      h[idx(i)] = (up + 1.0) * gate / (1.0 + std::exp(-1.702 * gate));
+    }
+    const auto y = mxfp4_matvec(ck, base + "experts.down_proj", e, h);
+    const double w = std::exp(logits[idx(e)] - mx) / z;
+    for (std::int64_t i = 0; i < d; ++i) out[idx(i)] += w * (y[idx(i)] + ck.at(db, e * d + i));
+  }
+  return out;
+}
 
 // Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock and OlmoeSparseMoeBlock:
 // routing_weights = softmax(gate(x)); the top k of them, divided by their
@@ -228,7 +291,7 @@ auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> toke
         k[idx(t)] = ck.matvec(p + "self_attn.k_proj.weight", x);
         v[idx(t)] = ck.matvec(p + "self_attn.v_proj.weight", x);
       }
-      if (fam == model_family::qwen2) { // Qwen2Attention: q/k/v_proj with bias=True
+      if (fam == model_family::qwen2 || fam == model_family::gpt_oss) { // q/k/v_proj with bias=True
         for (const auto& [name, y] : {std::pair{"q", &q[idx(t)]}, std::pair{"k", &k[idx(t)]}, std::pair{"v", &v[idx(t)]}}) {
           const auto b = ck.vector(p + "self_attn." + name + "_proj.bias");
           for (size_t i = 0; i < b.size(); ++i) (*y)[i] += b[i];
@@ -266,14 +329,22 @@ auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> toke
           if (c.attn_logit_softcapping > 0) dot = std::tanh(dot / c.attn_logit_softcapping) * c.attn_logit_softcapping;
           s[idx(j - first)] = dot;
         }
-        const double mx = *std::max_element(s.begin(), s.end());
-        double z = 0.0;
+        // gpt-oss (eager_attention_forward): the head's sink joins the
+        // softmax as one more logit, its probability then dropped.
+        const bool sink = fam == model_family::gpt_oss;
+        const double sink_logit = sink ? ck.at(ck.tensor(p + "self_attn.sinks"), head) : 0.0;
+        const double mx = std::max(*std::max_element(s.begin(), s.end()), sink ? sink_logit : -INFINITY);
+        double z = sink ? std::exp(sink_logit - mx) : 0.0;
         for (auto& e : s) z += (e = std::exp(e - mx));
         for (std::int64_t j = first; j <= t; ++j)
           for (std::int64_t i = 0; i < hd; ++i)
             attn[idx(head * hd + i)] += s[idx(j - first)] / z * v[idx(j)][idx(kvh * hd + i)];
       }
       auto o = ck.matvec(p + "self_attn.o_proj.weight", attn);
+      if (fam == model_family::gpt_oss) {
+        const auto ob = ck.vector(p + "self_attn.o_proj.bias");
+        for (size_t i = 0; i < o.size(); ++i) o[i] += ob[i];
+      }
       if (gemma) o = rms_norm(o, ck.vector(p + "post_attention_layernorm.weight"), eps, true);
       for (std::int64_t i = 0; i < d; ++i) h[idx(t)][idx(i)] += o[idx(i)];
     }
@@ -282,7 +353,7 @@ auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> toke
       const auto x = rms_norm(ht, ck.vector(p + (gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
                               eps, gemma);
       if (c.num_experts > 0) {
-        const auto y = sparse_moe(ck, c, p, x);
+        const auto y = fam == model_family::gpt_oss ? gpt_oss_moe(ck, c, p, x) : sparse_moe(ck, c, p, x);
         for (std::int64_t i = 0; i < d; ++i) ht[idx(i)] += y[idx(i)];
         continue;
       }

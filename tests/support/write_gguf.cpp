@@ -7,11 +7,14 @@
 //   q4_k_m            llama-quantize's Q4_K_M mix: Q4_K, with Q6_K for the
 //                     output (the embeddings when tied) and for attn_v and
 //                     ffn_down on the layers its use_more_bits picks
+//   mxfp4             gpt-oss: its MXFP4 experts as they are, the rest Q8_0
+// Mixtures of experts: 3-D ffn_*_exps tensors, the router in F32.
 // The quantizer is troupe's round-to-nearest (gguf::quantize_row), not
 // llama-quantize's search: the bytes differ, the format is the same.
 
 #include "engine/formats/gguf.hpp"
 #include "engine/formats/gguf_quant.hpp"
+#include "engine/formats/mxfp4.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/formats/safetensors.hpp"
 #include "tests/support/gguf_vocab.hpp"
@@ -50,6 +53,8 @@ constexpr file_kind kinds[] = {
     {"f32", tensor_type::f32, 0},   {"f16", tensor_type::f16, 1},   {"q8_0", tensor_type::q8_0, 7},
     {"q4_0", tensor_type::q4_0, 2}, {"q4_k", tensor_type::q4_k, 14}, {"q6_k", tensor_type::q6_k, 18},
     {"q4_k_m", tensor_type::q4_k, 15}, {"bf16", tensor_type::bf16, 32},
+    // llama-quantize's MXFP4_MOE: experts MXFP4 (gpt-oss's own blocks), other matrices Q8_0.
+    {"mxfp4", tensor_type::q8_0, 38},
 };
 
 auto arch_name(const model_config& c) -> std::string_view {
@@ -62,6 +67,7 @@ auto arch_name(const model_config& c) -> std::string_view {
     case model_family::gemma3: return "gemma3";
     case model_family::phi3: return "phi3";
     case model_family::olmoe: return "olmoe";
+    case model_family::gpt_oss: return "gpt-oss";
   }
   throw error("unknown model family");
 }
@@ -107,7 +113,8 @@ private:
     w_.kv_f32(key("rope.freq_base"), static_cast<float>(c_.rope_theta));
     w_.kv_f32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c_.rms_norm_eps));
     const auto fam = c_.family();
-    if (fam == model_family::gemma2 || fam == model_family::gemma3 || fam == model_family::phi3)
+    if (fam == model_family::gemma2 || fam == model_family::gemma3 || fam == model_family::phi3 ||
+        fam == model_family::gpt_oss)
       w_.kv_u32(key("attention.sliding_window"), static_cast<std::uint32_t>(c_.sliding_window));
     else if (c_.sliding_window > 0)
       throw error("a sliding window on " + std::string(arch_) + " has no GGUF key llama.cpp reads");
@@ -131,6 +138,13 @@ private:
       w_.kv_u32(key("rope.scaling.original_context_length"),
                 static_cast<std::uint32_t>(rs.original_max_position_embeddings));
       w_.kv_f32(key("rope.scaling.attn_factor"), static_cast<float>(attn));
+    } else if (rs.type == "yarn") {
+      // llama.cpp rounds YaRN's correction range outwards whatever
+      // transformers' truncate says (gpt-oss's is false), as its converter.
+      w_.kv_string(key("rope.scaling.type"), "yarn");
+      w_.kv_f32(key("rope.scaling.factor"), static_cast<float>(rs.factor));
+      w_.kv_u32(key("rope.scaling.original_context_length"),
+                static_cast<std::uint32_t>(rs.original_max_position_embeddings));
     } else if (!rs.type.empty() && rs.type != "llama3") {
       throw error("rope_scaling '" + rs.type + "' is not written by this tool");
     }
@@ -141,10 +155,11 @@ private:
   void expert_metadata() {
     w_.kv_u32(key("expert_count"), static_cast<std::uint32_t>(c_.num_experts));
     w_.kv_u32(key("expert_used_count"), static_cast<std::uint32_t>(c_.num_experts_per_tok));
-    if (arch_ == "qwen3moe")
+    if (arch_ == "qwen3moe" || arch_ == "gpt-oss")
       w_.kv_u32(key("expert_feed_forward_length"), static_cast<std::uint32_t>(c_.moe_intermediate_size));
-    if (c_.norm_topk_prob != (arch_ != "olmoe"))
-      throw error(std::string(arch_) + ": llama.cpp " + (arch_ == "olmoe" ? "never" : "always") +
+    const bool norm = arch_ != "olmoe" && arch_ != "gpt-oss";
+    if (c_.norm_topk_prob != norm)
+      throw error(std::string(arch_) + ": llama.cpp " + (norm ? "always" : "never") +
                   " renormalises the chosen experts' weights, and this config's norm_topk_prob differs");
   }
 
@@ -228,6 +243,58 @@ private:
     w_.tensor(gguf_name, shape, static_cast<std::uint32_t>(t), std::move(bytes));
   }
 
+  /// One of gpt-oss's MXFP4 expert tensors (Hugging Face's blocks and
+  /// scales; per expert the rows first, first + stride, ...) as ffn_*_exps:
+  /// MXFP4 as convert writes it (the same blocks, ggml's nibble order), or
+  /// its values in the file's type.
+  void mxfp4_experts(const std::string& to, const std::string& from, std::int64_t stored_rows, std::int64_t first,
+                     std::int64_t stride, std::int64_t cols, std::int64_t layer) {
+    const auto* blocks = raw(from + "_blocks");
+    const auto* scales = raw(from + "_scales");
+    const auto n = c_.num_experts, rows = stored_rows / stride, nb = cols / 32;
+    std::string bytes(static_cast<std::size_t>(n * rows * nb * troupe::mxfp4::block_bytes), '\0');
+    for (std::int64_t e = 0; e < n; ++e)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const auto src = e * stored_rows + first + r * stride, dst = (e * rows + r) * nb * troupe::mxfp4::block_bytes;
+        troupe::mxfp4::from_hf(blocks + src * nb * 16, scales + src * nb,
+                               reinterpret_cast<std::byte*>(bytes.data()) + dst, cols);
+      }
+    if (kind_.name == "mxfp4") {
+      w_.tensor(to, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(n)},
+                static_cast<std::uint32_t>(tensor_type::mxfp4), std::move(bytes));
+      return;
+    }
+    std::vector<float> values(static_cast<std::size_t>(n * rows * cols));
+    troupe::mxfp4::dequantize(reinterpret_cast<const std::byte*>(bytes.data()), values.data(), n * rows * cols);
+    add(to, std::move(values), layer, n * rows, cols, n);
+  }
+
+  auto raw(const std::string& name) const -> const std::uint8_t* {
+    const auto* t = weights_->find(name);
+    if (!t || t->type != troupe::dtype::u8) throw error(weights_->path().string() + ": no U8 tensor " + name);
+    return reinterpret_cast<const std::uint8_t*>(t->data);
+  }
+
+  /// gpt-oss's router (F32, with its bias) and experts with their biases:
+  /// gate_up_proj's interleaved rows split into ffn_gate_exps and ffn_up_exps.
+  void gpt_oss_experts(const std::string& p, const std::string& b, std::int64_t l) {
+    const auto d = c_.hidden_size, inter = c_.moe_intermediate_size, n = c_.num_experts;
+    const auto base = p + "mlp.";
+    add(b + "ffn_gate_inp.weight", load(base + "router.weight"), l, n, d, 0, true);
+    add(b + "ffn_gate_inp.bias", load(base + "router.bias"), l, n, 0);
+    const auto gate_up = load(base + "experts.gate_up_proj_bias");
+    for (const auto& [name, offset] : {std::pair{"ffn_gate_exps.bias", 0}, std::pair{"ffn_up_exps.bias", 1}}) {
+      std::vector<float> v(static_cast<std::size_t>(n * inter));
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = gate_up[2 * i + static_cast<std::size_t>(offset)];
+      w_.tensor<float>(b + name, {static_cast<std::uint64_t>(inter), static_cast<std::uint64_t>(n)}, 0, v);
+    }
+    w_.tensor<float>(b + "ffn_down_exps.bias", {static_cast<std::uint64_t>(d), static_cast<std::uint64_t>(n)}, 0,
+                     load(base + "experts.down_proj_bias"));
+    mxfp4_experts(b + "ffn_gate_exps.weight", base + "experts.gate_up_proj", 2 * inter, 0, 2, d, l);
+    mxfp4_experts(b + "ffn_up_exps.weight", base + "experts.gate_up_proj", 2 * inter, 1, 2, d, l);
+    mxfp4_experts(b + "ffn_down_exps.weight", base + "experts.down_proj", d, 0, 1, inter, l);
+  }
+
   /// A mixture of experts' router (F32) and its experts stacked into
   /// ffn_{gate,up,down}_exps, as convert writes them.
   void experts(const std::string& p, const std::string& b, std::int64_t l) {
@@ -284,7 +351,7 @@ private:
         add(b + "attn_k.weight", std::move(wk), l, kv, d);
         add(b + "attn_v.weight", load(p + "self_attn.v_proj.weight"), l, kv, d);
       }
-      if (fam == model_family::qwen2)
+      if (fam == model_family::qwen2 || fam == model_family::gpt_oss)
         for (const auto* n : {"q", "k", "v"})
           add(b + "attn_" + n + ".bias", load(p + "self_attn." + n + "_proj.bias"), l, n[0] == 'q' ? q : kv, 0);
       if (fam == model_family::qwen3 || fam == model_family::gemma3) {
@@ -295,6 +362,13 @@ private:
         norm(p + "self_attn.k_norm.weight", b + "attn_k_norm.weight", l, kv);
       }
       add(b + "attn_output.weight", load(p + "self_attn.o_proj.weight"), l, d, q);
+      if (fam == model_family::gpt_oss) {
+        add(b + "attn_output.bias", load(p + "self_attn.o_proj.bias"), l, d, 0);
+        add(b + "attn_sinks.weight", load(p + "self_attn.sinks"), l, c_.num_attention_heads, 0);
+        norm(p + "post_attention_layernorm.weight", b + "post_attention_norm.weight", l, d);
+        gpt_oss_experts(p, b, l);
+        continue;
+      }
       if (gemma) {
         norm(p + "post_attention_layernorm.weight", b + "post_attention_norm.weight", l, d);
         norm(p + "pre_feedforward_layernorm.weight", b + "ffn_norm.weight", l, d);
@@ -352,7 +426,7 @@ private:
 };
 
 auto usage() -> int {
-  std::fprintf(stderr, "usage: write_gguf --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m MODEL_DIR OUT.gguf\n");
+  std::fprintf(stderr, "usage: write_gguf --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m|mxfp4 MODEL_DIR OUT.gguf\n");
   return 2;
 }
 

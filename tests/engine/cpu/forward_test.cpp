@@ -233,6 +233,22 @@ auto family_cases() -> std::vector<shape_case> {
   olmoe.num_experts_per_tok = 2;
   olmoe.moe_intermediate_size = 64;
   v.push_back({"OLMoE: 6 experts, top 2 not renormalised, whole-width q/k norms, F16", olmoe, dtype::f16});
+  auto gpt_oss = family("GptOssForCausalLM", 83, 64, 64, 2, 4, 2, 16);
+  gpt_oss.num_experts = 4;
+  gpt_oss.num_experts_per_tok = 2;
+  gpt_oss.moe_intermediate_size = 64;
+  gpt_oss.swiglu_limit = 7.0;
+  gpt_oss.mxfp4_experts = true;
+  gpt_oss.sliding_window = 5;
+  gpt_oss.sliding_layers = {true, false};
+  gpt_oss.rope_theta = 150000.0;
+  gpt_oss.max_position_embeddings = 256;
+  gpt_oss.rope_scaling.type = "yarn";
+  gpt_oss.rope_scaling.factor = 4.0;
+  gpt_oss.rope_scaling.original_max_position_embeddings = 64;
+  gpt_oss.rope_scaling.truncate = false;
+  v.push_back({"gpt-oss: biases, sinks, window 5, YaRN untruncated, MXFP4 experts routed by top-k logits, clamped SwiGLU",
+               gpt_oss, dtype::f32});
   auto dynamic = make_config(71, 64, 96, 2, 4, 2, 16);
   dynamic.max_position_embeddings = 8;
   dynamic.rope_scaling.type = "dynamic";
@@ -282,7 +298,10 @@ TEST_CASE("paged batched forward matches the double-precision reference") {
     INFO(std::string(sc.name));
     const auto dir = tmp / sc.name;
     write_random_model(dir, sc.config, {seed++, sc.type, 1.0, {}});
-    const auto w = model_weights::load(dir);
+    // MXFP4 experts (gpt-oss) widened to F32: the reference multiplies the
+    // exact weights by unrounded activations (the quantized path's 8-bit
+    // activations are the last test's).
+    const auto w = dequantized(model_weights::load(dir));
     for (std::int32_t block_size : {1, 3, 16}) {
       for (std::size_t max_chunk : {std::size_t{1}, std::size_t{5}, std::size_t{64}}) {
         CAPTURE(block_size);

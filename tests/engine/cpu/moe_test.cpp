@@ -23,7 +23,7 @@ TEST_CASE("route_experts: the softmax's k largest, ties to the lower index, reno
   const float logits[] = {0.0f, 2.0f, 0.0f, 2.0f, 0.0f, -1.0f};
   std::int32_t ids[3];
   float w[3];
-  route_experts(logits, 1, 6, 3, false, ids, w);
+  route_experts(logits, 1, 6, 3, expert_gating::softmax_top_k, false, ids, w);
   CHECK(ids[0] == 1);
   CHECK(ids[1] == 3);
   CHECK(ids[2] == 0);
@@ -31,7 +31,7 @@ TEST_CASE("route_experts: the softmax's k largest, ties to the lower index, reno
   for (const float l : logits) z += std::exp(static_cast<double>(l));
   CHECK(w[0] == doctest::Approx(std::exp(2.0) / z).epsilon(1e-6));
   CHECK(w[2] == doctest::Approx(1.0 / z).epsilon(1e-6));
-  route_experts(logits, 1, 6, 3, true, ids, w);
+  route_experts(logits, 1, 6, 3, expert_gating::softmax_top_k, true, ids, w);
   CHECK(w[0] + w[1] + w[2] == doctest::Approx(1.0).epsilon(1e-6));
   CHECK(w[0] == w[1]);
   CHECK(w[0] / w[2] == doctest::Approx(std::exp(2.0)).epsilon(1e-5));
@@ -39,10 +39,18 @@ TEST_CASE("route_experts: the softmax's k largest, ties to the lower index, reno
   const float two[] = {5.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 9.0f};
   std::int32_t ids2[2];
   float w2[2];
-  route_experts(two, 2, 6, 1, true, ids2, w2);
+  route_experts(two, 2, 6, 1, expert_gating::softmax_top_k, true, ids2, w2);
   CHECK(ids2[0] == 0);
   CHECK(ids2[1] == 5);
   CHECK(w2[0] == 1.0f);
+  // gpt-oss: the top k logits, then a softmax over those k alone.
+  route_experts(logits, 1, 6, 3, expert_gating::top_k_softmax, false, ids, w);
+  CHECK(ids[0] == 1);
+  CHECK(ids[1] == 3);
+  CHECK(ids[2] == 0);
+  const double z3 = 2 * std::exp(2.0) + 1.0;
+  CHECK(w[0] == doctest::Approx(std::exp(2.0) / z3).epsilon(1e-6));
+  CHECK(w[2] == doctest::Approx(1.0 / z3).epsilon(1e-6));
 }
 
 TEST_CASE("moe_mlp: each chosen expert runs once a step for all its tokens, a token's bits the same in any batch") {

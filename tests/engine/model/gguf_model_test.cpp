@@ -351,7 +351,7 @@ TEST_CASE("a GGUF model troupe cannot compute is refused with one line naming wh
   SUBCASE("architecture") {
     g.arch = "mamba";
     CHECK(load_error(dir, g) == file + ": general.architecture 'mamba' is not supported (supported: llama, qwen2, "
-                                       "qwen3, gemma2, gemma3, phi3, qwen3moe, olmoe)");
+                                       "qwen3, gemma2, gemma3, phi3, qwen3moe, olmoe, gpt-oss)");
   }
   SUBCASE("shared experts (qwen2moe) and DeepSeek's MLA, by architecture or by key") {
     g.arch = "qwen2moe";

@@ -357,7 +357,7 @@ TEST_CASE("config.json errors name the file and the problem") {
   CHECK(load_error(dir, "LlamaForCausalLM", "GPT2LMHeadModel") ==
         p + "unsupported architecture 'GPT2LMHeadModel' (supported: LlamaForCausalLM, MistralForCausalLM, "
             "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, "
-                     "Qwen3MoeForCausalLM, MixtralForCausalLM, OlmoeForCausalLM)");
+                     "Qwen3MoeForCausalLM, MixtralForCausalLM, OlmoeForCausalLM, GptOssForCausalLM)");
   // Flags troupe does not implement stop loading, one line naming them.
   CHECK(load_error(dir, "\"attention_bias\": false", "\"attention_bias\": true") ==
         p + "field 'attention_bias' true is not supported");
@@ -631,7 +631,57 @@ constexpr const char* olmoe_config = R"({
   "torch_dtype": "bfloat16", "transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 50304
 })";
 
+// openai/gpt-oss-20b's config.json.
+constexpr const char* gpt_oss_config = R"({
+  "architectures": ["GptOssForCausalLM"], "attention_bias": true, "attention_dropout": 0.0, "eos_token_id": 200002,
+  "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880, "initial_context_length": 4096,
+  "initializer_range": 0.02, "intermediate_size": 2880,
+  "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention",
+    "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention",
+    "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention",
+    "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention",
+    "full_attention"],
+  "max_position_embeddings": 131072, "model_type": "gpt_oss", "num_attention_heads": 64, "num_experts_per_tok": 4,
+  "num_hidden_layers": 24, "num_key_value_heads": 8, "num_local_experts": 32, "output_router_logits": false,
+  "pad_token_id": 199999,
+  "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+    "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"},
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096,
+    "rope_type": "yarn", "truncate": false},
+  "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+  "tie_word_embeddings": false, "transformers_version": "4.55.0.dev0", "use_cache": true, "vocab_size": 201088
+})";
+
 } // namespace
+
+TEST_CASE("gpt-oss-20b's config: experts, window on even layers, YaRN untruncated, MXFP4; its preset the same") {
+  const temp_dir dir;
+  const auto c = load(dir, gpt_oss_config);
+  CHECK(c.family() == model_family::gpt_oss);
+  CHECK(c.num_experts == 32);
+  CHECK(c.num_experts_per_tok == 4);
+  CHECK(c.moe_intermediate_size == 2880);
+  CHECK(c.swiglu_limit == 7.0);
+  CHECK(c.mxfp4_experts);
+  CHECK(c.sliding_window == 128);
+  CHECK(c.is_sliding(0));
+  CHECK_FALSE(c.is_sliding(1));
+  CHECK(c.rope_scaling.type == "yarn");
+  CHECK_FALSE(c.rope_scaling.truncate);
+  auto p = *preset_config("gpt-oss-20b");
+  p.eos_token_ids = c.eos_token_ids; // generation_config.json adds <|endoftext|> and <|call|>
+  p.bos_token_id = c.bos_token_id;
+  p.torch_dtype = c.torch_dtype; // the hub's config names none
+  CHECK(p.sliding_layers == c.sliding_layers);
+  CHECK(p.rope_scaling == c.rope_scaling);
+  CHECK(p.max_position_embeddings == c.max_position_embeddings);
+  CHECK(p == c);
+  check_round_trip(c);
+  const auto q = (dir / "config.json").string() + ": ";
+  CHECK(load_error(dir, "\"quant_method\": \"mxfp4\"", "\"quant_method\": \"awq\"", gpt_oss_config) ==
+        q + "field 'quantization_config' is not gpt-oss's {\"quant_method\": \"mxfp4\"}");
+}
 
 TEST_CASE("the mixtures of experts' configs: experts, their width, renormalisation; the presets their shapes") {
   const temp_dir dir;
