@@ -1,6 +1,7 @@
 #include "actors/tokenizer_actor.hpp"
 
 #include "engine/grammar/grammar_matcher.hpp"
+#include "service/tools/harmony_parser.hpp"
 #include "service/tools/reasoning_parser.hpp"
 
 #include <caf/all.hpp>
@@ -70,9 +71,9 @@ auto encode_prompt(const tokenizer& tok, const chat_template* chat, const encode
 void prepare(grammar::grammar_cache* grammars, const encode_job& job, encoded& out) {
   if (job.grammar.empty() || !out.error.empty()) return;
   // (A prompt whose thinking block is closed already: the answer comes at once.)
-  out.grammar = job.grammar_after_thinking && !out.thinking_done
-                    ? tools::reasoning_parser::grammar_after(job.grammar, out.opens_thinking)
-                    : job.grammar;
+  out.grammar = job.grammar_in_final_channel                     ? tools::harmony_parser::final_grammar(job.grammar)
+                : job.grammar_after_thinking && !out.thinking_done ? tools::reasoning_parser::grammar_after(job.grammar, out.opens_thinking)
+                                                                    : job.grammar;
   if (grammars == nullptr) return; // (a backend without grammars: the request checks refused it)
   try {
     out.compiled = grammar::prepare_grammar(*grammars, out.grammar);

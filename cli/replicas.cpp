@@ -9,6 +9,7 @@
 #include "engine/cpu/threads.hpp"
 #include "actors/memory_manager_actor.hpp"
 #include "engine/cpu/huge_pages.hpp"
+#include "service/tools/harmony_parser.hpp"
 #include "engine/model/gguf_model.hpp"
 #include "engine/model/quantize_weights.hpp"
 #include "engine/formats/model_error.hpp"
@@ -100,8 +101,13 @@ void set_executor_options(const server_config& cfg, model_setup& m) {
   m.cpu.num_sampled_ids = m.tok->vocab_size();
   m.cpu.jump_forward = cfg.engine.jump_forward;
   m.cpu.kv_type = m.kv;
+  // Harmony's markers (gpt-oss's tokenizer) are control tokens its forced
+  // tool calls and structured answers are written with.
+  std::vector<token_id> markers;
+  for (const auto marker : tools::harmony_parser::markers)
+    if (const auto id = m.tok->id_of(marker); id >= 0 && m.tok->id_of("<|channel|>") >= 0) markers.push_back(id);
   m.cpu.grammars = std::make_shared<grammar::grammar_cache>(std::make_shared<const grammar::token_vocabulary>(
-      grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size())));
+      grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size(), markers)));
   m.zero.grammars = m.cpu.grammars;
 }
 

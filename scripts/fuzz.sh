@@ -31,7 +31,7 @@ sources[config_toml]="tests/fuzz/config_toml_fuzz.cpp service/server_config.cpp 
   engine/formats/gguf_quant.cpp engine/formats/mxfp4.cpp engine/formats/mapping.cpp engine/formats/safetensors.cpp $policies"
 libs[config_toml]="$(pkg-config --libs tomlplusplus) -lsimdjson -ldl"
 sources[grammar]="tests/fuzz/grammar_fuzz.cpp $grammar engine/grammar/compiled_grammar.cpp engine/grammar/grammar_matcher.cpp engine/grammar/token_vocabulary.cpp
-  service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp service/http/openai/openai_format.cpp"
+  service/tools/reasoning_parser.cpp service/tools/tool_grammar.cpp service/tools/harmony_parser.cpp service/http/openai/openai_format.cpp"
 libs[grammar]="-lsimdjson"
 sources[safetensors]="tests/fuzz/safetensors_fuzz.cpp engine/formats/safetensors.cpp engine/formats/mapping.cpp"
 libs[safetensors]="-lsimdjson"

@@ -34,8 +34,10 @@ public:
 
   /// A tokenizer's vocabulary: token_surface of every id but control and
   /// unknown ones (the ids past `num_ids` left out when it is smaller).
-  static auto of(const tokenizer& tok, std::vector<token_id> end_ids, std::int64_t num_ids = -1)
-      -> token_vocabulary;
+  /// `markers`: control tokens a grammar may write all the same, as their
+  /// text (gpt-oss's harmony markers, which its tool calls are made of).
+  static auto of(const tokenizer& tok, std::vector<token_id> end_ids, std::int64_t num_ids = -1,
+                 const std::vector<token_id>& markers = {}) -> token_vocabulary;
 
   auto size() const -> std::int32_t { return static_cast<std::int32_t>(surfaces_.size()); }
   auto surface(token_id id) const -> std::string_view { return surfaces_[static_cast<std::size_t>(id)]; }

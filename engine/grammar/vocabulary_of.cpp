@@ -8,12 +8,16 @@
 
 namespace troupe::grammar {
 
-auto token_vocabulary::of(const tokenizer& tok, std::vector<token_id> end_ids, std::int64_t num_ids)
-    -> token_vocabulary {
+auto token_vocabulary::of(const tokenizer& tok, std::vector<token_id> end_ids, std::int64_t num_ids,
+                          const std::vector<token_id>& markers) -> token_vocabulary {
   const auto n = num_ids < 0 ? tok.vocab_size() : std::min<std::int64_t>(num_ids, tok.vocab_size());
   std::vector<std::string> surfaces(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     const auto id = static_cast<token_id>(i);
+    if (std::find(markers.begin(), markers.end(), id) != markers.end()) {
+      surfaces[static_cast<std::size_t>(i)] = std::string(tok.piece(id));
+      continue;
+    }
     if (tok.is_control(id) || tok.is_unknown(id)) continue;
     surfaces[static_cast<std::size_t>(i)] = std::string(tok.token_surface(id));
   }

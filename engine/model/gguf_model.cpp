@@ -312,7 +312,9 @@ void read_special_tokens(const gguf::file& f, model_config& c) {
       const auto text = items[id].as_string();
       if (!text) continue;
       for (const auto end : k_end_of_turn)
-        if (*text == end) add_eos(static_cast<token_id>(id));
+        // gpt-oss's <|end|> closes a message (its reasoning) mid-answer.
+        if (*text == end && !(end == "<|end|>" && c.family() == model_family::gpt_oss))
+          add_eos(static_cast<token_id>(id));
     }
   }
 }

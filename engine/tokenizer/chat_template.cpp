@@ -251,7 +251,11 @@ auto messages_value(std::span<const chat_message> messages) -> jinja::value {
     if (!m.tool_calls_json.empty()) o.set("tool_calls", jinja::parse_json(m.tool_calls_json, "tool_calls"));
     if (!m.tool_call_id.empty()) o.set("tool_call_id", m.tool_call_id);
     if (!m.name.empty()) o.set("name", m.name);
-    if (!m.reasoning_content.empty()) o.set("reasoning_content", m.reasoning_content);
+    // gpt-oss's template reads an assistant's reasoning as `thinking` (as llama.cpp hands it).
+    if (!m.reasoning_content.empty()) {
+      o.set("reasoning_content", m.reasoning_content);
+      o.set("thinking", m.reasoning_content);
+    }
     out.emplace_back(std::move(o));
   }
   return out;

@@ -57,7 +57,7 @@ struct whole_answer {
     }
     if (auto deltas = call_deltas(events); !deltas.empty()) {
       std::string ignored;
-      tools::merge({{}, std::move(deltas)}, ignored, calls);
+      tools::merge({{}, std::move(deltas), {}}, ignored, calls);
     }
   }
 };

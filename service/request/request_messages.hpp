@@ -45,6 +45,10 @@ struct encode_job {
   /// answer after the thinking block (reasoning_parser::grammar_after).
   std::string grammar;
   bool grammar_after_thinking = false;
+  /// A harmony (gpt-oss) chat's structured output: the grammar constrains
+  /// the final channel's message, after an optional analysis message
+  /// (harmony_parser::final_grammar); a tool-call grammar is harmony already.
+  bool grammar_in_final_channel = false;
   /// chat: Anthropic's context editing, applied before the prompt is rendered.
   context_edits edits;
 

@@ -10,13 +10,20 @@ namespace {
 
 constexpr const char* shutting_down = "the server is shutting down";
 
+/// Whether an answer's text is parsed in the model's tool-call format: with
+/// tools, and always in a chat with harmony (gpt-oss), whose reasoning and
+/// answer are channels of that format.
+auto parses_tool_format(const model_profile& m, const api::generation_request& body) -> bool {
+  return body.choice.what != api::tool_choice::mode::none ||
+         (body.kind == api::endpoint::chat && m.support.tool_parser == "harmony");
+}
+
 /// The special tokens the answer's text shows: the reasoning markers (chat)
 /// and the tool-call markers, when the text is parsed for calls.
 auto shown_controls(const model_profile& m, const api::generation_request& body) -> std::vector<token_id> {
   std::vector<token_id> ids;
   if (body.kind == api::endpoint::chat) ids = m.reasoning_markers;
-  if (body.choice.what != api::tool_choice::mode::none)
-    ids.insert(ids.end(), m.tool_markers.begin(), m.tool_markers.end());
+  if (parses_tool_format(m, body)) ids.insert(ids.end(), m.tool_markers.begin(), m.tool_markers.end());
   return ids;
 }
 
@@ -26,7 +33,7 @@ request_session::request_session(std::shared_ptr<const model_profile> model, ses
                                  std::function<request_id(std::int32_t)> ids, const std::atomic<bool>* stopping)
     : model_(std::move(model)), req_(std::move(req)), ids_(std::move(ids)), stopping_(stopping) {
   const auto& body = req_.body;
-  const bool tools = body.choice.what != api::tool_choice::mode::none;
+  const bool tools = parses_tool_format(*model_, body);
   const api::response_head head{req_.protocol->response_id(body, req_.request_id), req_.created, model_->model_name};
   // One choice, or best_of (n) candidates: ids id_ on.
   choices_.open(static_cast<std::size_t>(std::max(1, body.best_of)), *req_.protocol, body, head,
@@ -71,6 +78,9 @@ auto request_session::encode_job_of() -> encode_job {
   // A reasoning model thinks first; its grammar constrains the answer after.
   job.grammar = body.sampling.grammar;
   job.grammar_after_thinking = job.chat && model_->support.reasoning;
+  job.grammar_in_final_channel = job.chat && model_->support.tool_parser == "harmony" &&
+                                 body.choice.what != api::tool_choice::mode::required &&
+                                 body.choice.what != api::tool_choice::mode::named;
   if (req_.route) job_ = job;
   return job;
 }

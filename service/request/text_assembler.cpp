@@ -76,9 +76,11 @@ void text_assembler::reasoning(std::string_view text, const emit& out) {
   out(std::span(&e, 1));
 }
 
-// What the tool parser said: its plain text (or the logprobs of tokens that
-// became call text), then the calls' news as one group.
+// What the tool parser said: its reasoning (harmony's), its plain text (or
+// the logprobs of tokens that became call text), then the calls' news as
+// one group.
 void text_assembler::calls(const tools::parse_delta& d, std::vector<api::token_logprob> logprobs, const emit& out) {
+  reasoning(d.reasoning, out); // harmony's analysis channel
   if (!d.content.empty() || !logprobs.empty()) plain(d.content, std::move(logprobs), out);
   if (d.calls.empty()) return;
   std::vector<output_event> events;

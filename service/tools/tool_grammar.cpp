@@ -1,4 +1,5 @@
 #include "service/tools/tool_grammar.hpp"
+#include "service/tools/harmony_parser.hpp"
 #include "base/json_text.hpp"
 
 #include "engine/grammar/grammar.hpp"
@@ -7,6 +8,7 @@
 namespace troupe::tools {
 
 auto detect_tool_parser(std::string_view t) -> std::string {
+  if (t.find("<|channel|>") != std::string_view::npos) return "harmony";
   if (t.find("<tool_call>") != std::string_view::npos) return "hermes";
   if (t.find("[TOOL_CALLS]") != std::string_view::npos) return "mistral";
   if (t.find("<|python_tag|>") != std::string_view::npos || t.find("ipython") != std::string_view::npos)
@@ -18,6 +20,7 @@ auto tool_markers(std::string_view family) -> std::vector<std::string> {
   if (family == "hermes") return {"<tool_call>", "</tool_call>"};
   if (family == "mistral") return {"[TOOL_CALLS]"};
   if (family == "llama3_json") return {"<|python_tag|>"};
+  if (family == "harmony") return {std::begin(harmony_parser::markers), std::end(harmony_parser::markers)};
   return {};
 }
 
@@ -35,8 +38,17 @@ auto tool_call_grammar(std::string_view family, const std::vector<api::tool_spec
     } catch (const grammar::grammar_error& e) {
       throw grammar::grammar_error("tools[" + std::to_string(i) + "].function.parameters: " + e.what());
     }
+    if (family == "harmony") { // a message to functions.NAME, its body the arguments
+      const auto head = "<|channel|>commentary to=functions." + t.name + " <|constrain|>json<|message|>";
+      calls += (calls.empty() ? "" : " | ") + grammar::gbnf_literal(head) + " " + args;
+      continue;
+    }
     const auto head = "{\"name\": " + json_text::quoted(t.name) + ", \"" + key + "\": ";
     calls += (calls.empty() ? "" : " | ") + grammar::gbnf_literal(head) + " " + args + " \"}\"";
+  }
+  if (family == "harmony") { // one call: <|call|> ends the turn
+    g.add_rule("root", calls);
+    return harmony_parser::grammar(g.text());
   }
   g.add_rule("tool-call-object", calls);
   std::string root;

@@ -22,7 +22,8 @@ auto tool_markers(std::string_view family) -> std::vector<std::string>;
 
 /// GBNF for one call (or, with `parallel`, one or more) in `family`'s
 /// format, of the functions tool_choice allows (all for required, the named
-/// one), each with arguments valid under its parameters schema. Throws
+/// one), each with arguments valid under its parameters schema (harmony:
+/// one call, after an optional analysis message; <|call|> ends the turn). Throws
 /// grammar::grammar_error naming the tool whose schema cannot be honoured.
 auto tool_call_grammar(std::string_view family, const std::vector<api::tool_spec>& tools, const api::tool_choice& choice,
                        bool parallel) -> std::string;

