@@ -247,9 +247,9 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         # gpt-oss: its real template (from node-llama-cpp's llama.cpp bundle)
-        # with its real tokenizer files, the messages as served (an
-        # assistant's reasoning_content is also its `thinking`, which the
-        # template reads); and its reasoning_effort and model_identity.
+        # with its real tokenizer files; an assistant's `thinking` (the
+        # server hands reasoning_content so: families_test.py), its
+        # reasoning_effort and model_identity.
         path = gpt_oss_template(tmp)
         model_dir = os.path.join(PACKAGES, "tokenizer-gptoss", "models")
         if path is None or not os.path.isdir(model_dir):
@@ -259,12 +259,15 @@ def main():
                 template = f.read()
             with open(os.path.join(model_dir, "tokenizer_config.json"), encoding="utf-8") as f:
                 tokens = special_tokens(json.load(f))
+            thought = dict(CALL_DICT, thinking="Paris: call the tool.")
             extra = [("reasoning_effort high", {"messages": [SYSTEM, U1], "reasoning_effort": "high",
                                                 "add_generation_prompt": True}),
+                     ("thinking before a call", {"messages": [U1, thought, RESULT], "tools": [WEATHER_TOOL],
+                                                 "add_generation_prompt": True}),
                      ("model_identity", {"messages": [U1], "model_identity": "You are Troupe.",
                                          "add_generation_prompt": True})]
             for name, case in cases + extra:
-                compare("gpt-oss", template, tokens, ["--template", path, "--model", model_dir], name, case, True)
+                compare("gpt-oss", template, tokens, ["--template", path, "--model", model_dir], name, case)
 
         tokens = {"bos_token": "<s>", "eos_token": "</s>"}
         with open(os.path.join(tmp, "tokenizer_config.json"), "w") as f:
