@@ -88,6 +88,11 @@ auto from_server_config(const server_config& cfg, sim::scenario sc, bool own_cos
   shape.kv_heads = mc.num_key_value_heads;
   shape.head_dim = mc.head_dim;
   shape.vocab = mc.vocab_size;
+  if (mc.is_moe()) {
+    shape.experts = mc.num_experts;
+    shape.experts_per_token = mc.num_experts_per_tok;
+    shape.expert_intermediate = mc.moe_intermediate_size;
+  }
   shape.kv_cache_dtype = std::string(kv_dtype_name(m.kv));
   shape.kv_bytes = static_cast<double>(kv_head_bytes(m.kv, mc.head_dim)) / static_cast<double>(mc.head_dim);
   shape.weight_bytes = weight_bytes(cfg, m, shape);

@@ -1,5 +1,6 @@
 #include "sim/cost_model.hpp"
 
+#include "engine/core/expert_load.hpp"
 #include "engine/core/step_log.hpp"
 
 #include <algorithm>
@@ -43,14 +44,28 @@ auto parameter_count(const model_shape& m) -> double {
   // q_proj and o_proj: hidden x heads·head_dim each (hidden² where head_dim is hidden / heads).
   const double q = static_cast<double>(m.hidden) * static_cast<double>(m.heads) * head_dim,
                kv = 2.0 * m.hidden * m.kv_heads * head_dim;
-  const double mlp = 3.0 * m.hidden * m.intermediate;
+  const double mlp = m.experts > 0 ? 3.0 * m.hidden * m.expert_intermediate * static_cast<double>(m.experts) + m.hidden * m.experts
+                                   : 3.0 * m.hidden * m.intermediate;
   return static_cast<double>(m.layers) * (2 * q + kv + mlp) + static_cast<double>(m.vocab) * m.hidden;
+}
+
+auto active_parameter_count(const model_shape& m) -> double {
+  if (m.experts == 0) return parameter_count(m);
+  const double idle = 3.0 * m.hidden * m.expert_intermediate * static_cast<double>(m.experts - m.experts_per_token);
+  return parameter_count(m) - static_cast<double>(m.layers) * idle;
 }
 
 roofline_cost::roofline_cost(const model_shape& m, const hardware_spec& h, std::int32_t block_size) : h_(h) {
   const double head_dim = static_cast<double>(m.head_size());
-  params_ = parameter_count(m);
-  weight_bytes_ = params_ * m.weight_bytes;
+  params_ = active_parameter_count(m);
+  weight_bytes_ = parameter_count(m) * m.weight_bytes;
+  if (m.experts > 0) {
+    experts_ = m.experts;
+    experts_per_token_ = m.experts_per_token;
+    expert_bytes_ = 3.0 * m.hidden * m.expert_intermediate * m.weight_bytes;
+    layers_ = static_cast<double>(m.layers);
+    weight_bytes_ -= layers_ * static_cast<double>(m.experts) * expert_bytes_; // the rest: attention, router, embedding
+  }
   // Attention: QK and PV, 4 FLOPs per (query, key) pair per head dimension per layer.
   pair_flops_ = 4.0 * m.layers * m.heads * head_dim;
   kv_per_token_ = 2.0 * m.layers * m.kv_heads * head_dim * m.kv_bytes;
@@ -64,7 +79,8 @@ auto roofline_cost::step_seconds(const step_features& f) const -> double {
   const double flops = 2 * params_ * f.tokens + pair_flops_ * pairs;
   // Bytes: the weights once, the KV read by decodes, written by every token;
   // a prefill chunk reads its sequence's KV about once.
-  const double bytes = weight_bytes_ + kv_per_token_ * (f.decode_context + f.tokens) +
+  const double experts = layers_ * expected_distinct_experts(experts_, experts_per_token_, f.tokens) * expert_bytes_;
+  const double bytes = weight_bytes_ + experts + kv_per_token_ * (f.decode_context + f.tokens) +
                        block_bytes_ * f.swapped_blocks;
   const double compute = flops / (h_.peak_tflops * 1e12);
   const double memory = bytes / (h_.memory_bandwidth_gbs * 1e9);
@@ -73,8 +89,14 @@ auto roofline_cost::step_seconds(const step_features& f) const -> double {
 
 auto roofline_cost::describe() const -> std::string {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "roofline: %.2f B params, %.0f GB/s, %.0f TFLOP/s, %.0f us per step",
-                params_ / 1e9, h_.memory_bandwidth_gbs, h_.peak_tflops, h_.step_overhead_us);
+  if (experts_ > 0)
+    std::snprintf(buf, sizeof buf,
+                  "roofline: %.2f B params a token (%lld experts, %lld a token), %.0f GB/s, %.0f TFLOP/s, %.0f us per step",
+                  params_ / 1e9, static_cast<long long>(experts_), static_cast<long long>(experts_per_token_),
+                  h_.memory_bandwidth_gbs, h_.peak_tflops, h_.step_overhead_us);
+  else
+    std::snprintf(buf, sizeof buf, "roofline: %.2f B params, %.0f GB/s, %.0f TFLOP/s, %.0f us per step",
+                  params_ / 1e9, h_.memory_bandwidth_gbs, h_.peak_tflops, h_.step_overhead_us);
   return buf;
 }
 

@@ -38,8 +38,10 @@ inline void add_chunk(step_features& f, std::int64_t num_computed, std::int64_t 
 }
 auto features_of(const scheduler_output& step) -> step_features;
 
-/// The weights of a model of this shape: attention, MLP, the embedding.
+/// The weights of a model of this shape: attention, MLP (every expert), the embedding.
 auto parameter_count(const model_shape& m) -> double;
+/// The weights one token multiplies: its experts' alone where the model has experts.
+auto active_parameter_count(const model_shape& m) -> double;
 
 class cost_model {
 public:
@@ -56,8 +58,12 @@ public:
 
 private:
   hardware_spec h_;
-  double params_ = 0;        ///< per token: the matmuls' weights (lm_head included)
-  double weight_bytes_ = 0;  ///< read once per step
+  double params_ = 0;        ///< per token: the matmuls' weights (lm_head included; a token's experts)
+  double weight_bytes_ = 0;  ///< read once per step (but for the experts)
+  /// A mixture of experts: the step reads each distinct expert its tokens
+  /// chose once (expected_distinct_experts), expert_bytes_ each, per layer.
+  std::int64_t experts_ = 0, experts_per_token_ = 0;
+  double expert_bytes_ = 0, layers_ = 0;
   double pair_flops_ = 0;    ///< attention FLOPs per (query, key) pair over every layer
   double kv_per_token_ = 0;  ///< bytes of K and V over every layer
   double block_bytes_ = 0;

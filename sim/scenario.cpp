@@ -199,6 +199,12 @@ void read_model(reader& top, scenario& sc) {
     r->integer("kv_heads", m.kv_heads, 1);
     r->integer("vocab", m.vocab, 2, std::numeric_limits<std::int32_t>::max()); // token ids are 32-bit
     r->integer("head_dim", m.head_dim, 1);
+    r->integer("experts", m.experts, 1);
+    r->integer("experts_per_token", m.experts_per_token, 1);
+    r->integer("expert_intermediate", m.expert_intermediate, 1);
+    if ((m.experts > 0) != (m.experts_per_token > 0) || (m.experts > 0) != (m.expert_intermediate > 0))
+      fail("model.experts", "a mixture of experts gives experts, experts_per_token and expert_intermediate together");
+    if (m.experts_per_token > m.experts) fail("model.experts_per_token", "must be at most model.experts");
     r->number("weight_bytes", m.weight_bytes, 0, true);
     r->number("kv_bytes", m.kv_bytes, 0, true);
     r->text("kv_cache_dtype", m.kv_cache_dtype, {"f32", "bf16", "f16", "q8_0"});

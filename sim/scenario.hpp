@@ -78,6 +78,9 @@ struct model_shape {
   std::int64_t layers = 32, hidden = 4096, intermediate = 14336, heads = 32, kv_heads = 8, vocab = 128256;
   std::int64_t head_dim = 0; ///< 0: hidden / heads (Qwen3 and Gemma set their own)
   auto head_size() const -> std::int64_t { return head_dim > 0 ? head_dim : hidden / heads; }
+  /// A mixture of experts: each layer's MLP is `experts` MLPs of
+  /// expert_intermediate, `experts_per_token` of them a token (0: dense).
+  std::int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0;
   double weight_bytes = 2; ///< per parameter
   double kv_bytes = 2;     ///< per cached value
   /// Set: the server's scheduler.kv_cache_dtype ("f32", "bf16", "f16",
