@@ -54,6 +54,12 @@ bench: build
 bench-quant: build
 	python3 scripts/bench_quant.py $(BUILD)/troupe $(BUILD)/tests/write_gguf
 
+# Mixtures of experts against llama.cpp, the same way: Qwen3-30B-A3B (Q4_K_M)
+# and gpt-oss-20b (MXFP4), their real per-layer shapes, 4 layers each.
+bench-moe: build
+	python3 scripts/bench_quant.py $(BUILD)/troupe $(BUILD)/tests/write_gguf --layers 4 \
+	  --pairs qwen3-30b-a3b:q4_k_m,gpt-oss-20b:mxfp4
+
 # Structured output's cost: decode tokens/s under a JSON schema against plain
 # decoding, interleaved, at batch 1 and 32, with Llama 2's and Llama 3.2's
 # vocabularies (tests/tools), a large schema's compile time, and Claude

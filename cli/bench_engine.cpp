@@ -47,12 +47,17 @@ auto read_bandwidth_gbs() -> double {
   return static_cast<double>(bytes) / sec / 1e9;
 }
 
+// The weight bytes a batch-1 decode step reads: every matrix, but of a
+// mixture of experts' experts only the num_experts_per_tok a token runs.
 auto weight_bytes(const model_weights& w) -> double {
   const auto bytes = [](const weight_tensor& t) { return static_cast<double>(t.num_bytes()); };
   double b = bytes(w.lm_head);
-  for (const auto& l : w.layers)
-    b += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.w_gate) +
-         bytes(l.w_up) + bytes(l.w_down);
+  const auto k = static_cast<double>(w.config.num_experts_per_tok);
+  for (const auto& l : w.layers) {
+    b += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.w_gate) + bytes(l.w_up) + bytes(l.w_down);
+    if (!l.experts.empty())
+      b += bytes(l.experts.router) + k * (bytes(l.experts.gate[0]) + bytes(l.experts.up[0]) + bytes(l.experts.down[0]));
+  }
   return b;
 }
 
@@ -324,7 +329,8 @@ void bench_threads(const model_weights& w, cpu_executor_options eo, int threads,
   if (o.json)
     json_lines += "{\"threads\": " + std::to_string(threads) + ", \"decode\": {" + json_rows +
                   "}, \"prefill_tokens_per_s\": " + std::to_string(prefill) + "}\n";
-  compare_with_openblas(w.layers[0].w_up, threads, o.setup.runs);
+  const auto& l0 = w.layers[0];
+  compare_with_openblas(l0.experts.empty() ? l0.w_up : l0.experts.up[0], threads, o.setup.runs);
 }
 
 } // namespace

@@ -95,7 +95,7 @@ constexpr std::array k_commands = {
             "--time adds \"ns\", the encode's nanoseconds"},
     command{"make-model", cli::run_make_model,
             "--preset NAME --out DIR [--seed S] [--tokenizer DIR] [--small [--hidden N] [--vocab V]]\n"
-            "[--eos-boost B]\n"
+            "[--layers L] [--eos-boost B]\n"
             "a model directory of a preset's shape, random weights (tiny's fitted to bigrams of\n"
             "the licence texts); presets: tiny (a few MB), stories110m, tinyllama-1.1b, llama-3.2-1b,\n"
             "llama-3-8b, qwen2.5-0.5b, qwen3-0.6b, gemma-2-2b, gemma-3-1b, smollm2-360m, phi-3.5-mini,\n"
@@ -106,6 +106,7 @@ constexpr std::array k_commands = {
             "family's features at test size (2 layers, hidden 64, F32); --hidden N widens it\n"
             "(N a multiple of 32: N/16 heads, intermediate 2N; 256 fits GGUF's K-quant blocks;\n"
             "at most 16 experts, 4 a token); --vocab V shrinks the vocabulary (BOS 1, EOS 2);\n"
+            "--layers L keeps L of the shape's layers (a model too large for the machine, benchmarked);\n"
             "--eos-boost B makes answers end soon (EOS's logit ~6B above the rest; 1.7: ~1 token in 10),\n"
             "for clients that wait for an answer's end"},
     command{"bench-engine", cli::run_bench_engine,

@@ -10,7 +10,7 @@
 namespace troupe::cli {
 
 auto run_make_model(std::span<char* const> argv) -> int {
-  const args a(argv, {"preset", "out", "seed", "tokenizer", "hidden", "vocab", "eos-boost"}, {"small"});
+  const args a(argv, {"preset", "out", "seed", "tokenizer", "hidden", "vocab", "layers", "eos-boost"}, {"small"});
   const auto preset = a.required("preset");
   const auto out = a.required("out");
   if (!preset_config(preset)) {
@@ -26,6 +26,8 @@ auto run_make_model(std::span<char* const> argv) -> int {
   o.small_hidden = a.integer("hidden", 64);
   if (a.has("vocab") && !o.small) throw usage_error("--vocab needs --small");
   o.small_vocab = a.integer("vocab", 0);
+  o.layers = a.integer("layers", 0);
+  if (a.has("layers") && (o.layers < 1 || o.layers > 1000)) throw usage_error("--layers must be 1 to 1000");
   if (a.has("vocab") && (o.small_vocab < 3 || o.small_vocab > 1000000)) throw usage_error("--vocab must be 3 to 1000000");
   o.eos_boost = a.real("eos-boost", 0);
   if (o.eos_boost < 0) throw usage_error("--eos-boost must be >= 0");

@@ -11,8 +11,15 @@ measured in the same pass) and then llama_cpp.mjs bench on the file (it
 loads the model, then times batch-1, 8 and 32 decode and a 512-token
 prefill). The table gives the medians over the rounds and troupe's ratio.
 
+`make bench-moe` runs it on mixtures of experts: Qwen3-30B-A3B as Q4_K_M and
+gpt-oss-20b as MXFP4, each with its real per-layer shapes but 4 of its
+layers (--layers: the whole models do not fit this machine's memory and
+disk as the random BF16 checkpoints they are made from), where batch-1 GB/s
+counts the weights a token reads (its own experts, not all of them).
+
 usage: bench_quant.py TROUPE WRITE_GGUF [--rounds 3] [--threads 1,2]
                       [--models tinyllama-1.1b,stories110m] [--types q8_0,q4_k_m,bf16]
+                      [--pairs MODEL:TYPE,...] [--layers N]
 """
 
 import argparse
@@ -55,6 +62,8 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--models", default="tinyllama-1.1b,stories110m")
     p.add_argument("--types", default="q8_0,q4_k_m,bf16")
+    p.add_argument("--pairs", default="", help="model:type pairs instead of --models x --types")
+    p.add_argument("--layers", type=int, default=0, help="keep this many of each model's layers")
     a = p.parse_args()
     use_troupe(a.troupe)
     if not os.path.isdir(os.path.join(TOOLS, "node-llama-cpp")):
@@ -62,30 +71,32 @@ def main():
         return 1
     os.makedirs(WORK, exist_ok=True)
     print(f"{'model':15} {'type':7} {'thr':>3} {'metric':12} {'troupe':>9} {'llama.cpp':>9} {'ratio':>6}")
-    for model in a.models.split(","):
-        src = os.path.join(WORK, model)
+    pairs = ([tuple(p.split(":")) for p in a.pairs.split(",")] if a.pairs else
+             [(m, k) for m in a.models.split(",") for k in a.types.split(",")])
+    for model, kind in pairs:
+        name = f"{model}-{a.layers}l" if a.layers else model
+        src = os.path.join(WORK, name)
         if not os.path.exists(os.path.join(src, "config.json")):
-            print(f"(writing random {model} weights to {src})", file=sys.stderr)
-            make_model(src, model)
-        for kind in a.types.split(","):
-            gguf = os.path.join(WORK, f"{model}.{kind}.gguf")
-            if not os.path.exists(gguf):
-                run([a.write_gguf, "--type", kind, src, gguf])
-            for threads in map(int, a.threads.split(",")):
-                ours, theirs = [], []
-                for _ in range(a.rounds):
-                    ours.append(troupe_round(a.troupe, gguf, threads))
-                    theirs.append(llama_round(gguf, threads))
-                med = lambda rs, k: statistics.median(r[k] for r in rs)
-                for key, name in [("1", "batch 1"), ("8", "batch 8"), ("32", "batch 32"), ("prefill", "prefill 512")]:
-                    t, l = med(ours, key), med(theirs, key)
-                    print(f"{model:15} {kind:7} {threads:3d} {name:12} {t:9.1f} {l:9.1f} {t / l:6.2f}")
-                gbs, read = med(ours, "gbs"), med(ours, "read")
-                print(f"{model:15} {kind:7} {threads:3d} {'batch-1 GB/s':12} {gbs:9.1f} {'':9} "
-                      f"{gbs / read:6.2f} of the {read:.1f} GB/s read bandwidth")
-                print(f"{model:15} {kind:7} {threads:3d} {'32 vs 1':12} {med(ours, '32') / med(ours, '1'):9.2f} "
-                      f"{med(theirs, '32') / med(theirs, '1'):9.2f}")
-                sys.stdout.flush()
+            print(f"(writing random {name} weights to {src})", file=sys.stderr)
+            make_model(src, model, *(["--layers", str(a.layers)] if a.layers else []))
+        gguf = os.path.join(WORK, f"{name}.{kind}.gguf")
+        if not os.path.exists(gguf):
+            run([a.write_gguf, "--type", kind, src, gguf])
+        for threads in map(int, a.threads.split(",")):
+            ours, theirs = [], []
+            for _ in range(a.rounds):
+                ours.append(troupe_round(a.troupe, gguf, threads))
+                theirs.append(llama_round(gguf, threads))
+            med = lambda rs, k: statistics.median(r[k] for r in rs)
+            for key, label in [("1", "batch 1"), ("8", "batch 8"), ("32", "batch 32"), ("prefill", "prefill 512")]:
+                t, l = med(ours, key), med(theirs, key)
+                print(f"{model:15} {kind:7} {threads:3d} {label:12} {t:9.1f} {l:9.1f} {t / l:6.2f}")
+            gbs, read = med(ours, "gbs"), med(ours, "read")
+            print(f"{model:15} {kind:7} {threads:3d} {'batch-1 GB/s':12} {gbs:9.1f} {'':9} "
+                  f"{gbs / read:6.2f} of the {read:.1f} GB/s read bandwidth")
+            print(f"{model:15} {kind:7} {threads:3d} {'32 vs 1':12} {med(ours, '32') / med(ours, '1'):9.2f} "
+                  f"{med(theirs, '32') / med(theirs, '1'):9.2f}")
+            sys.stdout.flush()
     return 0
 
 

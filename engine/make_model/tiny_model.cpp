@@ -281,6 +281,10 @@ void make_model(std::string_view preset, const fs::path& dir, const make_model_o
   auto config = preset_config(preset);
   if (!config) throw std::invalid_argument("unknown preset '" + std::string(preset) + "'");
   if (options.small) config = small_config(*config, options.small_hidden);
+  if (options.layers > 0) {
+    config->num_hidden_layers = options.layers;
+    if (!config->sliding_layers.empty()) config->sliding_layers.resize(static_cast<std::size_t>(options.layers));
+  }
   if (options.small && options.small_vocab > 0) {
     config->vocab_size = options.small_vocab;
     config->bos_token_id = 1;

@@ -37,6 +37,9 @@ struct make_model_options {
   /// > 0: the small shape's vocabulary (BOS 1, EOS 2, as the trained
   /// tokenizer's), so a model of a 150k-token vocabulary stays small.
   std::int64_t small_vocab = 0;
+  /// > 0: the preset's own shape with this many layers (benchmarks of a
+  /// model too large for the machine: its real per-layer shapes, fewer of them).
+  std::int64_t layers = 0;
   /// > 0: the model ends its answers soon, for clients that wait for the
   /// end (agents' tests): every token's embedding shares one direction
   /// (dimension 0, at 8x the others' scale; the layers' outputs at 0.05x),
