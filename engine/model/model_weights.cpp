@@ -269,6 +269,70 @@ auto load_gpt_oss_experts(weight_loader& load, const std::string& layer, const m
   return e;
 }
 
+/// Layer p's attention: q/k/v (Phi-3's fused), their biases (Qwen2,
+/// gpt-oss), q/k norms (Gemma's 1 + w), o_proj, gpt-oss's bias and sinks.
+void load_attention(weight_loader& load, const model_config& c, const std::string& p, layer_weights& l) {
+  const auto fam = c.family();
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  const auto d = c.hidden_size, q_rows = c.num_attention_heads * c.head_dim;
+  const auto kv_rows = c.num_key_value_heads * c.head_dim;
+  l.attn_norm = load.norm(p + "input_layernorm.weight", d, gemma);
+  if (fam == model_family::phi3) {
+    const auto qkv = load.split(p + "self_attn.qkv_proj.weight", {q_rows, kv_rows, kv_rows}, d);
+    l.wq = qkv[0];
+    l.wk = qkv[1];
+    l.wv = qkv[2];
+  } else {
+    l.wq = load.matrix(p + "self_attn.q_proj.weight", q_rows, d);
+    l.wk = load.matrix(p + "self_attn.k_proj.weight", kv_rows, d);
+    l.wv = load.matrix(p + "self_attn.v_proj.weight", kv_rows, d);
+  }
+  if (fam == model_family::qwen2 || fam == model_family::gpt_oss) {
+    l.bq = load.norm(p + "self_attn.q_proj.bias", q_rows);
+    l.bk = load.norm(p + "self_attn.k_proj.bias", kv_rows);
+    l.bv = load.norm(p + "self_attn.v_proj.bias", kv_rows);
+  }
+  if (fam == model_family::qwen3 || fam == model_family::gemma3) {
+    l.q_norm = load.norm(p + "self_attn.q_norm.weight", c.head_dim, gemma);
+    l.k_norm = load.norm(p + "self_attn.k_norm.weight", c.head_dim, gemma);
+  } else if (fam == model_family::olmoe) {
+    l.q_norm = load.norm(p + "self_attn.q_norm.weight", q_rows);
+    l.k_norm = load.norm(p + "self_attn.k_norm.weight", kv_rows);
+  }
+  l.wo = load.matrix(p + "self_attn.o_proj.weight", d, q_rows);
+  if (fam == model_family::gpt_oss) {
+    l.bo = load.norm(p + "self_attn.o_proj.bias", d);
+    l.sinks = load.norm(p + "self_attn.sinks", c.num_attention_heads);
+  }
+}
+
+/// Layer p's MLP and its norms: dense (Phi-3's gate and up fused), or a
+/// mixture of experts.
+void load_mlp(weight_loader& load, const model_config& c, const std::string& p, layer_weights& l) {
+  const auto fam = c.family();
+  const auto d = c.hidden_size, inter = c.intermediate_size;
+  if (fam == model_family::gemma2 || fam == model_family::gemma3) {
+    l.post_attn_norm = load.norm(p + "post_attention_layernorm.weight", d, true);
+    l.mlp_norm = load.norm(p + "pre_feedforward_layernorm.weight", d, true);
+    l.post_mlp_norm = load.norm(p + "post_feedforward_layernorm.weight", d, true);
+  } else {
+    l.mlp_norm = load.norm(p + "post_attention_layernorm.weight", d);
+  }
+  if (c.is_moe()) {
+    l.experts = fam == model_family::gpt_oss ? load_gpt_oss_experts(load, p, c) : load_experts(load, p, c);
+    return;
+  }
+  if (fam == model_family::phi3) {
+    const auto gate_up = load.split(p + "mlp.gate_up_proj.weight", {inter, inter}, d);
+    l.w_gate = gate_up[0];
+    l.w_up = gate_up[1];
+  } else {
+    l.w_gate = load.matrix(p + "mlp.gate_proj.weight", inter, d);
+    l.w_up = load.matrix(p + "mlp.up_proj.weight", inter, d);
+  }
+  l.w_down = load.matrix(p + "mlp.down_proj.weight", d, inter);
+}
+
 } // namespace
 
 auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
@@ -277,13 +341,9 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
   w.config = model_config::load(dir);
   const auto& c = w.config;
   weight_loader load(dir, w);
-
-  const auto q_rows = c.num_attention_heads * c.head_dim;
-  const auto kv_rows = c.num_key_value_heads * c.head_dim;
-  const auto d = c.hidden_size, inter = c.intermediate_size;
-  const auto fam = c.family();
-  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
-  if (fam == model_family::gpt_oss && !c.mxfp4_experts)
+  const auto d = c.hidden_size;
+  const bool gemma = c.family() == model_family::gemma2 || c.family() == model_family::gemma3;
+  if (c.family() == model_family::gpt_oss && !c.mxfp4_experts)
     fail(dir / "config.json", "gpt-oss's unquantized experts (no quantization_config) are not read: use its MXFP4 "
                               "checkpoint or a GGUF file");
   w.embed = load.matrix("model.embed_tokens.weight", c.vocab_size, d);
@@ -291,54 +351,8 @@ auto model_weights::load(const std::filesystem::path& dir) -> model_weights {
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto p = "model.layers." + std::to_string(i) + ".";
     layer_weights& l = w.layers.emplace_back();
-    l.attn_norm = load.norm(p + "input_layernorm.weight", d, gemma);
-    if (fam == model_family::phi3) {
-      const auto qkv = load.split(p + "self_attn.qkv_proj.weight", {q_rows, kv_rows, kv_rows}, d);
-      l.wq = qkv[0];
-      l.wk = qkv[1];
-      l.wv = qkv[2];
-    } else {
-      l.wq = load.matrix(p + "self_attn.q_proj.weight", q_rows, d);
-      l.wk = load.matrix(p + "self_attn.k_proj.weight", kv_rows, d);
-      l.wv = load.matrix(p + "self_attn.v_proj.weight", kv_rows, d);
-    }
-    if (fam == model_family::qwen2 || fam == model_family::gpt_oss) {
-      l.bq = load.norm(p + "self_attn.q_proj.bias", q_rows);
-      l.bk = load.norm(p + "self_attn.k_proj.bias", kv_rows);
-      l.bv = load.norm(p + "self_attn.v_proj.bias", kv_rows);
-    }
-    if (fam == model_family::qwen3 || fam == model_family::gemma3) {
-      l.q_norm = load.norm(p + "self_attn.q_norm.weight", c.head_dim, gemma);
-      l.k_norm = load.norm(p + "self_attn.k_norm.weight", c.head_dim, gemma);
-    } else if (fam == model_family::olmoe) {
-      l.q_norm = load.norm(p + "self_attn.q_norm.weight", q_rows);
-      l.k_norm = load.norm(p + "self_attn.k_norm.weight", kv_rows);
-    }
-    l.wo = load.matrix(p + "self_attn.o_proj.weight", d, q_rows);
-    if (fam == model_family::gpt_oss) {
-      l.bo = load.norm(p + "self_attn.o_proj.bias", d);
-      l.sinks = load.norm(p + "self_attn.sinks", c.num_attention_heads);
-    }
-    if (gemma) {
-      l.post_attn_norm = load.norm(p + "post_attention_layernorm.weight", d, true);
-      l.mlp_norm = load.norm(p + "pre_feedforward_layernorm.weight", d, true);
-      l.post_mlp_norm = load.norm(p + "post_feedforward_layernorm.weight", d, true);
-    } else {
-      l.mlp_norm = load.norm(p + "post_attention_layernorm.weight", d);
-    }
-    if (c.is_moe()) {
-      l.experts = fam == model_family::gpt_oss ? load_gpt_oss_experts(load, p, c) : load_experts(load, p, c);
-      continue;
-    }
-    if (fam == model_family::phi3) {
-      const auto gate_up = load.split(p + "mlp.gate_up_proj.weight", {inter, inter}, d);
-      l.w_gate = gate_up[0];
-      l.w_up = gate_up[1];
-    } else {
-      l.w_gate = load.matrix(p + "mlp.gate_proj.weight", inter, d);
-      l.w_up = load.matrix(p + "mlp.up_proj.weight", inter, d);
-    }
-    l.w_down = load.matrix(p + "mlp.down_proj.weight", d, inter);
+    load_attention(load, c, p, l);
+    load_mlp(load, c, p, l);
   }
   w.final_norm = load.norm("model.norm.weight", d, gemma);
   // Tied checkpoints (Llama 3.2 1B) usually omit lm_head.weight; when present

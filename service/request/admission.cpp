@@ -37,7 +37,7 @@ auto prepare_tools(generation_request& body, const request_support& s) -> std::o
   if (s.tool_parser.empty())
     return error("unsupported_parameter", "tools",
                  "tools: this model's chat template writes no tool-call format troupe knows; set model.tool_parser ("
-                 "hermes, llama3_json or mistral)");
+                 "hermes, llama3_json, mistral or harmony)");
   if (body.choice.what == tool_choice::mode::automatic) return std::nullopt;
   if (!body.sampling.grammar.empty())
     return error("invalid_value", "tool_choice",

@@ -119,5 +119,5 @@ TEST_CASE("a call cut off by max_tokens is given as far as it went; unknown fami
   CHECK(cut.calls[0].name == "get_weather");
   CHECK(cut.calls[0].arguments == "{\"city\": \"Pa");
   CHECK(make_tool_parser("pythonic", ids()) == nullptr);
-  CHECK(tool_parser_names() == std::vector<std::string>{"hermes", "llama3_json", "mistral"});
+  CHECK(tool_parser_names() == std::vector<std::string>{"hermes", "llama3_json", "mistral", "harmony"});
 }
