@@ -102,10 +102,13 @@ void set_executor_options(const server_config& cfg, model_setup& m) {
   m.cpu.jump_forward = cfg.engine.jump_forward;
   m.cpu.kv_type = m.kv;
   // Harmony's markers (gpt-oss's tokenizer) are control tokens its forced
-  // tool calls and structured answers are written with.
+  // tool calls and structured answers are written with; not its end tokens
+  // (<|call|>, <|return|>), which the grammar allows only where it may end.
   std::vector<token_id> markers;
   for (const auto marker : tools::harmony_parser::markers)
-    if (const auto id = m.tok->id_of(marker); id >= 0 && m.tok->id_of("<|channel|>") >= 0) markers.push_back(id);
+    if (const auto id = m.tok->id_of(marker);
+        id >= 0 && m.tok->id_of("<|channel|>") >= 0 && std::find(m.eos.begin(), m.eos.end(), id) == m.eos.end())
+      markers.push_back(id);
   m.cpu.grammars = std::make_shared<grammar::grammar_cache>(std::make_shared<const grammar::token_vocabulary>(
       grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size(), markers)));
   m.zero.grammars = m.cpu.grammars;

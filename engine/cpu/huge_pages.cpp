@@ -33,9 +33,11 @@ auto tensors_of(model_weights& w) -> std::vector<weight_tensor*> {
   return all;
 }
 
-auto mapped_experts(const model_weights& w) -> bool {
-  for (const auto& l : w.layers)
-    if (!l.experts.gate.empty() && l.experts.gate.front().quant) return true;
+// Whether any quantized expert stays where it was (the file's mapping).
+auto mapped_experts(model_weights& w) -> bool {
+  for (auto& l : w.layers)
+    for (const auto* t : l.experts.matrices())
+      if (t->quant) return true;
   return false;
 }
 

@@ -297,6 +297,9 @@ void validate_experts(const std::string& file, const model_config& c, std::strin
   if (gpt_oss != (c.swiglu_limit > 0) || c.swiglu_limit < 0 || !std::isfinite(c.swiglu_limit))
     fail(file, gpt_oss ? "field 'swiglu_limit' must be positive" : "swiglu_limit set for " + c.architecture);
   if (c.mxfp4_experts && !gpt_oss) fail(file, "MXFP4 experts set for " + c.architecture);
+  if (c.mxfp4_experts && (c.hidden_size % 32 != 0 || c.moe_intermediate_size % 32 != 0))
+    fail(file, "MXFP4 experts need hidden_size and intermediate_size multiples of 32 (its blocks), got " +
+                   std::to_string(c.hidden_size) + " and " + std::to_string(c.moe_intermediate_size));
   if (c.num_experts_per_tok > c.num_experts)
     fail(file, "num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " exceeds " +
                    std::string(experts_key) + " " + std::to_string(c.num_experts));

@@ -113,10 +113,7 @@ public:
   weight_loader(const std::filesystem::path& dir, model_weights& out) : source_(dir), out_(out) {}
 
   auto matrix(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
-    const auto* info = get(name, {rows, cols});
-    if (!is_float(info->type))
-      fail(source_.get(name).second->path(), "tensor '" + name + "' is " + std::string(dtype_name(info->type)) +
-                                                 ", expected F32, F16 or BF16");
+    const auto* info = get_float(name, {rows, cols});
     return {info->type, info->data, rows, cols, weight_layout::row_major, {}};
   }
 
@@ -131,7 +128,7 @@ public:
 
   /// A [rows, cols] tensor (a matrix of biases) widened to an F32 copy the weights own.
   auto floats(const std::string& name, std::int64_t rows, std::int64_t cols) -> weight_tensor {
-    const auto* info = get(name, {rows, cols});
+    const auto* info = get_float(name, {rows, cols});
     auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(rows * cols)]);
     for (std::int64_t i = 0; i < rows * cols; ++i)
       values[static_cast<std::size_t>(i)] = load_as_f32(info->type, info->data, static_cast<std::size_t>(i));
@@ -144,7 +141,7 @@ public:
   /// A norm vector (or a bias), widened to an F32 copy the weights own;
   /// plus_one: Gemma's RMSNorm, which scales by 1 + w.
   auto norm(const std::string& name, std::int64_t size, bool plus_one = false) -> weight_tensor {
-    const auto* info = get(name, {size});
+    const auto* info = get_float(name, {size});
     auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(size)]);
     for (std::int64_t i = 0; i < size; ++i)
       values[static_cast<std::size_t>(i)] =
@@ -186,6 +183,15 @@ public:
   }
 
 private:
+  /// get() of a tensor of real numbers (F32, F16, BF16): U8 bytes are refused.
+  auto get_float(const std::string& name, const std::vector<std::int64_t>& expected) -> const tensor_info* {
+    const auto* info = get(name, expected);
+    if (!is_float(info->type))
+      fail(source_.get(name).second->path(), "tensor '" + name + "' is " + std::string(dtype_name(info->type)) +
+                                                 ", expected F32, F16 or BF16");
+    return info;
+  }
+
   auto get(const std::string& name, const std::vector<std::int64_t>& expected) -> const tensor_info* {
     const auto found = source_.get(name);
     if (found.first->shape != expected)

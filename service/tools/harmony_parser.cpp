@@ -59,6 +59,7 @@ auto harmony_parser::finish() -> parse_delta {
   if (state_ == state::header) sink_ = sink::content; // an unfinished header is text
   emit(buf_, d);
   buf_.clear();
+  if (state_ == state::body) close_message(d);
   return d;
 }
 
@@ -75,18 +76,20 @@ auto harmony_parser::step(parse_delta& d) -> bool {
 // A header runs to <|message|>; text that cannot open one (it opens with
 // neither a marker nor " to=") turns the rest of the output into content.
 auto harmony_parser::header_step(parse_delta& d) -> bool {
+  // Whether the text can open a header, decided before <|message|> is
+  // looked for: the same answer however the text is cut into pieces.
+  std::string_view lead(buf_);
+  lead.remove_prefix(std::min(lead.find_first_not_of(" \n"), lead.size()));
+  const bool may_open = lead.empty() || lead.starts_with("<|") || lead.starts_with("to=") ||
+                        starts_one(lead, markers) || std::string_view("to=").starts_with(lead);
   const auto at = buf_.find(message_marker);
-  if (at != std::string::npos) {
+  if (may_open && at != std::string::npos && at <= max_header) {
     const std::string header = buf_.substr(0, at);
     buf_.erase(0, at + message_marker.size());
     open_message(header, d);
     state_ = state::body;
     return true;
   }
-  std::string_view lead(buf_);
-  lead.remove_prefix(std::min(lead.find_first_not_of(" \n"), lead.size()));
-  const bool may_open = lead.empty() || lead.starts_with("<|") || lead.starts_with("to=") ||
-                        starts_one(lead, markers) || std::string_view("to=").starts_with(lead);
   if (may_open && buf_.size() <= max_header) return false;
   state_ = state::plain;
   sink_ = sink::content;
@@ -102,6 +105,7 @@ auto harmony_parser::body_step(parse_delta& d) -> bool {
     if (const auto p = buf_.find(m); p < at) at = p, marker = m;
   if (at != std::string::npos) {
     emit(std::string_view(buf_).substr(0, at), d);
+    close_message(d);
     buf_.erase(0, marker == start_marker ? at : at + marker.size());
     state_ = state::header;
     return true;
@@ -118,6 +122,7 @@ void harmony_parser::open_message(std::string_view header, parse_delta& d) {
   const auto channel = word_after(header, "<|channel|>");
   if (recipient.starts_with("functions.")) {
     sink_ = sink::call;
+    call_args_ = false;
     d.calls.push_back({calls_++, ids_(), std::string(recipient.substr(10)), {}});
   } else {
     // analysis (built-in tools' messages too) is reasoning; final and a
@@ -126,12 +131,18 @@ void harmony_parser::open_message(std::string_view header, parse_delta& d) {
   }
 }
 
+// A call with no arguments' text gets "{}", which every client parses.
+void harmony_parser::close_message(parse_delta& d) {
+  if (sink_ == sink::call && !call_args_) emit("{}", d);
+}
+
 void harmony_parser::emit(std::string_view text, parse_delta& d) {
   if (text.empty()) return;
   switch (sink_) {
     case sink::reasoning: d.reasoning += text; break;
     case sink::content: d.content += text; break;
     case sink::call:
+      call_args_ = true;
       if (!d.calls.empty() && d.calls.back().index + 1 == calls_) d.calls.back().arguments += text;
       else d.calls.push_back({calls_ - 1, {}, {}, std::string(text)});
       break;

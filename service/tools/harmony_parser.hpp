@@ -46,6 +46,7 @@ private:
   auto header_step(parse_delta& d) -> bool;
   auto body_step(parse_delta& d) -> bool;
   void open_message(std::string_view header, parse_delta& d);
+  void close_message(parse_delta& d);
   void emit(std::string_view text, parse_delta& d);
 
   id_source ids_;
@@ -53,6 +54,7 @@ private:
   sink sink_ = sink::content;
   std::string buf_;          ///< the header so far, or body text held back (a marker's possible start)
   std::size_t calls_ = 0;    ///< calls opened
+  bool call_args_ = false;   ///< the open call's arguments have some text
 };
 
 } // namespace troupe::tools

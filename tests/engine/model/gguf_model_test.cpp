@@ -375,6 +375,11 @@ TEST_CASE("a GGUF model troupe cannot compute is refused with one line naming wh
     g.extra_keys = [](gguf_writer& w) { w.kv_u32("qwen3.expert_count", 8); };
     CHECK(load_error(dir, g) == file + ": key 'qwen3.expert_count': experts are not implemented for qwen3");
   }
+  SUBCASE("a window's layer pattern outside gpt-oss (only its reader applies one)") {
+    g.extra_keys = [](gguf_writer& w) { w.kv_u32("llama.attention.sliding_window_pattern", 3); };
+    CHECK(load_error(dir, g) == file + ": key 'llama.attention.sliding_window_pattern' is not implemented by troupe "
+                                       "(loading would ignore it)");
+  }
   SUBCASE("a shared expert's tensor") {
     g.extra = {{"blk.0.ffn_up_shexp.weight", 2}};
     CHECK(load_error(dir, g) == file + ": tensor 'blk.0.ffn_up_shexp.weight' is not used by llama as troupe implements it (loading would ignore it)");

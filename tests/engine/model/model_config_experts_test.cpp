@@ -127,6 +127,8 @@ TEST_CASE("gpt-oss-20b's config: experts, window on even layers, YaRN untruncate
   const auto q = (dir / "config.json").string() + ": ";
   CHECK(load_error(dir, "\"quant_method\": \"mxfp4\"", "\"quant_method\": \"awq\"", gpt_oss_config) ==
         q + "field 'quantization_config' is not gpt-oss's {\"quant_method\": \"mxfp4\"}");
+  CHECK(load_error(dir, "\"hidden_size\": 2880", "\"hidden_size\": 2888", gpt_oss_config) ==
+        q + "MXFP4 experts need hidden_size and intermediate_size multiples of 32 (its blocks), got 2888 and 2880");
 }
 
 TEST_CASE("the mixtures of experts' configs: experts, their width, renormalisation; the presets their shapes") {

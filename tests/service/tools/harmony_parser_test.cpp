@@ -86,7 +86,13 @@ TEST_CASE("harmony: a preamble is content; several calls in turn; <|call|> betwe
 
 TEST_CASE("harmony: text with no header is content; a cut-off message keeps what came") {
   CHECK(parse_all_ways("Hello, world.") == parsed{"", "Hello, world.", {}});
+  // Text before a header: all of it content, however it is cut.
+  CHECK(parse_all_ways("Hello<|channel|>final<|message|>Hi") == parsed{"", "Hello<|channel|>final<|message|>Hi", {}});
   CHECK(parse_all_ways("tomorrow <|end|>") == parsed{"", "tomorrow <|end|>", {}});
   CHECK(parse_all_ways("<|channel|>analysis<|message|>thinking aloud <|e") == parsed{"thinking aloud <|e", "", {}});
   CHECK(parse_all_ways("<|channel|>analy") == parsed{"", "<|channel|>analy", {}});
+  // A call with no arguments' text: "{}", which every client parses.
+  const auto empty = parse_all_ways("<|channel|>commentary to=functions.now <|constrain|>json<|message|>");
+  REQUIRE(empty.calls.size() == 1);
+  CHECK(empty.calls[0] == tool_call{"call_0", "now", "{}"});
 }
