@@ -11,6 +11,7 @@
 #include "base/rng.hpp"
 #include "tests/reference/hf_forward.hpp"
 #include "tests/reference/naive_forward.hpp"
+#include "tests/support/dequantized.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -22,6 +23,7 @@
 #include <numeric>
 
 using namespace troupe;
+using troupe::testing::dequantized;
 
 namespace {
 
@@ -261,28 +263,6 @@ auto family_cases() -> std::vector<shape_case> {
   yarn.rope_scaling.original_max_position_embeddings = 16;
   v.push_back({"Llama: YaRN", yarn, dtype::f32});
   return v;
-}
-
-// Every quantized matrix of w widened back to F32 (owned by the copy): the
-// same weights for the float kernels.
-auto dequantized(const model_weights& q) -> model_weights {
-  model_weights w = q;
-  const auto widen = [&](weight_tensor& t) {
-    if (!t.quant) return;
-    auto values = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(t.rows * t.cols)]);
-    for (std::int64_t r = 0; r < t.rows; ++r) load_row(t, r, values.get() + r * t.cols);
-    t = {dtype::f32, values.get(), t.rows, t.cols, weight_layout::row_major, {}};
-    w.storage.push_back(std::move(values));
-  };
-  const bool tied = w.lm_head.data == w.embed.data;
-  widen(w.embed);
-  for (auto& l : w.layers) {
-    for (auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) widen(*t);
-    for (auto* t : l.experts.matrices()) widen(*t);
-  }
-  if (tied) w.lm_head = w.embed;
-  else widen(w.lm_head);
-  return w;
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 #include "engine/model/tensor_parallel.hpp"
 #include "base/rng.hpp"
 #include "tests/reference/hf_forward.hpp"
+#include "tests/support/dequantized.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -107,8 +108,20 @@ TEST_CASE("2 and 4 ranks compute the unsharded model's logits") {
   mixtral.num_experts_per_tok = 2;
   mixtral.moe_intermediate_size = 96;
   mixtral.norm_topk_prob = true;
+  // gpt-oss: sinks sliced with their heads, biases of o_proj and the experts'
+  // down projection on rank 0 alone (its MXFP4 experts widened to F32 for
+  // the reference).
+  auto gpt_oss = family("GptOssForCausalLM", 8, 4);
+  gpt_oss.num_experts = 4;
+  gpt_oss.num_experts_per_tok = 2;
+  gpt_oss.moe_intermediate_size = 96;
+  gpt_oss.swiglu_limit = 7.0;
+  gpt_oss.mxfp4_experts = true;
+  gpt_oss.sliding_window = 5;
+  gpt_oss.sliding_layers = {true, false};
   const shape shapes[] = {{"MHA", make_config(97, 64, 128, 4, 4, 16), dtype::f32},
                           {"Qwen3-MoE", qwen3_moe, dtype::bf16},
+                          {"gpt-oss", gpt_oss, dtype::f32},
                           {"Mixtral", mixtral, dtype::f32},
                           {"GQA ratio 2, llama3 RoPE, tied", llama3, dtype::f32},
                           {"GQA ratio 2, BF16", make_config(64, 96, 160, 8, 4, 12), dtype::bf16},
@@ -121,7 +134,7 @@ TEST_CASE("2 and 4 ranks compute the unsharded model's logits") {
   for (const auto& sh : shapes) {
     INFO(std::string(sh.name));
     write_random_model(tmp / sh.name, sh.config, {seed++, sh.type, 1.0, {}});
-    const auto full = model_weights::load(tmp / sh.name);
+    const auto full = testing::dequantized(model_weights::load(tmp / sh.name));
     rng r(seed++);
     std::vector<std::vector<token_id>> prompts(3);
     for (auto& p : prompts) {
