@@ -503,6 +503,13 @@ template <class V, tensor_type T>
 void k_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a, float* y,
             std::int64_t ldy) {
   using F = k_format<V, T>;
+  // m = 1 on Q6_K, where the ISA has a row kernel (AVX-512: the same bits).
+  if constexpr (T == tensor_type::q6_k && requires { V::q6_k_row(w, a); }) {
+    if (a.m == 1) {
+      for (std::int64_t r = 0; r < nr; ++r) y[row0 + r] = V::q6_k_row(w + (row0 + r) * row_bytes, a);
+      return;
+    }
+  }
   const tile_rows<V::R> rows(w, row_bytes, row0, nr);
   if (a.m <= V::mr_k) {
     auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(a.m * V::R) * sizeof(float)));
