@@ -17,6 +17,7 @@
 #include "engine/tokenizer/output_processor.hpp"
 #include "policies/registry.hpp"
 
+#include <algorithm>
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
 
@@ -105,10 +106,10 @@ void set_executor_options(const server_config& cfg, model_setup& m) {
   // tool calls and structured answers are written with; not its end tokens
   // (<|call|>, <|return|>), which the grammar allows only where it may end.
   std::vector<token_id> markers;
-  for (const auto marker : tools::harmony_parser::markers)
-    if (const auto id = m.tok->id_of(marker);
-        id >= 0 && m.tok->id_of("<|channel|>") >= 0 && std::find(m.eos.begin(), m.eos.end(), id) == m.eos.end())
-      markers.push_back(id);
+  if (m.tok->id_of("<|channel|>") >= 0)
+    for (const auto marker : tools::harmony_parser::markers)
+      if (const auto id = m.tok->id_of(marker); id >= 0 && std::find(m.eos.begin(), m.eos.end(), id) == m.eos.end())
+        markers.push_back(id);
   m.cpu.grammars = std::make_shared<grammar::grammar_cache>(std::make_shared<const grammar::token_vocabulary>(
       grammar::token_vocabulary::of(*m.tok, m.eos, m.tok->vocab_size(), markers)));
   m.zero.grammars = m.cpu.grammars;

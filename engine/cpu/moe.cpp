@@ -34,8 +34,11 @@ void softmax(float* x, std::int64_t n) {
 void route_experts(const float* logits, std::int64_t rows, std::int64_t num_experts, std::int64_t per_token,
                    expert_gating gating, bool normalize, std::int32_t* ids, float* weights) {
   TROUPE_CHECK(per_token >= 1 && per_token <= num_experts, "route_experts: per_token outside [1, num_experts]");
-  std::vector<float> p(static_cast<std::size_t>(num_experts));
-  std::vector<std::int32_t> order(static_cast<std::size_t>(num_experts));
+  // Kept across calls (a layer's routing each step): no allocation.
+  thread_local std::vector<float> p;
+  thread_local std::vector<std::int32_t> order;
+  p.resize(static_cast<std::size_t>(num_experts));
+  order.resize(static_cast<std::size_t>(num_experts));
   for (std::int64_t t = 0; t < rows; ++t) {
     std::copy_n(logits + t * num_experts, num_experts, p.begin());
     if (gating == expert_gating::softmax_top_k) softmax(p.data(), num_experts);
@@ -75,10 +78,9 @@ void moe_mlp::forward(const model_config& c, const expert_weights& w, const floa
   start_.assign(static_cast<std::size_t>(ne) + 1, 0);
   for (std::int64_t e = 0; e < ne; ++e) start_[static_cast<std::size_t>(e) + 1] = start_[static_cast<std::size_t>(e)] + count_[static_cast<std::size_t>(e)];
   order_.resize(ids_.size());
-  {
-    std::vector<std::int32_t> next(start_.begin(), start_.end() - 1);
-    for (std::size_t i = 0; i < ids_.size(); ++i) order_[static_cast<std::size_t>(next[static_cast<std::size_t>(ids_[i])]++)] = static_cast<std::int32_t>(i);
-  }
+  next_.assign(start_.begin(), start_.end() - 1);
+  for (std::size_t i = 0; i < ids_.size(); ++i)
+    order_[static_cast<std::size_t>(next_[static_cast<std::size_t>(ids_[i])]++)] = static_cast<std::int32_t>(i);
 
   // Each (token, slot)'s expert output, weighted, then summed per token in
   // slot order: llama.cpp's order (so its rounding), whatever the batch.

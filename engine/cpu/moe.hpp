@@ -44,7 +44,7 @@ public:
 
 private:
   std::vector<float> logits_, weights_, xg_, gate_, up_, y_, slots_;
-  std::vector<std::int32_t> ids_, count_, start_, order_;
+  std::vector<std::int32_t> ids_, count_, start_, next_, order_;
   std::int64_t experts_run_ = 0;
 };
 
