@@ -36,6 +36,15 @@ auto family_config(std::string_view architecture, std::int64_t vocab, std::int64
   return c;
 }
 
+auto with_experts(model_config c, std::int64_t experts, std::int64_t per_token, std::int64_t expert_size,
+                  bool norm_topk_prob) -> model_config {
+  c.num_experts = experts;
+  c.num_experts_per_tok = per_token;
+  c.moe_intermediate_size = expert_size;
+  c.norm_topk_prob = norm_topk_prob;
+  return c;
+}
+
 namespace {
 
 // Phi-3.5-mini-instruct's LongRoPE factors, from its config.json.
@@ -62,14 +71,6 @@ const std::vector<double> phi35_short_factor = {
     2.0799996852874756, 2.0899996757507324, 2.189999580383301,  2.2199995517730713, 2.5899994373321533,
     2.729999542236328,  2.749999523162842,  2.8399994373321533};
 
-auto with_experts(model_config c, std::int64_t experts, std::int64_t per_token, std::int64_t expert_size,
-                  bool norm_topk_prob) -> model_config {
-  c.num_experts = experts;
-  c.num_experts_per_tok = per_token;
-  c.moe_intermediate_size = expert_size;
-  c.norm_topk_prob = norm_topk_prob;
-  return c;
-}
 
 // The mixtures of experts.
 auto moe_preset(std::string_view name) -> std::optional<model_config> {

@@ -22,6 +22,10 @@ auto family_config(std::string_view architecture, std::int64_t vocab, std::int64
                    std::int64_t layers, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim)
     -> model_config;
 
+/// c with experts: `experts` of width expert_size, per_token a token.
+auto with_experts(model_config c, std::int64_t experts, std::int64_t per_token, std::int64_t expert_size,
+                  bool norm_topk_prob) -> model_config;
+
 /// tiny, stories110m, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, qwen2.5-0.5b, qwen3-0.6b,
 /// gemma-2-2b, gemma-3-1b, smollm2-360m, phi-3.5-mini, mistral-7b-v0.3, mistral-nemo-12b, and the
 /// mixtures of experts qwen3-30b-a3b, mixtral-8x7b, olmoe-1b-7b and gpt-oss-20b.

@@ -176,6 +176,31 @@ auto family(std::string_view arch, std::int64_t vocab, std::int64_t hidden, std:
   return c;
 }
 
+// One small mixture of experts per family.
+void expert_cases(std::vector<shape_case>& v) {
+  // A router's top k of the experts, renormalised or not; a sequence's
+  // tokens spread over the experts, some left unchosen.
+  auto qwen3_moe = with_experts(family("Qwen3MoeForCausalLM", 97, 64, 96, 2, 4, 2, 16), 8, 3, 32, true);
+  v.push_back({"Qwen3-MoE: 8 experts, top 3 renormalised, per-head q/k norms, BF16", qwen3_moe, dtype::bf16});
+  auto mixtral = with_experts(family("MixtralForCausalLM", 80, 64, 48, 2, 4, 2, 16), 4, 2, 48, true);
+  v.push_back({"Mixtral: 4 experts, top 2", mixtral, dtype::f32});
+  auto olmoe = with_experts(family("OlmoeForCausalLM", 90, 48, 64, 2, 4, 4, 12), 6, 2, 64, false);
+  v.push_back({"OLMoE: 6 experts, top 2 not renormalised, whole-width q/k norms, F16", olmoe, dtype::f16});
+  auto gpt_oss = with_experts(family("GptOssForCausalLM", 83, 64, 64, 2, 4, 2, 16), 4, 2, 64, false);
+  gpt_oss.swiglu_limit = 7.0;
+  gpt_oss.mxfp4_experts = true;
+  gpt_oss.sliding_window = 5;
+  gpt_oss.sliding_layers = {true, false};
+  gpt_oss.rope_theta = 150000.0;
+  gpt_oss.max_position_embeddings = 256;
+  gpt_oss.rope_scaling.type = "yarn";
+  gpt_oss.rope_scaling.factor = 4.0;
+  gpt_oss.rope_scaling.original_max_position_embeddings = 64;
+  gpt_oss.rope_scaling.truncate = false;
+  v.push_back({"gpt-oss: biases, sinks, window 5, YaRN untruncated, MXFP4 experts routed by top-k logits, clamped SwiGLU",
+               gpt_oss, dtype::f32});
+}
+
 // One small model per family and per RoPE scaling type, each exercising what
 // it adds to Llama; windows and RoPE switch points fall inside the sequences.
 auto family_cases() -> std::vector<shape_case> {
@@ -216,41 +241,7 @@ auto family_cases() -> std::vector<shape_case> {
                                 : "Phi-3: longrope long factors from position 2",
                  phi3, original == 64 ? dtype::bf16 : dtype::f32});
   }
-  // Mixtures of experts: a router's top k of the experts, renormalised or
-  // not; a sequence's tokens spread over the experts, some left unchosen.
-  auto qwen3_moe = family("Qwen3MoeForCausalLM", 97, 64, 96, 2, 4, 2, 16);
-  qwen3_moe.num_experts = 8;
-  qwen3_moe.num_experts_per_tok = 3;
-  qwen3_moe.moe_intermediate_size = 32;
-  qwen3_moe.norm_topk_prob = true;
-  v.push_back({"Qwen3-MoE: 8 experts, top 3 renormalised, per-head q/k norms, BF16", qwen3_moe, dtype::bf16});
-  auto mixtral = family("MixtralForCausalLM", 80, 64, 48, 2, 4, 2, 16);
-  mixtral.num_experts = 4;
-  mixtral.num_experts_per_tok = 2;
-  mixtral.moe_intermediate_size = 48;
-  mixtral.norm_topk_prob = true;
-  v.push_back({"Mixtral: 4 experts, top 2", mixtral, dtype::f32});
-  auto olmoe = family("OlmoeForCausalLM", 90, 48, 64, 2, 4, 4, 12);
-  olmoe.num_experts = 6;
-  olmoe.num_experts_per_tok = 2;
-  olmoe.moe_intermediate_size = 64;
-  v.push_back({"OLMoE: 6 experts, top 2 not renormalised, whole-width q/k norms, F16", olmoe, dtype::f16});
-  auto gpt_oss = family("GptOssForCausalLM", 83, 64, 64, 2, 4, 2, 16);
-  gpt_oss.num_experts = 4;
-  gpt_oss.num_experts_per_tok = 2;
-  gpt_oss.moe_intermediate_size = 64;
-  gpt_oss.swiglu_limit = 7.0;
-  gpt_oss.mxfp4_experts = true;
-  gpt_oss.sliding_window = 5;
-  gpt_oss.sliding_layers = {true, false};
-  gpt_oss.rope_theta = 150000.0;
-  gpt_oss.max_position_embeddings = 256;
-  gpt_oss.rope_scaling.type = "yarn";
-  gpt_oss.rope_scaling.factor = 4.0;
-  gpt_oss.rope_scaling.original_max_position_embeddings = 64;
-  gpt_oss.rope_scaling.truncate = false;
-  v.push_back({"gpt-oss: biases, sinks, window 5, YaRN untruncated, MXFP4 experts routed by top-k logits, clamped SwiGLU",
-               gpt_oss, dtype::f32});
+  expert_cases(v);
   auto dynamic = make_config(71, 64, 96, 2, 4, 2, 16);
   dynamic.max_position_embeddings = 8;
   dynamic.rope_scaling.type = "dynamic";

@@ -55,11 +55,7 @@ TEST_CASE("route_experts: the softmax's k largest, ties to the lower index, reno
 
 TEST_CASE("moe_mlp: each chosen expert runs once a step for all its tokens, a token's bits the same in any batch") {
   testing::temp_dir tmp;
-  auto c = family_config("Qwen3MoeForCausalLM", 64, 64, 96, 1, 4, 2, 16);
-  c.num_experts = 16;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 32;
-  c.norm_topk_prob = true;
+  const auto c = with_experts(family_config("Qwen3MoeForCausalLM", 64, 64, 96, 1, 4, 2, 16), 16, 2, 32, true);
   write_random_model(tmp.path(), c, {3, dtype::f32, 1.0, {}});
   const auto w = model_weights::load(tmp.path());
   const auto& experts = w.layers[0].experts;

@@ -98,23 +98,12 @@ TEST_CASE("2 and 4 ranks compute the unsharded model's logits") {
   gemma2.attn_logit_softcapping = 2.0;
   gemma2.final_logit_softcapping = 3.0;
   // Mixtures of experts: each expert split as the dense MLP is.
-  auto qwen3_moe = family("Qwen3MoeForCausalLM", 8, 4);
-  qwen3_moe.num_experts = 6;
-  qwen3_moe.num_experts_per_tok = 2;
-  qwen3_moe.moe_intermediate_size = 32;
-  qwen3_moe.norm_topk_prob = true;
-  auto mixtral = family("MixtralForCausalLM", 4, 4);
-  mixtral.num_experts = 4;
-  mixtral.num_experts_per_tok = 2;
-  mixtral.moe_intermediate_size = 96;
-  mixtral.norm_topk_prob = true;
+  auto qwen3_moe = with_experts(family("Qwen3MoeForCausalLM", 8, 4), 6, 2, 32, true);
+  auto mixtral = with_experts(family("MixtralForCausalLM", 4, 4), 4, 2, 96, true);
   // gpt-oss: sinks sliced with their heads, biases of o_proj and the experts'
   // down projection on rank 0 alone (its MXFP4 experts widened to F32 for
   // the reference).
-  auto gpt_oss = family("GptOssForCausalLM", 8, 4);
-  gpt_oss.num_experts = 4;
-  gpt_oss.num_experts_per_tok = 2;
-  gpt_oss.moe_intermediate_size = 96;
+  auto gpt_oss = with_experts(family("GptOssForCausalLM", 8, 4), 4, 2, 96, false);
   gpt_oss.swiglu_limit = 7.0;
   gpt_oss.mxfp4_experts = true;
   gpt_oss.sliding_window = 5;
