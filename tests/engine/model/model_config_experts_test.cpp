@@ -5,7 +5,7 @@
 #include "engine/model/model_config.hpp"
 #include "engine/model/presets.hpp"
 
-#include "tests/engine/model/model_test_util.hpp"
+#include "tests/engine/model/config_test_util.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,26 +20,13 @@ using troupe::test::write_file;
 namespace {
 
 auto load(const temp_dir& dir, const std::string& config) -> model_config {
-  write_file(dir / "config.json", config);
-  return model_config::load(dir.path());
+  return troupe::test::load_config(dir, config);
 }
-
-/// The error from loading `base` with one substring replaced.
 auto load_error(const temp_dir& dir, std::string_view from, std::string_view to, const std::string& base)
     -> std::string {
-  auto text = base;
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  text.replace(at, from.size(), to);
-  write_file(dir / "config.json", text);
-  return error_of([&] { model_config::load(dir.path()); });
+  return troupe::test::edited_config_error(dir, from, to, base);
 }
-
-void check_round_trip(const model_config& c) {
-  const temp_dir dir;
-  c.save(dir.path());
-  CHECK(model_config::load(dir.path()) == c);
-}
+using troupe::test::check_round_trip;
 
 } // namespace
 

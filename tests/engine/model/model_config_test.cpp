@@ -2,7 +2,7 @@
 #include "engine/model/presets.hpp"
 #include "engine/sampling/sampler.hpp"
 
-#include "tests/engine/model/model_test_util.hpp"
+#include "tests/engine/model/config_test_util.hpp"
 
 #include <doctest/doctest.h>
 
@@ -167,27 +167,16 @@ constexpr const char* llama32_generation = R"({
 
 /// Writes config.json (and generation_config.json unless null) and loads them.
 auto load(const temp_dir& dir, const std::string& config, const char* generation = nullptr) -> model_config {
-  write_file(dir / "config.json", config);
-  if (generation != nullptr) write_file(dir / "generation_config.json", generation);
-  return model_config::load(dir.path());
+  return troupe::test::load_config(dir, config, generation);
 }
 
 /// The error from loading config.json with one substring replaced.
 auto load_error(const temp_dir& dir, std::string_view from, std::string_view to,
                 const std::string& base = tinyllama_config) -> std::string {
-  auto text = base;
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  text.replace(at, from.size(), to);
-  write_file(dir / "config.json", text);
-  return error_of([&] { model_config::load(dir.path()); });
+  return troupe::test::edited_config_error(dir, from, to, base);
 }
 
-void check_round_trip(const model_config& c) {
-  const temp_dir dir;
-  c.save(dir.path());
-  CHECK(model_config::load(dir.path()) == c);
-}
+using troupe::test::check_round_trip;
 
 } // namespace
 
