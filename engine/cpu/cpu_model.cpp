@@ -51,7 +51,7 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
   const auto& c = w_.config;
   const std::int64_t d = c.hidden_size, hd = c.head_dim;
   const std::int64_t nh = c.num_attention_heads, nkv = c.num_key_value_heads;
-  const std::int64_t inter = c.intermediate_size, vocab = c.vocab_size;
+  const std::int64_t vocab = c.vocab_size;
 
   // Flatten: one row per token, with its position and its sequence's table.
   rows_.clear();
@@ -85,11 +85,7 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
   float* k = resize(k_, t_rows * nkv * hd);
   float* v = resize(v_, t_rows * nkv * hd);
   float* att = resize(att_, t_rows * nh * hd);
-  // A mixture of experts keeps its own scratch (moe_mlp).
-  float* gate = resize(gate_, c.is_moe() ? 0 : t_rows * inter);
-  float* up = resize(up_, c.is_moe() ? 0 : t_rows * inter);
   float* proj = resize(proj_, t_rows * d);
-  const bool geglu = c.hidden_act == "gelu_pytorch_tanh";
   const float scale = c.query_pre_attn_scalar > 0
                           ? 1.0f / std::sqrt(static_cast<float>(c.query_pre_attn_scalar))
                           : 0.0f; // paged_attention's default, 1/√head_dim
@@ -126,22 +122,37 @@ void cpu_model::forward(std::span<const chunk> batch, bool all_logits,
     add_in_place(x, proj, t_rows * d);
 
     rms_norm(x, norm_data(lw.mlp_norm), t_rows, d, c.rms_norm_eps, xn);
-    if (!lw.experts.empty()) {
-      moe_.forward(c, lw.experts, xn, t_rows, proj);
-    } else {
-      linear_multi(xn, t_rows, {{&lw.w_gate, gate}, {&lw.w_up, up}});
-      if (geglu)
-        gelu_tanh_mul(gate, up, t_rows * inter);
-      else
-        silu_mul(gate, up, t_rows * inter);
-      linear(gate, t_rows, lw.w_down, proj);
-    }
+    mlp(lw, t_rows, proj);
     if (reduce_ != nullptr) reduce_->sum(proj, t_rows * d);
     if (lw.post_mlp_norm.data != nullptr) rms_norm(proj, norm_data(lw.post_mlp_norm), t_rows, d, c.rms_norm_eps, proj);
     add_in_place(x, proj, t_rows * d);
   }
 
-  // Only the rows whose logits are wanted go through the final norm and head.
+  head(batch, all_logits, t_rows, logits);
+}
+
+// The layer's MLP on xn_ into proj: dense (SwiGLU or GeGLU), or a mixture
+// of experts (moe_mlp, with scratch of its own).
+void cpu_model::mlp(const layer_weights& lw, std::int64_t t_rows, float* proj) {
+  const auto& c = w_.config;
+  if (!lw.experts.empty()) return moe_.forward(c, lw.experts, xn_.data(), t_rows, proj);
+  const std::int64_t inter = c.intermediate_size;
+  float* gate = resize(gate_, t_rows * inter);
+  float* up = resize(up_, t_rows * inter);
+  linear_multi(xn_.data(), t_rows, {{&lw.w_gate, gate}, {&lw.w_up, up}});
+  if (c.hidden_act == "gelu_pytorch_tanh")
+    gelu_tanh_mul(gate, up, t_rows * inter);
+  else
+    silu_mul(gate, up, t_rows * inter);
+  linear(gate, t_rows, lw.w_down, proj);
+}
+
+// The final norm and the head over the rows whose logits are wanted (x_).
+void cpu_model::head(std::span<const chunk> batch, bool all_logits, std::int64_t t_rows, std::vector<float>& logits) {
+  const auto& c = w_.config;
+  const std::int64_t d = c.hidden_size, vocab = c.vocab_size;
+  const float* x = x_.data();
+  float* xn = xn_.data();
   const float* head_in = x;
   std::int64_t out_rows = t_rows;
   if (!all_logits) {

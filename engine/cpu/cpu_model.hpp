@@ -47,6 +47,9 @@ public:
   auto kv_cache() -> paged_kv_cache& { return cache_; }
 
 private:
+  void mlp(const layer_weights& lw, std::int64_t t_rows, float* proj);
+  void head(std::span<const chunk> batch, bool all_logits, std::int64_t t_rows, std::vector<float>& logits);
+
   const model_weights& w_;
   all_reduce* reduce_;
   paged_kv_cache cache_;
