@@ -245,6 +245,27 @@ auto sparse_moe(const checkpoint& ck, const model_config& c, const std::string& 
   return out;
 }
 
+// The layer's MLP on x: LlamaMLP (Phi-3's gate_up_proj split in two;
+// Gemma's GeGLU and post-norm), or a sparse MoE block.
+auto mlp(const checkpoint& ck, const model_config& c, const std::string& p, const vec& x) -> vec {
+  const auto fam = c.family();
+  if (c.num_experts > 0) return fam == model_family::gpt_oss ? gpt_oss_moe(ck, c, p, x) : sparse_moe(ck, c, p, x);
+  const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
+  const std::int64_t inter = c.intermediate_size;
+  vec gate, up;
+  if (fam == model_family::phi3) { // gate, up_states = gate_up_proj(x).chunk(2)
+    gate = ck.matvec(p + "mlp.gate_up_proj.weight", x, 0, inter);
+    up = ck.matvec(p + "mlp.gate_up_proj.weight", x, inter, inter);
+  } else {
+    gate = ck.matvec(p + "mlp.gate_proj.weight", x);
+    up = ck.matvec(p + "mlp.up_proj.weight", x);
+  }
+  for (size_t i = 0; i < gate.size(); ++i) gate[i] = (gemma ? gelu_tanh(gate[i]) : silu(gate[i])) * up[i];
+  auto down = ck.matvec(p + "mlp.down_proj.weight", gate);
+  if (gemma) down = rms_norm(down, ck.vector(p + "post_feedforward_layernorm.weight"), c.rms_norm_eps, true);
+  return down;
+}
+
 } // namespace
 
 auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> tokens) -> std::vector<double> {
@@ -255,7 +276,6 @@ auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> toke
   const bool phi3 = fam == model_family::phi3;
   const auto n = static_cast<std::int64_t>(tokens.size());
   const std::int64_t d = c.hidden_size, hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
-  const std::int64_t inter = c.intermediate_size;
   const double eps = c.rms_norm_eps;
 
   // Embeddings; Gemma multiplies by normalizer = tensor(hidden ** 0.5, dtype=hidden_states.dtype).
@@ -352,23 +372,8 @@ auto hf_forward(const std::filesystem::path& dir, std::span<const token_id> toke
       auto& ht = h[idx(t)];
       const auto x = rms_norm(ht, ck.vector(p + (gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
                               eps, gemma);
-      if (c.num_experts > 0) {
-        const auto y = fam == model_family::gpt_oss ? gpt_oss_moe(ck, c, p, x) : sparse_moe(ck, c, p, x);
-        for (std::int64_t i = 0; i < d; ++i) ht[idx(i)] += y[idx(i)];
-        continue;
-      }
-      vec gate, up;
-      if (phi3) { // gate, up_states = gate_up_proj(x).chunk(2)
-        gate = ck.matvec(p + "mlp.gate_up_proj.weight", x, 0, inter);
-        up = ck.matvec(p + "mlp.gate_up_proj.weight", x, inter, inter);
-      } else {
-        gate = ck.matvec(p + "mlp.gate_proj.weight", x);
-        up = ck.matvec(p + "mlp.up_proj.weight", x);
-      }
-      for (size_t i = 0; i < gate.size(); ++i) gate[i] = (gemma ? gelu_tanh(gate[i]) : silu(gate[i])) * up[i];
-      auto down = ck.matvec(p + "mlp.down_proj.weight", gate);
-      if (gemma) down = rms_norm(down, ck.vector(p + "post_feedforward_layernorm.weight"), eps, true);
-      for (std::int64_t i = 0; i < d; ++i) ht[idx(i)] += down[idx(i)];
+      const auto y = mlp(ck, c, p, x);
+      for (std::int64_t i = 0; i < d; ++i) ht[idx(i)] += y[idx(i)];
     }
   }
 
