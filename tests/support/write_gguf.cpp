@@ -317,6 +317,15 @@ private:
     }
   }
 
+  // Llama 3's and Phi-3's RoPE factors, as convert writes them.
+  void rope_factor_tensors() {
+    if (c_.rope_scaling.type == "llama3") add("rope_freqs.weight", llama3_rope_factors(), -1, c_.head_dim / 2, 0);
+    if (c_.rope_scaling.type == "longrope") {
+      add("rope_factors_long.weight", as_floats(c_.rope_scaling.long_factor), -1, rope_dims() / 2, 0);
+      add("rope_factors_short.weight", as_floats(c_.rope_scaling.short_factor), -1, rope_dims() / 2, 0);
+    }
+  }
+
   void tensors() {
     const auto fam = c_.family();
     const bool gemma = fam == model_family::gemma2 || fam == model_family::gemma3;
@@ -330,11 +339,7 @@ private:
       add(to, std::move(v), layer, n, 0);
     };
     add("token_embd.weight", load("model.embed_tokens.weight"), -1, c_.vocab_size, d);
-    if (c_.rope_scaling.type == "llama3") add("rope_freqs.weight", llama3_rope_factors(), -1, hd / 2, 0);
-    if (c_.rope_scaling.type == "longrope") {
-      add("rope_factors_long.weight", as_floats(c_.rope_scaling.long_factor), -1, rope_dims() / 2, 0);
-      add("rope_factors_short.weight", as_floats(c_.rope_scaling.short_factor), -1, rope_dims() / 2, 0);
-    }
+    rope_factor_tensors();
     for (std::int64_t l = 0; l < c_.num_hidden_layers; ++l) {
       const auto p = "model.layers." + std::to_string(l) + ".";
       const auto b = "blk." + std::to_string(l) + ".";
