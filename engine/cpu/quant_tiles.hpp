@@ -258,12 +258,29 @@ void store_rows(const float* acc, std::int64_t m, std::int64_t row0, std::int64_
     for (std::int64_t r = 0; r < nr; ++r) y[i * ldy + row0 + r] = acc[i * V::R + r];
 }
 
+// m = 1 where the ISA has a row kernel for T (AVX-512: Q8_0, Q4_K, Q6_K):
+// each row read once, straight, with no transpose, and the same integers
+// and float chain as the tiles, so the same bits. On Zen 4 the tiles'
+// transposes made m = 1 compute-bound (one thread, a 151,936-row head:
+// Q6_K 7 GB/s, Q4_K 9, Q8_0 13.5). Whether it ran.
+template <class V, tensor_type T>
+auto by_rows(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a, float* y)
+    -> bool {
+  if constexpr (requires { V::template rows<T>(w, row_bytes, nr, a, y); }) {
+    if (a.m != 1) return false;
+    V::template rows<T>(w + row0 * row_bytes, row_bytes, nr, a, y + row0);
+    return true;
+  }
+  return false;
+}
+
 template <class V, tensor_type T>
 void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a,
                 float* y, std::int64_t ldy) {
   using F = small_format<V, T>;
   using vi = typename V::vi;
   using vf = typename V::vf;
+  if (by_rows<V, T>(w, row_bytes, row0, nr, a, y)) return;
   const tile_rows<V::R> rows(w, row_bytes, row0, nr);
   const std::int64_t nb = a.k / 32;
   // Values, and per block 8 signs (Q8_0 without VNNI) or a correction (VNNI).
@@ -503,13 +520,7 @@ template <class V, tensor_type T>
 void k_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a, float* y,
             std::int64_t ldy) {
   using F = k_format<V, T>;
-  // m = 1 on Q6_K, where the ISA has a row kernel (AVX-512: the same bits).
-  if constexpr (T == tensor_type::q6_k && requires { V::q6_k_row(w, a); }) {
-    if (a.m == 1) {
-      for (std::int64_t r = 0; r < nr; ++r) y[row0 + r] = V::q6_k_row(w + (row0 + r) * row_bytes, a);
-      return;
-    }
-  }
+  if (by_rows<V, T>(w, row_bytes, row0, nr, a, y)) return;
   const tile_rows<V::R> rows(w, row_bytes, row0, nr);
   if (a.m <= V::mr_k) {
     auto* acc = reinterpret_cast<float*>(scratch(2, static_cast<std::size_t>(a.m * V::R) * sizeof(float)));

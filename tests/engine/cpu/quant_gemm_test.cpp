@@ -243,9 +243,10 @@ TEST_CASE("every ISA path gives the generic path's bits") {
   for (const auto t : all_types) {
     const std::int64_t kb = act_block(t);
     for (int trial = 0; trial < 4; ++trial) {
-      // The last: two slabs of 32 rows, three calls of the batch kernels (48
-      // weight rows, 48, 3: micro-kernel calls of 2 and 1), two threads.
-      const std::int64_t m = trial == 3 ? 64 : 1 + static_cast<std::int64_t>(r.next() % 20);
+      // The first: m = 1 (AVX-512's row kernels). The last: two slabs of 32
+      // rows, three calls of the batch kernels (48 weight rows, 48, 3:
+      // micro-kernel calls of 2 and 1), two threads.
+      const std::int64_t m = trial == 0 ? 1 : trial == 3 ? 64 : 1 + static_cast<std::int64_t>(r.next() % 20);
       const std::int64_t n = trial == 3 ? 99 : 1 + static_cast<std::int64_t>(r.next() % 40);
       set_cpu_threads(2);
       const std::int64_t k = kb * (kb == 32 ? 33 + trial : 1 + trial * 2);
