@@ -425,6 +425,7 @@ auto with_batch_kernels(kernel_set k) -> kernel_set {
   k.q4_k_t = k_tile_t<V, tensor_type::q4_k>;
   k.q5_k_t = k_tile_t<V, tensor_type::q5_k>;
   k.q6_k_t = k_tile_t<V, tensor_type::q6_k>;
+  k.mxfp4_t = mxfp4_as_q8_0<small_tile_t<V, tensor_type::q8_0>, mxfp4_converter<V>()>;
   k.batch_rows = batch_rows<V>;
   return k;
 }

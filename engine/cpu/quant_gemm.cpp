@@ -26,6 +26,7 @@ auto kernel_set::get(gguf::tensor_type t, bool batched) const -> tile_kernel {
     case gguf::tensor_type::q4_k: return batched ? q4_k_t : q4_k;
     case gguf::tensor_type::q5_k: return batched ? q5_k_t : q5_k;
     case gguf::tensor_type::q6_k: return batched ? q6_k_t : q6_k;
+    case gguf::tensor_type::mxfp4: return batched ? mxfp4_t : mxfp4;
     default: return nullptr;
   }
 }
@@ -221,7 +222,7 @@ auto make_acts(int slot, std::int64_t m, std::int64_t k, std::int64_t block, boo
 }
 
 auto block_of(gguf::tensor_type t) -> std::int64_t {
-  return t == gguf::tensor_type::q8_0 || t == gguf::tensor_type::q4_0 ? 32 : 256;
+  return t == gguf::tensor_type::q8_0 || t == gguf::tensor_type::q4_0 || t == gguf::tensor_type::mxfp4 ? 32 : 256;
 }
 
 } // namespace
@@ -229,7 +230,7 @@ auto block_of(gguf::tensor_type t) -> std::int64_t {
 void use_kernels(std::string_view name) { chosen.store(&kernels_named(name), std::memory_order_release); }
 
 auto scratch(int slot, std::size_t n) -> std::byte* {
-  constexpr int num_slots = 4;
+  constexpr int num_slots = 5;
   TROUPE_CHECK(slot >= 0 && slot < num_slots, "quant::scratch: no such slot");
   thread_local std::unique_ptr<std::byte[], free_deleter> bufs[num_slots];
   thread_local std::size_t capacity[num_slots] = {};
@@ -251,7 +252,8 @@ auto quant_gemm_supports(gguf::tensor_type t) -> bool {
     case gguf::tensor_type::q4_0:
     case gguf::tensor_type::q4_k:
     case gguf::tensor_type::q5_k:
-    case gguf::tensor_type::q6_k: return true;
+    case gguf::tensor_type::q6_k:
+    case gguf::tensor_type::mxfp4: return true;
     default: return false;
   }
 }

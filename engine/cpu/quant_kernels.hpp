@@ -3,6 +3,7 @@
 // kernels that multiply it by weight rows, and the hook that picks an ISA.
 
 #include "engine/formats/gguf.hpp"
+#include "engine/formats/mxfp4.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -54,19 +55,43 @@ struct kernel_set {
   std::string_view name;
   std::int64_t rows = 0;
   tile_kernel q8_0 = nullptr, q4_0 = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+  tile_kernel mxfp4 = nullptr;
   /// VNNI kernels read acts::neg_sum32_h, and acts::u past mr_small rows.
   bool vnni = false;
   std::int64_t mr_small = 0;
   /// The batch kernels, where the ISA has them (null: none), for x in
   /// whole slabs of batch_slab rows (batch(m)); they read x transposed
   /// (acts::qt and the rest).
-  tile_kernel q8_0_t = nullptr, q4_0_t = nullptr, q4_k_t = nullptr, q5_k_t = nullptr, q6_k_t = nullptr;
+  tile_kernel q8_0_t = nullptr, q4_0_t = nullptr, q4_k_t = nullptr, q5_k_t = nullptr, q6_k_t = nullptr,
+              mxfp4_t = nullptr;
   std::int64_t batch_rows = 0; ///< weight rows a batch kernel call takes at most
 
   /// The kernel for type t: the batch kernel where `batched`.
   auto get(gguf::tensor_type t, bool batched = false) const -> tile_kernel;
   auto batch(std::int64_t m) const -> bool;
 };
+
+/// The calling thread's scratch buffer of at least n bytes, 64-byte aligned,
+/// kept between calls. `slot` separates buffers used at the same time.
+auto scratch(int slot, std::size_t n) -> std::byte*;
+
+/// n values of MXFP4 rows as Q8_0 (mxfp4::to_q8_0; the weights were
+/// checked with mxfp4::exact_in_q8_0 when loaded).
+inline void mxfp4_rows_to_q8_0(const std::byte* src, std::byte* dst, std::int64_t n) { (void)mxfp4::to_q8_0(src, dst, n); }
+
+/// MXFP4 weights through a Q8_0 kernel Q8 (each MXFP4 block is exactly a
+/// Q8_0 block, mxfp4.hpp, so the bits are Q8_0's): the call's rows are first
+/// converted by Convert into scratch slot 4. The weights stay as stored,
+/// half Q8_0's bytes; the conversion costs once per call, shared by every
+/// row of x (AVX-512 has an m = 1 kernel of its own).
+template <tile_kernel Q8, void (*Convert)(const std::byte*, std::byte*, std::int64_t) = mxfp4_rows_to_q8_0>
+void mxfp4_as_q8_0(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a,
+                   float* y, std::int64_t ldy) {
+  const std::int64_t q8_row = a.k / 32 * 34;
+  std::byte* q8 = scratch(4, static_cast<std::size_t>(nr * q8_row));
+  for (std::int64_t r = 0; r < nr; ++r) Convert(w + (row0 + r) * row_bytes, q8 + r * q8_row, a.k);
+  Q8(q8, q8_row, 0, nr, a, y + row0, ldy);
+}
 
 auto generic_kernels() -> const kernel_set&;
 #if defined(__x86_64__)
@@ -82,8 +107,5 @@ auto kernels_named(std::string_view name) -> const kernel_set&;
 /// errors): the tests compare the ISA paths in one process.
 void use_kernels(std::string_view name);
 
-/// The calling thread's scratch buffer of at least n bytes, 64-byte aligned,
-/// kept between calls. `slot` separates buffers used at the same time.
-auto scratch(int slot, std::size_t n) -> std::byte*;
 
 } // namespace troupe::quant

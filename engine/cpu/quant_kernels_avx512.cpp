@@ -6,6 +6,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -162,22 +164,30 @@ struct avx512 {
     return _mm_cvtsi128_si32(s) + neg_sum * 128;
   }
 
-  // Row w's 16 Q8_0 blocks from b times x's: the integer dot products
-  // folded into one vector, into s as floats.
-  static void q8_0_group(const std::byte* w, const acts& a, std::int64_t b, float* s) {
+  // Row w's n Q8_0 blocks from b (n = 16 or 4) times x's: the integer dot
+  // products folded into one vector, into s as floats.
+  static void q8_0_group(const std::byte* w, const acts& a, std::int64_t b, int n, float* s) {
     const vi flip = _mm512_set1_epi8(static_cast<char>(0x80));
     const std::byte* blk = w + b * 34;
-    prefetch_ahead(blk, 16 * 34);
+    prefetch_ahead(blk, n * 34);
     vi p[8];
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < n / 2; ++j) {
       const std::byte* q = blk + 68 * j + 2;
       const vi wv = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load256(q)), load256(q + 34), 1), flip);
       p[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, _mm512_loadu_si512(a.q + 32 * (b + 2 * j)));
     }
-    for (int j = 0; j < 4; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
-    for (int j = 0; j < 2; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
-    const vi dot = _mm512_add_epi32(fold(p[0], p[1]), _mm512_slli_epi32(_mm512_loadu_si512(a.neg_sum32 + b), 7));
-    _mm512_store_ps(s, _mm512_cvtepi32_ps(dot));
+    vi dots;
+    if (n == 16) {
+      for (int j = 0; j < 4; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
+      for (int j = 0; j < 2; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
+      dots = fold(p[0], p[1]);
+    } else {
+      const vi f = fold(p[0], p[1]); // 4 lanes a block
+      const vi g = fold(f, f);
+      dots = fold(g, g);
+    }
+    const vi neg = _mm512_maskz_loadu_epi32(n == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b);
+    _mm512_store_ps(s, _mm512_cvtepi32_ps(_mm512_add_epi32(dots, _mm512_slli_epi32(neg, 7))));
   }
 
   // One Q8_0 row times one row of x (m = 1): each block's integer dot
@@ -188,11 +198,12 @@ struct avx512 {
     const std::int64_t nb = a.k / 32;
     float acc = 0.0f;
     std::int64_t b = 0;
-    for (; b + 16 <= nb; b += 16) {
-      alignas(64) float s[16];
-      q8_0_group(w, a, b, s);
-      for (int i = 0; i < 16; ++i) acc = std::fma(f16_at(w + (b + i) * 34) * a.d[b + i], s[i], acc);
-    }
+    for (int n : {16, 4})
+      for (; b + n <= nb; b += n) {
+        alignas(64) float s[16];
+        q8_0_group(w, a, b, n, s);
+        for (int i = 0; i < n; ++i) acc = std::fma(f16_at(w + (b + i) * 34) * a.d[b + i], s[i], acc);
+      }
     for (; b < nb; ++b) {
       const std::byte* blk = w + b * 34;
       acc = std::fma(f16_at(blk) * a.d[b], static_cast<float>(q8_0_block(blk, a.q + 32 * b, a.neg_sum32[b])), acc);
@@ -270,14 +281,130 @@ struct avx512 {
     return acc;
   }
 
+  // MXFP4 (mxfp4.hpp), read as the Q8_0 blocks it equals: its codes'
+  // values plus 12, unsigned for vpdpbusd (Σ (v + 12) · x less 12 Σ x).
+  static auto mxfp4_plus12() -> __m128i { return _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0); }
+
+  // One block's Σ (v + 12) · x (8 lanes): values 0-15 in the low nibbles.
+  static auto mxfp4_dot8(const std::byte* blk, const std::int8_t* x) -> __m256i {
+    const __m256i low = _mm256_set1_epi8(0x0F), shift = _mm256_setr_epi64x(0, 0, 0x0004000400040004, 0x0004000400040004);
+    const __m256i codes = _mm256_and_si256(_mm256_srlv_epi16(_mm256_broadcastsi128_si256(load128(blk + 1)), shift), low);
+    const __m256i w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(mxfp4_plus12()), codes);
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, load256(reinterpret_cast<const std::byte*>(x)));
+  }
+
+  // x rearranged for mxfp4_quad: per 4 blocks (nq of them), their values
+  // 0-15, then their values 16-31.
+  static void mxfp4_x(const std::int8_t* x, std::int64_t nq, std::int8_t* xp) {
+    for (std::int64_t q = 0; q < nq; ++q)
+      for (int i = 0; i < 4; ++i) {
+        std::memcpy(xp + 128 * q + 16 * i, x + 128 * q + 32 * i, 16);
+        std::memcpy(xp + 128 * q + 64 + 16 * i, x + 128 * q + 32 * i + 16, 16);
+      }
+  }
+
+  // Blocks blk..blk + 3 times their x (mxfp4_x's): Σ (v + 12) · x, block L
+  // in 128-bit lane L (its low and high nibbles' products in the same lanes).
+  static auto mxfp4_quad(const std::byte* blk, const std::int8_t* xp) -> vi {
+    vi q = _mm512_castsi128_si512(load128(blk + 1));
+    q = _mm512_inserti32x4(q, load128(blk + 18), 1);
+    q = _mm512_inserti32x4(q, load128(blk + 35), 2);
+    q = _mm512_inserti32x4(q, load128(blk + 52), 3);
+    const vi table = _mm512_broadcast_i32x4(mxfp4_plus12()), low = _mm512_set1_epi8(0x0F);
+    const vi wl = _mm512_shuffle_epi8(table, _mm512_and_si512(q, low));
+    const vi wh = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), low));
+    const vi acc = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wl, _mm512_loadu_si512(xp));
+    return _mm512_dpbusd_epi32(acc, wh, _mm512_loadu_si512(xp + 64));
+  }
+
+  // The F32 of the Q8_0 scale a block of scale byte e converts to where it
+  // is not all zeros (2^(e - 128), F16's range: e from 104 to 143), else 0.
+  // (An all-zero block's product is 0 and adds nothing, whatever its scale,
+  // to a chain that starts from +0: to_q8_0 writes d = 0.)
+  static constexpr auto mxfp4_scales = [] {
+    std::array<float, 256> t{};
+    for (std::uint32_t e = 104; e <= 143; ++e) t[e] = std::bit_cast<float>((e - 1) << 23);
+    return t;
+  }();
+
+  // The integer dot products of row w's blocks [b, b + n) (n = 16 or 4,
+  // whole quads of xp) into s as floats, Σ v · x: Σ (v + 12) · x + 12 (-Σ x).
+  static void mxfp4_dots(const std::byte* w, const acts& a, const std::int8_t* xp, std::int64_t b, int n, float* s) {
+    const std::byte* blk = w + b * 17;
+    prefetch_ahead(blk, n * 17);
+    vi r[4];
+    for (int q = 0; q < n / 4; ++q) r[q] = mxfp4_quad(blk + 68 * q, xp + 32 * (b + 4 * q));
+    const vi dots = n == 16 ? fold(fold(r[0], r[1]), fold(r[2], r[3])) : fold(fold(r[0], r[0]), fold(r[0], r[0]));
+    const vi neg12 = _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(n == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b),
+                                        _mm512_set1_epi32(12));
+    _mm512_store_ps(s, _mm512_cvtepi32_ps(_mm512_add_epi32(dots, neg12)));
+  }
+
+  // One MXFP4 row times one row of x (m = 1; xp: mxfp4_x's), read in place:
+  // each block's integer dot product and float chain are those of the Q8_0
+  // block it equals (q8_0_row), so the same bits as every other path, which
+  // multiplies it as Q8_0.
+  static auto mxfp4_row(const std::byte* w, const acts& a, const std::int8_t* xp) -> float {
+    const std::int64_t nb = a.k / 32;
+    float acc = 0.0f;
+    std::int64_t b = 0;
+    for (int n : {16, 4})
+      for (; b + n <= nb; b += n) {
+        alignas(64) float s[16];
+        mxfp4_dots(w, a, xp, b, n, s);
+        for (int i = 0; i < n; ++i)
+          acc = std::fma(mxfp4_scales[static_cast<std::uint8_t>(w[(b + i) * 17])] * a.d[b + i], s[i], acc);
+      }
+    for (; b < nb; ++b) {
+      const std::byte* blk = w + b * 17;
+      const __m256i p = mxfp4_dot8(blk, a.q + 32 * b);
+      __m128i t = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+      t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+      t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+      const std::int32_t dot = _mm_cvtsi128_si32(t) + 12 * a.neg_sum32[b];
+      acc = std::fma(mxfp4_scales[static_cast<std::uint8_t>(blk[0])] * a.d[b], static_cast<float>(dot), acc);
+    }
+    return acc;
+  }
+
+  // n values of MXFP4 rows as Q8_0, byte for byte mxfp4::to_q8_0's (the
+  // weights were checked when loaded): the batch paths' conversion.
+  static void mxfp4_to_q8_0(const std::byte* src, std::byte* dst, std::int64_t n) {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::values));
+    const __m128i low = _mm_set1_epi8(0x0F), nonzero = _mm_set1_epi8(0x77);
+    for (std::int64_t b = 0; b < n / 32; ++b) {
+      const std::byte* p = src + b * 17;
+      std::byte* o = dst + b * 34;
+      const __m128i qs = load128(p + 1);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 2), _mm_shuffle_epi8(table, _mm_and_si128(qs, low)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 18),
+                       _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qs, 4), low)));
+      const int e = static_cast<int>(p[0]) - 128; // 2^e: F16 normal from -14, subnormal from -24
+      std::uint16_t h = 0;
+      if (!_mm_testz_si128(qs, nonzero) && e >= -24 && e <= 15)
+        h = static_cast<std::uint16_t>(e >= -14 ? (e + 15) << 10 : 1 << (e + 24));
+      std::memcpy(o, &h, 2);
+    }
+  }
+
   // Rows [0, nr) of w times one row of x (m = 1) into y[0, nr), where T
   // has a row kernel.
   template <tensor_type T>
-    requires(T == tensor_type::q8_0 || T == tensor_type::q4_k || T == tensor_type::q6_k)
+    requires(T == tensor_type::q8_0 || T == tensor_type::q4_k || T == tensor_type::q6_k || T == tensor_type::mxfp4)
   static void rows(const std::byte* w, std::int64_t row_bytes, std::int64_t nr, const acts& a, float* y) {
+    std::int8_t* xp = nullptr;
+    if constexpr (T == tensor_type::mxfp4) {
+      xp = reinterpret_cast<std::int8_t*>(scratch(3, static_cast<std::size_t>(a.k)));
+      mxfp4_x(a.q, a.k / 128, xp);
+    }
     for (std::int64_t r = 0; r < nr; ++r) {
       const std::byte* row = w + r * row_bytes;
-      y[r] = T == tensor_type::q8_0 ? q8_0_row(row, a) : T == tensor_type::q4_k ? q4_k_row(row, a) : q6_k_row(row, a);
+      switch (T) {
+        case tensor_type::q8_0: y[r] = q8_0_row(row, a); break;
+        case tensor_type::q4_k: y[r] = q4_k_row(row, a); break;
+        case tensor_type::q6_k: y[r] = q6_k_row(row, a); break;
+        default: y[r] = mxfp4_row(row, a, xp);
+      }
     }
   }
 

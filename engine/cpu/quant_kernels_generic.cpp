@@ -124,7 +124,8 @@ void tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::in
 auto generic_kernels() -> const kernel_set& {
   using gguf::tensor_type;
   static const kernel_set k{"generic", 16, tile<tensor_type::q8_0>, tile<tensor_type::q4_0>,
-                            tile<tensor_type::q4_k>, tile<tensor_type::q5_k>, tile<tensor_type::q6_k>};
+                            tile<tensor_type::q4_k>, tile<tensor_type::q5_k>, tile<tensor_type::q6_k>,
+                            mxfp4_as_q8_0<tile<tensor_type::q8_0>>};
   return k;
 }
 

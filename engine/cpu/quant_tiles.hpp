@@ -541,6 +541,23 @@ void k_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::
   store_rows<V>(acc, a.m, row0, nr, y, ldy);
 }
 
+// MXFP4 rows to Q8_0: the ISA's own converter where it has one.
+template <class V>
+constexpr auto mxfp4_converter() -> void (*)(const std::byte*, std::byte*, std::int64_t) {
+  if constexpr (requires { V::mxfp4_to_q8_0(nullptr, nullptr, 0); })
+    return V::mxfp4_to_q8_0;
+  else
+    return mxfp4_rows_to_q8_0;
+}
+
+// MXFP4: the ISA's m = 1 row kernel where it has one, else as Q8_0.
+template <class V>
+void mxfp4_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a, float* y,
+                std::int64_t ldy) {
+  if (by_rows<V, tensor_type::mxfp4>(w, row_bytes, row0, nr, a, y)) return;
+  mxfp4_as_q8_0<small_tile<V, tensor_type::q8_0>, mxfp4_converter<V>()>(w, row_bytes, row0, nr, a, y, ldy);
+}
+
 template <class V>
 auto vector_kernels(std::string_view name) -> kernel_set {
   return {name,
@@ -550,6 +567,7 @@ auto vector_kernels(std::string_view name) -> kernel_set {
           k_tile<V, tensor_type::q4_k>,
           k_tile<V, tensor_type::q5_k>,
           k_tile<V, tensor_type::q6_k>,
+          mxfp4_tile<V>,
           V::vnni,
           V::mr_small};
 }

@@ -72,6 +72,17 @@ auto to_q8_0(const std::byte* src, std::byte* dst, std::int64_t n) -> bool {
   return true;
 }
 
+auto exact_in_q8_0(const std::byte* src, std::int64_t n) -> bool {
+  check_whole(n);
+  for (std::int64_t b = 0; b < n / block_values; ++b) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(src + b * block_bytes);
+    if (p[0] >= 104 && p[0] <= 143) continue;
+    for (int j = 1; j <= 16; ++j)
+      if ((p[j] & 0x77) != 0) return false; // codes 0 and 8 are the two zeros
+  }
+  return true;
+}
+
 void from_hf(const std::uint8_t* blocks, const std::uint8_t* scales, std::byte* dst, std::int64_t n) {
   check_whole(n);
   for (std::int64_t b = 0; b < n / block_values; ++b) {

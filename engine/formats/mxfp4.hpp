@@ -11,9 +11,9 @@
 // Every MXFP4 value is a small integer times a power of two, so a block is
 // exactly a Q8_0 block (q = kv[nibble], d = 2^(e - 128) as F16) wherever F16
 // holds the scale (e from 104 to 143; an all-zero block has d = 0): troupe
-// multiplies MXFP4 weights with the Q8_0 kernels, and the integer dot
-// products and the scale products are llama.cpp's own (it multiplies MXFP4
-// by x in Q8_0 blocks too).
+// keeps MXFP4 weights as they are stored and multiplies them as those Q8_0
+// blocks (quant_gemm), so the integer dot products and the scale products
+// are llama.cpp's own (it multiplies MXFP4 by x in Q8_0 blocks too).
 
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +38,10 @@ void quantize(const float* x, std::byte* dst, std::int64_t n);
 /// exactly. Returns false, writing nothing more, at the first block whose
 /// scale F16 cannot hold.
 auto to_q8_0(const std::byte* src, std::byte* dst, std::int64_t n) -> bool;
+
+/// Whether to_q8_0 takes these n values (every non-zero block's scale in
+/// F16's range), reading them only.
+auto exact_in_q8_0(const std::byte* src, std::int64_t n) -> bool;
 
 /// One row of a Hugging Face checkpoint (blocks: 16 bytes a block, scales:
 /// one byte a block) of n values as ggml MXFP4 blocks.

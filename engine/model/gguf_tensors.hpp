@@ -73,16 +73,13 @@ public:
         out_.storage.push_back(std::move(bytes));
         break;
       }
-      case gguf::tensor_type::mxfp4: {
-        // gpt-oss's experts: exactly Q8_0 (mxfp4.hpp), multiplied as llama.cpp does.
-        w.quant = gguf::tensor_type::q8_0;
-        auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(rows * w.row_bytes())]);
-        if (!mxfp4::to_q8_0(t.data, bytes.get(), rows * cols))
+      case gguf::tensor_type::mxfp4:
+        // gpt-oss's experts, used in place and multiplied as the Q8_0 blocks
+        // they equal (mxfp4.hpp), as llama.cpp does.
+        if (!mxfp4::exact_in_q8_0(t.data, rows * cols))
           fail(f_.path(), "tensor '" + name + "' has an MXFP4 block scale outside F16's range, which troupe does not read");
-        w.data = bytes.get();
-        out_.storage.push_back(std::move(bytes));
+        w.quant = t.type;
         break;
-      }
       default:
         fail(f_.path(), "tensor '" + name + "' is " + std::string(gguf::type_name(t.type)) +
                             ", which troupe does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, "

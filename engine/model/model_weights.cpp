@@ -225,24 +225,25 @@ auto load_experts(weight_loader& load, const std::string& layer, const model_con
 }
 
 /// One of gpt-oss's MXFP4 expert tensors ([experts, rows, cols / 32, 16]
-/// blocks, [experts, rows, cols / 32] scales) as Q8_0 matrices, exactly
-/// (mxfp4.hpp): per expert, the rows first, first + stride, ... of each.
+/// blocks, [experts, rows, cols / 32] scales) as MXFP4 matrices in ggml's
+/// block layout (mxfp4.hpp; a copy: the checkpoint keeps blocks and scales
+/// apart): per expert, the rows first, first + stride, ... of each.
 auto mxfp4_experts(weight_loader& load, const std::string& name, const model_config& c, std::int64_t stored_rows,
                    std::int64_t first, std::int64_t stride, std::int64_t cols) -> std::vector<weight_tensor> {
   const auto e = c.num_experts, nb = cols / 32;
   const auto* blocks = load.raw(name + "_blocks", {e, stored_rows, nb, 16}, dtype::u8);
   const auto* scales = load.raw(name + "_scales", {e, stored_rows, nb}, dtype::u8);
-  const std::int64_t rows = stored_rows / stride, row_bytes = nb * 34;
+  const std::int64_t rows = stored_rows / stride, row_bytes = nb * mxfp4::block_bytes;
   auto bytes = std::shared_ptr<std::byte[]>(new std::byte[static_cast<std::size_t>(e * rows * row_bytes)]);
-  std::vector<std::byte> ggml(static_cast<std::size_t>(nb * mxfp4::block_bytes));
   std::vector<weight_tensor> out;
   for (std::int64_t x = 0; x < e; ++x) {
     weight_tensor w{dtype::f32, bytes.get() + x * rows * row_bytes, rows, cols, weight_layout::row_major,
-                    gguf::tensor_type::q8_0};
+                    gguf::tensor_type::mxfp4};
     for (std::int64_t r = 0; r < rows; ++r) {
       const auto src = x * stored_rows + first + r * stride;
-      mxfp4::from_hf(blocks + src * nb * 16, scales + src * nb, ggml.data(), cols);
-      if (!mxfp4::to_q8_0(ggml.data(), bytes.get() + (x * rows + r) * row_bytes, cols))
+      std::byte* row = bytes.get() + (x * rows + r) * row_bytes;
+      mxfp4::from_hf(blocks + src * nb * 16, scales + src * nb, row, cols);
+      if (!mxfp4::exact_in_q8_0(row, cols))
         throw model_error(name + "_scales: an MXFP4 block scale outside F16's range, which troupe does not read");
     }
     out.push_back(w);

@@ -30,7 +30,7 @@ struct weight_tensor {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   weight_layout layout = weight_layout::row_major;
-  /// Set for a block-quantized matrix (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; see
+  /// Set for a block-quantized matrix (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4; see
   /// gguf_quant.hpp): each row is cols / block values of ggml blocks, as in
   /// a GGUF file, always row-major.
   std::optional<gguf::tensor_type> quant;

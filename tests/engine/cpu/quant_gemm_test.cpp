@@ -25,13 +25,13 @@ using gguf::tensor_type;
 namespace {
 
 constexpr tensor_type all_types[] = {tensor_type::q8_0, tensor_type::q4_0, tensor_type::q4_k, tensor_type::q5_k,
-                                     tensor_type::q6_k};
+                                     tensor_type::q6_k, tensor_type::mxfp4};
 
 auto type_traits(tensor_type t) -> gguf::type_traits { return *gguf::traits(static_cast<std::uint32_t>(t)); }
 
 // Activations are quantized in blocks of 32 for Q8_0/Q4_0 and 256 for the K-quants.
 auto act_block(tensor_type t) -> std::int64_t {
-  return t == tensor_type::q8_0 || t == tensor_type::q4_0 ? 32 : 256;
+  return t == tensor_type::q8_0 || t == tensor_type::q4_0 || t == tensor_type::mxfp4 ? 32 : 256;
 }
 
 // Where a block keeps its F16 scales (d, and dmin for Q4_K/Q5_K).
@@ -40,7 +40,20 @@ auto scale_offsets(tensor_type t) -> std::vector<std::int64_t> {
     case tensor_type::q4_k:
     case tensor_type::q5_k: return {0, 2};
     case tensor_type::q6_k: return {208};
+    case tensor_type::mxfp4: return {}; // a byte, an exponent: random_mxfp4_scales
     default: return {0};
+  }
+}
+
+// MXFP4's scale bytes in F16's range (mxfp4::exact_in_q8_0), and every
+// seventh block all zeros (codes 0 and 8) under any scale byte, which the
+// kernels must multiply as the zero-scale Q8_0 block it converts to.
+void random_mxfp4_scales(std::vector<std::byte>& w, rng& r) {
+  for (std::size_t blk = 0; blk < w.size() / 17; ++blk) {
+    std::byte* p = w.data() + blk * 17;
+    p[0] = static_cast<std::byte>(blk % 7 == 3 ? r.next() % 256 : 104 + r.next() % 40);
+    if (blk % 7 == 3)
+      for (int j = 1; j <= 16; ++j) p[j] &= std::byte{0x88};
   }
 }
 
@@ -60,6 +73,7 @@ auto make_weights(tensor_type t, std::int64_t n, std::int64_t k, bool random_byt
         const std::uint16_t h = f32_to_f16(s);
         std::memcpy(w.data() + blk * tr.block_bytes + off, &h, 2);
       }
+    if (t == tensor_type::mxfp4) random_mxfp4_scales(w, r);
   } else {
     std::vector<float> v(static_cast<std::size_t>(k));
     for (std::int64_t i = 0; i < n; ++i) {

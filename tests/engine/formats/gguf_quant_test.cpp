@@ -242,9 +242,19 @@ TEST_CASE("MXFP4: ggml's value table and nibble order, exactly Q8_0, and Hugging
   gguf::dequantize_row(tensor_type::mxfp4, again, z, 32);
   for (int j = 0; j < 32; ++j) CHECK(z[j] == y[j]);
   // A scale F16 cannot hold is refused; an all-zero block is d = 0.
+  // exact_in_q8_0 says so beforehand, reading only.
+  CHECK(mxfp4::exact_in_q8_0(block, 32));
   block[0] = std::byte{20};
   CHECK_FALSE(mxfp4::to_q8_0(block, q8, 32));
+  CHECK_FALSE(mxfp4::exact_in_q8_0(block, 32));
+  block[0] = std::byte{143};
+  CHECK(mxfp4::exact_in_q8_0(block, 32));
+  block[0] = std::byte{144};
+  CHECK_FALSE(mxfp4::exact_in_q8_0(block, 32));
   std::byte zero[17] = {};
+  zero[0] = std::byte{255}; // zeros (codes 0 and 8) under any scale
+  zero[5] = std::byte{0x88};
+  CHECK(mxfp4::exact_in_q8_0(zero, 32));
   REQUIRE(mxfp4::to_q8_0(zero, q8, 32));
   CHECK(gguf::half_at(q8) == 0.0f);
   // Hugging Face's order: low nibble value 2j, high 2j + 1.
