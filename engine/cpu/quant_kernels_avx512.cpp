@@ -164,20 +164,21 @@ struct avx512 {
     return _mm_cvtsi128_si32(s) + neg_sum * 128;
   }
 
-  // Row w's n Q8_0 blocks from b (n = 16 or 4) times x's: the integer dot
-  // products folded into one vector, into s as floats.
-  static void q8_0_group(const std::byte* w, const acts& a, std::int64_t b, int n, float* s) {
+  // Row w's N Q8_0 blocks from b (N = 16 or 4) times x's: the integer dot
+  // products folded into one vector, as floats.
+  template <int N>
+  static auto q8_0_group(const std::byte* w, const acts& a, std::int64_t b) -> vf {
     const vi flip = _mm512_set1_epi8(static_cast<char>(0x80));
     const std::byte* blk = w + b * 34;
-    prefetch_ahead(blk, n * 34);
-    vi p[8];
-    for (int j = 0; j < n / 2; ++j) {
+    prefetch_ahead(blk, N * 34);
+    vi p[N / 2];
+    for (int j = 0; j < N / 2; ++j) {
       const std::byte* q = blk + 68 * j + 2;
       const vi wv = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load256(q)), load256(q + 34), 1), flip);
       p[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, _mm512_loadu_si512(a.q + 32 * (b + 2 * j)));
     }
     vi dots;
-    if (n == 16) {
+    if constexpr (N == 16) {
       for (int j = 0; j < 4; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
       for (int j = 0; j < 2; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
       dots = fold(p[0], p[1]);
@@ -186,8 +187,8 @@ struct avx512 {
       const vi g = fold(f, f);
       dots = fold(g, g);
     }
-    const vi neg = _mm512_maskz_loadu_epi32(n == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b);
-    _mm512_store_ps(s, _mm512_cvtepi32_ps(_mm512_add_epi32(dots, _mm512_slli_epi32(neg, 7))));
+    const vi neg = _mm512_maskz_loadu_epi32(N == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b);
+    return _mm512_cvtepi32_ps(_mm512_add_epi32(dots, _mm512_slli_epi32(neg, 7)));
   }
 
   // One Q8_0 row times one row of x (m = 1): each block's integer dot
@@ -196,17 +197,14 @@ struct avx512 {
   // chains interleaved ran no faster in cache, and slower from DRAM.)
   static auto q8_0_row(const std::byte* w, const acts& a) -> float {
     const std::int64_t nb = a.k / 32;
+    const auto c = [&](std::int64_t i) { return f16_at(w + i * 34) * a.d[i]; };
     float acc = 0.0f;
     std::int64_t b = 0;
-    for (int n : {16, 4})
-      for (; b + n <= nb; b += n) {
-        alignas(64) float s[16];
-        q8_0_group(w, a, b, n, s);
-        for (int i = 0; i < n; ++i) acc = std::fma(f16_at(w + (b + i) * 34) * a.d[b + i], s[i], acc);
-      }
+    for (; b + 16 <= nb; b += 16) acc = chain<16>(q8_0_group<16>(w, a, b), acc, [&](int i) { return c(b + i); });
+    for (; b + 4 <= nb; b += 4) acc = chain<4>(q8_0_group<4>(w, a, b), acc, [&](int i) { return c(b + i); });
     for (; b < nb; ++b) {
       const std::byte* blk = w + b * 34;
-      acc = std::fma(f16_at(blk) * a.d[b], static_cast<float>(q8_0_block(blk, a.q + 32 * b, a.neg_sum32[b])), acc);
+      acc = std::fma(c(b), static_cast<float>(q8_0_block(blk, a.q + 32 * b, a.neg_sum32[b])), acc);
     }
     return acc;
   }
@@ -327,34 +325,49 @@ struct avx512 {
     return t;
   }();
 
-  // The integer dot products of row w's blocks [b, b + n) (n = 16 or 4,
-  // whole quads of xp) into s as floats, Σ v · x: Σ (v + 12) · x + 12 (-Σ x).
-  static void mxfp4_dots(const std::byte* w, const acts& a, const std::int8_t* xp, std::int64_t b, int n, float* s) {
+  // The integer dot products of row w's blocks [b, b + N) (N = 16 or 4,
+  // whole quads of xp) as floats, Σ v · x: Σ (v + 12) · x + 12 (-Σ x).
+  template <int N>
+  static auto mxfp4_dots(const std::byte* w, const acts& a, const std::int8_t* xp, std::int64_t b) -> vf {
     const std::byte* blk = w + b * 17;
-    prefetch_ahead(blk, n * 17);
+    prefetch_ahead(blk, N * 17);
     vi r[4];
-    for (int q = 0; q < n / 4; ++q) r[q] = mxfp4_quad(blk + 68 * q, xp + 32 * (b + 4 * q));
-    const vi dots = n == 16 ? fold(fold(r[0], r[1]), fold(r[2], r[3])) : fold(fold(r[0], r[0]), fold(r[0], r[0]));
-    const vi neg12 = _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(n == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b),
+    for (int q = 0; q < N / 4; ++q) r[q] = mxfp4_quad(blk + 68 * q, xp + 32 * (b + 4 * q));
+    const vi dots = N == 16 ? fold(fold(r[0], r[1]), fold(r[2], r[3])) : fold(fold(r[0], r[0]), fold(r[0], r[0]));
+    const vi neg12 = _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(N == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b),
                                         _mm512_set1_epi32(12));
-    _mm512_store_ps(s, _mm512_cvtepi32_ps(_mm512_add_epi32(dots, neg12)));
+    return _mm512_cvtepi32_ps(_mm512_add_epi32(dots, neg12));
+  }
+
+  // acc through a chain of N blocks, acc = fma(c(i), dot_i, acc) for i in
+  // order, the dots in s's lanes, taken out a 128-bit lane at a time (a
+  // store and scalar loads back ran 5% slower).
+  template <int N, class C>
+  [[gnu::always_inline]] static auto chain(vf s, float acc, C&& c) -> float {
+    [&]<int... L>(std::integer_sequence<int, L...>) {
+      ((acc = chain4(_mm512_extractf32x4_ps(s, L), acc, [&](int i) { return c(4 * L + i); })), ...);
+    }(std::make_integer_sequence<int, N / 4>{});
+    return acc;
+  }
+  template <class C>
+  [[gnu::always_inline]] static auto chain4(__m128 s, float acc, C&& c) -> float {
+    acc = std::fma(c(0), _mm_cvtss_f32(s), acc);
+    acc = std::fma(c(1), _mm_cvtss_f32(_mm_movehdup_ps(s)), acc);
+    acc = std::fma(c(2), _mm_cvtss_f32(_mm_movehl_ps(s, s)), acc);
+    return std::fma(c(3), _mm_cvtss_f32(_mm_shuffle_ps(s, s, 3)), acc);
   }
 
   // One MXFP4 row times one row of x (m = 1; xp: mxfp4_x's), read in place:
   // each block's integer dot product and float chain are those of the Q8_0
   // block it equals (q8_0_row), so the same bits as every other path, which
-  // multiplies it as Q8_0.
+  // multiplies it as Q8_0. (Two rows' chains interleaved ran no faster.)
   static auto mxfp4_row(const std::byte* w, const acts& a, const std::int8_t* xp) -> float {
     const std::int64_t nb = a.k / 32;
     float acc = 0.0f;
     std::int64_t b = 0;
-    for (int n : {16, 4})
-      for (; b + n <= nb; b += n) {
-        alignas(64) float s[16];
-        mxfp4_dots(w, a, xp, b, n, s);
-        for (int i = 0; i < n; ++i)
-          acc = std::fma(mxfp4_scales[static_cast<std::uint8_t>(w[(b + i) * 17])] * a.d[b + i], s[i], acc);
-      }
+    const auto c = [&](std::int64_t i) { return mxfp4_scales[static_cast<std::uint8_t>(w[i * 17])] * a.d[i]; };
+    for (; b + 16 <= nb; b += 16) acc = chain<16>(mxfp4_dots<16>(w, a, xp, b), acc, [&](int i) { return c(b + i); });
+    for (; b + 4 <= nb; b += 4) acc = chain<4>(mxfp4_dots<4>(w, a, xp, b), acc, [&](int i) { return c(b + i); });
     for (; b < nb; ++b) {
       const std::byte* blk = w + b * 17;
       const __m256i p = mxfp4_dot8(blk, a.q + 32 * b);
