@@ -60,6 +60,11 @@ void decode_row(const std::byte* src, std::uint8_t* dst) {
     const auto v = load_bytes<u8x16>(src + 2);
     store_bytes(dst, v & 15);
     store_bytes(dst + 16, v >> 4);
+  } else if constexpr (T == tensor_type::mxfp4) { // values + 16, as quant_tiles
+    const auto v = load_bytes<u8x16>(src + 1);
+    const auto table = load_bytes<u8x16>(reinterpret_cast<const std::byte*>(mxfp4_plus16));
+    store_bytes(dst, __builtin_shuffle(table, v & 15));
+    store_bytes(dst + 16, __builtin_shuffle(table, v >> 4));
   } else if constexpr (T == tensor_type::q4_k || T == tensor_type::q5_k) {
     constexpr bool five = T == tensor_type::q5_k;
     u8x32 qh{};
@@ -110,7 +115,7 @@ auto xf_at(const float* p, std::int64_t v0, std::int64_t j, std::int64_t columns
 }
 
 // Rows r0..r0 + NR (Q8_0: in place at rp, flipped to unsigned as
-// broadcast; Q4_0: decoded, w at stride ldw) times x lanes v0..v0 + 16·MX,
+// broadcast; Q4_0 and MXFP4: decoded, w at stride ldw) times x lanes v0..v0 + 16·MX,
 // for blocks b0..b0 + nc; each block's sum starts from x's correction for
 // the weights' offset. acc: [batch_rows][slab] running sums (from zero
 // where b0 = 0).
@@ -154,7 +159,7 @@ template <class V, tensor_type T, int NR, int MX>
     for (int mx = 0; mx < MX; ++mx) dx[mx] = xf_at<V>(a.dt, v0, b, a.k / 32, mx);
     #pragma GCC unroll 16
     for (int r = 0; r < NR; ++r) {
-      const vf scale = V::half_bcast(rp[r0 + r] + b * F::block_bytes);
+      const vf scale = F::bcast_scale(rp[r0 + r] + b * F::block_bytes);
       #pragma GCC unroll 16
       for (int mx = 0; mx < MX; ++mx) f[r][mx] = V::fma(V::mul(scale, dx[mx]), V::cvt(s[r][mx]), f[r][mx]);
     }
@@ -425,7 +430,7 @@ auto with_batch_kernels(kernel_set k) -> kernel_set {
   k.q4_k_t = k_tile_t<V, tensor_type::q4_k>;
   k.q5_k_t = k_tile_t<V, tensor_type::q5_k>;
   k.q6_k_t = k_tile_t<V, tensor_type::q6_k>;
-  k.mxfp4_t = mxfp4_as_q8_0<small_tile_t<V, tensor_type::q8_0>, mxfp4_converter<V>()>;
+  k.mxfp4_t = small_tile_t<V, tensor_type::mxfp4>;
   k.batch_rows = batch_rows<V>;
   return k;
 }

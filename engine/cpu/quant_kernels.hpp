@@ -75,21 +75,17 @@ struct kernel_set {
 /// kept between calls. `slot` separates buffers used at the same time.
 auto scratch(int slot, std::size_t n) -> std::byte*;
 
-/// n values of MXFP4 rows as Q8_0 (mxfp4::to_q8_0; the weights were
-/// checked with mxfp4::exact_in_q8_0 when loaded).
-inline void mxfp4_rows_to_q8_0(const std::byte* src, std::byte* dst, std::int64_t n) { (void)mxfp4::to_q8_0(src, dst, n); }
-
 /// MXFP4 weights through a Q8_0 kernel Q8 (each MXFP4 block is exactly a
 /// Q8_0 block, mxfp4.hpp, so the bits are Q8_0's): the call's rows are first
-/// converted by Convert into scratch slot 4. The weights stay as stored,
-/// half Q8_0's bytes; the conversion costs once per call, shared by every
-/// row of x (AVX-512 has an m = 1 kernel of its own).
-template <tile_kernel Q8, void (*Convert)(const std::byte*, std::byte*, std::int64_t) = mxfp4_rows_to_q8_0>
+/// converted (mxfp4::to_q8_0; the weights were checked with
+/// mxfp4::exact_in_q8_0 when loaded) into scratch slot 4. The generic
+/// path's MXFP4; the vector ISAs decode MXFP4 in their own tiles.
+template <tile_kernel Q8>
 void mxfp4_as_q8_0(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a,
                    float* y, std::int64_t ldy) {
   const std::int64_t q8_row = a.k / 32 * 34;
   std::byte* q8 = scratch(4, static_cast<std::size_t>(nr * q8_row));
-  for (std::int64_t r = 0; r < nr; ++r) Convert(w + (row0 + r) * row_bytes, q8 + r * q8_row, a.k);
+  for (std::int64_t r = 0; r < nr; ++r) (void)mxfp4::to_q8_0(w + (row0 + r) * row_bytes, q8 + r * q8_row, a.k);
   Q8(q8, q8_row, 0, nr, a, y + row0, ldy);
 }
 

@@ -380,26 +380,6 @@ struct avx512 {
     return acc;
   }
 
-  // n values of MXFP4 rows as Q8_0, byte for byte mxfp4::to_q8_0's (the
-  // weights were checked when loaded): the batch paths' conversion.
-  static void mxfp4_to_q8_0(const std::byte* src, std::byte* dst, std::int64_t n) {
-    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mxfp4::values));
-    const __m128i low = _mm_set1_epi8(0x0F), nonzero = _mm_set1_epi8(0x77);
-    for (std::int64_t b = 0; b < n / 32; ++b) {
-      const std::byte* p = src + b * 17;
-      std::byte* o = dst + b * 34;
-      const __m128i qs = load128(p + 1);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 2), _mm_shuffle_epi8(table, _mm_and_si128(qs, low)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 18),
-                       _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qs, 4), low)));
-      const int e = static_cast<int>(p[0]) - 128; // 2^e: F16 normal from -14, subnormal from -24
-      std::uint16_t h = 0;
-      if (!_mm_testz_si128(qs, nonzero) && e >= -24 && e <= 15)
-        h = static_cast<std::uint16_t>(e >= -14 ? (e + 15) << 10 : 1 << (e + 24));
-      std::memcpy(o, &h, 2);
-    }
-  }
-
   // Rows [0, nr) of w times one row of x (m = 1) into y[0, nr), where T
   // has a row kernel.
   template <tensor_type T>
@@ -426,6 +406,14 @@ struct avx512 {
     std::int32_t v;
     std::memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
+  }
+  static auto lookup16(vi table, vi idx) -> vi { return _mm512_shuffle_epi8(table, idx); } // bytes < 16
+  static auto bcast16(const void* p) -> vi { return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
+  // Each lane's low byte e as MXFP4's scale in Q8_0 (mxfp4_scales).
+  static auto e8m0(vi e) -> vf {
+    e = _mm512_and_si512(e, _mm512_set1_epi32(0xFF));
+    const __mmask16 ok = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(e, _mm512_set1_epi32(104)), _mm512_set1_epi32(40));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(ok, _mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23));
   }
   static auto set1(std::int32_t v) -> vi { return _mm512_set1_epi32(v); }
   static auto half_bcast(const void* p) -> vf { // the F16 at p, in every lane

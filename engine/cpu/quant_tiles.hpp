@@ -86,29 +86,50 @@ auto halves_at(const tile_rows<V::R>& rows, std::int64_t off, bool at_block_end)
   return V::halves_lo(V::gather(rows.p[0] + off, rows.rel));
 }
 
+// MXFP4's code values (mxfp4::values) plus 16: unsigned, at most 28.
+alignas(16) constexpr std::int8_t mxfp4_plus16[16] = {16, 17, 18, 19, 20, 22, 24, 28, 16, 15, 14, 13, 12, 10, 8, 4};
+
 // Blocks per chunk: the rearranged chunk (16 KiB of values on AVX-512)
 // stays in L1 while every row of x passes over it.
 constexpr std::int64_t chunk_small = 32, chunk_k = 4;
 
-// ---- Q8_0 and Q4_0: blocks of 32, one F16 scale.
+// ---- Q8_0, Q4_0 and MXFP4: blocks of 32, one scale (MXFP4: multiplied
+// as the Q8_0 block it equals, mxfp4.hpp).
 
 template <class V, tensor_type T>
 struct small_format {
-  static constexpr std::int64_t block_bytes = T == tensor_type::q8_0 ? 34 : 18;
+  static constexpr std::int64_t block_bytes = T == tensor_type::q8_0 ? 34 : T == tensor_type::mxfp4 ? 17 : 18;
   // Q8_0 without VNNI keeps the signed bytes (and their magnitudes): 255
   // times 127 twice would saturate vpmaddubsw.
   static constexpr bool signed_w = T == tensor_type::q8_0 && !V::vnni;
-  // Otherwise the bytes are unsigned, value + 128 (Q8_0) or value + 8
-  // (Q4_0), and the dot product starts from -offset · Σ q.
-  static constexpr int offset_shift = T == tensor_type::q8_0 ? 7 : 3;
+  // Otherwise the bytes are unsigned, value + 128 (Q8_0), value + 8 (Q4_0)
+  // or value + 16 (MXFP4's, at most 12 in magnitude), and the dot product
+  // starts from -offset · Σ q.
+  static constexpr int offset_shift = T == tensor_type::q8_0 ? 7 : T == tensor_type::mxfp4 ? 4 : 3;
+
+  // Block b's scale in every row, as F32: Q8_0's and Q4_0's F16; MXFP4's
+  // byte e as the Q8_0 scale it converts to (V::e8m0).
+  static auto scale(const tile_rows<V::R>& rows, std::int64_t b) -> typename V::vf {
+    if constexpr (T == tensor_type::mxfp4)
+      return V::e8m0(V::gather(rows.p[0] + b * block_bytes, rows.rel));
+    else
+      return halves_at<V>(rows, b * block_bytes, false);
+  }
+
+  // The scale of the block at blk (one row's) in every lane.
+  static auto bcast_scale(const std::byte* blk) -> typename V::vf {
+    if constexpr (T == tensor_type::mxfp4)
+      return V::e8m0(V::set1(static_cast<std::int32_t>(blk[0])));
+    else
+      return V::half_bcast(blk);
+  }
 
   // Block b of the tile's rows into t[8] (and s[8]: the signed bytes).
   static void decode(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* t, typename V::vi* s) {
     using vi = typename V::vi;
-    const std::int64_t off = b * block_bytes + 2;
     if constexpr (T == tensor_type::q8_0) {
       vi raw[8];
-      V::transpose32(rows.p, off, raw);
+      V::transpose32(rows.p, b * block_bytes + 2, raw);
       for (int g = 0; g < 8; ++g) {
         if constexpr (signed_w) {
           t[g] = V::abs8(raw[g]);
@@ -118,13 +139,18 @@ struct small_format {
         }
       }
     } else {
-      // Byte i: value i in the low nibble, value i + 16 in the high.
+      // Byte i: code i in the low nibble, code i + 16 in the high (Q4_0's
+      // value + 8; MXFP4's an index into its table of values + 16).
       vi raw[4];
-      V::transpose16(rows.p, off, raw);
+      V::transpose16(rows.p, b * block_bytes + (T == tensor_type::mxfp4 ? 1 : 2), raw);
       const vi low = V::set1(0x0F0F0F0F);
       for (int g = 0; g < 4; ++g) {
         t[g] = V::and_(raw[g], low);
         t[4 + g] = V::and_(V::shr(raw[g], 4), low);
+      }
+      if constexpr (T == tensor_type::mxfp4) {
+        const vi table = V::bcast16(mxfp4_plus16);
+        for (int g = 0; g < 8; ++g) t[g] = V::lookup16(table, t[g]);
       }
     }
   }
@@ -151,7 +177,7 @@ auto decode_signed(const tile_rows<V::R>& rows, std::int64_t b, typename V::vi* 
     V::transpose32(rows.p, b * small_format<V, T>::block_bytes + 2, t);
   } else {
     small_format<V, T>::decode(rows, b, t, nullptr);
-    for (int g = 0; g < 8; ++g) t[g] = V::sub8(t[g], V::set1(0x08080808));
+    for (int g = 0; g < 8; ++g) t[g] = V::sub8(t[g], V::set1(0x01010101 << small_format<V, T>::offset_shift));
   }
   return V::sub(V::set1(0), V::shl(byte_sums<V>(t, 8), 7));
 }
@@ -226,7 +252,7 @@ template <class V, tensor_type T, int MR>
   for (std::int64_t b = 0; b < nb; ++b) {
     rows.prefetch(b, F::block_bytes, nb);
     typename V::vi t[8], sg[8];
-    const auto scale = halves_at<V>(rows, b * F::block_bytes, false);
+    const auto scale = F::scale(rows, b);
     F::decode(rows, b, t, sg);
     small_block<V, T, MR>(t, sg, scale, b, a, 0, f);
   }
@@ -300,7 +326,7 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
     const std::int64_t nc = std::min(chunk_small, nb - b0);
     for (std::int64_t c = 0; c < nc; ++c) {
       rows.prefetch(b0 + c, F::block_bytes, nb);
-      scales[c] = halves_at<V>(rows, (b0 + c) * F::block_bytes, false);
+      scales[c] = F::scale(rows, b0 + c);
       if constexpr (V::vnni)
         signs[c] = decode_signed<V, T>(rows, b0 + c, tiles + 8 * c);
       else
@@ -541,23 +567,6 @@ void k_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::
   store_rows<V>(acc, a.m, row0, nr, y, ldy);
 }
 
-// MXFP4 rows to Q8_0: the ISA's own converter where it has one.
-template <class V>
-constexpr auto mxfp4_converter() -> void (*)(const std::byte*, std::byte*, std::int64_t) {
-  if constexpr (requires { V::mxfp4_to_q8_0(nullptr, nullptr, 0); })
-    return V::mxfp4_to_q8_0;
-  else
-    return mxfp4_rows_to_q8_0;
-}
-
-// MXFP4: the ISA's m = 1 row kernel where it has one, else as Q8_0.
-template <class V>
-void mxfp4_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a, float* y,
-                std::int64_t ldy) {
-  if (by_rows<V, tensor_type::mxfp4>(w, row_bytes, row0, nr, a, y)) return;
-  mxfp4_as_q8_0<small_tile<V, tensor_type::q8_0>, mxfp4_converter<V>()>(w, row_bytes, row0, nr, a, y, ldy);
-}
-
 template <class V>
 auto vector_kernels(std::string_view name) -> kernel_set {
   return {name,
@@ -567,7 +576,7 @@ auto vector_kernels(std::string_view name) -> kernel_set {
           k_tile<V, tensor_type::q4_k>,
           k_tile<V, tensor_type::q5_k>,
           k_tile<V, tensor_type::q6_k>,
-          mxfp4_tile<V>,
+          small_tile<V, tensor_type::mxfp4>,
           V::vnni,
           V::mr_small};
 }
