@@ -5,8 +5,9 @@
 // bytes grow with the distinct experts touched, not with the tokens: a
 // batch of 32 on Qwen3-30B-A3B (128 experts, 8 a token) reads about 112
 // experts a layer where one token reads 8. The simulator's cost model and
-// `troupe bench-moe` (which sets it beside the experts the engine really
-// ran) share this one estimate. Pure arithmetic: deterministic.
+// `troupe bench-engine` (the bytes each batch size's step reads, and so the
+// most batch 32 can run at over batch 1 on one bandwidth) share this one
+// estimate. Pure arithmetic: deterministic.
 
 #include <cmath>
 #include <cstdint>

@@ -110,6 +110,15 @@ check "bench-engine runs" test "$(exit_code "$troupe" bench-engine --model "$tmp
 check "bench-engine prints the bandwidth" grep -qE '^ +1 +1 .* [0-9.]+%' "$tmp/out"
 check "bench-engine states the targets" grep -qE "^1 thread: batch-1 decode at [0-9]+% of read bandwidth \(target 85%\)" "$tmp/out"
 check "bench-engine bad list: exit 2" test "$(exit_code "$troupe" bench-engine --batches 1,x)" = 2
+# A mixture of experts: what a batch's step reads (the distinct experts its
+# tokens route to) and so the most it can run at over batch 1, and its goals.
+check "make-model small olmoe" test "$(exit_code "$troupe" make-model --preset olmoe-1b-7b --small --layers 1 \
+  --vocab 512 --out "$tmp/moe")" = 0
+check "bench-engine on experts runs" test "$(exit_code "$troupe" bench-engine --model "$tmp/moe" --batches 1,4 \
+  --threads 1 --runs 1 --decode-steps 2 --prefill-tokens 8)" = 0
+check "bench-engine: a batch's expert reads" \
+  grep -qE "^batch 4 reads about [0-9]+ of 16 experts a layer .* it runs at most [0-9.]+x batch 1$" "$tmp/out"
+check "bench-engine: the experts' goals" grep -qE "^1 thread: batch-1 decode at [0-9]+% of read bandwidth \(target 75%\)" "$tmp/out"
 
 check "bench-loopback runs" test "$(exit_code "$troupe" bench-loopback --streams 8 --events 16)" = 0
 check "bench-loopback prints events/s" grep -qE '^Events/s: +[0-9]+' "$tmp/out"
