@@ -31,10 +31,10 @@
 // chunks) turns round on VNNI: x is transposed once, a row of x a lane,
 // and 6 weight rows are broadcast against 2 vectors of x
 // (quant_batch_tiles.hpp). And at m = 1 (decode at batch 1) on AVX-512,
-// Q8_0, Q4_K and Q6_K rows are read one at a time, straight, with no
-// transpose (row kernels, quant_kernels_avx512.cpp): on Zen 4 the tiles'
-// transposes, not the bytes, bounded m = 1. The integer sums are the same,
-// so are the bits.
+// Q4_K and Q6_K rows are read one at a time, straight, with no transpose
+// (row kernels, quant_kernels_avx512.cpp): on Zen 4 their tiles' decode,
+// not the bytes, bounded m = 1. The tiles stream the next tile into L2 as
+// they go. The integer sums are the same, so are the bits.
 
 #include "engine/formats/gguf.hpp"
 

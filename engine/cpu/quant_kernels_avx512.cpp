@@ -6,8 +6,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -140,73 +138,11 @@ struct avx512 {
   // The lines of bytes [p + 4096, p + 4096 + n): a row kernel reads one
   // stream, asked for this far ahead of the hardware prefetcher. On Zen 4
   // (one thread, the 151,936-row head) Q6_K then read 21.5 GB/s from DRAM,
-  // 17.9 without, Q4_K and Q8_0 alike (1 KiB ahead: 18.9; 2 KiB: 20.0;
-  // 8 KiB: 21.0). Always inlined, as tile_rows::prefetch.
+  // 17.9 without, Q4_K alike (1 KiB ahead: 18.9; 2 KiB: 20.0; 8 KiB: 21.0;
+  // into L2 instead, 18.3). Always inlined, as tile_rows::prefetch.
   [[gnu::always_inline]] static void prefetch_ahead(const std::byte* p, std::int64_t n) {
     constexpr std::int64_t ahead = 4096;
     for (std::int64_t o = 0; o < n; o += 64) __builtin_prefetch(p + ahead + o, 0, 3);
-  }
-
-  // Lanes 2i and 2i + 1 of a:b (32 lanes) summed into lane i.
-  static auto fold(vi a, vi b) -> vi {
-    const vi even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const vi odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, even, b), _mm512_permutex2var_epi32(a, odd, b));
-  }
-
-  // One Q8_0 block's Σ w·x: (w + 128) · x less 128 Σ x, as the tiles count it.
-  static auto q8_0_block(const std::byte* blk, const std::int8_t* x, std::int32_t neg_sum) -> std::int32_t {
-    const __m256i wv = _mm256_xor_si256(load256(blk + 2), _mm256_set1_epi8(static_cast<char>(0x80)));
-    const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wv, load256(reinterpret_cast<const std::byte*>(x)));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm_cvtsi128_si32(s) + neg_sum * 128;
-  }
-
-  // Row w's N Q8_0 blocks from b (N = 16 or 4) times x's: the integer dot
-  // products folded into one vector, as floats.
-  template <int N>
-  static auto q8_0_group(const std::byte* w, const acts& a, std::int64_t b) -> vf {
-    const vi flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    const std::byte* blk = w + b * 34;
-    prefetch_ahead(blk, N * 34);
-    vi p[N / 2];
-    for (int j = 0; j < N / 2; ++j) {
-      const std::byte* q = blk + 68 * j + 2;
-      const vi wv = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load256(q)), load256(q + 34), 1), flip);
-      p[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, _mm512_loadu_si512(a.q + 32 * (b + 2 * j)));
-    }
-    vi dots;
-    if constexpr (N == 16) {
-      for (int j = 0; j < 4; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
-      for (int j = 0; j < 2; ++j) p[j] = fold(p[2 * j], p[2 * j + 1]);
-      dots = fold(p[0], p[1]);
-    } else {
-      const vi f = fold(p[0], p[1]); // 4 lanes a block
-      const vi g = fold(f, f);
-      dots = fold(g, g);
-    }
-    const vi neg = _mm512_maskz_loadu_epi32(N == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b);
-    return _mm512_cvtepi32_ps(_mm512_add_epi32(dots, _mm512_slli_epi32(neg, 7)));
-  }
-
-  // One Q8_0 row times one row of x (m = 1): each block's integer dot
-  // product is the tiles', and so is the float chain acc = fma(dw · dx,
-  // float(dot), acc), block by block in order: the same bits. (Four rows'
-  // chains interleaved ran no faster in cache, and slower from DRAM.)
-  static auto q8_0_row(const std::byte* w, const acts& a) -> float {
-    const std::int64_t nb = a.k / 32;
-    const auto c = [&](std::int64_t i) { return f16_at(w + i * 34) * a.d[i]; };
-    float acc = 0.0f;
-    std::int64_t b = 0;
-    for (; b + 16 <= nb; b += 16) acc = chain<16>(q8_0_group<16>(w, a, b), acc, [&](int i) { return c(b + i); });
-    for (; b + 4 <= nb; b += 4) acc = chain<4>(q8_0_group<4>(w, a, b), acc, [&](int i) { return c(b + i); });
-    for (; b < nb; ++b) {
-      const std::byte* blk = w + b * 34;
-      acc = std::fma(c(b), static_cast<float>(q8_0_block(blk, a.q + 32 * b, a.neg_sum32[b])), acc);
-    }
-    return acc;
   }
 
   static auto f16_at(const std::byte* p) -> float {
@@ -279,126 +215,15 @@ struct avx512 {
     return acc;
   }
 
-  // MXFP4 (mxfp4.hpp), read as the Q8_0 blocks it equals: its codes'
-  // values plus 12, unsigned for vpdpbusd (Σ (v + 12) · x less 12 Σ x).
-  static auto mxfp4_plus12() -> __m128i { return _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0); }
-
-  // One block's Σ (v + 12) · x (8 lanes): values 0-15 in the low nibbles.
-  static auto mxfp4_dot8(const std::byte* blk, const std::int8_t* x) -> __m256i {
-    const __m256i low = _mm256_set1_epi8(0x0F), shift = _mm256_setr_epi64x(0, 0, 0x0004000400040004, 0x0004000400040004);
-    const __m256i codes = _mm256_and_si256(_mm256_srlv_epi16(_mm256_broadcastsi128_si256(load128(blk + 1)), shift), low);
-    const __m256i w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(mxfp4_plus12()), codes);
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, load256(reinterpret_cast<const std::byte*>(x)));
-  }
-
-  // x rearranged for mxfp4_quad: per 4 blocks (nq of them), their values
-  // 0-15, then their values 16-31.
-  static void mxfp4_x(const std::int8_t* x, std::int64_t nq, std::int8_t* xp) {
-    for (std::int64_t q = 0; q < nq; ++q)
-      for (int i = 0; i < 4; ++i) {
-        std::memcpy(xp + 128 * q + 16 * i, x + 128 * q + 32 * i, 16);
-        std::memcpy(xp + 128 * q + 64 + 16 * i, x + 128 * q + 32 * i + 16, 16);
-      }
-  }
-
-  // Blocks blk..blk + 3 times their x (mxfp4_x's): Σ (v + 12) · x, block L
-  // in 128-bit lane L (its low and high nibbles' products in the same lanes).
-  static auto mxfp4_quad(const std::byte* blk, const std::int8_t* xp) -> vi {
-    vi q = _mm512_castsi128_si512(load128(blk + 1));
-    q = _mm512_inserti32x4(q, load128(blk + 18), 1);
-    q = _mm512_inserti32x4(q, load128(blk + 35), 2);
-    q = _mm512_inserti32x4(q, load128(blk + 52), 3);
-    const vi table = _mm512_broadcast_i32x4(mxfp4_plus12()), low = _mm512_set1_epi8(0x0F);
-    const vi wl = _mm512_shuffle_epi8(table, _mm512_and_si512(q, low));
-    const vi wh = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), low));
-    const vi acc = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wl, _mm512_loadu_si512(xp));
-    return _mm512_dpbusd_epi32(acc, wh, _mm512_loadu_si512(xp + 64));
-  }
-
-  // The F32 of the Q8_0 scale a block of scale byte e converts to where it
-  // is not all zeros (2^(e - 128), F16's range: e from 104 to 143), else 0.
-  // (An all-zero block's product is 0 and adds nothing, whatever its scale,
-  // to a chain that starts from +0: to_q8_0 writes d = 0.)
-  static constexpr auto mxfp4_scales = [] {
-    std::array<float, 256> t{};
-    for (std::uint32_t e = 104; e <= 143; ++e) t[e] = std::bit_cast<float>((e - 1) << 23);
-    return t;
-  }();
-
-  // The integer dot products of row w's blocks [b, b + N) (N = 16 or 4,
-  // whole quads of xp) as floats, Σ v · x: Σ (v + 12) · x + 12 (-Σ x).
-  template <int N>
-  static auto mxfp4_dots(const std::byte* w, const acts& a, const std::int8_t* xp, std::int64_t b) -> vf {
-    const std::byte* blk = w + b * 17;
-    prefetch_ahead(blk, N * 17);
-    vi r[4];
-    for (int q = 0; q < N / 4; ++q) r[q] = mxfp4_quad(blk + 68 * q, xp + 32 * (b + 4 * q));
-    const vi dots = N == 16 ? fold(fold(r[0], r[1]), fold(r[2], r[3])) : fold(fold(r[0], r[0]), fold(r[0], r[0]));
-    const vi neg12 = _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(N == 16 ? 0xFFFF : 0xF, a.neg_sum32 + b),
-                                        _mm512_set1_epi32(12));
-    return _mm512_cvtepi32_ps(_mm512_add_epi32(dots, neg12));
-  }
-
-  // acc through a chain of N blocks, acc = fma(c(i), dot_i, acc) for i in
-  // order, the dots in s's lanes, taken out a 128-bit lane at a time (a
-  // store and scalar loads back ran 5% slower).
-  template <int N, class C>
-  [[gnu::always_inline]] static auto chain(vf s, float acc, C&& c) -> float {
-    [&]<int... L>(std::integer_sequence<int, L...>) {
-      ((acc = chain4(_mm512_extractf32x4_ps(s, L), acc, [&](int i) { return c(4 * L + i); })), ...);
-    }(std::make_integer_sequence<int, N / 4>{});
-    return acc;
-  }
-  template <class C>
-  [[gnu::always_inline]] static auto chain4(__m128 s, float acc, C&& c) -> float {
-    acc = std::fma(c(0), _mm_cvtss_f32(s), acc);
-    acc = std::fma(c(1), _mm_cvtss_f32(_mm_movehdup_ps(s)), acc);
-    acc = std::fma(c(2), _mm_cvtss_f32(_mm_movehl_ps(s, s)), acc);
-    return std::fma(c(3), _mm_cvtss_f32(_mm_shuffle_ps(s, s, 3)), acc);
-  }
-
-  // One MXFP4 row times one row of x (m = 1; xp: mxfp4_x's), read in place:
-  // each block's integer dot product and float chain are those of the Q8_0
-  // block it equals (q8_0_row), so the same bits as every other path, which
-  // multiplies it as Q8_0. (Two rows' chains interleaved ran no faster.)
-  static auto mxfp4_row(const std::byte* w, const acts& a, const std::int8_t* xp) -> float {
-    const std::int64_t nb = a.k / 32;
-    float acc = 0.0f;
-    std::int64_t b = 0;
-    const auto c = [&](std::int64_t i) { return mxfp4_scales[static_cast<std::uint8_t>(w[i * 17])] * a.d[i]; };
-    for (; b + 16 <= nb; b += 16) acc = chain<16>(mxfp4_dots<16>(w, a, xp, b), acc, [&](int i) { return c(b + i); });
-    for (; b + 4 <= nb; b += 4) acc = chain<4>(mxfp4_dots<4>(w, a, xp, b), acc, [&](int i) { return c(b + i); });
-    for (; b < nb; ++b) {
-      const std::byte* blk = w + b * 17;
-      const __m256i p = mxfp4_dot8(blk, a.q + 32 * b);
-      __m128i t = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-      t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
-      t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
-      const std::int32_t dot = _mm_cvtsi128_si32(t) + 12 * a.neg_sum32[b];
-      acc = std::fma(mxfp4_scales[static_cast<std::uint8_t>(blk[0])] * a.d[b], static_cast<float>(dot), acc);
-    }
-    return acc;
-  }
-
-  // Rows [0, nr) of w times one row of x (m = 1) into y[0, nr), where T
-  // has a row kernel.
+  // Rows [0, nr) of w times one row of x (m = 1) into y[0, nr): the
+  // K-quants, whose tiles are compute-bound at m = 1 on Zen 4 (Q4_K and
+  // Q6_K from cache at 14 GB/s a thread, these rows at 19 and 25). Q8_0's
+  // and MXFP4's tiles are not (34 and 17 GB/s): they keep them.
   template <tensor_type T>
-    requires(T == tensor_type::q8_0 || T == tensor_type::q4_k || T == tensor_type::q6_k || T == tensor_type::mxfp4)
+    requires(T == tensor_type::q4_k || T == tensor_type::q6_k)
   static void rows(const std::byte* w, std::int64_t row_bytes, std::int64_t nr, const acts& a, float* y) {
-    std::int8_t* xp = nullptr;
-    if constexpr (T == tensor_type::mxfp4) {
-      xp = reinterpret_cast<std::int8_t*>(scratch(3, static_cast<std::size_t>(a.k)));
-      mxfp4_x(a.q, a.k / 128, xp);
-    }
-    for (std::int64_t r = 0; r < nr; ++r) {
-      const std::byte* row = w + r * row_bytes;
-      switch (T) {
-        case tensor_type::q8_0: y[r] = q8_0_row(row, a); break;
-        case tensor_type::q4_k: y[r] = q4_k_row(row, a); break;
-        case tensor_type::q6_k: y[r] = q6_k_row(row, a); break;
-        default: y[r] = mxfp4_row(row, a, xp);
-      }
-    }
+    for (std::int64_t r = 0; r < nr; ++r)
+      y[r] = T == tensor_type::q4_k ? q4_k_row(w + r * row_bytes, a) : q6_k_row(w + r * row_bytes, a);
   }
 
   static auto halves_hi(vi v) -> vf { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
@@ -409,7 +234,10 @@ struct avx512 {
   }
   static auto lookup16(vi table, vi idx) -> vi { return _mm512_shuffle_epi8(table, idx); } // bytes < 16
   static auto bcast16(const void* p) -> vi { return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
-  // Each lane's low byte e as MXFP4's scale in Q8_0 (mxfp4_scales).
+  // Each lane's low byte e as MXFP4's scale in Q8_0: 2^(e - 128) for e
+  // from 104 to 143 (F16's range), else 0 (mxfp4.hpp; an all-zero block's
+  // product is 0 and adds nothing, whatever its scale, to a chain that
+  // starts from +0: to_q8_0 writes d = 0 for it).
   static auto e8m0(vi e) -> vf {
     e = _mm512_and_si512(e, _mm512_set1_epi32(0xFF));
     const __mmask16 ok = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(e, _mm512_set1_epi32(104)), _mm512_set1_epi32(40));

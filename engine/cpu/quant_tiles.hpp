@@ -51,30 +51,23 @@ struct tile_rows {
     }
   }
 
-  // Asks for the block about 1 KiB after block b in every row (past a
-  // row's end, the next tile's rows: the same thread's next tile under a
-  // static schedule; past the matrix, nothing faults). Sixteen streams at
-  // once are more than the hardware prefetcher follows: without this, m = 1
-  // on Q8_0 read 10 GB/s from DRAM, with it 42 (one thread; 512 bytes
-  // ahead: 36). A point every 64 bytes from the block's start, and its
-  // last byte, fall in every line the block touches. (Stopping one point
-  // short left a line of some 176- and 210-byte blocks to a demand miss:
-  // Q5_K and Q6_K at m = 1 then read 14 and 13 GB/s, now 26 and 20.)
-  // Rows [part · R / parts, (part + 1) · R / parts) only: the K-quants
-  // spread a block's 48 to 80 prefetches over its decode, a quarter at a
-  // time. In one burst (more lines than the core keeps misses in flight)
-  // m = 1 from DRAM read Q4_K at 26 GB/s and Q6_K at 20, spread 33 and 28
-  // (one thread; in L2 both run about 37). Always inlined: GCC 12 finds a
-  // function of prefetches alone free of side effects and drops its calls.
-  [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t block_bytes, std::int64_t num_blocks, int part = 0,
-                                       int parts = 1) const {
-    const std::int64_t pos = b + std::max<std::int64_t>(1, 1024 / block_bytes);
-    const std::int64_t off = pos < num_blocks ? pos * block_bytes : R * row_bytes + (pos - num_blocks) * block_bytes;
-    for (int r = part * R / parts; r < (part + 1) * R / parts; ++r) {
-      const std::byte* a = p[r] + off;
-      for (std::int64_t o = 0; o < block_bytes; o += 64) __builtin_prefetch(a + o, 0, 3);
-      __builtin_prefetch(a + block_bytes - 1, 0, 3);
-    }
+  // Asks for slice b · parts + part of num_blocks · parts equal slices of
+  // the next tile's bytes (rows are contiguous: the R rows after these; the
+  // same thread's next tile under a static schedule; past the matrix,
+  // nothing faults), into L2: called once a block (parts times, spread
+  // over a K-quant's decode), it keeps the next tile streaming in, in
+  // order, while this one is multiplied. On Zen 4 this replaced a prefetch
+  // into L1 of the block 1 KiB ahead in each of the 16 rows (tuned on an
+  // Intel machine), whose 16 streams held m = 1 on Q8_0 to 13.5 GB/s from
+  // DRAM (one thread, a 151,936 x 2048 head); now 28.4 (k = 2880), MXFP4
+  // 16.3, and at m = 2 Q4_K and Q6_K 12.3 (were 9.1 and 7.4), at m = 16 4.2
+  // and 5.1 (3.6, 3.9). Into L1 the same slices read Q8_0 at 11.7. Always
+  // inlined: GCC 12 finds a function of prefetches alone free of side
+  // effects and drops its calls.
+  [[gnu::always_inline]] void prefetch(std::int64_t b, std::int64_t num_blocks, int part = 0, int parts = 1) const {
+    const std::int64_t tile = R * row_bytes, slice = (tile + num_blocks * parts - 1) / (num_blocks * parts);
+    const std::byte* next = p[0] + tile + (b * parts + part) * slice;
+    for (std::int64_t o = 0; o < slice; o += 64) __builtin_prefetch(next + o, 0, 1);
   }
 };
 
@@ -250,7 +243,7 @@ template <class V, tensor_type T, int MR>
   typename V::vf f[MR];
   for (int ii = 0; ii < MR; ++ii) f[ii] = V::set1f(0.0f);
   for (std::int64_t b = 0; b < nb; ++b) {
-    rows.prefetch(b, F::block_bytes, nb);
+    rows.prefetch(b, nb);
     typename V::vi t[8], sg[8];
     const auto scale = F::scale(rows, b);
     F::decode(rows, b, t, sg);
@@ -284,11 +277,11 @@ void store_rows(const float* acc, std::int64_t m, std::int64_t row0, std::int64_
     for (std::int64_t r = 0; r < nr; ++r) y[i * ldy + row0 + r] = acc[i * V::R + r];
 }
 
-// m = 1 where the ISA has a row kernel for T (AVX-512: Q8_0, Q4_K, Q6_K):
-// each row read once, straight, with no transpose, and the same integers
-// and float chain as the tiles, so the same bits. On Zen 4 the tiles'
-// transposes made m = 1 compute-bound (one thread, a 151,936-row head:
-// Q6_K 7 GB/s, Q4_K 9, Q8_0 13.5). Whether it ran.
+// m = 1 where the ISA has a row kernel for T (AVX-512: Q4_K, Q6_K): each
+// row read once, straight, with no transpose, and the same integers and
+// float chain as the tiles, so the same bits. On Zen 4 these tiles'
+// transposes and decode made m = 1 compute-bound (one thread, a
+// 151,936-row head: Q6_K 7 GB/s, Q4_K 9; now 21.9 and 18.2). Whether it ran.
 template <class V, tensor_type T>
 auto by_rows(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a, float* y)
     -> bool {
@@ -325,7 +318,7 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
   for (std::int64_t b0 = 0; b0 < nb; b0 += chunk_small) {
     const std::int64_t nc = std::min(chunk_small, nb - b0);
     for (std::int64_t c = 0; c < nc; ++c) {
-      rows.prefetch(b0 + c, F::block_bytes, nb);
+      rows.prefetch(b0 + c, nb);
       scales[c] = F::scale(rows, b0 + c);
       if constexpr (V::vnni)
         signs[c] = decode_signed<V, T>(rows, b0 + c, tiles + 8 * c);
@@ -407,7 +400,7 @@ struct k_format {
       const vi bit4 = V::set1(0x10101010);
       for (int c = 0; c < 4; ++c) {
         vi qs[8];
-        rows.prefetch(b, block_bytes, nb, c, 4);
+        rows.prefetch(b, nb, c, 4);
         V::transpose32(rows.p, off + (five ? 48 : 16) + 32 * c, qs);
         // Values 64c..64c+31: the low nibbles; 64c+32..64c+63: the high.
         for (int g = 0; g < 8; ++g) {
@@ -425,9 +418,9 @@ struct k_format {
       for (int h = 0; h < 2; ++h) {
         // ql[64h + l] and ql[64h + 32 + l], qh[32h + l]: four values 32 apart.
         vi la[8], lb[8], qh[8];
-        rows.prefetch(b, block_bytes, nb, 2 * h, 4);
+        rows.prefetch(b, nb, 2 * h, 4);
         V::transpose32(rows.p, off + 64 * h, la);
-        rows.prefetch(b, block_bytes, nb, 2 * h + 1, 4);
+        rows.prefetch(b, nb, 2 * h + 1, 4);
         V::transpose32(rows.p, off + 64 * h + 32, lb);
         V::transpose32(rows.p, off + 128 + 32 * h, qh);
         for (int g = 0; g < 8; ++g) {
