@@ -73,11 +73,11 @@ void print_expert_reads(const model_weights& w, const std::vector<int>& batches)
   const double one = weight_bytes(w, 1);
   for (int b : batches) {
     if (b == 1) continue;
+    const double bytes = weight_bytes(w, b);
     std::printf("batch %d reads about %.0f of %lld experts a layer (uniform routing): %.0f MB a step where batch 1 "
                 "reads %.0f, so at one bandwidth it runs at most %.1fx batch 1\n",
                 b, expected_distinct_experts(c.num_experts, c.num_experts_per_tok, b),
-                static_cast<long long>(c.num_experts), weight_bytes(w, b) / 1e6, one / 1e6,
-                b * one / weight_bytes(w, b));
+                static_cast<long long>(c.num_experts), bytes / 1e6, one / 1e6, b * one / bytes);
   }
 }
 

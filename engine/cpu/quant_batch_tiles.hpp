@@ -62,7 +62,7 @@ void decode_row(const std::byte* src, std::uint8_t* dst) {
     store_bytes(dst + 16, v >> 4);
   } else if constexpr (T == tensor_type::mxfp4) { // values + 16, as quant_tiles
     const auto v = load_bytes<u8x16>(src + 1);
-    const auto table = load_bytes<u8x16>(reinterpret_cast<const std::byte*>(mxfp4_plus16));
+    const auto table = load_bytes<u8x16>(reinterpret_cast<const std::byte*>(mxfp4_plus16.data()));
     store_bytes(dst, __builtin_shuffle(table, v & 15));
     store_bytes(dst + 16, __builtin_shuffle(table, v >> 4));
   } else if constexpr (T == tensor_type::q4_k || T == tensor_type::q5_k) {

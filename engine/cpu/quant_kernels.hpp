@@ -3,7 +3,6 @@
 // kernels that multiply it by weight rows, and the hook that picks an ISA.
 
 #include "engine/formats/gguf.hpp"
-#include "engine/formats/mxfp4.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -71,24 +70,6 @@ struct kernel_set {
   auto batch(std::int64_t m) const -> bool;
 };
 
-/// The calling thread's scratch buffer of at least n bytes, 64-byte aligned,
-/// kept between calls. `slot` separates buffers used at the same time.
-auto scratch(int slot, std::size_t n) -> std::byte*;
-
-/// MXFP4 weights through a Q8_0 kernel Q8 (each MXFP4 block is exactly a
-/// Q8_0 block, mxfp4.hpp, so the bits are Q8_0's): the call's rows are first
-/// converted (mxfp4::to_q8_0; the weights were checked with
-/// mxfp4::exact_in_q8_0 when loaded) into scratch slot 4. The generic
-/// path's MXFP4; the vector ISAs decode MXFP4 in their own tiles.
-template <tile_kernel Q8>
-void mxfp4_as_q8_0(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a,
-                   float* y, std::int64_t ldy) {
-  const std::int64_t q8_row = a.k / 32 * 34;
-  std::byte* q8 = scratch(4, static_cast<std::size_t>(nr * q8_row));
-  for (std::int64_t r = 0; r < nr; ++r) (void)mxfp4::to_q8_0(w + (row0 + r) * row_bytes, q8 + r * q8_row, a.k);
-  Q8(q8, q8_row, 0, nr, a, y + row0, ldy);
-}
-
 auto generic_kernels() -> const kernel_set&;
 #if defined(__x86_64__)
 auto avx2_kernels() -> const kernel_set&;
@@ -103,5 +84,8 @@ auto kernels_named(std::string_view name) -> const kernel_set&;
 /// errors): the tests compare the ISA paths in one process.
 void use_kernels(std::string_view name);
 
+/// The calling thread's scratch buffer of at least n bytes, 64-byte aligned,
+/// kept between calls. `slot` separates buffers used at the same time.
+auto scratch(int slot, std::size_t n) -> std::byte*;
 
 } // namespace troupe::quant

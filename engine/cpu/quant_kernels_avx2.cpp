@@ -2,6 +2,7 @@
 // vpmaddwd stand in for VNNI's vpdpbusd.
 
 #include "engine/cpu/quant_kernels.hpp"
+#include "engine/formats/mxfp4.hpp"
 
 #include <immintrin.h>
 
@@ -81,11 +82,13 @@ struct avx2 {
   static auto lookup16(vi table, vi idx) -> vi { return _mm256_shuffle_epi8(table, idx); } // bytes < 16
   static auto bcast16(const void* p) -> vi { return _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
   // Each lane's low byte e as MXFP4's scale in Q8_0: 2^(e - 128) for e
-  // from 104 to 143 (F16's range), else 0 (mxfp4.hpp).
+  // in F16's range (mxfp4::q8_0_min_e to q8_0_max_e), else 0 (mxfp4.hpp).
   static auto e8m0(vi e) -> vf {
-    const vi d = _mm256_sub_epi32(_mm256_and_si256(e, _mm256_set1_epi32(0xFF)), _mm256_set1_epi32(104));
-    const vi ok = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(40), d), _mm256_cmpgt_epi32(d, _mm256_set1_epi32(-1)));
-    return _mm256_castsi256_ps(_mm256_and_si256(ok, _mm256_slli_epi32(_mm256_add_epi32(d, _mm256_set1_epi32(103)), 23)));
+    e = _mm256_and_si256(e, _mm256_set1_epi32(0xFF));
+    const vi d = _mm256_sub_epi32(e, _mm256_set1_epi32(mxfp4::q8_0_min_e));
+    const vi ok = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(mxfp4::q8_0_max_e - mxfp4::q8_0_min_e + 1), d),
+                                   _mm256_cmpgt_epi32(d, _mm256_set1_epi32(-1)));
+    return _mm256_castsi256_ps(_mm256_and_si256(ok, _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23)));
   }
   static auto set1(std::int32_t v) -> vi { return _mm256_set1_epi32(v); }
   static auto and_(vi a, vi b) -> vi { return _mm256_and_si256(a, b); }

@@ -2,6 +2,7 @@
 // vpdpbusd per 4 values of 16 rows and a row of x.
 
 #include "engine/cpu/quant_kernels.hpp"
+#include "engine/formats/mxfp4.hpp"
 
 #include <immintrin.h>
 
@@ -95,12 +96,10 @@ struct avx512 {
     const __m256i three = _mm256_set1_epi8(0x03);
     // Lanes of 4 values to their sub-block's scale: values 64p..64p+63 of a
     // superblock are sub-blocks 4p..4p+3, four lanes each.
-    vi spread[4];
-    for (int p = 0; p < 4; ++p) {
-      alignas(64) std::int32_t idx[16];
-      for (int j = 0; j < 16; ++j) idx[j] = 4 * p + j / 4;
-      spread[p] = _mm512_load_si512(idx);
-    }
+    const vi spread[4] = {_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                          _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4),
+                          _mm512_set_epi32(11, 11, 11, 11, 10, 10, 10, 10, 9, 9, 9, 9, 8, 8, 8, 8),
+                          _mm512_set_epi32(15, 15, 15, 15, 14, 14, 14, 14, 13, 13, 13, 13, 12, 12, 12, 12)};
     float acc = 0.0f;
     for (std::int64_t b = 0; b < nb; ++b) {
       const std::byte* blk = w + b * 210;
@@ -128,10 +127,7 @@ struct avx512 {
       const vi neg = _mm512_loadu_si512(a.neg_sum16 + 16 * b);
       isum = _mm512_add_epi32(isum, _mm512_slli_epi32(_mm512_mullo_epi32(neg, sc), 5));
       const std::int32_t dot = _mm512_reduce_add_epi32(isum);
-      std::uint16_t dh;
-      std::memcpy(&dh, blk + 208, 2);
-      const float d = _cvtsh_ss(dh);
-      acc = std::fma(d * a.d[b], static_cast<float>(dot), acc);
+      acc = std::fma(f16_at(blk + 208) * a.d[b], static_cast<float>(dot), acc);
     }
     return acc;
   }
@@ -235,12 +231,13 @@ struct avx512 {
   static auto lookup16(vi table, vi idx) -> vi { return _mm512_shuffle_epi8(table, idx); } // bytes < 16
   static auto bcast16(const void* p) -> vi { return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
   // Each lane's low byte e as MXFP4's scale in Q8_0: 2^(e - 128) for e
-  // from 104 to 143 (F16's range), else 0 (mxfp4.hpp; an all-zero block's
+  // in F16's range (mxfp4::q8_0_min_e to q8_0_max_e), else 0 (mxfp4.hpp; an all-zero block's
   // product is 0 and adds nothing, whatever its scale, to a chain that
   // starts from +0: to_q8_0 writes d = 0 for it).
   static auto e8m0(vi e) -> vf {
     e = _mm512_and_si512(e, _mm512_set1_epi32(0xFF));
-    const __mmask16 ok = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(e, _mm512_set1_epi32(104)), _mm512_set1_epi32(40));
+    const __mmask16 ok = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(e, _mm512_set1_epi32(mxfp4::q8_0_min_e)),
+                                                 _mm512_set1_epi32(mxfp4::q8_0_max_e - mxfp4::q8_0_min_e + 1));
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(ok, _mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23));
   }
   static auto set1(std::int32_t v) -> vi { return _mm512_set1_epi32(v); }

@@ -6,6 +6,7 @@
 
 #include "base/dtype.hpp"
 #include "engine/formats/gguf_quant.hpp"
+#include "engine/formats/mxfp4.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -119,13 +120,26 @@ void tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::in
   }
 }
 
+// MXFP4 weights through the Q8_0 tile (each MXFP4 block is exactly a Q8_0
+// block, mxfp4.hpp, so the bits are Q8_0's): the call's rows are first
+// converted (mxfp4::to_q8_0; the weights were checked with
+// mxfp4::exact_in_q8_0 when loaded) into scratch slot 4. The vector ISAs
+// decode MXFP4 in their own tiles.
+void mxfp4_as_q8_0(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, std::int64_t nr, const acts& a,
+                   float* y, std::int64_t ldy) {
+  const std::int64_t q8_row = a.k / 32 * 34;
+  std::byte* q8 = scratch(4, static_cast<std::size_t>(nr * q8_row));
+  for (std::int64_t r = 0; r < nr; ++r) (void)mxfp4::to_q8_0(w + (row0 + r) * row_bytes, q8 + r * q8_row, a.k);
+  tile<gguf::tensor_type::q8_0>(q8, q8_row, 0, nr, a, y + row0, ldy);
+}
+
 } // namespace
 
 auto generic_kernels() -> const kernel_set& {
   using gguf::tensor_type;
   static const kernel_set k{"generic", 16, tile<tensor_type::q8_0>, tile<tensor_type::q4_0>,
                             tile<tensor_type::q4_k>, tile<tensor_type::q5_k>, tile<tensor_type::q6_k>,
-                            mxfp4_as_q8_0<tile<tensor_type::q8_0>>};
+                            mxfp4_as_q8_0};
   return k;
 }
 

@@ -24,8 +24,10 @@
 // and the K-quants' mins in int16 pairs.
 
 #include "engine/cpu/quant_kernels.hpp"
+#include "engine/formats/mxfp4.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -80,7 +82,11 @@ auto halves_at(const tile_rows<V::R>& rows, std::int64_t off, bool at_block_end)
 }
 
 // MXFP4's code values (mxfp4::values) plus 16: unsigned, at most 28.
-alignas(16) constexpr std::int8_t mxfp4_plus16[16] = {16, 17, 18, 19, 20, 22, 24, 28, 16, 15, 14, 13, 12, 10, 8, 4};
+alignas(16) constexpr auto mxfp4_plus16 = [] {
+  std::array<std::int8_t, 16> t{};
+  for (int c = 0; c < 16; ++c) t[c] = static_cast<std::int8_t>(mxfp4::values[c] + 16);
+  return t;
+}();
 
 // Blocks per chunk: the rearranged chunk (16 KiB of values on AVX-512)
 // stays in L1 while every row of x passes over it.
@@ -142,7 +148,7 @@ struct small_format {
         t[4 + g] = V::and_(V::shr(raw[g], 4), low);
       }
       if constexpr (T == tensor_type::mxfp4) {
-        const vi table = V::bcast16(mxfp4_plus16);
+        const vi table = V::bcast16(mxfp4_plus16.data());
         for (int g = 0; g < 8; ++g) t[g] = V::lookup16(table, t[g]);
       }
     }
@@ -299,7 +305,6 @@ void small_tile(const std::byte* w, std::int64_t row_bytes, std::int64_t row0, s
   using F = small_format<V, T>;
   using vi = typename V::vi;
   using vf = typename V::vf;
-  if (by_rows<V, T>(w, row_bytes, row0, nr, a, y)) return;
   const tile_rows<V::R> rows(w, row_bytes, row0, nr);
   const std::int64_t nb = a.k / 32;
   // Values, and per block 8 signs (Q8_0 without VNNI) or a correction (VNNI).

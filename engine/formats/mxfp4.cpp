@@ -76,7 +76,7 @@ auto exact_in_q8_0(const std::byte* src, std::int64_t n) -> bool {
   check_whole(n);
   for (std::int64_t b = 0; b < n / block_values; ++b) {
     const auto* p = reinterpret_cast<const std::uint8_t*>(src + b * block_bytes);
-    if (p[0] >= 104 && p[0] <= 143) continue;
+    if (p[0] >= q8_0_min_e && p[0] <= q8_0_max_e) continue;
     for (int j = 1; j <= 16; ++j)
       if ((p[j] & 0x77) != 0) return false; // codes 0 and 8 are the two zeros
   }

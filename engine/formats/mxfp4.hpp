@@ -26,6 +26,10 @@ constexpr std::int64_t block_bytes = 17;
 /// kv: an E2M1 code's value, doubled.
 constexpr std::int8_t values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+/// The scale bytes e whose 2^(e - 128) F16 holds (2^-24 to 2^15): the
+/// blocks to_q8_0 takes, besides all-zero ones.
+constexpr std::uint8_t q8_0_min_e = 104, q8_0_max_e = 143;
+
 /// n values (whole blocks) of ggml MXFP4 at src into dst.
 void dequantize(const std::byte* src, float* dst, std::int64_t n);
 
