@@ -57,4 +57,9 @@ struct cuda_executor_options {
 auto make_cuda_executor(const model_weights& weights, const cuda_executor_options& options)
     -> std::unique_ptr<executor>;
 
+/// One device's executor (options.device; options.tp_rank of tp_world):
+/// what make_cuda_executor runs, alone or as each rank of a group.
+auto make_device_executor(const model_weights& weights, const cuda_executor_options& options)
+    -> std::unique_ptr<executor>;
+
 } // namespace troupe::cuda
